@@ -1,0 +1,87 @@
+"""The message tables of every API this broker speaks, keyed by API key."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.fetch import FetchRequest, FetchResponse
+from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from protocol.messages.metadata import MetadataRequest, MetadataResponse
+from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from protocol.schema import Message
+
+
+class ApiKey(IntEnum):
+    """Kafka's API keys, spelled as in the protocol guide (``ApiKey.JoinGroup``)."""
+
+    Produce = 0
+    Fetch = 1
+    ListOffsets = 2
+    Metadata = 3
+    OffsetCommit = 8
+    OffsetFetch = 9
+    FindCoordinator = 10
+    JoinGroup = 11
+    Heartbeat = 12
+    LeaveGroup = 13
+    SyncGroup = 14
+    DescribeGroups = 15
+    ListGroups = 16
+    SaslHandshake = 17
+    ApiVersions = 18
+    CreateTopics = 19
+    DeleteTopics = 20
+    InitProducerId = 22
+    DescribeConfigs = 32
+    DeleteGroups = 42
+    OffsetDelete = 47
+    DescribeCluster = 60
+
+
+_PAIRS: list[tuple[Message, Message]] = [
+    (ProduceRequest, ProduceResponse),
+    (FetchRequest, FetchResponse),
+    (ListOffsetsRequest, ListOffsetsResponse),
+    (MetadataRequest, MetadataResponse),
+    (OffsetCommitRequest, OffsetCommitResponse),
+    (OffsetFetchRequest, OffsetFetchResponse),
+    (FindCoordinatorRequest, FindCoordinatorResponse),
+    (JoinGroupRequest, JoinGroupResponse),
+    (HeartbeatRequest, HeartbeatResponse),
+    (LeaveGroupRequest, LeaveGroupResponse),
+    (SyncGroupRequest, SyncGroupResponse),
+    (DescribeGroupsRequest, DescribeGroupsResponse),
+    (ListGroupsRequest, ListGroupsResponse),
+    (SaslHandshakeRequest, SaslHandshakeResponse),
+    (ApiVersionsRequest, ApiVersionsResponse),
+    (CreateTopicsRequest, CreateTopicsResponse),
+    (DeleteTopicsRequest, DeleteTopicsResponse),
+    (InitProducerIdRequest, InitProducerIdResponse),
+    (DescribeConfigsRequest, DescribeConfigsResponse),
+    (DeleteGroupsRequest, DeleteGroupsResponse),
+    (OffsetDeleteRequest, OffsetDeleteResponse),
+    (DescribeClusterRequest, DescribeClusterResponse),
+]
+
+REQUESTS: dict[int, Message] = {req.api_key: req for req, _ in _PAIRS if req.api_key is not None}
+RESPONSES: dict[int, Message] = {resp.api_key: resp for _, resp in _PAIRS if resp.api_key is not None}
+
+__all__ = ["REQUESTS", "RESPONSES", "ApiKey"]

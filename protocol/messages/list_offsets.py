@@ -1,0 +1,59 @@
+"""ListOffsets (API key 2), v1-11 (KIP-896 removed v0); flexible from v6."""
+
+from protocol.schema import INT8, INT16, INT32, INT64, STRING, array, f, message
+
+ListOffsetsRequest = message(
+    "ListOffsetsRequest",
+    [
+        f("replica_id", INT32),
+        f("isolation_level", INT8, "2+"),
+        f(
+            "topics",
+            array(
+                "Topic",
+                f("name", STRING),
+                f(
+                    "partitions",
+                    array(
+                        "Partition",
+                        f("partition_index", INT32),
+                        f("current_leader_epoch", INT32, "4+", default=-1, ignorable=True),
+                        f("timestamp", INT64),
+                    ),
+                ),
+            ),
+        ),
+        f("timeout_ms", INT32, "10+", ignorable=True),
+    ],
+    api_key=2,
+    valid="1-11",
+    flexible="6+",
+)
+
+ListOffsetsResponse = message(
+    "ListOffsetsResponse",
+    [
+        f("throttle_time_ms", INT32, "2+", ignorable=True),
+        f(
+            "topics",
+            array(
+                "Topic",
+                f("name", STRING),
+                f(
+                    "partitions",
+                    array(
+                        "Partition",
+                        f("partition_index", INT32),
+                        f("error_code", INT16),
+                        f("timestamp", INT64, "1+", default=-1),
+                        f("offset", INT64, "1+", default=-1),
+                        f("leader_epoch", INT32, "4+", default=-1),
+                    ),
+                ),
+            ),
+        ),
+    ],
+    api_key=2,
+    valid="1-11",
+    flexible="6+",
+)
