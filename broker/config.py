@@ -1,0 +1,210 @@
+"""Broker configuration: Kafka's property names and defaults, one table, four sources.
+
+Precedence: ``--override name=value`` > ``KCOORD_<NAME>`` env vars > ``--config FILE`` (TOML or
+Java ``.properties``) > defaults. An unknown or ill-typed property is a startup error naming it.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+
+class ConfigError(ValueError):
+    """A property that is unknown, ill-typed or out of range."""
+
+
+@dataclass(frozen=True)
+class Property:
+    name: str
+    type: type
+    default: Any
+    doc: str
+    choices: tuple[str, ...] = ()
+    minimum: int | None = None
+
+
+PROPERTIES: tuple[Property, ...] = (
+    Property("node.id", int, 1, "Id of this broker in Metadata and FindCoordinator answers.", minimum=0),
+    Property("cluster.id", str, "", "Cluster id; empty = generated once and kept in meta.properties."),
+    Property("listeners", str, "PLAINTEXT://127.0.0.1:9092", "Where to listen: PLAINTEXT://host:port."),
+    Property("advertised.listeners", str, "", "Address given to clients; empty = same as listeners."),
+    Property("log.dirs", str, ".kcoord-data", "Data directory (the __consumer_offsets-N and topic logs)."),
+    Property("socket.request.max.bytes", int, 104857600, "Largest request frame; bigger closes the connection.",
+             minimum=1),
+    Property("offsets.topic.num.partitions", int, 50, "Partitions (shards) of __consumer_offsets; never change.",
+             minimum=1),
+    Property("offsets.topic.segment.bytes", int, 104857600, "Segment size of __consumer_offsets partitions.",
+             minimum=1024),
+    Property("offsets.retention.minutes", int, 10080, "How long committed offsets are kept (KIP-211 rules).",
+             minimum=1),
+    Property("offsets.retention.check.interval.ms", int, 600000, "How often expired offsets are swept.",
+             minimum=1),
+    Property("offset.metadata.max.bytes", int, 4096, "Longest commit metadata string.", minimum=0),
+    Property("offsets.commit.timeout.ms", int, 5000, "Longest wait for a coordinator write to be durable.",
+             minimum=1),
+    Property("group.min.session.timeout.ms", int, 6000, "Smallest session timeout a member may ask for.",
+             minimum=0),
+    Property("group.max.session.timeout.ms", int, 1800000, "Largest session timeout a member may ask for.",
+             minimum=0),
+    Property("group.initial.rebalance.delay.ms", int, 3000, "Wait for more members when an empty group forms.",
+             minimum=0),
+    Property("group.max.size", int, 2147483647, "Most members a group may have.", minimum=1),
+    Property("auto.create.topics.enable", bool, True, "Create unknown topics on Metadata/Produce requests."),
+    Property("num.partitions", int, 1, "Partitions of an auto-created topic.", minimum=1),
+    Property("log.flush.policy", str, "sync", "sync: fdatasync before acknowledging; interval: flush every "
+             "log.flush.interval.ms and acknowledge after the write.", choices=("sync", "interval")),
+    Property("log.flush.interval.ms", int, 1000, "Flush period when log.flush.policy=interval.", minimum=1),
+    Property("log.segment.bytes", int, 1073741824, "Segment size of ordinary topics.", minimum=1024),
+    Property("log.retention.ms", int, 604800000, "Time retention of ordinary topics (-1 = forever)."),
+    Property("log.retention.bytes", int, -1, "Size retention per partition of ordinary topics (-1 = none)."),
+    Property("log.cleaner.enable", bool, True, "Compact __consumer_offsets in the background."),
+    Property("log.cleaner.backoff.ms", int, 15000, "Pause between compaction checks.", minimum=1),
+    Property("log.cleaner.delete.retention.ms", int, 86400000, "How long tombstones survive compaction.",
+             minimum=0),
+    Property("log.cleaner.min.compaction.lag.ms", int, 0, "Records younger than this are not compacted.",
+             minimum=0),
+    Property("log.cleaner.min.cleanable.ratio", float, 0.5, "Dirty ratio that triggers compaction."),
+    Property("message.max.bytes", int, 1048588, "Largest record batch accepted by Produce.", minimum=1),
+    Property("metrics.listener", str, "http://0.0.0.0:9464", "Prometheus endpoint (path /metrics); empty "
+             "disables it."),
+    Property("log.level", str, "INFO", "Log level of the broker's structured log.",
+             choices=("DEBUG", "INFO", "WARNING", "ERROR")),
+)
+
+_BY_NAME = {p.name: p for p in PROPERTIES}
+_BY_ENV = {"KCOORD_" + p.name.upper().replace(".", "_"): p for p in PROPERTIES}
+
+
+def _coerce(prop: Property, raw: Any, source: str) -> Any:
+    try:
+        if prop.type is bool:
+            if isinstance(raw, bool):
+                value: Any = raw
+            elif str(raw).strip().lower() in ("true", "1", "yes"):
+                value = True
+            elif str(raw).strip().lower() in ("false", "0", "no"):
+                value = False
+            else:
+                raise ValueError(raw)
+        elif prop.type is int:
+            if isinstance(raw, bool):
+                raise ValueError(raw)
+            value = int(str(raw).strip())
+        elif prop.type is float:
+            value = float(str(raw).strip())
+        else:
+            value = str(raw).strip()
+    except ValueError:
+        raise ConfigError(f"{prop.name}: {raw!r} is not a valid {prop.type.__name__} (from {source})") from None
+    if prop.choices and value not in prop.choices:
+        raise ConfigError(f"{prop.name}: {value!r} is not one of {', '.join(prop.choices)} (from {source})")
+    if prop.minimum is not None and value < prop.minimum:
+        raise ConfigError(f"{prop.name}: {value} is below the minimum {prop.minimum} (from {source})")
+    return value
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    text = path.read_text()
+    if path.suffix == ".toml":
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+        return dict(_flatten(data))
+    values: dict[str, Any] = {}
+    for lineno, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line[0] in "#!":
+            continue
+        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
+        if sep < 0:
+            raise ConfigError(f"{path}:{lineno}: expected name=value")
+        values[line[:sep].strip()] = line[sep + 1 :].strip()
+    return values
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> Any:
+    """TOML may write ``[group] initial.rebalance.delay.ms = 0`` or quoted dotted keys."""
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            yield from _flatten(value, name + ".")
+        else:
+            yield name, value
+
+
+@dataclass(frozen=True)
+class Listener:
+    host: str
+    port: int
+
+
+def parse_listener(text: str) -> Listener:
+    first = text.split(",")[0].strip()
+    parts = urlsplit(first if "://" in first else "PLAINTEXT://" + first)
+    if parts.scheme.upper() != "PLAINTEXT":
+        raise ConfigError(f"listeners: only PLAINTEXT is supported, got {first!r}")
+    if parts.port is None:
+        raise ConfigError(f"listeners: {first!r} has no port")
+    return Listener(parts.hostname or "0.0.0.0", parts.port)
+
+
+class BrokerConfig:
+    """Resolved properties; attribute access by the property name with dots as underscores."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+        self.listener = parse_listener(values["listeners"])
+        self.advertised = parse_listener(values["advertised.listeners"] or values["listeners"])
+        if self.advertised.host in ("0.0.0.0", "::", ""):
+            self.advertised = Listener("127.0.0.1", self.advertised.port)
+        if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
+            raise ConfigError("group.min.session.timeout.ms is above group.max.session.timeout.ms")
+
+    def __getitem__(self, name: str) -> Any:
+        return self.values[name]
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.values["log.dirs"].split(",")[0])
+
+    @classmethod
+    def load(
+        cls,
+        config_file: str | os.PathLike[str] | None = None,
+        overrides: list[str] | tuple[str, ...] = (),
+        environ: Mapping[str, str] | None = None,
+    ) -> BrokerConfig:
+        env = os.environ if environ is None else environ
+        values = {p.name: p.default for p in PROPERTIES}
+        if config_file:
+            for name, raw in _read_file(Path(config_file)).items():
+                prop = _BY_NAME.get(name)
+                if prop is None:
+                    raise ConfigError(f"unknown property {name!r} in {config_file}")
+                values[name] = _coerce(prop, raw, str(config_file))
+        for key, raw in env.items():
+            if not key.startswith("KCOORD_"):
+                continue
+            prop = _BY_ENV.get(key)
+            if prop is None:
+                raise ConfigError(f"unknown property in environment variable {key}")
+            values[prop.name] = _coerce(prop, raw, key)
+        for item in overrides:
+            name, sep, raw = item.partition("=")
+            name = name.strip()
+            if not sep:
+                raise ConfigError(f"--override expects name=value, got {item!r}")
+            prop = _BY_NAME.get(name)
+            if prop is None:
+                raise ConfigError(f"unknown property {name!r} in --override")
+            values[name] = _coerce(prop, raw, "--override")
+        return cls(values)

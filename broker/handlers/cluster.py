@@ -1,0 +1,141 @@
+"""ApiVersions, Metadata, DescribeCluster, FindCoordinator, DescribeConfigs and SaslHandshake:
+what a client asks before it does anything else."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from broker.router import Request
+from broker.topics import OFFSETS_TOPIC, TopicError, validate_topic_name
+from protocol.errors import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.metadata import MetadataRequest, MetadataResponse
+from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+_NOT_REQUESTED = -2147483648
+KEY_TYPE_GROUP = 0
+
+
+def register(broker: Broker) -> None:
+    router = broker.router
+
+    def api_versions(req: Request) -> None:
+        body = req.body
+        error = ErrorCode.NONE
+        if req.version >= 3 and not (_SOFTWARE.match(body.client_software_name or "")
+                                     and _SOFTWARE.match(body.client_software_version or "")):
+            error = ErrorCode.INVALID_REQUEST
+        req.reply.set(ApiVersionsResponse(
+            error_code=error,
+            api_keys=[ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                      for k, lo, hi in router.advertised()],
+        ))
+
+    def metadata(req: Request) -> None:
+        body = req.body
+        catalog = broker.catalog
+        if body.topics is None or (req.version == 0 and not body.topics):
+            names = list(catalog.topics)
+        else:
+            names = [t.name for t in body.topics if t.name is not None]
+        allow_create = broker.config["auto.create.topics.enable"] and (req.version < 4 or
+                                                                         body.allow_auto_topic_creation)
+        topics = []
+        for name in names:
+            topic = catalog.get(name)
+            if topic is None and allow_create and validate_topic_name(name) is None:
+                try:
+                    topic = broker.create_topic(name, broker.config["num.partitions"], {})
+                except TopicError:
+                    topic = catalog.get(name)
+            if topic is None:
+                code = (ErrorCode.INVALID_TOPIC_EXCEPTION if validate_topic_name(name)
+                        else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                topics.append(MetadataResponse.Topic(error_code=code, name=name))
+                continue
+            node = broker.node_id
+            topics.append(MetadataResponse.Topic(
+                error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
+                partitions=[MetadataResponse.Topic.Partition(error_code=0, partition_index=i, leader_id=node,
+                                                       leader_epoch=0, replica_nodes=[node], isr_nodes=[node])
+                            for i in range(topic.partitions)],
+                topic_authorized_operations=_NOT_REQUESTED,
+            ))
+        host, port = broker.advertised
+        req.reply.set(MetadataResponse(
+            brokers=[MetadataResponse.Broker(node_id=broker.node_id, host=host, port=port, rack=None)],
+            cluster_id=broker.cluster_id, controller_id=broker.node_id, topics=topics,
+        ))
+
+    def describe_cluster(req: Request) -> None:
+        host, port = broker.advertised
+        req.reply.set(DescribeClusterResponse(
+            error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
+            controller_id=broker.node_id,
+            brokers=[DescribeClusterResponse.Broker(broker_id=broker.node_id, host=host, port=port, rack=None)],
+            cluster_authorized_operations=_NOT_REQUESTED,
+        ))
+
+    def find_coordinator(req: Request) -> None:
+        body = req.body
+        keys = body.coordinator_keys if req.version >= 4 else [body.key]
+        host, port = broker.advertised
+        entries = []
+        for key in keys:
+            if body.key_type != KEY_TYPE_GROUP:
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="kcoord coordinates consumer groups only (key type 0); "
+                                  "transactions and share groups are not supported"))
+            else:
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=broker.node_id, host=host, port=port, error_code=0, error_message=None))
+        if req.version >= 4:
+            req.reply.set(FindCoordinatorResponse(coordinators=entries))
+            return
+        e = entries[0]
+        req.reply.set(FindCoordinatorResponse(error_code=e.error_code, error_message=e.error_message,
+                                              node_id=e.node_id, host=e.host, port=e.port))
+
+    def describe_configs(req: Request) -> None:
+        results = []
+        for res in req.body.resources:
+            configs: dict[str, str] = {}
+            error, message = ErrorCode.NONE, None
+            if res.resource_type == 2:  # topic
+                topic = broker.catalog.get(res.resource_name)
+                if topic is None:
+                    error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic"
+                else:
+                    configs = broker.topic_configs(topic)
+            elif res.resource_type == 4:  # broker
+                configs = {k: str(v) for k, v in broker.config.values.items()}
+            else:
+                error, message = ErrorCode.INVALID_REQUEST, f"resource type {res.resource_type} not supported"
+            wanted = res.configuration_keys
+            entries = [DescribeConfigsResponse.Result.ResourceResult(
+                name=k, value=v, read_only=False, config_source=5, is_sensitive=False)
+                for k, v in sorted(configs.items()) if wanted is None or k in wanted]
+            results.append(DescribeConfigsResponse.Result(
+                error_code=error, error_message=message, resource_type=res.resource_type,
+                resource_name=res.resource_name, configs=entries))
+        req.reply.set(DescribeConfigsResponse(results=results))
+
+    def sasl_handshake(req: Request) -> None:
+        req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=[]))
+
+    router.register(ApiVersionsRequest, ApiVersionsResponse, api_versions)
+    router.register(MetadataRequest, MetadataResponse, metadata)
+    router.register(DescribeClusterRequest, DescribeClusterResponse, describe_cluster)
+    router.register(FindCoordinatorRequest, FindCoordinatorResponse, find_coordinator)
+    router.register(DescribeConfigsRequest, DescribeConfigsResponse, describe_configs)
+    router.register(SaslHandshakeRequest, SaslHandshakeResponse, sasl_handshake)
+    assert OFFSETS_TOPIC

@@ -1,0 +1,76 @@
+"""CreateTopics and DeleteTopics against the topic catalog (single node: replication factor 1)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.router import Request
+from broker.topics import TopicError
+from protocol.errors import ErrorCode
+from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+
+def register(broker: Broker) -> None:
+    def create_topics(req: Request) -> None:
+        results = []
+        for t in req.body.topics:
+            partitions = t.num_partitions
+            if t.assignments:
+                partitions = len(t.assignments)
+            if partitions == -1:
+                partitions = broker.config["num.partitions"]
+            rf = t.replication_factor
+            configs = {c.name: c.value for c in t.configs if c.value is not None}
+            result = CreateTopicsResponse.CreatableTopicResult(name=t.name, error_code=0, error_message=None)
+            if rf not in (-1, 1) and not t.assignments:
+                result.error_code = ErrorCode.INVALID_REPLICATION_FACTOR
+                result.error_message = f"Unable to replicate the partition {rf} time(s): The target " \
+                                       f"replication factor of {rf} cannot be reached because only 1 broker(s) " \
+                                       "are registered."
+            else:
+                try:
+                    topic = broker.create_topic(t.name, partitions, configs, validate_only=req.body.validate_only)
+                except TopicError as exc:
+                    result.error_code = exc.error_code
+                    result.error_message = str(exc)
+                else:
+                    result.topic_id = topic.topic_id
+                    result.num_partitions = topic.partitions
+                    result.replication_factor = 1
+                    result.configs = [CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs(
+                        name=k, value=v, read_only=False, config_source=5, is_sensitive=False)
+                        for k, v in sorted(broker.topic_configs(topic).items())]
+            results.append(result)
+        req.reply.set(CreateTopicsResponse(topics=results))
+
+    def delete_topics(req: Request) -> None:
+        body = req.body
+        if req.version >= 6:
+            wanted = [(t.name, t.topic_id) for t in body.topics]
+        else:
+            wanted = [(name, bytes(16)) for name in body.topic_names]
+        results = []
+        for name, topic_id in wanted:
+            if name is None:
+                topic = broker.catalog.by_id.get(topic_id)
+                name = topic.name if topic else None
+            result = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id, error_code=0)
+            if name is None:
+                result.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+                result.error_message = "unknown topic id"
+            else:
+                try:
+                    topic = broker.delete_topic(name)
+                    result.topic_id = topic.topic_id
+                except TopicError as exc:
+                    result.error_code = exc.error_code
+                    result.error_message = str(exc)
+            results.append(result)
+        req.reply.set(DeleteTopicsResponse(responses=results))
+
+    broker.router.register(CreateTopicsRequest, CreateTopicsResponse, create_topics)
+    broker.router.register(DeleteTopicsRequest, DeleteTopicsResponse, delete_topics)

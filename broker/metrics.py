@@ -1,0 +1,80 @@
+"""Prometheus metrics. Counters and histograms are updated on the request path; gauges that
+describe state (groups by state, log sizes) are read from the broker when Prometheus scrapes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from prometheus_client import REGISTRY, Counter, Gauge, Histogram
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+_LATENCY_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
+                    2.5, 5.0, 10.0, 30.0)
+_FLUSH_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0)
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.requests = Counter("kcoord_requests", "Requests received, by API and version.", ["api", "version"])
+        self.request_seconds = Histogram("kcoord_request_duration_seconds",
+                                         "Time from a request's arrival to its response being queued, by API.",
+                                         ["api"], buckets=_LATENCY_BUCKETS)
+        self.request_errors = Counter("kcoord_request_errors",
+                                      "Responses carrying a non-zero error code, by API and error name.",
+                                      ["api", "error"])
+        self.connections = Gauge("kcoord_connections", "Open client connections.")
+        self.connections_opened = Counter("kcoord_connections_opened", "Client connections accepted.")
+        self.connections_closed_bad = Counter("kcoord_connections_closed_bad_request",
+                                              "Connections closed because of a request that could not be served.",
+                                              ["reason"])
+        self.bytes_in = Counter("kcoord_received_bytes", "Bytes received from clients.")
+        self.bytes_out = Counter("kcoord_sent_bytes", "Bytes sent to clients.")
+        self.rebalances = Counter("kcoord_rebalances", "Rebalances started, by reason.", ["reason"])
+        self.rebalance_seconds = Histogram("kcoord_rebalance_duration_seconds",
+                                           "Time from a rebalance starting to the group becoming Stable.",
+                                           buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
+        self.offset_commits = Counter("kcoord_offset_commits", "Partition offsets committed.")
+        self.offset_expirations = Counter("kcoord_offset_expirations", "Partition offsets expired by retention.")
+        self.flush_seconds = Histogram("kcoord_log_flush_duration_seconds",
+                                       "Time to write and fdatasync one group-commit batch.",
+                                       buckets=_FLUSH_BUCKETS)
+        self.flush_records = Histogram("kcoord_log_flush_records", "Records per group-commit flush.",
+                                       buckets=(1, 2, 4, 8, 16, 32, 64, 128, 256, 1024, 4096))
+        self.load_seconds = Gauge("kcoord_shard_load_duration_seconds",
+                                  "Time the last load (replay) of a __consumer_offsets partition took.",
+                                  ["partition"])
+        self.compactions = Counter("kcoord_log_compactions", "Compaction runs that rewrote segments.")
+        self.compaction_reclaimed = Counter("kcoord_log_compaction_reclaimed_bytes",
+                                            "Bytes removed from the log by compaction.")
+        self.write_failures = Counter("kcoord_log_write_failures", "Coordinator writes that failed.")
+
+
+METRICS = Metrics()
+
+
+class StateCollector(Collector):
+    """Gauges computed at scrape time from a callable returning (name, help, labels, samples)."""
+
+    def __init__(self, source: Callable[[], Iterable[tuple[str, str, list[str], list[tuple[list[str], float]]]]]) -> None:
+        self.source = source
+
+    def collect(self) -> Iterable[Any]:
+        for name, doc, labels, samples in self.source():
+            family = GaugeMetricFamily(name, doc, labels=labels)
+            for values, value in samples:
+                family.add_metric(values, value)
+            yield family
+
+
+_state_collector: StateCollector | None = None
+
+
+def install_state_collector(source: Callable[[], Any]) -> None:
+    """Points the scrape-time gauges at the running broker (replacing any earlier one)."""
+    global _state_collector
+    if _state_collector is not None:
+        REGISTRY.unregister(_state_collector)
+    _state_collector = StateCollector(source)
+    REGISTRY.register(_state_collector)

@@ -1,0 +1,59 @@
+"""The Prometheus endpoint: a minimal HTTP/1.1 server on its own trio listener (GET /metrics)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+import trio
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+from broker import logs
+from broker.config import ConfigError
+
+_MAX_HEAD = 16 * 1024
+
+
+def parse_metrics_listener(text: str) -> tuple[str, int] | None:
+    if not text.strip():
+        return None
+    parts = urlsplit(text if "://" in text else "http://" + text)
+    if parts.scheme != "http" or parts.port is None:
+        raise ConfigError(f"metrics.listener: expected http://host:port, got {text!r}")
+    return parts.hostname or "0.0.0.0", parts.port
+
+
+async def _respond(stream: trio.SocketStream) -> None:
+    try:
+        head = b""
+        with trio.move_on_after(10):
+            while b"\r\n\r\n" not in head and len(head) < _MAX_HEAD:
+                chunk = await stream.receive_some(4096)
+                if not chunk:
+                    return
+                head += chunk
+        line = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+        if len(line) < 2 or line[0] not in ("GET", "HEAD"):
+            status, ctype, body = "405 Method Not Allowed", "text/plain", b"GET /metrics\n"
+        elif urlsplit(line[1]).path in ("/metrics", "/metrics/"):
+            status, ctype, body = "200 OK", CONTENT_TYPE_LATEST, generate_latest(REGISTRY)
+        elif urlsplit(line[1]).path == "/":
+            status, ctype, body = "200 OK", "text/html", b'<a href="/metrics">metrics</a>\n'
+        else:
+            status, ctype, body = "404 Not Found", "text/plain", b"not found\n"
+        payload = body if line and line[0] != "HEAD" else b""
+        await stream.send_all(
+            f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n".encode() + payload)
+    except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+        pass
+    finally:
+        await stream.aclose()
+
+
+async def serve_metrics(host: str, port: int, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+    listeners = await trio.open_tcp_listeners(port, host=host)
+    bound = listeners[0].socket.getsockname()[1]
+    logs.event("metrics.listening", host=host, port=bound, path="/metrics")
+    task_status.started(bound)
+    await trio.serve_listeners(_respond, listeners)

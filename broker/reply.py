@@ -1,0 +1,66 @@
+"""Response slots. Every request gets one when it arrives; the connection sends slots strictly in
+arrival order, each as soon as it and all before it are filled (pipelining with ordered replies)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from protocol.frames import frame_response
+from protocol.schema import Message
+
+
+class Reply:
+    __slots__ = ("_event", "close", "data", "flexible_header", "correlation_id", "error_code", "message", "version")
+
+    def __init__(self, message: Message | None, version: int, correlation_id: int, flexible_header: bool) -> None:
+        self.message = message
+        self.version = version
+        self.correlation_id = correlation_id
+        self.flexible_header = flexible_header
+        self.data: bytes | None = None
+        self.close = False
+        self.error_code = 0
+        self._event: trio.Event | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self.data is not None or self.close
+
+    def set(self, response: Any) -> None:
+        """Encodes ``response`` for this slot's version and wakes the writer."""
+        if self.ready:
+            return
+        assert self.message is not None
+        self.error_code = getattr(response, "error_code", 0) or 0
+        self.data = frame_response(self.correlation_id, self.message.encode(response, self.version),
+                                   self.flexible_header)
+        self._wake()
+
+    def set_bytes(self, body: bytes) -> None:
+        if not self.ready:
+            self.data = frame_response(self.correlation_id, body, self.flexible_header)
+            self._wake()
+
+    def set_nothing(self) -> None:
+        """Produce with acks=0: the request is answered by no response at all."""
+        if not self.ready:
+            self.data = b""
+            self._wake()
+
+    def set_close(self) -> None:
+        if not self.ready:
+            self.close = True
+            self._wake()
+
+    def _wake(self) -> None:
+        if self._event is not None:
+            self._event.set()
+
+    async def wait(self) -> None:
+        if self.ready:
+            return
+        if self._event is None:
+            self._event = trio.Event()
+        await self._event.wait()

@@ -1,0 +1,119 @@
+"""Routing by API key: frame -> header -> decoded body -> handler, with Kafka's answers to bad input.
+
+Unknown API keys, unsupported versions (other than ApiVersions) and bodies that do not decode
+close the connection, as Kafka does; ApiVersions at an unknown version gets the KIP-511 answer.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from broker import logs
+from broker.metrics import METRICS
+from broker.reply import Reply
+from protocol.errors import DecodeError, ErrorCode
+from protocol.frames import RequestHeader, parse_request_header, peek_header
+from protocol.messages import ApiKey
+from protocol.messages.api_versions import ApiVersionsResponse
+from protocol.schema import Message
+
+
+@dataclass(slots=True)
+class ConnectionInfo:
+    conn_id: int
+    client_host: str
+    client_port: int
+
+
+@dataclass(slots=True)
+class Request:
+    header: RequestHeader
+    body: Any
+    conn: ConnectionInfo
+    reply: Reply
+    received: float
+
+    @property
+    def version(self) -> int:
+        return self.header.api_version
+
+
+Handler = Callable[[Request], None]
+
+
+@dataclass
+class Api:
+    key: int
+    request: Message
+    response: Message
+    min_version: int
+    max_version: int
+    handler: Handler
+    name: str
+
+
+class CloseConnection(Exception):
+    """The request cannot be answered: close this one connection (and log it once)."""
+
+
+class Router:
+    def __init__(self) -> None:
+        self.apis: dict[int, Api] = {}
+
+    def register(self, request: Message, response: Message, handler: Handler,
+                 versions: tuple[int, int] | None = None) -> None:
+        assert request.api_key is not None
+        lo, hi = versions or (request.valid.low, request.valid.high)
+        name = ApiKey(request.api_key).name
+        self.apis[request.api_key] = Api(request.api_key, request, response, lo, hi, handler, name)
+
+    def advertised(self) -> list[tuple[int, int, int]]:
+        return sorted((a.key, a.min_version, a.max_version) for a in self.apis.values())
+
+    def dispatch(self, frame: bytes, conn: ConnectionInfo) -> Reply:
+        """Decodes one request frame and hands it to its handler; raises CloseConnection."""
+        try:
+            api_key, version, correlation_id = peek_header(frame)
+        except DecodeError as exc:
+            raise CloseConnection(str(exc)) from None
+        api = self.apis.get(api_key)
+        if api is None:
+            raise CloseConnection(f"unknown api key {api_key}")
+        if api_key == ApiKey.ApiVersions and version > api.max_version:
+            return self._api_versions_fallback(correlation_id, api)
+        if not api.min_version <= version <= api.max_version:
+            raise CloseConnection(f"unsupported version {version} of {api.name} "
+                                  f"(supported {api.min_version}-{api.max_version})")
+        flexible = api.request.is_flexible(version)
+        try:
+            header, pos = parse_request_header(frame, flexible)
+            body = api.request.decode(frame[pos:], version)
+        except DecodeError as exc:
+            raise CloseConnection(f"{api.name} v{version}: {exc.reason}") from None
+        # ApiVersions responses always use header v0 (KIP-511).
+        flexible_header = api.response.is_flexible(version) and api_key != ApiKey.ApiVersions
+        reply = Reply(api.response, version, correlation_id, flexible_header)
+        request = Request(header, body, conn, reply, time.perf_counter())
+        METRICS.requests.labels(api.name, str(version)).inc()
+        try:
+            api.handler(request)
+        except CloseConnection:
+            raise
+        except Exception:
+            logs.event("handler.failed", 40, exc_info=True, api=api.name, version=version,
+                       client_id=header.client_id, conn=conn.conn_id)
+            raise CloseConnection(f"{api.name} v{version}: internal error") from None
+        return reply
+
+    def _api_versions_fallback(self, correlation_id: int, api: Api) -> Reply:
+        """KIP-511: a v0 body with UNSUPPORTED_VERSION and only the ApiVersions entry."""
+        reply = Reply(api.response, 0, correlation_id, False)
+        reply.set(ApiVersionsResponse(
+            error_code=ErrorCode.UNSUPPORTED_VERSION,
+            api_keys=[ApiVersionsResponse.ApiVersion(api_key=api.key, min_version=api.min_version,
+                                                     max_version=api.max_version)],
+        ))
+        return reply

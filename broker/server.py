@@ -1,0 +1,158 @@
+"""The broker: one root nursery holding the listener, the metrics endpoint, the shards' loaders,
+flushers and timers; one task per client connection."""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import os
+import signal
+import uuid
+from base64 import urlsafe_b64encode
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from broker import logs
+from broker.config import BrokerConfig
+from broker.connection import Connection
+from broker.metrics import METRICS
+from broker.reply import Reply
+from broker.router import ConnectionInfo, Router
+from broker.topics import Topic, TopicCatalog
+from protocol.errors import ErrorCode
+
+
+def _load_cluster_id(data_dir: Path, configured: str, node_id: int) -> str:
+    """Kafka keeps node and cluster ids in meta.properties; a configured cluster.id must match it."""
+    path = data_dir / "meta.properties"
+    props: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if "=" in line and not line.startswith("#"):
+                k, _, v = line.partition("=")
+                props[k.strip()] = v.strip()
+    existing = props.get("cluster.id")
+    if existing and configured and existing != configured:
+        raise SystemExit(f"cluster.id {configured!r} does not match {existing!r} in {path}")
+    cluster_id = existing or configured or urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not existing:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"#\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\n")
+    return cluster_id
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config
+        self.node_id: int = config["node.id"]
+        self.data_dir = config.data_dir
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.cluster_id = _load_cluster_id(self.data_dir, config["cluster.id"], self.node_id)
+        self.catalog = TopicCatalog(self.data_dir, config["offsets.topic.num.partitions"])
+        self.router = Router()
+        self.advertised = (config.advertised.host, config.advertised.port)
+        self._conn_ids = itertools.count(1)
+        self.bound_port: int | None = None
+        self.metrics_port: int | None = None
+        self._register_handlers()
+
+    def _register_handlers(self) -> None:
+        from broker.handlers import cluster, topics
+
+        cluster.register(self)
+        topics.register(self)
+
+    # ---- topics -----------------------------------------------------------------------------
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str],
+                     validate_only: bool = False) -> Topic:
+        topic = self.catalog.create(name, partitions, configs, validate_only=validate_only)
+        if not validate_only:
+            logs.event("topic.created", topic=name, partitions=partitions)
+        return topic
+
+    def delete_topic(self, name: str) -> Topic:
+        topic = self.catalog.delete(name)
+        logs.event("topic.deleted", topic=name)
+        return topic
+
+    def topic_configs(self, topic: Topic) -> dict[str, str]:
+        defaults = {
+            "cleanup.policy": "delete",
+            "retention.ms": str(self.config["log.retention.ms"]),
+            "retention.bytes": str(self.config["log.retention.bytes"]),
+            "segment.bytes": str(self.config["log.segment.bytes"]),
+            "max.message.bytes": str(self.config["message.max.bytes"]),
+        }
+        defaults.update(topic.configs)
+        return defaults
+
+    # ---- serving ----------------------------------------------------------------------------
+
+    def _on_response(self, reply: Reply) -> None:
+        if reply.error_code and reply.message is not None:
+            api = reply.message.name.removesuffix("Response")
+            try:
+                name = ErrorCode(reply.error_code).name
+            except ValueError:
+                name = str(reply.error_code)
+            METRICS.request_errors.labels(api, name).inc()
+
+    async def _handle_connection(self, stream: trio.SocketStream) -> None:
+        try:
+            peer: Any = stream.socket.getpeername()
+        except OSError:
+            peer = ("?", 0)
+        info = ConnectionInfo(next(self._conn_ids), str(peer[0]), int(peer[1]))
+        METRICS.connections.inc()
+        METRICS.connections_opened.inc()
+        try:
+            conn = Connection(stream, self.router, info, self.config["socket.request.max.bytes"],
+                              self._on_response)
+            await conn.run()
+        finally:
+            METRICS.connections.dec()
+
+    async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        listener = self.config.listener
+        async with trio.open_nursery() as nursery:
+            try:
+                listeners = await trio.open_tcp_listeners(listener.port, host=listener.host)
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise SystemExit(f"cannot listen on {listener.host}:{listener.port}: address in use") from None
+                raise
+            self.bound_port = listeners[0].socket.getsockname()[1]
+            if self.config.listener.port == 0 and self.advertised[1] == 0:
+                self.advertised = (self.advertised[0], self.bound_port)
+            await self._start_services(nursery)
+            logs.event("broker.started", host=listener.host, port=self.bound_port, node_id=self.node_id,
+                       cluster_id=self.cluster_id, data_dir=str(self.data_dir.resolve()),
+                       metrics_port=self.metrics_port)
+            nursery.start_soon(trio.serve_listeners, self._handle_connection, listeners)
+            task_status.started(self.bound_port)
+
+    async def _start_services(self, nursery: trio.Nursery) -> None:
+        from broker.metrics_http import parse_metrics_listener, serve_metrics
+
+        endpoint = parse_metrics_listener(self.config["metrics.listener"])
+        if endpoint is not None:
+            self.metrics_port = await nursery.start(serve_metrics, *endpoint)
+
+    async def close(self) -> None:
+        """Flushes and closes everything the broker opened (called after serving stops)."""
+
+
+async def run_until_signalled(broker: Broker) -> None:
+    """Serves until SIGTERM/SIGINT, then stops gracefully: in-flight writes are flushed first."""
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+            await nursery.start(broker.serve)
+            async for signum in signals:
+                logs.event("broker.stopping", signal=signal.Signals(signum).name)
+                nursery.cancel_scope.cancel()
+                break
+    await broker.close()
+    logs.event("broker.stopped", pid=os.getpid())

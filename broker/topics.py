@@ -1,0 +1,126 @@
+"""The topic catalog: which topics exist, their ids, partition counts and configs.
+
+It is small and changes rarely, so it is one JSON document in the data dir, replaced atomically
+(write temp, fsync, rename, fsync dir) on every change so topics survive restarts and crashes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+OFFSETS_TOPIC = "__consumer_offsets"
+CATALOG_FILE = "kcoord-topics.json"
+_LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
+MAX_TOPIC_NAME = 249
+
+
+class TopicError(ValueError):
+    def __init__(self, error_code: int, message: str) -> None:
+        super().__init__(message)
+        self.error_code = error_code
+
+
+@dataclass
+class Topic:
+    name: str
+    topic_id: bytes
+    partitions: int
+    configs: dict[str, str] = field(default_factory=dict)
+    internal: bool = False
+
+
+def validate_topic_name(name: str) -> str | None:
+    """Kafka's rules (Topic.validate): the reason a name is illegal, or None."""
+    if not name:
+        return "topic name is empty"
+    if name in (".", ".."):
+        return "topic name cannot be '.' or '..'"
+    if len(name) > MAX_TOPIC_NAME:
+        return f"topic name is longer than {MAX_TOPIC_NAME} characters"
+    if not _LEGAL.match(name):
+        return "topic name may only contain ASCII letters, digits, '.', '_' and '-'"
+    return None
+
+
+class TopicCatalog:
+    def __init__(self, data_dir: Path, offsets_partitions: int) -> None:
+        self.path = data_dir / CATALOG_FILE
+        self.topics: dict[str, Topic] = {}
+        self.by_id: dict[bytes, Topic] = {}
+        self._load()
+        offsets = self.topics.get(OFFSETS_TOPIC)
+        if offsets is None:
+            self._add(Topic(OFFSETS_TOPIC, uuid.uuid4().bytes, offsets_partitions,
+                            {"cleanup.policy": "compact", "compression.type": "producer"}, internal=True))
+            self._save()
+
+    def _add(self, topic: Topic) -> None:
+        self.topics[topic.name] = topic
+        self.by_id[topic.topic_id] = topic
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        for entry in json.loads(self.path.read_text())["topics"]:
+            self._add(Topic(entry["name"], bytes.fromhex(entry["id"]), entry["partitions"],
+                            dict(entry.get("configs", {})), bool(entry.get("internal", False))))
+
+    def _save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        doc = {"version": 1, "topics": [
+            {"name": t.name, "id": t.topic_id.hex(), "partitions": t.partitions, "configs": t.configs,
+             "internal": t.internal} for t in self.topics.values()]}
+        tmp = self.path.with_suffix(".tmp")
+        with open(tmp, "w") as fh:
+            json.dump(doc, fh, indent=1, sort_keys=True)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path)
+        dir_fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+
+    def get(self, name: str) -> Topic | None:
+        return self.topics.get(name)
+
+    def partition_count(self, topic: str) -> int | None:
+        t = self.topics.get(topic)
+        return None if t is None else t.partitions
+
+    def create(self, name: str, partitions: int, configs: dict[str, str] | None = None,
+               validate_only: bool = False) -> Topic:
+        from protocol.errors import ErrorCode
+
+        reason = validate_topic_name(name)
+        if reason:
+            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+        if name in self.topics:
+            raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+        if partitions <= 0:
+            raise TopicError(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+        topic = Topic(name, uuid.uuid4().bytes, partitions, dict(configs or {}))
+        if not validate_only:
+            self._add(topic)
+            self._save()
+        return topic
+
+    def delete(self, name: str) -> Topic:
+        from protocol.errors import ErrorCode
+
+        topic = self.topics.get(name)
+        if topic is None:
+            raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                             "This server does not host this topic-partition.")
+        if topic.internal:
+            raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' is internal and cannot be deleted.")
+        del self.topics[name]
+        self.by_id.pop(topic.topic_id, None)
+        self._save()
+        return topic
