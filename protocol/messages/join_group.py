@@ -36,10 +36,12 @@ JoinGroupResponse = message(
         f("error_code", INT16),
         f("generation_id", INT32, default=-1),
         f("protocol_type", STRING, "7+", nullable="7+", default=None, ignorable=True),
+        # Before v7 a response without a selected protocol carries "" (null is not encodable).
         f("protocol_name", STRING, nullable="7+"),
         f("leader", STRING),
         f("skip_assignment", BOOL, "9+", default=False),
         f("member_id", STRING),
+        # Filled only in the leader's response.
         f(
             "members",
             array(

@@ -28,6 +28,7 @@ OffsetDeleteRequest = message(
 OffsetDeleteResponse = message(
     "OffsetDeleteResponse",
     [
+        # Unlike most responses the error code comes before the throttle time.
         f("error_code", INT16),
         f("throttle_time_ms", INT32, ignorable=True),
         f(

@@ -70,6 +70,7 @@ OffsetFetchResponse = message(
             ),
             "0-7",
         ),
+        # v0-1 have no top-level error: a group-level error is repeated on every partition.
         f("error_code", INT16, "2-7", default=0, ignorable=True),
         f(
             "groups",
