@@ -51,6 +51,13 @@ def _health(args: argparse.Namespace) -> int:
     return 0
 
 
+def _config(args: argparse.Namespace) -> int:
+    from broker.config import render_example_toml, render_markdown_table
+
+    print(render_markdown_table() if args.markdown else render_example_toml())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kcoord", description="A Kafka group-coordinator broker.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -65,6 +72,10 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--bootstrap", default="127.0.0.1:9092")
     health.add_argument("--timeout", type=float, default=5.0)
     health.set_defaults(func=_health)
+
+    config = sub.add_parser("config", help="print every property with its default (TOML)")
+    config.add_argument("--markdown", action="store_true", help="print the README table instead")
+    config.set_defaults(func=_config)
 
     return parser
 

@@ -208,3 +208,35 @@ class BrokerConfig:
                 raise ConfigError(f"unknown property {name!r} in --override")
             values[name] = _coerce(prop, raw, "--override")
         return cls(values)
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def render_example_toml() -> str:
+    """Every property with its default and meaning, as a TOML file kcoord accepts unchanged."""
+    lines = [
+        "# kcoord configuration: every property, set to its default.",
+        "# Use with `kcoord serve --config kcoord.toml`. Environment variables KCOORD_<NAME> (dots as",
+        "# underscores, upper case) override this file; --override name=value overrides both.",
+        "",
+    ]
+    for prop in PROPERTIES:
+        lines.append(f"# {prop.doc}" + (f" One of: {', '.join(prop.choices)}." if prop.choices else ""))
+        lines.append(f'"{prop.name}" = {_toml_value(prop.default)}')
+        lines.append("")
+    return "\n".join(lines)
+
+
+def render_markdown_table() -> str:
+    rows = ["| property | default | env var | meaning |", "|---|---|---|---|"]
+    for prop in PROPERTIES:
+        env = "KCOORD_" + prop.name.upper().replace(".", "_")
+        default = _toml_value(prop.default).strip('"') or '""'
+        rows.append(f"| `{prop.name}` | `{default}` | `{env}` | {prop.doc} |")
+    return "\n".join(rows)

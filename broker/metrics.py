@@ -37,7 +37,7 @@ class Metrics:
                                            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
         self.offset_commits = Counter("kcoord_offset_commits", "Partition offsets committed.")
         self.offset_expirations = Counter("kcoord_offset_expirations", "Partition offsets expired by retention.")
-        self.flush_seconds = Histogram("kcoord_log_flush_duration_seconds",
+        self.flush_seconds = Histogram("kcoord_log_flush_seconds",
                                        "Time to write and fdatasync one group-commit batch.",
                                        buckets=_FLUSH_BUCKETS)
         self.flush_records = Histogram("kcoord_log_flush_records", "Records per group-commit flush.",

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Sets up everything the tests need (Debian packages, the Python test and analysis extras,
+# the Node client) and runs lint, type checks and the whole test suite. Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+apt_packages=(kcat prometheus docker-compose buildah mmdebstrap nodejs npm)
+missing=()
+for p in "${apt_packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    for p in "${missing[@]}"; do
+      # One at a time: a package the mirror lacks must not stop the others.
+      apt-get install -y -qq --no-install-recommends "$p" >/dev/null || echo "note: apt could not install $p"
+    done
+  else
+    echo "note: not root, cannot apt-get install ${missing[*]}; tests that need them will be skipped"
+  fi
+fi
+
+scripts/setup.sh "test,analysis"
+
+if [ -f tests/js/package.json ] && command -v npm >/dev/null; then
+  (cd tests/js && { [ -d node_modules ] || npm install --silent --no-audit --no-fund >/dev/null; })
+fi
+
+.venv/bin/ruff check .
+.venv/bin/mypy
+exec .venv/bin/python -m pytest "$@"

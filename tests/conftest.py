@@ -1,0 +1,130 @@
+"""Shared fixtures: real `kcoord serve` processes on loopback with their own data dirs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+KCOORD = [sys.executable, "-m", "broker.cli"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def api_versions_ok(port: int, timeout: float = 1.0) -> bool:
+    """Sends ApiVersions v0 and expects an answer with the same correlation id."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            body = b"\x00\x12\x00\x00\x00\x00\x00\x07\x00\x04ping"
+            s.sendall(len(body).to_bytes(4, "big") + body)
+            head = s.recv(8)
+            return len(head) == 8 and head[4:8] == b"\x00\x00\x00\x07"
+    except OSError:
+        return False
+
+
+class BrokerProcess:
+    """A kcoord broker run exactly as a user runs it, as a child process."""
+
+    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.metrics_port = free_port()
+        self.overrides = {
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "log.dirs": str(data_dir),
+            "metrics.listener": f"http://127.0.0.1:{self.metrics_port}",
+            "group.initial.rebalance.delay.ms": "0",
+            **(overrides or {}),
+        }
+        self.log_path = data_dir.parent / f"kcoord-{self.port}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self, wait: float = 30.0) -> BrokerProcess:
+        args = [*KCOORD, "serve"]
+        for k, v in self.overrides.items():
+            args += ["--override", f"{k}={v}"]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
+        env["PYTHONPATH"] = str(ROOT)
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+        log.close()
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kcoord exited with {self.proc.returncode}:\n{self.log()}")
+            if api_versions_ok(self.port):
+                return self
+            time.sleep(0.05)
+        raise RuntimeError(f"kcoord did not answer within {wait}s:\n{self.log()}")
+
+    def wait_loaded(self, timeout: float = 30.0) -> None:
+        from broker.wire_client import WireClient
+        from protocol.messages.list_groups import ListGroupsRequest
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with WireClient("127.0.0.1", self.port) as c:
+                if c.call(16, 0, ListGroupsRequest()).error_code == 0:
+                    return
+            time.sleep(0.05)
+        raise RuntimeError("shards did not load in time")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, timeout: float = 10.0) -> int:
+        if self.proc is None or self.proc.poll() is not None:
+            return self.proc.returncode if self.proc else 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+
+
+@pytest.fixture
+def broker_factory(tmp_path: Path) -> Iterator[object]:
+    started: list[BrokerProcess] = []
+
+    def make(overrides: dict[str, str] | None = None, data_dir: Path | None = None,
+             start: bool = True) -> BrokerProcess:
+        b = BrokerProcess(data_dir or tmp_path / f"data{len(started)}", overrides)
+        started.append(b)
+        if start:
+            b.start()
+            b.wait_loaded()
+        return b
+
+    yield make
+    for b in started:
+        b.kill()
+
+
+@pytest.fixture
+def broker(broker_factory: object) -> BrokerProcess:
+    return broker_factory()  # type: ignore[operator, no-any-return]

@@ -1,0 +1,106 @@
+"""Bad input closes only the offending connection, is logged once, and everyone else is served."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+import pytest
+
+from broker.wire_client import WireClient
+from protocol.messages import ApiKey
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.metadata import MetadataRequest
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _closed_by_broker(sock: socket.socket, timeout: float = 5.0) -> bool:
+    sock.settimeout(timeout)
+    try:
+        while True:
+            data = sock.recv(4096)
+            if not data:
+                return True
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+
+
+def _request(api_key: int, version: int, corr: int = 1, body: bytes = b"") -> bytes:
+    payload = struct.pack(">hhih", api_key, version, corr, 4) + b"test" + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+CASES = {
+    "garbage": b"\x00\x00\x00\x10" + b"\xde\xad\xbe\xef" * 4,
+    "negative length": struct.pack(">i", -5) + b"xxxx",
+    "2 GiB length": struct.pack(">i", 2**31 - 1) + b"xxxx",
+    "over socket.request.max.bytes": struct.pack(">i", 200 * 1024 * 1024),
+    "unknown api key": _request(9999, 0),
+    "unsupported version": _request(ApiKey.Heartbeat, 99),
+    "truncated body": _request(ApiKey.Metadata, 1, body=b"\x00\x00\x00\x05\x00"),
+    "short header": struct.pack(">i", 3) + b"\x00\x03\x00",
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_frame_closes_only_that_connection(broker, case: str) -> None:
+    healthy = WireClient("127.0.0.1", broker.port)
+    assert healthy.call(ApiKey.ApiVersions, 3, ApiVersionsRequest(client_software_name="t",
+                                                                  client_software_version="1")).error_code == 0
+    log_before = broker.log().count("connection.closed")
+    bad = socket.create_connection(("127.0.0.1", broker.port))
+    bad.sendall(CASES[case])
+    assert _closed_by_broker(bad), f"{case}: connection was not closed"
+    bad.close()
+    # The other client, connected all along, is still served.
+    md = healthy.call(ApiKey.Metadata, 12, MetadataRequest(topics=None))
+    assert [b.node_id for b in md.brokers] == [1]
+    healthy.close()
+    deadline = time.monotonic() + 5
+    while broker.log().count("connection.closed") < log_before + 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert broker.log().count("connection.closed") == log_before + 1
+
+
+def test_truncated_frame_then_eof_is_harmless(broker) -> None:
+    s = socket.create_connection(("127.0.0.1", broker.port))
+    s.sendall(_request(ApiKey.ApiVersions, 0)[:7])
+    s.close()
+    with WireClient("127.0.0.1", broker.port) as c:
+        assert c.call(ApiKey.ApiVersions, 0, ApiVersionsRequest()).error_code == 0
+
+
+def test_api_versions_unknown_version_answers_kip_511(broker) -> None:
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as s:
+        s.sendall(_request(ApiKey.ApiVersions, 77, corr=42))
+        size = struct.unpack(">i", s.recv(4))[0]
+        data = b""
+        while len(data) < size:
+            data += s.recv(size - len(data))
+    assert struct.unpack_from(">i", data, 0)[0] == 42
+    body = ApiVersionsResponse.decode(data[4:], 0)
+    assert body.error_code == 35
+    assert [(k.api_key, k.min_version, k.max_version) for k in body.api_keys] == [(18, 0, 4)]
+
+
+def test_pipelined_requests_are_answered_in_order(broker) -> None:
+    with WireClient("127.0.0.1", broker.port) as c:
+        sent = [c.send(ApiKey.Metadata if i % 2 else ApiKey.ApiVersions, 4 if i % 2 else 2,
+                       MetadataRequest(topics=[]) if i % 2 else ApiVersionsRequest()) for i in range(50)]
+        got = [struct.unpack_from(">i", c.recv_frame(), 0)[0] for _ in sent]
+    assert got == sent
+
+
+def test_advertised_versions_cover_what_clients_require(broker) -> None:
+    with WireClient("127.0.0.1", broker.port) as c:
+        body = c.call(ApiKey.ApiVersions, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+    ranges = {k.api_key: (k.min_version, k.max_version) for k in body.api_keys}
+    # librdkafka enables its balanced consumer only if these start at v0 (see the spec notes).
+    for key in (ApiKey.FindCoordinator, ApiKey.JoinGroup, ApiKey.SyncGroup, ApiKey.Heartbeat, ApiKey.LeaveGroup):
+        assert ranges[key][0] == 0
+    assert ranges[ApiKey.JoinGroup][1] >= 5  # static membership needs v5+
+    assert ranges[ApiKey.ApiVersions] == (0, 4)

@@ -1,0 +1,82 @@
+"""Real clients bootstrap against `kcoord serve`: metadata, topic admin, cluster description."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_confluent_admin_lists_creates_and_describes(broker) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    md = admin.list_topics(timeout=10)
+    assert [b.id for b in md.brokers.values()] == [1]
+    assert "__consumer_offsets" in md.topics
+    assert len(md.topics["__consumer_offsets"].partitions) == 50
+
+    futures = admin.create_topics([NewTopic("orders", num_partitions=6, replication_factor=1)])
+    futures["orders"].result(10)
+    again = admin.create_topics([NewTopic("orders", num_partitions=6, replication_factor=1)])
+    with pytest.raises(Exception, match="already exists"):
+        again["orders"].result(10)
+    md = admin.list_topics(timeout=10)
+    assert len(md.topics["orders"].partitions) == 6
+
+    cluster = admin.describe_cluster().result(10)
+    assert cluster.cluster_id and [n.id for n in cluster.nodes] == [1]
+    assert cluster.controller.id == 1
+
+    admin.delete_topics(["orders"])["orders"].result(10)
+    assert "orders" not in admin.list_topics(timeout=10).topics
+
+
+def test_topics_survive_restart(broker_factory, tmp_path) -> None:
+    b = broker_factory()
+    AdminClient({"bootstrap.servers": b.bootstrap}).create_topics([NewTopic("kept", 3, 1)])["kept"].result(10)
+    assert b.stop() == 0
+    b.start()
+    md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
+    assert len(md.topics["kept"].partitions) == 3
+
+
+def test_kafka_python_admin(broker) -> None:
+    from kafka.admin import KafkaAdminClient, NewTopic as KNewTopic
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
+    try:
+        admin.create_topics([KNewTopic("kp-topic", 2, 1)])
+        assert "kp-topic" in admin.list_topics()
+        assert admin.describe_cluster()["cluster_id"]
+    finally:
+        admin.close()
+
+
+async def _aiokafka_bootstrap(bootstrap: str) -> set[str]:
+    from aiokafka import AIOKafkaProducer
+
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+    await producer.start()
+    try:
+        metadata = await producer.client.fetch_all_metadata()
+        return set(metadata.topics())
+    finally:
+        await producer.stop()
+
+
+def test_aiokafka_bootstrap(broker) -> None:
+    import asyncio
+
+    topics = asyncio.run(_aiokafka_bootstrap(broker.bootstrap))
+    assert "__consumer_offsets" in topics
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is installed by the test command")
+def test_kcat_lists_metadata(broker) -> None:
+    out = subprocess.run(["kcat", "-b", broker.bootstrap, "-L"], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert "1 brokers:" in out.stdout
+    assert 'topic "__consumer_offsets" with 50 partitions' in out.stdout
