@@ -13,12 +13,16 @@
 # Exits 0 with "skipped: <reason>" when the tools for this are not installed.
 #
 # Environment:
-#   KCOORD_BUILD_TIMEOUT   seconds allowed for the whole run (default 170)
+#   KCOORD_BUILD_TIMEOUT   seconds allowed for the whole run (default 170, 900 with analysis)
+#   KCOORD_BUILD_ANALYSIS  1 to also build the analysis target and check Java + PySpark in it
 #   KCOORD_DEBIAN_MIRROR   Debian mirror to build the base from (default: the one apt uses)
 set -euo pipefail
 
 repo_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-deadline=$((SECONDS + ${KCOORD_BUILD_TIMEOUT:-170}))
+with_analysis="${KCOORD_BUILD_ANALYSIS:-0}"
+default_timeout=170
+[ "$with_analysis" = 1 ] && default_timeout=900
+deadline=$((SECONDS + ${KCOORD_BUILD_TIMEOUT:-$default_timeout}))
 
 skip() {
     echo "skipped: $*"
@@ -232,6 +236,29 @@ done
 if [ -z "$health_ok" ]; then
     cat "$work/health.log" >&2
     exit 1
+fi
+
+if [ "$with_analysis" = 1 ]; then
+    step "buildah bud --target analysis"
+    timeout "$(remaining)" buildah "${store[@]}" bud --isolation chroot --layers=false --format docker \
+        --build-arg "BASE=$base_image" --target analysis --tag "localhost/kcoord-analysis:$tag" \
+        --file "$repo_dir/Dockerfile" "$repo_dir"
+    actr="$(buildah "${store[@]}" from "localhost/kcoord-analysis:$tag")"
+    buildah "${store[@]}" run --isolation chroot "$actr" -- java -version
+    buildah "${store[@]}" run --isolation chroot "$actr" -- \
+        python -c 'import pyspark, pyarrow, pandas, matplotlib, analytics; print("pyspark", pyspark.__version__)'
+    # A real local session as uid 10001: the JVM side resolves the user name and needs a home.
+    # Unlike a container runtime, buildah does not put the container's hostname into
+    # /etc/hosts, so Spark is told its address instead of looking it up.
+    buildah "${store[@]}" run --isolation chroot \
+        --env SPARK_LOCAL_IP=127.0.0.1 --env SPARK_LOCAL_HOSTNAME=localhost "$actr" -- python -c '
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+spark.sparkContext.setLogLevel("ERROR")
+print("spark rows:", spark.range(1000).selectExpr("sum(id)").first()[0])
+spark.stop()'
+    buildah "${store[@]}" run --isolation chroot "$actr" -- kcoord analyze --help >/dev/null
+    step "ok: analysis image has Java and PySpark"
 fi
 
 step "ok: image builds, starts as uid 10001 and answers ApiVersions (${SECONDS}s)"
