@@ -3,6 +3,7 @@ and the alert rules only ask for metrics the broker exposes."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -265,3 +266,18 @@ def test_alert_rules_only_use_metrics_the_broker_exposes() -> None:
             assert name in known, f"{rule['alert']}: unknown metric {name}"
             assert labels <= known[name], f"{rule['alert']}: {name} has no labels {labels - known[name]}"
         assert grouping <= all_labels, f"{rule['alert']}: grouping by unknown labels {grouping - all_labels}"
+
+
+def test_dashboard_only_uses_metrics_the_broker_exposes() -> None:
+    dashboard = json.loads((DEPLOY / "grafana-dashboard.json").read_text())
+    known = known_series()
+    exprs = [t["expr"] for panel in dashboard["panels"] for t in panel.get("targets", [])]
+    assert len(exprs) >= 8
+    for expr in exprs:
+        found, _ = selectors(expr)
+        assert found, expr
+        for name, labels in found:
+            assert name in known, f"unknown metric {name} in {expr!r}"
+            assert labels <= known[name], f"{name} has no labels {labels - known[name]}"
+    titles = [panel["title"] for panel in dashboard["panels"]]
+    assert len(titles) == len(set(titles))
