@@ -1,0 +1,325 @@
+"""Records of ``__consumer_offsets`` segments decoded into column lists.
+
+Offset commits outnumber everything else by orders of magnitude, so they are decoded on a
+fast path: keys repeat (one per group/topic/partition), so each distinct key's bytes are
+decoded once with the generated codec and then found in a dict; the two value versions
+brokers write (1 and 3) are unpacked with one ``struct`` call each, and every other version
+goes through the generated codec. Rows land in per-column lists, never in per-record objects.
+Group-metadata records are rare and take the generated codec every time.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from analytics.segments import SegmentHealth, iter_batches
+from protocol.codec import codec_for
+from protocol.errors import DecodeError
+from protocol.messages.consumer_protocol import decode_assignment, decode_subscription
+from protocol.messages.offsets_log import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from protocol.record_batch import RecordBatch, control_type_of, decode_records
+
+OFFSET_COMMIT = "offset_commit"
+GROUP_METADATA = "group_metadata"
+
+_H = struct.Struct(">h")
+_Q = struct.Struct(">q")
+_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
+_V1_HEAD = struct.Struct(">hqh")  # version, offset, metadata length
+_QQ = struct.Struct(">qq")
+_SKIP = ("skip",)
+
+
+@dataclass
+class CommitColumns:
+    """Offset-commit rows (and their tombstones), one list per column."""
+
+    log_offset: list[int] = field(default_factory=list)
+    timestamp: list[int] = field(default_factory=list)
+    group: list[str] = field(default_factory=list)
+    topic: list[str] = field(default_factory=list)
+    partition: list[int] = field(default_factory=list)
+    offset: list[int | None] = field(default_factory=list)
+    leader_epoch: list[int | None] = field(default_factory=list)
+    metadata: list[str | None] = field(default_factory=list)
+    commit_timestamp: list[int | None] = field(default_factory=list)
+    expire_timestamp: list[int | None] = field(default_factory=list)
+    tombstone: list[bool] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.log_offset)
+
+    def extend(self, other: CommitColumns) -> None:
+        for name in self.__dataclass_fields__:
+            getattr(self, name).extend(getattr(other, name))
+
+
+@dataclass
+class GroupRow:
+    log_offset: int
+    timestamp: int
+    group: str
+    tombstone: bool
+    protocol_type: str | None = None
+    generation: int | None = None
+    protocol: str | None = None
+    leader: str | None = None
+    current_state_timestamp: int | None = None
+    members: list[dict[str, Any]] | None = None
+
+
+@dataclass
+class Decoded:
+    """One chunk of a segment: commit columns, group rows, and records left unread."""
+
+    commits: CommitColumns = field(default_factory=CommitColumns)
+    groups: list[GroupRow] = field(default_factory=list)
+    skipped: int = 0
+    undecodable: int = 0
+
+    def __len__(self) -> int:
+        return len(self.commits) + len(self.groups)
+
+
+class _Keys:
+    """Decoded keys by their raw bytes: ("c", group, topic, partition), ("g", group) or _SKIP."""
+
+    def __init__(self) -> None:
+        self.cache: dict[bytes, tuple[Any, ...]] = {}
+
+    def lookup(self, key: bytes) -> tuple[Any, ...]:
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = self.cache[key] = self._decode(key)
+        return hit
+
+    @staticmethod
+    def _decode(key: bytes) -> tuple[Any, ...]:
+        if len(key) < 2:
+            raise DecodeError("record key", -1, "shorter than its version", None)
+        (version,) = _H.unpack_from(key, 0)
+        if version in (0, 1):
+            k = codec_for(OffsetCommitKey, version).decode_from(key, 2)[0]
+            return ("c", k.group, k.topic, k.partition)
+        if version == 2:
+            return ("g", codec_for(GroupMetadataKey, 2).decode_from(key, 2)[0].group)
+        # KIP-848, share and streams groups: other record types this analysis does not cover.
+        return _SKIP
+
+
+def _members(value: Any) -> list[dict[str, Any]]:
+    out = []
+    consumer = value.protocol_type == "consumer"
+    for m in value.members:
+        topics: list[str] = []
+        assigned: list[dict[str, Any]] = []
+        if consumer:
+            try:
+                topics = list(decode_subscription(m.subscription).topics) if m.subscription else []
+                for tp in decode_assignment(m.assignment).assigned_partitions:
+                    assigned.extend({"topic": tp.topic, "partition": p} for p in tp.partitions)
+            except DecodeError:
+                pass  # another embedded protocol under the "consumer" name: keep the member anyway
+        out.append({
+            "member_id": m.member_id,
+            "group_instance_id": m.group_instance_id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "rebalance_timeout": m.rebalance_timeout,
+            "session_timeout": m.session_timeout,
+            "subscribed_topics": topics,
+            "assigned_partitions": assigned,
+        })
+    return out
+
+
+def _group_row(offset: int, ts: int, group: str, value: bytes | None) -> GroupRow:
+    if value is None:
+        return GroupRow(offset, ts, group, True)
+    (version,) = _H.unpack_from(value, 0)
+    v = codec_for(GroupMetadataValue, version).decode_from(value, 2)[0]
+    state_ts = v.current_state_timestamp if v.current_state_timestamp >= 0 else None
+    return GroupRow(offset, ts, group, False, v.protocol_type, v.generation, v.protocol, v.leader, state_ts,
+                    _members(v))
+
+
+def _zigzag(buf: bytes, pos: int) -> tuple[int, int]:
+    raw = 0
+    shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+        if shift > 63:
+            raise DecodeError("record", -1, "varint longer than 10 bytes", None)
+
+
+def _decode_records(batch: RecordBatch, keys: _Keys, out: Decoded) -> None:
+    """Appends the batch's records to ``out``; a record that does not decode is counted, not fatal."""
+    buf = batch.records_data()
+    pos = 0
+    end = len(buf)
+    base_offset = batch.base_offset
+    base_ts = batch.base_timestamp
+    c = out.commits
+    c_off, c_ts, c_group, c_topic, c_part = c.log_offset, c.timestamp, c.group, c.topic, c.partition
+    c_offset, c_epoch, c_meta, c_cts, c_ets, c_tomb = (
+        c.offset, c.leader_epoch, c.metadata, c.commit_timestamp, c.expire_timestamp, c.tombstone)
+    lookup = keys.lookup
+    for _ in range(batch.records_count):
+        if pos >= end:
+            out.undecodable += 1
+            return
+        b = buf[pos]
+        if b < 0x80:
+            length = (b >> 1) ^ -(b & 1)
+            pos += 1
+        else:
+            length, pos = _zigzag(buf, pos)
+        rec_end = pos + length
+        if length <= 0 or rec_end > end:
+            out.undecodable += 1
+            return
+        try:
+            p = pos + 1  # attributes: unused
+            b = buf[p]
+            if b < 0x80:
+                ts_delta = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                ts_delta, p = _zigzag(buf, p)
+            b = buf[p]
+            if b < 0x80:
+                off_delta = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                off_delta, p = _zigzag(buf, p)
+            b = buf[p]
+            if b < 0x80:
+                klen = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                klen, p = _zigzag(buf, p)
+            if klen < 0:
+                raise DecodeError("record", -1, "null key", None)
+            key = buf[p:p + klen]
+            p += klen
+            b = buf[p]
+            if b < 0x80:
+                vlen = (b >> 1) ^ -(b & 1)
+                p += 1
+            else:
+                vlen, p = _zigzag(buf, p)
+            kinfo = lookup(key)
+            if kinfo[0] == "c":
+                c_off.append(base_offset + off_delta)
+                c_ts.append(base_ts + ts_delta)
+                c_group.append(kinfo[1])
+                c_topic.append(kinfo[2])
+                c_part.append(kinfo[3])
+                if vlen < 0:
+                    c_offset.append(None)
+                    c_epoch.append(None)
+                    c_meta.append(None)
+                    c_cts.append(None)
+                    c_ets.append(None)
+                    c_tomb.append(True)
+                else:
+                    version = buf[p] << 8 | buf[p + 1]
+                    if version == 3:
+                        _, off, epoch, mlen = _V3_HEAD.unpack_from(buf, p)
+                        q = p + 16
+                        meta = buf[q:q + mlen].decode() if mlen > 0 else ""
+                        (cts,) = _Q.unpack_from(buf, q + mlen)
+                        ets = None
+                    elif version == 1:
+                        _, off, mlen = _V1_HEAD.unpack_from(buf, p)
+                        q = p + 12
+                        meta = buf[q:q + mlen].decode() if mlen > 0 else ""
+                        cts, ets = _QQ.unpack_from(buf, q + mlen)
+                        epoch = -1
+                    else:
+                        v = codec_for(OffsetCommitValue, version).decode_from(buf[p:p + vlen], 2)[0]
+                        off, epoch, meta, cts, ets = (
+                            v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
+                    c_offset.append(off)
+                    c_epoch.append(epoch if epoch >= 0 else None)
+                    c_meta.append(meta)
+                    c_cts.append(cts)
+                    c_ets.append(ets if ets is not None and ets >= 0 else None)
+                    c_tomb.append(False)
+            elif kinfo[0] == "g":
+                value = None if vlen < 0 else buf[p:p + vlen]
+                out.groups.append(_group_row(base_offset + off_delta, base_ts + ts_delta, kinfo[1], value))
+            else:
+                out.skipped += 1
+        except (DecodeError, struct.error, IndexError, UnicodeDecodeError, ValueError):
+            # Roll back a half-appended commit row so every column keeps the same length.
+            n = min(len(col) for col in (c_off, c_tomb, c_offset))
+            for col in (c_off, c_ts, c_group, c_topic, c_part, c_offset, c_epoch, c_meta, c_cts, c_ets, c_tomb):
+                del col[n:]
+            out.undecodable += 1
+        pos = rec_end
+
+
+def _control_type(batch: RecordBatch) -> int:
+    """COMMIT (1) or ABORT (0) marker of a control batch; -1 for anything else."""
+    records = decode_records(batch)
+    return control_type_of(records[0]) if records else -1
+
+
+def decode_segment(data: bytes, health: SegmentHealth | None = None, chunk_rows: int = 65536,
+                   verify_crc: bool = True) -> Iterator[Decoded]:
+    """Decodes one segment's bytes into chunks of about ``chunk_rows`` rows.
+
+    Transactional offset commits are held back until their producer's COMMIT marker and
+    dropped on ABORT, as a broker replaying the log does. Those still open at the end of the
+    segment are emitted: their marker lies in a later segment or has yet to be written.
+    """
+    health = health if health is not None else SegmentHealth()
+    keys = _Keys()
+    out = Decoded()
+    pending: dict[int, Decoded] = {}
+    undecodable = 0
+    for batch in iter_batches(data, health, verify_crc):
+        try:
+            if batch.is_control:
+                held = pending.pop(batch.producer_id, None)
+                if held is not None and _control_type(batch) == 1:
+                    _merge(out, held)
+                continue
+            if batch.is_transactional:
+                _decode_records(batch, keys, pending.setdefault(batch.producer_id, Decoded()))
+                continue
+            _decode_records(batch, keys, out)
+        except (ValueError, DecodeError, OSError) as exc:
+            health.problems.append(f"batch at offset {batch.base_offset} (position {batch.position}): {exc}")
+            continue
+        if len(out) >= chunk_rows:
+            undecodable += out.undecodable
+            yield out
+            out = Decoded()
+    for held in pending.values():
+        _merge(out, held)
+    undecodable += out.undecodable
+    if undecodable:
+        health.problems.append(f"{undecodable} records could not be decoded and were skipped")
+    yield out
+
+
+def _merge(out: Decoded, other: Decoded) -> None:
+    out.commits.extend(other.commits)
+    out.groups.extend(other.groups)
+    out.skipped += other.skipped
+    out.undecodable += other.undecodable

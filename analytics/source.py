@@ -1,0 +1,234 @@
+"""The ``kafka_offsets_log`` Spark data source.
+
+    spark.dataSource.register(OffsetsLogDataSource)
+    df = spark.read.format("kafka_offsets_log").load("/var/lib/kafka/data")
+    segments = spark.read.format("kafka_offsets_log").option("view", "segments").load(path)
+
+One Spark partition per segment file. The ``records`` view (default) has one row per offset
+commit or group-metadata record; the ``segments`` view has one row per file with its batch
+and record counts, offsets, times and the problems met reading it (torn tail, bad CRC, bytes
+that are not a log), walking batch headers only. Rows are handed to Spark as Arrow batches.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from analytics.decoder import GROUP_METADATA, OFFSET_COMMIT, Decoded, decode_segment
+from analytics.segments import SegmentHealth, iter_batches, list_segments, open_bytes
+
+NAME = "kafka_offsets_log"
+
+MEMBER = StructType([
+    StructField("member_id", StringType()),
+    StructField("group_instance_id", StringType()),
+    StructField("client_id", StringType()),
+    StructField("client_host", StringType()),
+    StructField("rebalance_timeout", IntegerType()),
+    StructField("session_timeout", IntegerType()),
+    StructField("subscribed_topics", ArrayType(StringType())),
+    StructField("assigned_partitions", ArrayType(StructType([
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+    ]))),
+])
+
+RECORDS = StructType([
+    StructField("log_partition", IntegerType()),
+    StructField("log_offset", LongType()),
+    StructField("batch_timestamp", TimestampType()),
+    StructField("kind", StringType()),
+    StructField("group", StringType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("committed_offset", LongType()),
+    StructField("leader_epoch", IntegerType()),
+    StructField("metadata", StringType()),
+    StructField("commit_timestamp", TimestampType()),
+    StructField("expire_timestamp", TimestampType()),
+    StructField("generation", IntegerType()),
+    StructField("protocol_type", StringType()),
+    StructField("protocol", StringType()),
+    StructField("leader", StringType()),
+    StructField("current_state_timestamp", TimestampType()),
+    StructField("members", ArrayType(MEMBER)),
+    StructField("tombstone", BooleanType()),
+])
+
+SEGMENTS = StructType([
+    StructField("path", StringType()),
+    StructField("log_partition", IntegerType()),
+    StructField("base_offset", LongType()),
+    StructField("size_bytes", LongType()),
+    StructField("batches", LongType()),
+    StructField("records", LongType()),
+    StructField("first_offset", LongType()),
+    StructField("last_offset", LongType()),
+    StructField("first_timestamp", TimestampType()),
+    StructField("last_timestamp", TimestampType()),
+    StructField("problems", ArrayType(StringType())),
+])
+
+
+class SegmentPartition(InputPartition):
+    def __init__(self, path: str, log_partition: int) -> None:
+        super().__init__(path)
+        self.path = path
+        self.log_partition = log_partition
+
+
+def _ts(ms: Sequence[int | None]) -> pa.Array:
+    """Milliseconds since the epoch -> Spark's Arrow timestamp type (microseconds, UTC)."""
+    arr = pa.array(ms, pa.int64())
+    return pc.multiply(arr, 1000).cast(pa.timestamp("us", tz="UTC"))
+
+
+def _batch(cols: dict[str, pa.Array], n: int, schema: pa.Schema) -> pa.RecordBatch:
+    arrays = [cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in schema]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def records_to_arrow(chunk: Decoded, log_partition: int, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    c = chunk.commits
+    n = len(c)
+    if n:
+        cols = {
+            "log_partition": pa.repeat(pa.scalar(log_partition, pa.int32()), n),
+            "log_offset": pa.array(c.log_offset, pa.int64()),
+            "batch_timestamp": _ts(c.timestamp),
+            "kind": pa.repeat(pa.scalar(OFFSET_COMMIT, pa.string()), n),
+            "group": pa.array(c.group, pa.string()),
+            "topic": pa.array(c.topic, pa.string()),
+            "partition": pa.array(c.partition, pa.int32()),
+            "committed_offset": pa.array(c.offset, pa.int64()),
+            "leader_epoch": pa.array(c.leader_epoch, pa.int32()),
+            "metadata": pa.array(c.metadata, pa.string()),
+            "commit_timestamp": _ts(c.commit_timestamp),
+            "expire_timestamp": _ts(c.expire_timestamp),
+            "tombstone": pa.array(c.tombstone, pa.bool_()),
+        }
+        yield _batch(cols, n, schema)
+    g = chunk.groups
+    if g:
+        member_type = schema.field("members").type
+        cols = {
+            "log_partition": pa.array([log_partition] * len(g), pa.int32()),
+            "log_offset": pa.array([r.log_offset for r in g], pa.int64()),
+            "batch_timestamp": _ts([r.timestamp for r in g]),
+            "kind": pa.array([GROUP_METADATA] * len(g), pa.string()),
+            "group": pa.array([r.group for r in g], pa.string()),
+            "generation": pa.array([r.generation for r in g], pa.int32()),
+            "protocol_type": pa.array([r.protocol_type for r in g], pa.string()),
+            "protocol": pa.array([r.protocol for r in g], pa.string()),
+            "leader": pa.array([r.leader for r in g], pa.string()),
+            "current_state_timestamp": _ts([r.current_state_timestamp for r in g]),
+            "members": pa.array([r.members for r in g], member_type),
+            "tombstone": pa.array([r.tombstone for r in g], pa.bool_()),
+        }
+        yield _batch(cols, len(g), schema)
+
+
+def segment_summary(path: str, log_partition: int) -> dict[str, Any]:
+    """One ``segments`` row: counts from the batch headers and every problem met."""
+    health = SegmentHealth()
+    row: dict[str, Any] = {"path": path, "log_partition": log_partition, "base_offset": None,
+                           "size_bytes": 0, "batches": 0, "records": 0, "first_offset": None,
+                           "last_offset": None, "first_timestamp": None, "last_timestamp": None}
+    try:
+        data = open_bytes(path)
+    except OSError as exc:
+        row["problems"] = [f"cannot read: {exc}"]
+        return row
+    row["size_bytes"] = len(data)
+    name = path.rsplit("/", 1)[-1]
+    row["base_offset"] = int(name[:-4]) if name.endswith(".log") and name[:-4].isdigit() else None
+    first_ts: int | None = None
+    last_ts: int | None = None
+    for b in iter_batches(data, health):
+        row["records"] += b.records_count
+        if row["first_offset"] is None:
+            row["first_offset"] = b.base_offset
+        row["last_offset"] = b.base_offset + b.last_offset_delta
+        if b.is_control or b.records_count == 0:
+            continue
+        # With the delete-horizon bit the base timestamp is the horizon, not a record's time.
+        start = b.max_timestamp if b.attributes & 0x40 else b.base_timestamp
+        first_ts = start if first_ts is None else min(first_ts, start)
+        last_ts = b.max_timestamp if last_ts is None else max(last_ts, b.max_timestamp)
+    if not data:
+        health.problems.append("empty file")
+    elif health.batches == 0 and not health.problems:
+        health.problems.append("no record batches")
+    row["batches"] = health.batches
+    row["first_timestamp"] = first_ts
+    row["last_timestamp"] = last_ts
+    row["problems"] = health.problems
+    return row
+
+
+def segments_to_arrow(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.RecordBatch:
+    arrays = []
+    for f in schema:
+        values = [r[f.name] for r in rows]
+        arrays.append(_ts(values) if pa.types.is_timestamp(f.type) else pa.array(values, f.type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+class OffsetsLogReader(DataSourceReader):
+    def __init__(self, options: dict[str, str], schema: StructType) -> None:
+        self.path = options.get("path") or options.get("paths", "")
+        self.view = options.get("view", "records")
+        self.verify_crc = options.get("verifyCrc", "true").lower() != "false"
+        self.chunk_rows = int(options.get("chunkRows", "65536"))
+        self.schema = schema
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [SegmentPartition(s.path, s.log_partition) for s in list_segments(self.path)]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        assert isinstance(partition, SegmentPartition)
+        arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
+        if self.view == "segments":
+            yield segments_to_arrow([segment_summary(partition.path, partition.log_partition)], arrow_schema)
+            return
+        try:
+            data = open_bytes(partition.path)
+        except OSError:
+            return  # the segments view reports it
+        for chunk in decode_segment(data, None, self.chunk_rows, self.verify_crc):
+            yield from records_to_arrow(chunk, partition.log_partition, arrow_schema)
+
+
+class OffsetsLogDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType:
+        view = self.options.get("view", "records")
+        if view not in ("records", "segments"):
+            raise ValueError(f"{NAME}: option view must be 'records' or 'segments', not {view!r}")
+        return SEGMENTS if view == "segments" else RECORDS
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return OffsetsLogReader(dict(self.options), schema)
+
+
+def register(spark: Any) -> None:
+    spark.dataSource.register(OffsetsLogDataSource)

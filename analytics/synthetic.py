@@ -1,0 +1,160 @@
+"""Synthetic ``__consumer_offsets`` logs in Kafka's byte layout, for benchmarks and trials.
+
+Records carry exactly the key and value schemas a broker writes (offset commits as key v1 +
+value v3, group metadata as key v2 + value v3); batches are uncompressed magic-2 batches
+with CRC-32C, as the coordinator writes them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import struct
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from protocol.codec import encode
+from protocol.messages.consumer_protocol import (
+    ConsumerProtocolAssignment,
+    ConsumerProtocolSubscription,
+    encode_assignment,
+    encode_subscription,
+)
+from protocol.messages.offsets_log import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from protocol.record_batch import build_simple_batch
+
+Record = tuple[bytes, bytes | None]
+
+
+def commit_record(group: str, topic: str, partition: int, offset: int, commit_ts: int,
+                  metadata: str = "", leader_epoch: int = -1, value_version: int = 3,
+                  expire_ts: int = -1) -> Record:
+    key = struct.pack(">h", 1) + encode(OffsetCommitKey, OffsetCommitKey(group=group, topic=topic,
+                                                                       partition=partition), 1)
+    value = struct.pack(">h", value_version) + encode(OffsetCommitValue, OffsetCommitValue(
+        offset=offset, leader_epoch=leader_epoch, metadata=metadata, commit_timestamp=commit_ts,
+        expire_timestamp=expire_ts), value_version)
+    return key, value
+
+
+def commit_tombstone(group: str, topic: str, partition: int) -> Record:
+    key = struct.pack(">h", 1) + encode(OffsetCommitKey, OffsetCommitKey(group=group, topic=topic,
+                                                                       partition=partition), 1)
+    return key, None
+
+
+@dataclass
+class Member:
+    member_id: str
+    client_id: str = "client"
+    client_host: str = "/127.0.0.1"
+    group_instance_id: str | None = None
+    topics: Sequence[str] = ()
+    assigned: Sequence[tuple[str, int]] = ()
+    session_timeout: int = 45000
+    rebalance_timeout: int = 300000
+
+
+def group_record(group: str, generation: int, members: Sequence[Member], protocol_type: str = "consumer",
+                 protocol: str | None = "range", state_ts: int = -1, value_version: int = 3) -> Record:
+    key = struct.pack(">h", 2) + encode(GroupMetadataKey, GroupMetadataKey(group=group), 2)
+    encoded = []
+    for m in members:
+        by_topic: dict[str, list[int]] = {}
+        for t, p in m.assigned:
+            by_topic.setdefault(t, []).append(p)
+        assignment = ConsumerProtocolAssignment(assigned_partitions=[
+            ConsumerProtocolAssignment.TopicPartition(topic=t, partitions=ps) for t, ps in by_topic.items()])
+        encoded.append(GroupMetadataValue.MemberMetadata(
+            member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+            client_host=m.client_host, rebalance_timeout=m.rebalance_timeout, session_timeout=m.session_timeout,
+            subscription=encode_subscription(ConsumerProtocolSubscription(topics=list(m.topics)), 0),
+            assignment=encode_assignment(assignment, 0)))
+    leader = members[0].member_id if members else None
+    value = struct.pack(">h", value_version) + encode(GroupMetadataValue, GroupMetadataValue(
+        protocol_type=protocol_type, generation=generation, protocol=protocol if members else None,
+        leader=leader, current_state_timestamp=state_ts, members=encoded), value_version)
+    return key, value
+
+
+def group_tombstone(group: str) -> Record:
+    return struct.pack(">h", 2) + encode(GroupMetadataKey, GroupMetadataKey(group=group), 2), None
+
+
+def encode_batch(base_offset: int, records: Sequence[Record], timestamp: int, leader_epoch: int = 0,
+                 timestamps: Sequence[int] | None = None) -> bytes:
+    """One uncompressed batch; ``timestamps`` gives each record its own time."""
+    stamps = timestamps or [timestamp] * len(records)
+    return build_simple_batch([(k, v, ts) for (k, v), ts in zip(records, stamps)], base_offset,
+                              partition_leader_epoch=leader_epoch)
+
+
+def write_segment(path: str | os.PathLike[str], batches: Iterable[bytes]) -> int:
+    size = 0
+    with open(path, "wb") as fh:
+        for b in batches:
+            fh.write(b)
+            size += len(b)
+    return size
+
+
+def write_synthetic_log(data_dir: str | os.PathLike[str], commits: int, groups: int = 20, topics: int = 5,
+                        partitions: int = 12, log_partitions: int = 8, per_batch: int = 50,
+                        start_ms: int = 1_700_000_000_000, interval_ms: int = 5000,
+                        rebalance_every: int = 20000, seed: int = 7) -> dict[str, int]:
+    """A data dir of ``commits`` offset commits from ``groups`` groups, with a rebalance now and then.
+
+    Each group commits all its partitions every ``interval_ms`` (as auto-commit does), its
+    offsets advancing by a random amount; the group's partition in the offsets topic is
+    ``hash % log_partitions``, so a group's records never span log partitions.
+    """
+    rng = random.Random(seed)
+    names = [f"group-{g:03d}" for g in range(groups)]
+    topic_names = [f"topic-{t}" for t in range(topics)]
+    tps = [(t, p) for t in topic_names for p in range(partitions)]
+    per_group = max(1, commits // groups)
+    stats = {"commits": 0, "group_records": 0, "segments": 0}
+    for lp in range(log_partitions):
+        mine = [g for i, g in enumerate(names) if i % log_partitions == lp]
+        if not mine:
+            continue
+        pdir = os.path.join(os.fspath(data_dir), f"__consumer_offsets-{lp}")
+        os.makedirs(pdir, exist_ok=True)
+        out = bytearray()
+        next_offset = 0
+        for g in mine:
+            offsets = dict.fromkeys(tps, 0)
+            now = start_ms + rng.randrange(interval_ms)
+            generation = 0
+            written = 0
+            while written < per_group:
+                if written % rebalance_every == 0:
+                    generation += 1
+                    count = rng.randrange(1, 4)
+                    members = [Member(f"consumer-{g}-{generation}-{i}", client_id=f"consumer-{i}",
+                                      topics=topic_names, assigned=tps[i::count]) for i in range(count)]
+                    batch = [group_record(g, generation, members, state_ts=now)]
+                    out += encode_batch(next_offset, batch, now)
+                    next_offset += 1
+                    stats["group_records"] += 1
+                pending: list[Record] = []
+                for tp in tps:
+                    offsets[tp] += rng.randrange(0, 200)
+                    pending.append(commit_record(g, tp[0], tp[1], offsets[tp], now))
+                    written += 1
+                    if written >= per_group:
+                        break
+                for i in range(0, len(pending), per_batch):
+                    chunk = pending[i:i + per_batch]
+                    out += encode_batch(next_offset, chunk, now)
+                    next_offset += len(chunk)
+                stats["commits"] += len(pending)
+                now += interval_ms
+        write_segment(os.path.join(pdir, "00000000000000000000.log"), [bytes(out)])
+        stats["segments"] += 1
+    return stats
