@@ -65,6 +65,9 @@ debian_mirror() {
 
 work="$(mktemp -d "${TMPDIR:-/tmp}/kcoord-image.XXXXXX")"
 store=(--root "$work/storage" --runroot "$work/run" --storage-driver overlay)
+# Some kernels or nested containers cannot mount overlayfs; vfs is slower but works anywhere.
+buildah "${store[@]}" info >/dev/null 2>&1 ||
+    store=(--root "$work/storage" --runroot "$work/run" --storage-driver vfs)
 tag="build-$$"
 base_image="localhost/kcoord-base:$tag"
 image="localhost/kcoord:$tag"
@@ -97,9 +100,12 @@ mirror="$(debian_mirror)"
 step "base image: Debian bookworm + python3 from $mirror"
 # The host's CA bundle goes into the base so that pip in the build trusts whatever the
 # host trusts (a TLS-intercepting proxy on the way to the package index, for one).
+hooks=()
+if [ -r /etc/ssl/certs/ca-certificates.crt ]; then
+    hooks+=(--customize-hook='copy-in /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs')
+fi
 timeout "$(remaining)" mmdebstrap --quiet --variant=apt \
-    --include=python3,python3-venv,python3-pip,ca-certificates \
-    --customize-hook='copy-in /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs' \
+    --include=python3,python3-venv,python3-pip,ca-certificates "${hooks[@]}" \
     bookworm "$work/base.tar" "$mirror"
 
 ctr="$(buildah "${store[@]}" from scratch)"
