@@ -1,0 +1,41 @@
+"""Heartbeat: one timer re-arm per call, and the member learns whether a rebalance is on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.coordinator.classic_group import GroupState
+from broker.coordinator.context import RequestContext
+from broker.coordinator.rebalance import reschedule_heartbeat
+from broker.coordinator.result import Result
+from broker.coordinator.state import CoordinatorState
+from protocol.errors import ErrorCode
+from protocol.messages.heartbeat import HeartbeatResponse
+
+
+def heartbeat(st: CoordinatorState, req: Any, ctx: RequestContext, now: int) -> Result:
+    out = Result()
+    out.replies.append((ctx.token, HeartbeatResponse(error_code=int(_heartbeat(st, req, ctx, now, out)))))
+    return out
+
+
+def _heartbeat(st: CoordinatorState, req: Any, ctx: RequestContext, now: int, out: Result) -> ErrorCode:
+    if not req.group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    group = st.groups.get(req.group_id)
+    if group is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if group.state is GroupState.DEAD:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    instance_id = req.group_instance_id if ctx.api_version >= 3 else None
+    error = group.validate_member(req.member_id, instance_id)
+    if error:
+        return error
+    if req.generation_id != group.generation:
+        return ErrorCode.ILLEGAL_GENERATION
+    if group.state is GroupState.EMPTY:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    reschedule_heartbeat(st, group, group.members[req.member_id], out, now)
+    if group.state is GroupState.PREPARING_REBALANCE:
+        return ErrorCode.REBALANCE_IN_PROGRESS
+    return ErrorCode.NONE

@@ -1,0 +1,107 @@
+"""Committed offsets of every group of one shard, and OffsetFetch over them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.errors import ErrorCode
+
+INVALID_OFFSET = -1
+NO_LEADER_EPOCH = -1
+
+# (topic, partition, offset, leader_epoch, metadata, error)
+FetchedOffset = tuple[str, int, int, int, str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedOffset:
+    offset: int
+    leader_epoch: int  # -1 = none
+    metadata: str
+    commit_timestamp: int
+    expire_timestamp: int | None  # only offsets committed with an explicit retention (value v1)
+
+    @classmethod
+    def from_value(cls, value: Any) -> CommittedOffset:
+        return cls(
+            offset=value.offset,
+            leader_epoch=value.leader_epoch,
+            metadata=value.metadata,
+            commit_timestamp=value.commit_timestamp,
+            expire_timestamp=None if value.expire_timestamp == -1 else value.expire_timestamp,
+        )
+
+
+class OffsetStore:
+    """group -> topic -> partition -> CommittedOffset, changed only by replaying records."""
+
+    def __init__(self) -> None:
+        self._by_group: dict[str, dict[str, dict[int, CommittedOffset]]] = {}
+
+    def put(self, group: str, topic: str, partition: int, offset: CommittedOffset) -> None:
+        self._by_group.setdefault(group, {}).setdefault(topic, {})[partition] = offset
+
+    def remove(self, group: str, topic: str, partition: int) -> None:
+        topics = self._by_group.get(group)
+        if topics is None:
+            return
+        partitions = topics.get(topic)
+        if partitions is None:
+            return
+        partitions.pop(partition, None)
+        if not partitions:
+            del topics[topic]
+        if not topics:
+            del self._by_group[group]
+
+    def get(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
+        return self._by_group.get(group, {}).get(topic, {}).get(partition)
+
+    def topics_of(self, group: str) -> dict[str, dict[int, CommittedOffset]]:
+        return self._by_group.get(group, {})
+
+    def has_offsets(self, group: str) -> bool:
+        return group in self._by_group
+
+    def all_of(self, group: str) -> Iterator[tuple[str, int, CommittedOffset]]:
+        for topic, partitions in self._by_group.get(group, {}).items():
+            for partition, offset in partitions.items():
+                yield topic, partition, offset
+
+    def groups(self) -> list[str]:
+        return list(self._by_group)
+
+    def snapshot(self) -> dict[str, dict[tuple[str, int], CommittedOffset]]:
+        return {
+            g: {(t, p): o for t, parts in topics.items() for p, o in parts.items()}
+            for g, topics in self._by_group.items()
+        }
+
+
+def fetch_offsets(
+    store: OffsetStore,
+    group_id: str,
+    group_known: bool,
+    topics: list[tuple[str, list[int]]] | None,
+) -> list[FetchedOffset]:
+    """OffsetFetch for one group. An unknown group is not an error: every requested partition
+    answers offset -1, epoch -1, metadata "", and asking for all topics answers nothing."""
+    out: list[FetchedOffset] = []
+    if topics is None:
+        if group_known:
+            for topic, partitions in sorted(store.topics_of(group_id).items()):
+                for partition, o in sorted(partitions.items()):
+                    out.append((topic, partition, o.offset, o.leader_epoch, o.metadata, ErrorCode.NONE))
+        return out
+    committed = store.topics_of(group_id) if group_known else {}
+    for topic, wanted in topics:
+        by_partition = committed.get(topic, {})
+        for partition in wanted:
+            found = by_partition.get(partition)
+            if found is None:
+                out.append((topic, partition, INVALID_OFFSET, NO_LEADER_EPOCH, "", ErrorCode.NONE))
+            else:
+                out.append((topic, partition, found.offset, found.leader_epoch, found.metadata, ErrorCode.NONE))
+    return out

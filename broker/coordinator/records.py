@@ -1,0 +1,107 @@
+"""The classic-group records of ``__consumer_offsets`` and their exact bytes.
+
+Keys carry an int16 version that doubles as the record type (0/1 offset commit, 2 group
+metadata); values carry their own int16 version. We write what Kafka 4.x writes: key v1 +
+OffsetCommitValue v3 (v1 when the commit has an explicit expire timestamp, the only version with
+that field) and key v2 + GroupMetadataValue v3. Every value version 0-4 is read.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+from protocol.codec import codec_for, encode
+from protocol.errors import DecodeError
+from protocol.messages.offsets_log import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from protocol.schema import Message
+
+OFFSET_COMMIT_KEY_VERSION = 1
+GROUP_METADATA_KEY_VERSION = 2
+OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
+GROUP_METADATA_VALUE_VERSION = 3
+
+_INT16 = struct.Struct(">h")
+
+
+@dataclass(frozen=True)
+class OffsetCommitRecord:
+    group: str
+    topic: str
+    partition: int
+    value: Any | None  # OffsetCommitValue, or None for a tombstone
+
+
+@dataclass(frozen=True)
+class GroupMetadataRecord:
+    group: str
+    value: Any | None  # GroupMetadataValue, or None for a tombstone
+
+
+Record = OffsetCommitRecord | GroupMetadataRecord
+
+
+def encode_record(record: Record) -> tuple[bytes, bytes | None]:
+    """The record's key and value bytes (value None for a tombstone), exactly as Kafka writes them."""
+    if isinstance(record, OffsetCommitRecord):
+        key_obj = OffsetCommitKey(group=record.group, topic=record.topic, partition=record.partition)
+        key = _INT16.pack(OFFSET_COMMIT_KEY_VERSION) + encode(OffsetCommitKey, key_obj, OFFSET_COMMIT_KEY_VERSION)
+        if record.value is None:
+            return key, None
+        version = (
+            OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
+            if record.value.expire_timestamp != -1
+            else OFFSET_COMMIT_VALUE_VERSION
+        )
+        return key, _INT16.pack(version) + encode(OffsetCommitValue, record.value, version)
+    key_obj = GroupMetadataKey(group=record.group)
+    key = _INT16.pack(GROUP_METADATA_KEY_VERSION) + encode(GroupMetadataKey, key_obj, GROUP_METADATA_KEY_VERSION)
+    if record.value is None:
+        return key, None
+    value = _INT16.pack(GROUP_METADATA_VALUE_VERSION) + encode(
+        GroupMetadataValue, record.value, GROUP_METADATA_VALUE_VERSION
+    )
+    return key, value
+
+
+def _decode_versioned(msg: Message, data: bytes) -> tuple[int, Any]:
+    if len(data) < 2:
+        raise DecodeError(msg.name, -1, "missing version prefix")
+    (version,) = _INT16.unpack_from(data, 0)
+    if version < msg.valid.low:
+        raise DecodeError(msg.name, version, "unknown version")
+    # Later value versions may only add tagged fields (KIP-915), so the newest layout reads them.
+    readable = min(version, msg.valid.high)
+    obj, _ = codec_for(msg, readable).decode_from(bytes(data), 2)
+    return version, obj
+
+
+def decode_record(key: bytes, value: bytes | None) -> Record | None:
+    """Parses one record; None for record types that are not classic-group records (skipped)."""
+    if len(key) < 2:
+        raise DecodeError("CoordinatorRecordKey", -1, "missing version prefix")
+    (key_version,) = _INT16.unpack_from(key, 0)
+    if key_version in (0, 1):
+        k, _ = codec_for(OffsetCommitKey, key_version).decode_from(bytes(key), 2)
+        if value is None:
+            return OffsetCommitRecord(k.group, k.topic, k.partition, None)
+        _, v = _decode_versioned(OffsetCommitValue, value)
+        return OffsetCommitRecord(k.group, k.topic, k.partition, v)
+    if key_version == GROUP_METADATA_KEY_VERSION:
+        k, _ = codec_for(GroupMetadataKey, key_version).decode_from(bytes(key), 2)
+        if value is None:
+            return GroupMetadataRecord(k.group, None)
+        version, v = _decode_versioned(GroupMetadataValue, value)
+        if version == 0:
+            # v0 has no rebalance timeout; Kafka's default -1 makes the loader use the session timeout.
+            for member in v.members:
+                member.rebalance_timeout = -1
+        return GroupMetadataRecord(k.group, v)
+    return None

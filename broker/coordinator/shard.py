@@ -1,0 +1,164 @@
+"""One ``__consumer_offsets`` partition's group coordinator: a pure state machine.
+
+The broker shell calls these methods serially for a shard, makes each Result's records durable,
+then sends its replies and applies its timers; a fired timer comes back through ``on_timer``.
+Request validation that Kafka's service layer does (empty group id -> INVALID_GROUP_ID for the
+membership APIs and OffsetDelete, the JoinGroup session-timeout range) happens here too; whether
+this node owns or has loaded the shard is the shell's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from broker.coordinator import (
+    describe,
+    heartbeat,
+    join_group,
+    leave_group,
+    offset_commit,
+    retention,
+    sync_group,
+)
+from broker.coordinator.classic_group import GroupState
+from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
+from broker.coordinator.offsets import FetchedOffset, fetch_offsets
+from broker.coordinator.rebalance import (
+    on_heartbeat_timer,
+    on_join_timer,
+    on_sync_timer,
+    prepare_rebalance,
+    reschedule_heartbeat,
+)
+from broker.coordinator.records import Record
+from broker.coordinator.responses import join_response, sync_response
+from broker.coordinator.result import Result, SetTimer
+from broker.coordinator.state import CoordinatorState
+from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
+from protocol.errors import ErrorCode
+
+
+class GroupCoordinatorShard:
+    def __init__(
+        self,
+        partition: int,
+        config: CoordinatorConfig,
+        topics: TopicView,
+        new_member_id: Callable[[str], str],
+    ) -> None:
+        """``new_member_id(prefix)`` returns a fresh member id for a client id or group instance
+        id, Kafka's form being ``f"{prefix}-{uuid4()}"``."""
+        self.partition = partition
+        self.state = CoordinatorState(partition, config, topics, new_member_id)
+
+    # ---- loading --------------------------------------------------------------------------
+
+    def replay(self, record: Record, offset: int | None = None) -> None:
+        del offset  # only transactional offsets would need the record's position
+        self.state.replay(record)
+
+    def on_loaded(self, now_ms: int) -> list[SetTimer]:
+        st = self.state
+        st.loaded = True
+        out = Result()
+        for group in list(st.groups.values()):
+            for member in group.members.values():
+                reschedule_heartbeat(st, group, member, out, now_ms)
+            if len(group.members) > st.config.group_max_size:
+                prepare_rebalance(st, group, out, now_ms, "over-capacity")
+        retention.schedule_sweep(st, out, now_ms)
+        return [t for t in out.timers if isinstance(t, SetTimer)]
+
+    def unload(self) -> list[tuple[int, Any]]:
+        """Answers every parked request NOT_COORDINATOR and forgets all groups."""
+        replies: list[tuple[int, Any]] = []
+        for group in self.state.groups.values():
+            for member in group.members.values():
+                if member.awaiting_join is not None:
+                    parked, member.awaiting_join = member.awaiting_join, None
+                    response = join_response(
+                        parked.api_version, error=ErrorCode.NOT_COORDINATOR, member_id=member.member_id
+                    )
+                    replies.append((parked.token, response))
+                if member.awaiting_sync is not None:
+                    parked, member.awaiting_sync = member.awaiting_sync, None
+                    replies.append((parked.token, sync_response(ErrorCode.NOT_COORDINATOR)))
+            group.state = GroupState.DEAD
+        self.state.groups.clear()
+        self.state.timers.clear()
+        return replies
+
+    # ---- membership -----------------------------------------------------------------------
+
+    def join_group(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+        return join_group.join_group(self.state, req, ctx, now_ms)
+
+    def sync_group(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+        return sync_group.sync_group(self.state, req, ctx, now_ms)
+
+    def heartbeat(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+        return heartbeat.heartbeat(self.state, req, ctx, now_ms)
+
+    def leave_group(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+        return leave_group.leave_group(self.state, req, ctx, now_ms)
+
+    # ---- offsets --------------------------------------------------------------------------
+
+    def offset_commit(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+        return offset_commit.offset_commit(self.state, req, ctx, now_ms)
+
+    def offset_fetch_group(
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool
+    ) -> tuple[int, list[FetchedOffset]]:
+        """Committed offsets of a group. ``require_stable`` changes nothing: without transactional
+        commits no offset is ever pending here (the shell must still not answer a fetch before
+        the writes that precede it are durable)."""
+        del require_stable
+        group = self.state.groups.get(group_id)
+        known = group is not None and group.state is not GroupState.DEAD
+        return ErrorCode.NONE, fetch_offsets(self.state.offsets, group_id, known, topics)
+
+    def offset_delete(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+        return offset_commit.offset_delete(self.state, req, ctx, now_ms)
+
+    # ---- admin ----------------------------------------------------------------------------
+
+    def describe_group(self, group_id: str, api_version: int) -> Any:
+        return describe.describe_group(self.state, group_id, api_version)
+
+    def list_groups(self, states: set[str] | None, types: set[str] | None) -> list[Any]:
+        return describe.list_groups(self.state, states, types)
+
+    def delete_group(self, group_id: str, now_ms: int) -> tuple[int, list[Record]]:
+        error, records, _ = describe.delete_group(self.state, group_id, now_ms)
+        return error, records
+
+    # ---- time -----------------------------------------------------------------------------
+
+    def on_timer(self, key: str, now_ms: int) -> Result:
+        st = self.state
+        target = st.timers.fire(key)
+        if target is None:
+            return Result()
+        if target.kind == OFFSETS_EXPIRY_KEY:
+            return retention.sweep(st, now_ms)
+        out = Result()
+        group = st.groups.get(target.group_id)
+        if group is None:
+            return out
+        if target.kind == "heartbeat":
+            on_heartbeat_timer(st, group, target.member_id, out, now_ms)
+        elif target.kind == "join":
+            if group.state is GroupState.PREPARING_REBALANCE:
+                on_join_timer(st, group, out, now_ms)
+        elif target.kind == "sync":
+            on_sync_timer(st, group, out, now_ms)
+        return out
+
+    # ---- inspection -----------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        """The persisted view (offsets and each group's last GroupMetadata); a fresh shard that
+        replays this shard's records has the same snapshot."""
+        return self.state.snapshot()

@@ -1,0 +1,82 @@
+"""Everything one shard knows, and ``replay``: the only way persisted state changes.
+
+Persisted state is what the records say: committed offsets and, per group, its last
+GroupMetadata value. Groups also carry soft state that Kafka never writes (members awaiting a
+join, pending members, timers); operations change that in memory, exactly as Kafka does, and a
+restart re-derives it as "Stable with the last persisted members".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from broker.coordinator.classic_group import ClassicGroup, GroupState
+from broker.coordinator.context import CoordinatorConfig, TopicView
+from broker.coordinator.offsets import CommittedOffset, OffsetStore
+from broker.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from broker.coordinator.result import Result
+from broker.coordinator.timers import TimerBook
+
+
+class CoordinatorState:
+    def __init__(
+        self,
+        partition: int,
+        config: CoordinatorConfig,
+        topics: TopicView,
+        new_member_id: Callable[[str], str],
+    ) -> None:
+        self.partition = partition
+        self.config = config
+        self.topics = topics
+        self.new_member_id = new_member_id
+        self.groups: dict[str, ClassicGroup] = {}
+        self.offsets = OffsetStore()
+        self.persisted: dict[str, Any] = {}  # group id -> last GroupMetadataValue written
+        self.timers = TimerBook()
+        # Until on_loaded, GroupMetadata records (re)build groups; afterwards the operation that
+        # wrote a record has already shaped the in-memory group, so replay only notes it.
+        self.loaded = False
+
+    def emit(self, out: Result, record: Record) -> None:
+        self.replay(record)
+        out.records.append(record)
+
+    def replay(self, record: Record) -> None:
+        if isinstance(record, OffsetCommitRecord):
+            self._replay_offset(record)
+        else:
+            self._replay_group(record)
+
+    def _replay_offset(self, record: OffsetCommitRecord) -> None:
+        if record.value is None:
+            self.offsets.remove(record.group, record.topic, record.partition)
+            return
+        if record.group not in self.groups:
+            # Commits without group membership make a "simple" group: Empty, no protocol type.
+            self.groups[record.group] = ClassicGroup(
+                record.group, state=GroupState.EMPTY, state_timestamp=record.value.commit_timestamp
+            )
+        self.offsets.put(record.group, record.topic, record.partition, CommittedOffset.from_value(record.value))
+
+    def _replay_group(self, record: GroupMetadataRecord) -> None:
+        if record.value is None:
+            self.persisted.pop(record.group, None)
+            group = self.groups.pop(record.group, None)
+            if group is not None:
+                group.state = GroupState.DEAD
+            return
+        self.persisted[record.group] = record.value
+        if not self.loaded or record.group not in self.groups:
+            self.groups[record.group] = ClassicGroup.from_metadata_value(record.group, record.value)
+
+    def snapshot(self) -> dict[str, Any]:
+        """The persisted view: what a restart would rebuild from the records written so far."""
+        return {
+            "groups": {g: v.to_dict() for g, v in sorted(self.persisted.items())},
+            "simple_groups": sorted(
+                g for g, grp in self.groups.items() if g not in self.persisted and self.offsets.has_offsets(g)
+            ),
+            "offsets": self.offsets.snapshot(),
+        }

@@ -1,0 +1,59 @@
+"""Timer keys and the book of armed timers.
+
+A key names what a timer is for; re-arming a key replaces its deadline, so a heartbeat costs one
+``SetTimer``. Group and member ids may contain ``:``, so a fired key is resolved through the book
+rather than parsed.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+from broker.coordinator.result import CancelTimer, Result, SetTimer
+
+OFFSETS_EXPIRY_KEY = "offsets-expiry"
+
+
+class TimerTarget(NamedTuple):
+    kind: str  # "heartbeat" | "join" | "sync" | "offsets-expiry"
+    group_id: str = ""
+    member_id: str = ""
+
+
+def heartbeat_key(group_id: str, member_id: str) -> str:
+    return f"heartbeat:{group_id}:{member_id}"
+
+
+def join_key(group_id: str) -> str:
+    return f"join:{group_id}"
+
+
+def sync_key(group_id: str) -> str:
+    return f"sync:{group_id}"
+
+
+class TimerBook:
+    """The timers this shard has asked for and not yet seen fire or cancelled."""
+
+    def __init__(self) -> None:
+        self._targets: dict[str, TimerTarget] = {}
+
+    def set(self, out: Result, key: str, deadline_ms: int, target: TimerTarget) -> None:
+        self._targets[key] = target
+        out.timers.append(SetTimer(key, deadline_ms))
+
+    def cancel(self, out: Result, key: str) -> None:
+        if self._targets.pop(key, None) is not None:
+            out.timers.append(CancelTimer(key))
+
+    def fire(self, key: str) -> TimerTarget | None:
+        return self._targets.pop(key, None)
+
+    def clear(self) -> None:
+        self._targets.clear()
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._targets
+
+    def __len__(self) -> int:
+        return len(self._targets)
