@@ -17,10 +17,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from protocol.messages.heartbeat import HeartbeatRequest  # noqa: E402
-from protocol.messages.join_group import JoinGroupRequest  # noqa: E402
-from protocol.messages.offset_commit import OffsetCommitRequest  # noqa: E402
-from protocol.schema import Message  # noqa: E402
+from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.join_group import JoinGroupRequest
+from protocol.messages.offset_commit import OffsetCommitRequest
+from protocol.record_batch import build_simple_batch, decode_records, read_batch
+from protocol.schema import Message
 
 
 def per_call_us(fn: Callable[[], Any], rounds: int = 7) -> float:
@@ -62,6 +63,13 @@ def main() -> None:
         parsed = ref.construct.parse(data)
         renc = per_call_us(lambda: ref.construct.build(parsed), rounds=3)  # noqa: B023
         print(f"{name:34} {dec:10.2f} {enc:10.2f} {dec + enc:8.2f} | {rdec:13.2f} {renc:13.2f}")
+    entries = [(b"\x00\x01\x00\x05group\x00\x06orders\x00\x00\x00%c" % i, b"\x00\x03" + bytes(40),
+                1_700_000_000_000 + i) for i in range(100)]
+    batch = build_simple_batch(entries, 1000)
+    dec = per_call_us(lambda: decode_records(read_batch(batch)))
+    enc = per_call_us(lambda: build_simple_batch(entries, 1000))
+    print(f"{'record batch, 100 records':34} {dec:10.2f} {enc:10.2f} {dec + enc:8.2f} | "
+          f"{dec / 100:.3f} µs/record decoded")
 
 
 if __name__ == "__main__":

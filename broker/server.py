@@ -17,11 +17,14 @@ import trio
 from broker import logs
 from broker.config import BrokerConfig
 from broker.connection import Connection
+from broker.coordinator.context import CoordinatorConfig
 from broker.metrics import METRICS
 from broker.reply import Reply
 from broker.router import ConnectionInfo, Router
+from broker.shards import ShardManager
 from broker.topics import Topic, TopicCatalog
 from protocol.errors import ErrorCode
+from storage.config import LogConfig
 
 
 def _load_cluster_id(data_dir: Path, configured: str, node_id: int) -> str:
@@ -54,15 +57,47 @@ class Broker:
         self.router = Router()
         self.advertised = (config.advertised.host, config.advertised.port)
         self._conn_ids = itertools.count(1)
+        self.shards = self._make_shards()
         self.bound_port: int | None = None
         self.metrics_port: int | None = None
         self._register_handlers()
 
+    def _make_shards(self) -> ShardManager:
+        c = self.config
+        coordinator = CoordinatorConfig(
+            group_min_session_timeout_ms=c["group.min.session.timeout.ms"],
+            group_max_session_timeout_ms=c["group.max.session.timeout.ms"],
+            group_initial_rebalance_delay_ms=c["group.initial.rebalance.delay.ms"],
+            group_max_size=c["group.max.size"],
+            offsets_retention_ms=c["offsets.retention.minutes"] * 60_000,
+            offsets_retention_check_interval_ms=c["offsets.retention.check.interval.ms"],
+            offset_metadata_max_bytes=c["offset.metadata.max.bytes"],
+            num_partitions=c["offsets.topic.num.partitions"],
+        )
+        log_config = LogConfig(
+            segment_bytes=c["offsets.topic.segment.bytes"],
+            cleanup_policy="compact",
+            delete_retention_ms=c["log.cleaner.delete.retention.ms"],
+            min_compaction_lag_ms=c["log.cleaner.min.compaction.lag.ms"],
+            min_cleanable_dirty_ratio=c["log.cleaner.min.cleanable.ratio"],
+        )
+        return ShardManager(self.data_dir, c["offsets.topic.num.partitions"], coordinator, self.catalog,
+                            log_config, sync_flush=c["log.flush.policy"] == "sync",
+                            flush_interval_ms=c["log.flush.interval.ms"], on_transition=self._on_transition)
+
+    def _on_transition(self, transition: Any) -> None:
+        group, old, new, generation, members, reason = transition
+        logs.event("group.transition", group=group, from_state=old, to_state=new, generation=generation,
+                   members=members, reason=reason)
+        if new == "PreparingRebalance":
+            METRICS.rebalances.labels(str(reason).split(":")[0][:60]).inc()
+
     def _register_handlers(self) -> None:
-        from broker.handlers import cluster, topics
+        from broker.handlers import cluster, groups, topics
 
         cluster.register(self)
         topics.register(self)
+        groups.register(self)
 
     # ---- topics -----------------------------------------------------------------------------
 
@@ -128,6 +163,7 @@ class Broker:
             if self.config.listener.port == 0 and self.advertised[1] == 0:
                 self.advertised = (self.advertised[0], self.bound_port)
             await self._start_services(nursery)
+            await nursery.start(self.shards.run)
             logs.event("broker.started", host=listener.host, port=self.bound_port, node_id=self.node_id,
                        cluster_id=self.cluster_id, data_dir=str(self.data_dir.resolve()),
                        metrics_port=self.metrics_port)
@@ -139,10 +175,15 @@ class Broker:
 
         endpoint = parse_metrics_listener(self.config["metrics.listener"])
         if endpoint is not None:
-            self.metrics_port = await nursery.start(serve_metrics, *endpoint)
+            try:
+                self.metrics_port = await nursery.start(serve_metrics, *endpoint)
+            except OSError as exc:
+                # Metrics are for operators; a busy port must not keep the broker from serving clients.
+                logs.warn("metrics.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))
 
     async def close(self) -> None:
         """Flushes and closes everything the broker opened (called after serving stops)."""
+        self.shards.close()
 
 
 async def run_until_signalled(broker: Broker) -> None:

@@ -227,7 +227,7 @@ def _make_class(name: str, fields: list[Field], qualname: str) -> type[Data]:
     return cls
 
 
-@dataclass
+@dataclass(eq=False)
 class Message:
     """A top-level message (request, response, or a ``__consumer_offsets`` key/value)."""
 

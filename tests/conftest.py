@@ -63,9 +63,8 @@ class BrokerProcess:
             args += ["--override", f"{k}={v}"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
         env["PYTHONPATH"] = str(ROOT)
-        log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
-        log.close()
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

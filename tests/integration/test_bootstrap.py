@@ -44,7 +44,8 @@ def test_topics_survive_restart(broker_factory, tmp_path) -> None:
 
 
 def test_kafka_python_admin(broker) -> None:
-    from kafka.admin import KafkaAdminClient, NewTopic as KNewTopic
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewTopic as KNewTopic
 
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap, request_timeout_ms=10000)
     try:

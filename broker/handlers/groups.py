@@ -1,0 +1,212 @@
+"""Group and offset APIs: the service layer in front of the shards (Kafka's GroupCoordinatorService).
+
+It does the cheap checks Kafka does before routing (group id, loading), picks the shard with
+``partition_for``, runs the operation there, and fans multi-group requests out and back in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from broker.coordinator.partitioning import partition_for
+from broker.coordinator.result import Result
+from broker.router import Request
+from broker.shards import ShardRuntime
+from broker.timers import wall_ms
+from protocol.errors import ErrorCode
+from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+_NOT_REQUESTED = -2147483648
+
+
+# ---- error responses (loading, write failures) ------------------------------------------------
+
+def join_error(req: Request, code: int) -> Any:
+    return JoinGroupResponse(error_code=code, generation_id=-1, protocol_type=None,
+                             protocol_name=None if req.version >= 7 else "", leader="",
+                             member_id=req.body.member_id, members=[])
+
+
+def commit_error(req: Request, code: int) -> Any:
+    return OffsetCommitResponse(topics=[
+        OffsetCommitResponse.Topic(name=t.name, topic_id=t.topic_id, partitions=[
+            OffsetCommitResponse.Topic.Partition(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions]) for t in req.body.topics])
+
+
+def leave_error(req: Request, code: int) -> Any:
+    return LeaveGroupResponse(error_code=code, members=[])
+
+
+def delete_offsets_error(req: Request, code: int) -> Any:
+    return OffsetDeleteResponse(error_code=code, topics=[])
+
+
+_ERRORS: dict[Any, Callable[[Request, int], Any]] = {
+    JoinGroupRequest: join_error,
+    SyncGroupRequest: lambda req, code: SyncGroupResponse(error_code=code, assignment=b""),
+    HeartbeatRequest: lambda req, code: HeartbeatResponse(error_code=code),
+    LeaveGroupRequest: leave_error,
+    OffsetCommitRequest: commit_error,
+    OffsetDeleteRequest: delete_offsets_error,
+}
+
+
+def register(broker: Broker) -> None:
+    shards = broker.shards
+    router = broker.router
+
+    def runtime_for(group_id: str) -> ShardRuntime:
+        return shards.runtimes[partition_for(group_id, shards.num_partitions)]
+
+    def single_group(request_message: Any, op_name: str, empty_id_invalid: bool = True,
+                     loading_code: int = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) -> Callable[[Request], None]:
+        build_error = _ERRORS[request_message]
+
+        def handle(req: Request) -> None:
+            group_id = req.body.group_id
+            if group_id is None or (empty_id_invalid and group_id == ""):
+                req.reply.set(build_error(req, ErrorCode.INVALID_GROUP_ID))
+                return
+            runtime = runtime_for(group_id)
+            if not runtime.loaded:
+                req.reply.set(build_error(req, loading_code))
+                return
+            body = req.body
+
+            def op(shard: Any, ctx: Any, now: int) -> Result:
+                return getattr(shard, op_name)(body, ctx, now)
+
+            runtime.execute(op, req.reply.set, (req.version, req.header.client_id, req.conn.client_host),
+                            lambda code: build_error(req, code))
+
+        return handle
+
+    def offset_fetch(req: Request) -> None:
+        body = req.body
+        if req.version >= 8:
+            wanted = [(g.group_id, None if g.topics is None else
+                       [(t.name, list(t.partition_indexes)) for t in g.topics]) for g in body.groups]
+        else:
+            wanted = [(body.group_id, None if body.topics is None else
+                       [(t.name, list(t.partition_indexes)) for t in body.topics])]
+        groups = []
+        for group_id, topics in wanted:
+            runtime = runtime_for(group_id or "")
+            code: int
+            rows: list[Any]
+            if group_id is None:
+                code, rows = ErrorCode.INVALID_GROUP_ID, []
+            elif not runtime.loaded:
+                code, rows = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
+            else:
+                code, rows = runtime.shard.offset_fetch_group(group_id, topics, body.require_stable)
+            if code and topics is not None:
+                rows = [(t, p, -1, -1, "", code if req.version < 2 else 0) for t, ps in topics for p in ps]
+            groups.append((group_id, code, rows))
+        if req.version >= 8:
+            out = []
+            for group_id, code, rows in groups:
+                by_topic: dict[str, list[Any]] = {}
+                for topic, part, offset, epoch, meta, err in rows:
+                    by_topic.setdefault(topic, []).append(OffsetFetchResponse.Group.Topics.Partitions(
+                        partition_index=part, committed_offset=offset, committed_leader_epoch=epoch,
+                        metadata=meta, error_code=err))
+                out.append(OffsetFetchResponse.Group(group_id=group_id, error_code=code, topics=[
+                    OffsetFetchResponse.Group.Topics(name=t, partitions=ps) for t, ps in by_topic.items()]))
+            req.reply.set(OffsetFetchResponse(groups=out))
+            return
+        _group_id, code, rows = groups[0]
+        by_topic = {}
+        for topic, part, offset, epoch, meta, err in rows:
+            by_topic.setdefault(topic, []).append(OffsetFetchResponse.Topic.Partition(
+                partition_index=part, committed_offset=offset, committed_leader_epoch=epoch,
+                metadata=meta, error_code=err))
+        req.reply.set(OffsetFetchResponse(
+            error_code=code if req.version >= 2 else 0,
+            topics=[OffsetFetchResponse.Topic(name=t, partitions=ps) for t, ps in by_topic.items()]))
+
+    def describe_groups(req: Request) -> None:
+        out = []
+        for group_id in req.body.groups:
+            runtime = runtime_for(group_id)
+            if not runtime.loaded:
+                out.append(DescribeGroupsResponse.DescribedGroup(
+                    error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, group_id=group_id, group_state="",
+                    protocol_type="", protocol_data="", authorized_operations=_NOT_REQUESTED))
+                continue
+            out.append(runtime.shard.describe_group(group_id, req.version))
+        req.reply.set(DescribeGroupsResponse(groups=out))
+
+    def list_groups(req: Request) -> None:
+        if shards.loading:
+            req.reply.set(ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, groups=[]))
+            return
+        body = req.body
+        states = {s.lower() for s in body.states_filter} if req.version >= 4 and body.states_filter else None
+        types = {t.lower() for t in body.types_filter} if req.version >= 5 and body.types_filter else None
+        groups = []
+        for runtime in shards.runtimes:
+            groups.extend(runtime.shard.list_groups(states, types))
+        req.reply.set(ListGroupsResponse(error_code=0, groups=groups))
+
+    def delete_groups(req: Request) -> None:
+        names = list(req.body.groups_names)
+        results: list[Any] = [None] * len(names)
+        remaining = [len(names)]
+
+        def done(index: int, group_id: str, code: int) -> None:
+            results[index] = DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=code)
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                req.reply.set(DeleteGroupsResponse(results=results))
+
+        if not names:
+            req.reply.set(DeleteGroupsResponse(results=[]))
+            return
+        for index, group_id in enumerate(names):
+            runtime = runtime_for(group_id or "")
+            if group_id is None:
+                done(index, "", ErrorCode.INVALID_GROUP_ID)
+                continue
+            if not runtime.loaded:
+                done(index, group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+                continue
+
+            def op(shard: Any, ctx: Any, now: int, gid: str = group_id) -> Result:
+                code, records = shard.delete_group(gid, now)
+                return Result(replies=[(ctx.token, code)], records=records, timers=[])
+
+            def deliver(code: int, i: int = index, g: str = group_id) -> None:
+                done(i, g, code)
+
+            runtime.execute(op, deliver, (req.version, req.header.client_id, req.conn.client_host),
+                            lambda code: code)
+
+    router.register(JoinGroupRequest, JoinGroupResponse, single_group(JoinGroupRequest, "join_group"))
+    router.register(SyncGroupRequest, SyncGroupResponse, single_group(SyncGroupRequest, "sync_group"))
+    # Heartbeats during a load answer NONE so that members are not kicked out by a failover.
+    router.register(HeartbeatRequest, HeartbeatResponse,
+                    single_group(HeartbeatRequest, "heartbeat", loading_code=ErrorCode.NONE))
+    router.register(LeaveGroupRequest, LeaveGroupResponse, single_group(LeaveGroupRequest, "leave_group"))
+    router.register(OffsetCommitRequest, OffsetCommitResponse,
+                    single_group(OffsetCommitRequest, "offset_commit", empty_id_invalid=False), versions=(0, 9))
+    router.register(OffsetDeleteRequest, OffsetDeleteResponse, single_group(OffsetDeleteRequest, "offset_delete"))
+    router.register(OffsetFetchRequest, OffsetFetchResponse, offset_fetch, versions=(0, 9))
+    router.register(DescribeGroupsRequest, DescribeGroupsResponse, describe_groups)
+    router.register(ListGroupsRequest, ListGroupsResponse, list_groups)
+    router.register(DeleteGroupsRequest, DeleteGroupsResponse, delete_groups)
+    _ = wall_ms

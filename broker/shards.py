@@ -1,0 +1,250 @@
+"""The runtime around each coordinator shard: load by replay, run operations, persist their
+records with group commit, release responses only once their records are durable, fire timers.
+
+The coordinator itself is pure; this is where its records meet the log and its timers meet trio.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from broker import logs
+from broker.coordinator.context import CoordinatorConfig, RequestContext
+from broker.coordinator.records import decode_record, encode_record
+from broker.coordinator.result import CancelTimer, Result, SetTimer
+from broker.coordinator.shard import GroupCoordinatorShard
+from broker.metrics import METRICS
+from broker.timers import TimerService, wall_ms
+from broker.topics import OFFSETS_TOPIC
+from protocol.errors import ErrorCode
+from protocol.record_batch import decode_records
+from storage.config import LogConfig
+from storage.partition_log import PartitionLog
+
+ErrorBuilder = Callable[[int], Any]
+Op = Callable[[GroupCoordinatorShard, RequestContext, int], Result]
+
+
+def new_member_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4()}"
+
+
+@dataclass(slots=True)
+class Parked:
+    deliver: Callable[[Any], None]
+    on_error: ErrorBuilder
+
+
+class ShardRuntime:
+    def __init__(self, manager: ShardManager, partition: int) -> None:
+        self.manager = manager
+        self.partition = partition
+        self.shard = manager.new_shard(partition)
+        self.log: PartitionLog | None = None
+        self.loaded = False
+        self.parked: dict[int, Parked] = {}
+        self.write_queue: list[tuple[bytes | None, bytes | None, int]] = []
+        self.waiting: list[tuple[int, int, Any]] = []  # (write sequence needed, token, response)
+        self.queued_seq = 0
+        self.durable_seq = 0
+        self.wakeup = trio.Event()
+        self.load_seconds = 0.0
+
+    # ---- loading ----------------------------------------------------------------------------
+
+    def _open_and_replay(self) -> int:
+        log, report = PartitionLog.open(self.manager.partition_dir(self.partition), self.manager.log_config)
+        if not report.clean:
+            logs.warn("log.recovered", partition=self.partition, dropped_bytes=report.bytes_dropped,
+                      details=report.summary())
+        elif report.rebuilt_indexes or report.leftovers:
+            logs.event("log.recovered", partition=self.partition, details=report.summary())
+        self.log = log
+        count = 0
+        replay = self.shard.replay
+        for batch in log.batches():
+            if batch.is_control:
+                continue
+            base = batch.base_offset
+            for record in decode_records(batch):
+                rec = decode_record(record.key, record.value) if record.key is not None else None
+                if rec is not None:
+                    replay(rec, base + record.offset_delta)
+                    count += 1
+        return count
+
+    async def load(self) -> None:
+        started = time.perf_counter()
+        count = await trio.to_thread.run_sync(self._open_and_replay)
+        now = wall_ms()
+        for timer in self.shard.on_loaded(now):
+            self.manager.timers.set(self.partition, timer.key, timer.deadline_ms)
+        self.load_seconds = time.perf_counter() - started
+        METRICS.load_seconds.labels(str(self.partition)).set(self.load_seconds)
+        self.loaded = True
+        logs.debug("shard.loaded", partition=self.partition, records=count,
+                   seconds=round(self.load_seconds, 4))
+
+    # ---- the request path -------------------------------------------------------------------
+
+    def execute(self, op: Op, deliver: Callable[[Any], None], ctx_fields: tuple[int, str, str],
+                on_error: ErrorBuilder) -> None:
+        """Runs ``op`` on the shard now; ``deliver`` gets its response once its records are durable
+        (or later still, when the coordinator parks it)."""
+        token = next(self.manager.tokens)
+        self.parked[token] = Parked(deliver, on_error)
+        version, client_id, client_host = ctx_fields
+        ctx = RequestContext(token=token, api_version=version, client_id=client_id, client_host=client_host)
+        now = wall_ms()
+        self.apply(op(self.shard, ctx, now), now)
+
+    def fire_timer(self, key: str, now: int) -> None:
+        if self.loaded:
+            self.apply(self.shard.on_timer(key, now), now)
+
+    def apply(self, result: Result, now: int) -> None:
+        timers = self.manager.timers
+        for t in result.timers:
+            if isinstance(t, SetTimer):
+                timers.set(self.partition, t.key, t.deadline_ms)
+            elif isinstance(t, CancelTimer):
+                timers.cancel(self.partition, t.key)
+        for tr in getattr(result, "transitions", ()):
+            self.manager.on_transition(tr)
+        if result.records:
+            for rec in result.records:
+                key, value = encode_record(rec)
+                self.write_queue.append((key, value, now))
+            self.queued_seq += 1
+            self.wakeup.set()
+        need = self.queued_seq
+        for token, response in result.replies:
+            if need <= self.durable_seq:
+                self._deliver(token, response)
+            else:
+                self.waiting.append((need, token, response))
+
+    def _deliver(self, token: int, response: Any) -> None:
+        parked = self.parked.pop(token, None)
+        if parked is not None:
+            parked.deliver(response)
+
+    # ---- the write path ---------------------------------------------------------------------
+
+    def _write(self, batch: list[tuple[bytes | None, bytes | None, int]], sync: bool) -> None:
+        assert self.log is not None
+        self.log.append(batch)
+        if sync:
+            self.log.flush()
+
+    async def writer(self) -> None:
+        sync = self.manager.sync_flush
+        while True:
+            await self.wakeup.wait()
+            self.wakeup = trio.Event()
+            if not self.write_queue:
+                continue
+            batch, self.write_queue = self.write_queue, []
+            target = self.queued_seq
+            started = time.perf_counter()
+            try:
+                if sync:
+                    await trio.to_thread.run_sync(self._write, batch, True)
+                else:
+                    self._write(batch, False)
+            except Exception as exc:
+                await self._write_failed(exc)
+                continue
+            METRICS.flush_seconds.observe(time.perf_counter() - started)
+            METRICS.flush_records.observe(len(batch))
+            self.durable_seq = target
+            still = []
+            for need, token, response in self.waiting:
+                if need <= target:
+                    self._deliver(token, response)
+                else:
+                    still.append((need, token, response))
+            self.waiting = still
+
+    async def _write_failed(self, exc: Exception) -> None:
+        """The log did not take the write: fail every waiting response with a coordinator error
+        (clients re-discover and retry) and rebuild the shard from what the log really holds."""
+        METRICS.write_failures.inc()
+        logs.event("log.write_failed", 40, partition=self.partition, error=repr(exc))
+        self.loaded = False
+        self.manager.timers.cancel_shard(self.partition)
+        for token, parked in list(self.parked.items()):
+            parked.deliver(parked.on_error(ErrorCode.NOT_COORDINATOR))
+            del self.parked[token]
+        self.waiting.clear()
+        self.write_queue.clear()
+        if self.log is not None:
+            self.log.close()
+        self.shard = self.manager.new_shard(self.partition)
+        await trio.sleep(0.1)
+        await self.load()
+
+    async def flush_periodically(self, interval_ms: int) -> None:
+        while True:
+            await trio.sleep(interval_ms / 1000)
+            if self.log is not None:
+                await trio.to_thread.run_sync(self.log.flush)
+
+
+class ShardManager:
+    def __init__(self, data_dir: Path, num_partitions: int, coordinator_config: CoordinatorConfig,
+                 topics: Any, log_config: LogConfig, sync_flush: bool, flush_interval_ms: int,
+                 on_transition: Callable[[Any], None]) -> None:
+        self.data_dir = data_dir
+        self.num_partitions = num_partitions
+        self.coordinator_config = coordinator_config
+        self.topics = topics
+        self.log_config = log_config
+        self.sync_flush = sync_flush
+        self.flush_interval_ms = flush_interval_ms
+        self.on_transition = on_transition
+        self.tokens = itertools.count(1)
+        self.timers = TimerService(self._fire)
+        self.runtimes = [ShardRuntime(self, p) for p in range(num_partitions)]
+
+    def new_shard(self, partition: int) -> GroupCoordinatorShard:
+        return GroupCoordinatorShard(partition, self.coordinator_config, self.topics, new_member_id)
+
+    def partition_dir(self, partition: int) -> Path:
+        return self.data_dir / f"{OFFSETS_TOPIC}-{partition}"
+
+    def _fire(self, partition: int, key: str, now: int) -> None:
+        self.runtimes[partition].fire_timer(key, now)
+
+    @property
+    def loading(self) -> int:
+        return sum(1 for r in self.runtimes if not r.loaded)
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            for runtime in self.runtimes:
+                nursery.start_soon(runtime.writer)
+                if not self.sync_flush:
+                    nursery.start_soon(runtime.flush_periodically, self.flush_interval_ms)
+            nursery.start_soon(self.timers.run)
+            task_status.started()
+            started = time.perf_counter()
+            # One partition at a time: each shard serves as soon as its own replay is done.
+            for runtime in self.runtimes:
+                await runtime.load()
+            logs.event("shards.loaded", partitions=self.num_partitions,
+                       seconds=round(time.perf_counter() - started, 3))
+
+    def close(self) -> None:
+        for runtime in self.runtimes:
+            if runtime.log is not None:
+                runtime.log.flush()
+                runtime.log.close()

@@ -1,0 +1,116 @@
+"""Real-client helpers for the integration tests: confluent-kafka consumers in threads that record
+their assignments, and a consumer in its own process (to kill it with SIGKILL)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+
+
+class ThreadedConsumer:
+    """A confluent-kafka consumer polling in a thread; ``assignment`` is what it holds now."""
+
+    def __init__(self, bootstrap: str, group: str, topics: list[str], **conf: Any) -> None:
+        self.conf = {"bootstrap.servers": bootstrap, "group.id": group, "session.timeout.ms": 6000,
+                     "heartbeat.interval.ms": 300, "enable.auto.commit": False,
+                     "auto.offset.reset": "earliest", **conf}
+        self.topics = topics
+        self.assignment: set[tuple[str, int]] = set()
+        self.revocations = 0
+        self.events: list[tuple[str, set[tuple[str, int]]]] = []
+        self.lock = threading.Lock()
+        self.stop_flag = threading.Event()
+        self.consumer = Consumer(self.conf)
+        self.cooperative = "cooperative" in str(conf.get("partition.assignment.strategy", ""))
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _on_assign(self, consumer: Any, parts: list[TopicPartition]) -> None:
+        got = {(p.topic, p.partition) for p in parts}
+        with self.lock:
+            self.assignment = self.assignment | got if self.cooperative else got
+            self.events.append(("assign", got))
+        if self.cooperative:
+            consumer.incremental_assign(parts)
+        else:
+            consumer.assign(parts)
+
+    def _on_revoke(self, consumer: Any, parts: list[TopicPartition]) -> None:
+        gone = {(p.topic, p.partition) for p in parts}
+        with self.lock:
+            self.assignment = self.assignment - gone if self.cooperative else set()
+            if gone:
+                self.revocations += 1
+            self.events.append(("revoke", gone))
+        if self.cooperative:
+            consumer.incremental_unassign(parts)
+        else:
+            consumer.unassign()
+
+    def _run(self) -> None:
+        self.consumer.subscribe(self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke)
+        while not self.stop_flag.is_set():
+            self.consumer.poll(0.05)
+
+    def held(self) -> set[tuple[str, int]]:
+        with self.lock:
+            return set(self.assignment)
+
+    def close(self) -> None:
+        self.stop_flag.set()
+        self.thread.join(15)
+        self.consumer.close()
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def covers_exactly(consumers: list[ThreadedConsumer], topic: str, partitions: int) -> bool:
+    held = [c.held() for c in consumers]
+    union: set[tuple[str, int]] = set().union(*held)
+    disjoint = sum(len(h) for h in held) == len(union)
+    return disjoint and union == {(topic, p) for p in range(partitions)} and all(held)
+
+
+CONSUMER_PROCESS = r"""
+import sys, time
+from confluent_kafka import Consumer
+bootstrap, group, topic = sys.argv[1:4]
+conf = {"bootstrap.servers": bootstrap, "group.id": group, "session.timeout.ms": 6000,
+        "heartbeat.interval.ms": 300, "enable.auto.commit": False}
+if len(sys.argv) > 4:
+    conf["group.instance.id"] = sys.argv[4]
+c = Consumer(conf)
+def on_assign(consumer, parts):
+    print("ASSIGNED", sorted(p.partition for p in parts), flush=True)
+    consumer.assign(parts)
+c.subscribe([topic], on_assign=on_assign)
+while True:
+    c.poll(0.05)
+"""
+
+
+def start_consumer_process(bootstrap: str, group: str, topic: str,
+                           instance_id: str | None = None) -> subprocess.Popen[str]:
+    args = [sys.executable, "-c", CONSUMER_PROCESS, bootstrap, group, topic]
+    if instance_id:
+        args.append(instance_id)
+    return subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
