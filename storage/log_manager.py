@@ -1,0 +1,139 @@
+"""All partition logs under one ``log.dir``: ``<dir>/<topic>-<partition>/``.
+
+Opens existing logs with their broker-level checkpoints (recovery point, log start offset,
+cleaner offset), creates new ones, writes the checkpoints back, and deletes a topic the way
+Kafka does: each partition directory is renamed to ``<topic>-<partition>.<id>-delete`` (so a
+crash leaves no half-deleted live partition) and then removed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+from storage.checkpoints import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    read_offset_checkpoint,
+    read_partition_metadata,
+    write_offset_checkpoint,
+    write_partition_metadata,
+)
+from storage.config import LogConfig
+from storage.layout import DELETE_DIR_SUFFIX, fsync_dir, parse_partition_dir, partition_dir_name
+from storage.partition_log import Clock, PartitionLog, wall_clock_ms
+from storage.recovery import RecoveryReport
+
+TopicPartition = tuple[str, int]
+
+
+class LogManager:
+    def __init__(self, log_dir: str | os.PathLike[str], config: LogConfig, *, clock: Clock = wall_clock_ms) -> None:
+        self.log_dir = Path(log_dir)
+        self.config = config
+        self.clock = clock
+        self.reports: dict[TopicPartition, RecoveryReport] = {}
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._lock = threading.Lock()
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for leftover in self.log_dir.glob(f"*{DELETE_DIR_SUFFIX}"):
+            shutil.rmtree(leftover, ignore_errors=True)
+        self._recovery_points = read_offset_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
+        self._log_starts = read_offset_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
+        self._cleaner_offsets = read_offset_checkpoint(self.log_dir / CLEANER_OFFSET_CHECKPOINT)
+
+    def existing_partitions(self) -> list[TopicPartition]:
+        """Partitions that have a directory on disk, sorted."""
+        found = []
+        for entry in os.scandir(self.log_dir):
+            tp = parse_partition_dir(entry.name) if entry.is_dir() else None
+            if tp:
+                found.append(tp)
+        return sorted(found)
+
+    def open_all(self, config_for: Callable[[str], LogConfig] | None = None) -> dict[TopicPartition, RecoveryReport]:
+        """Open every partition on disk; returns each one's recovery report."""
+        for topic, partition in self.existing_partitions():
+            self.get_or_create(topic, partition, config_for(topic) if config_for else None)
+        return dict(self.reports)
+
+    def get(self, topic: str, partition: int) -> PartitionLog | None:
+        with self._lock:
+            return self._logs.get((topic, partition))
+
+    def get_or_create(
+        self, topic: str, partition: int, config: LogConfig | None = None, topic_id: bytes | None = None
+    ) -> PartitionLog:
+        """The open log of a partition, opening (and recovering) or creating it as needed."""
+        tp = (topic, partition)
+        with self._lock:
+            log = self._logs.get(tp)
+            if log is not None:
+                return log
+            directory = self.log_dir / partition_dir_name(topic, partition)
+            created = not directory.exists()
+            log, report = PartitionLog.open(
+                directory, config or self.config, recovery_point=self._recovery_points.get(tp),
+                log_start_offset=self._log_starts.get(tp), clock=self.clock,
+            )
+            log.cleaner_checkpoint = max(log.log_start_offset, self._cleaner_offsets.get(tp, 0))
+            if topic_id is not None and (created or read_partition_metadata(directory) is None):
+                write_partition_metadata(directory, topic_id)
+            if created:
+                fsync_dir(self.log_dir)
+            self._logs[tp] = log
+            self.reports[tp] = report
+            return log
+
+    def logs(self) -> dict[TopicPartition, PartitionLog]:
+        with self._lock:
+            return dict(self._logs)
+
+    def delete_topic(self, topic: str) -> list[int]:
+        """Close and remove every partition directory of ``topic``; returns the partitions."""
+        partitions = [p for t, p in self.existing_partitions() if t == topic]
+        with self._lock:
+            logs = [self._logs.pop((topic, p), None) for p in partitions]
+            for p in partitions:
+                for table in (self._recovery_points, self._log_starts, self._cleaner_offsets):
+                    table.pop((topic, p), None)
+                self.reports.pop((topic, p), None)
+        doomed = []
+        for p, log in zip(partitions, logs):
+            if log is not None:
+                log.close()
+            src = self.log_dir / partition_dir_name(topic, p)
+            dst = self.log_dir / f"{partition_dir_name(topic, p)}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+            os.replace(src, dst)
+            doomed.append(dst)
+        if doomed:
+            fsync_dir(self.log_dir)
+        for path in doomed:
+            shutil.rmtree(path, ignore_errors=True)
+        self.checkpoint()
+        return partitions
+
+    def checkpoint(self) -> None:
+        """Write the broker-level checkpoints for every open log."""
+        with self._lock:
+            for tp, log in self._logs.items():
+                self._recovery_points[tp] = log.recovery_point
+                self._log_starts[tp] = log.log_start_offset
+                self._cleaner_offsets[tp] = log.cleaner_checkpoint
+            recovery, starts, cleaner = dict(self._recovery_points), dict(self._log_starts), dict(self._cleaner_offsets)
+        write_offset_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT, recovery)
+        write_offset_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT, starts)
+        write_offset_checkpoint(self.log_dir / CLEANER_OFFSET_CHECKPOINT, cleaner)
+
+    def close(self) -> None:
+        """Flush and close every log, then write checkpoints that make the next open quick."""
+        for log in self.logs().values():
+            log.close()
+        self.checkpoint()
+        with self._lock:
+            self._logs.clear()

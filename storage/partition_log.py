@@ -1,0 +1,374 @@
+"""One partition's log: an ordered list of segments, the last one active.
+
+Appends, reads and the segment list are guarded by one lock. ``flush`` runs in a worker thread:
+it takes the lock only to note what needs syncing and fsyncs outside it, so appends continue
+while the disk works. Segment removal (retention, compaction swaps, close) also takes a flush
+lock so that no descriptor is closed under a running fsync. Readers copy a descriptor with
+``dup`` while holding the lock and read outside it, for the same reason.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from protocol.record_batch import (
+    HEADER,
+    LOG_OVERHEAD,
+    RecordBatch,
+    build_simple_batch,
+    decode_records,
+    iter_batches,
+    rewrite_header,
+)
+from storage.config import LogConfig
+from storage.errors import LogClosedError, OffsetOutOfRangeError
+from storage.layout import fsync_dir, remove_quietly
+from storage.recovery import RecoveryReport, recover
+from storage.segment import Segment
+
+Clock = Callable[[], int]
+_READ_CHUNK = 4 << 20
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class PartitionLog:
+    def __init__(
+        self, directory: Path, config: LogConfig, segments: list[Segment], log_start_offset: int,
+        recovery_point: int, clock: Clock,
+    ) -> None:
+        self.directory = directory
+        self.config = config
+        self.clock = clock
+        self.leader_epoch = 0  # stamped into every appended batch
+        self.cleaner_checkpoint = log_start_offset  # first offset the cleaner has not seen
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._log_start = log_start_offset
+        self._recovery_point = recovery_point
+        self._lock = threading.Lock()
+        self._flush_lock = threading.Lock()
+        self._dir_dirty = False
+        self._closed = False
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike[str],
+        config: LogConfig,
+        *,
+        recovery_point: int | None = None,
+        log_start_offset: int | None = None,
+        clock: Clock = wall_clock_ms,
+    ) -> tuple[PartitionLog, RecoveryReport]:
+        """Open (creating if needed) the log in ``directory``. Without ``recovery_point`` every
+        segment is verified; with one, segments wholly below it are trusted."""
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)
+        now = clock()
+        segments, report = recover(path, config, now, recovery_point)
+        start = max(log_start_offset or 0, segments[0].base_offset if segments else 0)
+        if not segments:
+            seg = Segment.create(path, start, config, now)
+            seg.activate()
+            segments = [seg]
+            fsync_dir(path)
+        log = cls(path, config, segments, start, min(recovery_point or 0, segments[-1].next_offset), clock)
+        report.log_start_offset = log.log_start_offset
+        report.log_end_offset = log.end_offset
+        report.segments = len(segments)
+        return log, report
+
+    # ---- properties ------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def end_offset(self) -> int:
+        """The next offset to be assigned (Kafka's log end offset)."""
+        return self._segments[-1].next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    @property
+    def segment_count(self) -> int:
+        return len(self._segments)
+
+    @property
+    def recovery_point(self) -> int:
+        """Everything below this offset has been fsynced."""
+        return self._recovery_point
+
+    @property
+    def active_segment(self) -> Segment:
+        return self._segments[-1]
+
+    def segments(self) -> list[Segment]:
+        """A snapshot of the segment list, oldest first, with every segment's next offset and
+        max timestamp known."""
+        with self._lock:
+            for seg in self._segments:
+                seg.ensure_stats()
+            return list(self._segments)
+
+    def open_readers(self, segments: Sequence[Segment]) -> list[int] | None:
+        """Private descriptors (``dup``) for reading ``segments`` without the lock, or None if
+        any of them has left the log. The caller closes them."""
+        with self._lock:
+            if self._closed or any(all(s is not t for t in self._segments) for s in segments):
+                return None
+            return [os.dup(s.fd) for s in segments]
+
+    # ---- writing ---------------------------------------------------------------------------
+
+    def append(
+        self, records: Sequence[tuple[bytes | None, bytes | None, int]], *, compression: int = 0
+    ) -> tuple[int, int]:
+        """Append ``(key, value, timestamp_ms)`` records as one batch; returns (first, last)
+        offset. Not durable until ``flush``."""
+        with self._lock:
+            self._check_open()
+            base = self.end_offset
+            raw = build_simple_batch(records, base, partition_leader_epoch=self.leader_epoch, compression=compression)
+            self._write(raw)
+            return base, base + len(records) - 1
+
+    def append_batch(self, raw: bytes | bytearray | memoryview) -> tuple[int, int]:
+        """Append produced batch(es) as received, renumbered from the log end (the CRC does not
+        cover the base offset or leader epoch, so it stays valid). Raises ``CorruptBatchError``
+        for anything that is not whole valid batches."""
+        batches = list(iter_batches(raw))
+        if not batches:
+            raise ValueError("no batches to append")
+        for b in batches:
+            decode_records(b)
+        with self._lock:
+            self._check_open()
+            base = self.end_offset
+            out = rewrite_header(raw, base, self.leader_epoch)
+            self._write(out)
+            return base, self.end_offset - 1
+
+    def _write(self, raw: bytes | bytearray) -> None:
+        fields = HEADER.unpack_from(raw, 0)
+        last = self.end_offset - 1
+        max_ts = -1
+        for b in iter_batches(raw, verify_crc=False):
+            last = b.last_offset
+            max_ts = max(max_ts, b.max_timestamp)
+        active = self._segments[-1]
+        if active.should_roll(len(raw), max_ts, last, self.clock()):
+            active = self._roll(fields[0])
+        active.append(raw)
+
+    def _roll(self, base_offset: int) -> Segment:
+        old = self._segments[-1]
+        if old.size == 0:
+            return old
+        old.deactivate()
+        seg = Segment.create(self.directory, base_offset, self.config, self.clock())
+        seg.activate()
+        self._segments.append(seg)
+        self._bases.append(base_offset)
+        self._dir_dirty = True
+        return seg
+
+    def roll(self) -> None:
+        """Start a new segment now (if the active one has data)."""
+        with self._lock:
+            self._check_open()
+            self._roll(self.end_offset)
+
+    def flush(self) -> int:
+        """Make every append that returned before this call durable; returns the new recovery
+        point. Safe to call from a worker thread while appends continue."""
+        with self._flush_lock:
+            with self._lock:
+                self._check_open()
+                end = self.end_offset
+                active = self._segments[-1]
+                todo = [s for s in self._segments if s.unsynced or s is active]
+                for s in todo:
+                    s.unsynced = False
+                dir_dirty, self._dir_dirty = self._dir_dirty, False
+            try:
+                for s in todo:
+                    s.sync(with_indexes=not s.active)
+                if dir_dirty:
+                    fsync_dir(self.directory)
+            except BaseException:
+                for s in todo:
+                    s.unsynced = True
+                self._dir_dirty = self._dir_dirty or dir_dirty
+                raise
+            with self._lock:
+                self._recovery_point = max(self._recovery_point, end)
+                return self._recovery_point
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def _locate(self, offset: int) -> tuple[Segment, int, int] | None:
+        """(segment, position, size) of the first batch whose last offset >= ``offset``."""
+        i = max(0, bisect.bisect_right(self._bases, offset) - 1)
+        for seg in self._segments[i:]:
+            found = seg.find(offset)
+            if found:
+                return seg, found[0], found[1]
+        return None
+
+    def read(self, offset: int, max_bytes: int) -> bytes:
+        """Whole batches from the one containing ``offset``: at least one batch even if it is
+        larger than ``max_bytes`` (as Kafka does for the first partition of a fetch)."""
+        with self._lock:
+            self._check_open()
+            if offset < self._log_start or offset > self.end_offset:
+                raise OffsetOutOfRangeError(offset, self._log_start, self.end_offset)
+            where = self._locate(offset)
+            if where is None:
+                return b""
+            seg, pos, first = where
+            limit = seg.size
+            fd = os.dup(seg.fd)
+        try:
+            data = seg.read(pos, min(limit - pos, max(first, max_bytes)), fd)
+        finally:
+            os.close(fd)
+        cut = first
+        while cut + LOG_OVERHEAD <= len(data):
+            size = int.from_bytes(data[cut + 8 : cut + 12], "big", signed=True) + LOG_OVERHEAD
+            if cut + size > len(data):
+                break
+            cut += size
+        return data[:cut]
+
+    def batches(self, from_offset: int = 0) -> Iterator[RecordBatch]:
+        """Every batch from the one containing ``from_offset`` to the current end, CRC-checked
+        (the first may hold records before ``from_offset``). Appends may continue meanwhile."""
+        next_offset = from_offset
+        while True:
+            with self._lock:
+                self._check_open()
+                next_offset = max(next_offset, self._log_start)
+                if next_offset >= self.end_offset:
+                    return
+                where = self._locate(next_offset)
+                if where is None:
+                    return
+                seg, pos, first = where
+                limit = seg.size
+                fd = os.dup(seg.fd)
+            try:
+                data = seg.read(pos, min(limit - pos, max(first, _READ_CHUNK)), fd)
+            finally:
+                os.close(fd)
+            last = None
+            for batch in iter_batches(data, allow_partial=True):
+                last = batch
+                yield batch
+            if last is None:
+                return
+            next_offset = last.next_offset
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= ``timestamp`` (ListOffsets)."""
+        self._check_open()
+        for seg in self.segments():
+            if seg.max_timestamp < timestamp:
+                continue
+            start = max(seg.time_index.lookup(timestamp), self._log_start)
+            for batch in self.batches(start):
+                if batch.max_timestamp < timestamp:
+                    continue
+                for r in decode_records(batch):
+                    offset = batch.base_offset + r.offset_delta
+                    ts = batch.max_timestamp if batch.log_append_time else batch.base_timestamp + r.timestamp_delta
+                    if offset >= start and ts >= timestamp:
+                        return offset, ts
+            return None
+        return None
+
+    # ---- removing data ---------------------------------------------------------------------
+
+    def delete_records_before(self, offset: int) -> int:
+        """Move the log start to ``offset`` (DeleteRecords) and drop segments wholly below it.
+        Returns the new log start offset."""
+        with self._lock:
+            if offset > self.end_offset:
+                raise OffsetOutOfRangeError(offset, self._log_start, self.end_offset)
+            self._log_start = max(self._log_start, offset)
+            self.cleaner_checkpoint = max(self.cleaner_checkpoint, self._log_start)
+            count = bisect.bisect_right(self._bases, self._log_start) - 1
+        if count > 0:
+            self.delete_oldest_segments(count)
+        return self._log_start
+
+    def delete_oldest_segments(self, count: int) -> list[int]:
+        """Remove the ``count`` oldest segments Kafka-style (rename to .deleted, then unlink);
+        rolls first if that includes the active segment. Returns their base offsets."""
+        with self._flush_lock, self._lock:
+            self._check_open()
+            if count <= 0:
+                return []
+            if count >= len(self._segments):
+                if self._segments[-1].size == 0:
+                    count = len(self._segments) - 1
+                else:
+                    self._roll(self.end_offset)
+            gone = self._segments[:count]
+            del self._segments[:count]
+            del self._bases[:count]
+            self._log_start = max(self._log_start, self._segments[0].base_offset)
+            self.cleaner_checkpoint = max(self.cleaner_checkpoint, self._log_start)
+            renamed: list[Path] = []
+            for seg in gone:
+                seg.close_files()
+                renamed += seg.rename_to_deleted()
+            self._dir_dirty = True
+        for path in renamed:
+            remove_quietly(path)
+        return [s.base_offset for s in gone]
+
+    def replace_segments(self, old: list[Segment], new: Segment, steps: Sequence[Callable[[], None]]) -> bool:
+        """Swap ``old`` (consecutive closed segments) for ``new`` by running the file ``steps``
+        under the lock. Returns False, doing nothing, if ``old`` is no longer in the log."""
+        with self._flush_lock, self._lock:
+            self._check_open()
+            try:
+                i = next(k for k, s in enumerate(self._segments) if s is old[0])
+            except StopIteration:
+                return False
+            if self._segments[i : i + len(old)] != old or i + len(old) >= len(self._segments):
+                return False
+            for step in steps:
+                step()
+            for seg in old:
+                seg.close_files()
+            self._segments[i : i + len(old)] = [new]
+            self._bases = [s.base_offset for s in self._segments]
+            self._dir_dirty = True
+            return True
+
+    def close(self) -> None:
+        """Flush, trim the active segment's indexes and close every file."""
+        if self._closed:
+            return
+        self.flush()
+        with self._flush_lock, self._lock:
+            for seg in self._segments:
+                seg.close()
+            self._closed = True
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LogClosedError(str(self.directory))

@@ -1,0 +1,258 @@
+"""Bringing a partition directory back to a consistent log when it is opened.
+
+1. Leftovers of an interrupted compaction: ``.cleaned`` files are unfinished output and go;
+   a ``.log.swap`` is finished output whose swap was interrupted, so the segments it replaces
+   go and it takes their place; ``.deleted`` files go.
+2. Every segment that may hold unflushed data (all of them without a recovery point, else those
+   reaching past it, and always the last) is read batch by batch with CRC checks. At the first
+   short batch, bad CRC, garbage or offset going backwards the segment is cut there and every
+   later segment is dropped. Indexes are recomputed during the scan and rewritten if they differ.
+3. Segments below the recovery point are trusted: only their index files are sanity-checked.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from protocol.record_batch import CorruptBatchError, iter_batches
+from storage.config import LogConfig
+from storage.layout import (
+    CLEANED,
+    DELETED,
+    INDEX,
+    LOG,
+    SWAP,
+    TIME_INDEX,
+    TXN_INDEX,
+    fsync_dir,
+    parse_segment_file,
+    remove_quietly,
+    segment_name,
+    segment_path,
+)
+from storage.segment import INT32_MAX, Segment
+
+
+@dataclass
+class Truncation:
+    segment: str
+    position: int
+    bytes_dropped: int
+    kind: str  # short, crc, length, magic, records, offsets
+    reason: str
+    next_offset: int  # the log end after the cut: the first offset that was lost
+
+
+@dataclass
+class DroppedSegment:
+    segment: str
+    base_offset: int
+    size: int
+
+
+@dataclass
+class RecoveryReport:
+    directory: str
+    truncations: list[Truncation] = field(default_factory=list)
+    dropped_segments: list[DroppedSegment] = field(default_factory=list)
+    rebuilt_indexes: list[tuple[str, str]] = field(default_factory=list)  # (file, why)
+    leftovers: list[tuple[str, str]] = field(default_factory=list)  # (file, what was done)
+    segments: int = 0
+    scanned_segments: int = 0
+    scanned_bytes: int = 0
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+
+    @property
+    def clean(self) -> bool:
+        """Nothing was lost (rebuilt indexes and tidied leftovers lose nothing)."""
+        return not self.truncations and not self.dropped_segments
+
+    @property
+    def bytes_dropped(self) -> int:
+        return sum(t.bytes_dropped for t in self.truncations) + sum(d.size for d in self.dropped_segments)
+
+    def summary(self) -> str:
+        parts = [f"{self.directory}: {self.segments} segments, offsets [{self.log_start_offset}, {self.log_end_offset})"]
+        for t in self.truncations:
+            parts.append(f"truncated {t.segment} at byte {t.position} ({t.bytes_dropped} bytes, {t.kind}: {t.reason})")
+        for d in self.dropped_segments:
+            parts.append(f"dropped {d.segment} ({d.size} bytes) after the corrupt point")
+        for name, why in self.rebuilt_indexes:
+            parts.append(f"rebuilt {name} ({why})")
+        for name, what in self.leftovers:
+            parts.append(f"{what}: {name}")
+        return "; ".join(parts)
+
+
+def recover(
+    directory: Path, config: LogConfig, now_ms: int, recovery_point: int | None
+) -> tuple[list[Segment], RecoveryReport]:
+    """Open every segment of ``directory`` (which must exist), repairing as described above.
+    The last segment comes back active. The list may be empty."""
+    report = RecoveryReport(directory=str(directory))
+    _finish_interrupted_cleaning(directory, report)
+    bases = sorted(
+        p[0] for p in map(parse_segment_file, os.listdir(directory)) if p and p[1] == LOG and not p[2]
+    )
+    _remove_orphan_indexes(directory, set(bases), report)
+    segments: list[Segment] = []
+    expected_offset = -1
+    for i, base in enumerate(bases):
+        seg = Segment(directory, base, config, now_ms)
+        had_indexes = seg.path(INDEX).exists() and seg.path(TIME_INDEX).exists()
+        index_sane, time_sane = seg.open_files()
+        segments.append(seg)
+        last = i == len(bases) - 1
+        trusted = (
+            recovery_point is not None
+            and not last
+            and bases[i + 1] <= recovery_point
+            and had_indexes
+            and index_sane
+            and time_sane
+            and _indexes_fit(seg, bases[i + 1])
+        )
+        if trusted:
+            seg.stats_known = False
+            seg.next_offset = bases[i + 1]
+            seg.offset_index.trim()
+            seg.time_index.trim()
+            expected_offset = bases[i + 1]
+            continue
+        why = "missing" if not had_indexes else ("corrupt" if not (index_sane and time_sane) else "stale")
+        cut = _scan(seg, max(expected_offset, base), last, why, report)
+        expected_offset = seg.next_offset
+        if cut:
+            for later in bases[i + 1 :]:
+                _drop_segment(directory, later, report)
+            break
+    if segments:
+        segments[-1].activate()
+    report.segments = len(segments)
+    return segments, report
+
+
+def _indexes_fit(seg: Segment, next_base: int) -> bool:
+    off, pos = seg.offset_index.last_entry()
+    _ts, ts_off = seg.time_index.last_entry()
+    return pos < max(seg.size, 1) and off < next_base and ts_off < next_base
+
+
+def _scan(seg: Segment, expected_offset: int, active: bool, why: str, report: RecoveryReport) -> bool:
+    """Validate every batch of ``seg``, rebuilding its state and indexes; cut at the first bad
+    one. Returns True when the segment was cut."""
+    report.scanned_segments += 1
+    report.scanned_bytes += seg.size
+    loaded_offsets = seg.offset_index.forget()
+    loaded_times = seg.time_index.forget()
+    seg.offset_index.write_through = seg.time_index.write_through = False
+    size = seg.size
+    error: CorruptBatchError | None = None
+    valid_end = 0
+    if size:
+        mm = mmap.mmap(seg.fd, size, access=mmap.ACCESS_READ)
+        try:
+            for batch in iter_batches(mm):
+                if batch.base_offset < expected_offset or batch.last_offset - seg.base_offset > INT32_MAX:
+                    error = CorruptBatchError(
+                        f"batch at offset {batch.base_offset} after offset {expected_offset - 1}",
+                        batch.position, "offsets",
+                    )
+                    break
+                seg.account(batch.position, batch)
+                expected_offset = batch.next_offset
+                valid_end = batch.end
+        except CorruptBatchError as exc:
+            error = exc
+        finally:
+            batch = None  # type: ignore[assignment]
+            mm.close()
+    expected_offsets = seg.offset_index.entries()
+    expected_times = seg.time_index.entries()
+    closed_times = expected_times
+    if seg.max_timestamp >= 0 and (not expected_times or seg.max_timestamp > expected_times[-1][0]):
+        closed_times = [*expected_times, (seg.max_timestamp, seg.offset_of_max_timestamp - seg.base_offset)]
+    seg.offset_index.write_through = seg.time_index.write_through = True
+    reason = why if why != "stale" else "did not match the log"
+    if why != "stale" or loaded_offsets != expected_offsets:
+        seg.offset_index.replace_all(expected_offsets)
+        report.rebuilt_indexes.append((seg.path(INDEX).name, reason))
+    if why != "stale" or loaded_times not in (expected_times, closed_times):
+        seg.time_index.replace_all(expected_times if active else closed_times)
+        report.rebuilt_indexes.append((seg.path(TIME_INDEX).name, reason))
+    else:
+        seg.time_index.set_entries(loaded_times)
+    if not active:
+        seg.offset_index.trim()
+        seg.time_index.trim()
+    if error is None:
+        return False
+    seg.truncate_to(valid_end)
+    seg.time_index.truncate_to_offset(seg.next_offset)
+    report.truncations.append(
+        Truncation(seg.name, valid_end, size - valid_end, error.kind, error.reason, seg.next_offset)
+    )
+    return True
+
+
+def _drop_segment(directory: Path, base: int, report: RecoveryReport) -> None:
+    log = segment_path(directory, base, LOG)
+    size = log.stat().st_size if log.exists() else 0
+    for suffix in (INDEX, TIME_INDEX, TXN_INDEX, LOG):
+        p = segment_path(directory, base, suffix)
+        if p.exists():
+            os.replace(p, p.with_name(p.name + DELETED))
+    for suffix in (INDEX, TIME_INDEX, TXN_INDEX, LOG):
+        remove_quietly(segment_path(directory, base, suffix + DELETED))
+    report.dropped_segments.append(DroppedSegment(log.name, base, size))
+
+
+def _finish_interrupted_cleaning(directory: Path, report: RecoveryReport) -> None:
+    names = sorted(os.listdir(directory))
+    parsed = {n: p for n in names if (p := parse_segment_file(n))}
+    for name, (_base, _suffix, temp) in parsed.items():
+        if temp == CLEANED:
+            remove_quietly(directory / name)
+            report.leftovers.append((name, "removed unfinished compaction output"))
+    for name, (base, suffix, temp) in parsed.items():
+        if temp != SWAP or suffix != LOG:
+            continue
+        upto = max(base + 1, _next_offset(directory / name, base))
+        for other, (obase, _osuffix, otemp) in parsed.items():
+            if otemp in ("", DELETED) and base <= obase < upto and (directory / other).exists():
+                remove_quietly(directory / other)
+                report.leftovers.append((other, "removed: replaced by a compacted segment"))
+        for s in (INDEX, TIME_INDEX, LOG):
+            swap = segment_path(directory, base, s + SWAP)
+            if swap.exists():
+                os.replace(swap, segment_path(directory, base, s))
+                report.leftovers.append((swap.name, "completed an interrupted compaction swap"))
+        fsync_dir(directory)
+    for name, (_base, _suffix, temp) in parsed.items():
+        if temp in (SWAP, DELETED) and (directory / name).exists():
+            remove_quietly(directory / name)
+            report.leftovers.append((name, "removed leftover"))
+
+
+def _next_offset(path: Path, base: int) -> int:
+    """Next offset after the valid batches of a segment file."""
+    data = path.read_bytes()
+    nxt = base
+    try:
+        for batch in iter_batches(data):
+            nxt = batch.next_offset
+    except CorruptBatchError:
+        pass
+    return nxt
+
+
+def _remove_orphan_indexes(directory: Path, bases: set[int], report: RecoveryReport) -> None:
+    for name in os.listdir(directory):
+        p = parse_segment_file(name)
+        if p and not p[2] and p[1] in (INDEX, TIME_INDEX) and p[0] not in bases:
+            remove_quietly(directory / name)
+            report.leftovers.append((name, f"removed index without {segment_name(p[0])}{LOG}"))

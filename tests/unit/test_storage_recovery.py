@@ -1,0 +1,151 @@
+"""Opening a damaged partition directory: the torn or corrupt tail goes, is reported exactly,
+and everything before it reads back intact; indexes are rebuilt when missing or wrong."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from protocol.record_batch import decode_records
+from storage.config import LogConfig
+from storage.partition_log import PartitionLog
+
+CFG = LogConfig(segment_bytes=4000, index_interval_bytes=300, segment_index_bytes=4096)
+
+
+def write_log(directory: Path, n: int = 300) -> list[tuple[int, int]]:
+    """n records, 3 per batch; returns (position, size) of the batches of the last segment."""
+    log, _ = PartitionLog.open(directory, CFG)
+    for i in range(0, n, 3):
+        log.append([(b"key-%d" % j, b"value-%d" % j, 1000 + j) for j in range(i, i + 3)])
+    last = log.segments()[-1]
+    where = [(p, f[1] + 12) for p, f in last.scan_headers()]
+    log.close()
+    return where
+
+
+def offsets(log: PartitionLog) -> list[int]:
+    return [b.base_offset + r.offset_delta for b in log.batches() for r in decode_records(b)]
+
+
+def segment_files(directory: Path, suffix: str) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if p.name.endswith(suffix))
+
+
+def test_clean_reopen_reports_nothing(tmp_path: Path) -> None:
+    write_log(tmp_path)
+    log, report = PartitionLog.open(tmp_path, CFG)
+    assert report.clean and not report.rebuilt_indexes and not report.leftovers
+    assert report.log_end_offset == 300 and offsets(log) == list(range(300))
+    log.close()
+
+
+def test_torn_tail_is_truncated_and_reported(tmp_path: Path) -> None:
+    batches = write_log(tmp_path)
+    last_log = segment_files(tmp_path, ".log")[-1]
+    pos, size = batches[-1]
+    os.truncate(last_log, pos + size - 7)  # a write cut short
+    log, report = PartitionLog.open(tmp_path, CFG)
+    (cut,) = report.truncations
+    assert (cut.segment, cut.position, cut.bytes_dropped, cut.kind) == (last_log.name, pos, size - 7, "short")
+    assert cut.next_offset == 297 and not report.dropped_segments
+    assert offsets(log) == list(range(297))
+    assert log.append([(b"k", b"v", 1)]) == (297, 297)
+    log.close()
+    again, report = PartitionLog.open(tmp_path, CFG)
+    assert report.clean and offsets(again) == list(range(298))
+    again.close()
+
+
+def test_flipped_byte_in_last_batch_fails_its_crc(tmp_path: Path) -> None:
+    batches = write_log(tmp_path)
+    last_log = segment_files(tmp_path, ".log")[-1]
+    pos, size = batches[-1]
+    with open(last_log, "r+b") as f:
+        f.seek(pos + size - 3)
+        byte = f.read(1)
+        f.seek(pos + size - 3)
+        f.write(bytes([byte[0] ^ 0x40]))
+    log, report = PartitionLog.open(tmp_path, CFG)
+    (cut,) = report.truncations
+    assert (cut.position, cut.bytes_dropped, cut.kind) == (pos, size, "crc")
+    assert offsets(log) == list(range(297))
+    log.close()
+
+
+def test_garbage_after_the_last_batch(tmp_path: Path) -> None:
+    batches = write_log(tmp_path)
+    last_log = segment_files(tmp_path, ".log")[-1]
+    end = batches[-1][0] + batches[-1][1]
+    with open(last_log, "ab") as f:
+        f.write(os.urandom(5000))
+    log, report = PartitionLog.open(tmp_path, CFG)
+    (cut,) = report.truncations
+    assert cut.position == end and cut.bytes_dropped == 5000
+    assert offsets(log) == list(range(300)) and last_log.stat().st_size == end
+    log.close()
+
+
+def test_corruption_in_an_older_segment_drops_the_later_ones(tmp_path: Path) -> None:
+    write_log(tmp_path)
+    logs = segment_files(tmp_path, ".log")
+    assert len(logs) >= 3
+    victim = logs[1]
+    sizes = [p.stat().st_size for p in logs]
+    with open(victim, "r+b") as f:
+        f.seek(200)
+        f.write(b"\xff" * 4)
+    log, report = PartitionLog.open(tmp_path, CFG)
+    (cut,) = report.truncations
+    assert cut.segment == victim.name
+    assert [d.segment for d in report.dropped_segments] == [p.name for p in logs[2:]]
+    assert report.bytes_dropped == sizes[1] - cut.position + sum(sizes[2:])
+    assert offsets(log) == list(range(cut.next_offset))
+    assert log.segment_count == 2 and segment_files(tmp_path, ".log") == logs[:2]
+    assert not segment_files(tmp_path, ".deleted")
+    log.close()
+
+
+def test_deleted_index_files_are_rebuilt(tmp_path: Path) -> None:
+    write_log(tmp_path)
+    first_index = segment_files(tmp_path, ".index")[0]
+    expected = first_index.read_bytes()
+    first_index.unlink()
+    segment_files(tmp_path, ".timeindex")[-1].unlink()
+    log, report = PartitionLog.open(tmp_path, CFG)
+    assert report.clean
+    rebuilt = dict(report.rebuilt_indexes)
+    assert rebuilt[first_index.name] == "missing"
+    assert first_index.read_bytes() == expected
+    assert offsets(log) == list(range(300)) and log.offset_for_timestamp(1299) == (299, 1299)
+    log.close()
+
+
+def test_corrupt_index_is_rebuilt_even_below_the_recovery_point(tmp_path: Path) -> None:
+    write_log(tmp_path)
+    first_index = segment_files(tmp_path, ".index")[0]
+    expected = first_index.read_bytes()
+    first_index.write_bytes(expected[:8] + b"\x00\x00\x00\x01" * 6)  # non-monotonic junk
+    log, report = PartitionLog.open(tmp_path, CFG, recovery_point=300)
+    assert report.clean and dict(report.rebuilt_indexes)[first_index.name] == "corrupt"
+    assert first_index.read_bytes() == expected
+    assert report.scanned_segments == 2  # the repaired one and the active one
+    assert offsets(log) == list(range(300))
+    log.close()
+
+
+def test_crash_with_preallocated_indexes(tmp_path: Path) -> None:
+    """Without close the active segment's indexes are still zero-filled to full size."""
+    log, _ = PartitionLog.open(tmp_path, CFG)
+    for i in range(40):
+        log.append([(b"k%d" % i, b"v" * 40, 1000 + i)])
+    log.flush()
+    active_index = log.segments()[-1].path(".index")
+    entries = log.segments()[-1].offset_index.entries()
+    assert entries and active_index.stat().st_size == 4096
+    # no close(): the process "dies" here
+    again, report = PartitionLog.open(tmp_path, CFG)
+    assert report.clean and again.end_offset == 40
+    assert again.segments()[-1].offset_index.entries() == entries
+    again.close()
+    assert active_index.stat().st_size == 8 * len(entries)
