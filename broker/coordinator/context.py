@@ -34,7 +34,11 @@ class CoordinatorConfig:
 
 
 class TopicView(Protocol):
-    """The broker's topic metadata, as far as offset commits need it."""
+    """The broker's topic metadata, as far as offset commits need it.
+
+    OffsetCommit v10 names topics by id; a view that can resolve them also offers
+    ``topic_name(topic_id: bytes) -> str | None``. Without it, v10 topics are UNKNOWN_TOPIC_ID.
+    """
 
     def partition_count(self, topic: str) -> int | None:
         """Number of partitions of ``topic``, or None when the topic does not exist."""
