@@ -8,6 +8,7 @@ the tests hold the two against each other. Compression codecs live in ``record_c
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
@@ -33,6 +34,8 @@ TIMESTAMP_TYPE_MASK = 0x08
 TRANSACTIONAL_MASK = 0x10
 CONTROL_MASK = 0x20
 DELETE_HORIZON_MASK = 0x40
+
+Buffer = bytes | bytearray | memoryview | mmap.mmap  # anything iter_batches can walk
 
 NO_TIMESTAMP = -1
 NO_PRODUCER_ID = -1
@@ -86,7 +89,7 @@ class RecordBatch(NamedTuple):
     producer_epoch: int
     base_sequence: int
     records_count: int
-    buffer: bytes | bytearray | memoryview
+    buffer: Buffer
     position: int
 
     @property
@@ -157,7 +160,7 @@ class RecordBatch(NamedTuple):
 
 
 def iter_batches(
-    buf: bytes | bytearray | memoryview,
+    buf: Buffer,
     start: int = 0,
     *,
     verify_crc: bool = True,
@@ -194,7 +197,7 @@ def iter_batches(
         pos = end
 
 
-def read_batch(buf: bytes | bytearray | memoryview, position: int = 0, *, verify_crc: bool = True) -> RecordBatch:
+def read_batch(buf: Buffer, position: int = 0, *, verify_crc: bool = True) -> RecordBatch:
     """The one batch at ``position``."""
     for batch in iter_batches(buf, position, verify_crc=verify_crc):
         return batch
