@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import mmap
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from enum import IntEnum
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from crc32c import crc32c
 
 from protocol.errors import DecodeError
+from protocol.record import CorruptBatchError as CorruptBatchError
+from protocol.record import Record as Record
+from protocol.record import decode_keys as decode_key_region
+from protocol.record import decode_region
+from protocol.record import encode_records as encode_records
+from protocol.record import zigzag as zigzag
 from protocol.record_compression import compress, decompress
+
+T = TypeVar("T")
 
 # baseOffset batchLength partitionLeaderEpoch magic crc attributes lastOffsetDelta
 # baseTimestamp maxTimestamp producerId producerEpoch baseSequence recordsCount
@@ -45,16 +53,6 @@ _HEAD_PLE = struct.Struct(">i")
 _I16 = struct.Struct(">hh")
 
 
-class CorruptBatchError(DecodeError):
-    """Bytes that are not a valid record batch. ``position`` is where the bad batch starts;
-    ``kind`` is one of: short, length, magic, crc, records, compression."""
-
-    def __init__(self, reason: str, position: int = 0, kind: str = "records") -> None:
-        super().__init__("record batch", MAGIC, f"{reason} (at byte {position})")
-        self.position = position
-        self.kind = kind
-
-
 class ControlType(IntEnum):
     ABORT = 0
     COMMIT = 1
@@ -63,14 +61,6 @@ class ControlType(IntEnum):
     SNAPSHOT_FOOTER = 4
     KRAFT_VERSION = 5
     KRAFT_VOTERS = 6
-
-
-class Record(NamedTuple):
-    offset_delta: int
-    timestamp_delta: int
-    key: bytes | None
-    value: bytes | None
-    headers: list[tuple[str, bytes | None]]
 
 
 class RecordBatch(NamedTuple):
@@ -204,26 +194,20 @@ def read_batch(buf: Buffer, position: int = 0, *, verify_crc: bool = True) -> Re
     raise CorruptBatchError("no batch at the end of the buffer", position, "short")
 
 
-def _zz_slow(data: bytes, pos: int) -> tuple[int, int]:
-    """Zigzag varint of two or more bytes (the one-byte case is inlined by the callers)."""
-    result = 0
-    shift = 0
-    while True:
-        b = data[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (result >> 1) ^ -(result & 1), pos
-        shift += 7
-        if shift > 63:
-            raise CorruptBatchError("varint longer than 10 bytes", 0, "records")
-
-
 def decode_records(batch: RecordBatch) -> list[Record]:
     """All records of ``batch`` (decompressing if needed); raises ``CorruptBatchError``."""
+    return _decode_with(decode_region, batch)
+
+
+def decode_keys(batch: RecordBatch) -> list[tuple[int, bytes | None, bool]]:
+    """``(offset delta, key, value is null)`` of every record: the cheap view compaction uses."""
+    return _decode_with(decode_key_region, batch)
+
+
+def _decode_with(decoder: Callable[[bytes, int], tuple[list[T], int]], batch: RecordBatch) -> list[T]:
     data = batch.records_data()
     try:
-        records, pos = _decode(data, batch.records_count)
+        records, pos = decoder(data, batch.records_count)
     except IndexError:
         raise CorruptBatchError("record runs past the end of the batch", batch.position) from None
     except CorruptBatchError as exc:
@@ -234,157 +218,6 @@ def decode_records(batch: RecordBatch) -> list[Record]:
     if pos != len(data):
         raise CorruptBatchError(f"{len(data) - pos} bytes after the last record", batch.position)
     return records
-
-
-def _decode(data: bytes, count: int) -> tuple[list[Record], int]:
-    # Every varint is read with its one-byte case inline: almost all fields of small records
-    # fit one byte, and a function call per field would halve the throughput.
-    new = tuple.__new__
-    cls = Record
-    slow = _zz_slow
-    out: list[Record] = []
-    append = out.append
-    pos = 0
-    end = len(data)
-    for _ in range(count):
-        b = data[pos]
-        if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
-            pos += 1
-        elif data[pos + 1] < 0x80:
-            u = (b & 0x7F) | (data[pos + 1] << 7)
-            length = (u >> 1) ^ -(u & 1)
-            pos += 2
-        else:
-            length, pos = slow(data, pos)
-        rec_end = pos + length
-        if length < 6 or rec_end > end:
-            raise CorruptBatchError(f"record length {length} does not fit the batch")
-        pos += 1  # attributes: unused
-        b = data[pos]
-        if b < 0x80:
-            ts = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            ts, pos = slow(data, pos)
-        b = data[pos]
-        if b < 0x80:
-            od = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            od, pos = slow(data, pos)
-        b = data[pos]
-        if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            n, pos = slow(data, pos)
-        if n >= 0:
-            key: bytes | None = data[pos : pos + n]
-            pos += n
-        elif n == -1:
-            key = None
-        else:
-            raise CorruptBatchError(f"key length {n}")
-        b = data[pos]
-        if b < 0x80:
-            n = (b >> 1) ^ -(b & 1)
-            pos += 1
-        else:
-            n, pos = slow(data, pos)
-        if n >= 0:
-            value: bytes | None = data[pos : pos + n]
-            pos += n
-        elif n == -1:
-            value = None
-        else:
-            raise CorruptBatchError(f"value length {n}")
-        b = data[pos]
-        if b == 0:
-            headers: list[tuple[str, bytes | None]] = []
-            pos += 1
-        else:
-            headers, pos = _decode_headers(data, pos)
-        if pos != rec_end:
-            raise CorruptBatchError(f"record body ends at {pos}, its length says {rec_end}")
-        append(new(cls, (od, ts, key, value, headers)))
-    return out, pos
-
-
-def _decode_headers(data: bytes, pos: int) -> tuple[list[tuple[str, bytes | None]], int]:
-    count, pos = _zz_slow(data, pos)
-    if count < 0:
-        raise CorruptBatchError(f"header count {count}")
-    headers: list[tuple[str, bytes | None]] = []
-    for _ in range(count):
-        n, pos = _zz_slow(data, pos)
-        if n < 0:
-            raise CorruptBatchError(f"header key length {n}")
-        hkey = data[pos : pos + n].decode()
-        pos += n
-        n, pos = _zz_slow(data, pos)
-        if n >= 0:
-            hval: bytes | None = data[pos : pos + n]
-            pos += n
-        elif n == -1:
-            hval = None
-        else:
-            raise CorruptBatchError(f"header value length {n}")
-        headers.append((hkey, hval))
-    return headers, pos
-
-
-_ZZ1 = [bytes((i,)) for i in range(128)]
-
-
-def zigzag(value: int) -> bytes:
-    """Zigzag varint/varlong bytes of ``value``."""
-    u = (value << 1) ^ (value >> 63)
-    if 0 <= u < 0x80:
-        return _ZZ1[u]
-    if not -(1 << 63) <= value < (1 << 63):
-        raise ValueError(f"{value} does not fit a varlong")
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
-def encode_records(records: Iterable[Record]) -> tuple[bytes, int]:
-    """The uncompressed records region and the number of records."""
-    zz = zigzag
-    out = bytearray()
-    count = 0
-    for od, ts, key, value, headers in records:
-        body = bytearray(b"\x00")
-        body += zz(ts)
-        body += zz(od)
-        if key is None:
-            body += b"\x01"
-        else:
-            body += zz(len(key))
-            body += key
-        if value is None:
-            body += b"\x01"
-        else:
-            body += zz(len(value))
-            body += value
-        body += zz(len(headers))
-        for hkey, hval in headers:
-            kb = hkey.encode()
-            body += zz(len(kb))
-            body += kb
-            if hval is None:
-                body += b"\x01"
-            else:
-                body += zz(len(hval))
-                body += hval
-        out += zz(len(body))
-        out += body
-        count += 1
-    return bytes(out), count
 
 
 def build_batch(

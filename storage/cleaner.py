@@ -33,6 +33,7 @@ from protocol.record_batch import (
     RecordBatch,
     build_batch,
     control_type_of,
+    decode_keys,
     decode_records,
     iter_batches,
 )
@@ -151,9 +152,9 @@ class Compaction:
                 base = batch.base_offset
                 keys: list[tuple[bytes, int]] = []
                 if dirty:
-                    for r in decode_records(batch):
-                        if r.key is not None:
-                            keys.append((r.key, base + r.offset_delta))
+                    for od, k, _null in decode_keys(batch):
+                        if k is not None:
+                            keys.append((k, base + od))
                 if batch.is_transactional:
                     pending.setdefault(pid, []).append((base, keys))
                 else:
@@ -174,31 +175,38 @@ class Compaction:
             if horizon is None:
                 return self._rebuild(batch, decode_records(batch), self.horizon)
             return bytes(batch.raw)
-        records = decode_records(batch)
-        kept: list[Record] = []
+        entries = decode_keys(batch)
+        keep = []
+        tombstones_kept = False
         if not (batch.is_transactional and batch.base_offset in self.aborted):
             latest = self.offsets
             base = batch.base_offset
-            for r in records:
-                if r.key is None:  # not compactable; Kafka refuses them in compacted topics
-                    kept.append(r)
-                    continue
-                if latest.get(r.key, -1) > base + r.offset_delta:
-                    continue
-                if r.value is None and horizon is not None and self.now >= horizon:
-                    stats.tombstones_removed += 1
-                    continue
-                kept.append(r)
-        stats.records_removed += len(records) - len(kept)
-        if batch.is_transactional and kept:
+            expired = horizon is not None and self.now >= horizon
+            for od, key, null in entries:
+                if key is None:  # not compactable; Kafka refuses them in compacted topics
+                    keep.append(True)
+                elif latest.get(key, -1) > base + od:
+                    keep.append(False)
+                elif null:
+                    if expired:
+                        stats.tombstones_removed += 1
+                    else:
+                        tombstones_kept = True
+                    keep.append(not expired)
+                else:
+                    keep.append(True)
+        kept_count = sum(keep)
+        stats.records_removed += len(entries) - kept_count
+        if batch.is_transactional and kept_count:
             self.txn_kept[pid] = True
-        stamp = horizon is None and any(r.value is None and r.key is not None for r in kept)
-        if len(kept) == len(records) and not stamp:
+        stamp = horizon is None and tombstones_kept
+        if kept_count == len(entries) and not stamp:
             return bytes(batch.raw)
-        if not kept:
+        if not kept_count:
             if pid >= 0 and self.last_batch_of.get(pid) == batch.base_offset:
                 return self._rebuild(batch, [], horizon)  # keeps the producer's last sequence
             return None
+        kept = [r for r, k in zip(decode_records(batch), keep) if k]
         return self._rebuild(batch, kept, self.horizon if stamp else horizon)
 
     def _rebuild(self, batch: RecordBatch, kept: list[Record], horizon: int | None) -> bytes:

@@ -16,6 +16,7 @@ from protocol.record_batch import (
     CorruptBatchError,
     Record,
     build_batch,
+    decode_keys,
     decode_records,
     iter_batches,
 )
@@ -55,6 +56,7 @@ def test_round_trip_matches_reference_and_kafka_python(case: tuple[bytes, list[R
     assert batch.last_offset_delta == records[-1].offset_delta
     assert batch.max_timestamp == max(options["base_timestamp"] + r.timestamp_delta for r in records)
     assert decode_records(batch) == records
+    assert decode_keys(batch) == [(r.offset_delta, r.key, r.value is None) for r in records]
     header, ref_records = reference.parse(raw)
     assert ref_records == records
     assert reference.build(header, records) == raw
@@ -73,6 +75,7 @@ def _decode_all(buf: bytes, verify_crc: bool) -> int:
     n = 0
     for batch in iter_batches(buf, verify_crc=verify_crc):
         n += len(decode_records(batch))
+        n += len(decode_keys(batch))
     return n
 
 
