@@ -28,6 +28,7 @@ from protocol.record_batch import (
 from storage.config import LogConfig
 from storage.errors import LogClosedError, OffsetOutOfRangeError
 from storage.layout import fsync_dir, remove_quietly
+from storage.leader_epochs import LeaderEpochCache
 from storage.recovery import RecoveryReport, recover
 from storage.segment import Segment
 
@@ -47,7 +48,9 @@ class PartitionLog:
         self.directory = directory
         self.config = config
         self.clock = clock
-        self.leader_epoch = 0  # stamped into every appended batch
+        self.epochs = LeaderEpochCache.load(directory)
+        self.epochs.truncate_from_end(segments[-1].next_offset)
+        self.leader_epoch = self.epochs.latest_epoch or 0  # stamped into every appended batch
         self.cleaner_checkpoint = log_start_offset  # first offset the cleaner has not seen
         self._segments = segments
         self._bases = [s.base_offset for s in segments]
@@ -142,6 +145,7 @@ class PartitionLog:
             base = self.end_offset
             raw = build_simple_batch(records, base, partition_leader_epoch=self.leader_epoch, compression=compression)
             self._write(raw)
+            self.epochs.assign(self.leader_epoch, base)
             return base, base + len(records) - 1
 
     def append_batch(self, raw: bytes | bytearray | memoryview) -> tuple[int, int]:
@@ -158,6 +162,7 @@ class PartitionLog:
             base = self.end_offset
             out = rewrite_header(raw, base, self.leader_epoch)
             self._write(out)
+            self.epochs.assign(self.leader_epoch, base)
             return base, self.end_offset - 1
 
     def _write(self, raw: bytes | bytearray) -> None:
@@ -195,7 +200,8 @@ class PartitionLog:
         point. Safe to call from a worker thread while appends continue."""
         with self._flush_lock:
             with self._lock:
-                self._check_open()
+                if self._closed:  # a flush racing close has nothing left to do
+                    return self._recovery_point
                 end = self.end_offset
                 active = self._segments[-1]
                 todo = [s for s in self._segments if s.unsynced or s is active]

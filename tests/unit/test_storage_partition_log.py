@@ -181,3 +181,18 @@ def test_concurrent_appends_and_flushes(tmp_path: Path) -> None:
     reopened, report = PartitionLog.open(tmp_path, SMALL)
     assert report.clean and reopened.end_offset == 1200
     reopened.close()
+
+
+def test_leader_epochs_are_checkpointed(tmp_path: Path) -> None:
+    log, _ = PartitionLog.open(tmp_path, SMALL)
+    log.append([(b"a", b"1", 1)])
+    log.leader_epoch = 4
+    log.append([(b"a", b"2", 2), (b"a", b"3", 3)])
+    log.append([(b"a", b"4", 4)])
+    assert (tmp_path / "leader-epoch-checkpoint").read_text() == "0\n2\n0 0\n4 1\n"
+    assert [b.partition_leader_epoch for b in log.batches()] == [0, 4, 4]
+    assert log.epochs.end_offset_for(3, log.end_offset) == (0, 1)
+    log.close()
+    again, _ = PartitionLog.open(tmp_path, SMALL)
+    assert again.leader_epoch == 4
+    again.close()

@@ -149,3 +149,19 @@ def test_crash_with_preallocated_indexes(tmp_path: Path) -> None:
     assert again.segments()[-1].offset_index.entries() == entries
     again.close()
     assert active_index.stat().st_size == 8 * len(entries)
+
+
+def test_truncation_forgets_leader_epochs_that_began_in_the_lost_tail(tmp_path: Path) -> None:
+    log, _ = PartitionLog.open(tmp_path, CFG)
+    log.append([(b"a", b"1", 1)])
+    log.leader_epoch = 7
+    log.append([(b"a", b"2", 2)])
+    tail = log.segments()[-1]
+    cut_at = next(p for p, f in tail.scan_headers() if f[0] == 1)
+    log.close()
+    os.truncate(tail.path(".log"), cut_at + 30)
+    again, report = PartitionLog.open(tmp_path, CFG)
+    assert report.truncations[0].next_offset == 1
+    assert (tmp_path / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
+    assert again.leader_epoch == 0
+    again.close()
