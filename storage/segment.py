@@ -16,7 +16,7 @@ from typing import Any
 from protocol.record_batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, iter_batches
 from storage.config import LogConfig
 from storage.index import OffsetIndex, TimeIndex
-from storage.layout import DELETED, INDEX, LOG, TIME_INDEX, remove_quietly, segment_path
+from storage.layout import DELETED, INDEX, LOG, TIME_INDEX, TXN_INDEX, remove_quietly, segment_path
 
 INT32_MAX = 2**31 - 1
 _SCAN_CHUNK = 1 << 16
@@ -112,7 +112,8 @@ class Segment:
             self.fd = -1
 
     def files(self) -> list[Path]:
-        return [self.path(s) for s in (INDEX, TIME_INDEX, LOG)]
+        """Every file of the segment, the .log last (a .txnindex only exists if Kafka wrote one)."""
+        return [self.path(s) for s in (INDEX, TIME_INDEX, TXN_INDEX, LOG)]
 
     def rename_to_deleted(self) -> list[Path]:
         """Kafka-style removal, step one: ``.deleted`` names (recovery deletes leftovers)."""
