@@ -22,7 +22,15 @@ def _serve(args: argparse.Namespace) -> int:
         return 2
     logs.configure(config["log.level"])
     broker = Broker(config)
-    trio.run(run_until_signalled, broker)
+    try:
+        trio.run(run_until_signalled, broker)
+    except BaseExceptionGroup as group:
+        # A startup failure (e.g. the port is taken) surfaces through the root nursery.
+        exits = group.subgroup(SystemExit)
+        if exits is None:
+            raise
+        print(exits.exceptions[0], file=sys.stderr)
+        return 1
     return 0
 
 
@@ -72,6 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--bootstrap", default="127.0.0.1:9092")
     health.add_argument("--timeout", type=float, default=5.0)
     health.set_defaults(func=_health)
+
+    from broker import dump_log
+
+    dump_log.add_parser(sub)
 
     config = sub.add_parser("config", help="print every property with its default (TOML)")
     config.add_argument("--markdown", action="store_true", help="print the README table instead")

@@ -7,6 +7,7 @@ import errno
 import itertools
 import os
 import signal
+import time
 import uuid
 from base64 import urlsafe_b64encode
 from pathlib import Path
@@ -18,10 +19,11 @@ from broker import logs
 from broker.config import BrokerConfig
 from broker.connection import Connection
 from broker.coordinator.context import CoordinatorConfig
-from broker.metrics import METRICS
+from broker.metrics import METRICS, install_state_collector
 from broker.reply import Reply
 from broker.router import ConnectionInfo, Router
 from broker.shards import ShardManager
+from broker.state_metrics import state_families
 from broker.topics import Topic, TopicCatalog
 from protocol.errors import ErrorCode
 from storage.config import LogConfig
@@ -57,7 +59,9 @@ class Broker:
         self.router = Router()
         self.advertised = (config.advertised.host, config.advertised.port)
         self._conn_ids = itertools.count(1)
+        self._rebalance_started: dict[str, float] = {}
         self.shards = self._make_shards()
+        install_state_collector(lambda: state_families(self.shards))
         self.bound_port: int | None = None
         self.metrics_port: int | None = None
         self._register_handlers()
@@ -91,6 +95,11 @@ class Broker:
                    members=members, reason=reason)
         if new == "PreparingRebalance":
             METRICS.rebalances.labels(str(reason).split(":")[0][:60]).inc()
+            self._rebalance_started.setdefault(group, time.perf_counter())
+        elif new in ("Stable", "Empty", "Dead"):
+            started = self._rebalance_started.pop(group, None)
+            if started is not None and new == "Stable":
+                METRICS.rebalance_seconds.observe(time.perf_counter() - started)
 
     def _register_handlers(self) -> None:
         from broker.handlers import cluster, groups, topics
@@ -152,13 +161,13 @@ class Broker:
 
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         listener = self.config.listener
+        try:
+            listeners = await trio.open_tcp_listeners(listener.port, host=listener.host)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise SystemExit(f"kcoord: cannot listen on {listener.host}:{listener.port}: address in use") from None
+            raise
         async with trio.open_nursery() as nursery:
-            try:
-                listeners = await trio.open_tcp_listeners(listener.port, host=listener.host)
-            except OSError as exc:
-                if exc.errno == errno.EADDRINUSE:
-                    raise SystemExit(f"cannot listen on {listener.host}:{listener.port}: address in use") from None
-                raise
             self.bound_port = listeners[0].socket.getsockname()[1]
             if self.config.listener.port == 0 and self.advertised[1] == 0:
                 self.advertised = (self.advertised[0], self.bound_port)

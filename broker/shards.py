@@ -18,9 +18,10 @@ import trio
 
 from broker import logs
 from broker.coordinator.context import CoordinatorConfig, RequestContext
-from broker.coordinator.records import decode_record, encode_record
+from broker.coordinator.records import OffsetCommitRecord, decode_record, encode_record
 from broker.coordinator.result import CancelTimer, Result, SetTimer
 from broker.coordinator.shard import GroupCoordinatorShard
+from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
 from broker.metrics import METRICS
 from broker.timers import TimerService, wall_ms
 from broker.topics import OFFSETS_TOPIC
@@ -108,7 +109,10 @@ class ShardRuntime:
 
     def fire_timer(self, key: str, now: int) -> None:
         if self.loaded:
-            self.apply(self.shard.on_timer(key, now), now)
+            result = self.shard.on_timer(key, now)
+            if key == OFFSETS_EXPIRY_KEY:
+                METRICS.offset_expirations.inc(sum(1 for r in result.records if isinstance(r, OffsetCommitRecord)))
+            self.apply(result, now)
 
     def apply(self, result: Result, now: int) -> None:
         timers = self.manager.timers
@@ -120,9 +124,14 @@ class ShardRuntime:
         for tr in getattr(result, "transitions", ()):
             self.manager.on_transition(tr)
         if result.records:
+            commits = 0
             for rec in result.records:
+                if isinstance(rec, OffsetCommitRecord) and rec.value is not None:
+                    commits += 1
                 key, value = encode_record(rec)
                 self.write_queue.append((key, value, now))
+            if commits:
+                METRICS.offset_commits.inc(commits)
             self.queued_seq += 1
             self.wakeup.set()
         need = self.queued_seq

@@ -90,7 +90,8 @@ def register(broker: Broker) -> None:
             def op(shard: Any, ctx: Any, now: int) -> Result:
                 return getattr(shard, op_name)(body, ctx, now)
 
-            runtime.execute(op, req.reply.set, (req.version, req.header.client_id, req.conn.client_host),
+            # Kafka records the client's address as InetAddress.toString() does: "/127.0.0.1".
+            runtime.execute(op, req.reply.set, (req.version, req.header.client_id, "/" + req.conn.client_host),
                             lambda code: build_error(req, code))
 
         return handle

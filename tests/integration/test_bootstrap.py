@@ -36,7 +36,8 @@ def test_confluent_admin_lists_creates_and_describes(broker) -> None:
 
 def test_topics_survive_restart(broker_factory, tmp_path) -> None:
     b = broker_factory()
-    AdminClient({"bootstrap.servers": b.bootstrap}).create_topics([NewTopic("kept", 3, 1)])["kept"].result(10)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic("kept", 3, 1)])["kept"].result(10)
     assert b.stop() == 0
     b.start()
     md = AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10)
@@ -63,7 +64,7 @@ async def _aiokafka_bootstrap(bootstrap: str) -> set[str]:
     await producer.start()
     try:
         metadata = await producer.client.fetch_all_metadata()
-        return set(metadata.topics())
+        return set(metadata.topics(exclude_internal_topics=False))
     finally:
         await producer.stop()
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import signal
-import threading
 import time
 
 import pytest
-from confluent_kafka import ConsumerGroupState, KafkaError
+from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient
 
 from tests.integration.clients import (
@@ -77,29 +76,48 @@ def test_static_member_restart_keeps_partitions_without_rebalance(broker) -> Non
 
 
 def test_second_consumer_with_a_live_instance_id_fences_the_first(broker) -> None:
+    from broker.wire_client import WireClient
+    from protocol.errors import ErrorCode
+    from protocol.messages import ApiKey
+    from protocol.messages.consumer_protocol import (
+        ConsumerProtocolAssignment,
+        ConsumerProtocolSubscription,
+        encode_assignment,
+        encode_subscription,
+    )
+    from protocol.messages.heartbeat import HeartbeatRequest
+    from protocol.messages.join_group import JoinGroupRequest
+    from protocol.messages.sync_group import SyncGroupRequest
+
     create_topic(broker.bootstrap, "fence", 2)
-    errors: list[KafkaError] = []
-    lock = threading.Lock()
+    # The first holder of instance id "shared" speaks the raw protocol so that we can see exactly
+    # what the broker answers it once a real client takes the id over.
+    first = WireClient("127.0.0.1", broker.port)
+    join = first.call(ApiKey.JoinGroup, 7, JoinGroupRequest(
+        group_id="fenced", session_timeout_ms=20000, rebalance_timeout_ms=20000, member_id="",
+        group_instance_id="shared", protocol_type="consumer",
+        protocols=[JoinGroupRequest.Protocol(name="range", metadata=encode_subscription(
+            ConsumerProtocolSubscription(topics=["fence"]), 0))]))
+    assert join.error_code == 0
+    sync = first.call(ApiKey.SyncGroup, 5, SyncGroupRequest(
+        group_id="fenced", generation_id=join.generation_id, member_id=join.member_id,
+        group_instance_id="shared", protocol_type="consumer", protocol_name="range",
+        assignments=[SyncGroupRequest.Assignment(member_id=join.member_id, assignment=encode_assignment(
+            ConsumerProtocolAssignment(assigned_partitions=[
+                ConsumerProtocolAssignment.TopicPartition(topic="fence", partitions=[0, 1])]), 0))]))
+    assert sync.error_code == 0
 
-    def on_error(err: KafkaError) -> None:
-        with lock:
-            errors.append(err)
-
-    first = ThreadedConsumer(broker.bootstrap, "fenced", ["fence"], error_cb=on_error,
-                             **{"group.instance.id": "shared", "session.timeout.ms": 20000})
+    second = ThreadedConsumer(broker.bootstrap, "fenced", ["fence"],
+                              **{"group.instance.id": "shared", "session.timeout.ms": 20000})
     try:
-        wait_for(lambda: len(first.held()) == 2, 30, "the first static member to be assigned")
-        second = ThreadedConsumer(broker.bootstrap, "fenced", ["fence"],
-                                  **{"group.instance.id": "shared", "session.timeout.ms": 20000})
-        try:
-            wait_for(lambda: len(second.held()) == 2, 30, "the newer static member to take over")
-            wait_for(lambda: any(e.code() == KafkaError.FENCED_INSTANCE_ID for e in errors), 30,
-                     "the first consumer to be fenced")
-        finally:
-            second.close()
+        wait_for(lambda: len(second.held()) == 2, 30, "the newer static member to take both partitions")
+        hb = first.call(ApiKey.Heartbeat, 4, HeartbeatRequest(
+            group_id="fenced", generation_id=join.generation_id, member_id=join.member_id,
+            group_instance_id="shared"))
+        assert hb.error_code == ErrorCode.FENCED_INSTANCE_ID
     finally:
-        first.stop_flag.set()
-        first.thread.join(10)
+        second.close()
+        first.close()
 
 
 def test_admin_clients_describe_list_and_delete_groups(broker) -> None:
@@ -123,9 +141,15 @@ def test_admin_clients_describe_list_and_delete_groups(broker) -> None:
 
         kp = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
         try:
-            [kdesc] = kp.describe_consumer_groups(["admin-group"])
-            assert kdesc.state == "Stable" and len(kdesc.members) == 2
-            assert ("admin-group", "consumer") in kp.list_consumer_groups()
+            kdesc = kp.describe_groups(["admin-group"])["admin-group"]
+            assert kdesc["group_state"] == "Stable" and kdesc["protocol_data"] == "range"
+            assert sorted(m["client_id"] for m in kdesc["members"]) == ["c0", "c1"]
+            assert {m["client_host"] for m in kdesc["members"]} == {"/127.0.0.1"}
+            parts = sorted(p for m in kdesc["members"] for a in m["member_assignment"]["assigned_partitions"]
+                           for p in a["partitions"])
+            assert parts == [0, 1, 2, 3]
+            listed = {g["group_id"]: g for g in kp.list_groups()}
+            assert listed["admin-group"]["group_state"] == "Stable"
         finally:
             kp.close()
 

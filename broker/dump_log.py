@@ -1,0 +1,152 @@
+"""`kcoord dump-log`: segment files printed like `kafka-dump-log.sh --offsets-decoder`.
+
+Reads kcoord's segments and a Kafka broker's alike (same bytes). Damage is reported where it
+starts and the rest of that file is skipped; other files are still dumped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import struct
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+
+from protocol.errors import DecodeError
+from protocol.messages.offsets_log import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from protocol.record_batch import CorruptBatchError, RecordBatch, decode_records, iter_batches
+
+_CODECS = {0: "NONE", 1: "GZIP", 2: "SNAPPY", 3: "LZ4", 4: "ZSTD"}
+
+
+def decode_key_value(key: bytes | None, value: bytes | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """Kafka's offsets decoder output: ``{"type": key version, "data": {...}}`` and
+    ``{"version": value version, "data": {...}}`` (None for a tombstone)."""
+    if key is None or len(key) < 2:
+        return None, None
+    (kver,) = struct.unpack_from(">h", key, 0)
+    if kver in (0, 1):
+        key_msg, value_msg = OffsetCommitKey, OffsetCommitValue
+    elif kver == 2:
+        key_msg, value_msg = GroupMetadataKey, GroupMetadataValue
+    else:
+        return {"type": str(kver), "data": "unknown record type"}, None
+    key_out = {"type": str(kver), "data": _jsonable(key_msg.decode(key[2:], kver).to_dict())}
+    if value is None:
+        return key_out, None
+    (vver,) = struct.unpack_from(">h", value, 0)
+    return key_out, {"version": str(vver), "data": _jsonable(value_msg.decode(value[2:], vver).to_dict())}
+
+
+def _jsonable(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (bytes, bytearray, memoryview)):
+        return bytes(obj).hex()
+    return obj
+
+
+def _batch_info(batch: RecordBatch) -> dict[str, Any]:
+    last_seq = batch.base_sequence + batch.last_offset_delta if batch.base_sequence >= 0 else -1
+    return {
+        "baseOffset": batch.base_offset, "lastOffset": batch.last_offset, "count": batch.records_count,
+        "baseSequence": batch.base_sequence, "lastSequence": last_seq, "producerId": batch.producer_id,
+        "producerEpoch": batch.producer_epoch, "partitionLeaderEpoch": batch.partition_leader_epoch,
+        "isTransactional": batch.is_transactional, "isControl": batch.is_control,
+        "deleteHorizonMs": batch.delete_horizon_ms, "position": batch.position,
+        "CreateTime" if not batch.log_append_time else "LogAppendTime": batch.max_timestamp,
+        "size": batch.size, "magic": batch.magic, "compresscodec": _CODECS.get(batch.compression, "UNKNOWN"),
+        "crc": batch.crc, "isvalid": True,
+    }
+
+
+def dump_file(path: Path) -> Iterator[dict[str, Any]]:
+    """One dict per batch (with its records), then one ``{"error": ...}`` if the file is damaged."""
+    data = path.read_bytes()
+    try:
+        for batch in iter_batches(data):
+            info = _batch_info(batch)
+            records = []
+            for rec in decode_records(batch):
+                entry: dict[str, Any] = {
+                    "offset": batch.base_offset + rec.offset_delta,
+                    "CreateTime": batch.base_timestamp + rec.timestamp_delta,
+                    "keySize": -1 if rec.key is None else len(rec.key),
+                    "valueSize": -1 if rec.value is None else len(rec.value),
+                    "headerKeys": [k for k, _ in rec.headers],
+                }
+                if not batch.is_control:
+                    try:
+                        entry["key"], entry["payload"] = decode_key_value(rec.key, rec.value)
+                    except DecodeError as exc:
+                        entry["key"], entry["payload"] = None, f"undecodable: {exc}"
+                records.append(entry)
+            info["records"] = records
+            yield info
+    except CorruptBatchError as exc:
+        yield {"error": str(exc), "position": exc.position, "kind": exc.kind}
+
+
+def _print_text(path: Path, out: TextIO) -> None:
+    out.write(f"Dumping {path}\n")
+    if path.suffix == ".log":
+        out.write(f"Log starting offset: {int(path.stem) if path.stem.isdigit() else 0}\n")
+    for item in dump_file(path):
+        if "error" in item:
+            out.write(f"Found invalid data at position {item['position']}: {item['error']} "
+                      f"({item['kind']}); the rest of this file is skipped\n")
+            continue
+        records = item.pop("records")
+        out.write(" ".join(f"{k}: {_text(v)}" for k, v in item.items()) + "\n")
+        for rec in records:
+            parts = [f"offset: {rec['offset']}", f"CreateTime: {rec['CreateTime']}", f"keySize: {rec['keySize']}",
+                     f"valueSize: {rec['valueSize']}", f"headerKeys: {rec['headerKeys']}"]
+            if "key" in rec:
+                parts.append(f"key: {json.dumps(rec['key'], separators=(',', ':'))}")
+                parts.append(f"payload: {json.dumps(rec['payload'], separators=(',', ':'))}")
+            out.write("| " + " ".join(parts) + "\n")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _files(paths: list[str]) -> Iterator[Path]:
+    for p in map(Path, paths):
+        if p.is_dir():
+            yield from sorted(p.rglob("*.log"))
+        else:
+            yield p
+
+
+def run(args: argparse.Namespace) -> int:
+    status = 0
+    for path in _files(args.paths):
+        if not path.exists():
+            print(f"kcoord dump-log: {path}: no such file", file=sys.stderr)
+            status = 1
+            continue
+        if args.json:
+            for item in dump_file(path):
+                print(json.dumps({"file": str(path), **item}, separators=(",", ":")))
+        else:
+            _print_text(path, sys.stdout)
+    return status
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("dump-log", help="decode __consumer_offsets segment files (like kafka-dump-log.sh)")
+    p.add_argument("paths", nargs="+", help="segment .log files, or directories to search for them")
+    p.add_argument("--json", action="store_true", help="one JSON object per batch, for machines")
+    p.set_defaults(func=run)

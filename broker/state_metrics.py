@@ -1,0 +1,48 @@
+"""Scrape-time gauges that describe the broker's state: groups, members, offsets, logs, shards."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from broker.coordinator.classic_group import GroupState
+from broker.shards import ShardManager
+
+Family = tuple[str, str, list[str], list[tuple[list[str], float]]]
+
+
+def state_families(shards: ShardManager) -> Iterator[Family]:
+    states: Counter[str] = Counter({s.value: 0 for s in GroupState})
+    members = parked_join = parked_sync = offsets = 0
+    log_size: list[tuple[list[str], float]] = []
+    log_segments: list[tuple[list[str], float]] = []
+    log_end: list[tuple[list[str], float]] = []
+    for runtime in shards.runtimes:
+        part = [str(runtime.partition)]
+        if runtime.log is not None:
+            log_size.append((part, float(runtime.log.size_bytes)))
+            log_segments.append((part, float(runtime.log.segment_count)))
+            log_end.append((part, float(runtime.log.end_offset)))
+        if not runtime.loaded:
+            continue
+        st: Any = runtime.shard.state
+        for group in st.groups.values():
+            states[group.state.value] += 1
+            members += len(group.members)
+            for m in group.members.values():
+                parked_join += m.awaiting_join is not None
+                parked_sync += m.awaiting_sync is not None
+        for topics in st.offsets._by_group.values():
+            offsets += sum(len(parts) for parts in topics.values())
+    yield ("kcoord_groups", "Groups by state.", ["state"], [([s], float(n)) for s, n in sorted(states.items())])
+    yield ("kcoord_group_members", "Members across all groups.", [], [([], float(members))])
+    yield ("kcoord_parked_requests", "JoinGroup/SyncGroup requests waiting for the rebalance.", ["kind"],
+           [(["join"], float(parked_join)), (["sync"], float(parked_sync))])
+    yield ("kcoord_offsets", "Committed offsets held.", [], [([], float(offsets))])
+    yield ("kcoord_shards_loading", "__consumer_offsets partitions still replaying.", [],
+           [([], float(shards.loading))])
+    yield ("kcoord_log_size_bytes", "Bytes on disk per __consumer_offsets partition.", ["partition"], log_size)
+    yield ("kcoord_log_segments", "Segment files per __consumer_offsets partition.", ["partition"], log_segments)
+    yield ("kcoord_log_end_offset", "Next offset to be written per __consumer_offsets partition.", ["partition"],
+           log_end)
