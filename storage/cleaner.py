@@ -35,13 +35,10 @@ from protocol.record_batch import (
     control_type_of,
     decode_keys,
     decode_records,
-    iter_batches,
 )
 from storage.layout import CLEANED, DELETED, INDEX, LOG, SWAP, TIME_INDEX, fsync_dir, remove_quietly
 from storage.partition_log import PartitionLog
 from storage.segment import INT32_MAX, Segment
-
-_CHUNK = 4 << 20
 
 
 @dataclass
@@ -101,19 +98,8 @@ def group_segments(segments: list[Segment], max_bytes: int, max_index_entries: i
 
 def segment_batches(seg: Segment, fd: int) -> Iterator[RecordBatch]:
     """Every batch of a closed segment, CRC-checked, read through ``fd``."""
-    pos, size = 0, seg.size
-    while pos < size:
-        data = seg.read(pos, min(_CHUNK, size - pos), fd)
-        end = 0
-        for batch in iter_batches(data, allow_partial=True):
-            yield batch
-            end = batch.end
-        if end == 0:  # one batch larger than the chunk
-            whole = int.from_bytes(data[8:12], "big") + 12
-            data = seg.read(pos, whole, fd)
-            yield from iter_batches(data)
-            end = len(data)
-        pos += end
+    for _position, batch in seg.batches(0, fd):
+        yield batch
 
 
 class Compaction:

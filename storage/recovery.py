@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import mmap
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,24 +152,18 @@ def _scan(seg: Segment, expected_offset: int, active: bool, why: str, report: Re
     size = seg.size
     error: CorruptBatchError | None = None
     valid_end = 0
-    if size:
-        mm = mmap.mmap(seg.fd, size, access=mmap.ACCESS_READ)
-        try:
-            for batch in iter_batches(mm):
-                if batch.base_offset < expected_offset or batch.last_offset - seg.base_offset > INT32_MAX:
-                    error = CorruptBatchError(
-                        f"batch at offset {batch.base_offset} after offset {expected_offset - 1}",
-                        batch.position, "offsets",
-                    )
-                    break
-                seg.account(batch.position, batch)
-                expected_offset = batch.next_offset
-                valid_end = batch.end
-        except CorruptBatchError as exc:
-            error = exc
-        finally:
-            batch = None  # type: ignore[assignment]
-            mm.close()
+    try:
+        for position, batch in seg.batches():
+            if batch.base_offset < expected_offset or batch.last_offset - seg.base_offset > INT32_MAX:
+                error = CorruptBatchError(
+                    f"batch at offset {batch.base_offset} after offset {expected_offset - 1}", position, "offsets"
+                )
+                break
+            seg.account(position, batch)
+            expected_offset = batch.next_offset
+            valid_end = position + batch.size
+    except CorruptBatchError as exc:
+        error = exc
     expected_offsets = seg.offset_index.entries()
     expected_times = seg.time_index.entries()
     closed_times = expected_times

@@ -13,13 +13,21 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from protocol.record_batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, iter_batches
+from protocol.record_batch import (
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    CorruptBatchError,
+    RecordBatch,
+    iter_batches,
+)
 from storage.config import LogConfig
 from storage.index import OffsetIndex, TimeIndex
 from storage.layout import DELETED, INDEX, LOG, TIME_INDEX, TXN_INDEX, remove_quietly, segment_path
 
 INT32_MAX = 2**31 - 1
 _SCAN_CHUNK = 1 << 16
+_READ_CHUNK = 4 << 20
 
 HeaderFields = tuple[Any, ...]  # HEADER.unpack_from: base, length, ple, magic, crc, attrs, lod, base ts, max ts, ...
 
@@ -213,6 +221,30 @@ class Segment:
             if off == 0:
                 return
             pos += off
+
+    def batches(self, start: int = 0, fd: int | None = None) -> Iterator[tuple[int, RecordBatch]]:
+        """``(position, batch)`` for every batch from ``start`` to the end, CRC-checked, read in
+        chunks. A short or bad batch raises ``CorruptBatchError`` carrying its file position."""
+        pos, size = start, self.size
+        while pos < size:
+            data = self.read(pos, min(_READ_CHUNK, size - pos), fd)
+            end = 0
+            try:
+                for batch in iter_batches(data, allow_partial=True):
+                    yield pos + batch.position, batch
+                    end = batch.end
+                if end == 0:  # the next batch is larger than a chunk, or cut short
+                    whole = int.from_bytes(data[8:12], "big", signed=True) + LOG_OVERHEAD if len(data) >= 12 else 0
+                    if len(data) < whole <= size - pos:
+                        data = self.read(pos, whole, fd)
+                    for batch in iter_batches(data):  # raises for a short tail
+                        yield pos + batch.position, batch
+                        end = batch.end
+                        break
+            except CorruptBatchError as exc:
+                exc.position += pos
+                raise
+            pos += end
 
     def find(self, offset: int) -> tuple[int, int] | None:
         """(position, size) of the first batch whose last offset >= ``offset``."""

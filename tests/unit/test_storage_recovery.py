@@ -165,3 +165,24 @@ def test_truncation_forgets_leader_epochs_that_began_in_the_lost_tail(tmp_path: 
     assert (tmp_path / "leader-epoch-checkpoint").read_text() == "0\n1\n0 0\n"
     assert again.leader_epoch == 0
     again.close()
+
+
+def test_batches_larger_than_a_read_chunk(tmp_path: Path) -> None:
+    big = os.urandom(5 << 20)
+    log, _ = PartitionLog.open(tmp_path, LogConfig())
+    log.append([(b"small", b"1", 1)])
+    log.append([(b"big", big, 2)])
+    log.append([(b"small", b"2", 3)])
+    log.append([(b"big", big, 4)])
+    size = log.size_bytes
+    log.close()
+    (log_file,) = segment_files(tmp_path, ".log")
+    again, report = PartitionLog.open(tmp_path, LogConfig())
+    assert report.clean and offsets(again) == [0, 1, 2, 3]
+    again.close()
+    os.truncate(log_file, size - 1000)  # the second big batch is torn
+    again, report = PartitionLog.open(tmp_path, LogConfig())
+    (cut,) = report.truncations
+    assert cut.kind == "short" and cut.next_offset == 3 and cut.bytes_dropped == len(big) + 77 - 1000
+    assert [v for b in again.batches() for r in decode_records(b) for v in [r.value]] == [b"1", big, b"2"]
+    again.close()
