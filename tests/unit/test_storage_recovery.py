@@ -186,3 +186,40 @@ def test_batches_larger_than_a_read_chunk(tmp_path: Path) -> None:
     assert cut.kind == "short" and cut.next_offset == 3 and cut.bytes_dropped == len(big) + 77 - 1000
     assert [v for b in again.batches() for r in decode_records(b) for v in [r.value]] == [b"1", big, b"2"]
     again.close()
+
+
+def test_any_cut_or_flip_in_the_last_segment_keeps_exactly_the_batches_before_it(tmp_path: Path) -> None:
+    import shutil
+
+    source = tmp_path / "source"
+    batches = write_log(source, 90)
+    name = segment_files(source, ".log")[-1].name
+    starts = [p for p, _ in batches]
+    first_offset = 90 - 3 * len(batches)
+
+    def reopen_after(damage: int, flip: bool) -> list[int]:
+        work = tmp_path / f"work-{damage}-{flip}"
+        shutil.copytree(source, work)
+        if flip:
+            with open(work / name, "r+b") as f:
+                f.seek(damage)
+                b = f.read(1)[0]
+                f.seek(damage)
+                f.write(bytes([b ^ 0x10]))
+        else:
+            os.truncate(work / name, damage)
+        log, _ = PartitionLog.open(work, CFG)
+        got = offsets(log)
+        log.close()
+        shutil.rmtree(work)
+        return got
+
+    end = starts[-1] + batches[-1][1]
+    for cut in range(0, end, 11):
+        whole = sum(1 for p, s in batches if p + s <= cut)
+        assert reopen_after(cut, flip=False) == list(range(first_offset + 3 * whole))
+    for at in range(0, end, 13):
+        hit = max(i for i, p in enumerate(starts) if p <= at)
+        if 12 <= at - starts[hit] < 16 or at - starts[hit] < 8:
+            continue  # leader epoch and base offset are outside the CRC, as in Kafka
+        assert reopen_after(at, flip=True) == list(range(first_offset + 3 * hit))
