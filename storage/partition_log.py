@@ -83,7 +83,8 @@ class PartitionLog:
             seg.activate()
             segments = [seg]
             fsync_dir(path)
-        log = cls(path, config, segments, start, min(recovery_point or 0, segments[-1].next_offset), clock)
+        end = segments[-1].next_offset
+        log = cls(path, config, segments, min(start, end), min(recovery_point or 0, end), clock)
         report.log_start_offset = log.log_start_offset
         report.log_end_offset = log.end_offset
         report.segments = len(segments)
