@@ -25,6 +25,7 @@ from broker.coordinator.state import CoordinatorState
 from broker.coordinator.timers import TimerTarget, heartbeat_key
 from protocol.errors import ErrorCode
 from protocol.messages.join_group import JoinGroupResponse
+from protocol.messages.offsets_log import GroupMetadataValue
 
 # JoinGroup v4+ hands new dynamic members an id and asks them to come back with it (KIP-394).
 MEMBER_ID_REQUIRED_VERSION = 4
@@ -102,12 +103,14 @@ def join_group(st: CoordinatorState, req: Any, ctx: RequestContext, now: int) ->
 
     if is_new_group and not out.records:
         # Kafka 4.x writes the new group at once so that it survives a coordinator failover.
-        empty = group.to_metadata_value({})
-        empty.protocol_type = ""
-        empty.generation = 0
-        empty.protocol = None
-        empty.leader = None
-        empty.members = []
+        empty = GroupMetadataValue(
+            protocol_type="",
+            generation=0,
+            protocol=None,
+            leader=None,
+            current_state_timestamp=now if group.state_timestamp is None else group.state_timestamp,
+            members=[],
+        )
         st.emit(out, GroupMetadataRecord(group.group_id, empty))
     return out
 

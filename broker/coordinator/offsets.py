@@ -73,6 +73,10 @@ class OffsetStore:
     def groups(self) -> list[str]:
         return list(self._by_group)
 
+    def count(self) -> int:
+        """Number of committed offsets held, over all groups."""
+        return sum(len(parts) for topics in self._by_group.values() for parts in topics.values())
+
     def snapshot(self) -> dict[str, dict[tuple[str, int], CommittedOffset]]:
         return {
             g: {(t, p): o for t, parts in topics.items() for p, o in parts.items()}
