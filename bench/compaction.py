@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from storage.cleaner import clean  # noqa: E402
-from storage.config import LogConfig  # noqa: E402
-from storage.partition_log import PartitionLog  # noqa: E402
+from storage.cleaner import clean
+from storage.config import LogConfig
+from storage.partition_log import PartitionLog
 
 
 def run(records: int, keys: int, segment_mb: int, per_batch: int) -> None:

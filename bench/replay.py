@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from protocol.record_batch import decode_records  # noqa: E402
-from storage.config import LogConfig  # noqa: E402
-from storage.partition_log import PartitionLog  # noqa: E402
+from protocol.record_batch import decode_records
+from storage.config import LogConfig
+from storage.partition_log import PartitionLog
 
 CONFIG = LogConfig.offsets_topic()
 
