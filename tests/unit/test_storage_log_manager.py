@@ -50,3 +50,13 @@ def test_delete_topic_renames_then_removes(tmp_path: Path) -> None:
     assert mgr.get("doomed", 0) is None and mgr.get("doomed-not", 0) is not None
     assert ("doomed", 1) not in read_offset_checkpoint(tmp_path / "recovery-point-offset-checkpoint")
     mgr.close()
+
+
+def test_log_config_speaks_kafka_names() -> None:
+    cfg = LogConfig.from_kafka({"cleanup.policy": "compact", "segment.bytes": "104857600",
+                                "min.cleanable.dirty.ratio": "0.25", "retention.ms": None})
+    assert cfg.compact and not cfg.delete and cfg.segment_bytes == 104857600
+    assert cfg.min_cleanable_dirty_ratio == 0.25 and cfg.retention_ms == 604800000
+    kafka = LogConfig.offsets_topic().to_kafka()
+    assert kafka["cleanup.policy"] == "compact" and kafka["segment.bytes"] == "104857600"
+    assert kafka["segment.index.bytes"] == "10485760" and kafka["delete.retention.ms"] == "86400000"
