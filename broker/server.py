@@ -24,7 +24,7 @@ from broker.reply import Reply
 from broker.router import ConnectionInfo, Router
 from broker.shards import ShardManager
 from broker.state_metrics import state_families
-from broker.topics import Topic, TopicCatalog
+from broker.topics import Topic, TopicCatalog, TopicError
 from protocol.errors import ErrorCode
 from storage.config import LogConfig
 
@@ -102,23 +102,37 @@ class Broker:
                 METRICS.rebalance_seconds.observe(time.perf_counter() - started)
 
     def _register_handlers(self) -> None:
-        from broker.handlers import cluster, groups, topics
+        from broker.handlers import cluster, fetch, groups, init_producer_id, list_offsets, produce, topics
+        from broker.topic_logs import TopicLogs
 
+        self.topic_logs = TopicLogs.for_config(self.data_dir, self.catalog, self.config)
         cluster.register(self)
         topics.register(self)
         groups.register(self)
+        produce.register(self)
+        fetch.register(self)
+        list_offsets.register(self)
+        init_producer_id.register(self)
 
     # ---- topics -----------------------------------------------------------------------------
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str],
                      validate_only: bool = False) -> Topic:
+        from broker.topic_logs import topic_log_config
+
+        try:
+            topic_log_config(self.topic_logs.defaults, configs)
+        except (ValueError, TypeError) as exc:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"invalid topic config: {exc}") from None
         topic = self.catalog.create(name, partitions, configs, validate_only=validate_only)
         if not validate_only:
+            self.topic_logs.create_topic(topic)
             logs.event("topic.created", topic=name, partitions=partitions)
         return topic
 
     def delete_topic(self, name: str) -> Topic:
         topic = self.catalog.delete(name)
+        self.topic_logs.delete_topic(name)
         logs.event("topic.deleted", topic=name)
         return topic
 
@@ -182,6 +196,7 @@ class Broker:
     async def _start_services(self, nursery: trio.Nursery) -> None:
         from broker.metrics_http import parse_metrics_listener, serve_metrics
 
+        await nursery.start(self.topic_logs.run)
         endpoint = parse_metrics_listener(self.config["metrics.listener"])
         if endpoint is not None:
             try:
@@ -193,6 +208,7 @@ class Broker:
     async def close(self) -> None:
         """Flushes and closes everything the broker opened (called after serving stops)."""
         self.shards.close()
+        self.topic_logs.close()
 
 
 async def run_until_signalled(broker: Broker) -> None:

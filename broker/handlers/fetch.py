@@ -1,0 +1,163 @@
+"""Fetch: stored batches from the requested offsets, up to the high watermark.
+
+Limits follow Kafka: ``max_bytes`` for the response and ``partition_max_bytes`` per partition,
+except that the first partition with data returns at least one whole batch however large (so a
+big batch can never wedge a consumer). When less than ``min_bytes`` is available the request
+is parked until an append moves the high watermark of one of its partitions or ``max_wait_ms``
+passes; nothing polls.
+
+Fetch sessions (v7+) are not kept: every answer carries session id 0, which tells clients to
+keep sending full fetches. ``__consumer_offsets`` is readable (its logs are the coordinator
+shards'), as monitoring tools expect.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import trio
+
+from broker.router import Request
+from broker.topic_logs import PartitionState
+from broker.topics import OFFSETS_TOPIC, Topic
+from protocol.errors import ErrorCode
+from protocol.messages.fetch import FetchRequest, FetchResponse
+from storage.errors import LogClosedError, OffsetOutOfRangeError
+from storage.partition_log import PartitionLog
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+PartitionData = FetchResponse.FetchableTopicResponse.PartitionData
+READ_COMMITTED = 1
+
+
+def below(data: bytes, high_watermark: int) -> bytes:
+    """The whole batches of ``data`` that start below ``high_watermark`` (appends are whole
+    batches, so the high watermark is always a batch boundary)."""
+    pos = 0
+    n = len(data)
+    while pos + 12 <= n:
+        if int.from_bytes(data[pos : pos + 8], "big", signed=True) >= high_watermark:
+            break
+        pos += 12 + int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
+    return data if pos >= n else data[:pos]
+
+
+class Plan:
+    """One evaluation of a fetch: the response, its size, and what to wait on if it is short."""
+
+    __slots__ = ("response", "size", "error", "states")
+
+    def __init__(self) -> None:
+        self.response: Any = None
+        self.size = 0
+        self.error = False
+        self.states: list[PartitionState] = []
+
+
+def register(broker: Broker) -> None:
+    topic_logs = broker.topic_logs
+    catalog = broker.catalog
+
+    def source(topic: Topic, partition: int) -> tuple[PartitionLog, int, PartitionState | None] | int:
+        """(log, high watermark, state) of a partition, or the error code for it."""
+        if topic.internal:
+            runtimes = broker.shards.runtimes
+            if topic.name != OFFSETS_TOPIC or not 0 <= partition < len(runtimes):
+                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            log = runtimes[partition].log
+            if log is None:
+                return ErrorCode.LEADER_NOT_AVAILABLE
+            return log, log.end_offset, None
+        state = topic_logs.get(topic.name, partition)
+        if state is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return state.log, state.high_watermark, state
+
+    def evaluate(req: Request) -> Plan:
+        body = req.body
+        plan = Plan()
+        budget = body.max_bytes
+        first = True
+        committed = body.isolation_level == READ_COMMITTED
+        topics = []
+        for t in body.topics:
+            topic = catalog.by_id.get(t.topic_id) if req.version >= 13 else catalog.get(t.topic)
+            missing = ErrorCode.UNKNOWN_TOPIC_ID if req.version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            parts = []
+            for p in t.partitions:
+                pd = PartitionData(partition_index=p.partition, error_code=0, high_watermark=-1,
+                                   last_stable_offset=-1, log_start_offset=-1,
+                                   aborted_transactions=[] if committed else None, preferred_read_replica=-1,
+                                   records=b"")
+                parts.append(pd)
+                src = source(topic, p.partition) if topic is not None else missing
+                if isinstance(src, int):
+                    pd.error_code = src
+                    plan.error = True
+                    continue
+                log, hw, state = src
+                if state is not None:
+                    plan.states.append(state)
+                start = log.log_start_offset
+                pd.high_watermark = pd.last_stable_offset = hw
+                pd.log_start_offset = start
+                offset = p.fetch_offset
+                if offset < start or offset > log.end_offset:
+                    pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                    plan.error = True
+                    continue
+                if offset >= hw or (budget <= 0 and not first):
+                    continue
+                limit = min(p.partition_max_bytes, budget)
+                try:
+                    data = below(log.read(offset, limit), hw)
+                except OffsetOutOfRangeError:
+                    pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                    plan.error = True
+                    continue
+                except LogClosedError:
+                    pd.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    plan.error = True
+                    continue
+                if len(data) > limit and not first:
+                    continue  # a whole batch does not fit what is left; a later fetch gets it first
+                if data:
+                    first = False
+                    budget -= len(data)
+                    plan.size += len(data)
+                    pd.records = data
+            topics.append(FetchResponse.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=parts))
+        plan.response = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+        return plan
+
+    async def park(req: Request, deadline: float, states: list[PartitionState]) -> None:
+        while True:
+            woken = trio.Event()
+            for s in states:
+                s.waiters.add(woken)
+            with trio.move_on_at(deadline):
+                await woken.wait()
+            for s in states:
+                s.waiters.discard(woken)
+            plan = evaluate(req)
+            if plan.size >= req.body.min_bytes or plan.error or trio.current_time() >= deadline:
+                req.reply.set(plan.response)
+                return
+            states = plan.states
+
+    def fetch(req: Request) -> None:
+        body = req.body
+        if req.version >= 7 and (body.session_id != 0 or body.session_epoch not in (-1, 0)):
+            # Incremental fetches need a session this broker never handed out.
+            req.reply.set(FetchResponse(throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
+                                        session_id=0, responses=[]))
+            return
+        plan = evaluate(req)
+        if plan.size >= body.min_bytes or plan.error or body.max_wait_ms <= 0 or not body.topics:
+            req.reply.set(plan.response)
+            return
+        topic_logs.spawn(park, req, trio.current_time() + body.max_wait_ms / 1000, plan.states)
+
+    broker.router.register(FetchRequest, FetchResponse, fetch)

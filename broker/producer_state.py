@@ -1,0 +1,157 @@
+"""Idempotent producers: per-partition sequence checks and producer id allocation.
+
+Kafka's rules (ProducerStateManager / ProducerAppendInfo), for non-transactional batches:
+
+* a retried batch whose (epoch, first sequence, last sequence) matches one of the producer's
+  last five batches on the partition is a duplicate: it is answered with the original offsets
+  and not stored again;
+* an older epoch is fenced (INVALID_PRODUCER_EPOCH);
+* a newer epoch must start at sequence 0;
+* within an epoch the first sequence must follow the last one (wrapping after 2^31-1),
+  anything else is OUT_OF_ORDER_SEQUENCE_NUMBER;
+* a producer the partition has never seen (or has forgotten) may start at any sequence.
+
+The table is rebuilt at startup from the batch headers of the log, so retries that straddle a
+restart are still recognised.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from protocol.errors import ErrorCode
+from storage.layout import write_atomically
+
+MAX_CACHED_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+INT32_MAX = 2**31 - 1
+PRODUCER_ID_BLOCK = 1000
+
+
+def last_sequence(base_sequence: int, last_offset_delta: int) -> int:
+    """The sequence of a batch's last record: sequences wrap to 0 after 2^31-1."""
+    if base_sequence > INT32_MAX - last_offset_delta:
+        return last_offset_delta - (INT32_MAX - base_sequence) - 1
+    return base_sequence + last_offset_delta
+
+
+def in_sequence(last_seq: int, next_seq: int) -> bool:
+    return next_seq == last_seq + 1 or (next_seq == 0 and last_seq == INT32_MAX)
+
+
+class BatchMetadata(NamedTuple):
+    first_seq: int
+    last_seq: int
+    first_offset: int
+    last_offset: int
+    timestamp: int
+
+
+@dataclass(slots=True)
+class ProducerEntry:
+    epoch: int
+    batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
+    last_timestamp: int = -1
+
+    @property
+    def last_seq(self) -> int:
+        return self.batches[-1].last_seq if self.batches else -1
+
+
+class Check(NamedTuple):
+    """What to do with a batch: ``error_code`` 0 and no ``duplicate`` means append it."""
+
+    error_code: int = 0
+    message: str | None = None
+    duplicate: BatchMetadata | None = None
+
+
+APPEND = Check()
+
+
+class ProducerStateTable:
+    """The idempotence state of one partition. Pure: no I/O, no clock."""
+
+    def __init__(self) -> None:
+        self.producers: dict[int, ProducerEntry] = {}
+
+    def __len__(self) -> int:
+        return len(self.producers)
+
+    def check(self, producer_id: int, epoch: int, first_seq: int, last_seq: int) -> Check:
+        if producer_id < 0:
+            return APPEND
+        if first_seq < 0:
+            return Check(ErrorCode.INVALID_RECORD, f"producer {producer_id} sent a batch without a sequence number")
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return APPEND
+        if epoch == entry.epoch:
+            for b in entry.batches:
+                if b.first_seq == first_seq and b.last_seq == last_seq:
+                    return Check(duplicate=b)
+        if epoch < entry.epoch:
+            return Check(ErrorCode.INVALID_PRODUCER_EPOCH,
+                         f"epoch {epoch} of producer {producer_id} is older than its current epoch {entry.epoch}")
+        if epoch > entry.epoch:
+            if first_seq != 0:
+                return Check(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                             f"producer {producer_id} starts epoch {epoch} at sequence {first_seq}, expected 0")
+            return APPEND
+        if not entry.batches or in_sequence(entry.last_seq, first_seq):
+            return APPEND
+        return Check(ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,
+                     f"producer {producer_id} epoch {epoch}: sequence {first_seq} does not follow "
+                     f"{entry.last_seq}")
+
+    def record(self, producer_id: int, epoch: int, first_seq: int, last_seq: int, first_offset: int,
+               last_offset: int, timestamp: int) -> None:
+        """Note an appended batch (also used to rebuild the table from the log)."""
+        if producer_id < 0:
+            return
+        entry = self.producers.get(producer_id)
+        if entry is None or epoch > entry.epoch:
+            entry = self.producers[producer_id] = ProducerEntry(epoch)
+        elif epoch < entry.epoch:
+            return
+        entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
+        entry.last_timestamp = max(entry.last_timestamp, timestamp)
+
+    def expire(self, now_ms: int, max_age_ms: int) -> int:
+        """Forget producers silent for longer than ``max_age_ms`` (producer.id.expiration.ms)."""
+        old = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp > max_age_ms]
+        for pid in old:
+            del self.producers[pid]
+        return len(old)
+
+    def max_producer_id(self) -> int:
+        return max(self.producers, default=-1)
+
+
+class ProducerIdAllocator:
+    """Producer ids unique across restarts: blocks are reserved in a small file before use, so a
+    crash skips the rest of a block rather than handing an id out twice."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._next = 0
+        self._limit = 0
+        if path.exists():
+            text = path.read_text().strip()
+            self._next = self._limit = int(text) if text.isdigit() else 0
+
+    def at_least(self, producer_id: int) -> None:
+        """Never hand out ``producer_id`` or anything below it (ids found in the logs)."""
+        if producer_id >= self._next:
+            self._next = producer_id + 1
+            self._limit = max(self._limit, self._next)
+
+    def next_id(self) -> int:
+        if self._next >= self._limit:
+            self._limit = self._next + PRODUCER_ID_BLOCK
+            write_atomically(self.path, f"{self._limit}\n".encode())
+        pid = self._next
+        self._next += 1
+        return pid

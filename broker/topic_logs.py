@@ -1,0 +1,351 @@
+"""The logs of ordinary topics, and what the data plane keeps beside them.
+
+Each partition is a ``storage`` log under ``<log.dirs>/<topic>-<partition>/`` (the same segment,
+index and recovery code as ``__consumer_offsets``) plus its in-memory state: the high watermark,
+the idempotent producers' sequence table and the fetches parked until new data arrives.
+
+Durability follows ``log.flush.policy``. With ``sync`` a produce is acknowledged, and its records
+become visible to consumers (the high watermark moves), only after an fdatasync; one flusher task
+syncs every partition written since its last round in a worker thread, so concurrent produces
+share the cost (group commit). With ``interval`` the high watermark moves at the write and a
+periodic task syncs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from broker import logs
+from broker.producer_state import ProducerIdAllocator, ProducerStateTable, last_sequence
+from broker.topics import OFFSETS_TOPIC, Topic, TopicCatalog
+from protocol.record_batch import HEADER, HEADER_SIZE, LOG_OVERHEAD
+from storage.cleaner import clean
+from storage.config import LogConfig
+from storage.errors import StorageError
+from storage.layout import LOG, parse_partition_dir, parse_segment_file
+from storage.log_manager import LogManager
+from storage.partition_log import PartitionLog
+from storage.retention import apply_retention
+
+TopicPartition = tuple[str, int]
+PRODUCER_ID_FILE = "kcoord-producer-ids"
+PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
+RETENTION_CHECK_MS = 300_000  # log.retention.check.interval.ms
+_LOG_CONFIG_NAMES = {f.name.replace("_", "."): f.name for f in fields(LogConfig)}
+
+
+def topic_log_config(defaults: LogConfig, configs: dict[str, str]) -> LogConfig:
+    """A topic's log settings: broker defaults overridden by the topic's own configs (other
+    topic configs, such as ``max.message.bytes``, are read elsewhere). Raises ``ValueError``."""
+    known: dict[str, str | None] = {k: v for k, v in configs.items() if k in _LOG_CONFIG_NAMES}
+    return LogConfig.from_kafka(known, defaults)
+
+
+class PartitionState:
+    """One partition of an ordinary topic as the data plane sees it. Touched only on the trio
+    thread (the log itself is thread-safe)."""
+
+    __slots__ = ("topic", "partition", "log", "high_watermark", "producers", "waiters", "max_message_bytes",
+                 "log_append_time", "deleted")
+
+    def __init__(self, topic: str, partition: int, log: PartitionLog, max_message_bytes: int,
+                 log_append_time: bool) -> None:
+        self.topic = topic
+        self.partition = partition
+        self.log = log
+        self.high_watermark = log.end_offset
+        self.producers = ProducerStateTable()
+        self.waiters: set[trio.Event] = set()
+        self.max_message_bytes = max_message_bytes
+        self.log_append_time = log_append_time
+        self.deleted = False
+
+    def advance(self, offset: int) -> None:
+        if offset > self.high_watermark:
+            self.high_watermark = offset
+            self.wake()
+
+    def wake(self) -> None:
+        for event in self.waiters:
+            event.set()
+        self.waiters.clear()
+
+
+def _rebuild_producers(state: PartitionState, now_ms: int) -> None:
+    """Producer sequence state from the batch headers of recent segments."""
+    table = state.producers
+    for seg in state.log.segments():
+        if seg.size == 0 or now_ms - seg.max_timestamp > PRODUCER_ID_EXPIRATION_MS:
+            continue
+        for _pos, h in seg.scan_headers():
+            pid = h[9]
+            if pid >= 0 and h[11] >= 0:
+                base = h[0]
+                table.record(pid, h[10], h[11], last_sequence(h[11], h[6]), base, base + h[6], h[8])
+
+
+def _flush_logs(states: Iterable[PartitionState]) -> set[PartitionState]:
+    failed = set()
+    for state in states:
+        try:
+            state.log.flush()
+        except (OSError, StorageError) as exc:
+            failed.add(state)
+            if not state.deleted:
+                logs.event("log.flush_failed", 40, topic=state.topic, partition=state.partition, error=repr(exc))
+    return failed
+
+
+class TopicLogs:
+    def __init__(self, data_dir: Path, catalog: TopicCatalog, defaults: LogConfig, *, max_message_bytes: int,
+                 sync_flush: bool, flush_interval_ms: int, retention_check_ms: int = RETENTION_CHECK_MS) -> None:
+        self.data_dir = data_dir
+        self.catalog = catalog
+        self.defaults = defaults
+        self.max_message_bytes = max_message_bytes
+        self.sync_flush = sync_flush
+        self.flush_interval_ms = flush_interval_ms
+        self.retention_check_ms = retention_check_ms
+        self.manager = LogManager(data_dir, defaults)
+        self.producer_ids = ProducerIdAllocator(data_dir / PRODUCER_ID_FILE)
+        self.states: dict[TopicPartition, PartitionState] = {}
+        self.nursery: trio.Nursery | None = None
+        self._dirty: dict[PartitionState, int] = {}
+        self._unflushed: set[PartitionState] = set()
+        self._callbacks: list[Callable[[], None]] = []
+        self._flush_wanted = trio.Event()
+
+    @classmethod
+    def for_config(cls, data_dir: Path, catalog: TopicCatalog, config: Any) -> TopicLogs:
+        defaults = LogConfig(segment_bytes=config["log.segment.bytes"], retention_ms=config["log.retention.ms"],
+                             retention_bytes=config["log.retention.bytes"])
+        values = getattr(config, "values", {})
+        return cls(data_dir, catalog, defaults, max_message_bytes=config["message.max.bytes"],
+                   sync_flush=config["log.flush.policy"] == "sync", flush_interval_ms=config["log.flush.interval.ms"],
+                   retention_check_ms=int(values.get("log.retention.check.interval.ms", RETENTION_CHECK_MS)))
+
+    # ---- partitions -------------------------------------------------------------------------
+
+    def config_for(self, topic: Topic) -> LogConfig:
+        return topic_log_config(self.defaults, topic.configs)
+
+    def _open(self, topic: Topic, partition: int) -> PartitionState:
+        log = self.manager.get_or_create(topic.name, partition, self.config_for(topic), topic.topic_id)
+        report = self.manager.reports.get((topic.name, partition))
+        if report is not None and not report.clean:
+            logs.warn("log.recovered", topic=topic.name, partition=partition, dropped_bytes=report.bytes_dropped,
+                      details=report.summary())
+        max_bytes = int(topic.configs.get("max.message.bytes", self.max_message_bytes))
+        append_time = topic.configs.get("message.timestamp.type", "CreateTime") == "LogAppendTime"
+        state = PartitionState(topic.name, partition, log, max_bytes, append_time)
+        self.states[(topic.name, partition)] = state
+        return state
+
+    def open_all(self) -> int:
+        """Open (recovering as needed) every partition on disk that belongs to a known topic and
+        rebuild its producer state. Blocking: runs in a worker thread before serving."""
+        now = int(time.time() * 1000)
+        count = 0
+        for name, partition in self.manager.existing_partitions():
+            if name == OFFSETS_TOPIC:
+                continue
+            topic = self.catalog.get(name)
+            if topic is None or partition >= topic.partitions:
+                logs.warn("log.orphan_partition", topic=name, partition=partition)
+                continue
+            state = self._open(topic, partition)
+            _rebuild_producers(state, now)
+            self.producer_ids.at_least(state.producers.max_producer_id())
+            count += 1
+        return count
+
+    def get(self, topic: str, partition: int) -> PartitionState | None:
+        """The partition's state, creating its log if the topic exists but the log does not yet."""
+        state = self.states.get((topic, partition))
+        if state is not None:
+            return state
+        t = self.catalog.get(topic)
+        if t is None or t.internal or not 0 <= partition < t.partitions:
+            return None
+        return self._open(t, partition)
+
+    def create_topic(self, topic: Topic) -> None:
+        for p in range(topic.partitions):
+            self.get(topic.name, p)
+
+    def delete_topic(self, name: str) -> None:
+        for tp in [tp for tp in self.states if tp[0] == name]:
+            state = self.states.pop(tp)
+            state.deleted = True
+            self._dirty.pop(state, None)
+            self._unflushed.discard(state)
+            state.wake()
+        self.manager.delete_topic(name)
+
+    # ---- durability -------------------------------------------------------------------------
+
+    def appended(self, state: PartitionState) -> None:
+        """Records were written to ``state.log``: make them durable and visible per the policy."""
+        if self.sync_flush:
+            self._dirty[state] = state.log.end_offset
+            self._flush_wanted.set()
+        else:
+            self._unflushed.add(state)
+            state.advance(state.log.end_offset)
+
+    def when_durable(self, callback: Callable[[], None]) -> None:
+        """Calls ``callback`` once everything appended so far is durable (or its flush failed)."""
+        if not self.sync_flush:
+            callback()
+            return
+        self._callbacks.append(callback)
+        self._flush_wanted.set()
+
+    async def _flusher(self) -> None:
+        while True:
+            await self._flush_wanted.wait()
+            self._flush_wanted = trio.Event()
+            dirty, self._dirty = self._dirty, {}
+            callbacks, self._callbacks = self._callbacks, []
+            failed: set[PartitionState] = set()
+            if dirty:
+                failed = await trio.to_thread.run_sync(_flush_logs, list(dirty))
+            for state, end in dirty.items():
+                if state not in failed:
+                    state.advance(end)
+            for callback in callbacks:
+                callback()
+
+    async def _flush_periodically(self) -> None:
+        while True:
+            await trio.sleep(self.flush_interval_ms / 1000)
+            states, self._unflushed = self._unflushed, set()
+            if states:
+                await trio.to_thread.run_sync(_flush_logs, list(states))
+
+    # ---- retention --------------------------------------------------------------------------
+
+    def _retention_pass(self, states: list[PartitionState]) -> None:
+        for state in states:
+            try:
+                removed = apply_retention(state.log)
+                if removed:
+                    logs.event("log.retention", topic=state.topic, partition=state.partition, segments=len(removed),
+                               log_start_offset=state.log.log_start_offset)
+                if state.log.config.compact:
+                    stats = clean(state.log)
+                    if stats is not None:
+                        logs.event("log.compacted", topic=state.topic, partition=state.partition,
+                                   bytes_before=stats.bytes_before, bytes_after=stats.bytes_after)
+            except StorageError:
+                continue  # deleted meanwhile
+        self.manager.checkpoint()
+
+    async def _retention(self) -> None:
+        while True:
+            await trio.sleep(self.retention_check_ms / 1000)
+            now = int(time.time() * 1000)
+            states = list(self.states.values())
+            for state in states:
+                state.producers.expire(now, PRODUCER_ID_EXPIRATION_MS)
+            await trio.to_thread.run_sync(self._retention_pass, states)
+
+    # ---- running ----------------------------------------------------------------------------
+
+    def spawn(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:
+        assert self.nursery is not None, "topic logs are not running"
+        self.nursery.start_soon(fn, *args)
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        started = time.perf_counter()
+        count = await trio.to_thread.run_sync(self.open_all)
+        logs.event("topic_logs.opened", partitions=count, seconds=round(time.perf_counter() - started, 3))
+        async with trio.open_nursery() as nursery:
+            self.nursery = nursery
+            nursery.start_soon(self._flusher)
+            if not self.sync_flush:
+                nursery.start_soon(self._flush_periodically)
+            nursery.start_soon(self._retention)
+            task_status.started()
+
+    def close(self) -> None:
+        """Flush and close every log and write the checkpoints that make the next start quick."""
+        self.manager.close()
+        self.states.clear()
+
+
+# ---- reading end offsets without a broker -----------------------------------------------------
+
+def _last_index_position(path: Path, log_size: int) -> int:
+    """Position of the last usable ``.index`` entry (0 without one). Entries are (relative
+    offset, position) int32 pairs; preallocated space is zero-filled."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return 0
+    best = 0
+    for i in range(0, len(data) - len(data) % 8, 8):
+        pos = int.from_bytes(data[i + 4 : i + 8], "big")
+        if pos <= best or pos >= log_size:
+            break
+        best = pos
+    return best
+
+
+def _segment_end(path: Path, base: int) -> int | None:
+    """Next offset after the last whole batch of one ``.log`` file, None if it holds none."""
+    size = path.stat().st_size
+    if size < HEADER_SIZE:
+        return None
+    start = _last_index_position(path.with_suffix(".index"), size)
+    end: int | None = None
+    with open(path, "rb") as fh:
+        for begin in (start, 0) if start else (0,):
+            pos = begin
+            while pos + HEADER_SIZE <= size:
+                fh.seek(pos)
+                head = fh.read(HEADER_SIZE)
+                if len(head) < HEADER_SIZE:
+                    break
+                h = HEADER.unpack_from(head)
+                length = h[1] + LOG_OVERHEAD
+                if length < HEADER_SIZE or pos + length > size:
+                    break
+                end = h[0] + h[6] + 1
+                pos += length
+            if end is not None:
+                break
+    return end
+
+
+def partition_end_offset(directory: Path) -> int:
+    """Log end offset of one partition directory, read only (no recovery, no writes)."""
+    bases = sorted((p[0] for p in map(parse_segment_file, os.listdir(directory)) if p and p[1] == LOG and not p[2]),
+                   reverse=True)
+    for base in bases:
+        end = _segment_end(directory / f"{base:020d}{LOG}", base)
+        if end is not None:
+            return end
+    return bases[0] if bases else 0
+
+
+def topic_end_offsets(data_dir: str | os.PathLike[str]) -> dict[TopicPartition, int]:
+    """``{(topic, partition): log end offset}`` for every live partition in a data dir, read
+    without a running broker (for lag reports). ``__consumer_offsets`` is left out."""
+    root = Path(data_dir)
+    out: dict[TopicPartition, int] = {}
+    for entry in os.scandir(root):
+        tp = parse_partition_dir(entry.name) if entry.is_dir() else None
+        if tp is None or tp[0] == OFFSETS_TOPIC:
+            continue
+        with contextlib.suppress(OSError):
+            out[tp] = partition_end_offset(Path(entry.path))
+    return dict(sorted(out.items()))
