@@ -36,6 +36,8 @@ _V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata len
 _V1_HEAD = struct.Struct(">hqh")  # version, offset, metadata length
 _QQ = struct.Struct(">qq")
 _SKIP = ("skip",)
+_UNWANTED = ("-",)
+KINDS = frozenset((OFFSET_COMMIT, GROUP_METADATA))
 
 
 @dataclass
@@ -92,13 +94,17 @@ class Decoded:
 class _Keys:
     """Decoded keys by their raw bytes: ("c", group, topic, partition), ("g", group) or _SKIP."""
 
-    def __init__(self) -> None:
+    def __init__(self, kinds: frozenset[str] = KINDS) -> None:
         self.cache: dict[bytes, tuple[Any, ...]] = {}
+        self.kinds = kinds
 
     def lookup(self, key: bytes) -> tuple[Any, ...]:
         hit = self.cache.get(key)
         if hit is None:
-            hit = self.cache[key] = self._decode(key)
+            hit = self._decode(key)
+            if (hit[0] == "c" and OFFSET_COMMIT not in self.kinds) or (hit[0] == "g" and GROUP_METADATA not in self.kinds):
+                hit = _UNWANTED
+            self.cache[key] = hit
         return hit
 
     @staticmethod
@@ -262,7 +268,7 @@ def _decode_records(batch: RecordBatch, keys: _Keys, out: Decoded) -> None:
             elif kinfo[0] == "g":
                 value = None if vlen < 0 else buf[p:p + vlen]
                 out.groups.append(_group_row(base_offset + off_delta, base_ts + ts_delta, kinfo[1], value))
-            else:
+            elif kinfo is _SKIP:
                 out.skipped += 1
         except (DecodeError, struct.error, IndexError, UnicodeDecodeError, ValueError):
             # Roll back a half-appended commit row so every column keeps the same length.
@@ -280,7 +286,7 @@ def _control_type(batch: RecordBatch) -> int:
 
 
 def decode_segment(data: bytes, health: SegmentHealth | None = None, chunk_rows: int = 65536,
-                   verify_crc: bool = True) -> Iterator[Decoded]:
+                   verify_crc: bool = True, kinds: frozenset[str] = KINDS) -> Iterator[Decoded]:
     """Decodes one segment's bytes into chunks of about ``chunk_rows`` rows.
 
     Transactional offset commits are held back until their producer's COMMIT marker and
@@ -288,7 +294,7 @@ def decode_segment(data: bytes, health: SegmentHealth | None = None, chunk_rows:
     segment are emitted: their marker lies in a later segment or has yet to be written.
     """
     health = health if health is not None else SegmentHealth()
-    keys = _Keys()
+    keys = _Keys(kinds)
     out = Decoded()
     pending: dict[int, Decoded] = {}
     undecodable = 0

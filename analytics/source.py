@@ -12,7 +12,7 @@ that are not a log), walking batch headers only. Rows are handed to Spark as Arr
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -30,7 +30,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from analytics.decoder import GROUP_METADATA, OFFSET_COMMIT, Decoded, decode_segment
+from analytics.decoder import GROUP_METADATA, KINDS, OFFSET_COMMIT, Decoded, decode_segment
 from analytics.segments import SegmentHealth, iter_batches, list_segments, open_bytes
 
 NAME = "kafka_offsets_log"
@@ -99,8 +99,9 @@ def _ts(ms: Sequence[int | None]) -> pa.Array:
     return pc.multiply(arr, 1000).cast(pa.timestamp("us", tz="UTC"))
 
 
-def _batch(cols: dict[str, pa.Array], n: int, schema: pa.Schema) -> pa.RecordBatch:
-    arrays = [cols[f.name] if f.name in cols else pa.nulls(n, f.type) for f in schema]
+def _batch(cols: dict[str, Callable[[], pa.Array]], n: int, schema: pa.Schema) -> pa.RecordBatch:
+    """Builds only the columns ``schema`` asks for; the rest of this kind's columns are null."""
+    arrays = [cols[f.name]() if f.name in cols else pa.nulls(n, f.type) for f in schema]
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -108,40 +109,40 @@ def records_to_arrow(chunk: Decoded, log_partition: int, schema: pa.Schema) -> I
     c = chunk.commits
     n = len(c)
     if n:
-        cols = {
-            "log_partition": pa.repeat(pa.scalar(log_partition, pa.int32()), n),
-            "log_offset": pa.array(c.log_offset, pa.int64()),
-            "batch_timestamp": _ts(c.timestamp),
-            "kind": pa.repeat(pa.scalar(OFFSET_COMMIT, pa.string()), n),
-            "group": pa.array(c.group, pa.string()),
-            "topic": pa.array(c.topic, pa.string()),
-            "partition": pa.array(c.partition, pa.int32()),
-            "committed_offset": pa.array(c.offset, pa.int64()),
-            "leader_epoch": pa.array(c.leader_epoch, pa.int32()),
-            "metadata": pa.array(c.metadata, pa.string()),
-            "commit_timestamp": _ts(c.commit_timestamp),
-            "expire_timestamp": _ts(c.expire_timestamp),
-            "tombstone": pa.array(c.tombstone, pa.bool_()),
+        commit_cols: dict[str, Callable[[], pa.Array]] = {
+            "log_partition": lambda: pa.repeat(pa.scalar(log_partition, pa.int32()), n),
+            "log_offset": lambda: pa.array(c.log_offset, pa.int64()),
+            "batch_timestamp": lambda: _ts(c.timestamp),
+            "kind": lambda: pa.repeat(pa.scalar(OFFSET_COMMIT, pa.string()), n),
+            "group": lambda: pa.array(c.group, pa.string()),
+            "topic": lambda: pa.array(c.topic, pa.string()),
+            "partition": lambda: pa.array(c.partition, pa.int32()),
+            "committed_offset": lambda: pa.array(c.offset, pa.int64()),
+            "leader_epoch": lambda: pa.array(c.leader_epoch, pa.int32()),
+            "metadata": lambda: pa.array(c.metadata, pa.string()),
+            "commit_timestamp": lambda: _ts(c.commit_timestamp),
+            "expire_timestamp": lambda: _ts(c.expire_timestamp),
+            "tombstone": lambda: pa.array(c.tombstone, pa.bool_()),
         }
-        yield _batch(cols, n, schema)
+        yield _batch(commit_cols, n, schema)
     g = chunk.groups
     if g:
-        member_type = schema.field("members").type
-        cols = {
-            "log_partition": pa.array([log_partition] * len(g), pa.int32()),
-            "log_offset": pa.array([r.log_offset for r in g], pa.int64()),
-            "batch_timestamp": _ts([r.timestamp for r in g]),
-            "kind": pa.array([GROUP_METADATA] * len(g), pa.string()),
-            "group": pa.array([r.group for r in g], pa.string()),
-            "generation": pa.array([r.generation for r in g], pa.int32()),
-            "protocol_type": pa.array([r.protocol_type for r in g], pa.string()),
-            "protocol": pa.array([r.protocol for r in g], pa.string()),
-            "leader": pa.array([r.leader for r in g], pa.string()),
-            "current_state_timestamp": _ts([r.current_state_timestamp for r in g]),
-            "members": pa.array([r.members for r in g], member_type),
-            "tombstone": pa.array([r.tombstone for r in g], pa.bool_()),
+        m = len(g)
+        group_cols: dict[str, Callable[[], pa.Array]] = {
+            "log_partition": lambda: pa.array([log_partition] * m, pa.int32()),
+            "log_offset": lambda: pa.array([r.log_offset for r in g], pa.int64()),
+            "batch_timestamp": lambda: _ts([r.timestamp for r in g]),
+            "kind": lambda: pa.array([GROUP_METADATA] * m, pa.string()),
+            "group": lambda: pa.array([r.group for r in g], pa.string()),
+            "generation": lambda: pa.array([r.generation for r in g], pa.int32()),
+            "protocol_type": lambda: pa.array([r.protocol_type for r in g], pa.string()),
+            "protocol": lambda: pa.array([r.protocol for r in g], pa.string()),
+            "leader": lambda: pa.array([r.leader for r in g], pa.string()),
+            "current_state_timestamp": lambda: _ts([r.current_state_timestamp for r in g]),
+            "members": lambda: pa.array([r.members for r in g], schema.field("members").type),
+            "tombstone": lambda: pa.array([r.tombstone for r in g], pa.bool_()),
         }
-        yield _batch(cols, len(g), schema)
+        yield _batch(group_cols, m, schema)
 
 
 def segment_summary(path: str, log_partition: int) -> dict[str, Any]:
@@ -196,7 +197,17 @@ class OffsetsLogReader(DataSourceReader):
         self.view = options.get("view", "records")
         self.verify_crc = options.get("verifyCrc", "true").lower() != "false"
         self.chunk_rows = int(options.get("chunkRows", "65536"))
+        # Reading one kind of record is cheaper: the other kind's values are never decoded.
+        wanted = options.get("kinds", ",".join(sorted(KINDS)))
+        self.kinds = frozenset(k.strip() for k in wanted.split(",") if k.strip())
+        if not self.kinds or not self.kinds <= KINDS:
+            raise ValueError(f"{NAME}: option kinds takes {' and/or '.join(sorted(KINDS))}, not {wanted!r}")
         self.schema = schema
+        full = {f.name: f.dataType for f in (SEGMENTS if self.view == "segments" else RECORDS).fields}
+        for f in schema.fields:
+            if full.get(f.name) != f.dataType:
+                raise ValueError(f"{NAME}: no column {f.name} {f.dataType.simpleString()} in the {self.view} view; "
+                                 f"columns: {', '.join(full)}")
 
     def partitions(self) -> Sequence[InputPartition]:
         return [SegmentPartition(s.path, s.log_partition) for s in list_segments(self.path)]
@@ -211,7 +222,7 @@ class OffsetsLogReader(DataSourceReader):
             data = open_bytes(partition.path)
         except OSError:
             return  # the segments view reports it
-        for chunk in decode_segment(data, None, self.chunk_rows, self.verify_crc):
+        for chunk in decode_segment(data, None, self.chunk_rows, self.verify_crc, self.kinds):
             yield from records_to_arrow(chunk, partition.log_partition, arrow_schema)
 
 

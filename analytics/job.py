@@ -1,0 +1,240 @@
+"""``kcoord analyze``: read a ``__consumer_offsets`` log with Spark, write the tables and the report."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analytics import rules
+from analytics.report import PartitionCoverage, ReportData, render_html, summary_text
+from analytics.segments import NoSegments, list_segments
+
+TABLES = ["latest_offsets", "commit_activity", "partition_status", "generation_history",
+          "membership_timeline", "group_inventory"]
+
+
+@dataclass
+class AnalyzeOptions:
+    data_dir: str
+    out: str
+    end_offsets: str | None = None
+    master: str | None = None
+    as_of_ms: int | None = None
+    bucket_ms: int | None = None
+    retention_ms: int = 7 * 86_400_000
+    window: int = rules.DEFAULT_WINDOW
+
+
+@dataclass
+class AnalyzeResult:
+    timings: dict[str, float] = field(default_factory=dict)
+    tables: dict[str, int] = field(default_factory=dict)
+    summary: str = ""
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+
+class AnalyzeError(Exception):
+    """Input the analysis cannot start from; the message is for the user."""
+
+
+def under_spark_submit() -> bool:
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def build_session(master: str | None, app_name: str = "kcoord-analyze", extra: dict[str, str] | None = None) -> Any:
+    """A session on ``master`` (``local[*]`` unless spark-submit chose one) with the data source registered."""
+    # Workers must run this interpreter (a virtualenv's, with our packages); Spark reads this
+    # only when the session starts.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if not master and not under_spark_submit():
+        master = "local[*]"
+    conf = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.execution.arrow.pyspark.enabled": "true"}
+    if master:
+        builder = builder.master(master)
+        if master.startswith("local"):
+            # The tables are small next to the 200 shuffle partitions meant for clusters: one
+            # per core keeps local runs from writing hundreds of tiny files.
+            cores = master[len("local["):-1] if master.startswith("local[") else "1"
+            conf["spark.sql.shuffle.partitions"] = str(os.cpu_count() or 2) if cores in ("*", "") else cores
+    conf.update(extra or {})
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    if not str(spark.sparkContext.master or "").startswith("local"):
+        ship_code(spark)
+    from analytics.source import register
+
+    register(spark)
+    return spark
+
+
+def ship_code(spark: Any) -> None:
+    """Sends our pure-Python packages to the executors, for clusters where kcoord is not installed."""
+    root = Path(__file__).resolve().parent.parent
+    fd, path = tempfile.mkstemp(suffix=".zip", prefix="kcoord-analytics-")
+    os.close(fd)
+    with zipfile.ZipFile(path, "w") as zf:
+        for pkg in ("analytics", "protocol"):
+            for f in sorted((root / pkg).rglob("*.py")):
+                zf.write(f, f.relative_to(root).as_posix())
+    spark.sparkContext.addPyFile(path)
+
+
+def _write_text(path: str, text: str) -> None:
+    if "://" in path and not path.startswith("file://"):
+        from pyarrow import fs
+
+        filesystem, inner = fs.FileSystem.from_uri(path)
+        with filesystem.open_output_stream(inner) as fh:
+            fh.write(text.encode())
+        return
+    local = path.removeprefix("file://")
+    os.makedirs(os.path.dirname(local) or ".", exist_ok=True)
+    with open(local, "w", encoding="utf-8") as fh:
+        fh.write(text)
+
+
+def _join(base: str, name: str) -> str:
+    return base.rstrip("/") + "/" + name
+
+
+def load_end_offsets(path: str | None) -> list[rules.EndOffset] | None:
+    if path is None:
+        return None
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return rules.parse_end_offsets(fh.read())
+    except (OSError, ValueError, KeyError, IndexError) as exc:
+        raise AnalyzeError(f"cannot read end offsets from {path}: {exc}") from None
+
+
+def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None = None,
+            log: Any = None) -> AnalyzeResult:
+    """Every table and the report for ``opts.data_dir``, on an existing session."""
+    from pyspark.sql import functions as F
+
+    from analytics import tables as T
+    from analytics.source import NAME
+
+    result = AnalyzeResult()
+    say = log or (lambda msg: None)
+    t0 = time.perf_counter()
+    segments = (spark.read.format(NAME).option("view", "segments").load(opts.data_dir)
+                .withColumn("first_ms", F.unix_millis("first_timestamp"))
+                .withColumn("last_ms", F.unix_millis("last_timestamp")).collect())
+    # Two narrow reads beat one wide one: each decodes only its own kind of record, and the
+    # commits carry no empty group-metadata columns into Spark.
+    commits = (spark.read.format(NAME).option("kinds", "offset_commit").schema(T.COMMIT_COLUMNS)
+               .load(opts.data_dir))
+    steps = T.commit_steps(commits).cache()
+    n_commits = steps.count()
+    groups = spark.read.format(NAME).option("kinds", "group_metadata").load(opts.data_dir).cache()
+    n_groups = groups.count()
+    result.timings["decode"] = time.perf_counter() - t0
+    say(f"decoded {n_commits:,} offset commits and {n_groups:,} group-metadata records "
+        f"from {len(segments)} segment file(s)")
+
+    t1 = time.perf_counter()
+    for s in segments:
+        result.problems.extend((s["path"], p) for p in s["problems"] or [])
+    coverage = _coverage(segments)
+    now_ms = opts.as_of_ms if opts.as_of_ms is not None else int(time.time() * 1000)
+    span = (max(c.last_ms for c in coverage) - min(c.first_ms for c in coverage)) if coverage else 0
+    bucket_ms = opts.bucket_ms or rules.pick_bucket_ms(span)
+    t_opts = T.Options(now_ms=now_ms, bucket_ms=bucket_ms, retention_ms=opts.retention_ms, window=opts.window)
+    ends_df = T.end_offsets_df(spark, ends) if ends else None
+
+    latest = T.latest_offsets(steps, ends_df).cache()
+    status = T.partition_status(steps, latest, ends_df, t_opts).cache()
+    events = T.group_events(groups).cache()
+    frames = {
+        "latest_offsets": latest,
+        "commit_activity": T.commit_activity(steps, bucket_ms),
+        "partition_status": status,
+        "generation_history": T.generation_history(events),
+        "membership_timeline": T.membership_timeline(groups, events),
+        "group_inventory": T.group_inventory(spark, events, latest, status, t_opts),
+    }
+    small = {"partition_status", "generation_history", "membership_timeline", "group_inventory"}
+    for name, df in frames.items():
+        target = _join(opts.out, name)
+        (df.coalesce(1) if name in small else df).write.mode("overwrite").parquet(target)
+        result.tables[name] = spark.read.parquet(target).count()
+    result.timings["queries"] = time.perf_counter() - t1
+
+    t2 = time.perf_counter()
+    rate = (spark.read.parquet(_join(opts.out, "commit_activity"))
+            .groupBy("group", "bucket_start").agg(F.sum("commits").alias("n"))
+            .select("group", F.unix_millis("bucket_start").alias("b"), "n").collect())
+    ev = events.select("group", "generation", "event", F.unix_millis("at").alias("at_ms"), "member_count").collect()
+    inv = [r.asDict() for r in spark.read.parquet(_join(opts.out, "group_inventory")).orderBy("group").collect()]
+    counts = {r["status"]: r["count"] for r in status.groupBy("status").count().collect()}
+    data = ReportData(source=opts.data_dir, now_ms=now_ms, bucket_ms=bucket_ms, retention_ms=opts.retention_ms,
+                      coverage=coverage, problems=result.problems, inventory=inv,
+                      commit_rate=[(r["b"], r["group"], r["n"]) for r in rate],
+                      events=[r.asDict() for r in ev], status_counts=counts, tables=result.tables,
+                      end_offsets_given=bool(ends))
+    result.summary = summary_text(data)
+    _write_text(_join(opts.out, "summary.txt"), result.summary + "\n")
+    _write_text(_join(opts.out, "report.html"), render_html(data, result.summary))
+    result.timings["report"] = time.perf_counter() - t2
+    for df in (steps, groups, latest, status, events):
+        df.unpersist()
+    return result
+
+
+def _coverage(segments: list[Any]) -> list[PartitionCoverage]:
+    """Offsets and times each log partition still holds, from the segments' batch headers."""
+    by_part: dict[int, PartitionCoverage] = {}
+    for s in segments:
+        if s["first_offset"] is None or s["first_ms"] is None:
+            continue
+        first_ms, last_ms = s["first_ms"], s["last_ms"]
+        c = by_part.get(s["log_partition"])
+        if c is None:
+            by_part[s["log_partition"]] = PartitionCoverage(s["log_partition"], s["first_offset"], s["last_offset"],
+                                                            s["records"], first_ms, last_ms)
+            continue
+        c.first_offset = min(c.first_offset, s["first_offset"])
+        c.last_offset = max(c.last_offset, s["last_offset"])
+        c.records += s["records"]
+        c.first_ms = min(c.first_ms, first_ms)
+        c.last_ms = max(c.last_ms, last_ms)
+    return [by_part[k] for k in sorted(by_part)]
+
+
+def run(opts: AnalyzeOptions, out: Any = None) -> int:
+    """The command: checks the input, starts Spark, analyses, prints the summary. Returns an exit code."""
+    stream = out or sys.stdout
+    try:
+        found = list_segments(opts.data_dir)
+        ends = load_end_offsets(opts.end_offsets)
+    except (NoSegments, AnalyzeError) as exc:
+        print(f"kcoord analyze: {exc}", file=sys.stderr)
+        return 2
+    print(f"kcoord analyze: {len(found)} segment file(s) under {opts.data_dir}", file=stream)
+    t0 = time.perf_counter()
+    try:
+        spark = build_session(opts.master)
+    except ImportError:
+        print("kcoord analyze: needs the analysis extra: pip install 'kcoord[analysis]'", file=sys.stderr)
+        return 2
+    startup = time.perf_counter() - t0
+    result = analyze(spark, opts, ends, log=lambda m: print(f"kcoord analyze: {m}", file=stream))
+    result.timings = {"startup": startup, **result.timings}
+    print(result.summary, file=stream)
+    print(f"kcoord analyze: wrote {', '.join(f'{k} ({v:,} rows)' for k, v in result.tables.items())}, "
+          f"report.html and summary.txt to {opts.out}", file=stream)
+    print("kcoord analyze: time " + ", ".join(f"{k} {v:.1f}s" for k, v in result.timings.items()), file=stream)
+    return 0

@@ -1,0 +1,230 @@
+"""The text summary and the self-contained HTML report (charts as embedded PNGs)."""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import html
+import io
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from analytics.rules import format_duration
+
+MAX_GROUPS_IN_CHART = 8
+
+
+@dataclass
+class PartitionCoverage:
+    log_partition: int
+    first_offset: int
+    last_offset: int
+    records: int
+    first_ms: int
+    last_ms: int
+
+
+@dataclass
+class ReportData:
+    source: str
+    now_ms: int
+    bucket_ms: int
+    retention_ms: int
+    coverage: list[PartitionCoverage] = field(default_factory=list)
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (file, what is wrong)
+    inventory: list[dict[str, Any]] = field(default_factory=list)
+    commit_rate: list[tuple[int, str, int]] = field(default_factory=list)  # (bucket ms, group, commits)
+    events: list[dict[str, Any]] = field(default_factory=list)  # group, generation, event, at_ms, member_count
+    status_counts: dict[str, int] = field(default_factory=dict)
+    tables: dict[str, int] = field(default_factory=dict)  # name -> rows
+    end_offsets_given: bool = False
+
+
+def _utc(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def summary_text(d: ReportData) -> str:
+    lines = []
+    if d.coverage:
+        first = min(c.first_ms for c in d.coverage)
+        last = max(c.last_ms for c in d.coverage)
+        records = sum(c.records for c in d.coverage)
+        span = sum(c.last_offset - c.first_offset + 1 for c in d.coverage)
+        lines.append(f"The log covers {_utc(first)} to {_utc(last)} ({format_duration(last - first)}): "
+                     f"{records:,} records in {len(d.coverage)} partition(s) of __consumer_offsets.")
+        gone = span - records
+        cut = sum(c.first_offset > 0 for c in d.coverage)
+        if gone > 0 or cut:
+            why = []
+            if gone > 0:
+                why.append(f"{gone:,} of the {span:,} offsets between each partition's first and last record are gone")
+            if cut:
+                why.append(f"{cut} partition(s) no longer start at offset 0")
+            lines.append("Compaction has erased history: " + "; ".join(why) + ". Only the newest record of each "
+                         "key is sure to survive, so commit rates and rebalance counts are lower bounds.")
+        else:
+            lines.append("No offsets are missing in that range: the history is complete.")
+    else:
+        lines.append("The log holds no offset-commit or group-metadata records.")
+    states = Counter(g["state"] for g in d.inventory)
+    lines.append(f"{len(d.inventory)} group(s): " + (", ".join(f"{n} {s}" for s, n in sorted(states.items()))
+                                                     or "none") + ".")
+    stale = [g["group"] for g in d.inventory if g.get("stale")]
+    if stale:
+        lines.append(f"{len(stale)} stale group(s) (no members, idle longer than the offsets retention of "
+                     f"{format_duration(d.retention_ms)}): {', '.join(stale[:10])}{' ...' if len(stale) > 10 else ''}.")
+    if d.status_counts:
+        what = ", ".join(f"{n} {s}" for s, n in sorted(d.status_counts.items()))
+        lines.append(f"Partition status as of {_utc(d.now_ms)}: {what}"
+                     + ("" if d.end_offsets_given else " (STALL and WARN need --end-offsets)") + ".")
+    rebalances = sum(1 for e in d.events if e["event"] == "rebalance")
+    lines.append(f"{rebalances} rebalance(s) recorded.")
+    for path, problem in d.problems:
+        lines.append(f"Problem in {path}: {problem}")
+    return "\n".join(lines)
+
+
+def _png(fig: Any) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode()
+
+
+def _top_groups(weights: dict[str, float]) -> list[str]:
+    return [g for g, _ in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_GROUPS_IN_CHART]]
+
+
+def chart_commit_rate(d: ReportData) -> str:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    totals: dict[str, float] = defaultdict(float)
+    for _, g, n in d.commit_rate:
+        totals[g] += n
+    top = _top_groups(totals)
+    series: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
+    per_min = 60_000 / d.bucket_ms
+    for bucket, g, n in d.commit_rate:
+        series[g if g in top else "other groups"][bucket] += n * per_min
+    for name in [*top, "other groups"]:
+        if name in series:
+            pts = sorted(series[name].items())
+            times: list[Any] = [dt.datetime.fromtimestamp(b / 1000, dt.UTC) for b, _ in pts]
+            ax.plot(times, [v for _, v in pts],
+                    marker="." if len(pts) < 50 else None, label=name)
+    ax.set_title(f"Offset commits per minute (bucket {format_duration(d.bucket_ms)})")
+    ax.set_ylabel("commits / min")
+    ax.grid(alpha=0.3)
+    if series:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    else:
+        ax.text(0.5, 0.5, "no commits", ha="center", transform=ax.transAxes)
+    fig.autofmt_xdate()
+    return _png(fig)
+
+
+def chart_rebalances(d: ReportData) -> str:
+    import matplotlib.pyplot as plt
+
+    counts: dict[str, float] = defaultdict(float)
+    for e in d.events:
+        counts[e["group"]] += 1
+    groups = _top_groups(counts)
+    fig, ax = plt.subplots(figsize=(10, 0.8 + 0.45 * max(1, len(groups))))
+    styles = {"rebalance": ("o", "tab:blue"), "emptied": ("s", "tab:orange"), "deleted": ("x", "tab:red")}
+    for kind, (marker, color) in styles.items():
+        xs: list[Any] = [dt.datetime.fromtimestamp(e["at_ms"] / 1000, dt.UTC) for e in d.events
+              if e["event"] == kind and e["group"] in groups]
+        ys = [groups.index(e["group"]) for e in d.events if e["event"] == kind and e["group"] in groups]
+        if xs:
+            ax.scatter(xs, ys, marker=marker, color=color, label=kind, zorder=3)
+    ax.set_yticks(range(len(groups)), groups)
+    ax.set_ylim(-0.7, max(1, len(groups)) - 0.3)
+    ax.set_title("Rebalances over time per group")
+    ax.grid(alpha=0.3)
+    if d.events:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    else:
+        ax.text(0.5, 0.5, "no group-metadata records", ha="center", transform=ax.transAxes)
+    fig.autofmt_xdate()
+    return _png(fig)
+
+
+def chart_members(d: ReportData) -> str:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(10, 3.6))
+    by_group: dict[str, list[tuple[int, int]]] = defaultdict(list)
+    for e in d.events:
+        if e["event"] != "deleted" and e["generation"] is not None:
+            by_group[e["group"]].append((e["generation"], e["member_count"]))
+    top = _top_groups({g: len(v) for g, v in by_group.items()})
+    for g in top:
+        pts = sorted(by_group[g])
+        ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", marker="o", label=g)
+    ax.set_title("Members per generation")
+    ax.set_xlabel("generation")
+    ax.set_ylabel("members")
+    ax.grid(alpha=0.3)
+    if top:
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    else:
+        ax.text(0.5, 0.5, "no group-metadata records", ha="center", transform=ax.transAxes)
+    return _png(fig)
+
+
+def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
+    body = []
+    for r in rows:
+        cells = []
+        for c in columns:
+            v = r.get(c)
+            if isinstance(v, list):
+                v = ", ".join(map(str, v))
+            elif isinstance(v, dt.datetime):
+                v = v.strftime("%Y-%m-%d %H:%M:%S")
+            cells.append(f"<td>{html.escape('' if v is None else str(v))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+_CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
+h1{font-size:1.5em}h2{font-size:1.15em;margin-top:1.6em}pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}
+table{border-collapse:collapse;font-size:.85em}td,th{border:1px solid #ccc;padding:.25em .5em;text-align:left}
+th{background:#eee}img{max-width:100%;display:block;margin:.5em 0}"""
+
+
+def render_html(d: ReportData, summary: str) -> str:
+    charts = [("Commit rate over time", "commit-rate", chart_commit_rate(d)),
+              ("Rebalances over time per group", "rebalances", chart_rebalances(d)),
+              ("Members per generation", "members", chart_members(d))]
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Consumer groups: {html.escape(d.source)}"
+             f"</title><style>{_CSS}</style></head><body>",
+             f"<h1>Consumer groups in {html.escape(d.source)}</h1>",
+             f"<p>Generated {_utc(d.now_ms)}.</p>",
+             f"<h2>Summary</h2><pre id='summary'>{html.escape(summary)}</pre>"]
+    for title, ident, png in charts:
+        parts.append(f"<h2>{title}</h2><img id='{ident}' alt='{title}' src='data:image/png;base64,{png}'>")
+    cols = ["group", "state", "status", "protocol", "generation", "members", "rebalances", "last_rebalance",
+            "last_commit", "partitions_with_offsets", "topics", "total_lag", "stale", "offsets_expire_at"]
+    parts.append("<h2>Groups</h2>" + _table(d.inventory, cols))
+    if d.coverage:
+        parts.append("<h2>Log coverage</h2>" + _table(
+            [{"partition": c.log_partition, "first offset": c.first_offset, "last offset": c.last_offset,
+              "records": c.records, "from": _utc(c.first_ms), "to": _utc(c.last_ms)} for c in d.coverage],
+            ["partition", "first offset", "last offset", "records", "from", "to"]))
+    if d.problems:
+        parts.append("<h2>Problems reading the log</h2>" + _table(
+            [{"file": p, "problem": m} for p, m in d.problems], ["file", "problem"]))
+    parts.append("<h2>Tables written</h2>" + _table(
+        [{"table": k, "rows": v} for k, v in d.tables.items()], ["table", "rows"]))
+    parts.append("</body></html>")
+    return "\n".join(parts)

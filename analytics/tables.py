@@ -1,0 +1,231 @@
+"""The analysis tables, as Spark DataFrames over the decoded records.
+
+Records of one key are ordered by ``seq`` (log partition, then log offset): a group's records
+all live in one partition of the offsets topic, so that is the order the broker wrote them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+from analytics import rules
+from analytics.decoder import GROUP_METADATA
+
+KEY = ["group", "topic", "partition"]
+
+
+@dataclass
+class Options:
+    now_ms: int
+    bucket_ms: int
+    retention_ms: int
+    window: int = rules.DEFAULT_WINDOW
+
+
+def _seq() -> Column:
+    # Offsets stay far below 2**44 (17 trillion) in any real partition.
+    return F.col("log_partition").cast("long") * F.lit(1 << 44) + F.col("log_offset")
+
+
+# The columns of the records view the commit tables need; reading only these is much cheaper.
+COMMIT_COLUMNS = ("log_partition int, log_offset long, group string, topic string, partition int, "
+                  "committed_offset long, leader_epoch int, metadata string, commit_timestamp timestamp, "
+                  "expire_timestamp timestamp, batch_timestamp timestamp, tombstone boolean")
+
+
+def commit_steps(commits: DataFrame) -> DataFrame:
+    """Each offset-commit record (tombstones included) next to the one before it for its key.
+
+    One sort by key and log order yields everything the commit tables need: the offset
+    advance and time since the previous commit, whether the commit still counts (it came after
+    the key's last tombstone: ``live``), and how recent it is among the live ones (``rn_desc``
+    1 is the current offset). ``at`` is the commit time in ms.
+    """
+    every = Window.partitionBy(*KEY)
+    ordered = Window.partitionBy(*KEY).orderBy("seq")
+    running = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    live = ~F.col("tombstone") & (F.col("last_tomb").isNull() | (F.col("seq") > F.col("last_tomb")))
+    return (commits
+            .withColumn("seq", _seq())
+            .withColumn("at", F.unix_millis(F.coalesce("commit_timestamp", "batch_timestamp")))
+            .withColumn("last_tomb", F.max(F.when(F.col("tombstone"), F.col("seq"))).over(every))
+            .withColumn("live", live)
+            .withColumn("advance", F.col("committed_offset") - F.lag("committed_offset").over(ordered))
+            .withColumn("gap_ms", F.col("at") - F.lag("at").over(ordered))
+            .withColumn("live_rn", F.sum(F.col("live").cast("int")).over(running))
+            .withColumn("live_total", F.sum(F.col("live").cast("int")).over(every))
+            .withColumn("rn_desc", F.when(F.col("live"), F.col("live_total") - F.col("live_rn") + 1))
+            .select(*KEY, "seq", "at", "committed_offset", "leader_epoch", "metadata", "expire_timestamp",
+                    "tombstone", "live", "advance", "gap_ms", "rn_desc"))
+
+
+def end_offsets_df(spark: SparkSession, samples: list[rules.EndOffset]) -> DataFrame:
+    schema = "topic string, partition int, end_offset long, sampled_at long"
+    return spark.createDataFrame([(s.topic, s.partition, s.end_offset, s.sampled_at_ms) for s in samples], schema)
+
+
+def latest_offsets(steps: DataFrame, ends: DataFrame | None) -> DataFrame:
+    """kafka-consumer-groups.sh --describe: CURRENT-OFFSET per partition, and LAG when end offsets are known."""
+    out = (steps.filter(F.col("rn_desc") == 1)
+           .select(*KEY, F.col("committed_offset").alias("current_offset"), "leader_epoch", "metadata",
+                   F.timestamp_millis("at").alias("last_commit"), "expire_timestamp"))
+    if ends is None:
+        return out
+    # The newest sample counts; one without a time stands for "now".
+    current = (ends.groupBy("topic", "partition")
+               .agg(F.max_by("end_offset", F.coalesce("sampled_at", F.lit(1 << 62))).alias("log_end_offset")))
+    return (out.join(current, ["topic", "partition"], "left")
+            .withColumn("lag", F.greatest(F.lit(0), F.col("log_end_offset") - F.col("current_offset")))
+            .select(*KEY, "current_offset", "log_end_offset", "lag", "leader_epoch", "metadata", "last_commit",
+                    "expire_timestamp"))
+
+
+def commit_activity(steps: DataFrame, bucket_ms: int) -> DataFrame:
+    """Per group/topic/partition and time bucket: commits, offset advance, time between commits."""
+    return (steps.filter(~F.col("tombstone"))
+            .withColumn("bucket", F.floor(F.col("at") / bucket_ms) * bucket_ms)
+            .groupBy(*KEY, "bucket")
+            .agg(F.count("*").alias("commits"),
+                 F.min_by("committed_offset", "seq").alias("first_offset"),
+                 F.max_by("committed_offset", "seq").alias("last_offset"),
+                 F.coalesce(F.sum("advance"), F.lit(0)).alias("offset_advance"),
+                 F.avg("gap_ms").alias("avg_ms_between_commits"),
+                 F.max("gap_ms").alias("max_ms_between_commits"))
+            .withColumn("offsets_per_second", F.col("offset_advance") / F.lit(bucket_ms / 1000))
+            .select(*KEY, F.timestamp_millis(F.col("bucket").cast("long")).alias("bucket_start"),
+                    F.lit(bucket_ms).alias("bucket_ms"), "commits", "first_offset", "last_offset",
+                    "offset_advance", "offsets_per_second", "avg_ms_between_commits", "max_ms_between_commits"))
+
+
+_STATUS = StructType([StructField("status", StringType()), StructField("reason", StringType())])
+
+
+def _evaluate(window: list[Any], current_lag: int | None, now_ms: int) -> tuple[str, str]:
+    commits_ = [rules.Commit(r["offset"], r["at"], r["lag"]) for r in sorted(window, key=lambda r: r["seq"])]
+    return rules.partition_status(commits_, current_lag, now_ms)
+
+
+def partition_status(steps: DataFrame, latest: DataFrame, ends: DataFrame | None, opts: Options) -> DataFrame:
+    """Burrow's status of every partition that still has a committed offset."""
+    recent = steps.filter(F.col("rn_desc") <= opts.window)
+    if ends is not None and ends.filter(F.col("sampled_at").isNotNull()).take(1):
+        # Lag at each commit: the newest end-offset sample taken at or before it.
+        timed = ends.filter(F.col("sampled_at").isNotNull())
+        lagged = (recent.join(timed, ["topic", "partition"])
+                  .filter(F.col("sampled_at") <= F.col("at"))
+                  .groupBy(*KEY, "seq").agg(F.max_by("end_offset", "sampled_at").alias("end_offset")))
+        recent = (recent.join(lagged, [*KEY, "seq"], "left")
+                  .withColumn("lag", F.col("end_offset") - F.col("committed_offset")))
+    else:
+        recent = recent.withColumn("lag", F.lit(None).cast(LongType()))
+    windows = recent.groupBy(*KEY).agg(
+        F.collect_list(F.struct("seq", F.col("committed_offset").alias("offset"), "at", "lag")).alias("w"),
+        F.min("at").alias("window_start_ms"))
+    has_lag = "lag" in latest.columns
+    lag_col = F.col("lag") if has_lag else F.lit(None).cast(LongType())
+    judge = F.udf(lambda w, lag, now: _evaluate(w, lag, now), _STATUS)
+    return (latest.join(windows, KEY)
+            .withColumn("s", judge("w", lag_col, F.lit(opts.now_ms)))
+            .select(*KEY, "s.status", "s.reason", "current_offset",
+                    *(["lag"] if has_lag else []), "last_commit",
+                    F.timestamp_millis("window_start_ms").alias("window_start"),
+                    F.size("w").alias("window_commits")))
+
+
+def group_events(records: DataFrame) -> DataFrame:
+    """Group-metadata records, one row per change: a rebalance, the group emptying, its deletion."""
+    gm = (records.filter(F.col("kind") == GROUP_METADATA)
+          .withColumn("seq", _seq())
+          .withColumn("event", F.when(F.col("tombstone"), "deleted")
+                      .when(F.size("members") == 0, "emptied").otherwise("rebalance")))
+    w = Window.partitionBy("group").orderBy("seq")
+    changed = (gm.withColumn("prev_gen", F.lag("generation").over(w))
+               .withColumn("prev_event", F.lag("event").over(w))
+               .filter(F.col("prev_event").isNull() | (F.col("event") != F.col("prev_event"))
+                       | ~F.col("generation").eqNullSafe(F.col("prev_gen"))))
+    return (changed.withColumn("seconds_since_previous",
+                               (F.unix_millis("batch_timestamp") - F.lag(F.unix_millis("batch_timestamp")).over(w))
+                               / 1000.0)
+            .select("group", "generation", "event", "protocol_type", "protocol", "leader",
+                    F.when(F.col("tombstone"), 0).otherwise(F.size("members")).alias("member_count"),
+                    F.col("members.member_id").alias("member_ids"),
+                    F.col("batch_timestamp").alias("at"), "seconds_since_previous", "log_partition",
+                    "log_offset", "seq"))
+
+
+def generation_history(events: DataFrame) -> DataFrame:
+    return events.drop("seq")
+
+
+def membership_timeline(records: DataFrame, events: DataFrame) -> DataFrame:
+    """Every member ever seen: ids, host, the generations and times it was in, and when it left."""
+    gm = (records.filter((F.col("kind") == GROUP_METADATA) & ~F.col("tombstone"))
+          .withColumn("seq", _seq()).select("group", "generation", "batch_timestamp", "seq",
+                                           F.explode("members").alias("m")))
+    seen = (gm.groupBy("group", F.col("m.member_id").alias("member_id"))
+            .agg(F.max_by(F.struct("m.group_instance_id", "m.client_id", "m.client_host", "m.session_timeout",
+                                   "m.rebalance_timeout", "m.subscribed_topics", "m.assigned_partitions"),
+                          "seq").alias("last"),
+                 F.min("generation").alias("first_generation"), F.max("generation").alias("last_generation"),
+                 F.countDistinct("generation").alias("generations"),
+                 F.min("batch_timestamp").alias("first_seen"), F.max("batch_timestamp").alias("last_seen"),
+                 F.max("seq").alias("last_seq")))
+    # It left at the group's first change after the last record that listed it.
+    later = events.select("group", F.col("seq").alias("e_seq"), F.col("at").alias("e_at"))
+    left = (seen.join(later, "group").filter(F.col("e_seq") > F.col("last_seq"))
+            .groupBy("group", "member_id").agg(F.min_by("e_at", "e_seq").alias("left_at")))
+    return (seen.join(left, ["group", "member_id"], "left")
+            .select("group", "member_id", "last.group_instance_id", "last.client_id", "last.client_host",
+                    "first_generation", "last_generation", "generations", "first_seen", "last_seen", "left_at",
+                    F.col("left_at").isNull().alias("current_member"), "last.session_timeout",
+                    "last.rebalance_timeout", "last.subscribed_topics", "last.assigned_partitions"))
+
+
+_INVENTORY_ROWS = ("group string, state string, status string, protocol_type string, protocol string, "
+                   "generation int, leader string, members int, rebalances long, last_rebalance_ms long, "
+                   "last_commit_ms long, partitions_with_offsets long, topics array<string>, total_lag long, "
+                   "stale boolean, expire_ms long")
+
+
+def group_inventory(spark: SparkSession, events: DataFrame, latest: DataFrame, status: DataFrame,
+                    opts: Options) -> DataFrame:
+    """One row per group (kafka-consumer-groups.sh --list/--state), judged with ``rules`` on the driver."""
+    last_event = events.groupBy("group").agg(
+        F.max_by(F.struct("event", "generation", "protocol_type", "protocol", "leader", "member_count",
+                          F.unix_millis("at").alias("at_ms")), "seq").alias("e"),
+        F.count(F.when(F.col("event") == "rebalance", 1)).alias("rebalances"),
+        F.max(F.when(F.col("event") == "rebalance", F.unix_millis("at"))).alias("last_rebalance_ms"))
+    has_lag = "lag" in latest.columns
+    offsets = latest.groupBy("group").agg(
+        F.max(F.unix_millis("last_commit")).alias("last_commit_ms"), F.count("*").alias("partitions_with_offsets"),
+        F.sort_array(F.collect_set("topic")).alias("topics"),
+        (F.sum("lag") if has_lag else F.lit(None).cast(LongType())).alias("total_lag"))
+    statuses = status.groupBy("group").agg(F.collect_list("status").alias("statuses"))
+    out = []
+    for r in last_event.join(offsets, "group", "full").join(statuses, "group", "left").collect():
+        e = r["e"]
+        state = rules.group_state(e is not None, e is not None and e["event"] == "deleted",
+                                  e["member_count"] if e is not None else 0)
+        change = e["at_ms"] if e is not None else None
+        last_commit = r["last_commit_ms"]
+        stale = rules.is_stale(state, last_commit, change, opts.now_ms, opts.retention_ms)
+        base = max((t for t in (last_commit, change) if t is not None), default=None)
+        expire = base + opts.retention_ms if state == "Empty" and base is not None else None
+        out.append((r["group"], state, rules.group_status(r["statuses"] or []),
+                    e["protocol_type"] if e else None, e["protocol"] if e else None,
+                    e["generation"] if e else None, e["leader"] if e else None,
+                    e["member_count"] if e else 0, r["rebalances"] or 0, r["last_rebalance_ms"], last_commit,
+                    r["partitions_with_offsets"] or 0, r["topics"] or [], r["total_lag"], stale, expire))
+    out.sort(key=lambda row: row[0])
+    return (spark.createDataFrame(out, _INVENTORY_ROWS)
+            .withColumn("last_rebalance", F.timestamp_millis("last_rebalance_ms"))
+            .withColumn("last_commit", F.timestamp_millis("last_commit_ms"))
+            .withColumn("offsets_expire_at", F.timestamp_millis("expire_ms"))
+            .select("group", "state", "status", "protocol_type", "protocol", "generation", "leader", "members",
+                    "rebalances", "last_rebalance", "last_commit", "partitions_with_offsets", "topics",
+                    "total_lag", "stale", "offsets_expire_at"))
