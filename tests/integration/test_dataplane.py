@@ -1,0 +1,290 @@
+"""Produce, Fetch, ListOffsets and InitProducerId on the wire, at exact versions, against a real
+broker process: what a client sees for good input, bad input and idempotent retries."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+from typing import Any
+
+import pytest
+
+from broker.coordinator.partitioning import partition_for
+from broker.coordinator.records import OffsetCommitRecord, decode_record
+from broker.wire_client import WireClient
+from protocol.errors import ErrorCode
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.create_topics import CreateTopicsRequest
+from protocol.messages.fetch import FetchRequest
+from protocol.messages.init_producer_id import InitProducerIdRequest
+from protocol.messages.list_offsets import ListOffsetsRequest
+from protocol.messages.metadata import MetadataRequest
+from protocol.messages.offset_commit import OffsetCommitRequest
+from protocol.messages.produce import ProduceRequest
+from protocol.record_batch import build_simple_batch, decode_records, iter_batches
+
+pytestmark = pytest.mark.timeout(120)
+
+PRODUCE, FETCH, LIST_OFFSETS, METADATA, OFFSET_COMMIT, INIT_PID, API_VERSIONS = 0, 1, 2, 3, 8, 22, 18
+
+
+def create(c: WireClient, name: str, partitions: int = 1, configs: dict[str, str] | None = None) -> bytes:
+    t = CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=1, assignments=[],
+        configs=[CreateTopicsRequest.CreatableTopic.CreatableTopicConfig(name=k, value=v)
+                 for k, v in (configs or {}).items()])
+    res = c.call(19, 7, CreateTopicsRequest(topics=[t], timeout_ms=5000, validate_only=False)).topics[0]
+    assert res.error_code == 0, res.error_message
+    return bytes(res.topic_id)
+
+
+def records(n: int, ts: int | None = None, **options: Any) -> bytes:
+    ts = int(time.time() * 1000) if ts is None else ts
+    return build_simple_batch([(b"k%d" % i, b"value-%d" % i, ts + i) for i in range(n)], **options)
+
+
+def produce(c: WireClient, topic: str, raw: bytes | None, *, partition: int = 0, version: int = 9, acks: int = -1,
+            topic_id: bytes = bytes(16), transactional_id: str | None = None) -> Any:
+    body = ProduceRequest(transactional_id=transactional_id, acks=acks, timeout_ms=5000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, topic_id=topic_id, partition_data=[
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=raw)])])
+    return c.call(PRODUCE, version, body).responses[0].partition_responses[0]
+
+
+def fetch(c: WireClient, topic: str, offset: int, *, partition: int = 0, version: int = 12, max_wait_ms: int = 0,
+          min_bytes: int = 1, max_bytes: int = 50 << 20, partition_max_bytes: int = 1 << 20,
+          topic_id: bytes = bytes(16), extra: list[tuple[int, int]] | None = None, **body: Any) -> Any:
+    parts = [FetchRequest.Topic.Partition(partition=p, fetch_offset=o, partition_max_bytes=partition_max_bytes)
+             for p, o in [(partition, offset), *(extra or [])]]
+    req = FetchRequest(max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes, isolation_level=0,
+                       session_id=body.pop("session_id", 0), session_epoch=body.pop("session_epoch", -1),
+                       topics=[FetchRequest.Topic(topic=topic, topic_id=topic_id, partitions=parts)],
+                       forgotten_topics_data=[], rack_id="")
+    return c.call(FETCH, version, req)
+
+
+def values(raw: bytes | None) -> list[bytes]:
+    out = []
+    for b in iter_batches(raw or b"", allow_partial=True):
+        out += [r.value for r in decode_records(b) if r.value is not None]
+    return out
+
+
+def list_offset(c: WireClient, topic: str, timestamp: int, version: int = 7, partition: int = 0) -> Any:
+    req = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.Topic(name=topic, partitions=[
+        ListOffsetsRequest.Topic.Partition(partition_index=partition, timestamp=timestamp)])], timeout_ms=1000)
+    return c.call(LIST_OFFSETS, version, req).topics[0].partitions[0]
+
+
+@pytest.fixture
+def client(broker: Any) -> Any:
+    with WireClient("127.0.0.1", broker.port) as c:
+        yield c
+
+
+def test_every_produce_and_fetch_version_round_trips(client: WireClient) -> None:
+    topic_id = create(client, "versions")
+    expected: list[bytes] = []
+    for pv in range(3, 14):
+        raw = build_simple_batch([(None, b"p%d" % pv, int(time.time() * 1000))])
+        resp = produce(client, "versions", raw, version=pv, topic_id=topic_id)
+        assert resp.error_code == 0 and resp.base_offset == len(expected), pv
+        expected.append(b"p%d" % pv)
+    for fv in range(4, 19):
+        res = fetch(client, "versions", 0, version=fv, topic_id=topic_id)
+        part = res.responses[0].partitions[0]
+        assert part.error_code == 0 and part.high_watermark == len(expected), fv
+        assert values(part.records) == expected, fv
+
+
+def test_produce_v0_to_v2_is_advertised_but_closes_the_connection(broker: Any, client: WireClient) -> None:
+    keys = {k.api_key: k for k in client.call(API_VERSIONS, 3, ApiVersionsRequest(
+        client_software_name="t", client_software_version="1")).api_keys}
+    assert keys[PRODUCE].min_version == 0 and keys[FETCH].min_version == 4
+    assert 24 not in keys and 26 not in keys  # no AddPartitionsToTxn / EndTxn
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as s:
+        payload = struct.pack(">hhih", PRODUCE, 2, 1, 1) + b"t" + struct.pack(">hii", 1, 1000, 0)
+        s.sendall(struct.pack(">i", len(payload)) + payload)
+        assert s.recv(100) == b""
+
+
+def test_bad_batches_get_per_partition_errors_and_leave_the_log_intact(client: WireClient) -> None:
+    create(client, "strict", 2)
+    assert produce(client, "strict", records(3)).base_offset == 0
+    good = records(2)
+    bad_crc = bytearray(good)
+    bad_crc[-2] ^= 0xFF
+    huge = bytearray(good)
+    huge[8:12] = (1 << 30).to_bytes(4, "big")
+    cases = {
+        "crc": (bytes(bad_crc), 0, ErrorCode.CORRUPT_MESSAGE),
+        "claimed size": (bytes(huge), 0, ErrorCode.INVALID_RECORD),
+        "two batches": (good + good, 0, ErrorCode.INVALID_RECORD),
+        "no records": (None, 0, ErrorCode.INVALID_RECORD),
+        "missing partition": (good, 7, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION),
+    }
+    for what, (raw, partition, code) in cases.items():
+        resp = produce(client, "strict", raw, partition=partition)
+        assert (resp.error_code, resp.base_offset) == (code, -1), what
+        assert resp.error_message, what
+    assert produce(client, "missing-topic", good).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert produce(client, "x", good, version=13, topic_id=b"\x01" * 16).error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert produce(client, "__consumer_offsets", good).error_code == ErrorCode.INVALID_TOPIC_EXCEPTION
+    # Nothing was written: the next good batch follows the first, and the log reads back whole.
+    assert produce(client, "strict", good).base_offset == 3
+    part = fetch(client, "strict", 0).responses[0].partitions[0]
+    assert part.high_watermark == 5
+    assert values(part.records) == [b"value-0", b"value-1", b"value-2", b"value-0", b"value-1"]
+
+
+def test_batches_over_max_message_bytes_are_refused(client: WireClient) -> None:
+    create(client, "small", configs={"max.message.bytes": "2000"})
+    resp = produce(client, "small", build_simple_batch([(None, b"x" * 3000, 1)]))
+    assert resp.error_code == ErrorCode.MESSAGE_TOO_LARGE
+    assert produce(client, "small", build_simple_batch([(None, b"x" * 100, 1)])).error_code == 0
+
+
+def test_acks_zero_gets_no_response(client: WireClient) -> None:
+    create(client, "fire")
+    corr = client.send(PRODUCE, 9, ProduceRequest(transactional_id=None, acks=0, timeout_ms=1000, topic_data=[
+        ProduceRequest.TopicProduceData(name="fire", partition_data=[
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=0, records=records(4))])]))
+    # The next response on the connection belongs to the next request.
+    res = client.recv(LIST_OFFSETS, 7, client.send(LIST_OFFSETS, 7, ListOffsetsRequest(
+        replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.Topic(name="fire", partitions=[
+            ListOffsetsRequest.Topic.Partition(partition_index=0, timestamp=-2)])])))
+    assert corr < client.correlation and res.topics[0].partitions[0].offset == 0
+    deadline = time.monotonic() + 5
+    while list_offset(client, "fire", -1).offset != 4:  # visible once flushed
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
+def test_idempotent_retries_are_answered_with_the_original_offsets(client: WireClient) -> None:
+    create(client, "idem")
+    init = client.call(INIT_PID, 4, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1))
+    assert init.error_code == 0 and init.producer_id >= 0 and init.producer_epoch == 0
+    pid = init.producer_id
+    assert produce(client, "idem", records(2)).base_offset == 0  # a non-idempotent neighbour
+    first = records(3, producer_id=pid, producer_epoch=0, base_sequence=0)
+    second = records(2, producer_id=pid, producer_epoch=0, base_sequence=3)
+    assert produce(client, "idem", first).base_offset == 2
+    assert produce(client, "idem", second).base_offset == 5
+    for retry, offset in ((first, 2), (second, 5), (first, 2)):
+        resp = produce(client, "idem", retry)
+        assert (resp.error_code, resp.base_offset) == (0, offset)
+    gap = produce(client, "idem", records(1, producer_id=pid, producer_epoch=0, base_sequence=9))
+    assert gap.error_code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    part = fetch(client, "idem", 0).responses[0].partitions[0]
+    assert part.high_watermark == 7 and len(values(part.records)) == 7
+    other = client.call(INIT_PID, 4, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1))
+    assert other.producer_id != pid
+
+
+def test_transactions_are_refused_with_non_retriable_errors(client: WireClient) -> None:
+    create(client, "txn")
+    init = client.call(INIT_PID, 4, InitProducerIdRequest(transactional_id="tx-1", transaction_timeout_ms=60000))
+    assert init.error_code == ErrorCode.INVALID_REQUEST
+    txn = build_simple_batch([(None, b"v", 1)], producer_id=1, producer_epoch=0, base_sequence=0, transactional=True)
+    assert produce(client, "txn", txn).error_code == ErrorCode.INVALID_TXN_STATE
+    assert produce(client, "txn", records(1), transactional_id="tx-1").error_code == ErrorCode.INVALID_TXN_STATE
+
+
+def test_fetch_limits_return_whole_batches_and_at_least_one(client: WireClient) -> None:
+    create(client, "limits", 2)
+    for _ in range(5):
+        produce(client, "limits", build_simple_batch([(None, b"x" * 1000, 1)] * 3))  # ~3 KiB batches
+    produce(client, "limits", records(1), partition=1)
+    one = fetch(client, "limits", 0, partition_max_bytes=10, extra=[(1, 0)]).responses[0].partitions
+    assert [b.base_offset for b in iter_batches(one[0].records)] == [0]  # bigger than the limit, still one
+    assert one[1].records == b""  # only the first partition with data may exceed its limit
+    alone = fetch(client, "limits", 0, partition=1, partition_max_bytes=10).responses[0].partitions[0]
+    assert values(alone.records) == [b"value-0"]
+    some = fetch(client, "limits", 0, partition_max_bytes=7000).responses[0].partitions[0]
+    assert [b.base_offset for b in iter_batches(some.records)] == [0, 3]
+    capped = fetch(client, "limits", 0, max_bytes=100, extra=[(1, 0)]).responses[0].partitions
+    assert len(list(iter_batches(capped[0].records))) == 1 and capped[1].records == b""
+    middle = fetch(client, "limits", 4).responses[0].partitions[0]
+    assert next(iter_batches(middle.records)).base_offset == 3  # the batch holding offset 4
+
+
+def test_fetch_out_of_range_and_unknown_partitions(client: WireClient) -> None:
+    topic_id = create(client, "ranges")
+    produce(client, "ranges", records(3))
+    part = fetch(client, "ranges", 4).responses[0].partitions[0]
+    assert part.error_code == ErrorCode.OFFSET_OUT_OF_RANGE and part.high_watermark == 3
+    assert fetch(client, "ranges", 3).responses[0].partitions[0].error_code == 0
+    assert fetch(client, "nope", 0).responses[0].partitions[0].error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    by_id = fetch(client, "", 0, version=13, topic_id=b"\x02" * 16).responses[0].partitions[0]
+    assert by_id.error_code == ErrorCode.UNKNOWN_TOPIC_ID
+    assert fetch(client, "", 0, version=13, topic_id=topic_id).responses[0].partitions[0].error_code == 0
+    res = fetch(client, "ranges", 0, session_id=77, session_epoch=3)
+    assert res.error_code == ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+    full = fetch(client, "ranges", 0, session_epoch=0)
+    assert full.error_code == 0 and full.session_id == 0
+
+
+def test_long_poll_wakes_on_append_and_times_out_otherwise(broker: Any, client: WireClient) -> None:
+    create(client, "poll")
+    started = time.monotonic()
+    empty = fetch(client, "poll", 0, max_wait_ms=300).responses[0].partitions[0]
+    waited = time.monotonic() - started
+    assert empty.records == b"" and 0.25 <= waited < 2.0
+    corr = client.send(FETCH, 12, FetchRequest(
+        max_wait_ms=10_000, min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+        topics=[FetchRequest.Topic(topic="poll", partitions=[
+            FetchRequest.Topic.Partition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])],
+        forgotten_topics_data=[], rack_id=""))
+    time.sleep(0.2)
+    with WireClient("127.0.0.1", broker.port) as producer:
+        sent = time.monotonic()
+        assert produce(producer, "poll", records(2)).error_code == 0
+    res = client.recv(FETCH, 12, corr)
+    assert time.monotonic() - sent < 2.0
+    assert values(res.responses[0].partitions[0].records) == [b"value-0", b"value-1"]
+
+
+def test_list_offsets_earliest_latest_max_timestamp_and_by_time(client: WireClient) -> None:
+    create(client, "times")
+    assert list_offset(client, "times", -1).offset == 0
+    assert list_offset(client, "times", -3).offset == -1
+    produce(client, "times", records(3, ts=1_000))  # offsets 0-2 at 1000-1002
+    produce(client, "times", build_simple_batch([(None, b"late", 9_000), (None, b"early", 5_000)]))  # 3, 4
+    produce(client, "times", records(2, ts=2_000))  # 5, 6
+    assert (list_offset(client, "times", -2).offset, list_offset(client, "times", -1).offset) == (0, 7)
+    top = list_offset(client, "times", -3)
+    assert (top.offset, top.timestamp) == (3, 9_000)
+    at = list_offset(client, "times", 1_500)
+    assert (at.offset, at.timestamp, at.leader_epoch) == (3, 9_000, 0)
+    assert (list_offset(client, "times", 1_001).offset, list_offset(client, "times", 1_001).timestamp) == (1, 1_001)
+    assert list_offset(client, "times", 10_000).offset == -1
+    assert list_offset(client, "times", -1, version=1).offset == 7
+    assert list_offset(client, "unknown", -1).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_consumer_offsets_can_be_fetched_and_decoded(client: WireClient) -> None:
+    create(client, "watched", 2)
+    group = "burrow-sees-this"
+    body = OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                               group_instance_id=None, retention_time_ms=-1, topics=[
+                                   OffsetCommitRequest.Topic(name="watched", partitions=[
+                                       OffsetCommitRequest.Topic.Partition(partition_index=1, committed_offset=42,
+                                                                           committed_leader_epoch=-1,
+                                                                           committed_metadata="m")])])
+    assert client.call(OFFSET_COMMIT, 8, body).topics[0].partitions[0].error_code == 0
+    shard = partition_for(group)
+    part = fetch(client, "__consumer_offsets", 0, partition=shard).responses[0].partitions[0]
+    assert part.error_code == 0 and part.high_watermark > 0
+    found = []
+    for b in iter_batches(part.records):
+        for r in decode_records(b):
+            rec = decode_record(r.key, r.value) if r.key is not None else None
+            if isinstance(rec, OffsetCommitRecord) and rec.group == group:
+                found.append((rec.topic, rec.partition, rec.value.offset, rec.value.metadata))
+    assert found == [("watched", 1, 42, "m")]
+    meta = client.call(METADATA, 12, MetadataRequest(topics=[MetadataRequest.Topic(
+        name="__consumer_offsets")], allow_auto_topic_creation=False))
+    offsets_id = meta.topics[0].topic_id
+    by_id = fetch(client, "", 0, partition=shard, version=13, topic_id=offsets_id).responses[0].partitions[0]
+    assert by_id.records == part.records
