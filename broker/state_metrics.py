@@ -33,8 +33,7 @@ def state_families(shards: ShardManager) -> Iterator[Family]:
             for m in group.members.values():
                 parked_join += m.awaiting_join is not None
                 parked_sync += m.awaiting_sync is not None
-        for topics in st.offsets._by_group.values():
-            offsets += sum(len(parts) for parts in topics.values())
+        offsets += st.offsets.count()
     yield ("kcoord_groups", "Groups by state.", ["state"], [([s], float(n)) for s, n in sorted(states.items())])
     yield ("kcoord_group_members", "Members across all groups.", [], [([], float(members))])
     yield ("kcoord_parked_requests", "JoinGroup/SyncGroup requests waiting for the rebalance.", ["kind"],

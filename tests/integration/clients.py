@@ -32,6 +32,8 @@ class ThreadedConsumer:
         self.events: list[tuple[str, set[tuple[str, int]]]] = []
         self.lock = threading.Lock()
         self.stop_flag = threading.Event()
+        self.messages: list[tuple[str, int, int, bytes | None]] = []
+        self.commits: list[tuple[list[TopicPartition], threading.Event]] = []
         self.consumer = Consumer(self.conf)
         self.cooperative = "cooperative" in str(conf.get("partition.assignment.strategy", ""))
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -62,7 +64,23 @@ class ThreadedConsumer:
     def _run(self) -> None:
         self.consumer.subscribe(self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke)
         while not self.stop_flag.is_set():
-            self.consumer.poll(0.05)
+            msg = self.consumer.poll(0.05)
+            if msg is not None and msg.error() is None:
+                with self.lock:
+                    self.messages.append((msg.topic(), msg.partition(), msg.offset(), msg.value()))
+            while self.commits:
+                offsets, done = self.commits.pop(0)
+                try:
+                    self.consumer.commit(offsets=offsets, asynchronous=False)
+                finally:
+                    done.set()
+
+    def commit(self, offsets: list[TopicPartition], timeout: float = 20) -> None:
+        """Commits from the polling thread (librdkafka delivers a commit's outcome to whoever polls)."""
+        done = threading.Event()
+        self.commits.append((offsets, done))
+        if not done.wait(timeout):
+            raise AssertionError("commit did not complete")
 
     def held(self) -> set[tuple[str, int]]:
         with self.lock:
