@@ -27,6 +27,7 @@ from broker.timers import TimerService, wall_ms
 from broker.topics import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 from protocol.record_batch import decode_records
+from storage.cleaner import clean
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
 
@@ -211,7 +212,7 @@ class ShardRuntime:
 class ShardManager:
     def __init__(self, data_dir: Path, num_partitions: int, coordinator_config: CoordinatorConfig,
                  topics: Any, log_config: LogConfig, sync_flush: bool, flush_interval_ms: int,
-                 on_transition: Callable[[Any], None]) -> None:
+                 on_transition: Callable[[Any], None], cleaner_backoff_ms: int | None = 15000) -> None:
         self.data_dir = data_dir
         self.num_partitions = num_partitions
         self.coordinator_config = coordinator_config
@@ -220,6 +221,7 @@ class ShardManager:
         self.sync_flush = sync_flush
         self.flush_interval_ms = flush_interval_ms
         self.on_transition = on_transition
+        self.cleaner_backoff_ms = cleaner_backoff_ms
         self.tokens = itertools.count(1)
         self.timers = TimerService(self._fire)
         self.runtimes = [ShardRuntime(self, p) for p in range(num_partitions)]
@@ -244,6 +246,8 @@ class ShardManager:
                 if not self.sync_flush:
                     nursery.start_soon(runtime.flush_periodically, self.flush_interval_ms)
             nursery.start_soon(self.timers.run)
+            if self.cleaner_backoff_ms is not None:
+                nursery.start_soon(self.compact_forever, self.cleaner_backoff_ms)
             task_status.started()
             started = time.perf_counter()
             # One partition at a time: each shard serves as soon as its own replay is done.
@@ -251,6 +255,29 @@ class ShardManager:
                 await runtime.load()
             logs.event("shards.loaded", partitions=self.num_partitions,
                        seconds=round(time.perf_counter() - started, 3))
+
+    async def compact_forever(self, backoff_ms: int) -> None:
+        """The log cleaner: compacts partitions whose dirty ratio calls for it, one at a time, in a
+        worker thread (the log lock is held only for the final renames, so appends go on)."""
+        while True:
+            await trio.sleep(backoff_ms / 1000)
+            for runtime in self.runtimes:
+                log = runtime.log
+                if log is None or not runtime.loaded:
+                    continue
+                try:
+                    stats = await trio.to_thread.run_sync(clean, log)
+                except Exception as exc:
+                    logs.warn("log.compaction_failed", partition=runtime.partition, error=repr(exc))
+                    continue
+                if stats is None:
+                    continue
+                reclaimed = stats.bytes_before - stats.bytes_after
+                METRICS.compactions.inc()
+                METRICS.compaction_reclaimed.inc(max(reclaimed, 0))
+                logs.event("log.compacted", partition=runtime.partition, bytes_before=stats.bytes_before,
+                           bytes_after=stats.bytes_after, records_removed=stats.records_removed,
+                           seconds=round(stats.seconds, 3))
 
     def close(self) -> None:
         for runtime in self.runtimes:
