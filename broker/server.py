@@ -87,7 +87,8 @@ class Broker:
         )
         return ShardManager(self.data_dir, c["offsets.topic.num.partitions"], coordinator, self.catalog,
                             log_config, sync_flush=c["log.flush.policy"] == "sync",
-                            flush_interval_ms=c["log.flush.interval.ms"], on_transition=self._on_transition)
+                            flush_interval_ms=c["log.flush.interval.ms"], on_transition=self._on_transition,
+                            cleaner_backoff_ms=c["log.cleaner.backoff.ms"] if c["log.cleaner.enable"] else None)
 
     def _on_transition(self, transition: Any) -> None:
         group, old, new, generation, members, reason = transition
