@@ -88,12 +88,19 @@ def summary_text(d: ReportData) -> str:
     return "\n".join(lines)
 
 
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, whatever display the machine has
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
 def _png(fig: Any) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    _plt().close(fig)
     return base64.b64encode(buf.getvalue()).decode()
 
 
@@ -102,8 +109,7 @@ def _top_groups(weights: dict[str, float]) -> list[str]:
 
 
 def chart_commit_rate(d: ReportData) -> str:
-    import matplotlib.pyplot as plt
-
+    plt = _plt()
     fig, ax = plt.subplots(figsize=(10, 3.6))
     totals: dict[str, float] = defaultdict(float)
     for _, g, n in d.commit_rate:
@@ -131,8 +137,7 @@ def chart_commit_rate(d: ReportData) -> str:
 
 
 def chart_rebalances(d: ReportData) -> str:
-    import matplotlib.pyplot as plt
-
+    plt = _plt()
     counts: dict[str, float] = defaultdict(float)
     for e in d.events:
         counts[e["group"]] += 1
@@ -158,8 +163,7 @@ def chart_rebalances(d: ReportData) -> str:
 
 
 def chart_members(d: ReportData) -> str:
-    import matplotlib.pyplot as plt
-
+    plt = _plt()
     fig, ax = plt.subplots(figsize=(10, 3.6))
     by_group: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for e in d.events:

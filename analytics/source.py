@@ -172,9 +172,8 @@ def segment_summary(path: str, log_partition: int) -> dict[str, Any]:
         start = b.max_timestamp if b.attributes & 0x40 else b.base_timestamp
         first_ts = start if first_ts is None else min(first_ts, start)
         last_ts = b.max_timestamp if last_ts is None else max(last_ts, b.max_timestamp)
-    if not data:
-        health.problems.append("empty file")
-    elif health.batches == 0 and not health.problems:
+    # An empty file is a segment nothing was written to yet: normal, not a problem.
+    if data and health.batches == 0 and not health.problems:
         health.problems.append("no record batches")
     row["batches"] = health.batches
     row["first_timestamp"] = first_ts

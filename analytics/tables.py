@@ -138,10 +138,12 @@ def partition_status(steps: DataFrame, latest: DataFrame, ends: DataFrame | None
 
 
 def group_events(records: DataFrame) -> DataFrame:
-    """Group-metadata records, one row per change: a rebalance, the group emptying, its deletion."""
+    """Group-metadata records, one row per change: the group's creation (an empty generation 0,
+    which some coordinators write), a completed rebalance, the group emptying, its deletion."""
     gm = (records.filter(F.col("kind") == GROUP_METADATA)
           .withColumn("seq", _seq())
           .withColumn("event", F.when(F.col("tombstone"), "deleted")
+                      .when((F.size("members") == 0) & (F.col("generation") == 0), "created")
                       .when(F.size("members") == 0, "emptied").otherwise("rebalance")))
     w = Window.partitionBy("group").orderBy("seq")
     changed = (gm.withColumn("prev_gen", F.lag("generation").over(w))

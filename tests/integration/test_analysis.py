@@ -1,0 +1,273 @@
+"""`kcoord analyze` over logs that real clients made through a running kcoord, and over a log in
+Kafka's own bytes with damage in it. One Spark session serves every test here."""
+
+from __future__ import annotations
+
+import base64
+import queue
+import re
+import struct
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="the analysis tests need the analysis extra (pyspark)")
+pytest.importorskip("pyarrow", reason="Python data sources need pyarrow")
+
+from confluent_kafka import TopicPartition  # noqa: E402
+from confluent_kafka.admin import AdminClient  # noqa: E402
+
+from analytics.job import AnalyzeOptions, analyze, build_session  # noqa: E402
+from analytics.source import NAME  # noqa: E402
+from tests.conftest import BrokerProcess  # noqa: E402
+from tests.integration.clients import ThreadedConsumer, create_topic, wait_for  # noqa: E402
+from tests.unit.analytics import kafka_bytes as kb  # noqa: E402
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+
+TOPIC = "orders"
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    session = build_session("local[2]", "kcoord-analysis-tests",
+                            {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
+@dataclass
+class Story:
+    """What the clients did, to hold the tables against."""
+
+    data_dir: Path
+    committed: dict[tuple[str, int], int] = field(default_factory=dict)  # (group, partition) -> last offset
+    commit_calls: dict[str, int] = field(default_factory=dict)  # group -> partition offsets committed
+    started: int = 0
+    ended: int = 0
+
+
+class CommittingConsumer(ThreadedConsumer):
+    """A consumer that commits from its own polling thread: librdkafka's synchronous commit
+    waits forever when another thread is inside poll()."""
+
+    def __init__(self, *args: Any, **conf: Any) -> None:
+        self.jobs: queue.Queue[tuple[list[TopicPartition], threading.Event]] = queue.Queue()
+        super().__init__(*args, **conf)
+
+    def _run(self) -> None:
+        self.consumer.subscribe(self.topics, on_assign=self._on_assign, on_revoke=self._on_revoke)
+        while not self.stop_flag.is_set():
+            self.consumer.poll(0.05)
+            while not self.jobs.empty():
+                offsets, done = self.jobs.get_nowait()
+                self.consumer.commit(offsets=offsets, asynchronous=False)
+                done.set()
+
+    def commit(self, offsets: list[TopicPartition]) -> None:
+        done = threading.Event()
+        self.jobs.put((offsets, done))
+        assert done.wait(15), "commit did not complete"
+
+
+def _commit(consumer: CommittingConsumer, story: Story, group: str, base: int) -> None:
+    parts = sorted(p for _, p in consumer.held())
+    offsets = [TopicPartition(TOPIC, p, base + p) for p in parts]
+    consumer.commit(offsets)
+    for p in parts:
+        story.committed[(group, p)] = base + p
+    story.commit_calls[group] = story.commit_calls.get(group, 0) + len(parts)
+
+
+@pytest.fixture(scope="module")
+def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
+    """A group forms, grows, shrinks and empties; another is deleted; a third only commits."""
+    root = tmp_path_factory.mktemp("kcoord-analysis")
+    broker = BrokerProcess(root / "data").start()
+    broker.wait_loaded()
+    s = Story(root / "data", started=int(time.time() * 1000))
+    try:
+        create_topic(broker.bootstrap, TOPIC, 4)
+        alice = CommittingConsumer(broker.bootstrap, "shop", [TOPIC], **{"client.id": "alice"})
+        wait_for(lambda: len(alice.held()) == 4, 30, "alice to hold every partition")
+        _commit(alice, s, "shop", 100)
+        bob = CommittingConsumer(broker.bootstrap, "shop", [TOPIC], **{"client.id": "bob"})
+        wait_for(lambda: len(alice.held()) == 2 and len(bob.held()) == 2, 30, "alice and bob to split")
+        _commit(alice, s, "shop", 200)
+        _commit(bob, s, "shop", 300)
+        bob.close()
+        wait_for(lambda: len(alice.held()) == 4, 30, "alice to take bob's partitions")
+        _commit(alice, s, "shop", 400)
+        alice.close()
+
+        doomed = CommittingConsumer(broker.bootstrap, "gone", [TOPIC], **{"client.id": "doomed"})
+        wait_for(lambda: len(doomed.held()) == 4, 30, "the doomed group to form")
+        _commit(doomed, s, "gone", 10)
+        doomed.close()
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        wait_for(lambda: _try_delete(admin, "gone"), 30, "the group 'gone' to be deleted")
+        for p in range(4):
+            s.committed.pop(("gone", p), None)
+
+        # A consumer that assigns partitions itself: offsets with no membership.
+        from confluent_kafka import Consumer
+
+        manual = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "manual",
+                           "enable.auto.commit": False})
+        manual.commit(offsets=[TopicPartition(TOPIC, 0, 5)], asynchronous=False)
+        manual.commit(offsets=[TopicPartition(TOPIC, 0, 9)], asynchronous=False)
+        manual.close()
+        s.committed[("manual", 0)] = 9
+        s.commit_calls["manual"] = 2
+    finally:
+        s.ended = int(time.time() * 1000)
+        broker.stop()
+    yield s
+
+
+def _try_delete(admin: AdminClient, group: str) -> bool:
+    try:
+        admin.delete_consumer_groups([group])[group].result(10)
+        return True
+    except Exception:
+        return False  # still Empty-ing after the last member left
+
+
+@pytest.fixture(scope="module")
+def analysed(spark: Any, story: Story, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
+    out = tmp_path_factory.mktemp("analysis-out")
+    result = analyze(spark, AnalyzeOptions(data_dir=str(story.data_dir), out=str(out),
+                                           as_of_ms=story.ended + 1000))
+    return out, result
+
+
+def table(spark: Any, out: Path, name: str) -> list[dict[str, Any]]:
+    return [r.asDict(recursive=True) for r in spark.read.parquet(str(out / name)).collect()]
+
+
+def test_latest_offsets_are_what_the_clients_committed(spark: Any, story: Story, analysed: tuple[Path, Any]) -> None:
+    out, _ = analysed
+    got = {(r["group"], r["partition"]): r["current_offset"] for r in table(spark, out, "latest_offsets")}
+    assert got == story.committed
+    activity = table(spark, out, "commit_activity")
+    for group, calls in story.commit_calls.items():
+        assert sum(r["commits"] for r in activity if r["group"] == group) == calls, group
+    statuses = {(r["group"], r["partition"]): r["status"] for r in table(spark, out, "partition_status")}
+    assert set(statuses) == set(story.committed)
+    assert set(statuses.values()) <= {"OK", "STOP"}
+
+
+def test_generation_history_lists_every_rebalance(spark: Any, analysed: tuple[Path, Any]) -> None:
+    out, _ = analysed
+    history = sorted((r for r in table(spark, out, "generation_history") if r["group"] == "shop"),
+                     key=lambda r: r["log_offset"])
+    if history[0]["event"] == "created":
+        assert (history[0]["generation"], history[0]["seconds_since_previous"]) == (0, None)
+        history = history[1:]
+    # alice alone, alice and bob, alice alone again, then nobody.
+    assert [(r["event"], r["member_count"]) for r in history] == [
+        ("rebalance", 1), ("rebalance", 2), ("rebalance", 1), ("emptied", 0)]
+    generations = [r["generation"] for r in history]
+    assert generations == sorted(generations) and len(set(generations)) == 4
+    assert all(r["protocol"] == "range" for r in history[:3]) and history[0]["protocol_type"] == "consumer"
+    assert all(r["seconds_since_previous"] >= 0 for r in history[1:])
+    assert history[1]["member_ids"] and history[1]["leader"] in history[1]["member_ids"]
+    gone = [r["event"] for r in table(spark, out, "generation_history") if r["group"] == "gone"]
+    assert gone[-1] == "deleted"
+
+
+def test_membership_timeline_and_group_inventory(spark: Any, story: Story, analysed: tuple[Path, Any]) -> None:
+    out, _ = analysed
+    members = {r["client_id"]: r for r in table(spark, out, "membership_timeline") if r["group"] == "shop"}
+    assert set(members) == {"alice", "bob"}
+    alice, bob = members["alice"], members["bob"]
+    assert alice["client_host"] == "/127.0.0.1" and alice["group_instance_id"] is None
+    assert (bob["first_generation"], bob["last_generation"]) == (alice["first_generation"] + 1,) * 2
+    assert alice["generations"] == 3
+    assert not alice["current_member"] and not bob["current_member"]
+    assert bob["left_at"] < alice["left_at"]
+    assert sorted(p["partition"] for p in alice["assigned_partitions"]) == [0, 1, 2, 3]
+
+    inventory = {r["group"]: r for r in table(spark, out, "group_inventory")}
+    assert set(inventory) == {"shop", "gone", "manual"}
+    assert inventory["shop"]["state"] == "Empty" and inventory["shop"]["rebalances"] == 3
+    assert inventory["shop"]["partitions_with_offsets"] == 4 and inventory["shop"]["topics"] == [TOPIC]
+    assert inventory["gone"]["state"] == "Dead" and inventory["gone"]["partitions_with_offsets"] == 0
+    assert inventory["manual"]["state"] == "Empty" and inventory["manual"]["protocol_type"] is None
+    assert not any(r["stale"] for r in inventory.values())
+    assert inventory["manual"]["offsets_expire_at"] is not None
+
+
+def test_the_report_has_its_charts_and_the_covered_window(analysed: tuple[Path, Any]) -> None:
+    out, result = analysed
+    page = (out / "report.html").read_text()
+    images = dict(re.findall(r"<img id='([\w-]+)'[^>]*src='data:image/png;base64,([^']+)'", page))
+    assert set(images) == {"commit-rate", "rebalances", "members"}
+    for png in images.values():
+        raw = base64.b64decode(png)
+        assert raw.startswith(b"\x89PNG") and len(raw) > 2000
+    summary = (out / "summary.txt").read_text()
+    assert summary.startswith("The log covers ") and summary == result.summary + "\n"
+    assert "3 group(s): 1 Dead, 2 Empty" in summary
+
+
+T0 = 1_700_000_000_000
+
+
+def test_a_kafka_data_dir_with_damage_is_read_around_it(spark: Any, tmp_path: Path) -> None:
+    data = tmp_path / "kafka-data"
+    good = data / "__consumer_offsets-7"
+    good.mkdir(parents=True)
+    members = [{"member_id": "consumer-1-abc", "client_id": "consumer-1", "host": "/10.1.2.3",
+                "topics": ["payments"], "assigned": {"payments": [0, 1]}}]
+    (good / "00000000000000000000.log").write_bytes(
+        kb.batch(0, [(kb.group_key("billing"), kb.group_value_v3("consumer", 1, "range", "consumer-1-abc",
+                                                                  T0, members), T0)])
+        + kb.batch(1, [(kb.commit_key("billing", "payments", p), kb.commit_value_v3(50 + p, 3, "", T0 + 1), T0 + 1)
+                       for p in (0, 1)])
+        + kb.batch(3, [(kb.commit_key("billing", "payments", 0), kb.commit_value_v3(70, 3, "", T0 + 2), T0 + 2)],
+                   compression=1))
+    (good / "00000000000000000000.index").write_bytes(bytes(16))
+    (good / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
+    torn = data / "__consumer_offsets-9"
+    torn.mkdir()
+    whole = kb.batch(0, [(kb.commit_key("ledger", "payments", 0), kb.commit_value_v3(11, -1, "", T0), T0)])
+    (torn / "00000000000000000000.log").write_bytes(
+        whole + kb.batch(1, [(kb.commit_key("ledger", "payments", 0), kb.commit_value_v3(12, -1, "", T0), T0)])[:-7])
+    junk = data / "__consumer_offsets-11"
+    junk.mkdir()
+    (junk / "00000000000000000000.log").write_text("not a log segment at all\n" * 10)
+    (data / "orders-0").mkdir()
+    (data / "orders-0" / "00000000000000000000.log").write_bytes(struct.pack(">q", 0))
+
+    rows = spark.read.format(NAME).load(str(data)).orderBy("log_partition", "log_offset").collect()
+    assert [(r.log_partition, r.log_offset, r.kind) for r in rows] == [
+        (7, 0, "group_metadata"), (7, 1, "offset_commit"), (7, 2, "offset_commit"), (7, 3, "offset_commit"),
+        (9, 0, "offset_commit")]
+    assert rows[0].members[0].client_host == "/10.1.2.3"
+    assert rows[0].members[0].assigned_partitions[1].partition == 1
+    assert rows[3].committed_offset == 70 and rows[3].leader_epoch == 3
+
+    out = tmp_path / "out"
+    result = analyze(spark, AnalyzeOptions(data_dir=str(data), out=str(out), as_of_ms=T0 + 10))
+    problems = dict(result.problems)
+    assert set(problems) == {str(torn / "00000000000000000000.log"), str(junk / "00000000000000000000.log")}
+    assert problems[str(torn / "00000000000000000000.log")].startswith("truncated:")
+    assert "not a record batch at position 0" in problems[str(junk / "00000000000000000000.log")]
+    assert "Problem in" in result.summary
+    latest = {(r["group"], r["partition"]): r["current_offset"] for r in table(spark, out, "latest_offsets")}
+    assert latest == {("billing", 0): 70, ("billing", 1): 51, ("ledger", 0): 11}
+
+
+def test_an_empty_dir_is_refused_before_spark_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from analytics.cli import main
+
+    assert main(["analyze", "--data-dir", str(tmp_path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "no __consumer_offsets segment files" in err and str(tmp_path) in err
+    assert not (tmp_path / "out").exists()
