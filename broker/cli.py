@@ -21,6 +21,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"kcoord: configuration error: {exc}", file=sys.stderr)
         return 2
     logs.configure(config["log.level"])
+    # Flushes run in worker threads that need the GIL only briefly; with the default 5 ms switch
+    # interval a busy event loop would make each of them wait that long before it can finish.
+    sys.setswitchinterval(0.0002)
     broker = Broker(config)
     try:
         trio.run(run_until_signalled, broker)

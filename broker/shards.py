@@ -32,6 +32,7 @@ from storage.config import LogConfig
 from storage.partition_log import PartitionLog
 
 ErrorBuilder = Callable[[int], Any]
+_FLUSH_THREADS = 4
 Op = Callable[[GroupCoordinatorShard, RequestContext, int], Result]
 
 
@@ -57,7 +58,6 @@ class ShardRuntime:
         self.waiting: list[tuple[int, int, Any]] = []  # (write sequence needed, token, response)
         self.queued_seq = 0
         self.durable_seq = 0
-        self.wakeup = trio.Event()
         self.load_seconds = 0.0
 
     # ---- loading ----------------------------------------------------------------------------
@@ -125,6 +125,7 @@ class ShardRuntime:
         for tr in getattr(result, "transitions", ()):
             self.manager.on_transition(tr)
         if result.records:
+            self.manager.mark_dirty(self)
             commits = 0
             for rec in result.records:
                 if isinstance(rec, OffsetCommitRecord) and rec.value is not None:
@@ -134,7 +135,6 @@ class ShardRuntime:
             if commits:
                 METRICS.offset_commits.inc(commits)
             self.queued_seq += 1
-            self.wakeup.set()
         need = self.queued_seq
         for token, response in result.replies:
             if need <= self.durable_seq:
@@ -149,44 +149,25 @@ class ShardRuntime:
 
     # ---- the write path ---------------------------------------------------------------------
 
-    def _write(self, batch: list[tuple[bytes | None, bytes | None, int]], sync: bool) -> None:
-        assert self.log is not None
-        self.log.append(batch)
-        if sync:
-            self.log.flush()
+    def take_pending(self) -> tuple[list[tuple[bytes | None, bytes | None, int]], int]:
+        batch, self.write_queue = self.write_queue, []
+        return batch, self.queued_seq
 
-    async def writer(self) -> None:
-        sync = self.manager.sync_flush
-        while True:
-            await self.wakeup.wait()
-            self.wakeup = trio.Event()
-            if not self.write_queue:
-                continue
-            batch, self.write_queue = self.write_queue, []
-            target = self.queued_seq
-            started = time.perf_counter()
-            try:
-                if sync:
-                    await trio.to_thread.run_sync(self._write, batch, True)
-                else:
-                    self._write(batch, False)
-            except Exception as exc:
-                await self._write_failed(exc)
-                continue
-            METRICS.flush_seconds.observe(time.perf_counter() - started)
-            METRICS.flush_records.observe(len(batch))
-            self.durable_seq = target
-            still = []
-            for need, token, response in self.waiting:
-                if need <= target:
-                    self._deliver(token, response)
-                else:
-                    still.append((need, token, response))
-            self.waiting = still
+    def release(self, target: int) -> None:
+        """Everything queued up to write sequence ``target`` is durable: send what waited for it."""
+        self.durable_seq = target
+        still = []
+        for need, token, response in self.waiting:
+            if need <= target:
+                self._deliver(token, response)
+            else:
+                still.append((need, token, response))
+        self.waiting = still
 
-    async def _write_failed(self, exc: Exception) -> None:
+    def fail_writes(self, exc: Exception) -> None:
         """The log did not take the write: fail every waiting response with a coordinator error
-        (clients re-discover and retry) and rebuild the shard from what the log really holds."""
+        (clients re-discover and retry); the shard serves again once ``reload`` has rebuilt it
+        from what the log really holds."""
         METRICS.write_failures.inc()
         logs.event("log.write_failed", 40, partition=self.partition, error=repr(exc))
         self.loaded = False
@@ -198,15 +179,13 @@ class ShardRuntime:
         self.write_queue.clear()
         if self.log is not None:
             self.log.close()
+            self.log = None
         self.shard = self.manager.new_shard(self.partition)
+
+    async def reload(self) -> None:
         await trio.sleep(0.1)
         await self.load()
 
-    async def flush_periodically(self, interval_ms: int) -> None:
-        while True:
-            await trio.sleep(interval_ms / 1000)
-            if self.log is not None:
-                await trio.to_thread.run_sync(self.log.flush)
 
 
 class ShardManager:
@@ -225,6 +204,77 @@ class ShardManager:
         self.tokens = itertools.count(1)
         self.timers = TimerService(self._fire)
         self.runtimes = [ShardRuntime(self, p) for p in range(num_partitions)]
+        self.dirty: dict[int, ShardRuntime] = {}
+        self.nursery: trio.Nursery | None = None
+        self.have_dirty = trio.Event()
+
+    def mark_dirty(self, runtime: ShardRuntime) -> None:
+        self.dirty[runtime.partition] = runtime
+        self.have_dirty.set()
+
+    async def flusher(self) -> None:
+        """Group commit across shards: every pass appends what each shard queued since the last
+        pass (one batch per shard), then makes all of those logs durable together (fdatasync in
+        worker threads, under ``sync``), then releases the responses that waited for them."""
+        while True:
+            await self.have_dirty.wait()
+            self.have_dirty = trio.Event()
+            dirty, self.dirty = self.dirty, {}
+            started = time.perf_counter()
+            written: list[tuple[ShardRuntime, int]] = []
+            records = 0
+            for runtime in dirty.values():
+                batch, target = runtime.take_pending()
+                if not batch or runtime.log is None:
+                    continue
+                try:
+                    runtime.log.append(batch)
+                except Exception as exc:
+                    self._write_failed(runtime, exc)
+                    continue
+                written.append((runtime, target))
+                records += len(batch)
+            if self.sync_flush and written:
+                failures = await self._sync_logs([rt for rt, _ in written])
+                for runtime, error in failures:
+                    self._write_failed(runtime, error)
+                failed = {rt.partition for rt, _ in failures}
+                written = [(rt, t) for rt, t in written if rt.partition not in failed]
+            for runtime, target in written:
+                runtime.release(target)
+            if written:
+                METRICS.flush_seconds.observe(time.perf_counter() - started)
+                METRICS.flush_records.observe(records)
+
+    def _write_failed(self, runtime: ShardRuntime, exc: Exception) -> None:
+        runtime.fail_writes(exc)
+        assert self.nursery is not None
+        self.nursery.start_soon(runtime.reload)
+
+    async def _sync_logs(self, runtimes: list[ShardRuntime]) -> list[tuple[ShardRuntime, Exception]]:
+        """fdatasync every log, spread over a few worker threads; returns the ones that failed."""
+        failures: list[tuple[ShardRuntime, Exception]] = []
+
+        def sync_some(chunk: list[ShardRuntime]) -> None:
+            for runtime in chunk:
+                try:
+                    assert runtime.log is not None
+                    runtime.log.flush()
+                except Exception as exc:
+                    failures.append((runtime, exc))
+
+        workers = min(len(runtimes), _FLUSH_THREADS)
+        async with trio.open_nursery() as nursery:
+            for i in range(workers):
+                nursery.start_soon(trio.to_thread.run_sync, sync_some, runtimes[i::workers])
+        return failures
+
+    async def flush_periodically(self, interval_ms: int) -> None:
+        while True:
+            await trio.sleep(interval_ms / 1000)
+            for runtime in self.runtimes:
+                if runtime.log is not None and runtime.loaded:
+                    await trio.to_thread.run_sync(runtime.log.flush)
 
     def new_shard(self, partition: int) -> GroupCoordinatorShard:
         return GroupCoordinatorShard(partition, self.coordinator_config, self.topics, new_member_id)
@@ -241,10 +291,10 @@ class ShardManager:
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         async with trio.open_nursery() as nursery:
-            for runtime in self.runtimes:
-                nursery.start_soon(runtime.writer)
-                if not self.sync_flush:
-                    nursery.start_soon(runtime.flush_periodically, self.flush_interval_ms)
+            self.nursery = nursery
+            nursery.start_soon(self.flusher)
+            if not self.sync_flush:
+                nursery.start_soon(self.flush_periodically, self.flush_interval_ms)
             nursery.start_soon(self.timers.run)
             if self.cleaner_backoff_ms is not None:
                 nursery.start_soon(self.compact_forever, self.cleaner_backoff_ms)
