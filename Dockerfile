@@ -61,7 +61,7 @@ ENV PYSPARK_PYTHON=/opt/kcoord/bin/python \
     PYSPARK_DRIVER_PYTHON=/opt/kcoord/bin/python
 VOLUME /reports
 ENTRYPOINT ["kcoord"]
-CMD ["analyze"]
+CMD ["analyze", "--data-dir", "/var/lib/kcoord", "--out", "/reports"]
 
 # ---------------------------------------------------------------------------
 # Last, so that a plain build produces the broker.

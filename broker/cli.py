@@ -84,9 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--timeout", type=float, default=5.0)
     health.set_defaults(func=_health)
 
+    from analytics import cli as analytics_cli
     from broker import dump_log
 
     dump_log.add_parser(sub)
+    analytics_cli.add_parser(sub)  # imports Spark only when the command runs
 
     config = sub.add_parser("config", help="print every property with its default (TOML)")
     config.add_argument("--markdown", action="store_true", help="print the README table instead")

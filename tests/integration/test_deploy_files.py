@@ -169,7 +169,7 @@ def test_dockerfile_builds_broker_and_analysis_images_from_one_base() -> None:
     analysis_text = "\n".join(i["content"] for i in stages["analysis"])
     assert "default-jre-headless" in analysis_text
     assert values("analysis", "USER") == ["10001"]
-    assert values("analysis", "CMD") == ['["analyze"]']
+    assert values("analysis", "CMD") == ['["analyze", "--data-dir", "/var/lib/kcoord", "--out", "/reports"]']
 
 
 def test_dockerignore_keeps_the_context_to_the_sources() -> None:
