@@ -20,11 +20,11 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.harness import AsyncClient, Broker  # noqa: E402
-from protocol.messages import ApiKey  # noqa: E402
-from protocol.messages.join_group import JoinGroupRequest  # noqa: E402
-from protocol.messages.offset_commit import OffsetCommitRequest  # noqa: E402
-from protocol.messages.sync_group import SyncGroupRequest  # noqa: E402
+from bench.harness import AsyncClient, Broker
+from protocol.messages import ApiKey
+from protocol.messages.join_group import JoinGroupRequest
+from protocol.messages.offset_commit import OffsetCommitRequest
+from protocol.messages.sync_group import SyncGroupRequest
 
 P = OffsetCommitRequest.Topic.Partition
 
@@ -123,7 +123,7 @@ def main() -> None:
         run_case(broker, "one connection, one request in flight", args.seconds, 1, 1, member=False)
         lat = []
         for _ in range(3):
-            done, ls = trio.run(load, broker.port, 1.0, 1, 1, False)
+            _done, ls = trio.run(load, broker.port, 1.0, 1, 1, False)
             lat.append(statistics.median(ls) * 1000)
         print(f"one in flight, p50 over 3 runs: {', '.join(f'{x:.3f}' for x in lat)} ms")
     finally:
