@@ -57,6 +57,7 @@ def main() -> int:
         totals.append(total)
         split = ", ".join(f"{k} {v:.2f}s" for k, v in result.timings.items())
         print(f"run {run}: end to end {total:.2f}s ({split}); decode alone (count of {n:,} rows) {read_only:.2f}s")
+        print("    " + ", ".join(f"{k} {v:.2f}s" for k, v in result.detail.items()))
     warm = min(totals[1:]) if len(totals) > 1 else totals[0]
     print(f"warm end to end: {warm:.2f}s for {args.commits:,} commits "
           f"({'under' if warm < 10 else 'OVER'} the 10 s budget)")
