@@ -4,11 +4,13 @@ Each partition is a ``storage`` log under ``<log.dirs>/<topic>-<partition>/`` (t
 index and recovery code as ``__consumer_offsets``) plus its in-memory state: the high watermark,
 the idempotent producers' sequence table and the fetches parked until new data arrives.
 
-Durability follows ``log.flush.policy``. With ``sync`` a produce is acknowledged, and its records
-become visible to consumers (the high watermark moves), only after an fdatasync; one flusher task
-syncs every partition written since its last round in a worker thread, so concurrent produces
-share the cost (group commit). With ``interval`` the high watermark moves at the write and a
-periodic task syncs.
+Writes happen off the event loop: produce validates a batch's header, checks its producer's
+sequence and queues it with the offset it will get; one writer task hands everything queued to a
+worker thread, which appends each batch (the log validates its records) and then, with
+``log.flush.policy=sync``, fdatasyncs each written log once. Produces queued while a round runs
+share the next round's sync (group commit), and the event loop never waits on the disk. A
+produce is answered, and its records become visible to consumers (the high watermark moves),
+when its round is done; with ``interval`` a periodic task syncs instead.
 """
 
 from __future__ import annotations
@@ -53,8 +55,8 @@ class PartitionState:
     """One partition of an ordinary topic as the data plane sees it. Touched only on the trio
     thread (the log itself is thread-safe)."""
 
-    __slots__ = ("topic", "partition", "log", "high_watermark", "producers", "waiters", "max_message_bytes",
-                 "log_append_time", "deleted")
+    __slots__ = ("topic", "partition", "log", "high_watermark", "next_offset", "producers", "waiters",
+                 "max_message_bytes", "log_append_time", "deleted")
 
     def __init__(self, topic: str, partition: int, log: PartitionLog, max_message_bytes: int,
                  log_append_time: bool) -> None:
@@ -62,6 +64,7 @@ class PartitionState:
         self.partition = partition
         self.log = log
         self.high_watermark = log.end_offset
+        self.next_offset = log.end_offset  # where the next submitted batch will land
         self.producers = ProducerStateTable()
         self.waiters: set[trio.Event] = set()
         self.max_message_bytes = max_message_bytes
@@ -77,6 +80,21 @@ class PartitionState:
         for event in self.waiters:
             event.set()
         self.waiters.clear()
+
+
+class Append:
+    """One produced batch on its way to the log. ``expected`` is the offset it was promised when
+    queued (the log end plus everything queued before it); ``first``/``last`` are where it landed."""
+
+    __slots__ = ("raw", "expected", "first", "last", "error", "on_done")
+
+    def __init__(self, raw: bytes, expected: int, on_done: Callable[[], None]) -> None:
+        self.raw = raw
+        self.expected = expected
+        self.first = -1
+        self.last = -1
+        self.error: Exception | None = None
+        self.on_done = on_done
 
 
 def _rebuild_producers(state: PartitionState, now_ms: int) -> None:
@@ -118,10 +136,10 @@ class TopicLogs:
         self.producer_ids = ProducerIdAllocator(data_dir / PRODUCER_ID_FILE)
         self.states: dict[TopicPartition, PartitionState] = {}
         self.nursery: trio.Nursery | None = None
-        self._dirty: dict[PartitionState, int] = {}
+        self._pending: dict[PartitionState, list[Append]] = {}
         self._unflushed: set[PartitionState] = set()
         self._callbacks: list[Callable[[], None]] = []
-        self._flush_wanted = trio.Event()
+        self._work = trio.Event()
 
     @classmethod
     def for_config(cls, data_dir: Path, catalog: TopicCatalog, config: Any) -> TopicLogs:
@@ -185,44 +203,67 @@ class TopicLogs:
         for tp in [tp for tp in self.states if tp[0] == name]:
             state = self.states.pop(tp)
             state.deleted = True
-            self._dirty.pop(state, None)
             self._unflushed.discard(state)
             state.wake()
         self.manager.delete_topic(name)
 
-    # ---- durability -------------------------------------------------------------------------
+    # ---- the write path ----------------------------------------------------------------------
 
-    def appended(self, state: PartitionState) -> None:
-        """Records were written to ``state.log``: make them durable and visible per the policy."""
-        if self.sync_flush:
-            self._dirty[state] = state.log.end_offset
-            self._flush_wanted.set()
-        else:
-            self._unflushed.add(state)
-            state.advance(state.log.end_offset)
+    def submit(self, state: PartitionState, append: Append) -> None:
+        """Queue a validated batch for ``state``'s log; ``append.on_done`` runs once it is written
+        (and, with the sync policy, durable) or has failed."""
+        pending = self._pending.get(state)
+        if pending is None:
+            pending = self._pending[state] = []
+        pending.append(append)
+        self._work.set()
 
     def when_durable(self, callback: Callable[[], None]) -> None:
-        """Calls ``callback`` once everything appended so far is durable (or its flush failed)."""
-        if not self.sync_flush:
-            callback()
-            return
+        """Calls ``callback`` once everything submitted so far is written and durable per the policy."""
         self._callbacks.append(callback)
-        self._flush_wanted.set()
+        self._work.set()
 
-    async def _flusher(self) -> None:
+    def _write_round(self, work: dict[PartitionState, list[Append]]) -> set[PartitionState]:
+        """Worker thread: append every queued batch, then (sync policy) fdatasync each log once."""
+        for state, appends in work.items():
+            for a in appends:
+                try:
+                    a.first, a.last = state.log.append_batch(a.raw)
+                except Exception as exc:  # reported per batch; the log refused it whole
+                    a.error = exc
+        return _flush_logs(work) if self.sync_flush else set()
+
+    async def _writer(self) -> None:
         while True:
-            await self._flush_wanted.wait()
-            self._flush_wanted = trio.Event()
-            dirty, self._dirty = self._dirty, {}
+            await self._work.wait()
+            self._work = trio.Event()
+            work, self._pending = self._pending, {}
             callbacks, self._callbacks = self._callbacks, []
             failed: set[PartitionState] = set()
-            if dirty:
-                failed = await trio.to_thread.run_sync(_flush_logs, list(dirty))
-            for state, end in dirty.items():
+            if work:
+                failed = await trio.to_thread.run_sync(self._write_round, work)
+            for state, appends in work.items():
+                if any(a.error is not None or a.first != a.expected for a in appends):
+                    self._resync(state)
                 if state not in failed:
-                    state.advance(end)
+                    state.advance(state.log.end_offset if not state.deleted else state.high_watermark)
+                if not self.sync_flush:
+                    self._unflushed.add(state)
+                for a in appends:
+                    if state in failed and a.error is None:
+                        a.error = OSError("the write could not be made durable")
+                    a.on_done()
             for callback in callbacks:
                 callback()
+
+    def _resync(self, state: PartitionState) -> None:
+        """A queued batch was refused by the log: the offsets handed to the batches behind it were
+        guesses that did not hold, so predictions and producer state restart from the log."""
+        if state.deleted:
+            return
+        state.next_offset = state.log.end_offset
+        state.producers = ProducerStateTable()
+        _rebuild_producers(state, int(time.time() * 1000))
 
     async def _flush_periodically(self) -> None:
         while True:
@@ -270,7 +311,7 @@ class TopicLogs:
         logs.event("topic_logs.opened", partitions=count, seconds=round(time.perf_counter() - started, 3))
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
-            nursery.start_soon(self._flusher)
+            nursery.start_soon(self._writer)
             if not self.sync_flush:
                 nursery.start_soon(self._flush_periodically)
             nursery.start_soon(self._retention)

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from crc32c import crc32c
 
 from broker.producer_state import last_sequence
 from broker.router import CloseConnection, Request
-from broker.topic_logs import PartitionState, TopicLogs
+from broker.topic_logs import Append, PartitionState, TopicLogs
 from broker.topics import Topic
 from protocol.errors import DecodeError, ErrorCode
 from protocol.messages.produce import ProduceRequest, ProduceResponse
@@ -105,9 +106,11 @@ def _check_keys(batch: RecordBatch) -> None:
         raise Rejected(ErrorCode.INVALID_RECORD, "Compacted topic cannot accept message without key")
 
 
-def append(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any) -> int | None:
-    """Validates and appends one partition's batch, filling ``resp``. Returns the last offset the
-    answer depends on (to wait for its durability), or None when there is nothing to wait for."""
+def submit(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any,
+           on_done: Callable[[], None]) -> Append | int | None:
+    """Validates one partition's batch and queues it, filling ``resp`` as far as known now.
+    Returns the queued ``Append``; for a duplicate, the last offset of the original (whose
+    durability the answer waits for); None when there is nothing to wait for."""
     batch = inspect_batch(raw, state.max_message_bytes)
     log = state.log
     if log.config.compact:
@@ -122,30 +125,39 @@ def append(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any) 
         if check.duplicate is not None:
             resp.base_offset = check.duplicate.first_offset
             resp.log_start_offset = log.log_start_offset
-            return check.duplicate.last_offset
-    now = int(time.time() * 1000)
+            last = check.duplicate.last_offset
+            return last if last >= state.high_watermark else None
     if state.log_append_time:
+        now = int(time.time() * 1000)
         raw = stamp_log_append_time(raw, now)
         resp.log_append_time_ms = now
-    try:
-        first, last = log.append_batch(raw)
-    except CorruptBatchError as exc:
-        code = ErrorCode.CORRUPT_MESSAGE if exc.kind in _CORRUPT_KINDS else ErrorCode.INVALID_RECORD
-        raise Rejected(code, f"invalid record batch: {exc.reason}") from None
-    except CompressionUnavailableError as exc:
-        raise Rejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, exc.reason) from None
-    except DecodeError as exc:
-        raise Rejected(ErrorCode.INVALID_RECORD, f"invalid record batch: {exc.reason}") from None
-    except StorageError:
-        raise Rejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the partition was deleted") from None
-    except OSError as exc:
-        raise Rejected(ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write the log: {exc.strerror}") from None
+    first = state.next_offset
+    last = first + batch.last_offset_delta
+    state.next_offset = last + 1
     if pid >= 0:
+        # Noted now, with the offsets the batch will get, so a retry arriving while it is still
+        # queued is already recognised.
         state.producers.record(pid, batch.producer_epoch, first_seq, last_seq, first, last, batch.max_timestamp)
-    topic_logs.appended(state)
-    resp.base_offset = first
-    resp.log_start_offset = log.log_start_offset
-    return last
+    append = Append(raw, first, on_done)
+    topic_logs.submit(state, append)
+    return append
+
+
+def outcome(append: Append) -> tuple[int, str | None]:
+    """The error code and message for a batch the log refused (0 when it was stored)."""
+    exc = append.error
+    if exc is None:
+        return 0, None
+    if isinstance(exc, CorruptBatchError):
+        code = ErrorCode.CORRUPT_MESSAGE if exc.kind in _CORRUPT_KINDS else ErrorCode.INVALID_RECORD
+        return code, f"invalid record batch: {exc.reason}"
+    if isinstance(exc, CompressionUnavailableError):
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, exc.reason
+    if isinstance(exc, DecodeError):
+        return ErrorCode.INVALID_RECORD, f"invalid record batch: {exc.reason}"
+    if isinstance(exc, StorageError):
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the partition was deleted"
+    return ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write the log: {exc}"
 
 
 def register(broker: Broker) -> None:
@@ -171,9 +183,22 @@ def register(broker: Broker) -> None:
         body = req.body
         acks = body.acks
         transactional = body.transactional_id is not None
-        waits: list[tuple[Any, PartitionState, int]] = []
+        appends: list[tuple[Any, PartitionState, Append]] = []
+        duplicates: list[tuple[Any, PartitionState, int]] = []
         failed = False
         topics = []
+        outstanding = 0
+        response: Any = None
+
+        def done() -> None:
+            nonlocal outstanding
+            outstanding -= 1
+            if outstanding == 0:
+                if duplicates:
+                    topic_logs.when_durable(answer)
+                else:
+                    answer()
+
         for td in body.topic_data:
             topic, topic_error, topic_message = resolve(req, td)
             parts = []
@@ -192,36 +217,46 @@ def register(broker: Broker) -> None:
                     if state is None:
                         raise Rejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                        "This server does not host this topic-partition.")
-                    last = append(topic_logs, state, pd.records, resp)
-                    if last is not None and last >= state.high_watermark:
-                        waits.append((resp, state, last))
+                    queued = submit(topic_logs, state, pd.records, resp, done)
+                    if isinstance(queued, Append):
+                        outstanding += 1
+                        appends.append((resp, state, queued))
+                    elif queued is not None:
+                        duplicates.append((resp, state, queued))
                 except Rejected as exc:
                     failed = True
                     resp.error_code = exc.error_code
                     resp.error_message = str(exc)
             topics.append(ProduceResponse.TopicProduceResponse(name=td.name, topic_id=td.topic_id,
                                                               partition_responses=parts))
-        if acks == 0:
-            if failed:
-                req.reply.set_close()
-            else:
-                req.reply.set_nothing()
-            return
         response = ProduceResponse(responses=topics, throttle_time_ms=0)
 
         def answer() -> None:
-            for resp, state, last in waits:
+            for resp, state, append in appends:
+                code, message = outcome(append)
+                if code:
+                    resp.error_code, resp.error_message = code, message
+                else:
+                    resp.base_offset = append.first
+                    resp.log_start_offset = state.log.log_start_offset
+            for resp, state, last in duplicates:
                 if state.deleted:
                     resp.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     resp.error_message = "the partition was deleted"
                 elif state.high_watermark <= last:
                     resp.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                     resp.error_message = "the write could not be made durable"
-            req.reply.set(response)
+            if acks != 0:
+                req.reply.set(response)
 
-        if waits:
-            topic_logs.when_durable(answer)
-        else:
-            answer()
+        if acks == 0:
+            # Nothing is sent back; a producer that cannot read errors learns of one by the close.
+            if failed:
+                req.reply.set_close()
+            else:
+                req.reply.set_nothing()
+        if outstanding == 0:
+            outstanding = 1
+            done()
 
     broker.router.register(ProduceRequest, ProduceResponse, produce, versions=(0, ProduceRequest.valid.high))

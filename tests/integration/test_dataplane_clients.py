@@ -259,7 +259,8 @@ class DroppingProxy:
         self.dropped = 0
         self.server = socket.create_server(("127.0.0.1", listen_port))
         self.stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
 
     def _accept(self) -> None:
         self.server.settimeout(0.2)
@@ -268,6 +269,8 @@ class DroppingProxy:
                 client, _ = self.server.accept()
             except TimeoutError:
                 continue
+            except OSError:
+                return  # closed
             upstream = socket.create_connection(("127.0.0.1", self.target_port))
             produce_ids: set[int] = set()
             threading.Thread(target=self._pump, args=(client, upstream, produce_ids, True), daemon=True).start()
@@ -302,6 +305,7 @@ class DroppingProxy:
 
     def close(self) -> None:
         self.stop.set()
+        self.thread.join(5)
         self.server.close()
 
 

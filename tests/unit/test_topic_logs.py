@@ -13,7 +13,7 @@ import trio.testing
 
 from broker.handlers.fetch import below
 from broker.handlers.produce import Rejected, inspect_batch, stamp_log_append_time
-from broker.topic_logs import TopicLogs, partition_end_offset, topic_end_offsets, topic_log_config
+from broker.topic_logs import Append, TopicLogs, partition_end_offset, topic_end_offsets, topic_log_config
 from broker.topics import OFFSETS_TOPIC, TopicCatalog
 from protocol.errors import ErrorCode
 from protocol.record_batch import build_simple_batch, iter_batches, read_batch
@@ -42,15 +42,15 @@ async def test_sync_policy_shows_records_only_after_the_flush(tmp_path: Path) ->
         assert state is not None
         woken = trio.Event()
         state.waiters.add(woken)
-        state.log.append_batch(batch(3))
-        tl.appended(state)
-        assert state.high_watermark == 0  # written, not yet durable
         done: list[int] = []
-        tl.when_durable(lambda: done.append(state.high_watermark))
+        append = Append(batch(3), 0, lambda: done.append(state.high_watermark))
+        tl.submit(state, append)
+        assert state.high_watermark == 0  # queued, not yet written
         with trio.fail_after(5):
             await woken.wait()
         await trio.testing.wait_all_tasks_blocked()
         assert done == [3] and state.high_watermark == 3 and state.log.recovery_point == 3
+        assert (append.first, append.last, append.error) == (0, 2, None)
         nursery.cancel_scope.cancel()
     tl.close()
 
@@ -63,9 +63,10 @@ async def test_interval_policy_shows_records_at_once(tmp_path: Path) -> None:
         await nursery.start(tl.run)
         state = tl.get("t", 0)
         assert state is not None
-        state.log.append_batch(batch(2))
-        tl.appended(state)
-        assert state.high_watermark == 2
+        tl.submit(state, Append(batch(2), 0, lambda: None))
+        with trio.fail_after(5):
+            while state.high_watermark < 2:
+                await trio.sleep(0.001)
         with trio.fail_after(5):
             while state.log.recovery_point < 2:
                 await trio.sleep(0.01)
