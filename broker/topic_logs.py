@@ -47,6 +47,16 @@ _LOG_CONFIG_NAMES = {f.name.replace("_", "."): f.name for f in fields(LogConfig)
 def topic_log_config(defaults: LogConfig, configs: dict[str, str]) -> LogConfig:
     """A topic's log settings: broker defaults overridden by the topic's own configs (other
     topic configs, such as ``max.message.bytes``, are read elsewhere). Raises ``ValueError``."""
+    for name, value in configs.items():
+        try:
+            if name == "max.message.bytes" and int(value) < 0:
+                raise ValueError("cannot be negative")
+            if name == "message.timestamp.type" and value not in ("CreateTime", "LogAppendTime"):
+                raise ValueError("must be CreateTime or LogAppendTime")
+            if name in _LOG_CONFIG_NAMES:
+                LogConfig.from_kafka({name: value}, defaults)
+        except ValueError as exc:
+            raise ValueError(f"Invalid value {value} for configuration {name}: {exc}") from None
     known: dict[str, str | None] = {k: v for k, v in configs.items() if k in _LOG_CONFIG_NAMES}
     return LogConfig.from_kafka(known, defaults)
 

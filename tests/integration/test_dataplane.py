@@ -145,6 +145,24 @@ def test_batches_over_max_message_bytes_are_refused(client: WireClient) -> None:
     assert produce(client, "small", build_simple_batch([(None, b"x" * 100, 1)])).error_code == 0
 
 
+def test_invalid_topic_configs_are_refused_at_creation(client: WireClient) -> None:
+    t = CreateTopicsRequest.CreatableTopic(name="bad-config", num_partitions=1, replication_factor=1, assignments=[],
+                                           configs=[CreateTopicsRequest.CreatableTopic.CreatableTopicConfig(
+                                               name="retention.ms", value="soon")])
+    res = client.call(19, 7, CreateTopicsRequest(topics=[t], timeout_ms=5000, validate_only=False)).topics[0]
+    assert res.error_code == ErrorCode.INVALID_CONFIG and "retention" in res.error_message
+    assert produce(client, "bad-config", records(1)).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_log_append_time_topics_stamp_the_broker_clock(client: WireClient) -> None:
+    create(client, "stamped", configs={"message.timestamp.type": "LogAppendTime"})
+    before = int(time.time() * 1000)
+    resp = produce(client, "stamped", records(2, ts=1_000))
+    assert resp.error_code == 0 and resp.log_append_time_ms >= before
+    batch = next(iter_batches(fetch(client, "stamped", 0).responses[0].partitions[0].records))
+    assert batch.log_append_time and batch.max_timestamp == resp.log_append_time_ms
+
+
 def test_acks_zero_gets_no_response(client: WireClient) -> None:
     create(client, "fire")
     corr = client.send(PRODUCE, 9, ProduceRequest(transactional_id=None, acks=0, timeout_ms=1000, topic_data=[

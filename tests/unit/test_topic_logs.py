@@ -132,6 +132,10 @@ def test_topic_configs_override_broker_defaults_and_bad_values_are_refused() -> 
         topic_log_config(base, {"segment.bytes": "lots"})
     with pytest.raises(ValueError):
         topic_log_config(base, {"cleanup.policy": "shred"})
+    with pytest.raises(ValueError):
+        topic_log_config(base, {"max.message.bytes": "big"})
+    with pytest.raises(ValueError):
+        topic_log_config(base, {"message.timestamp.type": "Whenever"})
 
 
 def test_end_offsets_are_read_from_a_data_dir_without_a_broker(tmp_path: Path) -> None:
