@@ -18,15 +18,15 @@ import trio
 
 from broker import logs
 from broker.coordinator.context import CoordinatorConfig, RequestContext
-from broker.coordinator.records import OffsetCommitRecord, decode_record, encode_record
+from broker.coordinator.records import OffsetCommitRecord, encode_record
 from broker.coordinator.result import CancelTimer, Result, SetTimer
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
 from broker.metrics import METRICS
+from broker.replay_plan import replay_log
 from broker.timers import TimerService, wall_ms
 from broker.topics import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
-from protocol.record_batch import decode_records
 from storage.cleaner import clean
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
@@ -59,6 +59,7 @@ class ShardRuntime:
         self.queued_seq = 0
         self.durable_seq = 0
         self.load_seconds = 0.0
+        self.replayed = 0
 
     # ---- loading ----------------------------------------------------------------------------
 
@@ -70,18 +71,9 @@ class ShardRuntime:
         elif report.rebuilt_indexes or report.leftovers:
             logs.event("log.recovered", partition=self.partition, details=report.summary())
         self.log = log
-        count = 0
-        replay = self.shard.replay
-        for batch in log.batches():
-            if batch.is_control:
-                continue
-            base = batch.base_offset
-            for record in decode_records(batch):
-                rec = decode_record(record.key, record.value) if record.key is not None else None
-                if rec is not None:
-                    replay(rec, base + record.offset_delta)
-                    count += 1
-        return count
+        read, replayed = replay_log(log.batches, self.shard.replay)
+        self.replayed = replayed
+        return read
 
     async def load(self) -> None:
         started = time.perf_counter()

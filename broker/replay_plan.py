@@ -1,0 +1,96 @@
+"""Startup replay that skips what later records overwrite.
+
+Replaying a partition must leave the shard exactly as replaying every record in order would. Most
+records in a busy ``__consumer_offsets`` partition are offset commits that a later commit of the
+same key replaces, so a first pass reads only keys (cheap) and marks the records whose replay can
+matter; the second pass decodes and replays just those, in log order, and skips whole batches that
+hold none of them.
+
+An offset record matters if it is the last one for its key, or if it would create a group: the
+first value-bearing commit for a group that does not exist at that point (before any
+GroupMetadata record of the group, or after its tombstone). GroupMetadata records always matter.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+from collections.abc import Callable
+from typing import Any
+
+from broker.coordinator.records import decode_record
+from protocol.record_batch import RecordBatch, decode_keys, decode_records
+
+_HEAD = struct.Struct(">hh")
+_VERSION = struct.Struct(">h")
+OFFSET_KEY_VERSIONS = (0, 1)
+GROUP_KEY_VERSION = 2
+
+
+def _group_of(key: bytes) -> tuple[int, bytes]:
+    """(key version, group name bytes) — both record types start with the group string."""
+    version, length = _HEAD.unpack_from(key, 0)
+    return version, key[4 : 4 + length]
+
+
+def plan(batches: Callable[[], Any]) -> list[int]:
+    """Sorted offsets of the offset-commit records whose replay matters."""
+    last: dict[bytes, int] = {}
+    creators: list[int] = []
+    present: set[bytes] = set()  # groups that exist at this point of the log
+    for batch in batches():
+        if batch.is_control:
+            continue
+        base = batch.base_offset
+        for delta, key, value_is_null in decode_keys(batch):
+            if key is None or len(key) < 4:
+                continue
+            version, group = _group_of(key)
+            if version in OFFSET_KEY_VERSIONS:
+                offset = base + delta
+                last[key] = offset
+                if not value_is_null and group not in present:
+                    present.add(group)
+                    creators.append(offset)
+            elif version == GROUP_KEY_VERSION:
+                if value_is_null:
+                    present.discard(group)
+                else:
+                    present.add(group)
+    return sorted(set(creators).union(last.values()))
+
+
+def _wanted(needed: list[int], batch: RecordBatch) -> bool:
+    i = bisect.bisect_left(needed, batch.base_offset)
+    return i < len(needed) and needed[i] <= batch.last_offset
+
+
+def replay_log(batches: Callable[[], Any], replay: Callable[[Any, int], None]) -> tuple[int, int]:
+    """Replays a partition through ``replay(record, offset)``; returns (records read, records replayed).
+    ``batches`` returns a fresh iterator over the partition's batches each time it is called."""
+    needed = plan(batches)
+    needed_set = set(needed)
+    read = replayed = 0
+    for batch in batches():
+        if batch.is_control:
+            continue
+        read += batch.records_count
+        if not _wanted(needed, batch):
+            # No offset record here matters; decode it only for GroupMetadata records it may hold.
+            has_groups = any(key is not None and len(key) >= 2 and _VERSION.unpack_from(key, 0)[0] == GROUP_KEY_VERSION
+                             for _, key, _ in decode_keys(batch))
+            if not has_groups:
+                continue
+        base = batch.base_offset
+        for record in decode_records(batch):
+            key = record.key
+            if key is None or len(key) < 2:
+                continue
+            offset = base + record.offset_delta
+            if _VERSION.unpack_from(key, 0)[0] in OFFSET_KEY_VERSIONS and offset not in needed_set:
+                continue
+            rec = decode_record(key, record.value)
+            if rec is not None:
+                replay(rec, offset)
+                replayed += 1
+    return read, replayed
