@@ -63,6 +63,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property("log.segment.bytes", int, 1073741824, "Segment size of ordinary topics.", minimum=1024),
     Property("log.retention.ms", int, 604800000, "Time retention of ordinary topics (-1 = forever)."),
     Property("log.retention.bytes", int, -1, "Size retention per partition of ordinary topics (-1 = none)."),
+    Property("log.retention.check.interval.ms", int, 300000, "How often topic retention (time and size) is "
+             "applied.", minimum=1),
     Property("log.cleaner.enable", bool, True, "Compact __consumer_offsets in the background."),
     Property("log.cleaner.backoff.ms", int, 15000, "Pause between compaction checks.", minimum=1),
     Property("log.cleaner.delete.retention.ms", int, 86400000, "How long tombstones survive compaction.",

@@ -155,10 +155,9 @@ class TopicLogs:
     def for_config(cls, data_dir: Path, catalog: TopicCatalog, config: Any) -> TopicLogs:
         defaults = LogConfig(segment_bytes=config["log.segment.bytes"], retention_ms=config["log.retention.ms"],
                              retention_bytes=config["log.retention.bytes"])
-        values = getattr(config, "values", {})
         return cls(data_dir, catalog, defaults, max_message_bytes=config["message.max.bytes"],
                    sync_flush=config["log.flush.policy"] == "sync", flush_interval_ms=config["log.flush.interval.ms"],
-                   retention_check_ms=int(values.get("log.retention.check.interval.ms", RETENTION_CHECK_MS)))
+                   retention_check_ms=config["log.retention.check.interval.ms"])
 
     # ---- partitions -------------------------------------------------------------------------
 
