@@ -45,7 +45,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     p.add_argument("--as-of", type=_instant_ms, metavar="TIME",
                    help="judge staleness and stopped partitions as of this time (default: now)")
     p.add_argument("--bucket", type=_duration, metavar="DURATION",
-                   help="time bucket of commit_activity, e.g. 1m (default: fits ~200 buckets in the log's span)")
+                   help="time bucket of commit_activity, e.g. 1m (default: the roundest that fits 60 buckets in the log's span)")
     p.add_argument("--offsets-retention-minutes", type=int, default=10080,
                    help="the cluster's offsets.retention.minutes, for the stale flag (default 10080)")
     p.add_argument("--window", type=int, default=DEFAULT_WINDOW,

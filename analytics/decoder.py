@@ -38,6 +38,7 @@ _QQ = struct.Struct(">qq")
 _SKIP = ("skip",)
 _UNWANTED = ("-",)
 KINDS = frozenset((OFFSET_COMMIT, GROUP_METADATA))
+_GROUPS_ONLY = frozenset((GROUP_METADATA,))
 
 
 @dataclass
@@ -279,6 +280,45 @@ def _decode_records(batch: RecordBatch, keys: _Keys, out: Decoded) -> None:
         pos = rec_end
 
 
+def _scan_group_records(batch: RecordBatch, keys: _Keys, out: Decoded) -> None:
+    """Group-metadata records only: other records are stepped over by their length after a
+    glance at their key's version, without decoding anything else."""
+    buf = batch.records_data()
+    pos = 0
+    end = len(buf)
+    for _ in range(batch.records_count):
+        try:
+            length, p = _zigzag(buf, pos)
+        except (DecodeError, IndexError):
+            out.undecodable += 1
+            return
+        rec_end = p + length
+        if length <= 0 or rec_end > end:
+            out.undecodable += 1
+            return
+        try:
+            q = p + 1
+            while buf[q] & 0x80:  # timestamp delta
+                q += 1
+            q += 1
+            while buf[q] & 0x80:  # offset delta
+                q += 1
+            q += 1
+            klen, q = _zigzag(buf, q)
+            if klen >= 2 and buf[q] == 0 and buf[q + 1] == 2:
+                ts_delta, p = _zigzag(buf, p + 1)
+                off_delta, p = _zigzag(buf, p)
+                klen, p = _zigzag(buf, p)
+                key = buf[p:p + klen]
+                vlen, p = _zigzag(buf, p + klen)
+                value = None if vlen < 0 else buf[p:p + vlen]
+                out.groups.append(_group_row(batch.base_offset + off_delta, batch.base_timestamp + ts_delta,
+                                             keys.lookup(key)[1], value))
+        except (DecodeError, struct.error, IndexError, UnicodeDecodeError, ValueError):
+            out.undecodable += 1
+        pos = rec_end
+
+
 def _control_type(batch: RecordBatch) -> int:
     """COMMIT (1) or ABORT (0) marker of a control batch; -1 for anything else."""
     records = decode_records(batch)
@@ -308,7 +348,10 @@ def decode_segment(data: bytes, health: SegmentHealth | None = None, chunk_rows:
             if batch.is_transactional:
                 _decode_records(batch, keys, pending.setdefault(batch.producer_id, Decoded()))
                 continue
-            _decode_records(batch, keys, out)
+            if kinds == _GROUPS_ONLY:
+                _scan_group_records(batch, keys, out)
+            else:
+                _decode_records(batch, keys, out)
         except (ValueError, DecodeError, OSError) as exc:
             health.problems.append(f"batch at offset {batch.base_offset} (position {batch.position}): {exc}")
             continue

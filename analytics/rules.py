@@ -87,7 +87,7 @@ _BUCKETS_MS = [1000, 5000, 10_000, 30_000, 60_000, 300_000, 900_000, 3_600_000, 
                7 * 86_400_000]
 
 
-def pick_bucket_ms(span_ms: int, max_buckets: int = 200) -> int:
+def pick_bucket_ms(span_ms: int, max_buckets: int = 60) -> int:
     """The smallest round bucket that cuts ``span_ms`` into at most ``max_buckets`` pieces."""
     for b in _BUCKETS_MS:
         if span_ms / b <= max_buckets:

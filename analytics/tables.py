@@ -46,22 +46,31 @@ def commit_steps(commits: DataFrame) -> DataFrame:
     the key's last tombstone: ``live``), and how recent it is among the live ones (``rn_desc``
     1 is the current offset). ``at`` is the commit time in ms.
     """
-    every = Window.partitionBy(*KEY)
-    ordered = Window.partitionBy(*KEY).orderBy("seq")
-    running = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    # Sorting on a 64-bit hash of the key rather than on two strings and an int lets Spark's
+    # prefix sort decide almost every comparison from the first 8 bytes.
+    ordered = Window.partitionBy("key_id").orderBy("seq")
+    whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
+    upto = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    # Every window expression shares one partitioning and order, and none reads another,
+    # so Spark computes them in a single pass over one sort.
+    x = (commits
+         .withColumn("seq", _seq())
+         .withColumn("at", F.unix_millis(F.coalesce("commit_timestamp", "batch_timestamp")))
+         .withColumn("key_id", F.xxhash64(*KEY))
+         .select("*",
+                 F.max(F.when(F.col("tombstone"), F.col("seq"))).over(whole).alias("last_tomb"),
+                 F.lag("committed_offset").over(ordered).alias("prev_offset"),
+                 F.lag("at").over(ordered).alias("prev_at"),
+                 F.count(F.when(~F.col("tombstone"), 1)).over(whole).alias("commits"),
+                 F.count(F.when(~F.col("tombstone"), 1)).over(upto).alias("commits_so_far")))
     live = ~F.col("tombstone") & (F.col("last_tomb").isNull() | (F.col("seq") > F.col("last_tomb")))
-    return (commits
-            .withColumn("seq", _seq())
-            .withColumn("at", F.unix_millis(F.coalesce("commit_timestamp", "batch_timestamp")))
-            .withColumn("last_tomb", F.max(F.when(F.col("tombstone"), F.col("seq"))).over(every))
-            .withColumn("live", live)
-            .withColumn("advance", F.col("committed_offset") - F.lag("committed_offset").over(ordered))
-            .withColumn("gap_ms", F.col("at") - F.lag("at").over(ordered))
-            .withColumn("live_rn", F.sum(F.col("live").cast("int")).over(running))
-            .withColumn("live_total", F.sum(F.col("live").cast("int")).over(every))
-            .withColumn("rn_desc", F.when(F.col("live"), F.col("live_total") - F.col("live_rn") + 1))
-            .select(*KEY, "seq", "at", "committed_offset", "leader_epoch", "metadata", "expire_timestamp",
-                    "tombstone", "live", "advance", "gap_ms", "rn_desc"))
+    return x.select(*KEY, "seq", "at", "committed_offset", "leader_epoch", "metadata", "expire_timestamp",
+                    "tombstone", live.alias("live"),
+                    (F.col("committed_offset") - F.col("prev_offset")).alias("advance"),
+                    (F.col("at") - F.col("prev_at")).alias("gap_ms"),
+                    # Commits after a live one are live too, so counting them ranks it among the live.
+                    # (A frame from the current row to the end would cost quadratic time in Spark.)
+                    F.when(live, F.col("commits") - F.col("commits_so_far") + 1).alias("rn_desc"))
 
 
 def end_offsets_df(spark: SparkSession, samples: list[rules.EndOffset]) -> DataFrame:
@@ -164,28 +173,26 @@ def generation_history(events: DataFrame) -> DataFrame:
     return events.drop("seq")
 
 
-def membership_timeline(records: DataFrame, events: DataFrame) -> DataFrame:
+def membership_timeline(records: DataFrame) -> DataFrame:
     """Every member ever seen: ids, host, the generations and times it was in, and when it left."""
-    gm = (records.filter((F.col("kind") == GROUP_METADATA) & ~F.col("tombstone"))
-          .withColumn("seq", _seq()).select("group", "generation", "batch_timestamp", "seq",
-                                           F.explode("members").alias("m")))
-    seen = (gm.groupBy("group", F.col("m.member_id").alias("member_id"))
+    gm = (records.filter(F.col("kind") == GROUP_METADATA).withColumn("seq", _seq())
+          .withColumn("next_at", F.lead("batch_timestamp").over(Window.partitionBy("group").orderBy("seq"))))
+    seen = (gm.filter(~F.col("tombstone"))
+            .select("group", "generation", "batch_timestamp", "seq", "next_at", F.explode("members").alias("m"))
+            .groupBy("group", F.col("m.member_id").alias("member_id"))
             .agg(F.max_by(F.struct("m.group_instance_id", "m.client_id", "m.client_host", "m.session_timeout",
-                                   "m.rebalance_timeout", "m.subscribed_topics", "m.assigned_partitions"),
+                                   "m.rebalance_timeout", "m.subscribed_topics", "m.assigned_partitions",
+                                   # It left when the group next changed after the last record listing it.
+                                   F.col("next_at").alias("left_at")),
                           "seq").alias("last"),
                  F.min("generation").alias("first_generation"), F.max("generation").alias("last_generation"),
                  F.countDistinct("generation").alias("generations"),
-                 F.min("batch_timestamp").alias("first_seen"), F.max("batch_timestamp").alias("last_seen"),
-                 F.max("seq").alias("last_seq")))
-    # It left at the group's first change after the last record that listed it.
-    later = events.select("group", F.col("seq").alias("e_seq"), F.col("at").alias("e_at"))
-    left = (seen.join(later, "group").filter(F.col("e_seq") > F.col("last_seq"))
-            .groupBy("group", "member_id").agg(F.min_by("e_at", "e_seq").alias("left_at")))
-    return (seen.join(left, ["group", "member_id"], "left")
-            .select("group", "member_id", "last.group_instance_id", "last.client_id", "last.client_host",
-                    "first_generation", "last_generation", "generations", "first_seen", "last_seen", "left_at",
-                    F.col("left_at").isNull().alias("current_member"), "last.session_timeout",
-                    "last.rebalance_timeout", "last.subscribed_topics", "last.assigned_partitions"))
+                 F.min("batch_timestamp").alias("first_seen"), F.max("batch_timestamp").alias("last_seen")))
+    return seen.select("group", "member_id", "last.group_instance_id", "last.client_id", "last.client_host",
+                       "first_generation", "last_generation", "generations", "first_seen", "last_seen",
+                       "last.left_at", F.col("last.left_at").isNull().alias("current_member"),
+                       "last.session_timeout", "last.rebalance_timeout", "last.subscribed_topics",
+                       "last.assigned_partitions")
 
 
 _INVENTORY_ROWS = ("group string, state string, status string, protocol_type string, protocol string, "

@@ -71,7 +71,8 @@ def test_stale_means_empty_and_idle_past_retention() -> None:
 
 
 def test_buckets_durations_and_end_offsets() -> None:
-    assert rules.pick_bucket_ms(60 * MIN) == 30_000
+    assert rules.pick_bucket_ms(60 * MIN) == MIN
+    assert rules.pick_bucket_ms(61 * MIN) == 5 * MIN
     assert rules.pick_bucket_ms(10_000) == 1000
     assert rules.pick_bucket_ms(10**13) == 7 * 86_400_000
     assert rules.parse_duration_ms("90s") == 90_000 and rules.parse_duration_ms("2h") == 7_200_000

@@ -128,3 +128,21 @@ def test_a_record_that_does_not_decode_is_skipped_and_counted() -> None:
     assert [(r[4], r[5]) for r in commit_rows(d)] == [(1, 5)]
     assert len(set(map(len, vars(d.commits).values()))) == 1
     assert health.problems == ["1 records could not be decoded and were skipped"]
+
+
+def test_reading_one_kind_gives_the_same_rows_as_reading_both() -> None:
+    members = [{"member_id": "m", "client_id": "c", "host": "/h", "topics": ["t"], "assigned": {"t": [0]}}]
+    data = kb.batch(0, [
+        (kb.commit_key("g", "t", 0), kb.commit_value_v3(1, -1, "", T0), T0),
+        (kb.group_key("g"), kb.group_value_v3("consumer", 1, "range", "m", T0, members), T0 + 1),
+        (kb.commit_key("g", "t", 1), kb.commit_value_v3(2, -1, "", T0), T0 + 2),
+        (kb.group_key("g"), None, T0 + 3),
+    ] + [(kb.commit_key("g", "t", p), kb.commit_value_v3(p, -1, "", T0), T0 + 4) for p in range(200)])
+    both = decode_all(data)
+    groups_only = [g for chunk in decode_segment(data, kinds=frozenset({"group_metadata"})) for g in chunk.groups]
+    commits_only = Decoded()
+    for chunk in decode_segment(data, kinds=frozenset({"offset_commit"})):
+        commits_only.commits.extend(chunk.commits)
+        assert chunk.groups == []
+    assert groups_only == both.groups and [g.log_offset for g in groups_only] == [1, 3]
+    assert commit_rows(commits_only) == commit_rows(both)
