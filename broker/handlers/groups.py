@@ -72,14 +72,22 @@ def register(broker: Broker) -> None:
     def runtime_for(group_id: str) -> ShardRuntime:
         return shards.runtimes[partition_for(group_id, shards.num_partitions)]
 
+    max_record_bytes = broker.config["message.max.bytes"]
+
     def single_group(request_message: Any, op_name: str, empty_id_invalid: bool = True,
-                     loading_code: int = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) -> Callable[[Request], None]:
+                     loading_code: int = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                     too_large: Callable[[Any], bool] | None = None) -> Callable[[Request], None]:
         build_error = _ERRORS[request_message]
 
         def handle(req: Request) -> None:
             group_id = req.body.group_id
             if group_id is None or (empty_id_invalid and group_id == ""):
                 req.reply.set(build_error(req, ErrorCode.INVALID_GROUP_ID))
+                return
+            if too_large is not None and too_large(req.body):
+                # Kafka cannot write a record above the topic's max.message.bytes and answers the
+                # MESSAGE_TOO_LARGE of its log as UNKNOWN_SERVER_ERROR; the group is left as it was.
+                req.reply.set(build_error(req, ErrorCode.UNKNOWN_SERVER_ERROR))
                 return
             runtime = runtime_for(group_id)
             if not runtime.loaded:
@@ -198,7 +206,11 @@ def register(broker: Broker) -> None:
                             lambda code: code)
 
     router.register(JoinGroupRequest, JoinGroupResponse, single_group(JoinGroupRequest, "join_group"))
-    router.register(SyncGroupRequest, SyncGroupResponse, single_group(SyncGroupRequest, "sync_group"))
+    def assignment_too_large(body: Any) -> bool:
+        return sum(len(a.assignment) + len(a.member_id) for a in body.assignments) > max_record_bytes
+
+    router.register(SyncGroupRequest, SyncGroupResponse,
+                    single_group(SyncGroupRequest, "sync_group", too_large=assignment_too_large))
     # Heartbeats during a load answer NONE so that members are not kicked out by a failover.
     router.register(HeartbeatRequest, HeartbeatResponse,
                     single_group(HeartbeatRequest, "heartbeat", loading_code=ErrorCode.NONE))
