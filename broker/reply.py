@@ -3,7 +3,7 @@ arrival order, each as soon as it and all before it are filled (pipelining with 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -11,14 +11,23 @@ from protocol.frames import frame_response
 from protocol.schema import Message
 
 
-class Reply:
-    __slots__ = ("_event", "close", "data", "flexible_header", "correlation_id", "error_code", "message", "version")
+class LatencyObserver(Protocol):
+    def observe(self, amount: float) -> None: ...
 
-    def __init__(self, message: Message | None, version: int, correlation_id: int, flexible_header: bool) -> None:
+
+class Reply:
+    __slots__ = ("_event", "close", "data", "flexible_header", "correlation_id", "error_code", "message", "version",
+                 "received", "latency")
+
+    def __init__(self, message: Message | None, version: int, correlation_id: int, flexible_header: bool,
+                 received: float = 0.0, latency: LatencyObserver | None = None) -> None:
         self.message = message
         self.version = version
         self.correlation_id = correlation_id
         self.flexible_header = flexible_header
+        # When the request arrived (perf_counter) and where its latency goes once the reply is sent.
+        self.received = received
+        self.latency = latency
         self.data: bytes | None = None
         self.close = False
         self.error_code = 0

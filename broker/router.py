@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker import logs
@@ -53,6 +53,20 @@ class Api:
     max_version: int
     handler: Handler
     name: str
+    # Metric children, made on first use so only APIs and versions that were called show up.
+    counters: dict[int, Any] = field(default_factory=dict)
+    latency: Any = None
+
+    def count(self, version: int) -> None:
+        counter = self.counters.get(version)
+        if counter is None:
+            counter = self.counters[version] = METRICS.requests.labels(self.name, str(version))
+        counter.inc()
+
+    def latency_observer(self) -> Any:
+        if self.latency is None:
+            self.latency = METRICS.request_seconds.labels(self.name)
+        return self.latency
 
 
 class CloseConnection(Exception):
@@ -95,9 +109,10 @@ class Router:
             raise CloseConnection(f"{api.name} v{version}: {exc.reason}") from None
         # ApiVersions responses always use header v0 (KIP-511).
         flexible_header = api.response.is_flexible(version) and api_key != ApiKey.ApiVersions
-        reply = Reply(api.response, version, correlation_id, flexible_header)
-        request = Request(header, body, conn, reply, time.perf_counter())
-        METRICS.requests.labels(api.name, str(version)).inc()
+        received = time.perf_counter()
+        reply = Reply(api.response, version, correlation_id, flexible_header, received, api.latency_observer())
+        request = Request(header, body, conn, reply, received)
+        api.count(version)
         try:
             api.handler(request)
         except CloseConnection:

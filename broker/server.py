@@ -151,6 +151,8 @@ class Broker:
     # ---- serving ----------------------------------------------------------------------------
 
     def _on_response(self, reply: Reply) -> None:
+        if reply.latency is not None:
+            reply.latency.observe(time.perf_counter() - reply.received)
         if reply.error_code and reply.message is not None:
             api = reply.message.name.removesuffix("Response")
             try:
