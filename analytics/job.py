@@ -7,6 +7,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -59,7 +60,9 @@ def build_session(master: str | None, app_name: str = "kcoord-analyze", extra: d
     if not master and not under_spark_submit():
         master = "local[*]"
     conf = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.execution.arrow.pyspark.enabled": "true"}
+            "spark.sql.execution.arrow.pyspark.enabled": "true",
+            # INT96 timestamps are deprecated; every current Parquet reader takes microseconds.
+            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
     if master:
         builder = builder.master(master)
         if master.startswith("local"):
@@ -67,6 +70,9 @@ def build_session(master: str | None, app_name: str = "kcoord-analyze", extra: d
             # per core keeps local runs from writing hundreds of tiny files.
             cores = master[len("local["):-1] if master.startswith("local[") else "1"
             conf["spark.sql.shuffle.partitions"] = str(os.cpu_count() or 2) if cores in ("*", "") else cores
+            # Compressing what never leaves this machine only costs CPU.
+            conf["spark.shuffle.compress"] = "false"
+            conf["spark.sql.inMemoryColumnarStorage.compressed"] = "false"
     conf.update(extra or {})
     for k, v in conf.items():
         builder = builder.config(k, v)
@@ -181,16 +187,21 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     result.timings["queries"] = time.perf_counter() - t1
 
     t2 = time.perf_counter()
-    rate = (spark.read.parquet(_join(opts.out, "commit_activity"))
-            .groupBy("group", "bucket_start").agg(F.sum("commits").alias("n"))
-            .select("group", F.unix_millis("bucket_start").alias("b"), "n").collect())
-    ev = events.select("group", "generation", "event", F.unix_millis("at").alias("at_ms"), "member_count").collect()
-    inv = [r.asDict() for r in spark.read.parquet(_join(opts.out, "group_inventory")).orderBy("group").collect()]
-    counts = {r["status"]: r["count"] for r in status.groupBy("status").count().collect()}
+    # The report's inputs are small, written tables: reading them back with pyarrow on the
+    # driver saves a Spark job each.
+    rate = _read_table(spark, _join(opts.out, "commit_activity"), ["group", "bucket_start", "commits"])
+    rate = rate.group_by(["group", "bucket_start"]).aggregate([("commits", "sum")])
+    history = _read_table(spark, _join(opts.out, "generation_history"),
+                          ["group", "generation", "event", "at", "member_count"])
+    inv = sorted(_read_table(spark, _join(opts.out, "group_inventory"), None).to_pylist(), key=lambda r: r["group"])
+    statuses = _read_table(spark, _join(opts.out, "partition_status"), ["status"]).column("status").to_pylist()
+    counts = dict(Counter(statuses))
+    event_rows = [{**e, "at_ms": e.pop("at")} for e in _with_ms(history, "at").to_pylist()]
+    rate_rows = _with_ms(rate, "bucket_start").to_pylist()
     data = ReportData(source=opts.data_dir, now_ms=now_ms, bucket_ms=bucket_ms, retention_ms=opts.retention_ms,
                       coverage=coverage, problems=result.problems, inventory=inv,
-                      commit_rate=[(r["b"], r["group"], r["n"]) for r in rate],
-                      events=[r.asDict() for r in ev], status_counts=counts, tables=result.tables,
+                      commit_rate=[(r["bucket_start"], r["group"], r["commits_sum"]) for r in rate_rows],
+                      events=event_rows, status_counts=counts, tables=result.tables,
                       end_offsets_given=bool(ends))
     result.summary = summary_text(data)
     _write_text(_join(opts.out, "summary.txt"), result.summary + "\n")
@@ -199,6 +210,27 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     for df in (steps, groups, latest, status, events):
         df.unpersist()
     return result
+
+
+def _read_table(spark: Any, target: str, columns: list[str] | None) -> Any:
+    """A written table as a pyarrow Table, on the driver."""
+    import pyarrow.dataset as ds
+
+    if "://" in target and not target.startswith("file://"):
+        from pyarrow import fs
+
+        filesystem, inner = fs.FileSystem.from_uri(target)
+        return ds.dataset(inner, format="parquet", filesystem=filesystem).to_table(columns=columns)
+    return ds.dataset(target.removeprefix("file://"), format="parquet").to_table(columns=columns)
+
+
+def _with_ms(table: Any, column: str) -> Any:
+    """``column`` (a timestamp) as integer milliseconds since the epoch."""
+    import pyarrow as pa
+
+    i = table.schema.get_field_index(column)
+    ms = table.column(i).cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())
+    return table.set_column(i, column, ms)
 
 
 def _count_rows(spark: Any, target: str) -> int:
