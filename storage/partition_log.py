@@ -19,8 +19,10 @@ from pathlib import Path
 from protocol.record_batch import (
     HEADER,
     LOG_OVERHEAD,
+    CorruptBatchError,
     RecordBatch,
     build_simple_batch,
+    decode_keys,
     decode_records,
     iter_batches,
     rewrite_header,
@@ -157,7 +159,11 @@ class PartitionLog:
         if not batches:
             raise ValueError("no batches to append")
         for b in batches:
-            decode_records(b)
+            # Walk every record (decompressing if needed) without building values: the framing and
+            # Kafka's produce rule that record offsets run 0..n-1 are what must hold.
+            deltas = [d for d, _key, _null in decode_keys(b)]
+            if deltas != list(range(b.records_count)) or b.last_offset_delta != b.records_count - 1:
+                raise CorruptBatchError("record offsets are not 0..n-1 within the batch", b.position, "records")
         with self._lock:
             self._check_open()
             base = self.end_offset
