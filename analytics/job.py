@@ -141,37 +141,36 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
                 .withColumn("first_ms", F.unix_millis("first_timestamp"))
                 .withColumn("last_ms", F.unix_millis("last_timestamp")).collect())
     # Two narrow reads beat one wide one: each decodes only its own kind of record, and the
-    # commits carry no empty group-metadata columns into Spark.
+    # commits carry no empty group-metadata columns into Spark. The commits are read once,
+    # straight into their per-bucket summary.
     commits = (spark.read.format(NAME).option("kinds", "offset_commit").schema(T.COMMIT_COLUMNS)
                .load(opts.data_dir))
-    from pyspark import StorageLevel
-
-    # Deserialized in memory: rebuilding it would mean decoding the log again.
-    steps = T.commit_steps(commits).persist(StorageLevel.MEMORY_ONLY)
-    n_commits = steps.count()
-    result.detail["commits+sort"] = time.perf_counter() - t0
+    now_ms = opts.as_of_ms if opts.as_of_ms is not None else int(time.time() * 1000)
+    coverage = _coverage(segments)
+    span = (max(c.last_ms for c in coverage) - min(c.first_ms for c in coverage)) if coverage else 0
+    bucket_ms = opts.bucket_ms or rules.pick_bucket_ms(span)
+    buckets = T.commit_buckets(commits, bucket_ms, opts.window).cache()
+    n_buckets = buckets.count()
+    result.detail["commits"] = time.perf_counter() - t0
     groups = spark.read.format(NAME).option("kinds", "group_metadata").load(opts.data_dir).cache()
     n_groups = groups.count()
     result.timings["decode"] = time.perf_counter() - t0
-    say(f"decoded {n_commits:,} offset commits and {n_groups:,} group-metadata records "
-        f"from {len(segments)} segment file(s)")
+    say(f"decoded {sum(s['records'] for s in segments):,} records from {len(segments)} segment file(s): "
+        f"{n_groups:,} group-metadata records, offset commits summed into {n_buckets:,} partition-buckets")
 
     t1 = time.perf_counter()
     for s in segments:
         result.problems.extend((s["path"], p) for p in s["problems"] or [])
-    coverage = _coverage(segments)
-    now_ms = opts.as_of_ms if opts.as_of_ms is not None else int(time.time() * 1000)
-    span = (max(c.last_ms for c in coverage) - min(c.first_ms for c in coverage)) if coverage else 0
-    bucket_ms = opts.bucket_ms or rules.pick_bucket_ms(span)
     t_opts = T.Options(now_ms=now_ms, bucket_ms=bucket_ms, retention_ms=opts.retention_ms, window=opts.window)
     ends_df = T.end_offsets_df(spark, ends) if ends else None
 
-    latest = T.latest_offsets(steps, ends_df).cache()
-    status = T.partition_status(steps, latest, ends_df, t_opts).cache()
+    recent = T.recent_commits(buckets, opts.window).cache()
+    latest = T.latest_offsets(recent, ends_df).cache()
+    status = T.partition_status(recent, latest, ends_df, t_opts).cache()
     events = T.group_events(groups).cache()
     frames = {
         "latest_offsets": latest,
-        "commit_activity": T.commit_activity(steps, bucket_ms),
+        "commit_activity": T.commit_activity(buckets, bucket_ms),
         "partition_status": status,
         "generation_history": T.generation_history(events),
         "membership_timeline": T.membership_timeline(groups),
@@ -207,7 +206,7 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     _write_text(_join(opts.out, "summary.txt"), result.summary + "\n")
     _write_text(_join(opts.out, "report.html"), render_html(data, result.summary))
     result.timings["report"] = time.perf_counter() - t2
-    for df in (steps, groups, latest, status, events):
+    for df in (buckets, recent, groups, latest, status, events):
         df.unpersist()
     return result
 

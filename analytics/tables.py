@@ -38,39 +38,46 @@ COMMIT_COLUMNS = ("log_partition int, log_offset long, group string, topic strin
                   "expire_timestamp timestamp, batch_timestamp timestamp, tombstone boolean")
 
 
-def commit_steps(commits: DataFrame) -> DataFrame:
-    """Each offset-commit record (tombstones included) next to the one before it for its key.
+def commit_buckets(commits: DataFrame, bucket_ms: int, window: int) -> DataFrame:
+    """Offset commits summed up per group/topic/partition and time bucket, in one aggregation.
 
-    One sort by key and log order yields everything the commit tables need: the offset
-    advance and time since the previous commit, whether the commit still counts (it came after
-    the key's last tombstone: ``live``), and how recent it is among the live ones (``rn_desc``
-    1 is the current offset). ``at`` is the commit time in ms.
+    Everything the commit tables need survives the summing: counts, first and last offset and
+    time, the newest tombstone, and the ``window`` newest commits with all their fields. Being
+    an aggregation rather than a sort, Spark combines rows before it shuffles them, so a
+    million commits shrink to one row per partition and bucket before leaving the reader.
+    Tombstones take no part in ordering the live commits (their ``live_seq`` is null).
     """
-    # Sorting on a 64-bit hash of the key rather than on two strings and an int lets Spark's
-    # prefix sort decide almost every comparison from the first 8 bytes.
-    ordered = Window.partitionBy("key_id").orderBy("seq")
-    whole = ordered.rowsBetween(Window.unboundedPreceding, Window.unboundedFollowing)
-    upto = ordered.rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    # Every window expression shares one partitioning and order, and none reads another,
-    # so Spark computes them in a single pass over one sort.
-    x = (commits
-         .withColumn("seq", _seq())
-         .withColumn("at", F.unix_millis(F.coalesce("commit_timestamp", "batch_timestamp")))
-         .withColumn("key_id", F.xxhash64(*KEY))
-         .select("*",
-                 F.max(F.when(F.col("tombstone"), F.col("seq"))).over(whole).alias("last_tomb"),
-                 F.lag("committed_offset").over(ordered).alias("prev_offset"),
-                 F.lag("at").over(ordered).alias("prev_at"),
-                 F.count(F.when(~F.col("tombstone"), 1)).over(whole).alias("commits"),
-                 F.count(F.when(~F.col("tombstone"), 1)).over(upto).alias("commits_so_far")))
-    live = ~F.col("tombstone") & (F.col("last_tomb").isNull() | (F.col("seq") > F.col("last_tomb")))
-    return x.select(*KEY, "seq", "at", "committed_offset", "leader_epoch", "metadata", "expire_timestamp",
-                    "tombstone", live.alias("live"),
-                    (F.col("committed_offset") - F.col("prev_offset")).alias("advance"),
-                    (F.col("at") - F.col("prev_at")).alias("gap_ms"),
-                    # Commits after a live one are live too, so counting them ranks it among the live.
-                    # (A frame from the current row to the end would cost quadratic time in Spark.)
-                    F.when(live, F.col("commits") - F.col("commits_so_far") + 1).alias("rn_desc"))
+    live_seq = F.when(~F.col("tombstone"), F.col("seq"))
+    live_at = F.when(~F.col("tombstone"), F.col("at"))
+    commit = F.struct("seq", F.col("committed_offset").alias("offset"), "at", "leader_epoch", "metadata",
+                      "expire_timestamp")
+    return (commits
+            .withColumn("seq", _seq())
+            .withColumn("at", F.unix_millis(F.coalesce("commit_timestamp", "batch_timestamp")))
+            .withColumn("bucket", (F.floor(F.col("at") / bucket_ms) * bucket_ms).cast("long"))
+            .groupBy(*KEY, "bucket")
+            .agg(F.count(live_seq).alias("commits"),
+                 F.min_by("committed_offset", live_seq).alias("first_offset"),
+                 F.max_by("committed_offset", live_seq).alias("last_offset"),
+                 F.min(live_at).alias("first_at"), F.max(live_at).alias("last_at"),
+                 F.max(F.when(F.col("tombstone"), F.col("seq"))).alias("last_tomb"),
+                 F.max_by(commit, live_seq, window).alias("recent")))
+
+
+def recent_commits(buckets: DataFrame, window: int) -> DataFrame:
+    """Per partition with a current offset: its last ``window`` live commits, oldest first.
+
+    A commit is live when it came after the partition's newest tombstone (a deleted group or
+    offset that was committed again later starts afresh).
+    """
+    n = window
+    return (buckets.groupBy(*KEY)
+            .agg(F.max("last_tomb").alias("last_tomb"), F.flatten(F.collect_list("recent")).alias("all"))
+            .withColumn("live", F.array_sort(F.filter(
+                "all", lambda c: F.col("last_tomb").isNull() | (c["seq"] > F.col("last_tomb")))))
+            .withColumn("recent", F.slice("live", F.greatest(F.size("live") - n + 1, F.lit(1)), n))
+            .filter(F.size("recent") > 0)
+            .select(*KEY, "recent", F.element_at("recent", -1).alias("last")))
 
 
 def end_offsets_df(spark: SparkSession, samples: list[rules.EndOffset]) -> DataFrame:
@@ -78,11 +85,10 @@ def end_offsets_df(spark: SparkSession, samples: list[rules.EndOffset]) -> DataF
     return spark.createDataFrame([(s.topic, s.partition, s.end_offset, s.sampled_at_ms) for s in samples], schema)
 
 
-def latest_offsets(steps: DataFrame, ends: DataFrame | None) -> DataFrame:
+def latest_offsets(recent: DataFrame, ends: DataFrame | None) -> DataFrame:
     """kafka-consumer-groups.sh --describe: CURRENT-OFFSET per partition, and LAG when end offsets are known."""
-    out = (steps.filter(F.col("rn_desc") == 1)
-           .select(*KEY, F.col("committed_offset").alias("current_offset"), "leader_epoch", "metadata",
-                   F.timestamp_millis("at").alias("last_commit"), "expire_timestamp"))
+    out = recent.select(*KEY, F.col("last.offset").alias("current_offset"), "last.leader_epoch", "last.metadata",
+                        F.timestamp_millis("last.at").alias("last_commit"), "last.expire_timestamp")
     if ends is None:
         return out
     # The newest sample counts; one without a time stands for "now".
@@ -94,21 +100,27 @@ def latest_offsets(steps: DataFrame, ends: DataFrame | None) -> DataFrame:
                     "expire_timestamp"))
 
 
-def commit_activity(steps: DataFrame, bucket_ms: int) -> DataFrame:
-    """Per group/topic/partition and time bucket: commits, offset advance, time between commits."""
-    return (steps.filter(~F.col("tombstone"))
-            .withColumn("bucket", F.floor(F.col("at") / bucket_ms) * bucket_ms)
-            .groupBy(*KEY, "bucket")
-            .agg(F.count("*").alias("commits"),
-                 F.min_by("committed_offset", "seq").alias("first_offset"),
-                 F.max_by("committed_offset", "seq").alias("last_offset"),
-                 F.coalesce(F.sum("advance"), F.lit(0)).alias("offset_advance"),
-                 F.avg("gap_ms").alias("avg_ms_between_commits"),
-                 F.max("gap_ms").alias("max_ms_between_commits"))
-            .withColumn("offsets_per_second", F.col("offset_advance") / F.lit(bucket_ms / 1000))
-            .select(*KEY, F.timestamp_millis(F.col("bucket").cast("long")).alias("bucket_start"),
-                    F.lit(bucket_ms).alias("bucket_ms"), "commits", "first_offset", "last_offset",
-                    "offset_advance", "offsets_per_second", "avg_ms_between_commits", "max_ms_between_commits"))
+def commit_activity(buckets: DataFrame, bucket_ms: int) -> DataFrame:
+    """Per group/topic/partition and time bucket: commits, offset advance, time between commits.
+
+    Advance and time are measured from the previous commit, which may lie in an earlier
+    bucket: summed over buckets they telescope to the partition's whole progress.
+    """
+    w = Window.partitionBy(*KEY).orderBy("bucket")
+    prev_offset = F.lag("last_offset").over(w)
+    prev_at = F.lag("last_at").over(w)
+    return (buckets.filter(F.col("commits") > 0)
+            .withColumn("prev_offset", prev_offset).withColumn("prev_at", prev_at)
+            .withColumn("intervals", F.col("commits") - F.when(F.col("prev_at").isNull(), 1).otherwise(0))
+            .select(*KEY, F.timestamp_millis("bucket").alias("bucket_start"), F.lit(bucket_ms).alias("bucket_ms"),
+                    "commits", "first_offset", "last_offset",
+                    (F.col("last_offset") - F.coalesce("prev_offset", "first_offset")).alias("offset_advance"),
+                    ((F.col("last_offset") - F.coalesce("prev_offset", "first_offset")) / F.lit(bucket_ms / 1000))
+                    .alias("offsets_per_second"),
+                    F.when(F.col("intervals") > 0,
+                           (F.col("last_at") - F.coalesce("prev_at", "first_at")) / F.col("intervals"))
+                    .alias("avg_ms_between_commits"),
+                    F.timestamp_millis("last_at").alias("last_commit_in_bucket")))
 
 
 _STATUS = StructType([StructField("status", StringType()), StructField("reason", StringType())])
@@ -119,30 +131,29 @@ def _evaluate(window: list[Any], current_lag: int | None, now_ms: int) -> tuple[
     return rules.partition_status(commits_, current_lag, now_ms)
 
 
-def partition_status(steps: DataFrame, latest: DataFrame, ends: DataFrame | None, opts: Options) -> DataFrame:
+def partition_status(recent: DataFrame, latest: DataFrame, ends: DataFrame | None, opts: Options) -> DataFrame:
     """Burrow's status of every partition that still has a committed offset."""
-    recent = steps.filter(F.col("rn_desc") <= opts.window)
+    window = recent.select(*KEY, F.transform("recent", lambda c: F.struct(
+        c["seq"].alias("seq"), c["offset"].alias("offset"), c["at"].alias("at"),
+        F.lit(None).cast(LongType()).alias("lag"))).alias("w"))
     if ends is not None and ends.filter(F.col("sampled_at").isNotNull()).take(1):
         # Lag at each commit: the newest end-offset sample taken at or before it.
         timed = ends.filter(F.col("sampled_at").isNotNull())
-        lagged = (recent.join(timed, ["topic", "partition"])
-                  .filter(F.col("sampled_at") <= F.col("at"))
-                  .groupBy(*KEY, "seq").agg(F.max_by("end_offset", "sampled_at").alias("end_offset")))
-        recent = (recent.join(lagged, [*KEY, "seq"], "left")
-                  .withColumn("lag", F.col("end_offset") - F.col("committed_offset")))
-    else:
-        recent = recent.withColumn("lag", F.lit(None).cast(LongType()))
-    windows = recent.groupBy(*KEY).agg(
-        F.collect_list(F.struct("seq", F.col("committed_offset").alias("offset"), "at", "lag")).alias("w"),
-        F.min("at").alias("window_start_ms"))
+        each = window.select(*KEY, F.explode("w").alias("c")).select(*KEY, "c.seq", "c.offset", "c.at")
+        lagged = (each.join(timed, ["topic", "partition"], "left")
+                  .filter(F.col("sampled_at").isNull() | (F.col("sampled_at") <= F.col("at")))
+                  .groupBy(*KEY, "seq", "offset", "at")
+                  .agg(F.max_by("end_offset", "sampled_at").alias("end_offset"))
+                  .withColumn("lag", F.col("end_offset") - F.col("offset")))
+        window = lagged.groupBy(*KEY).agg(F.collect_list(F.struct("seq", "offset", "at", "lag")).alias("w"))
     has_lag = "lag" in latest.columns
     lag_col = F.col("lag") if has_lag else F.lit(None).cast(LongType())
     judge = F.udf(lambda w, lag, now: _evaluate(w, lag, now), _STATUS)
-    return (latest.join(windows, KEY)
+    return (latest.join(window, KEY)
             .withColumn("s", judge("w", lag_col, F.lit(opts.now_ms)))
             .select(*KEY, "s.status", "s.reason", "current_offset",
                     *(["lag"] if has_lag else []), "last_commit",
-                    F.timestamp_millis("window_start_ms").alias("window_start"),
+                    F.timestamp_millis(F.array_min("w.at")).alias("window_start"),
                     F.size("w").alias("window_commits")))
 
 
