@@ -26,7 +26,8 @@ class Metrics:
                                          "Time from a request's arrival to its response being sent, by API.",
                                          ["api"], buckets=_LATENCY_BUCKETS)
         self.request_errors = Counter("kcoord_request_errors",
-                                      "Responses carrying a non-zero error code, by API and error name.",
+                                      "Responses carrying an error, by API and error name (the top-level error "
+                                      "code, or the first per-partition/topic/group one where the API has none).",
                                       ["api", "error"])
         self.connections = Gauge("kcoord_connections", "Open client connections.")
         self.connections_opened = Counter("kcoord_connections_opened", "Client connections accepted.")

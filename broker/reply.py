@@ -8,7 +8,29 @@ from typing import Any, Protocol
 import trio
 
 from protocol.frames import frame_response
-from protocol.schema import Message
+from protocol.schema import Data, Message
+
+
+def first_error_code(obj: Data) -> int:
+    """The first non-zero ``error_code`` nested in ``obj``, depth first (0 if none): the error of a
+    response whose API has no top-level code (OffsetCommit, Produce, Metadata, ...)."""
+    for name in obj._fields:
+        value = getattr(obj, name)
+        if name == "error_code":
+            if value:
+                return int(value)
+        elif isinstance(value, list):
+            for item in value:
+                if not isinstance(item, Data):
+                    break
+                code = first_error_code(item)
+                if code:
+                    return code
+        elif isinstance(value, Data):
+            code = first_error_code(value)
+            if code:
+                return code
+    return 0
 
 
 class LatencyObserver(Protocol):
@@ -42,7 +64,10 @@ class Reply:
         if self.ready:
             return
         assert self.message is not None
-        self.error_code = getattr(response, "error_code", 0) or 0
+        code = getattr(response, "error_code", None)
+        if code is None and isinstance(response, Data):
+            code = first_error_code(response)
+        self.error_code = code or 0
         self.data = frame_response(self.correlation_id, self.message.encode(response, self.version),
                                    self.flexible_header)
         self._wake()

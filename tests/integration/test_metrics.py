@@ -138,6 +138,31 @@ def test_requests_errors_connections_and_bytes_count_what_clients_sent(broker: B
     assert final.count("kcoord_connections_opened_total") == opened + 1
 
 
+def test_offset_commit_partition_errors_are_counted_per_response(broker: BrokerProcess) -> None:
+    """OffsetCommit has no top-level error code: a response is an error by its partitions' codes,
+    which is what the commit-failure alert divides by the commit request rate."""
+    create_topic(broker.bootstrap, "known", 1)
+
+    def commit(c: WireClient, topic: str, metadata: str = "") -> int:
+        resp = c.call(ApiKey.OffsetCommit, 8, OffsetCommitRequest(
+            group_id="erring-group", generation_id_or_member_epoch=-1, member_id="", topics=[
+                OffsetCommitRequest.Topic(name=topic, partitions=[
+                    OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=1,
+                                                        committed_metadata=metadata)])]))
+        return int(resp.topics[0].partitions[0].error_code)
+
+    with WireClient("127.0.0.1", broker.port) as c:
+        assert commit(c, "known") == 0
+        assert commit(c, "no-such-topic") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert commit(c, "no-such-topic") == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        assert commit(c, "known", "m" * 5000) == ErrorCode.OFFSET_METADATA_TOO_LARGE
+    s = scrape(broker.metrics_port)
+    assert s.count("kcoord_requests_total", api="OffsetCommit", version="8") == 4
+    assert {labels["error"]: v for labels, v in s.samples["kcoord_request_errors_total"]
+            if labels["api"] == "OffsetCommit"} == {"UNKNOWN_TOPIC_OR_PARTITION": 2, "OFFSET_METADATA_TOO_LARGE": 1}
+    assert s.count("kcoord_offset_commits_total") == 1
+
+
 # ---- groups, offsets and the offsets log ---------------------------------------------------------
 
 
