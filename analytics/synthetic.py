@@ -132,8 +132,10 @@ def write_synthetic_log(data_dir: str | os.PathLike[str], commits: int, groups: 
             now = start_ms + rng.randrange(interval_ms)
             generation = 0
             written = 0
+            next_rebalance = 0
             while written < per_group:
-                if written % rebalance_every == 0:
+                if written >= next_rebalance:
+                    next_rebalance += rebalance_every
                     generation += 1
                     count = rng.randrange(1, 4)
                     members = [Member(f"consumer-{g}-{generation}-{i}", client_id=f"consumer-{i}",

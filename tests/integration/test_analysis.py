@@ -271,3 +271,34 @@ def test_an_empty_dir_is_refused_before_spark_starts(tmp_path: Path, capsys: pyt
     err = capsys.readouterr().err
     assert "no __consumer_offsets segment files" in err and str(tmp_path) in err
     assert not (tmp_path / "out").exists()
+
+
+def test_end_offsets_give_lag_stall_and_warn(spark: Any, tmp_path: Path) -> None:
+    from analytics.rules import EndOffset
+    from analytics.synthetic import commit_record, encode_batch, group_record
+
+    data = tmp_path / "data" / "__consumer_offsets-0"
+    data.mkdir(parents=True)
+    sec = 1000
+    batches = [encode_batch(0, [group_record("lagging", 1, [])], T0)]
+    for i in range(6):
+        at = T0 + i * 10 * sec
+        batches.append(encode_batch(1 + 3 * i, [
+            commit_record("lagging", "in", 0, 100, at),           # never moves
+            commit_record("lagging", "in", 1, 100 + 10 * i, at),  # moves, but slower than the topic grows
+            commit_record("lagging", "in", 2, 100 + 50 * i, at),  # catches up
+        ], at))
+    (data / "00000000000000000000.log").write_bytes(b"".join(batches))
+    last = T0 + 50 * sec
+    ends = [EndOffset("in", p, 150 + 60 * i, T0 + i * 10 * sec) for p in range(3) for i in range(6)]
+    ends[-1] = EndOffset("in", 2, 350, last)  # partition 2 is caught up at the end
+    out = tmp_path / "out"
+    analyze(spark, AnalyzeOptions(data_dir=str(data.parent), out=str(out), as_of_ms=last + sec), ends)
+    latest = {r["partition"]: (r["current_offset"], r["log_end_offset"], r["lag"])
+              for r in table(spark, out, "latest_offsets")}
+    assert latest == {0: (100, 450, 350), 1: (150, 450, 300), 2: (350, 350, 0)}
+    status = {r["partition"]: r["status"] for r in table(spark, out, "partition_status")}
+    assert status == {0: "STALL", 1: "WARN", 2: "OK"}
+    (inventory,) = table(spark, out, "group_inventory")
+    assert (inventory["status"], inventory["total_lag"]) == ("ERR", 650)
+    assert "STALL and WARN need" not in (out / "summary.txt").read_text()
