@@ -97,6 +97,13 @@ def _plt() -> Any:
     return plt
 
 
+def _time_axis(ax: Any) -> None:
+    import matplotlib.dates as mdates
+
+    ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M", tz=dt.UTC))
+    ax.set_xlabel("UTC")
+
+
 def _png(fig: Any) -> str:
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
@@ -126,6 +133,7 @@ def chart_commit_rate(d: ReportData) -> str:
             ax.plot(times, [v for _, v in pts],
                     marker="." if len(pts) < 50 else None, label=name)
     ax.set_title(f"Offset commits per minute (bucket {format_duration(d.bucket_ms)})")
+    _time_axis(ax)
     ax.set_ylabel("commits / min")
     ax.grid(alpha=0.3)
     if series:
@@ -143,7 +151,8 @@ def chart_rebalances(d: ReportData) -> str:
         counts[e["group"]] += 1
     groups = _top_groups(counts)
     fig, ax = plt.subplots(figsize=(10, 0.8 + 0.45 * max(1, len(groups))))
-    styles = {"rebalance": ("o", "tab:blue"), "emptied": ("s", "tab:orange"), "deleted": ("x", "tab:red")}
+    styles = {"created": ("^", "tab:green"), "rebalance": ("o", "tab:blue"), "emptied": ("s", "tab:orange"),
+              "deleted": ("x", "tab:red")}
     for kind, (marker, color) in styles.items():
         xs: list[Any] = [dt.datetime.fromtimestamp(e["at_ms"] / 1000, dt.UTC) for e in d.events
               if e["event"] == kind and e["group"] in groups]
@@ -153,6 +162,7 @@ def chart_rebalances(d: ReportData) -> str:
     ax.set_yticks(range(len(groups)), groups)
     ax.set_ylim(-0.7, max(1, len(groups)) - 0.3)
     ax.set_title("Rebalances over time per group")
+    _time_axis(ax)
     ax.grid(alpha=0.3)
     if d.events:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -174,6 +184,10 @@ def chart_members(d: ReportData) -> str:
         pts = sorted(by_group[g])
         ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", marker="o", label=g)
     ax.set_title("Members per generation")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel("generation")
     ax.set_ylabel("members")
     ax.grid(alpha=0.3)

@@ -4,8 +4,10 @@ Kafka's own bytes with damage in it. One Spark session serves every test here.""
 from __future__ import annotations
 
 import base64
+import os
 import queue
 import re
+import shutil
 import struct
 import threading
 import time
@@ -18,6 +20,8 @@ import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="the analysis tests need the analysis extra (pyspark)")
 pytest.importorskip("pyarrow", reason="Python data sources need pyarrow")
+if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+    pytest.skip("Spark needs a Java runtime (java on PATH or JAVA_HOME)", allow_module_level=True)
 
 from confluent_kafka import TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
