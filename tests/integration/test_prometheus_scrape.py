@@ -44,11 +44,11 @@ class Prometheus:
         return body["data"]
 
     def query(self, expr: str) -> dict[str, float]:
-        """Instant query; each series' value keyed by its labels (without job/instance)."""
+        """Instant query; each series' value keyed by its labels (without name, job, instance)."""
         data = self.api("query", query=expr)
         out = {}
         for series in data["result"]:
-            labels = {k: v for k, v in series["metric"].items() if k not in ("job", "instance")}
+            labels = {k: v for k, v in series["metric"].items() if k not in ("__name__", "job", "instance")}
             out[",".join(f"{k}={v}" for k, v in sorted(labels.items()))] = float(series["value"][1])
         return out
 
@@ -183,3 +183,32 @@ def test_deploy_alert_rules_evaluate_against_the_broker_without_firing(broker: B
     # KcoordBrokerMissing may be pending before the first scrape lands; once kcoord is scraped
     # a healthy broker trips nothing.
     prom.wait(lambda: prom.api("alerts")["alerts"] == [], "no alert to be pending or firing", timeout=15)
+
+
+def test_commit_failure_alert_expression_sees_failing_commits(broker: BrokerProcess, prometheus: Prometheus) -> None:
+    """KcoordOffsetCommitErrors's expression, evaluated by Prometheus over real failing commits
+    (to a topic that does not exist), is above its threshold; its `for:` is too long to wait out."""
+    from broker.wire_client import WireClient
+    from protocol.messages import ApiKey
+    from protocol.messages.offset_commit import OffsetCommitRequest
+
+    yaml = pytest.importorskip("ruamel.yaml")
+    alerts = yaml.YAML(typ="safe").load((ROOT / "deploy" / "alerts.yml").read_text())
+    (rule,) = [r for g in alerts["groups"] for r in g["rules"] if r["alert"] == "KcoordOffsetCommitErrors"]
+    prom = prometheus
+    prom.wait_value('up{job="kcoord"}', 1)
+    assert prom.query(rule["expr"]) == {}
+
+    request = OffsetCommitRequest(group_id="failing-group", generation_id_or_member_epoch=-1, member_id="", topics=[
+        OffsetCommitRequest.Topic(name="never-created", partitions=[
+            OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=1, committed_metadata="")])])
+    deadline = time.monotonic() + 30
+    with WireClient("127.0.0.1", broker.port) as c:
+        while not prom.query(rule["expr"]):
+            assert time.monotonic() < deadline, f"the alert expression never matched\n{prom.log()}"
+            assert c.call(ApiKey.OffsetCommit, 8, request).topics[0].partitions[0].error_code != 0
+            time.sleep(0.25)
+    (ratio,) = prom.query(rule["expr"]).values()
+    assert 0.05 < ratio <= 1.0
+    assert prom.query('kcoord_request_errors_total{api="OffsetCommit"}').keys() == \
+        {"api=OffsetCommit,error=UNKNOWN_TOPIC_OR_PARTITION"}
