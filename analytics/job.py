@@ -78,7 +78,8 @@ def build_session(master: str | None, app_name: str = "kcoord-analyze", extra: d
         builder = builder.config(k, v)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
-    if not str(spark.sparkContext.master or "").startswith("local"):
+    running_on = str(spark.sparkContext.master or "")
+    if not (running_on == "local" or running_on.startswith("local[")):
         ship_code(spark)
     from analytics.source import register
 
