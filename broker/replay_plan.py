@@ -33,9 +33,11 @@ def _group_of(key: bytes) -> tuple[int, bytes]:
     return version, key[4 : 4 + length]
 
 
-def plan(batches: Callable[[], Any]) -> list[int]:
-    """Sorted offsets of the offset-commit records whose replay matters."""
+def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
+    """Sorted offsets of the offset-commit records whose replay matters, and the base offsets of
+    the batches that hold GroupMetadata records (always replayed)."""
     last: dict[bytes, int] = {}
+    group_batches: set[int] = set()
     creators: list[int] = []
     present: set[bytes] = set()  # groups that exist at this point of the log
     for batch in batches():
@@ -53,11 +55,12 @@ def plan(batches: Callable[[], Any]) -> list[int]:
                     present.add(group)
                     creators.append(offset)
             elif version == GROUP_KEY_VERSION:
+                group_batches.add(base)
                 if value_is_null:
                     present.discard(group)
                 else:
                     present.add(group)
-    return sorted(set(creators).union(last.values()))
+    return sorted(set(creators).union(last.values())), group_batches
 
 
 def _wanted(needed: list[int], batch: RecordBatch) -> bool:
@@ -68,19 +71,15 @@ def _wanted(needed: list[int], batch: RecordBatch) -> bool:
 def replay_log(batches: Callable[[], Any], replay: Callable[[Any, int], None]) -> tuple[int, int]:
     """Replays a partition through ``replay(record, offset)``; returns (records read, records replayed).
     ``batches`` returns a fresh iterator over the partition's batches each time it is called."""
-    needed = plan(batches)
+    needed, group_batches = plan(batches)
     needed_set = set(needed)
     read = replayed = 0
     for batch in batches():
         if batch.is_control:
             continue
         read += batch.records_count
-        if not _wanted(needed, batch):
-            # No offset record here matters; decode it only for GroupMetadata records it may hold.
-            has_groups = any(key is not None and len(key) >= 2 and _VERSION.unpack_from(key, 0)[0] == GROUP_KEY_VERSION
-                             for _, key, _ in decode_keys(batch))
-            if not has_groups:
-                continue
+        if batch.base_offset not in group_batches and not _wanted(needed, batch):
+            continue
         base = batch.base_offset
         for record in decode_records(batch):
             key = record.key
