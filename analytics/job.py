@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import tempfile
 import time
@@ -65,11 +66,7 @@ def build_session(master: str | None, app_name: str = "kcoord-analyze", extra: d
             "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
     if master:
         builder = builder.master(master)
-        if master.startswith("local"):
-            # The tables are small next to the 200 shuffle partitions meant for clusters: one
-            # per core keeps local runs from writing hundreds of tiny files.
-            cores = master[len("local["):-1] if master.startswith("local[") else "1"
-            conf["spark.sql.shuffle.partitions"] = str(os.cpu_count() or 2) if cores in ("*", "") else cores
+        if _local_cores(master):
             # Compressing what never leaves this machine only costs CPU.
             conf["spark.shuffle.compress"] = "false"
             conf["spark.sql.inMemoryColumnarStorage.compressed"] = "false"
@@ -79,12 +76,27 @@ def build_session(master: str | None, app_name: str = "kcoord-analyze", extra: d
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     running_on = str(spark.sparkContext.master or "")
-    if not (running_on == "local" or running_on.startswith("local[")):
+    cores = _local_cores(running_on)
+    if cores is None:
         ship_code(spark)
+    elif not spark.sparkContext.getConf().contains("spark.sql.shuffle.partitions"):
+        # The tables are small next to the 200 shuffle partitions meant for clusters: one per
+        # core keeps local runs (spark-submit's included) from writing hundreds of tiny files.
+        spark.conf.set("spark.sql.shuffle.partitions", str(cores))
     from analytics.source import register
 
     register(spark)
     return spark
+
+
+def _local_cores(master: str) -> int | None:
+    """Cores of a ``local``/``local[N]``/``local[*]`` master; None for anything that runs executors elsewhere."""
+    if master == "local":
+        return 1
+    m = re.fullmatch(r"local\[(\*|\d+)(?:,\d+)?\]", master)
+    if m is None:
+        return None
+    return (os.cpu_count() or 2) if m.group(1) == "*" else int(m.group(1))
 
 
 def ship_code(spark: Any) -> None:

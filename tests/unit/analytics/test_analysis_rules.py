@@ -112,3 +112,12 @@ def test_report_renders_three_charts_and_states_the_covered_window() -> None:
     for png in images.values():
         raw = base64.b64decode(png)
         assert raw.startswith(b"\x89PNG") and len(raw) > 2000
+
+
+def test_local_masters_are_told_from_cluster_ones() -> None:
+    from analytics.job import _local_cores
+
+    assert [_local_cores(m) for m in ("local", "local[2]", "local[4,3]")] == [1, 2, 4]
+    assert _local_cores("local[*]") is not None
+    # These run executors in other processes, which need our code shipped to them.
+    assert [_local_cores(m) for m in ("local-cluster[1,1,1024]", "spark://h:7077", "yarn")] == [None] * 3
