@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -27,7 +28,7 @@ def main() -> int:
     ap.add_argument("--commits", type=int, default=1_000_000)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--data-dir", help="reuse this synthetic data dir (made if missing)")
+    ap.add_argument("--data-dir", help="reuse this synthetic data dir (made if missing, kept afterwards)")
     args = ap.parse_args()
 
     work = tempfile.mkdtemp(prefix="kcoord-bench-analyze-")
@@ -62,6 +63,7 @@ def main() -> int:
     print(f"warm end to end: {warm:.2f}s for {args.commits:,} commits "
           f"({'under' if warm < 10 else 'OVER'} the 10 s budget)")
     spark.stop()
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
