@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from broker.coordinator.shard import GroupCoordinatorShard
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
 from broker.metrics import METRICS
 from broker.replay_plan import replay_log
+from broker.sync_threads import SyncThreads
 from broker.timers import TimerService, wall_ms
 from broker.topics import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
@@ -198,6 +200,7 @@ class ShardManager:
         self.runtimes = [ShardRuntime(self, p) for p in range(num_partitions)]
         self.dirty: dict[int, ShardRuntime] = {}
         self.nursery: trio.Nursery | None = None
+        self.sync_threads = SyncThreads(_FLUSH_THREADS)
         self.have_dirty = trio.Event()
 
     def mark_dirty(self, runtime: ShardRuntime) -> None:
@@ -244,7 +247,7 @@ class ShardManager:
         self.nursery.start_soon(runtime.reload)
 
     async def _sync_logs(self, runtimes: list[ShardRuntime]) -> list[tuple[ShardRuntime, Exception]]:
-        """fdatasync every log, spread over a few worker threads; returns the ones that failed."""
+        """fdatasync every log on the sync threads; returns the ones that failed."""
         failures: list[tuple[ShardRuntime, Exception]] = []
 
         def sync_some(chunk: list[ShardRuntime]) -> None:
@@ -256,9 +259,7 @@ class ShardManager:
                     failures.append((runtime, exc))
 
         workers = min(len(runtimes), _FLUSH_THREADS)
-        async with trio.open_nursery() as nursery:
-            for i in range(workers):
-                nursery.start_soon(trio.to_thread.run_sync, sync_some, runtimes[i::workers])
+        await self.sync_threads.run_all([partial(sync_some, runtimes[i::workers]) for i in range(workers)])
         return failures
 
     async def flush_periodically(self, interval_ms: int) -> None:
@@ -322,6 +323,7 @@ class ShardManager:
                            seconds=round(stats.seconds, 3))
 
     def close(self) -> None:
+        self.sync_threads.close()
         for runtime in self.runtimes:
             if runtime.log is not None:
                 runtime.log.flush()

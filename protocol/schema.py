@@ -177,14 +177,8 @@ class Data:
     _fields: tuple[str, ...] = ()
     _defaults: tuple[Any, ...] = ()
 
-    def __init__(self, **kwargs: Any) -> None:
-        for name, dflt in zip(self._fields, self._defaults):
-            value = kwargs.pop(name, _UNSET)
-            if value is _UNSET:
-                value = list(dflt) if isinstance(dflt, list) else dflt
-            object.__setattr__(self, name, value)
-        if kwargs:
-            raise TypeError(f"{type(self).__name__} has no field(s) {sorted(kwargs)}")
+    def __init__(self, **kwargs: Any) -> None:  # replaced per class by ``_generated_init``
+        raise TypeError("Data is abstract: use a message class")
 
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
@@ -209,6 +203,28 @@ class Data:
         raise AttributeError(f"{type(self).__name__} has no field {name!r}")
 
 
+def _generated_init(fields: list[Field]) -> Any:
+    """A keyword-only ``__init__`` for these fields: objects are built on every request, and a
+    generated function is several times faster than looping over ``**kwargs``."""
+    env: dict[str, Any] = {"_UNSET": _UNSET}
+    params, body = [], []
+    for i, fl in enumerate(fields):
+        default = fl.default_value()
+        if isinstance(default, list):
+            params.append(f"{fl.name}=_UNSET")
+            body.append(f"    self.{fl.name} = [] if {fl.name} is _UNSET else {fl.name}")
+        else:
+            env[f"_D{i}"] = default
+            params.append(f"{fl.name}=_D{i}")
+            body.append(f"    self.{fl.name} = {fl.name}")
+    if not fields:
+        body.append("    pass")
+    src = f"def __init__(self, *, {', '.join(params)}):\n" + "\n".join(body) if fields else \
+        "def __init__(self):\n    pass"
+    exec(compile(src, "<kafka-message>", "exec"), env)
+    return env["__init__"]
+
+
 def _make_class(name: str, fields: list[Field], qualname: str) -> type[Data]:
     slots = tuple(fl.name for fl in fields)
     ns: dict[str, Any] = {
@@ -218,6 +234,7 @@ def _make_class(name: str, fields: list[Field], qualname: str) -> type[Data]:
         "__qualname__": qualname,
         "__module__": "protocol.messages",
     }
+    ns["__init__"] = _generated_init(fields)
     cls = type(name, (Data,), ns)
     for fl in fields:
         if isinstance(fl.type, Struct):
