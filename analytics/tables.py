@@ -95,7 +95,9 @@ def latest_offsets(recent: DataFrame, ends: DataFrame | None) -> DataFrame:
     current = (ends.groupBy("topic", "partition")
                .agg(F.max_by("end_offset", F.coalesce("sampled_at", F.lit(1 << 62))).alias("log_end_offset")))
     return (out.join(current, ["topic", "partition"], "left")
-            .withColumn("lag", F.greatest(F.lit(0), F.col("log_end_offset") - F.col("current_offset")))
+            # Unknown for partitions without an end offset (greatest() would skip the null).
+            .withColumn("lag", F.when(F.col("log_end_offset").isNotNull(),
+                                      F.greatest(F.lit(0), F.col("log_end_offset") - F.col("current_offset"))))
             .select(*KEY, "current_offset", "log_end_offset", "lag", "leader_epoch", "metadata", "last_commit",
                     "expire_timestamp"))
 

@@ -285,24 +285,30 @@ def test_end_offsets_give_lag_stall_and_warn(spark: Any, tmp_path: Path) -> None
     data.mkdir(parents=True)
     sec = 1000
     batches = [encode_batch(0, [group_record("lagging", 1, [])], T0)]
+    offset = 1
     for i in range(6):
         at = T0 + i * 10 * sec
-        batches.append(encode_batch(1 + 3 * i, [
+        records = [
             commit_record("lagging", "in", 0, 100, at),           # never moves
             commit_record("lagging", "in", 1, 100 + 10 * i, at),  # moves, but slower than the topic grows
             commit_record("lagging", "in", 2, 100 + 50 * i, at),  # catches up
-        ], at))
+        ]
+        if i < 3:  # no end offset given for this one: judged on the log alone, it stopped
+            records.append(commit_record("lagging", "other", 0, 7 + i, at))
+        batches.append(encode_batch(offset, records, at))
+        offset += len(records)
     (data / "00000000000000000000.log").write_bytes(b"".join(batches))
     last = T0 + 50 * sec
     ends = [EndOffset("in", p, 150 + 60 * i, T0 + i * 10 * sec) for p in range(3) for i in range(6)]
     ends[-1] = EndOffset("in", 2, 350, last)  # partition 2 is caught up at the end
     out = tmp_path / "out"
     analyze(spark, AnalyzeOptions(data_dir=str(data.parent), out=str(out), as_of_ms=last + sec), ends)
-    latest = {r["partition"]: (r["current_offset"], r["log_end_offset"], r["lag"])
+    latest = {(r["topic"], r["partition"]): (r["current_offset"], r["log_end_offset"], r["lag"])
               for r in table(spark, out, "latest_offsets")}
-    assert latest == {0: (100, 450, 350), 1: (150, 450, 300), 2: (350, 350, 0)}
-    status = {r["partition"]: r["status"] for r in table(spark, out, "partition_status")}
-    assert status == {0: "STALL", 1: "WARN", 2: "OK"}
+    assert latest == {("in", 0): (100, 450, 350), ("in", 1): (150, 450, 300), ("in", 2): (350, 350, 0),
+                      ("other", 0): (9, None, None)}
+    status = {(r["topic"], r["partition"]): r["status"] for r in table(spark, out, "partition_status")}
+    assert status == {("in", 0): "STALL", ("in", 1): "WARN", ("in", 2): "OK", ("other", 0): "STOP"}
     (inventory,) = table(spark, out, "group_inventory")
     assert (inventory["status"], inventory["total_lag"]) == ("ERR", 650)
     assert "STALL and WARN need" not in (out / "summary.txt").read_text()
