@@ -96,13 +96,17 @@ def _walk(path: str) -> tuple[str, list[tuple[str, int]]] | None:
         return "dir", files
     from pyarrow import fs
 
-    filesystem, inner, prefix = _remote(path)
-    root = filesystem.get_file_info(inner)
-    if root.type == fs.FileType.NotFound:
-        return None
-    if root.type == fs.FileType.File:
-        return "file", [(path, root.size or 0)]
-    infos = filesystem.get_file_info(fs.FileSelector(inner, recursive=True))
+    try:
+        filesystem, inner, prefix = _remote(path)
+        root = filesystem.get_file_info(inner)
+        if root.type == fs.FileType.NotFound:
+            return None
+        if root.type == fs.FileType.File:
+            return "file", [(path, root.size or 0)]
+        infos = filesystem.get_file_info(fs.FileSelector(inner, recursive=True))
+    except (ValueError, OSError) as exc:  # pyarrow's ArrowInvalid and ArrowIOError
+        raise NoSegments(f"{path}: cannot list it ({exc}); local paths and the URIs pyarrow opens "
+                         "(file://, s3://, gs://, abfs://, hdfs:// with libhdfs) are supported") from None
     return "dir", [(prefix + i.path, i.size or 0) for i in infos if i.type == fs.FileType.File]
 
 

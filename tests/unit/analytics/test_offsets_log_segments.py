@@ -53,6 +53,12 @@ def test_an_empty_dir_says_so(tmp_path: Path) -> None:
         list_segments(str(tmp_path / "missing"))
 
 
+def test_a_uri_no_file_system_opens_says_so() -> None:
+    pytest.importorskip("pyarrow")
+    with pytest.raises(NoSegments, match="cannot list it"):
+        list_segments("nosuchscheme://bucket/kafka")
+
+
 def test_a_truncated_segment_yields_its_whole_batches() -> None:
     data = commits(0, 2) + commits(2, 2)
     health = SegmentHealth()
