@@ -129,6 +129,19 @@ def _join(base: str, name: str) -> str:
     return base.rstrip("/") + "/" + name
 
 
+def end_offsets_from_data_dir(data_dir: str) -> list[rules.EndOffset] | None:
+    """A broker's data dir holds its topics' logs too: their end offsets give lag without a file."""
+    local = data_dir.removeprefix("file://")
+    if "://" in local or not os.path.isdir(local):
+        return None
+    from storage.end_offsets import topic_end_offsets
+
+    now = int(time.time() * 1000)
+    found = [rules.EndOffset(topic, partition, end, now)
+             for (topic, partition), end in topic_end_offsets(local).items()]
+    return found or None
+
+
 def load_end_offsets(path: str | None) -> list[rules.EndOffset] | None:
     if path is None:
         return None
@@ -286,6 +299,8 @@ def run(opts: AnalyzeOptions, out: Any = None) -> int:
     try:
         found = list_segments(opts.data_dir)
         ends = load_end_offsets(opts.end_offsets)
+        if ends is None:
+            ends = end_offsets_from_data_dir(opts.data_dir)
     except (NoSegments, AnalyzeError) as exc:
         print(f"kcoord analyze: {exc}", file=sys.stderr)
         return 2

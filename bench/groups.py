@@ -125,8 +125,8 @@ async def form_group(port: int, n: int, group: str, interval_s: float) -> tuple[
     return members, start, stop, body  # type: ignore[return-value]
 
 
-async def formation(port: int, n: int) -> float:
-    members, start, stop, body = await form_group(port, n, f"formation-{n}", 0.05)  # type: ignore[misc]
+async def formation(port: int, n: int, round_no: int) -> float:
+    members, start, stop, body = await form_group(port, n, f"formation-{n}-{round_no}", 0.05)  # type: ignore[misc]
     elapsed = 0.0
     async with trio.open_nursery() as nursery:
         nursery.start_soon(body)
@@ -189,8 +189,8 @@ def confluent_join(bootstrap: str, consumers: int, partitions: int) -> float:
     from confluent_kafka import Consumer
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    AdminClient({"bootstrap.servers": bootstrap}).create_topics(
-        [NewTopic("bench-topic", partitions, 1)])["bench-topic"].result(10)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic("bench-topic", partitions, 1)])["bench-topic"].result(10)
     assigned: dict[int, float] = {}
     lock = threading.Lock()
     stop = threading.Event()
@@ -235,9 +235,9 @@ def main() -> None:
     try:
         for n in args.members:
             times, bcpu, lcpu = [], [], []
-            for _ in range(args.rounds):
+            for round_no in range(args.rounds):
                 b0, l0 = broker.cpu(), self_cpu()
-                times.append(trio.run(formation, broker.port, n))
+                times.append(trio.run(formation, broker.port, n, round_no))
                 bcpu.append(broker.cpu() - b0)
                 lcpu.append(self_cpu() - l0)
             print(f"formation {n:4} members: median {statistics.median(times) * 1000:7.1f} ms "

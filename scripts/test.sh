@@ -11,6 +11,8 @@ for p in "${apt_packages[@]}"; do
 done
 # Node.js (for the kafkajs client test) may come from elsewhere than Debian; only add it if absent.
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+# Spark (the analysis tests) needs a Java runtime.
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive

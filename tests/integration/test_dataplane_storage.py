@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from broker.topic_logs import topic_end_offsets
 from broker.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
+from storage.end_offsets import topic_end_offsets
 from tests.integration.test_dataplane import create, fetch, list_offset, produce, records, values
 
 pytestmark = pytest.mark.timeout(120)

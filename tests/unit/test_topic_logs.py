@@ -13,11 +13,12 @@ import trio.testing
 
 from broker.handlers.fetch import below
 from broker.handlers.produce import Rejected, inspect_batch, stamp_log_append_time
-from broker.topic_logs import Append, TopicLogs, partition_end_offset, topic_end_offsets, topic_log_config
+from broker.topic_logs import Append, TopicLogs, topic_log_config
 from broker.topics import OFFSETS_TOPIC, TopicCatalog
 from protocol.errors import ErrorCode
 from protocol.record_batch import build_simple_batch, iter_batches, read_batch
 from storage.config import LogConfig
+from storage.end_offsets import partition_end_offset, topic_end_offsets
 
 
 def make_logs(tmp_path: Path, sync: bool = True, **kw: int) -> TopicLogs:
