@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from broker.server import Broker
 
 _NOT_REQUESTED = -2147483648
+_SHARD_CACHE_SIZE = 100_000
 
 
 # ---- error responses (loading, write failures) ------------------------------------------------
@@ -69,8 +70,16 @@ def register(broker: Broker) -> None:
     shards = broker.shards
     router = broker.router
 
+    shard_of: dict[str, ShardRuntime] = {}
+
     def runtime_for(group_id: str) -> ShardRuntime:
-        return shards.runtimes[partition_for(group_id, shards.num_partitions)]
+        # Every group request hashes its group id; remember the answer for the groups we see.
+        runtime = shard_of.get(group_id)
+        if runtime is None:
+            if len(shard_of) >= _SHARD_CACHE_SIZE:
+                shard_of.clear()
+            runtime = shard_of[group_id] = shards.runtimes[partition_for(group_id, shards.num_partitions)]
+        return runtime
 
     max_record_bytes = broker.config["message.max.bytes"]
 
