@@ -44,10 +44,12 @@ def rss_mb(pid: int) -> float:
 
 
 class Broker:
-    def __init__(self, **overrides: Any) -> None:
+    def __init__(self, seed_dir: Path | None = None, **overrides: Any) -> None:
+        """``seed_dir``: an existing data dir to serve (e.g. a prepared log) instead of a new one."""
         self.tmp = tempfile.mkdtemp(prefix="kcoord-bench-")
         self.port = free_port()
-        props = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": f"{self.tmp}/data",
+        data_dir = seed_dir or f"{self.tmp}/data"
+        props = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(data_dir),
                  "metrics.listener": "", "group.initial.rebalance.delay.ms": "0", "log.level": "WARNING"}
         props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
         args = [sys.executable, "-m", "broker.cli", "serve"]
@@ -67,6 +69,9 @@ class Broker:
         while subprocess.run([sys.executable, "-m", "broker.cli", "health", "--bootstrap",
                               f"127.0.0.1:{self.port}"], cwd=ROOT, capture_output=True).returncode:
             time.sleep(0.1)
+
+    def log(self) -> str:
+        return Path(f"{self.tmp}/log").read_text(errors="replace")
 
     def cpu(self) -> float:
         return cpu_seconds(self.proc.pid)
