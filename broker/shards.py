@@ -86,7 +86,7 @@ class ShardRuntime:
         self.load_seconds = time.perf_counter() - started
         METRICS.load_seconds.labels(str(self.partition)).set(self.load_seconds)
         self.loaded = True
-        logs.debug("shard.loaded", partition=self.partition, records=count,
+        logs.debug("shard.loaded", partition=self.partition, records=count, replayed=self.replayed,
                    seconds=round(self.load_seconds, 4))
 
     # ---- the request path -------------------------------------------------------------------

@@ -50,9 +50,6 @@ class TimerService:
         self.heap = [e for e in self.heap if self.live.get((e[2], e[3])) == e[1]]
         heapq.heapify(self.heap)
 
-    def pending(self) -> int:
-        return len(self.live)
-
     def fire_due(self) -> int:
         """Fires every due timer; returns the ms until the next one (or -1 when none)."""
         now = self.clock()

@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from broker.router import Request
-from broker.topics import OFFSETS_TOPIC, TopicError, validate_topic_name
+from broker.topics import TopicError, validate_topic_name
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
@@ -138,4 +138,3 @@ def register(broker: Broker) -> None:
     router.register(FindCoordinatorRequest, FindCoordinatorResponse, find_coordinator)
     router.register(DescribeConfigsRequest, DescribeConfigsResponse, describe_configs)
     router.register(SaslHandshakeRequest, SaslHandshakeResponse, sasl_handshake)
-    assert OFFSETS_TOPIC

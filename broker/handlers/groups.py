@@ -13,7 +13,6 @@ from broker.coordinator.partitioning import partition_for
 from broker.coordinator.result import Result
 from broker.router import Request
 from broker.shards import ShardRuntime
-from broker.timers import wall_ms
 from protocol.errors import ErrorCode
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -231,4 +230,3 @@ def register(broker: Broker) -> None:
     router.register(DescribeGroupsRequest, DescribeGroupsResponse, describe_groups)
     router.register(ListGroupsRequest, ListGroupsResponse, list_groups)
     router.register(DeleteGroupsRequest, DeleteGroupsResponse, delete_groups)
-    _ = wall_ms
