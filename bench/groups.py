@@ -161,27 +161,29 @@ async def leave_rebalance(port: int, n: int, interval_ms: int) -> float:
 
 
 async def heartbeat_rate(port: int, n: int, seconds: float) -> float:
-    members, _start, stop, body = await form_group(port, n, "heartbeats", 3600)  # type: ignore[misc]
+    # Members heartbeat every 50 ms while the group forms: with no initial delay the first joiners
+    # may complete a generation before the rest arrive, and they must notice the next rebalance.
+    members, _start, stop, body = await form_group(port, n, "heartbeats", 0.05)  # type: ignore[misc]
     count = 0
     async with trio.open_nursery() as nursery:
         nursery.start_soon(body)
         while not (len({m.generation for m in members}) == 1 and all(m.assignment for m in members)):
             await trio.sleep(0.001)
-
-        async def hammer(m: Member, deadline: float) -> None:
-            nonlocal count
-            data = m.client.encode(ApiKey.Heartbeat, 4, HeartbeatRequest(
-                group_id=m.group, generation_id=m.generation, member_id=m.member_id))
-            while time.perf_counter() < deadline:
-                await m.client.send_raw(data)
-                await m.client.recv_frame()
-                count += 1
-
-        deadline = time.perf_counter() + seconds
-        async with trio.open_nursery() as inner:
-            for m in members:
-                inner.start_soon(hammer, m, deadline)
         stop.set()
+
+    async def hammer(m: Member, deadline: float) -> None:
+        nonlocal count
+        data = m.client.encode(ApiKey.Heartbeat, 4, HeartbeatRequest(
+            group_id=m.group, generation_id=m.generation, member_id=m.member_id))
+        while time.perf_counter() < deadline:
+            await m.client.send_raw(data)
+            await m.client.recv_frame()
+            count += 1
+
+    deadline = time.perf_counter() + seconds
+    async with trio.open_nursery() as inner:
+        for m in members:
+            inner.start_soon(hammer, m, deadline)
     return count / seconds
 
 

@@ -20,6 +20,7 @@ from broker.config import BrokerConfig
 from broker.connection import Connection
 from broker.coordinator.context import CoordinatorConfig
 from broker.metrics import METRICS, install_state_collector
+from broker.readiness import ReadinessHub
 from broker.reply import Reply
 from broker.router import ConnectionInfo, Router
 from broker.shards import ShardManager
@@ -62,6 +63,7 @@ class Broker:
         self._rebalance_started: dict[str, float] = {}
         self.shards = self._make_shards()
         install_state_collector(lambda: state_families(self.shards))
+        self.readiness = ReadinessHub()
         self.bound_port: int | None = None
         self.metrics_port: int | None = None
         self._register_handlers()
@@ -171,7 +173,7 @@ class Broker:
         METRICS.connections_opened.inc()
         try:
             conn = Connection(stream, self.router, info, self.config["socket.request.max.bytes"],
-                              self._on_response)
+                              self._on_response, self.readiness)
             await conn.run()
         finally:
             METRICS.connections.dec()
@@ -193,6 +195,8 @@ class Broker:
             logs.event("broker.started", host=listener.host, port=self.bound_port, node_id=self.node_id,
                        cluster_id=self.cluster_id, data_dir=str(self.data_dir.resolve()),
                        metrics_port=self.metrics_port)
+            if self.readiness.available:
+                nursery.start_soon(self.readiness.run)
             nursery.start_soon(trio.serve_listeners, self._handle_connection, listeners)
             task_status.started(self.bound_port)
 

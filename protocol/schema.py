@@ -258,6 +258,12 @@ class Message:
     def __post_init__(self) -> None:
         _check_fields(self.name, self.fields)
         self.cls = _make_class(self.name, self.fields, self.name)
+        # Nested struct classes as plain attributes: handlers build responses with
+        # ``OffsetCommitResponse.Topic(...)`` on every request, and a lookup that falls through to
+        # ``__getattr__`` first raises (and formats) an AttributeError.
+        for fl in self.fields:
+            if isinstance(fl.type, Struct) and fl.type.name not in self.__dict__:
+                self.__dict__[fl.type.name] = fl.type.cls
 
     def __call__(self, **kwargs: Any) -> Any:
         return self.cls(**kwargs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 import time
 
 import pytest
@@ -93,6 +94,20 @@ def test_pipelined_requests_are_answered_in_order(broker) -> None:
                        MetadataRequest(topics=[]) if i % 2 else ApiVersionsRequest()) for i in range(50)]
         got = [struct.unpack_from(">i", c.recv_frame(), 0)[0] for _ in sent]
     assert got == sent
+
+
+def test_a_burst_larger_than_one_read_is_answered_in_order(broker) -> None:
+    """25,000 requests (over 600 KB) written in one go: the broker reads them in several full
+    reads, holds back while 512 are in flight, and answers every one in order."""
+    with WireClient("127.0.0.1", broker.port) as c:
+        frames = [c.encode(ApiKey.ApiVersions, 2, ApiVersionsRequest()) for _ in range(25_000)]
+        burst = b"".join(data for _, data in frames)
+        assert len(burst) > 2 * 256 * 1024
+        sender = threading.Thread(target=c.sock.sendall, args=(burst,))
+        sender.start()
+        got = [struct.unpack_from(">i", c.recv_frame(), 0)[0] for _ in frames]
+        sender.join(30)
+    assert got == [corr for corr, _ in frames]
 
 
 def test_advertised_versions_cover_what_clients_require(broker) -> None:
