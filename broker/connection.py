@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 _RECV_BYTES = 256 * 1024
+# Frames at least this large that are not complete in the read buffer are read in place, into a
+# buffer the connection keeps unless the frame was larger than the second figure.
+_DIRECT_READ_BYTES = 64 * 1024
+_KEPT_FRAME_BUFFER_BYTES = 8 * 1024 * 1024
 MAX_IN_FLIGHT = 512
 _SIZE = struct.Struct(">i")
 # Every read lands in this one buffer and is copied out before the reader next yields to trio, so
@@ -44,6 +48,7 @@ class Connection:
         self.fd = stream.socket.fileno()
         self.hub = hub if hub is not None and hub.available else None
         self.more_to_read = False
+        self.frame_buffer: bytearray | None = None
 
     async def run(self) -> None:
         if self.hub is not None:
@@ -79,10 +84,21 @@ class Connection:
                 if size < 0 or size > self.max_request_bytes:
                     self._bad(f"frame size {size} outside 0..{self.max_request_bytes}", "frame_size")
                     return
-                if len(buf) < 4 + size:
+                frame: bytes | memoryview
+                if len(buf) >= 4 + size:
+                    with memoryview(buf) as view:
+                        frame = bytes(view[4 : 4 + size])
+                    del buf[: 4 + size]
+                elif size >= _DIRECT_READ_BYTES:
+                    try:
+                        large = await self._read_frame(buf, size)
+                    except (trio.BrokenResourceError, ConnectionError, OSError):
+                        return
+                    if large is None:
+                        return
+                    frame = large
+                else:
                     break
-                frame = bytes(buf[4 : 4 + size])
-                del buf[: 4 + size]
                 try:
                     reply = self.router.dispatch(frame, self.info)
                 except CloseConnection as exc:
@@ -94,30 +110,52 @@ class Connection:
                     self.room = trio.Event()
                     await self.room.wait()
 
-    async def _receive(self) -> bytes | memoryview:
-        """Waits for the socket to be readable, then reads. Clients mostly send one request and
-        wait for its answer, so reading first (as a generic stream does) would usually find
-        nothing and cost a wasted system call per request."""
+    async def _receive(self) -> memoryview:
+        return _READ_BUFFER[: await self._receive_into(_READ_BUFFER)]
+
+    async def _read_frame(self, buf: bytearray, size: int) -> memoryview | None:
+        """The rest of a large frame, read straight into a buffer kept for this connection: a
+        1 MiB produce request is then copied once, by the kernel, rather than at every step of
+        reassembly, and no fresh megabyte is allocated (and faulted in) per request. The view is
+        valid until the next large frame; decoding copies what it keeps. ``buf`` holds the
+        frame's start (after its size prefix) and is emptied. None if the client closes first."""
+        if self.frame_buffer is None or len(self.frame_buffer) < size:
+            self.frame_buffer = bytearray(size)
+        frame = memoryview(self.frame_buffer)[:size]
+        have = len(buf) - 4
+        frame[:have] = memoryview(buf)[4:]
+        buf.clear()
+        while have < size:
+            n = await self._receive_into(frame[have:])
+            if n == 0:
+                return None
+            METRICS.bytes_in.inc(n)
+            have += n
+        if size > _KEPT_FRAME_BUFFER_BYTES:
+            self.frame_buffer = None
+        return frame
+
+    async def _receive_into(self, view: memoryview) -> int:
+        """Waits for the socket to be readable, then reads into ``view``. Clients mostly send one
+        request and wait for its answer, so reading first (as a generic stream does) would
+        usually find nothing and cost a wasted system call per request."""
         hub = self.hub
-        if hub is None:
-            await trio.lowlevel.wait_readable(self.fd)
-            try:
-                return _READ_BUFFER[: os.readv(self.fd, (_READ_BUFFER,))]
-            except BlockingIOError:
-                return await self.stream.receive_some(_RECV_BYTES)
         while True:
-            if self.more_to_read:
-                # A full read may have left data behind, which no new edge will announce.
+            if hub is None:
+                await trio.lowlevel.wait_readable(self.fd)
+            elif self.more_to_read:
+                # A read that filled its buffer may have left data behind, and with edge-triggered
+                # readiness no new edge announces data that was already there.
                 await trio.lowlevel.checkpoint()
             else:
                 await hub.wait_readable(self.fd)
             try:
-                n = os.readv(self.fd, (_READ_BUFFER,))
+                n = os.readv(self.fd, (view,))
             except BlockingIOError:
                 self.more_to_read = False
                 continue
-            self.more_to_read = n == _RECV_BYTES
-            return _READ_BUFFER[:n]
+            self.more_to_read = n == len(view)
+            return n
 
     def _bad(self, reason: str, kind: str) -> None:
         METRICS.connections_closed_bad.labels(kind).inc()

@@ -14,6 +14,7 @@ from typing import Any
 from broker import logs
 from broker.metrics import METRICS
 from broker.reply import Reply
+from protocol.codec import codec_for
 from protocol.errors import DecodeError, ErrorCode
 from protocol.frames import RequestHeader, parse_request_header, peek_header
 from protocol.messages import ApiKey
@@ -87,8 +88,9 @@ class Router:
     def advertised(self) -> list[tuple[int, int, int]]:
         return sorted((a.key, a.min_version, a.max_version) for a in self.apis.values())
 
-    def dispatch(self, frame: bytes, conn: ConnectionInfo) -> Reply:
-        """Decodes one request frame and hands it to its handler; raises CloseConnection."""
+    def dispatch(self, frame: bytes | memoryview, conn: ConnectionInfo) -> Reply:
+        """Decodes one request frame and hands it to its handler; raises CloseConnection. The
+        frame is only read during this call: nothing decoded from it refers back to it."""
         try:
             api_key, version, correlation_id = peek_header(frame)
         except DecodeError as exc:
@@ -104,7 +106,7 @@ class Router:
         flexible = api.request.is_flexible(version)
         try:
             header, pos = parse_request_header(frame, flexible)
-            body = api.request.decode(frame[pos:], version)
+            body = codec_for(api.request, version).decode_from(frame, pos)[0]
         except DecodeError as exc:
             raise CloseConnection(f"{api.name} v{version}: {exc.reason}") from None
         # ApiVersions responses always use header v0 (KIP-511).

@@ -102,9 +102,11 @@ class _Gen:
             out.append(f"{ind}else:")
             out.append(f"{ind}    if pos + {n} > blen: raise _Short('{what} runs past the end')")
             if typ.name == "string":
-                out.append(f"{ind}    {target} = buf[pos:pos + {n}].decode(); pos += {n}")
+                # str()/bytes() rather than .decode()/a bare slice so that a large request can be
+                # decoded straight from a memoryview of the buffer it was read into.
+                out.append(f"{ind}    {target} = str(buf[pos:pos + {n}], 'utf-8'); pos += {n}")
             else:
-                out.append(f"{ind}    {target} = buf[pos:pos + {n}]; pos += {n}")
+                out.append(f"{ind}    {target} = bytes(buf[pos:pos + {n}]); pos += {n}")
             return
         if isinstance(typ, Struct) and not typ.many:
             fn = self.struct_decoder(typ)
@@ -328,10 +330,10 @@ class MessageCodec:
         enc_src = gen.struct_body_encode(message.fields, "encode_top")
         gen.lines.extend([dec_src, enc_src])
         ns = gen.build()
-        self._decode: Callable[[bytes, int, int], tuple[Any, int]] = ns["decode_top"]
+        self._decode: Callable[[bytes | memoryview, int, int], tuple[Any, int]] = ns["decode_top"]
         self._encode: Encoder = ns["encode_top"]
 
-    def decode_from(self, buf: bytes, pos: int = 0) -> tuple[Any, int]:
+    def decode_from(self, buf: bytes | memoryview, pos: int = 0) -> tuple[Any, int]:
         try:
             return self._decode(buf, pos, len(buf))
         except (struct.error, IndexError, UnicodeDecodeError, ValueError, _Short) as exc:

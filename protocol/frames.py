@@ -28,7 +28,7 @@ class RequestHeader:
     client_id: str
 
 
-def peek_header(frame: bytes) -> tuple[int, int, int]:
+def peek_header(frame: bytes | memoryview) -> tuple[int, int, int]:
     """(api_key, api_version, correlation_id) of a request frame, or DecodeError if shorter than that."""
     if len(frame) < 8:
         raise DecodeError("RequestHeader", 0, "frame shorter than a request header")
@@ -36,7 +36,7 @@ def peek_header(frame: bytes) -> tuple[int, int, int]:
     return api_key, api_version, correlation_id
 
 
-def parse_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, int]:
+def parse_request_header(frame: bytes | memoryview, flexible: bool) -> tuple[RequestHeader, int]:
     """Parses the header (v2 when ``flexible`` else v1); returns it and the offset of the body."""
     try:
         api_key, api_version, correlation_id, n = _HEADER.unpack_from(frame, 0)
@@ -46,7 +46,7 @@ def parse_request_header(frame: bytes, flexible: bool) -> tuple[RequestHeader, i
         else:
             if pos + n > len(frame):
                 raise DecodeError("RequestHeader", 2 if flexible else 1, "client id runs past the end", api_key)
-            client_id = frame[pos : pos + n].decode()
+            client_id = str(frame[pos : pos + n], "utf-8")
             pos += n
         if flexible:
             count, pos = read_uvarint(frame, pos)
