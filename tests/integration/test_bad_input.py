@@ -110,6 +110,22 @@ def test_a_burst_larger_than_one_read_is_answered_in_order(broker) -> None:
     assert got == [corr for corr, _ in frames]
 
 
+def test_a_large_request_arriving_in_pieces_then_a_small_one(broker) -> None:
+    """A 300 KB request sent in three pauses, with the next request right behind its tail."""
+    with WireClient("127.0.0.1", broker.port) as c:
+        big_corr, big = c.encode(ApiKey.ApiVersions, 3, ApiVersionsRequest(
+            client_software_name="a" * 300_000, client_software_version="1"))
+        small_corr, small = c.encode(ApiKey.ApiVersions, 2, ApiVersionsRequest())
+        for piece in (big[:1000], big[1000:150_000]):
+            c.sock.sendall(piece)
+            time.sleep(0.2)
+        c.sock.sendall(big[150_000:] + small)
+        got = [struct.unpack_from(">i", c.recv_frame(), 0)[0] for _ in range(2)]
+        assert got == [big_corr, small_corr]
+        # The connection goes on serving ordinary requests.
+        assert c.call(ApiKey.ApiVersions, 2, ApiVersionsRequest()).error_code == 0
+
+
 def test_advertised_versions_cover_what_clients_require(broker) -> None:
     with WireClient("127.0.0.1", broker.port) as c:
         body = c.call(ApiKey.ApiVersions, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"))
