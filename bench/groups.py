@@ -19,6 +19,8 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -160,10 +162,13 @@ async def leave_rebalance(port: int, n: int, interval_ms: int) -> float:
     return elapsed
 
 
-async def heartbeat_rate(port: int, n: int, seconds: float) -> float:
+async def heartbeat_rate(port: int, n: int, seconds: float, group: str,
+                         broker_cpu: Callable[[], float]) -> tuple[float, float, float]:
+    """(heartbeats/s, broker cores, load generator cores) while ``n`` formed members heartbeat
+    back-to-back, each on its own connection with one request in flight."""
     # Members heartbeat every 50 ms while the group forms: with no initial delay the first joiners
     # may complete a generation before the rest arrive, and they must notice the next rebalance.
-    members, _start, stop, body = await form_group(port, n, "heartbeats", 0.05)  # type: ignore[misc]
+    members, _start, stop, body = await form_group(port, n, group, 0.05)  # type: ignore[misc]
     count = 0
     async with trio.open_nursery() as nursery:
         nursery.start_soon(body)
@@ -180,11 +185,14 @@ async def heartbeat_rate(port: int, n: int, seconds: float) -> float:
             await m.client.recv_frame()
             count += 1
 
-    deadline = time.perf_counter() + seconds
+    b0, l0, t0 = broker_cpu(), self_cpu(), time.perf_counter()
     async with trio.open_nursery() as inner:
         for m in members:
-            inner.start_soon(hammer, m, deadline)
-    return count / seconds
+            inner.start_soon(hammer, m, t0 + seconds)
+    wall = time.perf_counter() - t0
+    for m in members:
+        await m.client.stream.aclose()
+    return count / seconds, (broker_cpu() - b0) / wall, (self_cpu() - l0) / wall
 
 
 def confluent_join(bootstrap: str, consumers: int, partitions: int) -> float:
@@ -225,6 +233,28 @@ def confluent_join(bootstrap: str, consumers: int, partitions: int) -> float:
     return elapsed
 
 
+def _log_time(line: str) -> float:
+    return datetime.fromisoformat(line.split(" ", 1)[0].replace("Z", "+00:00")).timestamp()
+
+
+def join_phases(log: str, group: str) -> tuple[list[float], float]:
+    """From the broker's transition log lines for ``group``: how long each join phase was held
+    open, and how long after the last one ended the group became Stable."""
+    held, started, ended, stable = [], None, 0.0, 0.0
+    for line in log.splitlines():
+        if "group.transition" not in line or f"group={group} " not in line:
+            continue
+        at = _log_time(line)
+        if "to_state=PreparingRebalance" in line:
+            started = at
+        elif "to_state=CompletingRebalance" in line and started is not None:
+            held.append(at - started)
+            ended, started = at, None
+        elif "to_state=Stable" in line:
+            stable = at
+    return held, stable - ended
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--members", type=int, nargs="*", default=[100, 500])
@@ -250,20 +280,25 @@ def main() -> None:
         print(f"leave: 49 remaining members rebalanced in {t * 1000:.0f} ms with a {args.heartbeat_interval_ms} ms "
               f"heartbeat interval (target < interval + 50 ms); broker CPU {broker.cpu() - b0:.2f}s "
               f"loadgen CPU {self_cpu() - l0:.2f}s")
-        b0, l0 = broker.cpu(), self_cpu()
-        rate = trio.run(heartbeat_rate, broker.port, 50, args.heartbeat_seconds)
-        print(f"heartbeats: 50 members back-to-back: {rate:,.0f}/s; broker CPU "
-              f"{(broker.cpu() - b0) / args.heartbeat_seconds:.2f} cores, loadgen CPU "
-              f"{(self_cpu() - l0) / args.heartbeat_seconds:.2f} cores (incl. group formation)")
+        runs = [trio.run(heartbeat_rate, broker.port, 50, args.heartbeat_seconds, f"heartbeats-{i}", broker.cpu)
+                for i in range(args.rounds)]
+        print(f"heartbeats: 50 members back-to-back: median {statistics.median(r[0] for r in runs):,.0f}/s "
+              f"(runs {', '.join(f'{r[0]:,.0f}' for r in runs)}); broker CPU "
+              f"{statistics.median(r[1] for r in runs):.2f} cores, loadgen CPU "
+              f"{statistics.median(r[2] for r in runs):.2f} cores")
     finally:
         broker.stop()
 
-    broker = Broker(group_initial_rebalance_delay_ms=3000)
+    broker = Broker(group_initial_rebalance_delay_ms=3000, log_level="INFO")
     try:
         b0 = broker.cpu()
         t = confluent_join(f"127.0.0.1:{broker.port}", 10, 20)
-        print(f"confluent-kafka: 10 consumers on 20 partitions all assigned after {t:.2f}s "
-              f"(initial delay 3 s; target < 4 s); broker CPU {broker.cpu() - b0:.2f}s")
+        held, final = join_phases(broker.log(), "bench-confluent")
+        print(f"confluent-kafka: 10 consumers on 20 partitions all assigned after {t:.2f}s; broker CPU "
+              f"{broker.cpu() - b0:.2f}s. Join phases (PreparingRebalance -> CompletingRebalance): "
+              f"{', '.join(f'{h:.2f}s' for h in held)}; the last generation was Stable "
+              f"{final * 1000:.0f} ms after its join phase ended. With the 3 s initial delay, Kafka "
+              f"extends the first join phase by another 3 s when members join during it.")
     finally:
         broker.stop()
 

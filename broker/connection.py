@@ -45,6 +45,7 @@ class Connection:
         self.have_pending = trio.Event()
         self.room = trio.Event()
         self.closing = False
+        self.sending = False
         self.fd = stream.socket.fileno()
         self.hub = hub if hub is not None and hub.available else None
         self.more_to_read = False
@@ -104,6 +105,12 @@ class Connection:
                 except CloseConnection as exc:
                     self._bad(str(exc), "bad_request")
                     return
+                if not self.pending and not self.sending and reply.data is not None:
+                    # Answered on the spot with nothing queued ahead of it (a heartbeat, a
+                    # metadata request): write it now rather than waking the writer for it.
+                    if not self._write_now(reply):
+                        return
+                    continue
                 self.pending.append(reply)
                 self.have_pending.set()
                 while len(self.pending) >= MAX_IN_FLIGHT:
@@ -162,10 +169,33 @@ class Connection:
         logs.warn("connection.closed", reason=reason, client=f"{self.info.client_host}:{self.info.client_port}",
                   conn=self.info.conn_id)
 
+    def _write_now(self, reply: Reply) -> bool:
+        """Writes a ready reply straight to the socket; what does not fit goes to the writer.
+        False if the connection is broken."""
+        assert reply.data is not None
+        data = reply.data
+        sent = 0
+        if data:
+            try:
+                sent = os.write(self.fd, data)
+            except BlockingIOError:
+                pass
+            except OSError:
+                return False
+            METRICS.bytes_out.inc(sent)
+        if sent < len(data):
+            reply.data = data[sent:]
+            self.pending.append(reply)
+            self.have_pending.set()
+        elif self.on_response is not None:
+            self.on_response(reply)
+        return True
+
     async def _send(self, data: bytes) -> None:
         """Writes straight to the non-blocking socket when it has room (the common case), and
-        lets trio wait for writability only for what does not fit. This connection has a single
-        writer task, so nothing else sends on the socket concurrently."""
+        lets trio wait for writability only for what does not fit. Only the writer task sends
+        while ``sending`` is set; the reader writes a reply itself only when nothing is queued
+        or being sent, so replies never interleave."""
         try:
             sent = os.write(self.fd, data)
         except BlockingIOError:
@@ -204,7 +234,9 @@ class Connection:
             if out:
                 data = b"".join(out) if len(out) > 1 else out[0]
                 out.clear()
+                self.sending = True
                 await self._send(data)
+                self.sending = False
                 METRICS.bytes_out.inc(len(data))
             if self.closing and not self.pending:
                 scope.cancel()

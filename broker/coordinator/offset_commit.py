@@ -96,7 +96,8 @@ def offset_commit(st: CoordinatorState, req: Any, ctx: RequestContext, now: int)
     max_len = st.config.offset_metadata_max_bytes
     for rp, name, p, _ in valid:
         metadata = p.committed_metadata
-        if metadata is not None and java_length(metadata) > max_len:
+        # A Java length is at most twice the Python one: count code units only near the limit.
+        if metadata is not None and 2 * len(metadata) > max_len and java_length(metadata) > max_len:
             rp.error_code = ErrorCode.OFFSET_METADATA_TOO_LARGE
             continue
         commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != DEFAULT_TIMESTAMP else now
