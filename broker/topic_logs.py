@@ -88,6 +88,10 @@ class PartitionState:
         self.waiters.clear()
 
 
+def _answered() -> None:
+    pass
+
+
 class Append:
     """One produced batch on its way to the log. ``expected`` is the offset it was promised when
     queued (the log end plus everything queued before it); ``first``/``last`` are where it landed."""
@@ -258,6 +262,10 @@ class TopicLogs:
                     if state in failed and a.error is None:
                         a.error = OSError("the write could not be made durable")
                     a.on_done()
+                    # The callback's closure refers back to this Append (through the request's
+                    # list of appends): a reference cycle that only the cyclic collector would
+                    # free, keeping each produced batch in memory until a full collection.
+                    a.on_done = _answered
             for callback in callbacks:
                 callback()
 
