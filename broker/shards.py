@@ -199,6 +199,7 @@ class ShardManager:
         self.timers = TimerService(self._fire)
         self.runtimes = [ShardRuntime(self, p) for p in range(num_partitions)]
         self.dirty: dict[int, ShardRuntime] = {}
+        self.unflushed: dict[int, ShardRuntime] = {}  # written, not yet flushed (interval policy)
         self.nursery: trio.Nursery | None = None
         self.sync_threads = SyncThreads(_FLUSH_THREADS)
         self.have_dirty = trio.Event()
@@ -237,6 +238,8 @@ class ShardManager:
                 written = [(rt, t) for rt, t in written if rt.partition not in failed]
             for runtime, target in written:
                 runtime.release(target)
+                if not self.sync_flush:
+                    self.unflushed[runtime.partition] = runtime
             if written:
                 METRICS.flush_seconds.observe(time.perf_counter() - started)
                 METRICS.flush_records.observe(records)
@@ -263,9 +266,11 @@ class ShardManager:
         return failures
 
     async def flush_periodically(self, interval_ms: int) -> None:
+        """``interval`` policy: every interval, make durable the logs written since the last one."""
         while True:
             await trio.sleep(interval_ms / 1000)
-            for runtime in self.runtimes:
+            written, self.unflushed = self.unflushed, {}
+            for runtime in written.values():
                 if runtime.log is not None and runtime.loaded:
                     await trio.to_thread.run_sync(runtime.log.flush)
 
