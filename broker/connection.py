@@ -177,10 +177,8 @@ class Connection:
         sent = 0
         if data:
             try:
-                sent = os.write(self.fd, data)
-            except BlockingIOError:
-                pass
-            except OSError:
+                sent = self._write_some(data)
+            except trio.BrokenResourceError:
                 return False
             METRICS.bytes_out.inc(sent)
         if sent < len(data):
@@ -191,17 +189,21 @@ class Connection:
             self.on_response(reply)
         return True
 
+    def _write_some(self, data: bytes) -> int:
+        """As much of ``data`` as the non-blocking socket takes now (0 when it is full)."""
+        try:
+            return os.write(self.fd, data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:
+            raise trio.BrokenResourceError(str(exc)) from exc
+
     async def _send(self, data: bytes) -> None:
         """Writes straight to the non-blocking socket when it has room (the common case), and
         lets trio wait for writability only for what does not fit. Only the writer task sends
         while ``sending`` is set; the reader writes a reply itself only when nothing is queued
         or being sent, so replies never interleave."""
-        try:
-            sent = os.write(self.fd, data)
-        except BlockingIOError:
-            sent = 0
-        except OSError as exc:
-            raise trio.BrokenResourceError(str(exc)) from exc
+        sent = self._write_some(data)
         if sent < len(data):
             await self.stream.send_all(memoryview(data)[sent:])
 

@@ -13,7 +13,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-OFFSETS_TOPIC = "__consumer_offsets"
+from storage.layout import OFFSETS_TOPIC as OFFSETS_TOPIC
+
 CATALOG_FILE = "kcoord-topics.json"
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249

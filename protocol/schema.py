@@ -217,8 +217,6 @@ def _generated_init(fields: list[Field]) -> Any:
             env[f"_D{i}"] = default
             params.append(f"{fl.name}=_D{i}")
             body.append(f"    self.{fl.name} = {fl.name}")
-    if not fields:
-        body.append("    pass")
     src = f"def __init__(self, *, {', '.join(params)}):\n" + "\n".join(body) if fields else \
         "def __init__(self):\n    pass"
     exec(compile(src, "<kafka-message>", "exec"), env)

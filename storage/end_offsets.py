@@ -8,9 +8,8 @@ import os
 from pathlib import Path
 
 from protocol.record_batch import HEADER, HEADER_SIZE, LOG_OVERHEAD
-from storage.layout import LOG, parse_partition_dir, parse_segment_file
+from storage.layout import LOG, OFFSETS_TOPIC, parse_partition_dir, parse_segment_file, segment_path
 
-OFFSETS_TOPIC = "__consumer_offsets"
 TopicPartition = tuple[str, int]
 
 
@@ -30,7 +29,7 @@ def _last_index_position(path: Path, log_size: int) -> int:
     return best
 
 
-def _segment_end(path: Path, base: int) -> int | None:
+def _segment_end(path: Path) -> int | None:
     """Next offset after the last whole batch of one ``.log`` file, None if it holds none."""
     size = path.stat().st_size
     if size < HEADER_SIZE:
@@ -61,7 +60,7 @@ def partition_end_offset(directory: Path) -> int:
     bases = sorted((p[0] for p in map(parse_segment_file, os.listdir(directory)) if p and p[1] == LOG and not p[2]),
                    reverse=True)
     for base in bases:
-        end = _segment_end(directory / f"{base:020d}{LOG}", base)
+        end = _segment_end(segment_path(directory, base, LOG))
         if end is not None:
             return end
     return bases[0] if bases else 0

@@ -6,6 +6,8 @@ import contextlib
 import os
 from pathlib import Path
 
+# The internal topic that holds the group coordinator's records.
+OFFSETS_TOPIC = "__consumer_offsets"
 LOG = ".log"
 INDEX = ".index"
 TIME_INDEX = ".timeindex"
