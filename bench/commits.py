@@ -1,39 +1,58 @@
 """OffsetCommit throughput and latency with raw pipelined clients.
 
-    python bench/commits.py [--seconds 5] [--flush sync|interval]
+    python bench/commits.py [--seconds 5] [--rounds 3] [--flush sync|interval]
 
 Runs (a) simple-consumer commits (generation -1) and (b) commits by members of a stable group,
 each with 4 connections x 8 requests in flight x 4 partitions per request, then (c) one
-connection with one request in flight for latency. Prints requests/s, partition commits/s, p50
-and p99 latency, broker CPU (cores) and RSS.
+connection with one request in flight for latency. The load comes from a separate process that
+sends pre-encoded requests and only frames the responses, so that it costs the shared cores as
+little as possible; its CPU is printed beside the broker's. Prints requests/s, partition
+commits/s, p50 and p99 latency, broker CPU (cores), load generator CPU and broker RSS; the last
+lines give the median of each figure over the rounds.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
+import selectors
+import socket
 import statistics
+import struct
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import AsyncClient, Broker
+from protocol.frames import RequestHeader, frame_request
 from protocol.messages import ApiKey
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.sync_group import SyncGroupRequest
 
 P = OffsetCommitRequest.Topic.Partition
+VERSION = 9
+DISTINCT_REQUESTS = 64  # per connection, with different offsets and correlation ids, sent in turn
+Committer = tuple[str, int, str]  # group, generation (-1 for a simple consumer), member id
 
 
-def commit_request(group: str, generation: int, member: str, base: int, conn: int) -> OffsetCommitRequest:
-    return OffsetCommitRequest(
-        group_id=group, generation_id_or_member_epoch=generation, member_id=member,
-        topics=[OffsetCommitRequest.Topic(name="bench", partitions=[
-            P(partition_index=conn * 4 + i, committed_offset=base + i, committed_metadata="") for i in range(4)])])
+def commit_frames(committer: Committer, conn: int) -> list[bytes]:
+    group, generation, member = committer
+    frames = []
+    for k in range(DISTINCT_REQUESTS):
+        body = OffsetCommitRequest(
+            group_id=group, generation_id_or_member_epoch=generation, member_id=member,
+            topics=[OffsetCommitRequest.Topic(name="bench", partitions=[
+                P(partition_index=conn * 4 + i, committed_offset=k * 4 + i, committed_metadata="")
+                for i in range(4)])])
+        frames.append(frame_request(RequestHeader(ApiKey.OffsetCommit, VERSION, k, "bench"),
+                                    OffsetCommitRequest.encode(body, VERSION), True))
+    return frames
 
 
 async def join_member(port: int, group: str) -> tuple[AsyncClient, int, str]:
@@ -41,7 +60,7 @@ async def join_member(port: int, group: str) -> tuple[AsyncClient, int, str]:
     member = ""
     while True:
         j = await c.call(ApiKey.JoinGroup, 9, JoinGroupRequest(
-            group_id=group, session_timeout_ms=60000, rebalance_timeout_ms=60000, member_id=member,
+            group_id=group, session_timeout_ms=300000, rebalance_timeout_ms=60000, member_id=member,
             protocol_type="consumer", protocols=[JoinGroupRequest.Protocol(name="range", metadata=b"\x00\x00")]))
         member = j.member_id
         if j.error_code == 79:
@@ -54,61 +73,103 @@ async def join_member(port: int, group: str) -> tuple[AsyncClient, int, str]:
     return c, j.generation_id, member
 
 
-async def load(port: int, seconds: float, conns: int, in_flight: int, member: bool) -> tuple[int, list[float]]:
+class _Conn:
+    def __init__(self, port: int, frames: list[bytes]) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.frames = frames
+        self.next = 0
+        self.sent_at: list[float] = []
+        self.buf = bytearray()
+
+    def send(self, count: int, now: float) -> None:
+        frames = self.frames
+        data = b"".join(frames[(self.next + j) % len(frames)] for j in range(count))
+        self.next += count
+        self.sent_at.extend([now] * count)
+        self.sock.setblocking(True)
+        self.sock.sendall(data)
+        self.sock.setblocking(False)
+
+    def complete_frames(self) -> int:
+        buf = self.buf
+        pos = n = 0
+        while len(buf) - pos >= 4:
+            (size,) = struct.unpack_from(">i", buf, pos)
+            if len(buf) - pos < 4 + size:
+                break
+            pos += 4 + size
+            n += 1
+        del buf[:pos]
+        return n
+
+
+def generate(port: int, committers: list[Committer], in_flight: int, seconds: float) -> tuple[int, list[float], float]:
+    """Keeps ``in_flight`` requests outstanding on each connection for ``seconds``; returns
+    responses received, their latencies and this process's CPU seconds."""
+    cpu0 = time.process_time()
+    sel = selectors.DefaultSelector()
+    conns = [_Conn(port, commit_frames(c, i)) for i, c in enumerate(committers)]
+    deadline = time.perf_counter() + seconds
+    for c in conns:
+        c.send(in_flight, time.perf_counter())
+        sel.register(c.sock, selectors.EVENT_READ, c)
     latencies: list[float] = []
     done = 0
-
-    async def one(idx: int) -> None:
-        nonlocal done
-        if member:
-            client, generation, member_id = await join_member(port, f"bench-members-{idx}")
-            group = f"bench-members-{idx}"
-        else:
-            client, generation, member_id, group = await AsyncClient.connect(port), -1, "", f"bench-simple-{idx}"
-        deadline = time.perf_counter() + seconds
-        sent_at: list[float] = []
-        offset = 0
-
-        async def sender() -> None:
-            nonlocal offset
-            for _ in range(in_flight):
-                offset += 4
-                sent_at.append(time.perf_counter())
-                await client.send_raw(client.encode(ApiKey.OffsetCommit, 9,
-                                                    commit_request(group, generation, member_id, offset, idx)))
-
-        await sender()
-        while sent_at:
-            await client.recv_frame()
+    open_conns = len(conns)
+    while open_conns:
+        for key, _ in sel.select():
+            c = key.data
+            try:
+                data = c.sock.recv(1 << 16)
+            except BlockingIOError:
+                continue
+            if not data:
+                raise ConnectionError("the broker closed a connection")
+            c.buf += data
+            n = c.complete_frames()
             now = time.perf_counter()
-            latencies.append(now - sent_at.pop(0))
-            done += 1
-            if now < deadline:
-                offset += 4
-                sent_at.append(time.perf_counter())
-                await client.send_raw(client.encode(ApiKey.OffsetCommit, 9,
-                                                    commit_request(group, generation, member_id, offset, idx)))
-
-    async with trio.open_nursery() as nursery:
-        for i in range(conns):
-            nursery.start_soon(one, i)
-    return done, latencies
+            latencies.extend(now - t for t in c.sent_at[:n])
+            del c.sent_at[:n]
+            done += n
+            if n and now < deadline:
+                c.send(n, now)
+            elif not c.sent_at:
+                sel.unregister(c.sock)
+                c.sock.close()
+                open_conns -= 1
+    return done, latencies, time.process_time() - cpu0
 
 
-def run_case(broker: Broker, name: str, seconds: float, conns: int, in_flight: int, member: bool) -> None:
+def _child(port: int, committers: list[Committer], in_flight: int, seconds: float, out: Any) -> None:
+    out.put(generate(port, committers, in_flight, seconds))
+
+
+def run_case(broker: Broker, committers: list[Committer], in_flight: int, seconds: float) -> dict[str, float]:
+    results: Any = multiprocessing.get_context("fork").Queue()
+    child = multiprocessing.get_context("fork").Process(
+        target=_child, args=(broker.port, committers, in_flight, seconds, results))
     c0, t0 = broker.cpu(), time.perf_counter()
-    done, lat = trio.run(load, broker.port, seconds, conns, in_flight, member)
+    child.start()
+    done, lat, load_cpu = results.get()
     wall = time.perf_counter() - t0
+    child.join()
     lat.sort()
-    p50 = lat[len(lat) // 2] * 1000
-    p99 = lat[int(len(lat) * 0.99)] * 1000
-    print(f"{name:46} {done / seconds:9,.0f} req/s {4 * done / seconds:9,.0f} offsets/s  p50 {p50:6.2f} ms  "
-          f"p99 {p99:6.2f} ms  broker CPU {(broker.cpu() - c0) / wall:.2f} cores  RSS {broker.rss():.0f} MB")
+    return {"req/s": done / seconds, "offsets/s": 4 * done / seconds, "p50 ms": lat[len(lat) // 2] * 1000,
+            "p99 ms": lat[int(len(lat) * 0.99)] * 1000, "broker cores": (broker.cpu() - c0) / wall,
+            "loadgen cores": load_cpu / wall, "RSS MB": broker.rss()}
+
+
+def show(name: str, r: dict[str, float]) -> None:
+    print(f"{name:34} {r['req/s']:8,.0f} req/s {r['offsets/s']:8,.0f} offsets/s  p50 {r['p50 ms']:6.3f} ms  "
+          f"p99 {r['p99 ms']:6.2f} ms  broker {r['broker cores']:.2f} cores  loadgen {r['loadgen cores']:.2f} "
+          f"cores  RSS {r['RSS MB']:.0f} MB", flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--flush", choices=["sync", "interval"], default="sync")
     args = parser.parse_args()
     broker = Broker(log_flush_policy=args.flush)
@@ -117,15 +178,30 @@ def main() -> None:
 
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{broker.port}"})
         admin.create_topics([NewTopic("bench", 16, 1)])["bench"].result(10)
+
+        async def join_all() -> list[Committer]:
+            joined = []
+            for i in range(4):
+                client, generation, member = await join_member(broker.port, f"bench-members-{i}")
+                await client.stream.aclose()
+                joined.append((f"bench-members-{i}", generation, member))
+            return joined
+
+        members = trio.run(join_all)
+        simple: list[Committer] = [(f"bench-simple-{i}", -1, "") for i in range(4)]
+        cases = [("simple, 4 conns x 8 in flight x 4", simple, 8),
+                 ("members, 4 conns x 8 in flight x 4", members, 8),
+                 ("one connection, one in flight", simple[:1], 1)]
         print(f"flush policy: {args.flush}")
-        run_case(broker, "simple commits, 4 conns x 8 in flight x 4 parts", args.seconds, 4, 8, member=False)
-        run_case(broker, "member commits, 4 conns x 8 in flight x 4 parts", args.seconds, 4, 8, member=True)
-        run_case(broker, "one connection, one request in flight", args.seconds, 1, 1, member=False)
-        lat = []
-        for _ in range(3):
-            _done, ls = trio.run(load, broker.port, 1.0, 1, 1, False)
-            lat.append(statistics.median(ls) * 1000)
-        print(f"one in flight, p50 over 3 runs: {', '.join(f'{x:.3f}' for x in lat)} ms")
+        runs: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in cases}
+        for _ in range(args.rounds):
+            for name, committers, in_flight in cases:
+                r = run_case(broker, committers, in_flight, args.seconds)
+                runs[name].append(r)
+                show(name, r)
+        print(f"medians over {args.rounds} rounds:")
+        for name, rs in runs.items():
+            show(name, {k: statistics.median(r[k] for r in rs) for k in rs[0]})
     finally:
         broker.stop()
 

@@ -18,11 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import trio
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.commits import load
+from bench.commits import generate
 from bench.harness import Broker
 from bench.load import write
 from broker.coordinator.partitioning import partition_for
@@ -52,7 +50,7 @@ def main() -> None:
         during: list[float] = []
         rounds = 0
         while "log.compacted partition=0" not in broker.log() and rounds < 120:
-            _done, lat = trio.run(load, broker.port, 1.0, 1, 8, False)
+            _done, lat, _cpu = generate(broker.port, [("bench-simple-0", -1, "")], 8, 1.0)
             during.extend(lat)
             rounds += 1
         match = re.search(r"log.compacted partition=0 bytes_before=(\d+) bytes_after=(\d+) .*seconds=([\d.]+)",
@@ -61,7 +59,7 @@ def main() -> None:
             before, after, seconds = int(match[1]), int(match[2]), float(match[3])
             print(f"cleaner: {before / 1e6:.0f} MB -> {after / 1e6:.1f} MB in {seconds:.1f} s = "
                   f"{before / 1e6 / seconds:.0f} MB/s")
-        _done, after_lat = trio.run(load, broker.port, 3.0, 1, 8, False)
+        _done, after_lat, _cpu = generate(broker.port, [("bench-simple-0", -1, "")], 8, 3.0)
         print(f"commits while compacting: p50 {percentile(during, 0.5):.2f} ms  p99 {percentile(during, 0.99):.2f} ms"
               f"  ({len(during):,} commits)")
         print(f"commits afterwards:       p50 {percentile(after_lat, 0.5):.2f} ms  p99 "

@@ -42,10 +42,14 @@ class Connection:
         self.max_request_bytes = max_request_bytes
         self.on_response = on_response
         self.pending: deque[Reply] = deque()
-        self.have_pending = trio.Event()
+        # The writer task sleeps on this; it is set only when the writer has something to do
+        # that nobody else will: bytes a direct write left over, or a close to carry out.
+        self.wake = trio.Event()
+        self.unsent: bytes | memoryview = b""
         self.room = trio.Event()
         self.closing = False
         self.sending = False
+        self.broken = False
         self.fd = stream.socket.fileno()
         self.hub = hub if hub is not None and hub.available else None
         self.more_to_read = False
@@ -60,7 +64,7 @@ class Connection:
                 await self._reader()
                 # Reader finished (EOF or bad request): let the writer drain what is owed, then stop.
                 self.closing = True
-                self.have_pending.set()
+                self.wake.set()
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
             pass
         finally:
@@ -105,17 +109,20 @@ class Connection:
                 except CloseConnection as exc:
                     self._bad(str(exc), "bad_request")
                     return
-                if not self.pending and not self.sending and reply.data is not None:
-                    # Answered on the spot with nothing queued ahead of it (a heartbeat, a
-                    # metadata request): write it now rather than waking the writer for it.
-                    if not self._write_now(reply):
-                        return
-                    continue
+                reply.on_ready = self._reply_ready
                 self.pending.append(reply)
-                self.have_pending.set()
+                if reply.ready:
+                    # Answered on the spot (a heartbeat, a metadata request): written now if
+                    # nothing is queued ahead of it.
+                    self._reply_ready(reply)
+                if self.broken:
+                    return
                 while len(self.pending) >= MAX_IN_FLIGHT:
+                    self.router.after_frames()
                     self.room = trio.Event()
                     await self.room.wait()
+            # Everything this read carried is dispatched: start the writes they queued together.
+            self.router.after_frames()
 
     async def _receive(self) -> memoryview:
         return _READ_BUFFER[: await self._receive_into(_READ_BUFFER)]
@@ -169,27 +176,7 @@ class Connection:
         logs.warn("connection.closed", reason=reason, client=f"{self.info.client_host}:{self.info.client_port}",
                   conn=self.info.conn_id)
 
-    def _write_now(self, reply: Reply) -> bool:
-        """Writes a ready reply straight to the socket; what does not fit goes to the writer.
-        False if the connection is broken."""
-        assert reply.data is not None
-        data = reply.data
-        sent = 0
-        if data:
-            try:
-                sent = self._write_some(data)
-            except trio.BrokenResourceError:
-                return False
-            METRICS.bytes_out.inc(sent)
-        if sent < len(data):
-            reply.data = data[sent:]
-            self.pending.append(reply)
-            self.have_pending.set()
-        elif self.on_response is not None:
-            self.on_response(reply)
-        return True
-
-    def _write_some(self, data: bytes) -> int:
+    def _write_some(self, data: bytes | memoryview) -> int:
         """As much of ``data`` as the non-blocking socket takes now (0 when it is full)."""
         try:
             return os.write(self.fd, data)
@@ -198,48 +185,76 @@ class Connection:
         except OSError as exc:
             raise trio.BrokenResourceError(str(exc)) from exc
 
-    async def _send(self, data: bytes) -> None:
+    async def _send(self, data: bytes | memoryview) -> None:
         """Writes straight to the non-blocking socket when it has room (the common case), and
-        lets trio wait for writability only for what does not fit. Only the writer task sends
-        while ``sending`` is set; the reader writes a reply itself only when nothing is queued
-        or being sent, so replies never interleave."""
+        lets trio wait for writability only for what does not fit. While the writer task sends
+        (``sending``) or owes leftover bytes (``unsent``), nobody else writes, so replies never
+        interleave."""
         sent = self._write_some(data)
         if sent < len(data):
             await self.stream.send_all(memoryview(data)[sent:])
 
-    async def _writer(self, scope: trio.CancelScope) -> None:
+    def _take_ready(self) -> bytes:
+        """Pops every filled slot at the head of the queue; their bytes, joined for one send."""
         out: list[bytes] = []
+        pending = self.pending
+        while pending and pending[0].ready:
+            reply = pending.popleft()
+            if reply.close:
+                self.closing = True
+                pending.clear()
+                break
+            if reply.data:
+                out.append(reply.data)
+            if self.on_response is not None:
+                self.on_response(reply)
+        if len(pending) < MAX_IN_FLIGHT and not self.room.is_set():
+            self.room.set()
+        if not out:
+            return b""
+        return out[0] if len(out) == 1 else b"".join(out)
+
+    def _reply_ready(self, reply: Reply) -> None:
+        """A slot was filled. If it heads the queue and the writer is idle, whoever filled it (a
+        handler, the end of a durable write) writes the ready replies now: one system call,
+        where waking the writer task would cost a trip through the scheduler."""
+        del reply
+        if self.sending or self.unsent or self.broken or not self.pending or not self.pending[0].ready:
+            return  # the writer is busy and takes ready slots when done, or the head still waits
+        data = self._take_ready()
+        if data:
+            try:
+                sent = self._write_some(data)
+            except trio.BrokenResourceError:
+                self.broken = True
+                self.wake.set()
+                return
+            METRICS.bytes_out.inc(sent)
+            if sent < len(data):
+                self.unsent = memoryview(data)[sent:]
+                self.wake.set()
+                return
+        if self.closing and not self.pending:
+            self.wake.set()
+
+    async def _writer(self, scope: trio.CancelScope) -> None:
         while True:
-            if not self.pending:
-                if self.closing:
-                    scope.cancel()
-                    return
-                self.have_pending = trio.Event()
-                await self.have_pending.wait()
-                continue
-            head = self.pending[0]
-            if not head.ready:
-                await head.wait()
-            # Send every filled slot at the head of the queue in one go.
-            while self.pending and self.pending[0].ready:
-                reply = self.pending.popleft()
-                if reply.close:
-                    self.closing = True
-                    self.pending.clear()
-                    break
-                if reply.data:
-                    out.append(reply.data)
-                if self.on_response is not None:
-                    self.on_response(reply)
-            if len(self.pending) < MAX_IN_FLIGHT:
-                self.room.set()
-            if out:
-                data = b"".join(out) if len(out) > 1 else out[0]
-                out.clear()
+            if self.broken:
+                scope.cancel()
+                return
+            data = self.unsent
+            if data:
+                self.unsent = b""
+            else:
+                data = self._take_ready()
+            if data:
                 self.sending = True
                 await self._send(data)
                 self.sending = False
                 METRICS.bytes_out.inc(len(data))
+                continue
             if self.closing and not self.pending:
                 scope.cancel()
                 return
+            self.wake = trio.Event()
+            await self.wake.wait()

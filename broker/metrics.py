@@ -10,6 +10,8 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram, disable_creat
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from broker.loop_metrics import LoopMetrics
+
 # Each counter and histogram would also export a `<name>_created` gauge: a second series per label set
 # that Prometheus stores and no dashboard or alert reads (rate() copes with restarts on its own).
 disable_created_metrics()
@@ -21,10 +23,13 @@ _FLUSH_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.0
 
 class Metrics:
     def __init__(self) -> None:
-        self.requests = Counter("kcoord_requests", "Requests received, by API and version.", ["api", "version"])
-        self.request_seconds = Histogram("kcoord_request_duration_seconds",
-                                         "Time from a request's arrival to its response being sent, by API.",
-                                         ["api"], buckets=_LATENCY_BUCKETS)
+        # Updated for every request, on the event loop only: lock-free (broker/loop_metrics.py).
+        loop = self.loop = LoopMetrics()
+        REGISTRY.register(loop)
+        self.requests = loop.counter("kcoord_requests", "Requests received, by API and version.", ["api", "version"])
+        self.request_seconds = loop.histogram("kcoord_request_duration_seconds",
+                                              "Time from a request's arrival to its response being sent, by API.",
+                                              ["api"], buckets=_LATENCY_BUCKETS)
         self.request_errors = Counter("kcoord_request_errors",
                                       "Responses carrying an error, by API and error name (the top-level error "
                                       "code, or the first per-partition/topic/group one where the API has none).",
@@ -34,13 +39,13 @@ class Metrics:
         self.connections_closed_bad = Counter("kcoord_connections_closed_bad_request",
                                               "Connections closed because of a request that could not be served.",
                                               ["reason"])
-        self.bytes_in = Counter("kcoord_received_bytes", "Bytes received from clients.")
-        self.bytes_out = Counter("kcoord_sent_bytes", "Bytes sent to clients.")
+        self.bytes_in = loop.counter("kcoord_received_bytes", "Bytes received from clients.")
+        self.bytes_out = loop.counter("kcoord_sent_bytes", "Bytes sent to clients.")
         self.rebalances = Counter("kcoord_rebalances", "Rebalances started, by reason.", ["reason"])
         self.rebalance_seconds = Histogram("kcoord_rebalance_duration_seconds",
                                            "Time from a rebalance starting to the group becoming Stable.",
                                            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
-        self.offset_commits = Counter("kcoord_offset_commits", "Partition offsets committed.")
+        self.offset_commits = loop.counter("kcoord_offset_commits", "Partition offsets committed.")
         self.offset_expirations = Counter("kcoord_offset_expirations", "Partition offsets expired by retention.")
         self.flush_seconds = Histogram("kcoord_log_flush_seconds",
                                        "Time to write and fdatasync one group-commit batch.",

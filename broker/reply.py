@@ -3,9 +3,8 @@ arrival order, each as soon as it and all before it are filled (pipelining with 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol
-
-import trio
 
 from protocol.frames import frame_response
 from protocol.schema import Data, Message
@@ -38,7 +37,7 @@ class LatencyObserver(Protocol):
 
 
 class Reply:
-    __slots__ = ("_event", "close", "data", "flexible_header", "correlation_id", "error_code", "message", "version",
+    __slots__ = ("on_ready", "close", "data", "flexible_header", "correlation_id", "error_code", "message", "version",
                  "received", "latency")
 
     def __init__(self, message: Message | None, version: int, correlation_id: int, flexible_header: bool,
@@ -53,7 +52,9 @@ class Reply:
         self.data: bytes | None = None
         self.close = False
         self.error_code = 0
-        self._event: trio.Event | None = None
+        # Set by the connection that owns this slot: told when the slot fills, so a reply whose
+        # turn it is can be written on the spot by whoever filled it.
+        self.on_ready: Callable[[Reply], None] | None = None
 
     @property
     def ready(self) -> bool:
@@ -89,12 +90,5 @@ class Reply:
             self._wake()
 
     def _wake(self) -> None:
-        if self._event is not None:
-            self._event.set()
-
-    async def wait(self) -> None:
-        if self.ready:
-            return
-        if self._event is None:
-            self._event = trio.Event()
-        await self._event.wait()
+        if self.on_ready is not None:
+            self.on_ready(self)

@@ -77,6 +77,8 @@ class CloseConnection(Exception):
 class Router:
     def __init__(self) -> None:
         self.apis: dict[int, Api] = {}
+        # Called once a connection has dispatched every frame one read carried (see after_frames).
+        self.frames_done_hooks: list[Callable[[], None]] = []
 
     def register(self, request: Message, response: Message, handler: Handler,
                  versions: tuple[int, int] | None = None) -> None:
@@ -124,6 +126,12 @@ class Router:
                        client_id=header.client_id, conn=conn.conn_id)
             raise CloseConnection(f"{api.name} v{version}: internal error") from None
         return reply
+
+    def after_frames(self) -> None:
+        """A connection has dispatched all the requests it had: handlers that queued writes
+        start them now, so pipelined requests that arrived together share one write."""
+        for hook in self.frames_done_hooks:
+            hook()
 
     def _api_versions_fallback(self, correlation_id: int, api: Api) -> Reply:
         """KIP-511: a v0 body with UNSUPPORTED_VERSION and only the ApiVersions entry."""

@@ -62,6 +62,7 @@ class Broker:
         self._conn_ids = itertools.count(1)
         self._rebalance_started: dict[str, float] = {}
         self.shards = self._make_shards()
+        self.router.frames_done_hooks.append(self.shards.kick)
         install_state_collector(lambda: state_families(self.shards))
         self.readiness = ReadinessHub()
         self.bound_port: int | None = None

@@ -203,55 +203,54 @@ class ShardManager:
         self.nursery: trio.Nursery | None = None
         self.sync_threads = SyncThreads(_FLUSH_THREADS)
         self.have_dirty = trio.Event()
+        self.pass_running = False
 
     def mark_dirty(self, runtime: ShardRuntime) -> None:
         self.dirty[runtime.partition] = runtime
-        self.have_dirty.set()
+        if not self.have_dirty.is_set():
+            self.have_dirty.set()
+
+    def kick(self) -> None:
+        """Starts a write pass now, unless one is running (its end starts the next) or nothing
+        is queued. Connections call this once they have dispatched what a read carried, so the
+        requests that arrived together share a pass without a trip through the scheduler."""
+        if self.dirty and not self.pass_running:
+            self._start_pass()
 
     async def flusher(self) -> None:
-        """Group commit across shards: every pass appends what each shard queued since the last
-        pass (one batch per shard), then makes all of those logs durable together (fdatasync in
-        worker threads, under ``sync``), then releases the responses that waited for them."""
+        """Starts passes for writes queued outside a connection's dispatch (timers, parked
+        joins completing); for requests, ``kick`` usually got there first."""
         while True:
             await self.have_dirty.wait()
             self.have_dirty = trio.Event()
-            dirty, self.dirty = self.dirty, {}
-            started = time.perf_counter()
-            written: list[tuple[ShardRuntime, int]] = []
-            records = 0
-            for runtime in dirty.values():
-                batch, target = runtime.take_pending()
-                if not batch or runtime.log is None:
-                    continue
-                try:
-                    runtime.log.append(batch)
-                except Exception as exc:
-                    self._write_failed(runtime, exc)
-                    continue
-                written.append((runtime, target))
-                records += len(batch)
-            if self.sync_flush and written:
-                failures = await self._sync_logs([rt for rt, _ in written])
-                for runtime, error in failures:
-                    self._write_failed(runtime, error)
-                failed = {rt.partition for rt, _ in failures}
-                written = [(rt, t) for rt, t in written if rt.partition not in failed]
-            for runtime, target in written:
-                runtime.release(target)
-                if not self.sync_flush:
-                    self.unflushed[runtime.partition] = runtime
-            if written:
-                METRICS.flush_seconds.observe(time.perf_counter() - started)
-                METRICS.flush_records.observe(records)
+            self.kick()
 
-    def _write_failed(self, runtime: ShardRuntime, exc: Exception) -> None:
-        runtime.fail_writes(exc)
-        assert self.nursery is not None
-        self.nursery.start_soon(runtime.reload)
-
-    async def _sync_logs(self, runtimes: list[ShardRuntime]) -> list[tuple[ShardRuntime, Exception]]:
-        """fdatasync every log on the sync threads; returns the ones that failed."""
+    def _start_pass(self) -> None:
+        """Group commit across shards: appends what each shard queued since the last pass (one
+        batch per shard), then, under ``sync``, has the sync threads fdatasync those logs
+        together; the responses that waited for the pass are released when it is durable."""
+        dirty, self.dirty = self.dirty, {}
+        started = time.perf_counter()
+        written: list[tuple[ShardRuntime, int]] = []
+        records = 0
+        for runtime in dirty.values():
+            batch, target = runtime.take_pending()
+            if not batch or runtime.log is None:
+                continue
+            try:
+                runtime.log.append(batch)
+            except Exception as exc:
+                self._write_failed(runtime, exc)
+                continue
+            written.append((runtime, target))
+            records += len(batch)
+        if not written:
+            return
+        if not self.sync_flush:
+            self._finish_pass(written, [], started, records)
+            return
         failures: list[tuple[ShardRuntime, Exception]] = []
+        runtimes = [rt for rt, _ in written]
 
         def sync_some(chunk: list[ShardRuntime]) -> None:
             for runtime in chunk:
@@ -261,9 +260,41 @@ class ShardManager:
                 except Exception as exc:
                     failures.append((runtime, exc))
 
+        def synced(_results: list[BaseException | None]) -> None:
+            # A trio system callback: nothing may escape it.
+            self.pass_running = False
+            try:
+                self._finish_pass(written, failures, started, records)
+                self.kick()
+            except Exception:
+                logs.event("flush.failed", 40, exc_info=True)
+
+        self.pass_running = True
         workers = min(len(runtimes), _FLUSH_THREADS)
-        await self.sync_threads.run_all([partial(sync_some, runtimes[i::workers]) for i in range(workers)])
-        return failures
+        self.sync_threads.submit([partial(sync_some, runtimes[i::workers]) for i in range(workers)], synced)
+
+    def _finish_pass(self, written: list[tuple[ShardRuntime, int]], failures: list[tuple[ShardRuntime, Exception]],
+                     started: float, records: int) -> None:
+        failed = {rt.partition for rt, _ in failures}
+        for runtime, error in failures:
+            self._write_failed(runtime, error)
+        for runtime, target in written:
+            if runtime.partition in failed:
+                continue
+            try:
+                runtime.release(target)
+            except Exception:
+                # One response that cannot be sent must not hold back the others.
+                logs.event("flush.release_failed", 40, exc_info=True, partition=runtime.partition)
+            if not self.sync_flush:
+                self.unflushed[runtime.partition] = runtime
+        METRICS.flush_seconds.observe(time.perf_counter() - started)
+        METRICS.flush_records.observe(records)
+
+    def _write_failed(self, runtime: ShardRuntime, exc: Exception) -> None:
+        runtime.fail_writes(exc)
+        assert self.nursery is not None
+        self.nursery.start_soon(runtime.reload)
 
     async def flush_periodically(self, interval_ms: int) -> None:
         """``interval`` policy: every interval, make durable the logs written since the last one."""

@@ -2,16 +2,16 @@
 
 ``trio.to_thread.run_sync`` is general (capacity limiter, cancellation, context copying) and its
 per-call cost shows on the commit path, where every group-commit pass waits for fdatasync. These
-threads live as long as the broker; a job is a plain function, its completion one
-``run_sync_soon`` that sets a trio Event.
+threads live as long as the broker; a job is a plain function, and a submission's completion is
+one ``run_sync_soon`` callback, made by whichever thread finishes last.
 """
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import trio
 
@@ -38,34 +38,49 @@ class SyncThreads:
             else:
                 done(None)
 
-    async def run_all(self, fns: Sequence[Callable[[], None]]) -> list[BaseException | None]:
-        """Runs every ``fn`` on the threads; waits for all of them (the work is not cancellable
-        once started, like a write). Returns each one's exception or None, in order."""
+    def submit(self, fns: Sequence[Callable[[], None]],
+               on_done: Callable[[list[BaseException | None]], None]) -> None:
+        """Runs every ``fn`` on the threads; when the last one finishes, ``on_done`` gets each one's
+        exception or None, in order, in the trio thread (one wake-up of trio per submission).
+        ``on_done`` must not raise: it runs as a trio system callback."""
         token = trio.lowlevel.current_trio_token()
-        finished = trio.Event()
-        results: list[Any] = [None] * len(fns)
-        pending = [len(fns)]
+        results: list[BaseException | None] = [None] * len(fns)
+        remaining = [len(fns)]
+        lock = threading.Lock()
 
         def done_at(i: int) -> Callable[[BaseException | None], None]:
             def done(exc: BaseException | None) -> None:
                 results[i] = exc
-
-                def step() -> None:
-                    pending[0] -= 1
-                    if pending[0] == 0:
-                        finished.set()
-
-                token.run_sync_soon(step)
+                with lock:
+                    remaining[0] -= 1
+                    last = remaining[0] == 0
+                if last:
+                    # After the broker has stopped nobody is left to answer.
+                    with contextlib.suppress(trio.RunFinishedError):
+                        token.run_sync_soon(on_done, results)
 
             return done
 
         if not fns:
-            return []
+            on_done([])
+            return
         for i, fn in enumerate(fns):
             self.jobs.put((fn, done_at(i)))
+
+    async def run_all(self, fns: Sequence[Callable[[], None]]) -> list[BaseException | None]:
+        """Runs every ``fn`` on the threads and waits for all of them (the work is not
+        cancellable once started, like a write). Returns each one's exception or None, in order."""
+        finished = trio.Event()
+        out: list[BaseException | None] = []
+
+        def done(results: list[BaseException | None]) -> None:
+            out.extend(results)
+            finished.set()
+
+        self.submit(fns, done)
         with trio.CancelScope(shield=True):
             await finished.wait()
-        return results
+        return out
 
     def close(self) -> None:
         for _ in self.threads:

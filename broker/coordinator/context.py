@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
-@dataclass(frozen=True)
-class RequestContext:
+class RequestContext(NamedTuple):
     """The request being handled: its reply token, the API version it was sent with and who sent it.
 
     ``client_host`` is stored verbatim in member metadata; Kafka writes it as ``/<ip>``.

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from protocol.errors import ErrorCode
 
@@ -15,8 +14,7 @@ NO_LEADER_EPOCH = -1
 FetchedOffset = tuple[str, int, int, int, str, int]
 
 
-@dataclass(frozen=True, slots=True)
-class CommittedOffset:
+class CommittedOffset(NamedTuple):
     offset: int
     leader_epoch: int  # -1 = none
     metadata: str

@@ -13,6 +13,9 @@ from broker.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.metadata import MetadataRequest
+from protocol.messages.offset_commit import OffsetCommitRequest
+from protocol.messages.offset_fetch import OffsetFetchRequest
+from tests.integration.clients import create_topic
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -94,6 +97,48 @@ def test_pipelined_requests_are_answered_in_order(broker) -> None:
                        MetadataRequest(topics=[]) if i % 2 else ApiVersionsRequest()) for i in range(50)]
         got = [struct.unpack_from(">i", c.recv_frame(), 0)[0] for _ in sent]
     assert got == sent
+
+
+def test_durable_and_immediate_replies_keep_request_order(broker) -> None:
+    """Commits (answered only once their records are on disk) pipelined between requests that
+    are answered on the spot, on two connections at once: each connection gets every reply, in
+    the order it asked, and the commits are all there afterwards."""
+    create_topic(f"127.0.0.1:{broker.port}", "ordered", 4)
+    P = OffsetCommitRequest.Topic.Partition
+
+    def commit(group: str, offset: int) -> OffsetCommitRequest:
+        return OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=[
+            OffsetCommitRequest.Topic(name="ordered", partitions=[P(partition_index=0, committed_offset=offset)])])
+
+    def one_connection(conn: int, out: dict[int, tuple[list[int], list[int]]]) -> None:
+        with WireClient("127.0.0.1", broker.port) as c:
+            frames = []
+            for i in range(120):
+                if i % 3 == 2:
+                    frames.append(c.encode(ApiKey.ApiVersions, 2, ApiVersionsRequest()))
+                else:
+                    # Groups spread over shards, so one pass writes several logs.
+                    frames.append(c.encode(ApiKey.OffsetCommit, 8, commit(f"order-{conn}-{i % 7}", i)))
+            c.sock.sendall(b"".join(data for _, data in frames))
+            got = [struct.unpack_from(">i", c.recv_frame(), 0)[0] for _ in frames]
+            out[conn] = (got, [corr for corr, _ in frames])
+
+    results: dict[int, tuple[list[int], list[int]]] = {}
+    threads = [threading.Thread(target=one_connection, args=(n, results)) for n in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert sorted(results) == [0, 1]
+    for got, sent in results.values():
+        assert got == sent
+    with WireClient("127.0.0.1", broker.port) as c:
+        for conn in range(2):
+            for g in range(7):
+                fetched = c.call(ApiKey.OffsetFetch, 7, OffsetFetchRequest(group_id=f"order-{conn}-{g}", topics=None))
+                offsets = [p.committed_offset for t in fetched.topics for p in t.partitions]
+                last = max(i for i in range(120) if i % 3 != 2 and i % 7 == g)
+                assert offsets == [last]
 
 
 def test_a_burst_larger_than_one_read_is_answered_in_order(broker) -> None:
