@@ -13,19 +13,17 @@ from protocol.schema import Data, Message
 def first_error_code(obj: Data) -> int:
     """The first non-zero ``error_code`` nested in ``obj``, depth first (0 if none): the error of a
     response whose API has no top-level code (OffsetCommit, Produce, Metadata, ...)."""
-    for name in obj._fields:
+    for name in obj._error_fields:
         value = getattr(obj, name)
         if name == "error_code":
             if value:
                 return int(value)
         elif isinstance(value, list):
             for item in value:
-                if not isinstance(item, Data):
-                    break
                 code = first_error_code(item)
                 if code:
                     return code
-        elif isinstance(value, Data):
+        elif value is not None:
             code = first_error_code(value)
             if code:
                 return code

@@ -244,6 +244,16 @@ def build_batch(
         max_timestamp = max((base_timestamp + r.timestamp_delta for r in records), default=NO_TIMESTAMP)
     if last_offset_delta is None:
         last_offset_delta = records[-1].offset_delta if records else 0
+    return _seal(data, count, base_offset, base_timestamp, max_timestamp, last_offset_delta, partition_leader_epoch,
+                 producer_id, producer_epoch, base_sequence, compression, log_append_time, transactional, control,
+                 delete_horizon)
+
+
+def _seal(data: bytes, count: int, base_offset: int, base_timestamp: int, max_timestamp: int,
+          last_offset_delta: int, partition_leader_epoch: int, producer_id: int, producer_epoch: int,
+          base_sequence: int, compression: int, log_append_time: bool, transactional: bool, control: bool,
+          delete_horizon: bool) -> bytes:
+    """Header, (compressed) records region and CRC: the batch's bytes."""
     attributes = compression & COMPRESSION_MASK
     if compression:
         data = compress(compression, data)
@@ -269,15 +279,45 @@ def build_batch(
 def build_simple_batch(
     entries: Sequence[tuple[bytes | None, bytes | None, int]],
     base_offset: int = 0,
-    **options: object,
+    *,
+    partition_leader_epoch: int = -1,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = -1,
+    base_sequence: int = -1,
+    compression: int = 0,
+    transactional: bool = False,
+    control: bool = False,
 ) -> bytes:
-    """A batch from ``(key, value, timestamp_ms)`` at consecutive offsets; ``options`` as for
-    ``build_batch`` (producer fields, compression, leader epoch)."""
+    """A batch from ``(key, value, timestamp_ms)`` at consecutive offsets, without headers: what
+    the coordinator and the tools write. Encoded without building ``Record`` objects, as every
+    group-commit pass makes one; the same bytes as ``build_batch`` (a property test checks)."""
     if not entries:
         raise ValueError("a batch needs at least one record")
     base_ts = entries[0][2]
-    records = [Record(i, ts - base_ts, k, v, []) for i, (k, v, ts) in enumerate(entries)]
-    return build_batch(records, base_offset, base_timestamp=base_ts, **options)  # type: ignore[arg-type]
+    max_ts = base_ts
+    zz = zigzag
+    out = bytearray()
+    for delta, (key, value, ts) in enumerate(entries):
+        if ts > max_ts:
+            max_ts = ts
+        body = bytearray(b"\x00")
+        body += zz(ts - base_ts)
+        body += zz(delta)
+        if key is None:
+            body += b"\x01"
+        else:
+            body += zz(len(key))
+            body += key
+        if value is None:
+            body += b"\x01"
+        else:
+            body += zz(len(value))
+            body += value
+        body += b"\x00"  # no headers
+        out += zz(len(body))
+        out += body
+    return _seal(bytes(out), len(entries), base_offset, base_ts, max_ts, len(entries) - 1, partition_leader_epoch,
+                 producer_id, producer_epoch, base_sequence, compression, False, transactional, control, False)
 
 
 def rewrite_header(

@@ -176,6 +176,9 @@ class Data:
     __slots__ = ()
     _fields: tuple[str, ...] = ()
     _defaults: tuple[Any, ...] = ()
+    # The fields that are an ``error_code`` or hold nested structs, in declaration order: all a
+    # search for a response's first error needs to visit.
+    _error_fields: tuple[str, ...] = ()
 
     def __init__(self, **kwargs: Any) -> None:  # replaced per class by ``_generated_init``
         raise TypeError("Data is abstract: use a message class")
@@ -229,6 +232,7 @@ def _make_class(name: str, fields: list[Field], qualname: str) -> type[Data]:
         "__slots__": slots,
         "_fields": slots,
         "_defaults": tuple(fl.default_value() for fl in fields),
+        "_error_fields": tuple(fl.name for fl in fields if fl.name == "error_code" or isinstance(fl.type, Struct)),
         "__qualname__": qualname,
         "__module__": "protocol.messages",
     }

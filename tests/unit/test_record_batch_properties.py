@@ -16,6 +16,7 @@ from protocol.record_batch import (
     CorruptBatchError,
     Record,
     build_batch,
+    build_simple_batch,
     decode_keys,
     decode_records,
     iter_batches,
@@ -154,3 +155,21 @@ def test_second_batch_error_reports_its_position() -> None:
     except CorruptBatchError as exc:
         assert exc.position == len(one)
     assert seen == [0]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(maybe_bytes, maybe_bytes, st.integers(0, 2**45)), min_size=1, max_size=30),
+    st.integers(0, 2**62),
+    st.integers(-1, 2**31 - 1),
+    st.booleans(),
+)
+def test_simple_batch_is_the_generic_batch(entries: list[tuple[bytes | None, bytes | None, int]], base: int,
+                                           epoch: int, transactional: bool) -> None:
+    """The coordinator's builder (no Record objects, no headers) writes the bytes ``build_batch``
+    writes for the same records."""
+    base_ts = entries[0][2]
+    records = [Record(i, ts - base_ts, k, v, []) for i, (k, v, ts) in enumerate(entries)]
+    generic = build_batch(records, base, base_timestamp=base_ts, partition_leader_epoch=epoch,
+                          transactional=transactional)
+    assert build_simple_batch(entries, base, partition_leader_epoch=epoch, transactional=transactional) == generic
