@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from protocol.codec import encode
 from protocol.frames import frame_response
 from protocol.schema import Data, Message
 
@@ -63,11 +64,14 @@ class Reply:
         if self.ready:
             return
         assert self.message is not None
-        code = getattr(response, "error_code", None)
-        if code is None and isinstance(response, Data):
-            code = first_error_code(response)
+        if isinstance(response, Data):
+            # A field check, not getattr: a missing attribute on a message object is an
+            # AttributeError built (and formatted) only to be thrown away.
+            code = response.error_code if "error_code" in response._fields else first_error_code(response)
+        else:
+            code = getattr(response, "error_code", 0)
         self.error_code = code or 0
-        self.data = frame_response(self.correlation_id, self.message.encode(response, self.version),
+        self.data = frame_response(self.correlation_id, encode(self.message, response, self.version),
                                    self.flexible_header)
         self._wake()
 

@@ -24,6 +24,13 @@ from protocol.messages.offset_commit import OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteResponse
 from protocol.messages.offsets_log import OffsetCommitValue
 
+# The generated classes themselves: calling the message tables (``OffsetCommitValue(...)``)
+# forwards keywords through one more Python call, on every committed partition.
+_Value = OffsetCommitValue.cls
+_Response = OffsetCommitResponse.cls
+_ResponseTopic = OffsetCommitResponse.Topic
+_ResponsePartition = OffsetCommitResponse.Topic.Partition
+
 GROUP_ID_NOT_FOUND_VERSION = 9
 TOPIC_ID_VERSION = 10
 DEFAULT_RETENTION = -1
@@ -59,12 +66,12 @@ def offset_commit(st: CoordinatorState, req: Any, ctx: RequestContext, now: int)
     response_topics: list[Any] = []
     valid: list[tuple[Any, str, Any, Any]] = []  # (response partition, topic, request partition, resp topic)
     for topic in req.topics:
-        resp_topic = OffsetCommitResponse.Topic(name=topic.name, topic_id=topic.topic_id, partitions=[])
+        resp_topic = _ResponseTopic(name=topic.name, topic_id=topic.topic_id, partitions=[])
         response_topics.append(resp_topic)
         name = _topic_name(st, topic, version)
         count = st.topics.partition_count(name) if name is not None else None
         for p in topic.partitions:
-            rp = OffsetCommitResponse.Topic.Partition(partition_index=p.partition_index, error_code=0)
+            rp = _ResponsePartition(partition_index=p.partition_index, error_code=0)
             resp_topic.partitions.append(rp)
             if name is None:
                 rp.error_code = ErrorCode.UNKNOWN_TOPIC_ID
@@ -72,7 +79,7 @@ def offset_commit(st: CoordinatorState, req: Any, ctx: RequestContext, now: int)
                 rp.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 valid.append((rp, name, p, resp_topic))
-    response = OffsetCommitResponse(topics=response_topics)
+    response = _Response(topics=response_topics)
     out.replies.append((ctx.token, response))
     if not valid:
         return out
@@ -101,7 +108,7 @@ def offset_commit(st: CoordinatorState, req: Any, ctx: RequestContext, now: int)
             rp.error_code = ErrorCode.OFFSET_METADATA_TOO_LARGE
             continue
         commit_ts = p.commit_timestamp if version == 1 and p.commit_timestamp != DEFAULT_TIMESTAMP else now
-        value = OffsetCommitValue(
+        value = _Value(
             offset=p.committed_offset,
             leader_epoch=p.committed_leader_epoch if version >= 6 else -1,
             metadata=metadata or "",
