@@ -20,7 +20,7 @@ from protocol.errors import DecodeError
 from protocol.record import CorruptBatchError as CorruptBatchError
 from protocol.record import Record as Record
 from protocol.record import decode_keys as decode_key_region
-from protocol.record import decode_region
+from protocol.record import decode_region, encode_simple_records
 from protocol.record import encode_records as encode_records
 from protocol.record import zigzag as zigzag
 from protocol.record_compression import compress, decompress
@@ -293,30 +293,8 @@ def build_simple_batch(
     group-commit pass makes one; the same bytes as ``build_batch`` (a property test checks)."""
     if not entries:
         raise ValueError("a batch needs at least one record")
-    base_ts = entries[0][2]
-    max_ts = base_ts
-    zz = zigzag
-    out = bytearray()
-    for delta, (key, value, ts) in enumerate(entries):
-        if ts > max_ts:
-            max_ts = ts
-        body = bytearray(b"\x00")
-        body += zz(ts - base_ts)
-        body += zz(delta)
-        if key is None:
-            body += b"\x01"
-        else:
-            body += zz(len(key))
-            body += key
-        if value is None:
-            body += b"\x01"
-        else:
-            body += zz(len(value))
-            body += value
-        body += b"\x00"  # no headers
-        out += zz(len(body))
-        out += body
-    return _seal(bytes(out), len(entries), base_offset, base_ts, max_ts, len(entries) - 1, partition_leader_epoch,
+    data, max_ts = encode_simple_records(entries)
+    return _seal(data, len(entries), base_offset, entries[0][2], max_ts, len(entries) - 1, partition_leader_epoch,
                  producer_id, producer_epoch, base_sequence, compression, False, transactional, control, False)
 
 
