@@ -68,6 +68,10 @@ class Connection:
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
             pass
         finally:
+            # Replies still parked (a join waiting for its rebalance) may be filled after this
+            # connection is gone; filling one must never write to the descriptor number, which
+            # the next accepted connection may already have.
+            self.broken = True
             if self.hub is not None:
                 self.hub.unregister(self.fd)
             with trio.CancelScope(shield=True):

@@ -12,6 +12,7 @@ import pytest
 from broker.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
@@ -139,6 +140,37 @@ def test_durable_and_immediate_replies_keep_request_order(broker) -> None:
                 offsets = [p.committed_offset for t in fetched.topics for p in t.partitions]
                 last = max(i for i in range(120) if i % 3 != 2 and i % 7 == g)
                 assert offsets == [last]
+
+
+def test_a_client_gone_with_replies_owed_disturbs_nobody(broker_factory) -> None:
+    """Clients send a JoinGroup that stays parked for the initial delay and a commit, then vanish
+    (reset). New connections, which may get the same descriptor numbers, receive only their own
+    answers while the parked joins complete, and the broker goes on serving."""
+    broker = broker_factory({"group.initial.rebalance.delay.ms": "1500"})
+    create_topic(f"127.0.0.1:{broker.port}", "owed", 1)
+    P = OffsetCommitRequest.Topic.Partition
+    for i in range(5):
+        gone = WireClient("127.0.0.1", broker.port)
+        gone.send(ApiKey.JoinGroup, 3, JoinGroupRequest(
+            group_id=f"owed-{i}", session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+            protocol_type="consumer", protocols=[JoinGroupRequest.Protocol(name="range", metadata=b"")]))
+        gone.send(ApiKey.OffsetCommit, 8, OffsetCommitRequest(
+            group_id=f"owed-simple-{i}", generation_id_or_member_epoch=-1, member_id="", topics=[
+                OffsetCommitRequest.Topic(name="owed", partitions=[P(partition_index=0, committed_offset=i)])]))
+        gone.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        gone.close()
+    deadline = time.monotonic() + 3.0  # past the initial delay: the parked joins complete meanwhile
+    while time.monotonic() < deadline:
+        with WireClient("127.0.0.1", broker.port) as c:
+            sent = [c.send(ApiKey.ApiVersions, 2, ApiVersionsRequest()) for _ in range(3)]
+            got = [struct.unpack_from(">i", c.recv_frame(), 0)[0] for _ in sent]
+            assert got == sent
+            c.sock.settimeout(0.05)
+            with pytest.raises(TimeoutError):
+                c.sock.recv(1)  # nothing more than what was asked for
+        time.sleep(0.05)
+    assert broker.proc.poll() is None
+    assert "handler.failed" not in broker.log() and "Traceback" not in broker.log()
 
 
 def test_a_burst_larger_than_one_read_is_answered_in_order(broker) -> None:
