@@ -118,7 +118,7 @@ class Connection:
                 if reply.ready:
                     # Answered on the spot (a heartbeat, a metadata request): written now if
                     # nothing is queued ahead of it.
-                    self._reply_ready(reply)
+                    self._reply_ready()
                 if self.broken:
                     return
                 while len(self.pending) >= MAX_IN_FLIGHT:
@@ -218,11 +218,10 @@ class Connection:
             return b""
         return out[0] if len(out) == 1 else b"".join(out)
 
-    def _reply_ready(self, reply: Reply) -> None:
+    def _reply_ready(self) -> None:
         """A slot was filled. If it heads the queue and the writer is idle, whoever filled it (a
         handler, the end of a durable write) writes the ready replies now: one system call,
         where waking the writer task would cost a trip through the scheduler."""
-        del reply
         if self.sending or self.unsent or self.broken or not self.pending or not self.pending[0].ready:
             return  # the writer is busy and takes ready slots when done, or the head still waits
         data = self._take_ready()

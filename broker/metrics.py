@@ -24,7 +24,7 @@ _FLUSH_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.0
 class Metrics:
     def __init__(self) -> None:
         # Updated for every request, on the event loop only: lock-free (broker/loop_metrics.py).
-        loop = self.loop = LoopMetrics()
+        loop = LoopMetrics()
         REGISTRY.register(loop)
         self.requests = loop.counter("kcoord_requests", "Requests received, by API and version.", ["api", "version"])
         self.request_seconds = loop.histogram("kcoord_request_duration_seconds",

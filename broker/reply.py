@@ -53,7 +53,7 @@ class Reply:
         self.error_code = 0
         # Set by the connection that owns this slot: told when the slot fills, so a reply whose
         # turn it is can be written on the spot by whoever filled it.
-        self.on_ready: Callable[[Reply], None] | None = None
+        self.on_ready: Callable[[], None] | None = None
 
     @property
     def ready(self) -> bool:
@@ -93,4 +93,4 @@ class Reply:
 
     def _wake(self) -> None:
         if self.on_ready is not None:
-            self.on_ready(self)
+            self.on_ready()

@@ -207,8 +207,7 @@ class ShardManager:
 
     def mark_dirty(self, runtime: ShardRuntime) -> None:
         self.dirty[runtime.partition] = runtime
-        if not self.have_dirty.is_set():
-            self.have_dirty.set()
+        self.have_dirty.set()
 
     def kick(self) -> None:
         """Starts a write pass now, unless one is running (its end starts the next) or nothing

@@ -67,21 +67,6 @@ class SyncThreads:
         for i, fn in enumerate(fns):
             self.jobs.put((fn, done_at(i)))
 
-    async def run_all(self, fns: Sequence[Callable[[], None]]) -> list[BaseException | None]:
-        """Runs every ``fn`` on the threads and waits for all of them (the work is not
-        cancellable once started, like a write). Returns each one's exception or None, in order."""
-        finished = trio.Event()
-        out: list[BaseException | None] = []
-
-        def done(results: list[BaseException | None]) -> None:
-            out.extend(results)
-            finished.set()
-
-        self.submit(fns, done)
-        with trio.CancelScope(shield=True):
-            await finished.wait()
-        return out
-
     def close(self) -> None:
         for _ in self.threads:
             self.jobs.put(None)
