@@ -29,7 +29,7 @@ import trio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import free_port
-from broker.sync_threads import SyncThreads
+from broker.log_runtime.sync_threads import SyncThreads
 
 RECORD = b"x" * 200
 REQUEST = struct.pack(">i", 8) + b"r" * 8

@@ -52,7 +52,7 @@ class Broker:
         props = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(data_dir),
                  "metrics.listener": "", "group.initial.rebalance.delay.ms": "0", "log.level": "WARNING"}
         props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
-        args = [sys.executable, "-m", "broker.cli", "serve"]
+        args = [sys.executable, "-m", "kcoord", "serve"]
         for k, v in props.items():
             args += ["--override", f"{k}={v}"]
         with open(f"{self.tmp}/log", "w") as log:
@@ -64,9 +64,9 @@ class Broker:
                 break
             except OSError:
                 time.sleep(0.05)
-        subprocess.run([sys.executable, "-m", "broker.cli", "health", "--bootstrap", f"127.0.0.1:{self.port}"],
+        subprocess.run([sys.executable, "-m", "kcoord", "health", "--bootstrap", f"127.0.0.1:{self.port}"],
                        cwd=ROOT, check=False, capture_output=True)
-        while subprocess.run([sys.executable, "-m", "broker.cli", "health", "--bootstrap",
+        while subprocess.run([sys.executable, "-m", "kcoord", "health", "--bootstrap",
                               f"127.0.0.1:{self.port}"], cwd=ROOT, capture_output=True).returncode:
             time.sleep(0.1)
 

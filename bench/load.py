@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from broker.coordinator.context import CoordinatorConfig
 from broker.coordinator.records import OffsetCommitRecord, encode_record
-from broker.shards import ShardManager
+from broker.groups.shards import ShardManager
 from protocol.messages.offsets_log import OffsetCommitValue
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog

@@ -15,17 +15,17 @@ from typing import Any
 
 import trio
 
-from broker import logs
 from broker.config import BrokerConfig
-from broker.connection import Connection
 from broker.coordinator.context import CoordinatorConfig
-from broker.metrics import METRICS, install_state_collector
-from broker.readiness import ReadinessHub
-from broker.reply import Reply
-from broker.router import ConnectionInfo, Router
-from broker.shards import ShardManager
-from broker.state_metrics import state_families
-from broker.topics import Topic, TopicCatalog, TopicError
+from broker.groups.shards import ShardManager
+from broker.network.connection import Connection
+from broker.network.readiness import ReadinessHub
+from broker.network.reply import Reply
+from broker.network.router import ConnectionInfo, Router
+from broker.observability import logs
+from broker.observability.metrics import METRICS, install_state_collector
+from broker.observability.state_metrics import state_families
+from broker.topics.catalog import Topic, TopicCatalog, TopicError
 from protocol.errors import ErrorCode
 from storage.config import LogConfig
 
@@ -107,7 +107,7 @@ class Broker:
 
     def _register_handlers(self) -> None:
         from broker.handlers import cluster, fetch, groups, init_producer_id, list_offsets, produce, topics
-        from broker.topic_logs import TopicLogs
+        from broker.topics.partitions import TopicLogs
 
         self.topic_logs = TopicLogs.for_config(self.data_dir, self.catalog, self.config)
         cluster.register(self)
@@ -122,7 +122,7 @@ class Broker:
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str],
                      validate_only: bool = False) -> Topic:
-        from broker.topic_logs import topic_log_config
+        from broker.topics.partitions import topic_log_config
 
         try:
             topic_log_config(self.topic_logs.defaults, configs)
@@ -202,7 +202,7 @@ class Broker:
             task_status.started(self.bound_port)
 
     async def _start_services(self, nursery: trio.Nursery) -> None:
-        from broker.metrics_http import parse_metrics_listener, serve_metrics
+        from broker.observability.metrics_http import parse_metrics_listener, serve_metrics
 
         await nursery.start(self.topic_logs.run)
         endpoint = parse_metrics_listener(self.config["metrics.listener"])

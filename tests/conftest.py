@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-KCOORD = [sys.executable, "-m", "broker.cli"]
+KCOORD = [sys.executable, "-m", "kcoord"]
 
 
 def free_port() -> int:
@@ -75,7 +75,7 @@ class BrokerProcess:
         raise RuntimeError(f"kcoord did not answer within {wait}s:\n{self.log()}")
 
     def wait_loaded(self, timeout: float = 30.0) -> None:
-        from broker.wire_client import WireClient
+        from broker.tools.wire_client import WireClient
         from protocol.messages.list_groups import ListGroupsRequest
 
         deadline = time.monotonic() + timeout

@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from broker.router import Request
-from broker.topics import TopicError, validate_topic_name
+from broker.network.router import Request
+from broker.topics.catalog import TopicError, validate_topic_name
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse

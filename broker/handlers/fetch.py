@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from broker.router import Request
-from broker.topic_logs import PartitionState
-from broker.topics import OFFSETS_TOPIC, Topic
+from broker.network.router import Request
+from broker.topics.catalog import OFFSETS_TOPIC, Topic
+from broker.topics.partitions import PartitionState
 from protocol.errors import ErrorCode
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from storage.errors import LogClosedError, OffsetOutOfRangeError

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.partitioning import partition_for
 from broker.coordinator.result import Result
-from broker.router import Request
-from broker.shards import ShardRuntime
+from broker.groups.shards import ShardRuntime
+from broker.network.router import Request
 from protocol.errors import ErrorCode
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from broker.router import Request
-from broker.topics import OFFSETS_TOPIC
+from broker.network.router import Request
+from broker.topics.catalog import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.record_batch import decode_records

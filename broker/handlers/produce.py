@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from crc32c import crc32c
 
-from broker.producer_state import last_sequence
-from broker.router import CloseConnection, Request
-from broker.topic_logs import Append, PartitionState, TopicLogs
-from broker.topics import Topic
+from broker.network.router import CloseConnection, Request
+from broker.topics.catalog import Topic
+from broker.topics.partitions import Append, PartitionState, TopicLogs
+from broker.topics.producer_state import last_sequence
 from protocol.errors import DecodeError, ErrorCode
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.record_batch import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.router import Request
-from broker.topics import TopicError
+from broker.network.router import Request
+from broker.topics.catalog import TopicError
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse

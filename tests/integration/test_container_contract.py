@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, TopicPartition
 
 from broker.config import PROPERTIES
 from broker.coordinator.partitioning import partition_for
-from broker.wire_client import WireClient
+from broker.tools.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from tests.conftest import ROOT, api_versions_ok, free_port

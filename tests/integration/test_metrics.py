@@ -19,8 +19,8 @@ from confluent_kafka import TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.coordinator.partitioning import partition_for
-from broker.dump_log import dump_file
-from broker.wire_client import WireClient
+from broker.tools.dump_log import dump_file
+from broker.tools.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
@@ -348,7 +348,7 @@ def test_readme_metrics_table_names_exactly_what_the_broker_exports(broker: Brok
 
 
 def _health(bootstrap: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "broker.cli", "health", "--bootstrap", bootstrap,
+    return subprocess.run([sys.executable, "-m", "kcoord", "health", "--bootstrap", bootstrap,
                            "--timeout", "3"], cwd=ROOT, capture_output=True, text=True, timeout=30, check=False)
 
 

@@ -188,7 +188,7 @@ def test_deploy_alert_rules_evaluate_against_the_broker_without_firing(broker: B
 def test_commit_failure_alert_expression_sees_failing_commits(broker: BrokerProcess, prometheus: Prometheus) -> None:
     """KcoordOffsetCommitErrors's expression, evaluated by Prometheus over real failing commits
     (to a topic that does not exist), is above its threshold; its `for:` is too long to wait out."""
-    from broker.wire_client import WireClient
+    from broker.tools.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.offset_commit import OffsetCommitRequest
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from broker.coordinator.context import CoordinatorConfig
 from broker.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, decode_record, encode_record
 from broker.coordinator.shard import GroupCoordinatorShard
-from broker.replay_plan import replay_log
+from broker.groups.replay_plan import replay_log
 from protocol.messages.offsets_log import GroupMetadataValue, OffsetCommitValue
 from protocol.record_batch import decode_records
 from storage.config import LogConfig

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from broker.loop_metrics import LoopMetrics
+from broker.observability.loop_metrics import LoopMetrics
 
 BUCKETS = (0.0001, 0.00025, 0.001, 0.5, 1.0, 30.0)
 OBSERVED = [0.00005, 0.0001, 0.0002, 0.00025, 0.3, 0.5, 0.9, 7.0, 31.0, 0.0]

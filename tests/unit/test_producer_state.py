@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.producer_state import (
+from broker.topics.producer_state import (
     INT32_MAX,
     MAX_CACHED_BATCHES,
     ProducerIdAllocator,

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from broker.readiness import ReadinessHub
+from broker.network.readiness import ReadinessHub
 
 pytestmark = [pytest.mark.trio, pytest.mark.skipif(not ReadinessHub().available, reason="needs epoll")]
 

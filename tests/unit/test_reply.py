@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.reply import Reply, first_error_code
+from broker.network.reply import Reply, first_error_code
 from protocol.messages.heartbeat import HeartbeatResponse
 from protocol.messages.offset_commit import OffsetCommitResponse
 from protocol.messages.offset_fetch import OffsetFetchResponse

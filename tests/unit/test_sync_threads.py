@@ -7,7 +7,7 @@ import threading
 import pytest
 import trio
 
-from broker.sync_threads import SyncThreads
+from broker.log_runtime.sync_threads import SyncThreads
 
 
 @pytest.mark.trio

@@ -13,8 +13,8 @@ import trio.testing
 
 from broker.handlers.fetch import below
 from broker.handlers.produce import Rejected, inspect_batch, stamp_log_append_time
-from broker.topic_logs import Append, TopicLogs, topic_log_config
-from broker.topics import OFFSETS_TOPIC, TopicCatalog
+from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog
+from broker.topics.partitions import Append, TopicLogs, topic_log_config
 from protocol.errors import ErrorCode
 from protocol.record_batch import build_simple_batch, iter_batches, read_batch
 from storage.config import LogConfig

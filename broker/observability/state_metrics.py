@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from broker.coordinator.classic_group import GroupState
-from broker.shards import ShardManager
+from broker.groups.shards import ShardManager
 
 Family = tuple[str, str, list[str], list[tuple[list[str], float]]]
 

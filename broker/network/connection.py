@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from broker import logs
-from broker.metrics import METRICS
-from broker.readiness import ReadinessHub
-from broker.reply import Reply
-from broker.router import CloseConnection, ConnectionInfo, Router
+from broker.network.readiness import ReadinessHub
+from broker.network.reply import Reply
+from broker.network.router import CloseConnection, ConnectionInfo, Router
+from broker.observability import logs
+from broker.observability.metrics import METRICS
 
 if TYPE_CHECKING:
     from collections.abc import Callable

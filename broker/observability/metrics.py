@@ -10,7 +10,7 @@ from prometheus_client import REGISTRY, Counter, Gauge, Histogram, disable_creat
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from broker.loop_metrics import LoopMetrics
+from broker.observability.loop_metrics import LoopMetrics
 
 # Each counter and histogram would also export a `<name>_created` gauge: a second series per label set
 # that Prometheus stores and no dashboard or alert reads (rate() copes with restarts on its own).

@@ -23,9 +23,9 @@ from typing import Any
 
 import trio
 
-from broker import logs
-from broker.producer_state import ProducerIdAllocator, ProducerStateTable, last_sequence
-from broker.topics import OFFSETS_TOPIC, Topic, TopicCatalog
+from broker.observability import logs
+from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog
+from broker.topics.producer_state import ProducerIdAllocator, ProducerStateTable, last_sequence
 from storage.cleaner import clean
 from storage.config import LogConfig
 from storage.errors import StorageError

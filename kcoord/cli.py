@@ -1,4 +1,5 @@
-"""`kcoord` command line: serve, health, dump-log, analyze."""
+"""The `kcoord` command: dispatches to the broker (serve, health, dump-log, config) and to the
+analysis (analyze). It sits above both packages; neither imports it."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from broker.config import ConfigError
 def _serve(args: argparse.Namespace) -> int:
     import trio
 
-    from broker import logs
     from broker.config import BrokerConfig
+    from broker.observability import logs
     from broker.server import Broker, run_until_signalled
 
     try:
@@ -38,28 +39,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _health(args: argparse.Namespace) -> int:
-    from broker.wire_client import WireClient
-    from protocol.messages import ApiKey
-    from protocol.messages.api_versions import ApiVersionsRequest
-    from protocol.messages.list_groups import ListGroupsRequest
+    from broker.tools.health import check
 
-    host, _, port = args.bootstrap.rpartition(":")
-    try:
-        with WireClient(host or "127.0.0.1", int(port), client_id="kcoord-health", timeout=args.timeout) as client:
-            versions = client.call(ApiKey.ApiVersions, 0, ApiVersionsRequest())
-            if versions.error_code:
-                print(f"unhealthy: ApiVersions error {versions.error_code}")
-                return 1
-            # ListGroups answers COORDINATOR_LOAD_IN_PROGRESS until every shard has loaded.
-            groups = client.call(ApiKey.ListGroups, 0, ListGroupsRequest())
-            if groups.error_code:
-                print(f"unhealthy: ListGroups error {groups.error_code} (shards still loading?)")
-                return 1
-    except (OSError, ConnectionError, ValueError) as exc:
-        print(f"unhealthy: {exc}")
-        return 1
-    print("healthy")
-    return 0
+    return check(args.bootstrap, args.timeout)
 
 
 def _config(args: argparse.Namespace) -> int:
@@ -85,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     health.set_defaults(func=_health)
 
     from analytics import cli as analytics_cli
-    from broker import dump_log
+    from broker.tools import dump_log
 
     dump_log.add_parser(sub)
     analytics_cli.add_parser(sub)  # imports Spark only when the command runs

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker import logs
-from broker.metrics import METRICS
-from broker.reply import Reply
+from broker.network.reply import Reply
+from broker.observability import logs
+from broker.observability.metrics import METRICS
 from protocol.codec import codec_for
 from protocol.errors import DecodeError, ErrorCode
 from protocol.frames import RequestHeader, parse_request_header, peek_header

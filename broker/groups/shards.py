@@ -17,17 +17,17 @@ from typing import Any
 
 import trio
 
-from broker import logs
 from broker.coordinator.context import CoordinatorConfig, RequestContext
 from broker.coordinator.records import OffsetCommitRecord, encode_record
 from broker.coordinator.result import CancelTimer, Result, SetTimer
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
-from broker.metrics import METRICS
-from broker.replay_plan import replay_log
-from broker.sync_threads import SyncThreads
-from broker.timers import TimerService, wall_ms
-from broker.topics import OFFSETS_TOPIC
+from broker.groups.replay_plan import replay_log
+from broker.groups.timers import TimerService, wall_ms
+from broker.log_runtime.sync_threads import SyncThreads
+from broker.observability import logs
+from broker.observability.metrics import METRICS
+from broker.topics.catalog import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 from storage.cleaner import clean
 from storage.config import LogConfig

@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 import trio
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from broker import logs
 from broker.config import ConfigError
+from broker.observability import logs
 
 _MAX_HEAD = 16 * 1024
 

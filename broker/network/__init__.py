@@ -1,0 +1,1 @@
+"""Connections: framing, readiness, routing by API key, ordered replies."""

@@ -1,0 +1,1 @@
+"""Ordinary topics: the catalog, the data plane's partition state, idempotent producers."""

@@ -1,0 +1,1 @@
+"""The kcoord command line, above the broker and the analysis."""

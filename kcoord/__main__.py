@@ -1,0 +1,5 @@
+import sys
+
+from kcoord.cli import main
+
+sys.exit(main())
