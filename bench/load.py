@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from broker.coordinator.context import CoordinatorConfig
 from broker.coordinator.records import OffsetCommitRecord, encode_record
 from broker.groups.shards import ShardManager
+from broker.log_runtime.runtime import LogRuntime
 from protocol.messages.offsets_log import OffsetCommitValue
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
@@ -51,11 +52,11 @@ def write(data_dir: Path, records: int, groups: int, partitions: int) -> None:
 
 
 def replay(data_dir: Path) -> None:
-    manager = ShardManager(data_dir, 1, CoordinatorConfig(num_partitions=1), AllTopics(),
-                           LogConfig.offsets_topic(), sync_flush=True, flush_interval_ms=1000,
-                           on_transition=lambda t: None, cleaner_backoff_ms=None)
+    runtime = LogRuntime(data_dir, LogConfig(), sync_flush=True, flush_interval_ms=1000, cleaner_backoff_ms=None)
+    manager = ShardManager(runtime, 1, CoordinatorConfig(num_partitions=1), AllTopics(), LogConfig.offsets_topic(),
+                           on_transition=lambda t: None)
     started = time.perf_counter()
-    count = manager.runtimes[0]._open_and_replay()
+    _part, count = manager.runtimes[0]._open_and_replay()
     seconds = time.perf_counter() - started
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     offsets = manager.runtimes[0].shard.state.offsets.count()

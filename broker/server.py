@@ -1,5 +1,6 @@
-"""The broker: one root nursery holding the listener, the metrics endpoint, the shards' loaders,
-flushers and timers; one task per client connection."""
+"""The broker: one root nursery holding the listener, the metrics endpoint, the log runtime (writes,
+flushes, retention and compaction of every partition), the shards' loaders and timers; one task
+per client connection."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ import trio
 from broker.config import BrokerConfig
 from broker.coordinator.context import CoordinatorConfig
 from broker.groups.shards import ShardManager
+from broker.log_runtime.runtime import LogRuntime
 from broker.network.connection import Connection
 from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply
@@ -61,8 +63,9 @@ class Broker:
         self.advertised = (config.advertised.host, config.advertised.port)
         self._conn_ids = itertools.count(1)
         self._rebalance_started: dict[str, float] = {}
+        self.logs = self._make_log_runtime()
         self.shards = self._make_shards()
-        self.router.frames_done_hooks.append(self.shards.kick)
+        self.router.frames_done_hooks.append(self.logs.kick)
         install_state_collector(lambda: state_families(self.shards))
         self.readiness = ReadinessHub()
         self.bound_port: int | None = None
@@ -88,10 +91,19 @@ class Broker:
             min_compaction_lag_ms=c["log.cleaner.min.compaction.lag.ms"],
             min_cleanable_dirty_ratio=c["log.cleaner.min.cleanable.ratio"],
         )
-        return ShardManager(self.data_dir, c["offsets.topic.num.partitions"], coordinator, self.catalog,
-                            log_config, sync_flush=c["log.flush.policy"] == "sync",
-                            flush_interval_ms=c["log.flush.interval.ms"], on_transition=self._on_transition,
-                            cleaner_backoff_ms=c["log.cleaner.backoff.ms"] if c["log.cleaner.enable"] else None)
+        return ShardManager(self.logs, c["offsets.topic.num.partitions"], coordinator, self.catalog, log_config,
+                            on_transition=self._on_transition)
+
+    def _make_log_runtime(self) -> LogRuntime:
+        """The one runtime that owns every partition log, with the flush policy, the cleaner and
+        retention settings that apply to all of them (per-topic configs override the defaults)."""
+        c = self.config
+        defaults = LogConfig(segment_bytes=c["log.segment.bytes"], retention_ms=c["log.retention.ms"],
+                             retention_bytes=c["log.retention.bytes"])
+        return LogRuntime(self.data_dir, defaults, sync_flush=c["log.flush.policy"] == "sync",
+                          flush_interval_ms=c["log.flush.interval.ms"],
+                          cleaner_backoff_ms=c["log.cleaner.backoff.ms"] if c["log.cleaner.enable"] else None,
+                          retention_check_ms=c["log.retention.check.interval.ms"])
 
     def _on_transition(self, transition: Any) -> None:
         group, old, new, generation, members, reason = transition
@@ -109,7 +121,7 @@ class Broker:
         from broker.handlers import cluster, fetch, groups, init_producer_id, list_offsets, produce, topics
         from broker.topics.partitions import TopicLogs
 
-        self.topic_logs = TopicLogs.for_config(self.data_dir, self.catalog, self.config)
+        self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=self.config["message.max.bytes"])
         cluster.register(self)
         topics.register(self)
         groups.register(self)
@@ -204,6 +216,7 @@ class Broker:
     async def _start_services(self, nursery: trio.Nursery) -> None:
         from broker.observability.metrics_http import parse_metrics_listener, serve_metrics
 
+        await nursery.start(self.logs.run)
         await nursery.start(self.topic_logs.run)
         endpoint = parse_metrics_listener(self.config["metrics.listener"])
         if endpoint is not None:
@@ -215,8 +228,7 @@ class Broker:
 
     async def close(self) -> None:
         """Flushes and closes everything the broker opened (called after serving stops)."""
-        self.shards.close()
-        self.topic_logs.close()
+        self.logs.close()
 
 
 async def run_until_signalled(broker: Broker) -> None:

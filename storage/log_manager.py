@@ -90,6 +90,17 @@ class LogManager:
             self.reports[tp] = report
             return log
 
+    def forget(self, topic: str, partition: int) -> None:
+        """Stop tracking an open log (its owner closes it); the next ``get_or_create`` reopens and
+        recovers it from disk. Its checkpoints are kept."""
+        with self._lock:
+            log = self._logs.pop((topic, partition), None)
+            if log is not None:
+                tp = (topic, partition)
+                self._recovery_points[tp] = log.recovery_point
+                self._log_starts[tp] = log.log_start_offset
+                self._cleaner_offsets[tp] = log.cleaner_checkpoint
+
     def logs(self) -> dict[TopicPartition, PartitionLog]:
         with self._lock:
             return dict(self._logs)

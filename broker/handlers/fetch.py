@@ -7,8 +7,9 @@ is parked until an append moves the high watermark of one of its partitions or `
 passes; nothing polls.
 
 Fetch sessions (v7+) are not kept: every answer carries session id 0, which tells clients to
-keep sending full fetches. ``__consumer_offsets`` is readable (its logs are the coordinator
-shards'), as monitoring tools expect.
+keep sending full fetches. ``__consumer_offsets`` is readable like any topic (its logs belong to
+the same log runtime; the coordinator shards write them), as monitoring tools expect. Nothing past
+a partition's high watermark, the end of what is durable, is ever returned.
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
+from broker.log_runtime.runtime import Partition
 from broker.network.router import Request
-from broker.topics.catalog import OFFSETS_TOPIC, Topic
-from broker.topics.partitions import PartitionState
 from protocol.errors import ErrorCode
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from storage.errors import LogClosedError, OffsetOutOfRangeError
-from storage.partition_log import PartitionLog
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -53,27 +52,12 @@ class Plan:
         self.response: Any = None
         self.size = 0
         self.error = False
-        self.states: list[PartitionState] = []
+        self.states: list[Partition] = []
 
 
 def register(broker: Broker) -> None:
     topic_logs = broker.topic_logs
     catalog = broker.catalog
-
-    def source(topic: Topic, partition: int) -> tuple[PartitionLog, int, PartitionState | None] | int:
-        """(log, high watermark, state) of a partition, or the error code for it."""
-        if topic.internal:
-            runtimes = broker.shards.runtimes
-            if topic.name != OFFSETS_TOPIC or not 0 <= partition < len(runtimes):
-                return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            log = runtimes[partition].log
-            if log is None:
-                return ErrorCode.LEADER_NOT_AVAILABLE
-            return log, log.end_offset, None
-        state = topic_logs.get(topic.name, partition)
-        if state is None:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return state.log, state.high_watermark, state
 
     def evaluate(req: Request) -> Plan:
         body = req.body
@@ -92,14 +76,13 @@ def register(broker: Broker) -> None:
                                    aborted_transactions=[] if committed else None, preferred_read_replica=-1,
                                    records=b"")
                 parts.append(pd)
-                src = source(topic, p.partition) if topic is not None else missing
+                src = topic_logs.readable(topic, p.partition) if topic is not None else missing
                 if isinstance(src, int):
                     pd.error_code = src
                     plan.error = True
                     continue
-                log, hw, state = src
-                if state is not None:
-                    plan.states.append(state)
+                log, hw = src.log, src.high_watermark
+                plan.states.append(src)
                 start = log.log_start_offset
                 pd.high_watermark = pd.last_stable_offset = hw
                 pd.log_start_offset = start
@@ -132,15 +115,15 @@ def register(broker: Broker) -> None:
         plan.response = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
         return plan
 
-    async def park(req: Request, deadline: float, states: list[PartitionState]) -> None:
+    async def park(req: Request, deadline: float, states: list[Partition]) -> None:
         while True:
             woken = trio.Event()
             for s in states:
-                s.waiters.add(woken)
+                s.watchers.add(woken)
             with trio.move_on_at(deadline):
                 await woken.wait()
             for s in states:
-                s.waiters.discard(woken)
+                s.watchers.discard(woken)
             plan = evaluate(req)
             if plan.size >= req.body.min_bytes or plan.error or trio.current_time() >= deadline:
                 req.reply.set(plan.response)

@@ -2,6 +2,8 @@
 
 It does the cheap checks Kafka does before routing (group id, loading), picks the shard with
 ``partition_for``, runs the operation there, and fans multi-group requests out and back in.
+Reads (OffsetFetch, DescribeGroups, ListGroups) are answered only once every write they could see
+is durable (``ShardManager.after_durable``), never from records a crash could still take away.
 """
 
 from __future__ import annotations
@@ -53,6 +55,43 @@ def leave_error(req: Request, code: int) -> Any:
 
 def delete_offsets_error(req: Request, code: int) -> Any:
     return OffsetDeleteResponse(error_code=code, topics=[])
+
+
+def describe_error(group_id: str, code: int) -> Any:
+    return DescribeGroupsResponse.DescribedGroup(error_code=code, group_id=group_id, group_state="", protocol_type="",
+                                                 protocol_data="", authorized_operations=_NOT_REQUESTED)
+
+
+def respond_offsets(req: Request, wanted: list[tuple[str | None, list[tuple[str, list[int]]] | None]],
+                    groups: list[tuple[str | None, int, list[Any]]]) -> None:
+    """Builds the OffsetFetch response of ``req`` (either layout) from each group's error and rows
+    ``(topic, partition, offset, leader epoch, metadata, error)``."""
+    filled = []
+    for (group_id, code, rows), (_, topics) in zip(groups, wanted):
+        if code and topics is not None:
+            rows = [(t, p, -1, -1, "", code if req.version < 2 else 0) for t, ps in topics for p in ps]
+        filled.append((group_id, code, rows))
+    if req.version >= 8:
+        out = []
+        for group_id, code, rows in filled:
+            by_topic: dict[str, list[Any]] = {}
+            for topic, part, offset, epoch, meta, err in rows:
+                by_topic.setdefault(topic, []).append(OffsetFetchResponse.Group.Topics.Partitions(
+                    partition_index=part, committed_offset=offset, committed_leader_epoch=epoch,
+                    metadata=meta, error_code=err))
+            out.append(OffsetFetchResponse.Group(group_id=group_id, error_code=code, topics=[
+                OffsetFetchResponse.Group.Topics(name=t, partitions=ps) for t, ps in by_topic.items()]))
+        req.reply.set(OffsetFetchResponse(groups=out))
+        return
+    _group_id, code, rows = filled[0]
+    by_topic = {}
+    for topic, part, offset, epoch, meta, err in rows:
+        by_topic.setdefault(topic, []).append(OffsetFetchResponse.Topic.Partition(
+            partition_index=part, committed_offset=offset, committed_leader_epoch=epoch,
+            metadata=meta, error_code=err))
+    req.reply.set(OffsetFetchResponse(
+        error_code=code if req.version >= 2 else 0,
+        topics=[OffsetFetchResponse.Topic(name=t, partitions=ps) for t, ps in by_topic.items()]))
 
 
 _ERRORS: dict[Any, Callable[[Request, int], Any]] = {
@@ -120,7 +159,8 @@ def register(broker: Broker) -> None:
         else:
             wanted = [(body.group_id, None if body.topics is None else
                        [(t.name, list(t.partition_indexes)) for t in body.topics])]
-        groups = []
+        groups: list[tuple[str | None, int, list[Any]]] = []
+        read_from: list[ShardRuntime] = []
         for group_id, topics in wanted:
             runtime = runtime_for(group_id or "")
             code: int
@@ -131,42 +171,34 @@ def register(broker: Broker) -> None:
                 code, rows = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
             else:
                 code, rows = runtime.shard.offset_fetch_group(group_id, topics, body.require_stable)
-            if code and topics is not None:
-                rows = [(t, p, -1, -1, "", code if req.version < 2 else 0) for t, ps in topics for p in ps]
+                read_from.append(runtime)
             groups.append((group_id, code, rows))
-        if req.version >= 8:
-            out = []
-            for group_id, code, rows in groups:
-                by_topic: dict[str, list[Any]] = {}
-                for topic, part, offset, epoch, meta, err in rows:
-                    by_topic.setdefault(topic, []).append(OffsetFetchResponse.Group.Topics.Partitions(
-                        partition_index=part, committed_offset=offset, committed_leader_epoch=epoch,
-                        metadata=meta, error_code=err))
-                out.append(OffsetFetchResponse.Group(group_id=group_id, error_code=code, topics=[
-                    OffsetFetchResponse.Group.Topics(name=t, partitions=ps) for t, ps in by_topic.items()]))
-            req.reply.set(OffsetFetchResponse(groups=out))
-            return
-        _group_id, code, rows = groups[0]
-        by_topic = {}
-        for topic, part, offset, epoch, meta, err in rows:
-            by_topic.setdefault(topic, []).append(OffsetFetchResponse.Topic.Partition(
-                partition_index=part, committed_offset=offset, committed_leader_epoch=epoch,
-                metadata=meta, error_code=err))
-        req.reply.set(OffsetFetchResponse(
-            error_code=code if req.version >= 2 else 0,
-            topics=[OffsetFetchResponse.Topic(name=t, partitions=ps) for t, ps in by_topic.items()]))
+
+        def answer(durable: bool) -> None:
+            if not durable:
+                # A write this read could see failed: the shard is rebuilding from its log.
+                respond_offsets(req, wanted, [(g, ErrorCode.NOT_COORDINATOR, []) for g, _, _ in groups])
+            else:
+                respond_offsets(req, wanted, groups)
+
+        shards.after_durable(read_from, answer)
 
     def describe_groups(req: Request) -> None:
         out = []
+        read_from: list[ShardRuntime] = []
         for group_id in req.body.groups:
             runtime = runtime_for(group_id)
             if not runtime.loaded:
-                out.append(DescribeGroupsResponse.DescribedGroup(
-                    error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, group_id=group_id, group_state="",
-                    protocol_type="", protocol_data="", authorized_operations=_NOT_REQUESTED))
+                out.append(describe_error(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue
             out.append(runtime.shard.describe_group(group_id, req.version))
-        req.reply.set(DescribeGroupsResponse(groups=out))
+            read_from.append(runtime)
+
+        def answer(durable: bool) -> None:
+            groups = out if durable else [describe_error(g, ErrorCode.NOT_COORDINATOR) for g in req.body.groups]
+            req.reply.set(DescribeGroupsResponse(groups=groups))
+
+        shards.after_durable(read_from, answer)
 
     def list_groups(req: Request) -> None:
         if shards.loading:
@@ -178,7 +210,14 @@ def register(broker: Broker) -> None:
         groups = []
         for runtime in shards.runtimes:
             groups.extend(runtime.shard.list_groups(states, types))
-        req.reply.set(ListGroupsResponse(error_code=0, groups=groups))
+
+        def answer(durable: bool) -> None:
+            if durable:
+                req.reply.set(ListGroupsResponse(error_code=0, groups=groups))
+            else:
+                req.reply.set(ListGroupsResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, groups=[]))
+
+        shards.after_durable(shards.runtimes, answer)
 
     def delete_groups(req: Request) -> None:
         names = list(req.body.groups_names)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from broker.network.router import Request
-from broker.topics.catalog import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.record_batch import decode_records
@@ -56,15 +55,8 @@ def register(broker: Broker) -> None:
         topic = catalog.get(name)
         if topic is None:
             return None
-        if topic.internal:
-            runtimes = broker.shards.runtimes
-            if name != OFFSETS_TOPIC or not 0 <= partition < len(runtimes) or runtimes[partition].log is None:
-                return None
-            log = runtimes[partition].log
-            assert log is not None
-            return log, log.end_offset
-        state = topic_logs.get(name, partition)
-        return None if state is None else (state.log, state.high_watermark)
+        part = topic_logs.readable(topic, partition)
+        return None if isinstance(part, int) else (part.log, part.high_watermark)
 
     def lookup(log: PartitionLog, hw: int, ts: int, version: int) -> tuple[int, int]:
         """(offset, timestamp) for one query; -1s when nothing matches."""

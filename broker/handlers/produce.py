@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 from crc32c import crc32c
 
+from broker.log_runtime.runtime import BatchWrite
 from broker.network.router import CloseConnection, Request
 from broker.topics.catalog import Topic
-from broker.topics.partitions import Append, PartitionState, TopicLogs
+from broker.topics.partitions import PartitionState, TopicLogs
 from broker.topics.producer_state import last_sequence
 from protocol.errors import DecodeError, ErrorCode
 from protocol.messages.produce import ProduceRequest, ProduceResponse
@@ -107,9 +108,9 @@ def _check_keys(batch: RecordBatch) -> None:
 
 
 def submit(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any,
-           on_done: Callable[[], None]) -> Append | int | None:
+           on_done: Callable[[], None]) -> BatchWrite | int | None:
     """Validates one partition's batch and queues it, filling ``resp`` as far as known now.
-    Returns the queued ``Append``; for a duplicate, the last offset of the original (whose
+    Returns the queued ``BatchWrite``; for a duplicate, the last offset of the original (whose
     durability the answer waits for); None when there is nothing to wait for."""
     batch = inspect_batch(raw, state.max_message_bytes)
     log = state.log
@@ -138,12 +139,12 @@ def submit(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any,
         # Noted now, with the offsets the batch will get, so a retry arriving while it is still
         # queued is already recognised.
         state.producers.record(pid, batch.producer_epoch, first_seq, last_seq, first, last, batch.max_timestamp)
-    append = Append(raw, first, on_done)
-    topic_logs.submit(state, append)
-    return append
+    write = BatchWrite(raw, first, on_done)
+    topic_logs.submit(state, write)
+    return write
 
 
-def outcome(append: Append) -> tuple[int, str | None]:
+def outcome(append: BatchWrite) -> tuple[int, str | None]:
     """The error code and message for a batch the log refused (0 when it was stored)."""
     exc = append.error
     if exc is None:
@@ -183,7 +184,7 @@ def register(broker: Broker) -> None:
         body = req.body
         acks = body.acks
         transactional = body.transactional_id is not None
-        appends: list[tuple[Any, PartitionState, Append]] = []
+        appends: list[tuple[Any, PartitionState, BatchWrite]] = []
         duplicates: list[tuple[Any, PartitionState, int]] = []
         failed = False
         topics = []
@@ -194,10 +195,20 @@ def register(broker: Broker) -> None:
             nonlocal outstanding
             outstanding -= 1
             if outstanding == 0:
-                if duplicates:
-                    topic_logs.when_durable(answer)
-                else:
+                # A retried batch is answered once the original is durable, never before.
+                waiting = {id(state): state for _resp, state, _last in duplicates}
+                if not waiting:
                     answer()
+                    return
+                left = [len(waiting)]
+
+                def one() -> None:
+                    left[0] -= 1
+                    if left[0] == 0:
+                        answer()
+
+                for state in waiting.values():
+                    topic_logs.when_durable(state, one)
 
         for td in body.topic_data:
             topic, topic_error, topic_message = resolve(req, td)
@@ -218,7 +229,7 @@ def register(broker: Broker) -> None:
                         raise Rejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                        "This server does not host this topic-partition.")
                     queued = submit(topic_logs, state, pd.records, resp, done)
-                    if isinstance(queued, Append):
+                    if isinstance(queued, BatchWrite):
                         outstanding += 1
                         appends.append((resp, state, queued))
                     elif queued is not None:

@@ -20,10 +20,11 @@ def state_families(shards: ShardManager) -> Iterator[Family]:
     log_end: list[tuple[list[str], float]] = []
     for runtime in shards.runtimes:
         part = [str(runtime.partition)]
-        if runtime.log is not None:
-            log_size.append((part, float(runtime.log.size_bytes)))
-            log_segments.append((part, float(runtime.log.segment_count)))
-            log_end.append((part, float(runtime.log.end_offset)))
+        if runtime.part is not None:
+            log = runtime.part.log
+            log_size.append((part, float(log.size_bytes)))
+            log_segments.append((part, float(log.segment_count)))
+            log_end.append((part, float(log.end_offset)))
         if not runtime.loaded:
             continue
         st: Any = runtime.shard.state

@@ -13,18 +13,23 @@ import trio.testing
 
 from broker.handlers.fetch import below
 from broker.handlers.produce import Rejected, inspect_batch, stamp_log_append_time
+from broker.log_runtime.runtime import BatchWrite, LogRuntime
 from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog
-from broker.topics.partitions import Append, TopicLogs, topic_log_config
+from broker.topics.partitions import TopicLogs, topic_log_config
 from protocol.errors import ErrorCode
 from protocol.record_batch import build_simple_batch, iter_batches, read_batch
 from storage.config import LogConfig
 from storage.end_offsets import partition_end_offset, topic_end_offsets
 
 
-def make_logs(tmp_path: Path, sync: bool = True, **kw: int) -> TopicLogs:
-    catalog = TopicCatalog(tmp_path, 3)
-    return TopicLogs(tmp_path, catalog, LogConfig(), max_message_bytes=1 << 20, sync_flush=sync,
-                     flush_interval_ms=10, **kw)
+def make_logs(tmp_path: Path, sync: bool = True) -> TopicLogs:
+    runtime = LogRuntime(tmp_path, LogConfig(), sync_flush=sync, flush_interval_ms=10, cleaner_backoff_ms=None)
+    return TopicLogs(runtime, TopicCatalog(tmp_path, 3), max_message_bytes=1 << 20)
+
+
+async def start(nursery: trio.Nursery, tl: TopicLogs) -> None:
+    await nursery.start(tl.runtime.run)
+    await nursery.start(tl.run)
 
 
 def batch(n: int, ts: int = 1_000, pid: int = -1, seq: int = -1) -> bytes:
@@ -37,14 +42,14 @@ async def test_sync_policy_shows_records_only_after_the_flush(tmp_path: Path) ->
     tl = make_logs(tmp_path)
     topic = tl.catalog.create("t", 1)
     async with trio.open_nursery() as nursery:
-        await nursery.start(tl.run)
+        await start(nursery, tl)
         tl.create_topic(topic)
         state = tl.get("t", 0)
         assert state is not None
         woken = trio.Event()
-        state.waiters.add(woken)
+        state.part.watchers.add(woken)
         done: list[int] = []
-        append = Append(batch(3), 0, lambda: done.append(state.high_watermark))
+        append = BatchWrite(batch(3), 0, lambda: done.append(state.high_watermark))
         tl.submit(state, append)
         assert state.high_watermark == 0  # queued, not yet written
         with trio.fail_after(5):
@@ -53,7 +58,7 @@ async def test_sync_policy_shows_records_only_after_the_flush(tmp_path: Path) ->
         assert done == [3] and state.high_watermark == 3 and state.log.recovery_point == 3
         assert (append.first, append.last, append.error) == (0, 2, None)
         nursery.cancel_scope.cancel()
-    tl.close()
+    tl.runtime.close()
 
 
 @pytest.mark.trio
@@ -61,10 +66,10 @@ async def test_interval_policy_shows_records_at_once(tmp_path: Path) -> None:
     tl = make_logs(tmp_path, sync=False)
     tl.catalog.create("t", 1)
     async with trio.open_nursery() as nursery:
-        await nursery.start(tl.run)
+        await start(nursery, tl)
         state = tl.get("t", 0)
         assert state is not None
-        tl.submit(state, Append(batch(2), 0, lambda: None))
+        tl.submit(state, BatchWrite(batch(2), 0, lambda: None))
         with trio.fail_after(5):
             while state.high_watermark < 2:
                 await trio.sleep(0.001)
@@ -72,7 +77,7 @@ async def test_interval_policy_shows_records_at_once(tmp_path: Path) -> None:
             while state.log.recovery_point < 2:
                 await trio.sleep(0.01)
         nursery.cancel_scope.cancel()
-    tl.close()
+    tl.runtime.close()
 
 
 def test_reopening_restores_logs_and_producer_state(tmp_path: Path) -> None:
@@ -83,17 +88,16 @@ def test_reopening_restores_logs_and_producer_state(tmp_path: Path) -> None:
     for i in range(3):
         first, last = state.log.append_batch(batch(4, ts=int(time.time() * 1000), pid=9, seq=i * 4))
         state.producers.record(9, 0, i * 4, i * 4 + 3, first, last, 0)
-    tl.close()
+    tl.runtime.close()
 
-    again = TopicLogs(tmp_path, TopicCatalog(tmp_path, 3), LogConfig(), max_message_bytes=1 << 20, sync_flush=True,
-                      flush_interval_ms=10)
+    again = make_logs(tmp_path)
     assert again.open_all() == 1
     reopened = again.get("t", 1)
     assert reopened is not None and reopened.high_watermark == 12
     dup = reopened.producers.check(9, 0, 8, 11).duplicate
     assert dup is not None and (dup.first_offset, dup.last_offset) == (8, 11)
     assert again.producer_ids.next_id() > 9
-    again.close()
+    again.runtime.close()
 
 
 def test_deleting_a_topic_removes_its_directories(tmp_path: Path) -> None:
@@ -107,7 +111,7 @@ def test_deleting_a_topic_removes_its_directories(tmp_path: Path) -> None:
     tl.delete_topic("gone")
     assert state.deleted and not list(tmp_path.glob("gone-*"))
     assert tl.get("gone", 0) is None
-    tl.close()
+    tl.runtime.close()
 
 
 def test_retention_by_size_drops_old_segments(tmp_path: Path) -> None:
@@ -118,11 +122,11 @@ def test_retention_by_size_drops_old_segments(tmp_path: Path) -> None:
     for _ in range(30):
         state.log.append_batch(batch(10))
     before = state.log.segment_count
-    tl._retention_pass([state])
+    trio.run(tl.runtime._retain_all)
     assert state.log.segment_count < before
     assert state.log.size_bytes <= 3000 + 2000
     assert state.log.log_start_offset > 0 and state.log.end_offset == 300
-    tl.close()
+    tl.runtime.close()
 
 
 def test_topic_configs_override_broker_defaults_and_bad_values_are_refused() -> None:
@@ -151,7 +155,7 @@ def test_end_offsets_are_read_from_a_data_dir_without_a_broker(tmp_path: Path) -
     assert a0.log.segment_count > 1
     (tmp_path / f"{OFFSETS_TOPIC}-0").mkdir()
     live = topic_end_offsets(tmp_path)  # while the broker runs (indexes preallocated)
-    tl.close()
+    tl.runtime.close()
     assert live == topic_end_offsets(tmp_path) == {("a", 0): 350, ("a", 1): 0, ("b", 0): 1}
     # A torn tail (a crash mid-write) is not counted.
     seg = sorted((tmp_path / "a-0").glob("*.log"))[-1]
@@ -200,6 +204,6 @@ def test_segment_files_are_kafkas(tmp_path: Path) -> None:
     state = tl.get("k", 0)
     assert state is not None
     state.log.append_batch(batch(1))
-    tl.close()
+    tl.runtime.close()
     names = sorted(os.listdir(tmp_path / "k-0"))
     assert "00000000000000000000.log" in names and "partition.metadata" in names

@@ -1,0 +1,448 @@
+"""The one runtime that owns every partition log: ``__consumer_offsets`` and ordinary topics alike.
+
+Its clients (the coordinator shards, the data plane) queue writes on a partition and learn when
+they are durable; everything about getting bytes onto the disk is decided here, once:
+
+- **Group commit.** A pass takes every partition with queued writes (and no pass of its own in
+  flight), appends what each queued as one step, then, with ``log.flush.policy=sync``, has the
+  sync threads fdatasync those logs together. Writes queued while a pass runs share the next.
+  Passes over disjoint partitions may overlap, so a large produce never holds back a commit.
+- **Where work runs.** Small appends (a coordinator batch, a small produced batch) are written on
+  the event loop: a write into the page cache costs microseconds, and a thread hop would cost more.
+  Large produced batches are validated and written on a sync thread. fdatasync always runs on a
+  sync thread, never on the loop.
+- **Durable, then visible.** A partition's high watermark (what Fetch and ListOffsets expose) and
+  its durable sequence (what replies and reads wait for) move only when a pass completes: after
+  the fdatasync with ``sync``, after the write with ``interval`` (which then flushes every
+  ``log.flush.interval.ms`` whatever was written since the last period).
+- **One failure policy.** A partition whose append or flush fails stops taking writes; everything
+  waiting on it is told so (``ok=False``), and its owner is told to rebuild from what the log holds.
+- **One maintenance loop** compacts ``compact`` logs (every ``log.cleaner.backoff.ms``) and applies
+  time and size retention to ``delete`` logs (every ``log.retention.check.interval.ms``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, Protocol
+
+import trio
+
+from broker.log_runtime.sync_threads import SyncThreads
+from broker.observability import logs
+from broker.observability.metrics import METRICS
+from storage.cleaner import clean
+from storage.config import LogConfig
+from storage.errors import StorageError
+from storage.log_manager import LogManager
+from storage.partition_log import PartitionLog
+from storage.retention import apply_retention
+
+_SYNC_THREADS = 4
+# Appends up to this size are written on the event loop; larger produced batches on a sync thread
+# (their records are walked for validation, ~0.5 us each).
+INLINE_APPEND_BYTES = 64 * 1024
+RETENTION_CHECK_MS = 300_000  # log.retention.check.interval.ms
+CLEANER_BACKOFF_MS = 15_000  # log.cleaner.backoff.ms
+
+Entry = tuple[bytes | None, bytes | None, int]  # (key, value, timestamp ms) of a coordinator record
+DurableCallback = Callable[[bool], None]
+
+
+class PartitionOwner(Protocol):
+    def on_write_failed(self, exc: Exception) -> None:
+        """The log refused a write or could not make it durable: rebuild from what it holds."""
+
+
+def _nothing() -> None:
+    pass
+
+
+class BatchWrite:
+    """One produced batch on its way to the log. ``first``/``last`` are where it landed (-1 until
+    written); ``error`` is why the log refused it; ``on_done`` runs once the pass that wrote it has
+    completed (so the batch is durable per the policy, or has failed)."""
+
+    __slots__ = ("raw", "expected", "first", "last", "error", "on_done")
+
+    def __init__(self, raw: bytes, expected: int, on_done: Callable[[], None]) -> None:
+        self.raw = raw
+        self.expected = expected  # the offset the client of the runtime predicted it would get
+        self.first = -1
+        self.last = -1
+        self.error: Exception | None = None
+        self.on_done = on_done
+
+
+class Partition:
+    """One partition log and the runtime's bookkeeping of it. Touched only on the trio thread
+    (the ``PartitionLog`` itself is thread-safe)."""
+
+    __slots__ = ("topic", "index", "log", "owner", "high_watermark", "records", "batches", "queued_bytes",
+                 "queued_seq", "durable_seq", "waiters", "watchers", "writing", "failed", "closed")
+
+    def __init__(self, topic: str, index: int, log: PartitionLog, owner: PartitionOwner | None) -> None:
+        self.topic = topic
+        self.index = index
+        self.log = log
+        self.owner = owner
+        self.high_watermark = log.end_offset  # everything below is durable and may be read
+        self.records: list[Entry] = []
+        self.batches: list[BatchWrite] = []
+        self.queued_bytes = 0
+        self.queued_seq = 0  # one per queued write
+        self.durable_seq = 0
+        self.waiters: deque[tuple[int, DurableCallback]] = deque()
+        self.watchers: set[trio.Event] = set()  # parked fetches, woken when the high watermark moves
+        self.writing = False
+        self.failed = False
+        self.closed = False
+
+    @property
+    def settled(self) -> bool:
+        """Nothing queued or in flight that a read could see."""
+        return self.queued_seq <= self.durable_seq
+
+    def when_durable(self, callback: DurableCallback) -> None:
+        """``callback(True)`` once every write queued so far is durable (at once if it already is),
+        ``callback(False)`` if one of them fails first."""
+        if self.queued_seq <= self.durable_seq:
+            callback(True)
+        else:
+            self.waiters.append((self.queued_seq, callback))
+
+    def wake_watchers(self) -> None:
+        for event in self.watchers:
+            event.set()
+        self.watchers.clear()
+
+    def _take(self) -> tuple[list[Entry], list[BatchWrite], int, bool]:
+        records, batches = self.records, self.batches
+        inline = self.queued_bytes <= INLINE_APPEND_BYTES
+        self.records, self.batches, self.queued_bytes = [], [], 0
+        return records, batches, self.queued_seq, inline
+
+
+class _Job:
+    """What one pass does to one partition."""
+
+    __slots__ = ("part", "records", "batches", "target", "inline", "error")
+
+    def __init__(self, part: Partition, records: list[Entry], batches: list[BatchWrite], target: int,
+                 inline: bool) -> None:
+        self.part = part
+        self.records = records
+        self.batches = batches
+        self.target = target
+        self.inline = inline
+        self.error: Exception | None = None
+
+    def append(self) -> None:
+        log = self.part.log
+        if self.records:
+            log.append(self.records)
+        for write in self.batches:
+            try:
+                write.first, write.last = log.append_batch(write.raw)
+            except StorageError:
+                raise  # the log is closed or broken: the whole partition fails
+            except Exception as exc:  # this batch is invalid; the log refused it whole
+                write.error = exc
+
+
+class LogRuntime:
+    def __init__(self, data_dir: Path, defaults: LogConfig, *, sync_flush: bool, flush_interval_ms: int,
+                 cleaner_backoff_ms: int | None = CLEANER_BACKOFF_MS,
+                 retention_check_ms: int = RETENTION_CHECK_MS) -> None:
+        self.data_dir = data_dir
+        self.sync_flush = sync_flush
+        self.flush_interval_ms = flush_interval_ms
+        self.cleaner_backoff_ms = cleaner_backoff_ms
+        self.retention_check_ms = retention_check_ms
+        self.manager = LogManager(data_dir, defaults)
+        self.partitions: dict[tuple[str, int], Partition] = {}
+        self.dirty: dict[tuple[str, int], Partition] = {}
+        self.unflushed: set[Partition] = set()
+        self.sync_threads = SyncThreads(_SYNC_THREADS)
+        self.have_dirty = trio.Event()
+        self.nursery: trio.Nursery | None = None
+        # Called on the trio thread at every retention check (the data plane expires producers).
+        self.retention_hooks: list[Callable[[], None]] = []
+
+    # ---- partitions ---------------------------------------------------------------------------
+
+    def open(self, topic: str, index: int, config: LogConfig | None = None, topic_id: bytes | None = None,
+             owner: PartitionOwner | None = None) -> Partition:
+        """The partition, opening (recovering) or creating its log. Blocking: may run on a worker
+        thread, but registering the result happens on the trio thread in ``adopt``."""
+        return Partition(topic, index, self.manager.get_or_create(topic, index, config, topic_id), owner)
+
+    def adopt(self, part: Partition) -> Partition:
+        self.partitions[(part.topic, part.index)] = part
+        return part
+
+    def get(self, topic: str, index: int) -> Partition | None:
+        return self.partitions.get((topic, index))
+
+    def close_partition(self, part: Partition) -> None:
+        """Forget ``part`` and close its log (flushing what it can); a later ``open`` recovers it."""
+        part.closed = True
+        self.partitions.pop((part.topic, part.index), None)
+        self.dirty.pop((part.topic, part.index), None)
+        self.unflushed.discard(part)
+        self.manager.forget(part.topic, part.index)
+        try:
+            part.log.close()
+        except (OSError, StorageError) as exc:
+            logs.warn("log.close_failed", topic=part.topic, partition=part.index, error=repr(exc))
+        part.wake_watchers()
+
+    def delete_topic(self, topic: str) -> None:
+        for key in [k for k in self.partitions if k[0] == topic]:
+            part = self.partitions.pop(key)
+            part.closed = True
+            self.dirty.pop(key, None)
+            self.unflushed.discard(part)
+            part.wake_watchers()
+        self.manager.delete_topic(topic)
+
+    # ---- writing ------------------------------------------------------------------------------
+
+    def append_records(self, part: Partition, records: list[Entry]) -> None:
+        """Queue coordinator records, written as one batch by the next pass."""
+        part.records.extend(records)
+        part.queued_bytes += 64 * len(records)
+        part.queued_seq += 1
+        self._mark(part)
+
+    def append_batch(self, part: Partition, write: BatchWrite) -> None:
+        """Queue a produced batch; ``write.on_done`` runs when its pass completes."""
+        part.batches.append(write)
+        part.queued_bytes += len(write.raw)
+        part.queued_seq += 1
+        self._mark(part)
+
+    def _mark(self, part: Partition) -> None:
+        self.dirty[(part.topic, part.index)] = part
+        self.have_dirty.set()
+
+    def kick(self) -> None:
+        """Starts a pass over every dirty partition that has no pass in flight. Connections call
+        this once they have dispatched what a read carried, so requests that arrived together share
+        a pass without a trip through the scheduler; the flusher task covers the rest."""
+        if not self.dirty:
+            return
+        jobs: list[_Job] = []
+        for key, part in list(self.dirty.items()):
+            if part.writing:
+                continue  # its pass's completion kicks again
+            del self.dirty[key]
+            if part.failed or part.closed:
+                continue
+            records, batches, target, inline = part._take()
+            part.writing = True
+            jobs.append(_Job(part, records, batches, target, inline))
+        if jobs:
+            self._run_pass(jobs)
+
+    def _run_pass(self, jobs: list[_Job]) -> None:
+        started = time.perf_counter()
+        threaded: list[_Job] = []
+        for job in jobs:
+            if job.inline:
+                try:
+                    job.append()
+                except Exception as exc:
+                    job.error = exc
+                    continue
+            if self.sync_flush or not job.inline:
+                threaded.append(job)
+        if not threaded:
+            self._complete(jobs, started)
+            return
+        sync = self.sync_flush
+
+        def work(chunk: list[_Job]) -> None:
+            for job in chunk:
+                try:
+                    if not job.inline:
+                        job.append()
+                    if sync:
+                        job.part.log.flush()
+                except Exception as exc:
+                    job.error = exc
+
+        def done(_results: list[BaseException | None]) -> None:
+            # A trio system callback: nothing may escape it.
+            try:
+                self._complete(jobs, started)
+            except Exception:
+                logs.event("log.pass_failed", 40, exc_info=True)
+
+        workers = min(len(threaded), _SYNC_THREADS)
+        self.sync_threads.submit([partial(work, threaded[i::workers]) for i in range(workers)], done)
+
+    def _complete(self, jobs: list[_Job], started: float) -> None:
+        records = 0
+        for job in jobs:
+            part = job.part
+            part.writing = False
+            records += len(job.records) + len(job.batches)
+            try:
+                if job.error is not None:
+                    self._fail(part, job)
+                else:
+                    self._settle(part, job)
+            except Exception:
+                # One client's callback that cannot run must not hold back the others.
+                logs.event("log.release_failed", 40, exc_info=True, topic=part.topic, partition=part.index)
+        METRICS.flush_seconds.observe(time.perf_counter() - started)
+        METRICS.flush_records.observe(records)
+        self.kick()
+
+    def _settle(self, part: Partition, job: _Job) -> None:
+        if not part.closed:
+            end = part.log.end_offset
+            if end > part.high_watermark:
+                part.high_watermark = end
+                part.wake_watchers()
+            if not self.sync_flush:
+                self.unflushed.add(part)
+        part.durable_seq = job.target
+        for write in job.batches:
+            write.on_done()
+            # The callback's closure usually refers back to this write (through its request): a
+            # cycle only the cyclic collector would free, keeping the batch until a full collection.
+            write.on_done = _nothing
+        waiters = part.waiters
+        while waiters and waiters[0][0] <= job.target:
+            waiters.popleft()[1](True)
+
+    def _fail(self, part: Partition, job: _Job) -> None:
+        """The failure policy: the partition takes no more writes; the owner rebuilds it from the
+        log; every write and read that waited on it hears it failed."""
+        exc = job.error
+        assert exc is not None
+        if part.closed:
+            # Closed under the pass (topic deleted, shard rebuilt): not a disk failure.
+            for write in job.batches:
+                write.error = write.error or exc
+        else:
+            METRICS.write_failures.inc()
+            logs.event("log.write_failed", 40, topic=part.topic, partition=part.index, error=repr(exc))
+            part.failed = True
+            for write in job.batches:
+                if write.error is None:
+                    write.error = OSError(f"the write could not be made durable: {exc}")
+        for write in job.batches:
+            write.on_done()
+            write.on_done = _nothing
+        waiters, part.waiters = part.waiters, deque()
+        part.records.clear()
+        queued, part.batches = part.batches, []
+        for write in queued:
+            write.error = OSError("an earlier write to this partition failed")
+            write.on_done()
+        for _seq, callback in waiters:
+            callback(False)
+        if part.owner is not None and not part.closed:
+            part.owner.on_write_failed(exc)
+
+    # ---- running ------------------------------------------------------------------------------
+
+    async def _flusher(self) -> None:
+        """Starts passes for writes queued outside a connection's dispatch (timers, parked
+        requests completing, fetch long-polls); for requests, ``kick`` usually got there first."""
+        while True:
+            await self.have_dirty.wait()
+            self.have_dirty = trio.Event()
+            self.kick()
+
+    async def _flush_periodically(self) -> None:
+        """``interval`` policy: every period, make durable the logs written since the last one."""
+        while True:
+            await trio.sleep(self.flush_interval_ms / 1000)
+            parts, self.unflushed = self.unflushed, set()
+            for part in parts:
+                if part.closed:
+                    continue
+                try:
+                    await trio.to_thread.run_sync(part.log.flush)
+                except (OSError, StorageError) as exc:
+                    logs.event("log.flush_failed", 40, topic=part.topic, partition=part.index, error=repr(exc))
+
+    async def _maintain(self) -> None:
+        """Compaction and retention, one partition at a time on a worker thread (the log lock is
+        held only for the final renames, so appends go on)."""
+        now = trio.current_time()
+        next_clean = now + self.cleaner_backoff_ms / 1000 if self.cleaner_backoff_ms is not None else float("inf")
+        next_retention = now + self.retention_check_ms / 1000
+        while True:
+            await trio.sleep_until(min(next_clean, next_retention))
+            now = trio.current_time()
+            if now >= next_clean:
+                assert self.cleaner_backoff_ms is not None
+                await self._compact_all()
+                next_clean = trio.current_time() + self.cleaner_backoff_ms / 1000
+            if now >= next_retention:
+                for hook in self.retention_hooks:
+                    hook()
+                await self._retain_all()
+                next_retention = trio.current_time() + self.retention_check_ms / 1000
+
+    async def _compact_all(self) -> None:
+        for part in list(self.partitions.values()):
+            if part.closed or part.failed or not part.log.config.compact:
+                continue
+            try:
+                stats = await trio.to_thread.run_sync(clean, part.log)
+            except Exception as exc:
+                if not part.closed:
+                    logs.warn("log.compaction_failed", topic=part.topic, partition=part.index, error=repr(exc))
+                continue
+            if stats is None:
+                continue
+            METRICS.compactions.inc()
+            METRICS.compaction_reclaimed.inc(max(stats.bytes_before - stats.bytes_after, 0))
+            logs.event("log.compacted", topic=part.topic, partition=part.index, bytes_before=stats.bytes_before,
+                       bytes_after=stats.bytes_after, records_removed=stats.records_removed,
+                       seconds=round(stats.seconds, 3))
+
+    async def _retain_all(self) -> None:
+        parts = [p for p in self.partitions.values() if not p.log.config.compact]
+
+        def retain() -> None:
+            for part in parts:
+                try:
+                    removed = apply_retention(part.log)
+                except StorageError:
+                    continue  # deleted meanwhile
+                if removed:
+                    logs.event("log.retention", topic=part.topic, partition=part.index, segments=len(removed),
+                               log_start_offset=part.log.log_start_offset)
+            self.manager.checkpoint()
+
+        await trio.to_thread.run_sync(retain)
+
+    def spawn(self, fn: Callable[..., Awaitable[object]], *args: object) -> None:
+        assert self.nursery is not None, "the log runtime is not running"
+        self.nursery.start_soon(fn, *args)
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        async with trio.open_nursery() as nursery:
+            self.nursery = nursery
+            nursery.start_soon(self._flusher)
+            if not self.sync_flush:
+                nursery.start_soon(self._flush_periodically)
+            nursery.start_soon(self._maintain)
+            task_status.started()
+
+    def close(self) -> None:
+        """Flush and close every log and write the checkpoints that make the next start quick."""
+        self.sync_threads.close()
+        self.manager.close()
+        self.partitions.clear()
