@@ -170,13 +170,16 @@ class BrokerConfig:
             self.advertised = Listener("127.0.0.1", self.advertised.port)
         if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
             raise ConfigError("group.min.session.timeout.ms is above group.max.session.timeout.ms")
+        # An empty entry would mean the current directory, wherever the broker happens to be started.
+        if not all(entry.strip() for entry in values["log.dirs"].split(",")):
+            raise ConfigError(f"log.dirs: {values['log.dirs']!r} is empty or has an empty entry; name a directory")
 
     def __getitem__(self, name: str) -> Any:
         return self.values[name]
 
     @property
     def data_dir(self) -> Path:
-        return Path(self.values["log.dirs"].split(",")[0])
+        return Path(self.values["log.dirs"].split(",")[0].strip())
 
     @classmethod
     def load(

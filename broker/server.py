@@ -30,6 +30,7 @@ from broker.observability.state_metrics import state_families
 from broker.topics.catalog import Topic, TopicCatalog, TopicError
 from protocol.errors import ErrorCode
 from storage.config import LogConfig
+from storage.dir_lock import DataDirError, DirLock, open_data_dir
 
 
 def _load_cluster_id(data_dir: Path, configured: str, node_id: int) -> str:
@@ -46,9 +47,15 @@ def _load_cluster_id(data_dir: Path, configured: str, node_id: int) -> str:
         raise SystemExit(f"cluster.id {configured!r} does not match {existing!r} in {path}")
     cluster_id = existing or configured or urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     if not existing:
-        data_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(f"#\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\n")
     return cluster_id
+
+
+def _lock_data_dir(data_dir: Path) -> DirLock:
+    try:
+        return open_data_dir(data_dir)
+    except DataDirError as exc:
+        raise SystemExit(f"kcoord: log.dirs: {exc}") from None
 
 
 class Broker:
@@ -56,7 +63,9 @@ class Broker:
         self.config = config
         self.node_id: int = config["node.id"]
         self.data_dir = config.data_dir
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        # First, before meta.properties or any log is read or written: a second broker on this
+        # directory must stop here, having changed nothing that the first one owns.
+        self.dir_lock = _lock_data_dir(self.data_dir)
         self.cluster_id = _load_cluster_id(self.data_dir, config["cluster.id"], self.node_id)
         self.catalog = TopicCatalog(self.data_dir, config["offsets.topic.num.partitions"])
         self.router = Router()
@@ -228,7 +237,11 @@ class Broker:
 
     async def close(self) -> None:
         """Flushes and closes everything the broker opened (called after serving stops)."""
-        self.logs.close()
+        try:
+            self.logs.close()
+        finally:
+            # Last, so that the next broker on this directory starts only after every file is closed.
+            self.dir_lock.release()
 
 
 async def run_until_signalled(broker: Broker) -> None:

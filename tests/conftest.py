@@ -10,6 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,12 +58,22 @@ class BrokerProcess:
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
 
-    def start(self, wait: float = 30.0) -> BrokerProcess:
+    def command(self) -> tuple[list[str], dict[str, str]]:
+        """The `kcoord serve` argv and environment this broker runs with."""
         args = [*KCOORD, "serve"]
         for k, v in self.overrides.items():
             args += ["--override", f"{k}={v}"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
         env["PYTHONPATH"] = str(ROOT)
+        return args, env
+
+    def run_to_exit(self, timeout: float = 60.0, **popen: Any) -> subprocess.CompletedProcess[str]:
+        """Runs the broker in the foreground, for startups expected to fail: exit code, stdout, stderr."""
+        args, env = self.command()
+        return subprocess.run(args, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, **popen)
+
+    def start(self, wait: float = 30.0) -> BrokerProcess:
+        args, env = self.command()
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
         deadline = time.monotonic() + wait

@@ -45,6 +45,9 @@ def test_toml_file_with_tables_and_dotted_keys(tmp_path: Path) -> None:
         (["node.id"], {}, "name=value"),
         (["listeners=SSL://h:1"], {}, "PLAINTEXT"),
         (["auto.create.topics.enable=maybe"], {}, "auto.create.topics.enable"),
+        (["log.dirs="], {}, "log.dirs"),
+        ([], {"KCOORD_LOG_DIRS": "  "}, "log.dirs"),
+        (["log.dirs=,/var/lib/kcoord"], {}, "log.dirs"),
     ],
 )
 def test_bad_properties_are_startup_errors_naming_them(overrides: list[str], env: dict[str, str],
