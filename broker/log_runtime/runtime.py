@@ -37,7 +37,7 @@ from broker.observability import logs
 from broker.observability.metrics import METRICS
 from storage.cleaner import clean
 from storage.config import LogConfig
-from storage.errors import StorageError
+from storage.errors import LogClosedError, StorageError
 from storage.log_manager import LogManager
 from storage.partition_log import PartitionLog
 from storage.retention import apply_retention
@@ -237,17 +237,25 @@ class LogRuntime:
         if not self.dirty:
             return
         jobs: list[_Job] = []
+        refused: list[_Job] = []
         for key, part in list(self.dirty.items()):
             if part.writing:
                 continue  # its pass's completion kicks again
             del self.dirty[key]
-            if part.failed or part.closed:
-                continue
             records, batches, target, inline = part._take()
+            job = _Job(part, records, batches, target, inline)
+            if part.failed or part.closed:
+                # Written to a partition that failed (its owner is rebuilding it) or was closed.
+                job.error = (OSError("the partition's log failed and is being recovered") if part.failed
+                             else LogClosedError("the partition was deleted"))
+                refused.append(job)
+                continue
             part.writing = True
-            jobs.append(_Job(part, records, batches, target, inline))
+            jobs.append(job)
         if jobs:
             self._run_pass(jobs)
+        if refused:
+            self._complete(refused, time.perf_counter())
 
     def _run_pass(self, jobs: list[_Job]) -> None:
         started = time.perf_counter()
@@ -323,33 +331,25 @@ class LogRuntime:
             waiters.popleft()[1](True)
 
     def _fail(self, part: Partition, job: _Job) -> None:
-        """The failure policy: the partition takes no more writes; the owner rebuilds it from the
-        log; every write and read that waited on it hears it failed."""
+        """The failure policy: the partition takes no more writes; its owner rebuilds it from what
+        the log holds; every write and read that waited on it hears it failed."""
         exc = job.error
         assert exc is not None
-        if part.closed:
-            # Closed under the pass (topic deleted, shard rebuilt): not a disk failure.
-            for write in job.batches:
-                write.error = write.error or exc
-        else:
+        first = not part.failed and not part.closed
+        if first:
             METRICS.write_failures.inc()
             logs.event("log.write_failed", 40, topic=part.topic, partition=part.index, error=repr(exc))
             part.failed = True
-            for write in job.batches:
-                if write.error is None:
-                    write.error = OSError(f"the write could not be made durable: {exc}")
         for write in job.batches:
+            if write.error is None:
+                write.error = exc if isinstance(exc, StorageError) else OSError(
+                    f"the write could not be made durable: {exc}")
             write.on_done()
             write.on_done = _nothing
         waiters, part.waiters = part.waiters, deque()
-        part.records.clear()
-        queued, part.batches = part.batches, []
-        for write in queued:
-            write.error = OSError("an earlier write to this partition failed")
-            write.on_done()
         for _seq, callback in waiters:
             callback(False)
-        if part.owner is not None and not part.closed:
+        if first and part.owner is not None:
             part.owner.on_write_failed(exc)
 
     # ---- running ------------------------------------------------------------------------------

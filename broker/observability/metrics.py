@@ -58,7 +58,7 @@ class Metrics:
         self.compactions = Counter("kcoord_log_compactions", "Compaction runs that rewrote segments.")
         self.compaction_reclaimed = Counter("kcoord_log_compaction_reclaimed_bytes",
                                             "Bytes removed from the log by compaction.")
-        self.write_failures = Counter("kcoord_log_write_failures", "Coordinator writes that failed.")
+        self.write_failures = Counter("kcoord_log_write_failures", "Log writes (appends or flushes) that failed.")
 
 
 METRICS = Metrics()

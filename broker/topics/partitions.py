@@ -23,11 +23,13 @@ from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog
 from broker.topics.producer_state import ProducerIdAllocator, ProducerStateTable, last_sequence
 from protocol.errors import ErrorCode
 from storage.config import LogConfig
+from storage.errors import StorageError
 from storage.partition_log import PartitionLog
 
 TopicPartition = tuple[str, int]
 PRODUCER_ID_FILE = "kcoord-producer-ids"
 PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
+REOPEN_DELAY_S = 0.1
 _LOG_CONFIG_NAMES = {f.name.replace("_", "."): f.name for f in fields(LogConfig)}
 
 
@@ -52,10 +54,11 @@ class PartitionState:
     """One partition of an ordinary topic as the data plane sees it. Touched only on the trio
     thread (the log itself is thread-safe)."""
 
-    __slots__ = ("topic", "partition", "part", "next_offset", "producers", "max_message_bytes", "log_append_time")
+    __slots__ = ("topic", "partition", "part", "next_offset", "producers", "max_message_bytes", "log_append_time",
+                 "deleted", "recover")
 
     def __init__(self, topic: str, partition: int, part: Partition, max_message_bytes: int,
-                 log_append_time: bool) -> None:
+                 log_append_time: bool, recover: Callable[[PartitionState], None]) -> None:
         self.topic = topic
         self.partition = partition
         self.part = part
@@ -63,6 +66,13 @@ class PartitionState:
         self.producers = ProducerStateTable()
         self.max_message_bytes = max_message_bytes
         self.log_append_time = log_append_time
+        self.deleted = False
+        self.recover = recover
+
+    def on_write_failed(self, exc: Exception) -> None:
+        """The runtime's failure policy: this partition's log is reopened from disk."""
+        del exc  # the log runtime has logged it
+        self.recover(self)
 
     @property
     def log(self) -> PartitionLog:
@@ -72,9 +82,6 @@ class PartitionState:
     def high_watermark(self) -> int:
         return self.part.high_watermark
 
-    @property
-    def deleted(self) -> bool:
-        return self.part.closed
 
 
 def _rebuild_producers(state: PartitionState, now_ms: int) -> None:
@@ -113,7 +120,8 @@ class TopicLogs:
                       details=report.summary())
         max_bytes = int(topic.configs.get("max.message.bytes", self.max_message_bytes))
         append_time = topic.configs.get("message.timestamp.type", "CreateTime") == "LogAppendTime"
-        state = PartitionState(topic.name, partition, part, max_bytes, append_time)
+        state = PartitionState(topic.name, partition, part, max_bytes, append_time, self._recover)
+        part.owner = state
         self.states[(topic.name, partition)] = state
         return state
 
@@ -162,7 +170,7 @@ class TopicLogs:
 
     def delete_topic(self, name: str) -> None:
         for tp in [tp for tp in self.states if tp[0] == name]:
-            del self.states[tp]
+            self.states.pop(tp).deleted = True
         self.runtime.delete_topic(name)
 
     # ---- the write path ----------------------------------------------------------------------
@@ -192,6 +200,31 @@ class TopicLogs:
         state.next_offset = state.log.end_offset
         state.producers = ProducerStateTable()
         _rebuild_producers(state, int(time.time() * 1000))
+
+    def _recover(self, state: PartitionState) -> None:
+        self.runtime.spawn(self._reopen, state)
+
+    async def _reopen(self, state: PartitionState) -> None:
+        """A write failed: reopen the log (recovery drops what was not written whole), then
+        restart offset predictions and producer state from it. Produce answers
+        KAFKA_STORAGE_ERROR meanwhile, which producers retry."""
+        self.runtime.close_partition(state.part)
+        await trio.sleep(REOPEN_DELAY_S)
+        topic = self.catalog.get(state.topic)
+        if state.deleted or topic is None:
+            return
+        try:
+            part = await trio.to_thread.run_sync(
+                self.runtime.open, state.topic, state.partition, self.config_for(topic), topic.topic_id, state)
+        except (OSError, StorageError) as exc:
+            logs.event("log.reopen_failed", 40, topic=state.topic, partition=state.partition, error=repr(exc))
+            self.runtime.spawn(self._reopen, state)
+            return
+        if state.deleted:
+            return
+        state.part = self.runtime.adopt(part)
+        self._resync(state)
+        logs.event("log.reopened", topic=state.topic, partition=state.partition, end_offset=part.log.end_offset)
 
     def _expire_producers(self) -> None:
         now = int(time.time() * 1000)

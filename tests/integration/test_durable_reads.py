@@ -40,10 +40,10 @@ def _commit_body(group: str, topic: str, offset: int) -> OffsetCommitRequest:
                                     for p in range(PARTITIONS)])])
 
 
-def _storm(port: int, groups: list[str], topic: str, stop: threading.Event) -> None:
-    """Pipelined commits of ever larger offsets to ``groups`` in turn, IN_FLIGHT at a time, until
-    the broker dies."""
-    offset = 0
+def _storm(port: int, groups: list[str], topic: str, start: int, stop: threading.Event) -> None:
+    """Pipelined commits of ever larger offsets (from ``start``, above every earlier round's) to
+    ``groups`` in turn, IN_FLIGHT at a time, until the broker dies."""
+    offset = start
     try:
         with WireClient("127.0.0.1", port, client_id="committer") as c:
             outstanding: list[int] = []
@@ -99,7 +99,8 @@ def test_nothing_a_monitor_saw_is_lost_by_kill_9(broker_factory) -> None:
         seen: dict[tuple[str, int], int] = {}
         groups_seen: set[str] = set()
         stop = threading.Event()
-        threads = [threading.Thread(target=_storm, args=(b.port, GROUPS[i::COMMITTERS], "storm", stop))
+        start = round_no * 10**9  # above every offset of earlier rounds
+        threads = [threading.Thread(target=_storm, args=(b.port, GROUPS[i::COMMITTERS], "storm", start, stop))
                    for i in range(COMMITTERS)]
         observer = threading.Thread(target=_observe, args=(b.port, b.proc.pid, 1.0 + 0.3 * round_no, seen,
                                                            groups_seen, stop))
