@@ -3,10 +3,10 @@
 Its clients (the coordinator shards, the data plane) queue writes on a partition and learn when
 they are durable; everything about getting bytes onto the disk is decided here, once:
 
-- **Group commit.** A pass takes every partition with queued writes (and no pass of its own in
-  flight), appends what each queued as one step, then, with ``log.flush.policy=sync``, has the
-  sync threads fdatasync those logs together. Writes queued while a pass runs share the next.
-  Passes over disjoint partitions may overlap, so a large produce never holds back a commit.
+- **Group commit.** A pass takes every partition with queued writes, appends what each queued as
+  one step, then, with ``log.flush.policy=sync``, has the sync threads fdatasync those logs
+  together. Passes run one at a time: whatever is queued while one runs shares the next, which is
+  what makes them group commits (overlapping passes would each pay for their own fdatasyncs).
 - **Where work runs.** Small appends (a coordinator batch, a small produced batch) are written on
   the event loop: a write into the page cache costs microseconds, and a thread hop would cost more.
   Large produced batches are validated and written on a sync thread. fdatasync always runs on a
@@ -83,7 +83,7 @@ class Partition:
     (the ``PartitionLog`` itself is thread-safe)."""
 
     __slots__ = ("topic", "index", "log", "owner", "high_watermark", "records", "batches", "queued_bytes",
-                 "queued_seq", "durable_seq", "waiters", "watchers", "writing", "failed", "closed")
+                 "queued_seq", "durable_seq", "waiters", "watchers", "failed", "closed")
 
     def __init__(self, topic: str, index: int, log: PartitionLog, owner: PartitionOwner | None) -> None:
         self.topic = topic
@@ -98,7 +98,6 @@ class Partition:
         self.durable_seq = 0
         self.waiters: deque[tuple[int, DurableCallback]] = deque()
         self.watchers: set[trio.Event] = set()  # parked fetches, woken when the high watermark moves
-        self.writing = False
         self.failed = False
         self.closed = False
 
@@ -169,6 +168,7 @@ class LogRuntime:
         self.unflushed: set[Partition] = set()
         self.sync_threads = SyncThreads(_SYNC_THREADS)
         self.have_dirty = trio.Event()
+        self.pass_running = False
         self.nursery: trio.Nursery | None = None
         # Called on the trio thread at every retention check (the data plane expires producers).
         self.retention_hooks: list[Callable[[], None]] = []
@@ -234,14 +234,11 @@ class LogRuntime:
         """Starts a pass over every dirty partition that has no pass in flight. Connections call
         this once they have dispatched what a read carried, so requests that arrived together share
         a pass without a trip through the scheduler; the flusher task covers the rest."""
-        if not self.dirty:
+        if not self.dirty or self.pass_running:
             return
         jobs: list[_Job] = []
         refused: list[_Job] = []
-        for key, part in list(self.dirty.items()):
-            if part.writing:
-                continue  # its pass's completion kicks again
-            del self.dirty[key]
+        for part in self.dirty.values():
             records, batches, target, inline = part._take()
             job = _Job(part, records, batches, target, inline)
             if part.failed or part.closed:
@@ -249,16 +246,17 @@ class LogRuntime:
                 job.error = (OSError("the partition's log failed and is being recovered") if part.failed
                              else LogClosedError("the partition was deleted"))
                 refused.append(job)
-                continue
-            part.writing = True
-            jobs.append(job)
+            else:
+                jobs.append(job)
+        self.dirty.clear()
+        if refused:
+            self._finish(refused)
         if jobs:
             self._run_pass(jobs)
-        if refused:
-            self._complete(refused, time.perf_counter())
 
     def _run_pass(self, jobs: list[_Job]) -> None:
         started = time.perf_counter()
+        self.pass_running = True
         threaded: list[_Job] = []
         for job in jobs:
             if job.inline:
@@ -295,10 +293,17 @@ class LogRuntime:
         self.sync_threads.submit([partial(work, threaded[i::workers]) for i in range(workers)], done)
 
     def _complete(self, jobs: list[_Job], started: float) -> None:
+        self.pass_running = False
+        records = self._finish(jobs)
+        METRICS.flush_seconds.observe(time.perf_counter() - started)
+        METRICS.flush_records.observe(records)
+        self.kick()
+
+    def _finish(self, jobs: list[_Job]) -> int:
+        """Settles or fails each job's partition; returns how many records and batches they held."""
         records = 0
         for job in jobs:
             part = job.part
-            part.writing = False
             records += len(job.records) + len(job.batches)
             try:
                 if job.error is not None:
@@ -308,9 +313,7 @@ class LogRuntime:
             except Exception:
                 # One client's callback that cannot run must not hold back the others.
                 logs.event("log.release_failed", 40, exc_info=True, topic=part.topic, partition=part.index)
-        METRICS.flush_seconds.observe(time.perf_counter() - started)
-        METRICS.flush_records.observe(records)
-        self.kick()
+        return records
 
     def _settle(self, part: Partition, job: _Job) -> None:
         if not part.closed:
