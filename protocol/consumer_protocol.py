@@ -15,7 +15,8 @@ from protocol.codec import codec_for, encode
 from protocol.errors import DecodeError
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
-_D = TypeVar("_D", ConsumerProtocolSubscription, ConsumerProtocolAssignment)
+# Constraints as strings: at run time the messages are tables, not classes.
+_D = TypeVar("_D", "ConsumerProtocolSubscription", "ConsumerProtocolAssignment")
 
 
 def _decode_versioned(msg: type[_D], data: bytes) -> tuple[int, _D]:

@@ -109,7 +109,8 @@ def encode_record_generic(record: Record) -> tuple[bytes, bytes | None]:
     return key, value
 
 
-_Value = TypeVar("_Value", OffsetCommitValue, GroupMetadataValue)
+# Constraints as strings: at run time the messages are tables, not classes.
+_Value = TypeVar("_Value", "OffsetCommitValue", "GroupMetadataValue")
 
 
 def _decode_versioned(msg: type[_Value], data: bytes) -> tuple[int, _Value]:
