@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import importlib
 import json
 import pkgutil
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 
@@ -52,8 +52,8 @@ _PYTHON_TYPES = {
 # A top-level field with one of these names would, to the type checker, hide the table's own
 # attribute of that name on the message (``JoinGroupRequest.name`` is the message's name).
 _MESSAGE_ATTRIBUTES = frozenset(
-    name for name in dir(Message) if not name.startswith("__")
-) | {"name", "api_key", "valid", "flexible", "fields", "cls"}
+    {fl.name for fl in dataclasses.fields(Message)} | {name for name in dir(Message) if not name.startswith("_")}
+)
 
 _INDENT = "    "
 
@@ -62,9 +62,9 @@ class TableModuleError(Exception):
     """A module of ``protocol.messages`` that the stubs could not describe faithfully."""
 
 
-@dataclass
+@dataclasses.dataclass
 class _Writer:
-    lines: list[str] = field(default_factory=list)
+    lines: list[str] = dataclasses.field(default_factory=list)
     uses_data: bool = False
 
     def add(self, depth: int = 0, text: str = "") -> None:
@@ -122,7 +122,9 @@ def _field_doc(fl: Field) -> str:
     doc = "; ".join(parts) + "."
     if fl.about:
         doc += " " + fl.about
-    return doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    # Safe inside a triple-quoted docstring, which a closing '"' of its own would also end.
+    doc = doc.replace("\\", "\\\\").replace('"""', '\\"\\"\\"')
+    return doc[:-1] + '\\"' if doc.endswith('"') else doc
 
 
 def _struct_fields(fields: list[Field]) -> Iterator[tuple[Field, Struct]]:
@@ -235,8 +237,8 @@ def render(module: ModuleType) -> str:
     imports = ["MessageClass", "MessageData"]
     if out.uses_data:
         imports.insert(0, "Data")
-    source = Path(stub_path(module).name).with_suffix(".py").name
-    head = [HEADER.format(source=source), f"from protocol.schema import {', '.join(imports)}", "", ""]
+    assert module.__file__ is not None
+    head = [HEADER.format(source=Path(module.__file__).name), f"from protocol.schema import {', '.join(imports)}", "", ""]
     return "\n".join(head) + "\n".join(out.lines) + "\n"
 
 
