@@ -17,8 +17,8 @@ from typing import Any
 
 from analytics.segments import SegmentHealth, iter_batches
 from protocol.codec import codec_for
+from protocol.consumer_protocol import decode_assignment, decode_subscription
 from protocol.errors import DecodeError
-from protocol.messages.consumer_protocol import decode_assignment, decode_subscription
 from protocol.messages.offsets_log import (
     GroupMetadataKey,
     GroupMetadataValue,

@@ -14,12 +14,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from protocol.codec import encode
-from protocol.messages.consumer_protocol import (
-    ConsumerProtocolAssignment,
-    ConsumerProtocolSubscription,
-    encode_assignment,
-    encode_subscription,
-)
+from protocol.consumer_protocol import encode_assignment, encode_subscription
+from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import (
     GroupMetadataKey,
     GroupMetadataValue,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 MAX_VERSION = 0x7FFF
 
@@ -123,6 +123,8 @@ class Field:
     default: Any = None
     has_default: bool = False
     ignorable: bool = False
+    # What the field means, for readers of the typed declarations (``protocol.typegen``).
+    about: str = ""
 
     def default_value(self) -> Any:
         if self.has_default:
@@ -146,6 +148,7 @@ def f(
     tag: int | None = None,
     default: Any = _UNSET,
     ignorable: bool = False,
+    about: str = "",
 ) -> Field:
     """One row of a message table: ``f("group_instance_id", STRING, "5+", nullable="5+", default=None)``."""
     return Field(
@@ -157,6 +160,7 @@ def f(
         default=None if default is _UNSET else default,
         has_default=default is not _UNSET,
         ignorable=ignorable,
+        about=about,
     )
 
 
@@ -202,8 +206,10 @@ class Data:
 
         return {n: conv(getattr(self, n)) for n in self._fields}
 
-    def __getattr__(self, name: str) -> Any:  # pragma: no cover - only for clearer errors
-        raise AttributeError(f"{type(self).__name__} has no field {name!r}")
+    if not TYPE_CHECKING:
+        # Hidden from type checkers: a ``__getattr__`` would make every misspelt field pass as Any.
+        def __getattr__(self, name: str) -> Any:  # pragma: no cover - only for clearer errors
+            raise AttributeError(f"{type(self).__name__} has no field {name!r}")
 
 
 def _generated_init(fields: list[Field]) -> Any:
@@ -270,14 +276,22 @@ class Message:
     def __call__(self, **kwargs: Any) -> Any:
         return self.cls(**kwargs)
 
-    def __getattr__(self, name: str) -> Any:
-        # Nested struct classes: JoinGroupResponse.Member(...)
-        if name.startswith("__"):
-            raise AttributeError(name)
-        try:
-            return getattr(self.__dict__["cls"], name)
-        except KeyError:
-            raise AttributeError(name) from None
+    def __instancecheck__(self, obj: object) -> bool:
+        # The typed declarations present a message as the class of its instances, so
+        # ``isinstance(x, JoinGroupRequest)`` type-checks; this makes it true at run time too.
+        return type(obj) is self.cls
+
+    if not TYPE_CHECKING:
+        # Hidden from type checkers, which see a message as its class (``MessageClass``): there
+        # a ``__getattr__`` would make every misspelt nested class pass as Any.
+        def __getattr__(self, name: str) -> Any:
+            # Nested struct classes: JoinGroupResponse.Member(...)
+            if name.startswith("__"):
+                raise AttributeError(name)
+            try:
+                return getattr(self.__dict__["cls"], name)
+            except KeyError:
+                raise AttributeError(name) from None
 
     def decode(self, data: bytes, version: int) -> Any:
         """Body bytes -> instance; raises ``DecodeError`` naming this message and version."""
@@ -302,6 +316,21 @@ class Message:
     @property
     def versions(self) -> range:
         return range(self.valid.low, self.valid.high + 1)
+
+
+if TYPE_CHECKING:
+    # The generated stubs (``protocol/messages/*.pyi``, see ``protocol.typegen``) declare every
+    # message as a class whose metaclass derives from ``MessageClass``. Its name then serves, as at
+    # run time, as the table that builds, decodes and encodes instances, and also as their type:
+    # ``def join_group(req: JoinGroupRequest)``. At run time a message is a ``Message`` holding
+    # its generated class in ``cls``; these two classes exist for the type checker only.
+
+    class MessageClass(Message, type):
+        """A ``Message`` seen as the class of its instances; each stub narrows ``cls``,
+        ``decode`` and ``encode`` to its own class in a metaclass of its own."""
+
+    class MessageData(Data, metaclass=MessageClass):
+        """Base of the stubs' top-level message classes (nested structs derive from ``Data``)."""
 
 
 def message(

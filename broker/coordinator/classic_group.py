@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from broker.coordinator.result import Result
 from protocol.codec import codec_for
@@ -327,7 +327,7 @@ class ClassicGroup:
 
     # ---- persistence --------------------------------------------------------------------
 
-    def to_metadata_value(self, assignments: dict[str, bytes] | None = None) -> Any:
+    def to_metadata_value(self, assignments: dict[str, bytes] | None = None) -> GroupMetadataValue:
         """The GroupMetadataValue that persists this group (assignments default to the members')."""
         members = [
             GroupMetadataValue.MemberMetadata(
@@ -352,7 +352,7 @@ class ClassicGroup:
         )
 
     @classmethod
-    def from_metadata_value(cls, group_id: str, value: Any) -> ClassicGroup:
+    def from_metadata_value(cls, group_id: str, value: GroupMetadataValue) -> ClassicGroup:
         """A group as loaded from its last GroupMetadata record: Stable with members, else Empty."""
         group = cls(
             group_id=group_id,

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
 from broker.coordinator.result import Result
@@ -16,7 +14,7 @@ GROUP_TYPE = "classic"
 GROUP_ID_NOT_FOUND_VERSION = 6
 
 
-def describe_group(st: CoordinatorState, group_id: str, api_version: int) -> Any:
+def describe_group(st: CoordinatorState, group_id: str, api_version: int) -> DescribeGroupsResponse.DescribedGroup:
     group = st.groups.get(group_id)
     if group is None or group.state is GroupState.DEAD:
         if api_version >= GROUP_ID_NOT_FOUND_VERSION:
@@ -49,7 +47,9 @@ def describe_group(st: CoordinatorState, group_id: str, api_version: int) -> Any
     )
 
 
-def list_groups(st: CoordinatorState, states: set[str] | None, types: set[str] | None) -> list[Any]:
+def list_groups(
+    st: CoordinatorState, states: set[str] | None, types: set[str] | None
+) -> list[ListGroupsResponse.ListedGroup]:
     wanted_states = {s.strip().lower() for s in states} if states else None
     if types and GROUP_TYPE not in {t.strip().lower() for t in types}:
         return []

@@ -2,24 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.context import RequestContext
 from broker.coordinator.rebalance import reschedule_heartbeat
 from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
 from protocol.errors import ErrorCode
-from protocol.messages.heartbeat import HeartbeatResponse
+from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 
-def heartbeat(st: CoordinatorState, req: Any, ctx: RequestContext, now: int) -> Result:
+def heartbeat(st: CoordinatorState, req: HeartbeatRequest, ctx: RequestContext, now: int) -> Result:
     out = Result()
     out.replies.append((ctx.token, HeartbeatResponse(error_code=int(_heartbeat(st, req, ctx, now, out)))))
     return out
 
 
-def _heartbeat(st: CoordinatorState, req: Any, ctx: RequestContext, now: int, out: Result) -> ErrorCode:
+def _heartbeat(st: CoordinatorState, req: HeartbeatRequest, ctx: RequestContext, now: int, out: Result) -> ErrorCode:
     if not req.group_id:
         return ErrorCode.INVALID_GROUP_ID
     group = st.groups.get(req.group_id)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from broker.coordinator.classic_group import ClassicGroup, GroupState, Member, Parked, Protocols
 from broker.coordinator.context import RequestContext
@@ -24,7 +23,7 @@ from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
 from broker.coordinator.timers import TimerTarget, heartbeat_key
 from protocol.errors import ErrorCode
-from protocol.messages.join_group import JoinGroupResponse
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.offsets_log import GroupMetadataValue
 
 # JoinGroup v4+ hands new dynamic members an id and asks them to come back with it (KIP-394).
@@ -48,7 +47,7 @@ class JoinSpec:
     parked: Parked
 
     @classmethod
-    def of(cls, req: Any, ctx: RequestContext) -> JoinSpec:
+    def of(cls, req: JoinGroupRequest, ctx: RequestContext) -> JoinSpec:
         version = ctx.api_version
         return cls(
             group_id=req.group_id,
@@ -67,7 +66,7 @@ class JoinSpec:
         return {name for name, _ in self.protocols}
 
 
-def join_group(st: CoordinatorState, req: Any, ctx: RequestContext, now: int) -> Result:
+def join_group(st: CoordinatorState, req: JoinGroupRequest, ctx: RequestContext, now: int) -> Result:
     out = Result()
     spec = JoinSpec.of(req, ctx)
 
@@ -209,7 +208,7 @@ def _reply_current(
     )
 
 
-def _member_list(group: ClassicGroup) -> list[Any]:
+def _member_list(group: ClassicGroup) -> list[JoinGroupResponse.Member]:
     return [
         JoinGroupResponse.Member(
             member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata(group.protocol_name)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.context import RequestContext
 from broker.coordinator.rebalance import (
@@ -15,16 +13,16 @@ from broker.coordinator.rebalance import (
 from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
 from protocol.errors import ErrorCode
-from protocol.messages.leave_group import LeaveGroupResponse
+from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 
 BATCH_VERSION = 3
 
 
-def leave_group(st: CoordinatorState, req: Any, ctx: RequestContext, now: int) -> Result:
+def leave_group(st: CoordinatorState, req: LeaveGroupRequest, ctx: RequestContext, now: int) -> Result:
     out = Result()
     version = ctx.api_version
     if version >= BATCH_VERSION:
-        leaving = [(m.member_id, m.group_instance_id) for m in req.members]
+        leaving: list[tuple[str, str | None]] = [(m.member_id, m.group_instance_id) for m in req.members]
     else:
         leaving = [(req.member_id, None)]
     top, results = _leave(st, req.group_id, leaving, out, now)

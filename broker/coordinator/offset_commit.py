@@ -11,8 +11,6 @@ v2-4's retention time turns into an explicit expire timestamp, written as value 
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.context import RequestContext
 from broker.coordinator.rebalance import reschedule_heartbeat
@@ -20,8 +18,8 @@ from broker.coordinator.records import OffsetCommitRecord
 from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
 from protocol.errors import ErrorCode
-from protocol.messages.offset_commit import OffsetCommitResponse
-from protocol.messages.offset_delete import OffsetDeleteResponse
+from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offsets_log import OffsetCommitValue
 
 # The generated classes themselves: calling the message tables (``OffsetCommitValue(...)``)
@@ -42,14 +40,14 @@ def java_length(text: str) -> int:
     return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
 
 
-def _topic_name(st: CoordinatorState, topic: Any, version: int) -> str | None:
+def _topic_name(st: CoordinatorState, topic: OffsetCommitRequest.Topic, version: int) -> str | None:
     if version < TOPIC_ID_VERSION:
-        return str(topic.name)
+        return topic.name
     resolve = getattr(st.topics, "topic_name", None)
     return resolve(topic.topic_id) if resolve is not None else None
 
 
-def _group_error(st: CoordinatorState, req: Any, version: int) -> ErrorCode:
+def _group_error(st: CoordinatorState, req: OffsetCommitRequest, version: int) -> ErrorCode:
     generation = req.generation_id_or_member_epoch
     instance_id = req.group_instance_id if version >= 7 else None
     group = st.groups.get(req.group_id)
@@ -60,11 +58,14 @@ def _group_error(st: CoordinatorState, req: Any, version: int) -> ErrorCode:
     return group.validate_offset_commit(req.member_id, instance_id, generation)
 
 
-def offset_commit(st: CoordinatorState, req: Any, ctx: RequestContext, now: int) -> Result:
+def offset_commit(st: CoordinatorState, req: OffsetCommitRequest, ctx: RequestContext, now: int) -> Result:
     out = Result()
     version = ctx.api_version
-    response_topics: list[Any] = []
-    valid: list[tuple[Any, str, Any, Any]] = []  # (response partition, topic, request partition, resp topic)
+    response_topics: list[OffsetCommitResponse.Topic] = []
+    # (response partition, topic name, request partition, response topic)
+    valid: list[
+        tuple[OffsetCommitResponse.Topic.Partition, str, OffsetCommitRequest.Topic.Partition, OffsetCommitResponse.Topic]
+    ] = []
     for topic in req.topics:
         resp_topic = _ResponseTopic(name=topic.name, topic_id=topic.topic_id, partitions=[])
         response_topics.append(resp_topic)
@@ -119,7 +120,7 @@ def offset_commit(st: CoordinatorState, req: Any, ctx: RequestContext, now: int)
     return out
 
 
-def offset_delete(st: CoordinatorState, req: Any, ctx: RequestContext, now: int) -> Result:
+def offset_delete(st: CoordinatorState, req: OffsetDeleteRequest, ctx: RequestContext, now: int) -> Result:
     del now
     out = Result()
 

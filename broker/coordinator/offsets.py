@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from protocol.errors import ErrorCode
+from protocol.messages.offsets_log import OffsetCommitValue
 
 INVALID_OFFSET = -1
 NO_LEADER_EPOCH = -1
@@ -22,7 +23,7 @@ class CommittedOffset(NamedTuple):
     expire_timestamp: int | None  # only offsets committed with an explicit retention (value v1)
 
     @classmethod
-    def from_value(cls, value: Any) -> CommittedOffset:
+    def from_value(cls, value: OffsetCommitValue) -> CommittedOffset:
         expire = value.expire_timestamp
         # Positional: this runs for every committed partition, and keywords cost a NamedTuple more.
         return cls(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,

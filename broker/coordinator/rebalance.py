@@ -9,7 +9,6 @@ a join phase completes the moment its last expected member arrives, never on a p
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from broker.coordinator.classic_group import ClassicGroup, GroupState, Member
 from broker.coordinator.records import GroupMetadataRecord
@@ -19,6 +18,7 @@ from broker.coordinator.state import CoordinatorState
 from broker.coordinator.timers import TimerTarget, heartbeat_key, join_key, sync_key
 from protocol.errors import ErrorCode
 from protocol.messages.join_group import JoinGroupResponse
+from protocol.messages.sync_group import SyncGroupResponse
 
 # Kafka's internal classic-group new-member join timeout.
 NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
@@ -27,7 +27,10 @@ NEW_MEMBER_JOIN_TIMEOUT_MS = 5 * 60 * 1000
 # ---- parked responses and timers ---------------------------------------------------------
 
 
-def complete_join(group: ClassicGroup, member: Member, out: Result, build: Callable[[int], Any]) -> bool:
+def complete_join(
+    group: ClassicGroup, member: Member, out: Result, build: Callable[[int], JoinGroupResponse]
+) -> bool:
+    """Answers ``member``'s parked JoinGroup with ``build(version it was sent with)``, if one is parked."""
     parked = member.awaiting_join
     if parked is None:
         return False
@@ -36,7 +39,7 @@ def complete_join(group: ClassicGroup, member: Member, out: Result, build: Calla
     return True
 
 
-def complete_sync(member: Member, out: Result, response: Any) -> bool:
+def complete_sync(member: Member, out: Result, response: SyncGroupResponse) -> bool:
     parked = member.awaiting_sync
     if parked is None:
         return False
@@ -73,7 +76,7 @@ def _cancel_join_timer(st: CoordinatorState, group: ClassicGroup, out: Result) -
     st.timers.cancel(out, join_key(group.group_id))
 
 
-def unknown_member_join(version: int) -> Any:
+def unknown_member_join(version: int) -> JoinGroupResponse:
     return join_response(version, error=ErrorCode.UNKNOWN_MEMBER_ID, member_id="")
 
 
@@ -172,7 +175,7 @@ def complete_join_phase(st: CoordinatorState, group: ClassicGroup, out: Result, 
     for member in group.members.values():
         is_leader = member.member_id == group.leader_id
 
-        def build(version: int, member: Member = member, is_leader: bool = is_leader) -> Any:
+        def build(version: int, member: Member = member, is_leader: bool = is_leader) -> JoinGroupResponse:
             return join_response(
                 version,
                 member_id=member.member_id,

@@ -9,7 +9,7 @@ that field) and key v2 + GroupMetadataValue v3. Every value version 0-4 is read.
 from __future__ import annotations
 
 import struct
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypeVar
 
 from protocol.codec import codec_for, encode
 from protocol.errors import DecodeError, EncodeError
@@ -19,7 +19,6 @@ from protocol.messages.offsets_log import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
-from protocol.schema import Message
 
 OFFSET_COMMIT_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
@@ -46,18 +45,20 @@ class OffsetCommitRecord(NamedTuple):
     group: str
     topic: str
     partition: int
-    value: Any | None  # OffsetCommitValue, or None for a tombstone
+    value: OffsetCommitValue | None  # None for a tombstone
 
 
 class GroupMetadataRecord(NamedTuple):
     group: str
-    value: Any | None  # GroupMetadataValue, or None for a tombstone
+    value: GroupMetadataValue | None  # None for a tombstone
 
 
 Record = OffsetCommitRecord | GroupMetadataRecord
 
 
-def encode_offset_commit(group: str, topic: str, partition: int, value: Any | None) -> tuple[bytes, bytes | None]:
+def encode_offset_commit(
+    group: str, topic: str, partition: int, value: OffsetCommitValue | None
+) -> tuple[bytes, bytes | None]:
     """Key v1 and value v3 (v1 with an expire timestamp) of one committed offset, or of its
     tombstone when ``value`` is None."""
     g = group.encode()
@@ -98,8 +99,8 @@ def encode_record_generic(record: Record) -> tuple[bytes, bytes | None]:
             else OFFSET_COMMIT_VALUE_VERSION
         )
         return key, _INT16.pack(version) + encode(OffsetCommitValue, record.value, version)
-    key_obj = GroupMetadataKey(group=record.group)
-    key = _INT16.pack(GROUP_METADATA_KEY_VERSION) + encode(GroupMetadataKey, key_obj, GROUP_METADATA_KEY_VERSION)
+    group_key = GroupMetadataKey(group=record.group)
+    key = _INT16.pack(GROUP_METADATA_KEY_VERSION) + encode(GroupMetadataKey, group_key, GROUP_METADATA_KEY_VERSION)
     if record.value is None:
         return key, None
     value = _INT16.pack(GROUP_METADATA_VALUE_VERSION) + encode(
@@ -108,7 +109,11 @@ def encode_record_generic(record: Record) -> tuple[bytes, bytes | None]:
     return key, value
 
 
-def _decode_versioned(msg: Message, data: bytes) -> tuple[int, Any]:
+# Constraints as strings: at run time the messages are tables, not classes.
+_Value = TypeVar("_Value", "OffsetCommitValue", "GroupMetadataValue")
+
+
+def _decode_versioned(msg: type[_Value], data: bytes) -> tuple[int, _Value]:
     if len(data) < 2:
         raise DecodeError(msg.name, -1, "missing version prefix")
     (version,) = _INT16.unpack_from(data, 0)
@@ -135,10 +140,10 @@ def decode_record(key: bytes, value: bytes | None) -> Record | None:
         k, _ = codec_for(GroupMetadataKey, key_version).decode_from(bytes(key), 2)
         if value is None:
             return GroupMetadataRecord(k.group, None)
-        version, v = _decode_versioned(GroupMetadataValue, value)
+        version, metadata = _decode_versioned(GroupMetadataValue, value)
         if version == 0:
             # v0 has no rebalance timeout; Kafka's default -1 makes the loader use the session timeout.
-            for member in v.members:
+            for member in metadata.members:
                 member.rebalance_timeout = -1
-        return GroupMetadataRecord(k.group, v)
+        return GroupMetadataRecord(k.group, metadata)
     return None

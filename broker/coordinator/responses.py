@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from protocol.errors import ErrorCode
 from protocol.messages.join_group import JoinGroupResponse
 from protocol.messages.sync_group import SyncGroupResponse
@@ -21,8 +19,8 @@ def join_response(
     protocol_name: str | None = None,
     leader: str | None = "",
     skip_assignment: bool = False,
-    members: list[Any] | None = None,
-) -> Any:
+    members: list[JoinGroupResponse.Member] | None = None,
+) -> JoinGroupResponse:
     # Like Kafka's JoinGroupResponse: before v7 the protocol name cannot be null, from v7 an empty
     # name is sent as null.
     name: str | None
@@ -48,7 +46,7 @@ def sync_response(
     protocol_type: str | None = None,
     protocol_name: str | None = None,
     assignment: bytes = b"",
-) -> Any:
+) -> SyncGroupResponse:
     return SyncGroupResponse(
         error_code=int(error),
         protocol_type=protocol_type,

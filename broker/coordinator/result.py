@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypeAlias
 
 from broker.coordinator.records import Record
+from protocol.messages.heartbeat import HeartbeatResponse
+from protocol.messages.join_group import JoinGroupResponse
+from protocol.messages.leave_group import LeaveGroupResponse
+from protocol.messages.offset_commit import OffsetCommitResponse
+from protocol.messages.offset_delete import OffsetDeleteResponse
+from protocol.messages.sync_group import SyncGroupResponse
 
 
 @dataclass(frozen=True)
@@ -24,6 +30,13 @@ class CancelTimer:
 # (group, from_state, to_state, generation, member count, reason)
 Transition = tuple[str, str, str, int, int, str]
 
+# What a coordinator operation answers with. A string: at run time the messages are tables, which
+# do not combine with ``|``.
+CoordinatorResponse: TypeAlias = (
+    "JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse"
+    " | OffsetCommitResponse | OffsetDeleteResponse"
+)
+
 
 @dataclass
 class Result:
@@ -35,7 +48,7 @@ class Result:
     durable.
     """
 
-    replies: list[tuple[int, Any]] = field(default_factory=list)
+    replies: list[tuple[int, CoordinatorResponse]] = field(default_factory=list)
     records: list[Record] = field(default_factory=list)
     timers: list[SetTimer | CancelTimer] = field(default_factory=list)
     transitions: list[Transition] = field(default_factory=list)

@@ -33,10 +33,18 @@ from broker.coordinator.rebalance import (
 )
 from broker.coordinator.records import Record
 from broker.coordinator.responses import join_response, sync_response
-from broker.coordinator.result import Result, SetTimer
+from broker.coordinator.result import CoordinatorResponse, Result, SetTimer
 from broker.coordinator.state import CoordinatorState
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
 from protocol.errors import ErrorCode
+from protocol.messages.describe_groups import DescribeGroupsResponse
+from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.join_group import JoinGroupRequest
+from protocol.messages.leave_group import LeaveGroupRequest
+from protocol.messages.list_groups import ListGroupsResponse
+from protocol.messages.offset_commit import OffsetCommitRequest
+from protocol.messages.offset_delete import OffsetDeleteRequest
+from protocol.messages.sync_group import SyncGroupRequest
 
 
 class GroupCoordinatorShard:
@@ -70,9 +78,9 @@ class GroupCoordinatorShard:
         retention.schedule_sweep(st, out, now_ms)
         return [t for t in out.timers if isinstance(t, SetTimer)]
 
-    def unload(self) -> list[tuple[int, Any]]:
+    def unload(self) -> list[tuple[int, CoordinatorResponse]]:
         """Answers every parked request NOT_COORDINATOR and forgets all groups."""
-        replies: list[tuple[int, Any]] = []
+        replies: list[tuple[int, CoordinatorResponse]] = []
         for group in self.state.groups.values():
             for member in group.members.values():
                 if member.awaiting_join is not None:
@@ -91,21 +99,21 @@ class GroupCoordinatorShard:
 
     # ---- membership -----------------------------------------------------------------------
 
-    def join_group(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+    def join_group(self, req: JoinGroupRequest, ctx: RequestContext, now_ms: int) -> Result:
         return join_group.join_group(self.state, req, ctx, now_ms)
 
-    def sync_group(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+    def sync_group(self, req: SyncGroupRequest, ctx: RequestContext, now_ms: int) -> Result:
         return sync_group.sync_group(self.state, req, ctx, now_ms)
 
-    def heartbeat(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+    def heartbeat(self, req: HeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
         return heartbeat.heartbeat(self.state, req, ctx, now_ms)
 
-    def leave_group(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+    def leave_group(self, req: LeaveGroupRequest, ctx: RequestContext, now_ms: int) -> Result:
         return leave_group.leave_group(self.state, req, ctx, now_ms)
 
     # ---- offsets --------------------------------------------------------------------------
 
-    def offset_commit(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+    def offset_commit(self, req: OffsetCommitRequest, ctx: RequestContext, now_ms: int) -> Result:
         return offset_commit.offset_commit(self.state, req, ctx, now_ms)
 
     def offset_fetch_group(
@@ -119,15 +127,15 @@ class GroupCoordinatorShard:
         known = group is not None and group.state is not GroupState.DEAD
         return ErrorCode.NONE, fetch_offsets(self.state.offsets, group_id, known, topics)
 
-    def offset_delete(self, req: Any, ctx: RequestContext, now_ms: int) -> Result:
+    def offset_delete(self, req: OffsetDeleteRequest, ctx: RequestContext, now_ms: int) -> Result:
         return offset_commit.offset_delete(self.state, req, ctx, now_ms)
 
     # ---- admin ----------------------------------------------------------------------------
 
-    def describe_group(self, group_id: str, api_version: int) -> Any:
+    def describe_group(self, group_id: str, api_version: int) -> DescribeGroupsResponse.DescribedGroup:
         return describe.describe_group(self.state, group_id, api_version)
 
-    def list_groups(self, states: set[str] | None, types: set[str] | None) -> list[Any]:
+    def list_groups(self, states: set[str] | None, types: set[str] | None) -> list[ListGroupsResponse.ListedGroup]:
         return describe.list_groups(self.state, states, types)
 
     def delete_group(self, group_id: str, now_ms: int) -> tuple[int, list[Record]]:

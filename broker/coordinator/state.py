@@ -17,6 +17,7 @@ from broker.coordinator.offsets import CommittedOffset, OffsetStore
 from broker.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
 from broker.coordinator.result import Result
 from broker.coordinator.timers import TimerBook
+from protocol.messages.offsets_log import GroupMetadataValue
 
 
 class CoordinatorState:
@@ -33,7 +34,7 @@ class CoordinatorState:
         self.new_member_id = new_member_id
         self.groups: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
-        self.persisted: dict[str, Any] = {}  # group id -> last GroupMetadataValue written
+        self.persisted: dict[str, GroupMetadataValue] = {}  # group id -> the last one written
         self.timers = TimerBook()
         # Until on_loaded, GroupMetadata records (re)build groups; afterwards the operation that
         # wrote a record has already shaped the in-memory group, so replay only notes it.

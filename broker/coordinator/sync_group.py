@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from broker.coordinator.classic_group import ClassicGroup, GroupState, Parked
 from broker.coordinator.context import RequestContext
 from broker.coordinator.rebalance import (
@@ -16,13 +14,14 @@ from broker.coordinator.responses import sync_response
 from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
 from protocol.errors import ErrorCode
+from protocol.messages.sync_group import SyncGroupRequest
 
 
 def _inconsistent(requested: str | None, actual: str | None) -> bool:
     return requested is not None and actual is not None and requested != actual
 
 
-def _validate(group: ClassicGroup, req: Any, instance_id: str | None) -> ErrorCode:
+def _validate(group: ClassicGroup, req: SyncGroupRequest, instance_id: str | None) -> ErrorCode:
     if group.state is GroupState.DEAD:
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     error = group.validate_member(req.member_id, instance_id)
@@ -35,7 +34,7 @@ def _validate(group: ClassicGroup, req: Any, instance_id: str | None) -> ErrorCo
     return ErrorCode.NONE
 
 
-def sync_group(st: CoordinatorState, req: Any, ctx: RequestContext, now: int) -> Result:
+def sync_group(st: CoordinatorState, req: SyncGroupRequest, ctx: RequestContext, now: int) -> Result:
     out = Result()
 
     def reply(error: ErrorCode) -> Result:

@@ -27,7 +27,7 @@ KEY_TYPE_GROUP = 0
 def register(broker: Broker) -> None:
     router = broker.router
 
-    def api_versions(req: Request) -> None:
+    def api_versions(req: Request[ApiVersionsRequest]) -> None:
         body = req.body
         error = ErrorCode.NONE
         if req.version >= 3 and not (_SOFTWARE.match(body.client_software_name or "")
@@ -39,7 +39,7 @@ def register(broker: Broker) -> None:
                       for k, lo, hi in router.advertised()],
         ))
 
-    def metadata(req: Request) -> None:
+    def metadata(req: Request[MetadataRequest]) -> None:
         body = req.body
         catalog = broker.catalog
         if body.topics is None or (req.version == 0 and not body.topics):
@@ -75,7 +75,7 @@ def register(broker: Broker) -> None:
             cluster_id=broker.cluster_id, controller_id=broker.node_id, topics=topics,
         ))
 
-    def describe_cluster(req: Request) -> None:
+    def describe_cluster(req: Request[DescribeClusterRequest]) -> None:
         host, port = broker.advertised
         req.reply.set(DescribeClusterResponse(
             error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
@@ -84,7 +84,7 @@ def register(broker: Broker) -> None:
             cluster_authorized_operations=_NOT_REQUESTED,
         ))
 
-    def find_coordinator(req: Request) -> None:
+    def find_coordinator(req: Request[FindCoordinatorRequest]) -> None:
         body = req.body
         keys = body.coordinator_keys if req.version >= 4 else [body.key]
         host, port = broker.advertised
@@ -105,7 +105,7 @@ def register(broker: Broker) -> None:
         req.reply.set(FindCoordinatorResponse(error_code=e.error_code, error_message=e.error_message,
                                               node_id=e.node_id, host=e.host, port=e.port))
 
-    def describe_configs(req: Request) -> None:
+    def describe_configs(req: Request[DescribeConfigsRequest]) -> None:
         results = []
         for res in req.body.resources:
             configs: dict[str, str] = {}
@@ -129,7 +129,7 @@ def register(broker: Broker) -> None:
                 resource_name=res.resource_name, configs=entries))
         req.reply.set(DescribeConfigsResponse(results=results))
 
-    def sasl_handshake(req: Request) -> None:
+    def sasl_handshake(req: Request[SaslHandshakeRequest]) -> None:
         req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=[]))
 
     router.register(ApiVersionsRequest, ApiVersionsResponse, api_versions)

@@ -62,8 +62,8 @@ def describe_error(group_id: str, code: int) -> Any:
                                                  protocol_data="", authorized_operations=_NOT_REQUESTED)
 
 
-def respond_offsets(req: Request, wanted: list[tuple[str | None, list[tuple[str, list[int]]] | None]],
-                    groups: list[tuple[str | None, int, list[Any]]]) -> None:
+def respond_offsets(req: Request, wanted: list[tuple[str, list[tuple[str, list[int]]] | None]],
+                    groups: list[tuple[str, int, list[Any]]]) -> None:
     """Builds the OffsetFetch response of ``req`` (either layout) from each group's error and rows
     ``(topic, partition, offset, leader epoch, metadata, error)``."""
     filled = []
@@ -159,15 +159,13 @@ def register(broker: Broker) -> None:
         else:
             wanted = [(body.group_id, None if body.topics is None else
                        [(t.name, list(t.partition_indexes)) for t in body.topics])]
-        groups: list[tuple[str | None, int, list[Any]]] = []
+        groups: list[tuple[str, int, list[Any]]] = []
         read_from: list[ShardRuntime] = []
         for group_id, topics in wanted:
-            runtime = runtime_for(group_id or "")
+            runtime = runtime_for(group_id)
             code: int
             rows: list[Any]
-            if group_id is None:
-                code, rows = ErrorCode.INVALID_GROUP_ID, []
-            elif not runtime.loaded:
+            if not runtime.loaded:
                 code, rows = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
             else:
                 code, rows = runtime.shard.offset_fetch_group(group_id, topics, body.require_stable)

@@ -24,7 +24,7 @@ MAX_VERSION = 5
 def register(broker: Broker) -> None:
     allocator = broker.topic_logs.producer_ids
 
-    def init_producer_id(req: Request) -> None:
+    def init_producer_id(req: Request[InitProducerIdRequest]) -> None:
         body = req.body
         if body.transactional_id is not None:
             logs.warn("producer.transactional_refused", transactional_id=body.transactional_id,

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 def register(broker: Broker) -> None:
-    def create_topics(req: Request) -> None:
+    def create_topics(req: Request[CreateTopicsRequest]) -> None:
         results = []
         for t in req.body.topics:
             partitions = t.num_partitions
@@ -47,7 +47,7 @@ def register(broker: Broker) -> None:
             results.append(result)
         req.reply.set(CreateTopicsResponse(topics=results))
 
-    def delete_topics(req: Request) -> None:
+    def delete_topics(req: Request[DeleteTopicsRequest]) -> None:
         body = req.body
         if req.version >= 6:
             wanted = [(t.name, t.topic_id) for t in body.topics]

@@ -66,8 +66,10 @@ class Reply:
         assert self.message is not None
         if isinstance(response, Data):
             # A field check, not getattr: a missing attribute on a message object is an
-            # AttributeError built (and formatted) only to be thrown away.
-            code = response.error_code if "error_code" in response._fields else first_error_code(response)
+            # AttributeError built (and formatted) only to be thrown away. Only some messages have
+            # a top-level ``error_code``, so the type checker cannot see it on ``Data``.
+            unchecked: Any = response
+            code = unchecked.error_code if "error_code" in response._fields else first_error_code(response)
         else:
             code = getattr(response, "error_code", 0)
         self.error_code = code or 0

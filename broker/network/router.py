@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from broker.network.reply import Reply
 from broker.observability import logs
@@ -19,7 +19,15 @@ from protocol.errors import DecodeError, ErrorCode
 from protocol.frames import RequestHeader, parse_request_header, peek_header
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsResponse
-from protocol.schema import Message
+from protocol.schema import Data, Message
+
+if TYPE_CHECKING:
+    from protocol.schema import MessageData
+
+# The decoded body of a request; ``Request[JoinGroupRequest]`` in a handler's signature.
+Body = TypeVar("Body", bound=Data)
+# A request message as ``register`` takes it (a string bound: ``MessageData`` is for type checkers).
+RequestMessage = TypeVar("RequestMessage", bound="MessageData")
 
 
 @dataclass(slots=True)
@@ -30,9 +38,9 @@ class ConnectionInfo:
 
 
 @dataclass(slots=True)
-class Request:
+class Request(Generic[Body]):
     header: RequestHeader
-    body: Any
+    body: Body
     conn: ConnectionInfo
     reply: Reply
     received: float
@@ -42,7 +50,7 @@ class Request:
         return self.header.api_version
 
 
-Handler = Callable[[Request], None]
+Handler = Callable[[Request[Any]], None]
 
 
 @dataclass
@@ -80,8 +88,11 @@ class Router:
         # Called once a connection has dispatched every frame one read carried (see after_frames).
         self.frames_done_hooks: list[Callable[[], None]] = []
 
-    def register(self, request: Message, response: Message, handler: Handler,
+    def register(self, request: type[RequestMessage], response: Message,
+                 handler: Callable[[Request[RequestMessage]], None],
                  versions: tuple[int, int] | None = None) -> None:
+        """Serves ``request`` (its versions, or ``versions``) with ``handler``, which is typed for
+        that request's body."""
         assert request.api_key is not None
         lo, hi = versions or (request.valid.low, request.valid.high)
         name = ApiKey(request.api_key).name

@@ -22,6 +22,7 @@ from protocol.messages.offsets_log import (
     OffsetCommitValue,
 )
 from protocol.record_batch import CorruptBatchError, RecordBatch, decode_records, iter_batches
+from protocol.schema import Message
 
 _CODECS = {0: "NONE", 1: "GZIP", 2: "SNAPPY", 3: "LZ4", 4: "ZSTD"}
 
@@ -32,6 +33,8 @@ def decode_key_value(key: bytes | None, value: bytes | None) -> tuple[dict[str, 
     if key is None or len(key) < 2:
         return None, None
     (kver,) = struct.unpack_from(">h", key, 0)
+    key_msg: Message
+    value_msg: Message
     if kver in (0, 1):
         key_msg, value_msg = OffsetCommitKey, OffsetCommitValue
     elif kver == 2:

@@ -36,12 +36,15 @@ JoinGroupResponse = message(
         f("error_code", INT16),
         f("generation_id", INT32, default=-1),
         f("protocol_type", STRING, "7+", nullable="7+", default=None, ignorable=True),
-        # Before v7 a response without a selected protocol carries "" (null is not encodable).
-        f("protocol_name", STRING, nullable="7+"),
+        f(
+            "protocol_name",
+            STRING,
+            nullable="7+",
+            about='The selected protocol; before v7 a response without one carries "" (null is not encodable).',
+        ),
         f("leader", STRING),
         f("skip_assignment", BOOL, "9+", default=False),
         f("member_id", STRING),
-        # Filled only in the leader's response.
         f(
             "members",
             array(
@@ -50,6 +53,7 @@ JoinGroupResponse = message(
                 f("group_instance_id", STRING, "5+", nullable="5+", default=None, ignorable=True),
                 f("metadata", BYTES),
             ),
+            about="The group's members and their protocol metadata: filled only in the leader's response.",
         ),
     ],
     api_key=11,

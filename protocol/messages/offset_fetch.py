@@ -70,8 +70,14 @@ OffsetFetchResponse = message(
             ),
             "0-7",
         ),
-        # v0-1 have no top-level error: a group-level error is repeated on every partition.
-        f("error_code", INT16, "2-7", default=0, ignorable=True),
+        f(
+            "error_code",
+            INT16,
+            "2-7",
+            default=0,
+            ignorable=True,
+            about="The group-level error; v0-1 have none and repeat it on every partition instead.",
+        ),
         f(
             "groups",
             array(

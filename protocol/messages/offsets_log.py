@@ -23,8 +23,7 @@ OffsetCommitValue = message(
     [
         f("offset", INT64),
         f("leader_epoch", INT32, "3+", default=-1, ignorable=True),
-        # Not nullable: a commit with null metadata is stored as "".
-        f("metadata", STRING),
+        f("metadata", STRING, about='Not nullable: a commit with null metadata is stored as "".'),
         f("commit_timestamp", INT64),
         f("expire_timestamp", INT64, "1", default=-1, ignorable=True),
     ],
@@ -56,11 +55,15 @@ GroupMetadataValue = message(
                 f("group_instance_id", STRING, "3+", nullable="3+", default=None, ignorable=True),
                 f("client_id", STRING),
                 f("client_host", STRING),
-                # Readers of v0 records take the session timeout in its place.
-                f("rebalance_timeout", INT32, "1+", ignorable=True),
+                f(
+                    "rebalance_timeout",
+                    INT32,
+                    "1+",
+                    ignorable=True,
+                    about="Readers of v0 records take the session timeout in its place.",
+                ),
                 f("session_timeout", INT32),
-                # Only the metadata of the protocol the group selected.
-                f("subscription", BYTES),
+                f("subscription", BYTES, about="Only the metadata of the protocol the group selected."),
                 f("assignment", BYTES),
             ),
         ),

@@ -14,13 +14,9 @@ from confluent_kafka import TopicPartition
 
 from broker.coordinator.partitioning import partition_for
 from broker.tools.wire_client import WireClient
+from protocol.consumer_protocol import encode_assignment, encode_subscription
 from protocol.messages import ApiKey
-from protocol.messages.consumer_protocol import (
-    ConsumerProtocolAssignment,
-    ConsumerProtocolSubscription,
-    encode_assignment,
-    encode_subscription,
-)
+from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest

@@ -13,15 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.messages import REQUESTS, RESPONSES
-from protocol.messages.consumer_protocol import (
-    ConsumerProtocolAssignment,
-    ConsumerProtocolSubscription,
+from protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
 )
+from protocol.messages import REQUESTS, RESPONSES
+from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import (
     GroupMetadataKey,
     GroupMetadataValue,

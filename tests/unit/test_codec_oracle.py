@@ -22,16 +22,15 @@ import pytest
 from kafka.protocol.api_data import ApiData
 from kafka.protocol.api_message import ApiMessage
 
-from protocol.messages import REQUESTS, RESPONSES
-from protocol.messages.consumer_protocol import (
-    ConsumerProtocolAssignment,
-    ConsumerProtocolSubscription,
+from protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
     encode_assignment,
     encode_subscription,
     subscription_version,
 )
+from protocol.messages import REQUESTS, RESPONSES
+from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import (
     GroupMetadataKey,
     GroupMetadataValue,

@@ -21,7 +21,8 @@ from broker.coordinator import (
     decode_record,
     encode_record,
 )
-from protocol.messages.consumer_protocol import ConsumerProtocolSubscription, encode_subscription
+from protocol.consumer_protocol import encode_subscription
+from protocol.messages.consumer_protocol import ConsumerProtocolSubscription
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.leave_group import LeaveGroupRequest
