@@ -18,7 +18,6 @@ from typing import Any
 import trio
 
 from broker.coordinator.context import CoordinatorConfig, RequestContext
-from broker.coordinator.records import OffsetCommitRecord, encode_record
 from broker.coordinator.result import CancelTimer, Result, SetTimer
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
@@ -29,6 +28,7 @@ from broker.observability import logs
 from broker.observability.metrics import METRICS
 from broker.topics.catalog import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
+from protocol.offsets_log_records import OffsetCommitRecord, encode_record
 from storage.cleaner import clean
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
