@@ -280,6 +280,8 @@ def encode_value(message: Message, value: Any, version: int) -> bytes:
 
 
 def encode_offset_commit_key(group: str, topic: str, partition: int, key_version: int = OFFSET_COMMIT_KEY_VERSION) -> bytes:
+    if key_version not in OFFSET_COMMIT_KEY_VERSIONS:
+        raise EncodeError(f"record type {key_version} is not an offset commit")
     return encode_key(key_version, OffsetCommitKey(group=group, topic=topic, partition=partition))
 
 
