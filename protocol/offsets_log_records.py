@@ -11,20 +11,23 @@ that version's layout; a null value is a tombstone.
 
 Value versions above the newest declared one. KIP-915 made OffsetCommitValue and
 GroupMetadataValue flexible at v4 so that later fields can be tagged fields that older readers
-skip, and Kafka adds fields that way without a new version (4.1 writes v4 with a tagged TopicId).
-What Kafka does with a version number above 4 depends on the release:
+skip, and Kafka adds fields that way without a new version (KAFKA-19141 put a tagged TopicId in
+OffsetCommitValue v4 for 4.1). What Kafka does with a version number above 4 depends on the
+release:
 
-* 3.7-3.9: ``CoordinatorRecordSerde.readMessage`` hands the version to the generated reader, whose
-  field checks are ``version >= N``; the value is read with the newest layout known, unknown tags
-  are skipped and bytes left after the struct are ignored.
-* 4.0 and later (KAFKA-18672): ``deserialize`` refuses it (``UnknownRecordVersionException``) and
-  the loader, which only skips unknown record *types*, fails the partition.
-* The classic coordinator (``GroupMetadataManager``) refused it too.
+* Before 4.0, the KIP-848 coordinator's ``CoordinatorRecordSerde.readMessage`` hands the version
+  to the generated reader, whose field checks are ``version >= N`` for fields still present: the
+  value is read with the newest layout known, unknown tags are skipped and bytes left after the
+  struct are ignored.
+* From 4.0 (KAFKA-18672) ``deserialize`` refuses it (``UnknownRecordVersionException``) and the
+  loader, which only skips unknown record *types*, fails the partition.
+* The classic coordinator (``GroupMetadataManager``) always refused it.
 
-kcoord reads such a value the 3.x way, everywhere, so that neither the broker nor a tool stops at
-a record a newer broker wrote, and all of them say the same about it. ``LogRecord`` keeps the
-version as written so that tools can show the value was read with an older layout. The one rule
-is ``readable_version``.
+kcoord reads such a value the pre-4.0 way, everywhere, so that neither the broker nor a tool stops
+at a record a newer broker wrote, and all of them say the same about it; a later Kafka that put a
+new untagged field into a new version would be misread, which is why 4.0 refuses. ``LogRecord``
+keeps the version as written so that tools can show the value was read with an older layout. The
+one rule is ``readable_version``.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ GROUP_METADATA = "GroupMetadata"
 
 # Record type names by key version, from Kafka's group-coordinator message specs (the *Key.json
 # files; ``apiKey`` of the "coordinator-key" specs from 4.0 on, the key's version before that).
-# Only the first two are decoded here; the rest are named so that readers can say what they skip.
+# Only the first three are decoded here; the rest are named so that readers can say what they
+# skip. The streams-group types (17 on) were renumbered while KIP-1071 was in development: these
+# are the numbers of the latest specs.
 RECORD_TYPES = MappingProxyType({
     0: OFFSET_COMMIT,  # LegacyOffsetCommitKey in 4.x: same layout as 1
     1: OFFSET_COMMIT,
@@ -166,7 +171,7 @@ def decode_key(key: bytes) -> tuple[int, Any | None]:
 
 def readable_version(message: Message, version: int) -> int:
     """The layout a value written at ``version`` is read with: its own, or the newest declared
-    one for a later version (the 3.x reading described in the module docstring)."""
+    one for a later version (the pre-4.0 reading described in the module docstring)."""
     if version < message.valid.low:
         raise DecodeError(message.name, version, "unknown version")
     return min(version, message.valid.high)
