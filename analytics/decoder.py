@@ -2,10 +2,11 @@
 
 Offset commits outnumber everything else by orders of magnitude, so they are decoded on a
 fast path: keys repeat (one per group/topic/partition), so each distinct key's bytes are
-decoded once with the generated codec and then found in a dict; the two value versions
-brokers write (1 and 3) are unpacked with one ``struct`` call each, and every other version
-goes through the generated codec. Rows land in per-column lists, never in per-record objects.
-Group-metadata records are rare and take the generated codec every time.
+decoded once and then found in a dict; the two value versions brokers write (1 and 3) are
+unpacked with one ``struct`` call each, and every other version, newer ones included, is read
+by ``protocol.offsets_log_records``, which defines every record (the fast path is tested against
+it). Rows land in per-column lists, never in per-record objects. Group-metadata records are rare
+and are read by ``protocol.offsets_log_records`` every time.
 """
 
 from __future__ import annotations
@@ -16,21 +17,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analytics.segments import SegmentHealth, iter_batches
-from protocol.codec import codec_for
 from protocol.consumer_protocol import decode_assignment, decode_subscription
 from protocol.errors import DecodeError
-from protocol.messages.offsets_log import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
+from protocol.offsets_log_records import (
+    GROUP_METADATA_KEY_VERSION,
+    OFFSET_COMMIT_KEY_VERSIONS,
+    decode_group_metadata_value,
+    decode_key,
+    decode_offset_commit_value,
+    member_rebalance_timeout,
 )
 from protocol.record_batch import RecordBatch, control_type_of, decode_records
 
 OFFSET_COMMIT = "offset_commit"
 GROUP_METADATA = "group_metadata"
 
-_H = struct.Struct(">h")
 _Q = struct.Struct(">q")
 _V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
 _V1_HEAD = struct.Struct(">hqh")  # version, offset, metadata length
@@ -110,19 +111,16 @@ class _Keys:
 
     @staticmethod
     def _decode(key: bytes) -> tuple[Any, ...]:
-        if len(key) < 2:
-            raise DecodeError("record key", -1, "shorter than its version", None)
-        (version,) = _H.unpack_from(key, 0)
-        if version in (0, 1):
-            k = codec_for(OffsetCommitKey, version).decode_from(key, 2)[0]
+        version, k = decode_key(key)
+        if k is None:
+            # KIP-848, share and streams groups, and types no Kafka we know writes: not covered here.
+            return _SKIP
+        if version in OFFSET_COMMIT_KEY_VERSIONS:
             return ("c", k.group, k.topic, k.partition)
-        if version == 2:
-            return ("g", codec_for(GroupMetadataKey, 2).decode_from(key, 2)[0].group)
-        # KIP-848, share and streams groups: other record types this analysis does not cover.
-        return _SKIP
+        return ("g", k.group)
 
 
-def _members(value: Any) -> list[dict[str, Any]]:
+def _members(version: int, value: Any) -> list[dict[str, Any]]:
     out = []
     consumer = value.protocol_type == "consumer"
     for m in value.members:
@@ -140,7 +138,7 @@ def _members(value: Any) -> list[dict[str, Any]]:
             "group_instance_id": m.group_instance_id,
             "client_id": m.client_id,
             "client_host": m.client_host,
-            "rebalance_timeout": m.rebalance_timeout,
+            "rebalance_timeout": member_rebalance_timeout(version, m),
             "session_timeout": m.session_timeout,
             "subscribed_topics": topics,
             "assigned_partitions": assigned,
@@ -151,11 +149,10 @@ def _members(value: Any) -> list[dict[str, Any]]:
 def _group_row(offset: int, ts: int, group: str, value: bytes | None) -> GroupRow:
     if value is None:
         return GroupRow(offset, ts, group, True)
-    (version,) = _H.unpack_from(value, 0)
-    v = codec_for(GroupMetadataValue, version).decode_from(value, 2)[0]
+    version, v = decode_group_metadata_value(value)
     state_ts = v.current_state_timestamp if v.current_state_timestamp >= 0 else None
     return GroupRow(offset, ts, group, False, v.protocol_type, v.generation, v.protocol, v.leader, state_ts,
-                    _members(v))
+                    _members(version, v))
 
 
 def _zigzag(buf: bytes, pos: int) -> tuple[int, int]:
@@ -257,7 +254,7 @@ def _decode_records(batch: RecordBatch, keys: _Keys, out: Decoded) -> None:
                         cts, ets = _QQ.unpack_from(buf, q + mlen)
                         epoch = -1
                     else:
-                        v = codec_for(OffsetCommitValue, version).decode_from(buf[p:p + vlen], 2)[0]
+                        v = decode_offset_commit_value(buf[p:p + vlen])[1]
                         off, epoch, meta, cts, ets = (
                             v.offset, v.leader_epoch, v.metadata, v.commit_timestamp, v.expire_timestamp)
                     c_offset.append(off)
@@ -305,7 +302,7 @@ def _scan_group_records(batch: RecordBatch, keys: _Keys, out: Decoded) -> None:
                 q += 1
             q += 1
             klen, q = _zigzag(buf, q)
-            if klen >= 2 and buf[q] == 0 and buf[q + 1] == 2:
+            if klen >= 2 and (buf[q] << 8 | buf[q + 1]) == GROUP_METADATA_KEY_VERSION:
                 ts_delta, p = _zigzag(buf, p + 1)
                 off_delta, p = _zigzag(buf, p)
                 klen, p = _zigzag(buf, p)

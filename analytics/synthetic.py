@@ -1,26 +1,27 @@
 """Synthetic ``__consumer_offsets`` logs in Kafka's byte layout, for benchmarks and trials.
 
 Records carry exactly the key and value schemas a broker writes (offset commits as key v1 +
-value v3, group metadata as key v2 + value v3); batches are uncompressed magic-2 batches
-with CRC-32C, as the coordinator writes them.
+value v3, group metadata as key v2 + value v3), encoded by ``protocol.offsets_log_records``;
+any other declared value version can be asked for. Batches are uncompressed magic-2 batches with
+CRC-32C, as the coordinator writes them.
 """
 
 from __future__ import annotations
 
 import os
 import random
-import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from protocol.codec import encode
 from protocol.consumer_protocol import encode_assignment, encode_subscription
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
-from protocol.messages.offsets_log import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
+from protocol.messages.offsets_log import GroupMetadataValue, OffsetCommitValue
+from protocol.offsets_log_records import (
+    GROUP_METADATA_VALUE_VERSION,
+    OFFSET_COMMIT_VALUE_VERSION,
+    encode_group_metadata_key,
+    encode_offset_commit_key,
+    encode_value,
 )
 from protocol.record_batch import build_simple_batch
 
@@ -28,20 +29,16 @@ Record = tuple[bytes, bytes | None]
 
 
 def commit_record(group: str, topic: str, partition: int, offset: int, commit_ts: int,
-                  metadata: str = "", leader_epoch: int = -1, value_version: int = 3,
+                  metadata: str = "", leader_epoch: int = -1, value_version: int = OFFSET_COMMIT_VALUE_VERSION,
                   expire_ts: int = -1) -> Record:
-    key = struct.pack(">h", 1) + encode(OffsetCommitKey, OffsetCommitKey(group=group, topic=topic,
-                                                                       partition=partition), 1)
-    value = struct.pack(">h", value_version) + encode(OffsetCommitValue, OffsetCommitValue(
+    value = encode_value(OffsetCommitValue, OffsetCommitValue(
         offset=offset, leader_epoch=leader_epoch, metadata=metadata, commit_timestamp=commit_ts,
         expire_timestamp=expire_ts), value_version)
-    return key, value
+    return encode_offset_commit_key(group, topic, partition), value
 
 
 def commit_tombstone(group: str, topic: str, partition: int) -> Record:
-    key = struct.pack(">h", 1) + encode(OffsetCommitKey, OffsetCommitKey(group=group, topic=topic,
-                                                                       partition=partition), 1)
-    return key, None
+    return encode_offset_commit_key(group, topic, partition), None
 
 
 @dataclass
@@ -57,8 +54,8 @@ class Member:
 
 
 def group_record(group: str, generation: int, members: Sequence[Member], protocol_type: str = "consumer",
-                 protocol: str | None = "range", state_ts: int = -1, value_version: int = 3) -> Record:
-    key = struct.pack(">h", 2) + encode(GroupMetadataKey, GroupMetadataKey(group=group), 2)
+                 protocol: str | None = "range", state_ts: int = -1,
+                 value_version: int = GROUP_METADATA_VALUE_VERSION) -> Record:
     encoded = []
     for m in members:
         by_topic: dict[str, list[int]] = {}
@@ -72,14 +69,14 @@ def group_record(group: str, generation: int, members: Sequence[Member], protoco
             subscription=encode_subscription(ConsumerProtocolSubscription(topics=list(m.topics)), 0),
             assignment=encode_assignment(assignment, 0)))
     leader = members[0].member_id if members else None
-    value = struct.pack(">h", value_version) + encode(GroupMetadataValue, GroupMetadataValue(
+    value = encode_value(GroupMetadataValue, GroupMetadataValue(
         protocol_type=protocol_type, generation=generation, protocol=protocol if members else None,
         leader=leader, current_state_timestamp=state_ts, members=encoded), value_version)
-    return key, value
+    return encode_group_metadata_key(group), value
 
 
 def group_tombstone(group: str) -> Record:
-    return struct.pack(">h", 2) + encode(GroupMetadataKey, GroupMetadataKey(group=group), 2), None
+    return encode_group_metadata_key(group), None
 
 
 def encode_batch(base_offset: int, records: Sequence[Record], timestamp: int, leader_epoch: int = 0,

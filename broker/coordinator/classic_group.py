@@ -370,7 +370,8 @@ class ClassicGroup:
                 group_instance_id=m.group_instance_id,
                 client_id=m.client_id,
                 client_host=m.client_host,
-                rebalance_timeout_ms=m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout,
+                # v0 records have none; decoding put the session timeout there, as Kafka's loader does.
+                rebalance_timeout_ms=m.rebalance_timeout,
                 session_timeout_ms=m.session_timeout,
                 protocol_type=value.protocol_type,
                 protocols=[(protocol, m.subscription)],

@@ -14,23 +14,17 @@ GroupMetadata record of the group, or after its tombstone). GroupMetadata record
 from __future__ import annotations
 
 import bisect
-import struct
 from collections.abc import Callable
 from typing import Any
 
-from broker.coordinator.records import decode_record
+from protocol.offsets_log_records import (
+    GROUP_METADATA_KEY_VERSION,
+    OFFSET_COMMIT_KEY_VERSIONS,
+    decode_record,
+    key_group,
+    key_version,
+)
 from protocol.record_batch import RecordBatch, decode_keys, decode_records
-
-_HEAD = struct.Struct(">hh")
-_VERSION = struct.Struct(">h")
-OFFSET_KEY_VERSIONS = (0, 1)
-GROUP_KEY_VERSION = 2
-
-
-def _group_of(key: bytes) -> tuple[int, bytes]:
-    """(key version, group name bytes) — both record types start with the group string."""
-    version, length = _HEAD.unpack_from(key, 0)
-    return version, key[4 : 4 + length]
 
 
 def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
@@ -47,14 +41,14 @@ def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
         for delta, key, value_is_null in decode_keys(batch):
             if key is None or len(key) < 4:
                 continue
-            version, group = _group_of(key)
-            if version in OFFSET_KEY_VERSIONS:
+            version, group = key_group(key)
+            if version in OFFSET_COMMIT_KEY_VERSIONS:
                 offset = base + delta
                 last[key] = offset
                 if not value_is_null and group not in present:
                     present.add(group)
                     creators.append(offset)
-            elif version == GROUP_KEY_VERSION:
+            elif version == GROUP_METADATA_KEY_VERSION:
                 group_batches.add(base)
                 if value_is_null:
                     present.discard(group)
@@ -86,7 +80,7 @@ def replay_log(batches: Callable[[], Any], replay: Callable[[Any, int], None]) -
             if key is None or len(key) < 2:
                 continue
             offset = base + record.offset_delta
-            if _VERSION.unpack_from(key, 0)[0] in OFFSET_KEY_VERSIONS and offset not in needed_set:
+            if key_version(key) in OFFSET_COMMIT_KEY_VERSIONS and offset not in needed_set:
                 continue
             rec = decode_record(key, record.value)
             if rec is not None:

@@ -22,7 +22,6 @@ from typing import Any
 import trio
 
 from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
-from broker.coordinator.records import OffsetCommitRecord, encode_record
 from broker.coordinator.result import CancelTimer, Result, SetTimer
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
@@ -33,6 +32,7 @@ from broker.observability import logs
 from broker.observability.metrics import METRICS
 from broker.topics.catalog import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
+from protocol.offsets_log_records import OffsetCommitRecord, encode_record
 from storage.config import LogConfig
 
 ErrorBuilder = Callable[[int], Any]

@@ -8,44 +8,35 @@ from __future__ import annotations
 
 import argparse
 import json
-import struct
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
 from protocol.errors import DecodeError
-from protocol.messages.offsets_log import (
-    GroupMetadataKey,
-    GroupMetadataValue,
-    OffsetCommitKey,
-    OffsetCommitValue,
-)
+from protocol.offsets_log_records import read_record
 from protocol.record_batch import CorruptBatchError, RecordBatch, decode_records, iter_batches
-from protocol.schema import Message
 
 _CODECS = {0: "NONE", 1: "GZIP", 2: "SNAPPY", 3: "LZ4", 4: "ZSTD"}
 
 
 def decode_key_value(key: bytes | None, value: bytes | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     """Kafka's offsets decoder output: ``{"type": key version, "data": {...}}`` and
-    ``{"version": value version, "data": {...}}`` (None for a tombstone)."""
+    ``{"version": value version, "data": {...}}`` (None for a tombstone). A value written in a
+    version newer than kcoord knows also says which layout it was read with (``readAs``)."""
     if key is None or len(key) < 2:
         return None, None
-    (kver,) = struct.unpack_from(">h", key, 0)
-    key_msg: Message
-    value_msg: Message
-    if kver in (0, 1):
-        key_msg, value_msg = OffsetCommitKey, OffsetCommitValue
-    elif kver == 2:
-        key_msg, value_msg = GroupMetadataKey, GroupMetadataValue
-    else:
-        return {"type": str(kver), "data": "unknown record type"}, None
-    key_out = {"type": str(kver), "data": _jsonable(key_msg.decode(key[2:], kver).to_dict())}
-    if value is None:
+    rec = read_record(key, value)
+    if rec.key is None:
+        what = "unknown record type" if rec.type_name is None else f"{rec.type_name} record, not decoded"
+        return {"type": str(rec.key_version), "data": what}, None
+    key_out = {"type": str(rec.key_version), "data": _jsonable(rec.key.to_dict())}
+    if rec.value is None or rec.value_version is None:
         return key_out, None
-    (vver,) = struct.unpack_from(">h", value, 0)
-    return key_out, {"version": str(vver), "data": _jsonable(value_msg.decode(value[2:], vver).to_dict())}
+    payload = {"version": str(rec.value_version), "data": _jsonable(rec.value.to_dict())}
+    if rec.newer_than_known:
+        payload["readAs"] = str(rec.read_as)
+    return key_out, payload
 
 
 def _jsonable(obj: Any) -> Any:

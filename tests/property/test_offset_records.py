@@ -8,9 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.coordinator.records import OffsetCommitRecord, decode_record, encode_record, encode_record_generic
 from protocol.errors import EncodeError
 from protocol.messages.offsets_log import OffsetCommitValue
+from protocol.offsets_log_records import (
+    OffsetCommitRecord,
+    decode_record,
+    encode_record,
+    encode_record_generic,
+)
 
 names = st.text(max_size=300)
 int64 = st.integers(-(2**63), 2**63 - 1)

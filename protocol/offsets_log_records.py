@@ -1,0 +1,315 @@
+"""The records of ``__consumer_offsets``: which record a key holds, and how every record is read
+and written. The coordinator, startup replay, ``kcoord dump-log``, the Spark decoder and the
+synthetic log generator all go through here, so they cannot disagree about a record; the field
+tables themselves are declared in ``protocol.messages.offsets_log``.
+
+Framing (Kafka's ``CoordinatorRecordSerde``): a key is an int16 and then the key struct. The int16
+began as the key's version and became the record type: 0 and 1 are offset commits (same layout),
+2 is a classic group's metadata, and KIP-848 consumer groups, share groups and streams groups took
+3 and up. Key structs are never flexible. A value is an int16 version and then the value struct in
+that version's layout; a null value is a tombstone.
+
+Value versions above the newest declared one. KIP-915 made OffsetCommitValue and
+GroupMetadataValue flexible at v4 so that later fields can be tagged fields that older readers
+skip, and Kafka adds fields that way without a new version (KAFKA-19141 put a tagged TopicId in
+OffsetCommitValue v4 for 4.1). What Kafka does with a version number above 4 depends on the
+release:
+
+* Before 4.0, the KIP-848 coordinator's ``CoordinatorRecordSerde.readMessage`` hands the version
+  to the generated reader, whose field checks are ``version >= N`` for fields still present: the
+  value is read with the newest layout known, unknown tags are skipped and bytes left after the
+  struct are ignored.
+* From 4.0 (KAFKA-18672) ``deserialize`` refuses it (``UnknownRecordVersionException``) and the
+  loader, which only skips unknown record *types*, fails the partition.
+* The classic coordinator (``GroupMetadataManager``) always refused it.
+
+kcoord reads such a value the pre-4.0 way, everywhere, so that neither the broker nor a tool stops
+at a record a newer broker wrote, and all of them say the same about it; a later Kafka that put a
+new untagged field into a new version would be misread, which is why 4.0 refuses. ``LogRecord``
+keeps the version as written so that tools can show the value was read with an older layout. The
+one rule is ``readable_version``.
+"""
+
+from __future__ import annotations
+
+import struct
+from types import MappingProxyType
+from typing import Any, NamedTuple
+
+from protocol.codec import codec_for
+from protocol.errors import DecodeError, EncodeError
+from protocol.messages.offsets_log import (
+    GroupMetadataKey,
+    GroupMetadataValue,
+    OffsetCommitKey,
+    OffsetCommitValue,
+)
+from protocol.schema import Message
+
+OFFSET_COMMIT = "OffsetCommit"
+GROUP_METADATA = "GroupMetadata"
+
+# Record type names by key version, from Kafka's group-coordinator message specs (the *Key.json
+# files; ``apiKey`` of the "coordinator-key" specs from 4.0 on, the key's version before that).
+# Only the first three are decoded here; the rest are named so that readers can say what they
+# skip. The streams-group types (17 on) were renumbered while KIP-1071 was in development: these
+# are the numbers of the latest specs.
+RECORD_TYPES = MappingProxyType({
+    0: OFFSET_COMMIT,  # LegacyOffsetCommitKey in 4.x: same layout as 1
+    1: OFFSET_COMMIT,
+    2: GROUP_METADATA,
+    3: "ConsumerGroupMetadata",
+    4: "ConsumerGroupPartitionMetadata",
+    5: "ConsumerGroupMemberMetadata",
+    6: "ConsumerGroupTargetAssignmentMetadata",
+    7: "ConsumerGroupTargetAssignmentMember",
+    8: "ConsumerGroupCurrentMemberAssignment",
+    9: "ShareGroupPartitionMetadata",
+    10: "ShareGroupMemberMetadata",
+    11: "ShareGroupMetadata",
+    12: "ShareGroupTargetAssignmentMetadata",
+    13: "ShareGroupTargetAssignmentMember",
+    14: "ShareGroupCurrentMemberAssignment",
+    15: "ShareGroupStatePartitionMetadata",
+    16: "ConsumerGroupRegularExpression",
+    17: "StreamsGroupMetadata",
+    18: "StreamsGroupPartitionMetadata",
+    19: "StreamsGroupMemberMetadata",
+    20: "StreamsGroupTargetAssignmentMetadata",
+    21: "StreamsGroupTargetAssignmentMember",
+    22: "StreamsGroupCurrentMemberAssignment",
+    23: "StreamsGroupTopology",
+    24: "StreamsGroupTargetAssignmentResolvedTopicIds",
+})
+
+OFFSET_COMMIT_KEY_VERSIONS = frozenset((0, 1))
+GROUP_METADATA_KEY_VERSION = 2
+
+# What kcoord writes, as Kafka 3.x and 4.0 do: key v1 + OffsetCommitValue v3, or v1 when the
+# commit has an explicit expire timestamp (the only version with that field); key v2 +
+# GroupMetadataValue v3. The flexible v4 values are only read.
+OFFSET_COMMIT_KEY_VERSION = 1
+OFFSET_COMMIT_VALUE_VERSION = 3
+OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
+GROUP_METADATA_VALUE_VERSION = 3
+
+_KEYS: dict[int, Message] = {0: OffsetCommitKey, 1: OffsetCommitKey, GROUP_METADATA_KEY_VERSION: GroupMetadataKey}
+_VALUES: dict[int, Message] = {0: OffsetCommitValue, 1: OffsetCommitValue, GROUP_METADATA_KEY_VERSION: GroupMetadataValue}
+
+_INT16 = struct.Struct(">h")
+_KEY_HEAD = struct.Struct(">hh")  # record type, group length
+_INT16_MAX = 0x7FFF
+
+
+# NamedTuples rather than frozen dataclasses: the coordinator makes one per committed partition,
+# and a frozen dataclass costs twice as much to build.
+class OffsetCommitRecord(NamedTuple):
+    group: str
+    topic: str
+    partition: int
+    value: Any | None  # OffsetCommitValue, or None for a tombstone
+
+
+class GroupMetadataRecord(NamedTuple):
+    group: str
+    value: Any | None  # GroupMetadataValue, or None for a tombstone
+
+
+Record = OffsetCommitRecord | GroupMetadataRecord
+
+
+class LogRecord(NamedTuple):
+    """One record with the versions it was written in: what tools show."""
+
+    key_version: int
+    type_name: str | None  # None for a key version no Kafka release we know of defines
+    key: Any | None  # OffsetCommitKey or GroupMetadataKey; None for the types not decoded here
+    value_version: int | None  # as written; None for a tombstone or a type not decoded here
+    value: Any | None
+
+    @property
+    def read_as(self) -> int | None:
+        """The version whose layout the value was read with (``readable_version``)."""
+        message = _VALUES.get(self.key_version)
+        if message is None or self.value_version is None:
+            return None
+        return readable_version(message, self.value_version)
+
+    @property
+    def newer_than_known(self) -> bool:
+        """The value was written in a version above the newest declared one (see the module)."""
+        return self.read_as != self.value_version
+
+
+def record_type_name(key_version: int) -> str | None:
+    return RECORD_TYPES.get(key_version)
+
+
+def key_version(key: bytes | memoryview) -> int:
+    """The record type a key starts with."""
+    if len(key) < 2:
+        raise DecodeError("CoordinatorRecordKey", -1, "shorter than its record type")
+    version: int = _INT16.unpack_from(key, 0)[0]
+    return version
+
+
+def key_group(key: bytes) -> tuple[int, bytes]:
+    """(record type, group name bytes) of an offset-commit or group-metadata key, read without
+    decoding the rest: both key structs begin with the group."""
+    version, length = _KEY_HEAD.unpack_from(key, 0)
+    return version, key[4 : 4 + length]
+
+
+def decode_key(key: bytes) -> tuple[int, Any | None]:
+    """(record type, key struct); the struct is None for the record types not decoded here."""
+    version = key_version(key)
+    message = _KEYS.get(version)
+    if message is None:
+        return version, None
+    return version, codec_for(message, version).decode_from(key, 2)[0]
+
+
+def readable_version(message: Message, version: int) -> int:
+    """The layout a value written at ``version`` is read with: its own, or the newest declared
+    one for a later version (the pre-4.0 reading described in the module docstring)."""
+    if version < message.valid.low:
+        raise DecodeError(message.name, version, "unknown version")
+    return min(version, message.valid.high)
+
+
+def decode_value(message: Message, data: bytes) -> tuple[int, Any]:
+    """(version as written, value struct) of a version-prefixed value."""
+    if len(data) < 2:
+        raise DecodeError(message.name, -1, "shorter than its version")
+    (version,) = _INT16.unpack_from(data, 0)
+    value, _ = codec_for(message, readable_version(message, version)).decode_from(data, 2)
+    return version, value
+
+
+def decode_offset_commit_value(data: bytes) -> tuple[int, Any]:
+    return decode_value(OffsetCommitValue, data)
+
+
+def decode_group_metadata_value(data: bytes) -> tuple[int, Any]:
+    return decode_value(GroupMetadataValue, data)
+
+
+def member_rebalance_timeout(value_version: int, member: Any) -> int:
+    """A member's rebalance timeout as Kafka's loader takes it: GroupMetadataValue v0 has none,
+    and the session timeout stands in for it."""
+    return member.session_timeout if value_version == 0 else member.rebalance_timeout
+
+
+def read_record(key: bytes, value: bytes | None) -> LogRecord:
+    """Any record, tombstones and record types not decoded here included."""
+    version, k = decode_key(key)
+    name = RECORD_TYPES.get(version)
+    if k is None or value is None:
+        return LogRecord(version, name, k, None, None)
+    value_version, v = decode_value(_VALUES[version], value)
+    return LogRecord(version, name, k, value_version, v)
+
+
+def decode_record(key: bytes, value: bytes | None) -> Record | None:
+    """The record the coordinator replays; None for the other record types, which replay skips
+    as Kafka's loader does."""
+    version, k = decode_key(key)
+    if k is None:
+        return None
+    if version in OFFSET_COMMIT_KEY_VERSIONS:
+        v = None if value is None else decode_offset_commit_value(value)[1]
+        return OffsetCommitRecord(k.group, k.topic, k.partition, v)
+    if value is None:
+        return GroupMetadataRecord(k.group, None)
+    value_version, v = decode_group_metadata_value(value)
+    if value_version == 0:
+        for member in v.members:
+            member.rebalance_timeout = member_rebalance_timeout(0, member)
+    return GroupMetadataRecord(k.group, v)
+
+
+# ---- writing ---------------------------------------------------------------------------------
+
+# The OffsetCommit key and value layouts of every commit, packed directly: the generic codec costs
+# ~4 us per record, a third of a commit's CPU. tests/property/test_offset_records.py checks these
+# bytes against the declarations.
+_KEY_PARTITION = struct.Struct(">i")
+_VALUE_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
+_VALUE_V1_HEAD = struct.Struct(">hqh")  # version, offset, metadata length
+_INT64 = struct.Struct(">q")
+_INT64_PAIR = struct.Struct(">qq")
+
+
+def offset_commit_value_version(value: Any) -> int:
+    """The OffsetCommitValue version kcoord writes ``value`` in."""
+    return OFFSET_COMMIT_VALUE_VERSION if value.expire_timestamp == -1 else OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY
+
+
+def encode_offset_commit(group: str, topic: str, partition: int, value: Any | None) -> tuple[bytes, bytes | None]:
+    """Key v1 and value v3 (v1 with an expire timestamp) of one committed offset, or of its
+    tombstone when ``value`` is None."""
+    g = group.encode()
+    t = topic.encode()
+    if len(g) > _INT16_MAX or len(t) > _INT16_MAX:
+        raise EncodeError("cannot encode OffsetCommitKey v1: group or topic longer than an int16 length")
+    key = _KEY_HEAD.pack(OFFSET_COMMIT_KEY_VERSION, len(g)) + g + _INT16.pack(len(t)) + t + _KEY_PARTITION.pack(partition)
+    if value is None:
+        return key, None
+    m = value.metadata.encode()
+    if len(m) > _INT16_MAX:
+        raise EncodeError("cannot encode OffsetCommitValue: metadata longer than an int16 length")
+    if value.expire_timestamp == -1:
+        head = _VALUE_V3_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch, len(m))
+        return key, head + m + _INT64.pack(value.commit_timestamp)
+    head = _VALUE_V1_HEAD.pack(OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY, value.offset, len(m))
+    return key, head + m + _INT64_PAIR.pack(value.commit_timestamp, value.expire_timestamp)
+
+
+def encode_key(key_version: int, key: Any) -> bytes:
+    """A key struct behind its record type, through the declaration."""
+    message = _KEYS.get(key_version)
+    if message is None:
+        raise EncodeError(f"cannot encode a key of record type {key_version}: not an offset or group record")
+    out = bytearray(_INT16.pack(key_version))
+    codec_for(message, key_version).encode_into(key, out)
+    return bytes(out)
+
+
+def encode_value(message: Message, value: Any, version: int) -> bytes:
+    """A value struct behind its version, in any declared version."""
+    if version not in message.valid:
+        raise EncodeError(f"cannot encode {message.name} v{version}: not a declared version")
+    out = bytearray(_INT16.pack(version))
+    codec_for(message, version).encode_into(value, out)
+    return bytes(out)
+
+
+def encode_offset_commit_key(group: str, topic: str, partition: int, key_version: int = OFFSET_COMMIT_KEY_VERSION) -> bytes:
+    if key_version not in OFFSET_COMMIT_KEY_VERSIONS:
+        raise EncodeError(f"record type {key_version} is not an offset commit")
+    return encode_key(key_version, OffsetCommitKey(group=group, topic=topic, partition=partition))
+
+
+def encode_group_metadata_key(group: str) -> bytes:
+    return encode_key(GROUP_METADATA_KEY_VERSION, GroupMetadataKey(group=group))
+
+
+def encode_record(record: Record) -> tuple[bytes, bytes | None]:
+    """The record's key and value bytes (value None for a tombstone), exactly as Kafka writes them."""
+    if isinstance(record, OffsetCommitRecord):
+        return encode_offset_commit(record.group, record.topic, record.partition, record.value)
+    return encode_record_generic(record)
+
+
+def encode_record_generic(record: Record) -> tuple[bytes, bytes | None]:
+    """``encode_record`` through the message declarations alone: the reference the packed
+    OffsetCommit layout is checked against."""
+    if isinstance(record, OffsetCommitRecord):
+        key = encode_offset_commit_key(record.group, record.topic, record.partition)
+        if record.value is None:
+            return key, None
+        return key, encode_value(OffsetCommitValue, record.value, offset_commit_value_version(record.value))
+    key = encode_group_metadata_key(record.group)
+    if record.value is None:
+        return key, None
+    return key, encode_value(GroupMetadataValue, record.value, GROUP_METADATA_VALUE_VERSION)

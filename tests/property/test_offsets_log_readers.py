@@ -1,0 +1,481 @@
+"""Every reader of ``__consumer_offsets`` says the same about the same records.
+
+Records of every kind are written by kafka-python as real record batches in a segment file:
+offset commits in every value version (key v0 and v1), group metadata in every value version,
+versions newer than any Kafka declares written the way a later Kafka adds fields (unknown tags,
+and bytes after the struct), tombstones of both, the KIP-848/share/streams record types and key
+versions nobody defines. The coordinator's replay (what the shard rebuilds), ``kcoord dump-log``,
+the analysis decoder's rows, ``protocol.offsets_log_records`` and kafka-python read them back, and
+each must report what was written, by the version rules: a field a version lacks reads as its
+default, a newer version reads with the newest layout, and a v0 member's rebalance timeout is its
+session timeout (Kafka's loader).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from analytics.decoder import Decoded, decode_segment
+from analytics.segments import SegmentHealth
+from broker.coordinator.context import CoordinatorConfig
+from broker.coordinator.shard import GroupCoordinatorShard
+from broker.groups.replay_plan import replay_log
+from broker.tools.dump_log import dump_file
+from protocol.offsets_log_records import (
+    GROUP_METADATA,
+    OFFSET_COMMIT,
+    RECORD_TYPES,
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+    decode_record,
+    read_record,
+)
+from protocol.record_batch import decode_records, iter_batches
+from storage.config import LogConfig
+from storage.partition_log import PartitionLog
+from tests.property import offsets_log_kafka as kp
+from tests.unit.analytics import kafka_bytes as kb
+
+T0 = 1_700_000_000_000
+NEWEST = 4  # OffsetCommitValue and GroupMetadataValue: "validVersions": "0-4"
+
+# ---- what is written ---------------------------------------------------------------------------
+
+
+@dataclass
+class Commit:
+    key_version: int
+    group: str
+    topic: str
+    partition: int
+    version: int | None  # None: a tombstone
+    offset: int = 0
+    leader_epoch: int = -1
+    metadata: str = ""
+    commit_ts: int = 0
+    expire_ts: int = -1
+    tags: dict[int, bytes] = field(default_factory=dict)
+    trailing: bytes = b""
+
+
+@dataclass
+class Member:
+    member_id: str
+    instance: str | None
+    client_id: str
+    host: str
+    rebalance: int
+    session: int
+    subscription: bytes
+    assignment: bytes
+    topics: list[str]  # what the consumer protocol bytes say; [] for other protocols
+    assigned: list[dict[str, Any]]
+    tags: dict[int, bytes]
+
+
+@dataclass
+class Group:
+    group: str
+    version: int | None  # None: a tombstone
+    protocol_type: str = ""
+    generation: int = 0
+    protocol: str | None = None
+    leader: str | None = None
+    state_ts: int = -1
+    members: list[Member] = field(default_factory=list)
+    tags: dict[int, bytes] = field(default_factory=dict)
+    trailing: bytes = b""
+
+
+@dataclass
+class Other:
+    key: bytes
+    value: bytes | None
+
+    @property
+    def key_version(self) -> int:
+        return int.from_bytes(self.key[:2], "big", signed=True)
+
+
+Entry = Commit | Group | Other
+
+texts = st.text(max_size=10)
+int32 = st.integers(-(2**31), 2**31 - 1)
+int64 = st.integers(-(2**63), 2**63 - 1)
+# Readers show -1 ("none") as null, so these are -1 or a real value, never another negative.
+epochs = st.one_of(st.just(-1), st.integers(0, 2**31 - 1))
+times = st.one_of(st.just(-1), st.integers(0, 2**62))
+value_versions = st.one_of(st.none(), st.integers(0, NEWEST), st.integers(NEWEST + 1, 40))
+tag_sets = st.dictionaries(st.integers(0, 300), st.binary(max_size=8), max_size=3).map(
+    lambda d: dict(sorted(d.items())))
+groups = st.sampled_from(["g1", "g2", "gröup-3"])
+
+
+def _flexible_extras(draw: st.DrawFn, version: int | None) -> tuple[dict[int, bytes], bytes]:
+    tags = draw(tag_sets) if version is not None and version >= NEWEST else {}
+    trailing = draw(st.binary(max_size=6)) if version is not None and version > NEWEST else b""
+    return tags, trailing
+
+
+@st.composite
+def commits(draw: st.DrawFn) -> Commit:
+    version = draw(value_versions)
+    tags, trailing = _flexible_extras(draw, version)
+    return Commit(draw(st.sampled_from([0, 1])), draw(groups), draw(st.sampled_from(["t", "tópico"])),
+                  draw(st.integers(0, 3)), version, draw(int64), draw(epochs), draw(texts), draw(int64),
+                  draw(times), tags, trailing)
+
+
+@st.composite
+def members(draw: st.DrawFn, member_id: str, consumer: bool, flexible: bool) -> Member:
+    if consumer:
+        topics = draw(st.lists(texts, max_size=3))
+        by_topic = draw(st.dictionaries(texts, st.lists(st.integers(0, 999), max_size=3), max_size=2))
+        subscription, assignment = kb.subscription_v0(topics), kb.assignment_v0(by_topic)
+        assigned = [{"topic": t, "partition": p} for t, parts in by_topic.items() for p in parts]
+    else:
+        topics, assigned = [], []
+        subscription, assignment = draw(st.binary(max_size=12)), draw(st.binary(max_size=12))
+    return Member(member_id, draw(st.none() | texts), draw(texts), draw(texts), draw(int32), draw(int32),
+                  subscription, assignment, topics, assigned, draw(tag_sets) if flexible else {})
+
+
+@st.composite
+def group_records(draw: st.DrawFn) -> Group:
+    version = draw(value_versions)
+    name = draw(groups)
+    if version is None:
+        return Group(name, None)
+    tags, trailing = _flexible_extras(draw, version)
+    protocol_type = draw(st.sampled_from(["consumer", "connect", ""]))
+    ids = draw(st.lists(st.text(min_size=1, max_size=8), max_size=3, unique=True))
+    flexible = version >= NEWEST
+    group_members = [draw(members(i, protocol_type == "consumer", flexible)) for i in ids]
+    return Group(name, version, protocol_type, draw(int32), draw(st.none() | texts), draw(st.none() | texts),
+                 draw(times), group_members, tags, trailing)
+
+
+# Key versions 3.. are the KIP-848, share and streams records (named, not decoded here); the rest
+# are types no Kafka defines.
+other_versions = st.one_of(st.integers(3, max(RECORD_TYPES)), st.integers(max(RECORD_TYPES) + 1, 2**15 - 1),
+                           st.integers(-(2**15), -1))
+
+
+@st.composite
+def others(draw: st.DrawFn) -> Other:
+    key = draw(other_versions).to_bytes(2, "big", signed=True) + draw(st.binary(max_size=10))
+    return Other(key, draw(st.none() | st.binary(max_size=10)))
+
+
+entries = st.lists(st.one_of(commits(), group_records(), others()), max_size=25)
+
+
+def encode(entry: Entry) -> tuple[bytes, bytes | None]:
+    """The record's bytes, by kafka-python."""
+    if isinstance(entry, Other):
+        return entry.key, entry.value
+    if isinstance(entry, Commit):
+        key = kp.commit_key(entry.key_version, entry.group, entry.topic, entry.partition)
+        if entry.version is None:
+            return key, None
+        return key, kp.encode_commit_value(entry.version, {
+            "offset": entry.offset, "leader_epoch": entry.leader_epoch, "metadata": entry.metadata,
+            "commit_timestamp": entry.commit_ts, "expire_timestamp": entry.expire_ts, "tags": entry.tags,
+        }, entry.trailing)
+    key = kp.group_key(entry.group)
+    if entry.version is None:
+        return key, None
+    return key, kp.encode_group_value(entry.version, {
+        "protocol_type": entry.protocol_type, "generation": entry.generation, "protocol": entry.protocol,
+        "leader": entry.leader, "current_state_timestamp": entry.state_ts, "tags": entry.tags,
+        "members": [{"member_id": m.member_id, "group_instance_id": m.instance, "client_id": m.client_id,
+                     "client_host": m.host, "rebalance_timeout": m.rebalance, "session_timeout": m.session,
+                     "subscription": m.subscription, "assignment": m.assignment, "tags": m.tags}
+                    for m in entry.members],
+    }, entry.trailing)
+
+
+# ---- what every reader must report -----------------------------------------------------------
+# A fact: ("commit", log offset, timestamp, group, topic, partition, value facts or None)
+#         ("group", log offset, timestamp, group, value facts or None)
+#         ("other", log offset, timestamp, key version)
+# Member facts end with the subscription and assignment: raw bytes, or for the analysis decoder
+# (which has no bytes) what the consumer protocol says.
+
+
+def none_if_absent(x: int) -> int | None:
+    return None if x == -1 else x
+
+
+def expected(entry: Entry, offset: int, ts: int, decoded_members: bool = False) -> tuple[Any, ...]:
+    if isinstance(entry, Other):
+        return ("other", offset, ts, entry.key_version)
+    if isinstance(entry, Commit):
+        head = ("commit", offset, ts, entry.group, entry.topic, entry.partition)
+        if entry.version is None:
+            return (*head, None)
+        layout = min(entry.version, NEWEST)
+        return (*head, (entry.offset, none_if_absent(entry.leader_epoch) if layout >= 3 else None,
+                        entry.metadata, entry.commit_ts, none_if_absent(entry.expire_ts) if layout == 1 else None))
+    if entry.version is None:
+        return ("group", offset, ts, entry.group, None)
+    layout = min(entry.version, NEWEST)
+    member_facts = tuple(
+        (m.member_id, m.instance if layout >= 3 else None, m.client_id, m.host,
+         m.rebalance if layout >= 1 else m.session, m.session,
+         *((m.topics, m.assigned) if decoded_members else (m.subscription, m.assignment)))
+        for m in entry.members)
+    return ("group", offset, ts, entry.group, (
+        entry.protocol_type, entry.generation, entry.protocol, entry.leader,
+        none_if_absent(entry.state_ts) if layout >= 2 else None, member_facts))
+
+
+def commit_facts(value: Any) -> tuple[Any, ...]:
+    return (value.offset, none_if_absent(value.leader_epoch), value.metadata, value.commit_timestamp,
+            none_if_absent(value.expire_timestamp))
+
+
+def group_facts(value: Any, rebalance_of: Any = None) -> tuple[Any, ...]:
+    return (value.protocol_type, value.generation, value.protocol, value.leader,
+            none_if_absent(value.current_state_timestamp),
+            tuple((m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                   m.rebalance_timeout if rebalance_of is None else rebalance_of(m), m.session_timeout,
+                   m.subscription, m.assignment) for m in value.members))
+
+
+class Attrs:
+    """Field access on a decoded dict, so the same fact builders read dicts and structs."""
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        self.__dict__.update(fields)
+
+
+# ---- the readers ---------------------------------------------------------------------------------
+
+
+def raw_records(data: bytes) -> list[tuple[int, int, bytes, bytes | None]]:
+    out = []
+    for batch in iter_batches(data):
+        for rec in decode_records(batch):
+            assert rec.key is not None
+            out.append((batch.base_offset + rec.offset_delta, batch.base_timestamp + rec.timestamp_delta,
+                        rec.key, rec.value))
+    return out
+
+
+def home_facts(data: bytes, written: list[Entry]) -> list[tuple[Any, ...]]:
+    facts = []
+    for (offset, ts, key, value), entry in zip(raw_records(data), written, strict=True):
+        rec = read_record(key, value)
+        if rec.key is None:
+            assert rec.type_name == RECORD_TYPES.get(rec.key_version)
+            facts.append(("other", offset, ts, rec.key_version))
+            continue
+        assert rec.value_version == getattr(entry, "version", None)
+        assert rec.newer_than_known == (rec.value_version is not None and rec.value_version > NEWEST)
+        if rec.type_name == OFFSET_COMMIT:
+            k = rec.key
+            facts.append(("commit", offset, ts, k.group, k.topic, k.partition,
+                          None if rec.value is None else commit_facts(rec.value)))
+        else:
+            assert rec.type_name == GROUP_METADATA
+            version = rec.value_version
+            facts.append(("group", offset, ts, rec.key.group, None if rec.value is None else group_facts(
+                rec.value, lambda m, v=version: m.session_timeout if v == 0 else m.rebalance_timeout)))
+    return facts
+
+
+def coordinator_facts(data: bytes) -> list[tuple[Any, ...]]:
+    """What replay hands the shard, record by record (``decode_record``)."""
+    facts = []
+    for offset, ts, key, value in raw_records(data):
+        rec = decode_record(key, value)
+        if rec is None:
+            facts.append(("other", offset, ts, int.from_bytes(key[:2], "big", signed=True)))
+        elif isinstance(rec, OffsetCommitRecord):
+            facts.append(("commit", offset, ts, rec.group, rec.topic, rec.partition,
+                          None if rec.value is None else commit_facts(rec.value)))
+        else:
+            assert isinstance(rec, GroupMetadataRecord)
+            facts.append(("group", offset, ts, rec.group, None if rec.value is None else group_facts(rec.value)))
+    return facts
+
+
+def kafka_python_facts(data: bytes) -> list[tuple[Any, ...]]:
+    facts = []
+    for offset, ts, key, value in raw_records(data):
+        version = int.from_bytes(key[:2], "big", signed=True)
+        if version in (0, 1):
+            group, topic, partition = kb_commit_key(key)
+            if value is None:
+                facts.append(("commit", offset, ts, group, topic, partition, None))
+                continue
+            _, v = kp.decode_commit_value(value)
+            v.setdefault("leader_epoch", -1)
+            v.setdefault("expire_timestamp", -1)
+            facts.append(("commit", offset, ts, group, topic, partition, commit_facts(Attrs(v))))
+        elif version == 2:
+            group = key[4:].decode()
+            if value is None:
+                facts.append(("group", offset, ts, group, None))
+                continue
+            _, v = kp.decode_group_value(value)
+            v.setdefault("current_state_timestamp", -1)
+            ms = []
+            for m in v["members"]:
+                m.setdefault("group_instance_id", None)
+                m.setdefault("rebalance_timeout", m["session_timeout"])  # v0: Kafka's loader
+                ms.append(Attrs(m))
+            facts.append(("group", offset, ts, group, group_facts(Attrs({**v, "members": ms}))))
+        else:
+            facts.append(("other", offset, ts, version))
+    return facts
+
+
+def kb_commit_key(key: bytes) -> tuple[str, str, int]:
+    glen = int.from_bytes(key[2:4], "big")
+    group = key[4:4 + glen].decode()
+    tlen = int.from_bytes(key[4 + glen:6 + glen], "big")
+    topic = key[6 + glen:6 + glen + tlen].decode()
+    return group, topic, int.from_bytes(key[6 + glen + tlen:], "big", signed=True)
+
+
+def dump_facts(path: Path, written: list[Entry]) -> list[tuple[Any, ...]]:
+    facts = []
+    entries = [r for item in dump_file(path) for r in item["records"]]
+    assert len(entries) == len(written)
+    for rec, entry in zip(entries, written, strict=True):
+        offset, ts, key, payload = rec["offset"], rec["CreateTime"], rec["key"], rec["payload"]
+        if isinstance(key["data"], str):
+            name = RECORD_TYPES.get(int(key["type"]))
+            assert key["data"] == ("unknown record type" if name is None else f"{name} record, not decoded")
+            facts.append(("other", offset, ts, int(key["type"])))
+            continue
+        k = key["data"]
+        if payload is not None:
+            written_version = getattr(entry, "version", None)
+            assert payload["version"] == str(written_version)
+            assert payload.get("readAs") == (str(NEWEST) if written_version > NEWEST else None)
+        if key["type"] in ("0", "1"):
+            facts.append(("commit", offset, ts, k["group"], k["topic"], k["partition"],
+                          None if payload is None else commit_facts(Attrs(payload["data"]))))
+            continue
+        if payload is None:
+            facts.append(("group", offset, ts, k["group"], None))
+            continue
+        v = payload["data"]
+        layout = int(payload.get("readAs", payload["version"]))
+        # The dump shows each struct as stored: a v0 member's rebalance timeout reads 0 there.
+        ms = [Attrs({**m, "subscription": bytes.fromhex(m["subscription"]), "assignment": bytes.fromhex(m["assignment"]),
+                     "rebalance_timeout": m["session_timeout"] if layout == 0 else m["rebalance_timeout"]})
+              for m in v["members"]]
+        facts.append(("group", offset, ts, k["group"], group_facts(Attrs({**v, "members": ms}))))
+    return facts
+
+
+def analysis_facts(data: bytes) -> tuple[list[tuple[Any, ...]], int]:
+    """(commit and group facts in log order, records skipped) from the decoder's rows."""
+    health = SegmentHealth()
+    out = Decoded()
+    for chunk in decode_segment(data, health, chunk_rows=4):
+        out.commits.extend(chunk.commits)
+        out.groups.extend(chunk.groups)
+        out.skipped += chunk.skipped
+        assert chunk.undecodable == 0
+    assert health.problems == []
+    c = out.commits
+    facts: list[tuple[Any, ...]] = [
+        ("commit", *row[:5], None if row[10] else row[5:10])
+        for row in zip(c.log_offset, c.timestamp, c.group, c.topic, c.partition, c.offset, c.leader_epoch,
+                       c.metadata, c.commit_timestamp, c.expire_timestamp, c.tombstone)]
+    for g in out.groups:
+        if g.tombstone:
+            facts.append(("group", g.log_offset, g.timestamp, g.group, None))
+            continue
+        assert g.members is not None
+        members = tuple((m["member_id"], m["group_instance_id"], m["client_id"], m["client_host"],
+                         m["rebalance_timeout"], m["session_timeout"], m["subscribed_topics"],
+                         m["assigned_partitions"]) for m in g.members)
+        facts.append(("group", g.log_offset, g.timestamp, g.group, (
+            g.protocol_type, g.generation, g.protocol, g.leader, g.current_state_timestamp, members)))
+    return sorted(facts, key=lambda f: f[1]), out.skipped
+
+
+class AnyTopic:
+    def partition_count(self, topic: str) -> int | None:
+        return 8
+
+
+def replayed_state(directory: Path) -> tuple[dict[Any, Any], dict[str, Any], dict[str, Any]]:
+    """(offsets, persisted group facts, loaded members' timeouts) of a shard that loaded the log
+    the way the broker loads a partition."""
+    shard = GroupCoordinatorShard(0, CoordinatorConfig(num_partitions=1), AnyTopic(), lambda p: f"{p}-id")
+    log, _ = PartitionLog.open(directory, LogConfig.offsets_topic())
+    try:
+        replay_log(log.batches, shard.replay)
+    finally:
+        log.close()
+    state: Any = shard.state
+    offsets = {(g, t, p): (o.offset, none_if_absent(o.leader_epoch), o.metadata, o.commit_timestamp,
+                           o.expire_timestamp)
+               for g, parts in state.offsets.snapshot().items() for (t, p), o in parts.items()}
+    persisted = {g: group_facts(v) for g, v in state.persisted.items()}
+    timeouts = {g: {mid: (m.rebalance_timeout_ms, m.session_timeout_ms) for mid, m in state.groups[g].members.items()}
+                for g in state.persisted}
+    return offsets, persisted, timeouts
+
+
+def folded(facts: list[tuple[Any, ...]]) -> tuple[dict[Any, Any], dict[str, Any], dict[str, Any]]:
+    """The latest value per key, as replaying in log order leaves it."""
+    offsets: dict[Any, Any] = {}
+    groups_now: dict[str, Any] = {}
+    for f in facts:
+        if f[0] == "commit":
+            key = f[3:6]
+            if f[6] is None:
+                offsets.pop(key, None)
+            else:
+                offsets[key] = f[6]
+        elif f[0] == "group":
+            if f[4] is None:
+                groups_now.pop(f[3], None)
+            else:
+                groups_now[f[3]] = f[4]
+    timeouts = {g: {m[0]: (m[4], m[5]) for m in v[5]} for g, v in groups_now.items()}
+    return offsets, groups_now, timeouts
+
+
+# ---- the property --------------------------------------------------------------------------------
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(written=entries, batch_size=st.integers(1, 6), gaps=st.lists(st.integers(0, 5000), min_size=25, max_size=25))
+def test_every_reader_reports_what_was_written(written: list[Entry], batch_size: int, gaps: list[int]) -> None:
+    stamps = [T0 + sum(gaps[: i + 1]) for i in range(len(written))]
+    data = b"".join(
+        kb.batch(i, [(*encode(e), ts) for e, ts in zip(written[i:i + batch_size], stamps[i:i + batch_size])])
+        for i in range(0, len(written), batch_size))
+    want = [expected(e, i, ts) for i, (e, ts) in enumerate(zip(written, stamps))]
+    want_rows = [expected(e, i, ts, decoded_members=True) for i, (e, ts) in enumerate(zip(written, stamps))
+                 if not isinstance(e, Other)]
+
+    with tempfile.TemporaryDirectory() as tmp:
+        directory = Path(tmp) / "__consumer_offsets-0"
+        directory.mkdir()
+        segment = directory / "00000000000000000000.log"
+        segment.write_bytes(data)
+
+        assert home_facts(data, written) == want
+        assert coordinator_facts(data) == want
+        assert kafka_python_facts(data) == want
+        assert dump_facts(segment, written) == want
+        rows, skipped = analysis_facts(data)
+        assert rows == want_rows
+        assert skipped == sum(isinstance(e, Other) for e in written)
+        assert replayed_state(directory) == folded(want)
