@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import TypeAlias
 
 from broker.coordinator.records import Record
+from protocol.messages.delete_groups import DeleteGroupsResponse
 from protocol.messages.heartbeat import HeartbeatResponse
 from protocol.messages.join_group import JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupResponse
@@ -34,7 +35,7 @@ Transition = tuple[str, str, str, int, int, str]
 # do not combine with ``|``.
 CoordinatorResponse: TypeAlias = (
     "JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse"
-    " | OffsetCommitResponse | OffsetDeleteResponse"
+    " | OffsetCommitResponse | OffsetDeleteResponse | DeleteGroupsResponse.DeletableGroupResult"
 )
 
 

@@ -9,10 +9,13 @@ is durable (``ShardManager.after_durable``), never from records a crash could st
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from broker.coordinator.context import RequestContext
 from broker.coordinator.partitioning import partition_for
 from broker.coordinator.result import Result
+from broker.coordinator.shard import GroupCoordinatorShard
 from broker.groups.shards import ShardRuntime
 from broker.network.router import Request
 from protocol.errors import ErrorCode
@@ -221,9 +224,10 @@ def register(broker: Broker) -> None:
         names = list(req.body.groups_names)
         results: list[Any] = [None] * len(names)
         remaining = [len(names)]
+        Deleted = DeleteGroupsResponse.DeletableGroupResult
 
-        def done(index: int, group_id: str, code: int) -> None:
-            results[index] = DeleteGroupsResponse.DeletableGroupResult(group_id=group_id, error_code=code)
+        def done(index: int, result: DeleteGroupsResponse.DeletableGroupResult) -> None:
+            results[index] = result
             remaining[0] -= 1
             if remaining[0] == 0:
                 req.reply.set(DeleteGroupsResponse(results=results))
@@ -232,23 +236,20 @@ def register(broker: Broker) -> None:
             req.reply.set(DeleteGroupsResponse(results=[]))
             return
         for index, group_id in enumerate(names):
-            runtime = runtime_for(group_id or "")
-            if group_id is None:
-                done(index, "", ErrorCode.INVALID_GROUP_ID)
-                continue
+            runtime = runtime_for(group_id)
             if not runtime.loaded:
-                done(index, group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+                done(index, Deleted(group_id=group_id, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue
 
-            def op(shard: Any, ctx: Any, now: int, gid: str = group_id) -> Result:
+            def op(shard: GroupCoordinatorShard, ctx: RequestContext, now: int, gid: str = group_id) -> Result:
                 code, records = shard.delete_group(gid, now)
-                return Result(replies=[(ctx.token, code)], records=records, timers=[])
+                return Result(replies=[(ctx.token, Deleted(group_id=gid, error_code=code))], records=records)
 
-            def deliver(code: int, i: int = index, g: str = group_id) -> None:
-                done(i, g, code)
+            def failed(code: int, gid: str = group_id) -> DeleteGroupsResponse.DeletableGroupResult:
+                return Deleted(group_id=gid, error_code=code)
 
-            runtime.execute(op, deliver, (req.version, req.header.client_id, req.conn.client_host),
-                            lambda code: code)
+            runtime.execute(op, partial(done, index), (req.version, req.header.client_id, req.conn.client_host),
+                            failed)
 
     router.register(JoinGroupRequest, JoinGroupResponse, single_group(JoinGroupRequest, "join_group"))
     def assignment_too_large(body: Any) -> bool:
