@@ -38,7 +38,7 @@ from broker.observability.metrics import METRICS
 from storage.cleaner import clean
 from storage.config import LogConfig
 from storage.errors import StorageError
-from storage.log_manager import LogManager
+from storage.log_manager import LogManager, LogOpener
 from storage.partition_log import PartitionLog
 from storage.retention import apply_retention
 
@@ -157,13 +157,13 @@ class _Job:
 class LogRuntime:
     def __init__(self, data_dir: Path, defaults: LogConfig, *, sync_flush: bool, flush_interval_ms: int,
                  cleaner_backoff_ms: int | None = CLEANER_BACKOFF_MS,
-                 retention_check_ms: int = RETENTION_CHECK_MS) -> None:
+                 retention_check_ms: int = RETENTION_CHECK_MS, opener: LogOpener = PartitionLog.open) -> None:
         self.data_dir = data_dir
         self.sync_flush = sync_flush
         self.flush_interval_ms = flush_interval_ms
         self.cleaner_backoff_ms = cleaner_backoff_ms
         self.retention_check_ms = retention_check_ms
-        self.manager = LogManager(data_dir, defaults)
+        self.manager = LogManager(data_dir, defaults, opener=opener)
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.dirty: dict[tuple[str, int], Partition] = {}
         self.unflushed: set[Partition] = set()
