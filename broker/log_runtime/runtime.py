@@ -294,7 +294,7 @@ class LogRuntime:
             records += len(job.records) + len(job.batches)
             try:
                 if job.error is not None:
-                    self._fail(part, job)
+                    self._fail(part, job.error, job.batches)
                 else:
                     self._settle(part, job)
             except Exception:
@@ -322,23 +322,22 @@ class LogRuntime:
         while waiters and waiters[0][0] <= job.target:
             waiters.popleft()[1](True)
 
-    def _fail(self, part: Partition, job: _Job) -> None:
+    def _fail(self, part: Partition, exc: Exception, written: list[BatchWrite]) -> None:
         """The failure policy: the partition takes no more writes; the owner rebuilds it from the
-        log; every write and read that waited on it hears it failed."""
-        exc = job.error
-        assert exc is not None
+        log; every write and read that waited on it hears it failed. ``written`` are the produced
+        batches of the pass that failed (none when a periodic flush failed)."""
         if part.closed:
             # Closed under the pass (topic deleted, shard rebuilt): not a disk failure.
-            for write in job.batches:
+            for write in written:
                 write.error = write.error or exc
         else:
             METRICS.write_failures.inc()
             logs.event("log.write_failed", 40, topic=part.topic, partition=part.index, error=repr(exc))
             part.failed = True
-            for write in job.batches:
+            for write in written:
                 if write.error is None:
                     write.error = OSError(f"the write could not be made durable: {exc}")
-        for write in job.batches:
+        for write in written:
             write.on_done()
             write.on_done = _nothing
         waiters, part.waiters = part.waiters, deque()
@@ -373,7 +372,11 @@ class LogRuntime:
                 try:
                     await trio.to_thread.run_sync(part.log.flush)
                 except (OSError, StorageError) as exc:
-                    logs.event("log.flush_failed", 40, topic=part.topic, partition=part.index, error=repr(exc))
+                    # What was written since the last period may not be on the disk, and appending
+                    # more on top of it is appending to a log in an unknown state: the same policy
+                    # as a failed pass, so the owner serves again only what the log really holds.
+                    if not part.closed and not part.failed:
+                        self._fail(part, exc, [])
 
     async def _maintain(self) -> None:
         """Compaction and retention, one partition at a time on a worker thread (the log lock is

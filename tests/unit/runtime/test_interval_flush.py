@@ -1,5 +1,5 @@
-"""``log.flush.policy=interval``: replies and reads do not wait for a flush, and the logs are
-flushed every ``log.flush.interval.ms`` of (mock) time."""
+"""``log.flush.policy=interval``: replies and reads do not wait for a flush, the logs are flushed
+every ``log.flush.interval.ms`` of (mock) time, and a failed periodic flush gets the failure policy."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 import trio.testing
 
+from broker.groups.shards import RELOAD_DELAY_S
+from protocol.errors import ErrorCode
 from tests.unit.runtime.fake_log import Flush
 from tests.unit.runtime.inproc import (
     OFFSETS_LOG,
@@ -61,3 +63,34 @@ async def test_replies_leave_before_the_flush_which_runs_on_schedule(
         await trio.testing.wait_all_tasks_blocked(QUIET_S)
         assert disk.flush_calls.value == 2
 
+
+@pytest.mark.trio
+async def test_a_failed_periodic_flush_rebuilds_the_shard_from_its_log(
+        tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    async with running_broker(tmp_path, mock_clock, INTERVAL) as node:
+        disk = node.disk
+        committer, reader = node.connect(), node.connect()
+        assert commit_code(await committer.call(commit("g", 5))) == 0
+        mock_clock.jump(1.0)
+        await disk.flushed.reach(1)
+        await node.until_asleep_until(2.0)
+        assert commit_code(await committer.call(commit("g", 6))) == 0
+
+        disk.fail_flushes()
+        mock_clock.jump(1.0)
+        await disk.flushed.reach(2)
+        await node.until_asleep_until(2.0 + RELOAD_DELAY_S)  # the failure policy has run
+        # The log could not make offset 6 durable: the shard stops serving what it cannot vouch
+        # for, and takes no writes on top of a log in an unknown state.
+        assert committed(await reader.call(offset_fetch("g")))[0] == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert commit_code(await committer.call(commit("g", 7))) == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+
+        disk.fail_flushes(False)
+        opens = disk.opens.value
+        mock_clock.jump(RELOAD_DELAY_S)
+        await disk.opens.reach(opens + 1)
+        await node.until_loaded()
+        # What the log holds: the flushed commit, not the one whose flush failed.
+        assert committed(await reader.call(offset_fetch("g"))) == (0, {0: 5})
+        assert commit_code(await committer.call(commit("g", 8))) == 0
+        assert committed(await reader.call(offset_fetch("g"))) == (0, {0: 8})
