@@ -15,8 +15,9 @@ they are durable; everything about getting bytes onto the disk is decided here, 
   its durable sequence (what replies and reads wait for) move only when a pass completes: after
   the fdatasync with ``sync``, after the write with ``interval`` (which then flushes every
   ``log.flush.interval.ms`` whatever was written since the last period).
-- **One failure policy.** A partition whose append or flush fails stops taking writes; everything
-  waiting on it is told so (``ok=False``), and its owner is told to rebuild from what the log holds.
+- **One failure policy.** A partition whose append or flush fails stops taking writes (later ones
+  are refused); everything waiting on it is told so (``ok=False``), and its owner is told to
+  rebuild from what the log holds.
 - **One maintenance loop** compacts ``compact`` logs (every ``log.cleaner.backoff.ms``) and applies
   time and size retention to ``delete`` logs (every ``log.retention.check.interval.ms``).
 """
@@ -37,7 +38,7 @@ from broker.observability import logs
 from broker.observability.metrics import METRICS
 from storage.cleaner import clean
 from storage.config import LogConfig
-from storage.errors import StorageError
+from storage.errors import LogClosedError, StorageError
 from storage.log_manager import LogManager, LogOpener
 from storage.partition_log import PartitionLog
 from storage.retention import apply_retention
@@ -109,9 +110,12 @@ class Partition:
 
     def when_durable(self, callback: DurableCallback) -> None:
         """``callback(True)`` once every write queued so far is durable (at once if it already is),
-        ``callback(False)`` if one of them fails first."""
+        ``callback(False)`` if one of them fails first (at once if the partition has failed or
+        been closed: nothing queued on it will be made durable)."""
         if self.queued_seq <= self.durable_seq:
             callback(True)
+        elif self.failed or self.closed:
+            callback(False)
         else:
             self.waiters.append((self.queued_seq, callback))
 
@@ -207,6 +211,8 @@ class LogRuntime:
             part.closed = True
             self.dirty.pop(key, None)
             self.unflushed.discard(part)
+            # No pass will take what is queued on it now: answer it (the partition is gone).
+            self._refuse_queued(part, LogClosedError(f"{topic}-{key[1]}"))
             part.wake_watchers()
         self.manager.delete_topic(topic)
 
@@ -241,7 +247,12 @@ class LogRuntime:
             if part.writing:
                 continue  # its pass's completion kicks again
             del self.dirty[key]
-            if part.failed or part.closed:
+            if part.failed:
+                # Writes queued after the failure (a partition without an owner to rebuild it
+                # stays failed): refused, as every write queued when it failed was.
+                self._refuse_queued(part, OSError("an earlier write to this partition failed"))
+                continue
+            if part.closed:
                 continue
             records, batches, target, inline = part._take()
             part.writing = True
@@ -340,16 +351,22 @@ class LogRuntime:
         for write in written:
             write.on_done()
             write.on_done = _nothing
+        self._refuse_queued(part, OSError("an earlier write to this partition failed"))
+        if part.owner is not None and not part.closed:
+            part.owner.on_write_failed(exc)
+
+    def _refuse_queued(self, part: Partition, error: Exception) -> None:
+        """Every write queued on a partition that no pass will write again (it failed, or its
+        topic was deleted) is refused with ``error``, and every wait on it hears it failed."""
         waiters, part.waiters = part.waiters, deque()
         part.records.clear()
         queued, part.batches = part.batches, []
+        part.queued_bytes = 0
         for write in queued:
-            write.error = OSError("an earlier write to this partition failed")
+            write.error = error
             write.on_done()
         for _seq, callback in waiters:
             callback(False)
-        if part.owner is not None and not part.closed:
-            part.owner.on_write_failed(exc)
 
     # ---- running ------------------------------------------------------------------------------
 

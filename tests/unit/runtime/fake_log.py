@@ -36,6 +36,7 @@ from storage.errors import LogClosedError, OffsetOutOfRangeError
 from storage.partition_log import Clock, wall_clock_ms
 from storage.recovery import RecoveryReport
 
+_HEADER_FIELDS = 13  # a RecordBatch starts with the batch header's fields, as the log's segments scan them
 # A held flush that nobody releases fails after this long instead of blocking a sync thread forever.
 _HOLD_LIMIT_S = 60.0
 
@@ -141,7 +142,9 @@ class FakeDisk:
         """``PartitionLog.open`` for the fake: what the disk holds for this directory, where a log
         that was not closed cleanly loses its unflushed tail unless ``keep_unflushed``."""
         del recovery_point, log_start_offset, clock  # the fake trusts itself
-        name = Path(directory).name
+        path = Path(directory)
+        path.mkdir(parents=True, exist_ok=True)  # the directory is real: the broker keeps files beside the log
+        name = path.name
         with self._lock:
             batches = self.written.setdefault(name, [])
             durable = self.durable.setdefault(name, 0)
@@ -183,6 +186,22 @@ class FakeDisk:
     def _appended(self, log: FakeLog, first: int, last: int) -> None:
         with self._lock:
             self.appends.append((log.name, first, last))
+
+
+class FakeSegment:
+    """The whole fake log seen as one segment: what rebuilding producer state reads."""
+
+    def __init__(self, batches: list[bytes]) -> None:
+        self.batches = batches
+        self.size = sum(len(raw) for raw in batches)
+        self.max_timestamp = max((b.max_timestamp for raw in batches for b in iter_batches(raw)), default=-1)
+
+    def scan_headers(self) -> Iterator[tuple[int, tuple[int, ...]]]:
+        position = 0
+        for raw in self.batches:
+            for batch in iter_batches(raw):
+                yield position + batch.position, tuple(batch[:_HEADER_FIELDS])
+            position += len(raw)
 
 
 class FakeLog:
@@ -234,6 +253,10 @@ class FakeLog:
 
     def flush(self) -> int:
         return self.disk._flush(self, gated=True)
+
+    def segments(self) -> list[FakeSegment]:
+        with self.lock:
+            return [FakeSegment(list(self.batches_raw))]
 
     def batches(self, from_offset: int = 0) -> Iterator[RecordBatch]:
         with self.lock:

@@ -37,7 +37,9 @@ from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
+from protocol.messages.produce import ProduceRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.record_batch import build_simple_batch
 from tests.unit.runtime.fake_log import FakeDisk
 
 # The coordinator's wall clock is this many ms plus trio's (mock) time, so records carry
@@ -101,12 +103,25 @@ def heartbeat(group: str, member_id: str, generation: int) -> Call:
                                                  group_instance_id=None)
 
 
+def produce(topic: str, value: bytes, *, partition: int = 0) -> Call:
+    raw = build_simple_batch([(None, value, EPOCH_MS)])
+    return ApiKey.Produce, 9, ProduceRequest(transactional_id=None, acks=-1, timeout_ms=5_000, topic_data=[
+        ProduceRequest.TopicProduceData(name=topic, partition_data=[
+            ProduceRequest.TopicProduceData.PartitionProduceData(index=partition, records=raw)])])
+
+
 # ---- reading answers ---------------------------------------------------------------------------
 
 def committed(response: Any) -> tuple[int, dict[int, int]]:
     """(group error, {partition: offset}) of a v8+ OffsetFetch answer for one group."""
     group = response.groups[0]
     return int(group.error_code), {p.partition_index: p.committed_offset for t in group.topics for p in t.partitions}
+
+
+def produced(response: Any) -> tuple[int, int]:
+    """(error, base offset) of a Produce answer for one partition."""
+    part = response.responses[0].partition_responses[0]
+    return int(part.error_code), int(part.base_offset)
 
 
 def commit_code(response: Any) -> int:
