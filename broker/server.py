@@ -11,6 +11,7 @@ import signal
 import time
 import uuid
 from base64 import urlsafe_b64encode
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import trio
 from broker.config import BrokerConfig
 from broker.coordinator.context import CoordinatorConfig
 from broker.groups.shards import ShardManager
+from broker.groups.timers import wall_ms
 from broker.log_runtime.runtime import LogRuntime
 from broker.network.connection import Connection
 from broker.network.readiness import ReadinessHub
@@ -31,6 +33,8 @@ from broker.topics.catalog import Topic, TopicCatalog, TopicError
 from protocol.errors import ErrorCode
 from storage.config import LogConfig
 from storage.dir_lock import DataDirError, DirLock, open_data_dir
+from storage.log_manager import LogOpener
+from storage.partition_log import PartitionLog
 
 
 def _load_cluster_id(data_dir: Path, configured: str, node_id: int) -> str:
@@ -59,8 +63,14 @@ def _lock_data_dir(data_dir: Path) -> DirLock:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig) -> None:
+    def __init__(self, config: BrokerConfig, *, log_opener: LogOpener = PartitionLog.open,
+                 clock: Callable[[], int] = wall_ms) -> None:
+        """``log_opener`` opens every partition log and ``clock`` is the coordinator's wall clock
+        in ms; both are replaceable so that the whole shell can run in one process against logs
+        and time that a test controls."""
         self.config = config
+        self.log_opener = log_opener
+        self.clock = clock
         self.node_id: int = config["node.id"]
         self.data_dir = config.data_dir
         # First, before meta.properties or any log is read or written: a second broker on this
@@ -101,7 +111,7 @@ class Broker:
             min_cleanable_dirty_ratio=c["log.cleaner.min.cleanable.ratio"],
         )
         return ShardManager(self.logs, c["offsets.topic.num.partitions"], coordinator, self.catalog, log_config,
-                            on_transition=self._on_transition)
+                            on_transition=self._on_transition, clock=self.clock)
 
     def _make_log_runtime(self) -> LogRuntime:
         """The one runtime that owns every partition log, with the flush policy, the cleaner and
@@ -112,7 +122,7 @@ class Broker:
         return LogRuntime(self.data_dir, defaults, sync_flush=c["log.flush.policy"] == "sync",
                           flush_interval_ms=c["log.flush.interval.ms"],
                           cleaner_backoff_ms=c["log.cleaner.backoff.ms"] if c["log.cleaner.enable"] else None,
-                          retention_check_ms=c["log.retention.check.interval.ms"])
+                          retention_check_ms=c["log.retention.check.interval.ms"], opener=self.log_opener)
 
     def _on_transition(self, transition: Any) -> None:
         group, old, new, generation, members, reason = transition

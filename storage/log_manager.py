@@ -14,6 +14,7 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from storage.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -32,11 +33,22 @@ from storage.recovery import RecoveryReport
 TopicPartition = tuple[str, int]
 
 
+class LogOpener(Protocol):
+    """Opens (recovering or creating) the log in a partition directory: ``PartitionLog.open``, or
+    a stand-in with the same signature where a test needs a log it controls."""
+
+    def __call__(self, directory: str | os.PathLike[str], config: LogConfig, *, recovery_point: int | None = None,
+                 log_start_offset: int | None = None, clock: Clock = wall_clock_ms) -> tuple[PartitionLog, RecoveryReport]:
+        ...
+
+
 class LogManager:
-    def __init__(self, log_dir: str | os.PathLike[str], config: LogConfig, *, clock: Clock = wall_clock_ms) -> None:
+    def __init__(self, log_dir: str | os.PathLike[str], config: LogConfig, *, clock: Clock = wall_clock_ms,
+                 opener: LogOpener = PartitionLog.open) -> None:
         self.log_dir = Path(log_dir)
         self.config = config
         self.clock = clock
+        self.opener = opener
         self.reports: dict[TopicPartition, RecoveryReport] = {}
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._lock = threading.Lock()
@@ -77,7 +89,7 @@ class LogManager:
                 return log
             directory = self.log_dir / partition_dir_name(topic, partition)
             created = not directory.exists()
-            log, report = PartitionLog.open(
+            log, report = self.opener(
                 directory, config or self.config, recovery_point=self._recovery_points.get(tp),
                 log_start_offset=self._log_starts.get(tp), clock=self.clock,
             )

@@ -78,7 +78,7 @@ class ShardRuntime:
         started = time.perf_counter()
         part, count = await trio.to_thread.run_sync(self._open_and_replay)
         self.part = self.manager.logs.adopt(part)
-        now = wall_ms()
+        now = self.manager.clock()
         for timer in self.shard.on_loaded(now):
             self.manager.timers.set(self.partition, timer.key, timer.deadline_ms)
         self.load_seconds = time.perf_counter() - started
@@ -97,7 +97,7 @@ class ShardRuntime:
         self.parked[token] = Parked(deliver, on_error)
         version, client_id, client_host = ctx_fields
         ctx = RequestContext(token=token, api_version=version, client_id=client_id, client_host=client_host)
-        now = wall_ms()
+        now = self.manager.clock()
         self.apply(op(self.shard, ctx, now), now)
 
     def fire_timer(self, key: str, now: int) -> None:
@@ -171,7 +171,8 @@ class ShardRuntime:
 
 class ShardManager:
     def __init__(self, logs_runtime: LogRuntime, num_partitions: int, coordinator_config: CoordinatorConfig,
-                 topics: TopicView, log_config: LogConfig, on_transition: Callable[[Any], None]) -> None:
+                 topics: TopicView, log_config: LogConfig, on_transition: Callable[[Any], None],
+                 clock: Callable[[], int] = wall_ms) -> None:
         self.logs = logs_runtime
         self.num_partitions = num_partitions
         self.coordinator_config = coordinator_config
@@ -179,7 +180,9 @@ class ShardManager:
         self.log_config = log_config
         self.on_transition = on_transition
         self.tokens = itertools.count(1)
-        self.timers = TimerService(self._fire)
+        # Wall-clock milliseconds: what operations see as "now" and what timer deadlines are in.
+        self.clock = clock
+        self.timers = TimerService(self._fire, clock)
         self.runtimes = [ShardRuntime(self, p) for p in range(num_partitions)]
 
     def new_shard(self, partition: int) -> GroupCoordinatorShard:

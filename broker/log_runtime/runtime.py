@@ -15,8 +15,9 @@ they are durable; everything about getting bytes onto the disk is decided here, 
   its durable sequence (what replies and reads wait for) move only when a pass completes: after
   the fdatasync with ``sync``, after the write with ``interval`` (which then flushes every
   ``log.flush.interval.ms`` whatever was written since the last period).
-- **One failure policy.** A partition whose append or flush fails stops taking writes; everything
-  waiting on it is told so (``ok=False``), and its owner is told to rebuild from what the log holds.
+- **One failure policy.** A partition whose append or flush fails stops taking writes (later ones
+  are refused); everything waiting on it is told so (``ok=False``), and its owner is told to
+  rebuild from what the log holds.
 - **One maintenance loop** compacts ``compact`` logs (every ``log.cleaner.backoff.ms``) and applies
   time and size retention to ``delete`` logs (every ``log.retention.check.interval.ms``).
 """
@@ -38,7 +39,7 @@ from broker.observability.metrics import METRICS
 from storage.cleaner import clean
 from storage.config import LogConfig
 from storage.errors import LogClosedError, StorageError
-from storage.log_manager import LogManager
+from storage.log_manager import LogManager, LogOpener
 from storage.partition_log import PartitionLog
 from storage.retention import apply_retention
 
@@ -108,9 +109,12 @@ class Partition:
 
     def when_durable(self, callback: DurableCallback) -> None:
         """``callback(True)`` once every write queued so far is durable (at once if it already is),
-        ``callback(False)`` if one of them fails first."""
+        ``callback(False)`` if one of them fails first (at once if the partition has failed or
+        been closed: nothing queued on it will be made durable)."""
         if self.queued_seq <= self.durable_seq:
             callback(True)
+        elif self.failed or self.closed:
+            callback(False)
         else:
             self.waiters.append((self.queued_seq, callback))
 
@@ -156,13 +160,13 @@ class _Job:
 class LogRuntime:
     def __init__(self, data_dir: Path, defaults: LogConfig, *, sync_flush: bool, flush_interval_ms: int,
                  cleaner_backoff_ms: int | None = CLEANER_BACKOFF_MS,
-                 retention_check_ms: int = RETENTION_CHECK_MS) -> None:
+                 retention_check_ms: int = RETENTION_CHECK_MS, opener: LogOpener = PartitionLog.open) -> None:
         self.data_dir = data_dir
         self.sync_flush = sync_flush
         self.flush_interval_ms = flush_interval_ms
         self.cleaner_backoff_ms = cleaner_backoff_ms
         self.retention_check_ms = retention_check_ms
-        self.manager = LogManager(data_dir, defaults)
+        self.manager = LogManager(data_dir, defaults, opener=opener)
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.dirty: dict[tuple[str, int], Partition] = {}
         self.unflushed: set[Partition] = set()
@@ -207,6 +211,8 @@ class LogRuntime:
             part.closed = True
             self.dirty.pop(key, None)
             self.unflushed.discard(part)
+            # No pass will take what is queued on it now: answer it (the partition is gone).
+            self._refuse_queued(part, LogClosedError(f"{topic}-{key[1]}"))
             part.wake_watchers()
         self.manager.delete_topic(topic)
 
@@ -237,20 +243,16 @@ class LogRuntime:
         if not self.dirty or self.pass_running:
             return
         jobs: list[_Job] = []
-        refused: list[_Job] = []
         for part in self.dirty.values():
-            records, batches, target, inline = part._take()
-            job = _Job(part, records, batches, target, inline)
             if part.failed or part.closed:
-                # Written to a partition that failed (its owner is rebuilding it) or was closed.
-                job.error = (OSError("the partition's log failed and is being recovered") if part.failed
-                             else LogClosedError("the partition was deleted"))
-                refused.append(job)
-            else:
-                jobs.append(job)
+                # Queued after the failure or the deletion: no pass will write it (a partition
+                # stays failed until its owner has rebuilt it as a new partition).
+                self._refuse_queued(part, OSError("the partition's log failed and is being recovered")
+                                    if part.failed else LogClosedError("the partition was deleted"))
+                continue
+            records, batches, target, inline = part._take()
+            jobs.append(_Job(part, records, batches, target, inline))
         self.dirty.clear()
-        if refused:
-            self._finish(refused)
         if jobs:
             self._run_pass(jobs)
 
@@ -307,7 +309,7 @@ class LogRuntime:
             records += len(job.records) + len(job.batches)
             try:
                 if job.error is not None:
-                    self._fail(part, job)
+                    self._fail(part, job.error, job.batches)
                 else:
                     self._settle(part, job)
             except Exception:
@@ -333,27 +335,38 @@ class LogRuntime:
         while waiters and waiters[0][0] <= job.target:
             waiters.popleft()[1](True)
 
-    def _fail(self, part: Partition, job: _Job) -> None:
+    def _fail(self, part: Partition, exc: Exception, written: list[BatchWrite]) -> None:
         """The failure policy: the partition takes no more writes; its owner rebuilds it from what
-        the log holds; every write and read that waited on it hears it failed."""
-        exc = job.error
-        assert exc is not None
+        the log holds; every write and read that waited on it hears it failed. ``written`` are the
+        produced batches of the pass that failed (none when a periodic flush failed)."""
         first = not part.failed and not part.closed
         if first:
             METRICS.write_failures.inc()
             logs.event("log.write_failed", 40, topic=part.topic, partition=part.index, error=repr(exc))
             part.failed = True
-        for write in job.batches:
+        for write in written:
             if write.error is None:
                 write.error = exc if isinstance(exc, StorageError) else OSError(
                     f"the write could not be made durable: {exc}")
             write.on_done()
             write.on_done = _nothing
-        waiters, part.waiters = part.waiters, deque()
-        for _seq, callback in waiters:
-            callback(False)
+        self._refuse_queued(part, OSError("an earlier write to this partition failed"))
         if first and part.owner is not None:
             part.owner.on_write_failed(exc)
+
+    def _refuse_queued(self, part: Partition, error: Exception) -> None:
+        """Every write queued on a partition that no pass will write again (it failed, or its
+        topic was deleted) is refused with ``error``, and every wait on it hears it failed."""
+        waiters, part.waiters = part.waiters, deque()
+        part.records.clear()
+        queued, part.batches = part.batches, []
+        part.queued_bytes = 0
+        for write in queued:
+            write.error = error
+            write.on_done()
+            write.on_done = _nothing
+        for _seq, callback in waiters:
+            callback(False)
 
     # ---- running ------------------------------------------------------------------------------
 
@@ -376,7 +389,11 @@ class LogRuntime:
                 try:
                     await trio.to_thread.run_sync(part.log.flush)
                 except (OSError, StorageError) as exc:
-                    logs.event("log.flush_failed", 40, topic=part.topic, partition=part.index, error=repr(exc))
+                    # What was written since the last period may not be on the disk, and appending
+                    # more on top of it is appending to a log in an unknown state: the same policy
+                    # as a failed pass, so the owner serves again only what the log really holds.
+                    if not part.closed and not part.failed:
+                        self._fail(part, exc, [])
 
     async def _maintain(self) -> None:
         """Compaction and retention, one partition at a time on a worker thread (the log lock is
