@@ -199,6 +199,8 @@ class LogRuntime:
         self.dirty.pop((part.topic, part.index), None)
         self.unflushed.discard(part)
         self.manager.forget(part.topic, part.index)
+        self._refuse_queued(part, OSError("the partition's log failed and is being recovered") if part.failed
+                            else LogClosedError(f"{part.topic}-{part.index} was closed"))
         try:
             part.log.close()
         except (OSError, StorageError) as exc:
@@ -221,7 +223,7 @@ class LogRuntime:
     def append_records(self, part: Partition, records: list[Entry]) -> None:
         """Queue coordinator records, written as one batch by the next pass."""
         part.records.extend(records)
-        part.queued_bytes += 64 * len(records)
+        part.queued_bytes += 64 * len(records)  # a typical offset commit; only decides inline or not
         part.queued_seq += 1
         self._mark(part)
 
@@ -237,9 +239,10 @@ class LogRuntime:
         self.have_dirty.set()
 
     def kick(self) -> None:
-        """Starts a pass over every dirty partition that has no pass in flight. Connections call
-        this once they have dispatched what a read carried, so requests that arrived together share
-        a pass without a trip through the scheduler; the flusher task covers the rest."""
+        """Starts a pass over every partition with queued writes, unless a pass is running (its
+        completion kicks again). Connections call this once they have dispatched what a read
+        carried, so requests that arrived together share a pass without a trip through the
+        scheduler; the flusher task covers the rest."""
         if not self.dirty or self.pass_running:
             return
         jobs: list[_Job] = []
