@@ -162,7 +162,9 @@ def key_group(key: bytes) -> tuple[int, bytes]:
 
 def decode_key(key: bytes) -> tuple[int, Any | None]:
     """(record type, key struct); the struct is None for the record types not decoded here."""
-    version = key_version(key)
+    if len(key) < 2:
+        raise DecodeError("CoordinatorRecordKey", -1, "shorter than its record type")
+    version: int = _INT16.unpack_from(key, 0)[0]  # key_version, inlined: replay calls this per record
     message = _KEYS.get(version)
     if message is None:
         return version, None
@@ -217,11 +219,11 @@ def decode_record(key: bytes, value: bytes | None) -> Record | None:
     if k is None:
         return None
     if version in OFFSET_COMMIT_KEY_VERSIONS:
-        v = None if value is None else decode_offset_commit_value(value)[1]
+        v = None if value is None else decode_value(OffsetCommitValue, value)[1]
         return OffsetCommitRecord(k.group, k.topic, k.partition, v)
     if value is None:
         return GroupMetadataRecord(k.group, None)
-    value_version, v = decode_group_metadata_value(value)
+    value_version, v = decode_value(GroupMetadataValue, value)
     if value_version == 0:
         for member in v.members:
             member.rebalance_timeout = member_rebalance_timeout(0, member)
