@@ -294,8 +294,16 @@ class LogRuntime:
             except Exception:
                 logs.event("log.pass_failed", 40, exc_info=True)
 
-        workers = min(len(threaded), _SYNC_THREADS)
-        self.sync_threads.submit([partial(work, threaded[i::workers]) for i in range(workers)], done)
+        # Large appends are Python work (each record is walked) that holds the GIL: one thread does
+        # them all, one after another, as the base broker's topic writer did; threads contending
+        # for the GIL would only add switches and smaller passes. Flushes of small appends release
+        # the GIL and wait on the disk: they are spread over the other threads.
+        heavy = [job for job in threaded if not job.inline]
+        light = [job for job in threaded if job.inline]
+        chunks = [heavy] if heavy else []
+        workers = min(len(light), _SYNC_THREADS - len(chunks))
+        chunks += [light[i::workers] for i in range(workers)]
+        self.sync_threads.submit([partial(work, chunk) for chunk in chunks], done)
 
     def _complete(self, jobs: list[_Job], started: float) -> None:
         self.pass_running = False
