@@ -64,7 +64,7 @@ class Broker:
         self.shards = self._make_shards()
         self.router.frames_done_hooks.append(self.shards.kick)
         install_state_collector(lambda: state_families(self.shards))
-        self.readiness = ReadinessHub()
+        self.readiness = ReadinessHub(after_round=self.router.after_frames)
         self.bound_port: int | None = None
         self.metrics_port: int | None = None
         self._register_handlers()
