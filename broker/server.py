@@ -15,6 +15,7 @@ from typing import Any
 
 import trio
 
+from broker import heap
 from broker.config import BrokerConfig
 from broker.coordinator.context import CoordinatorConfig
 from broker.groups.shards import ShardManager
@@ -187,12 +188,14 @@ class Broker:
             if exc.errno == errno.EADDRINUSE:
                 raise SystemExit(f"kcoord: cannot listen on {listener.host}:{listener.port}: address in use") from None
             raise
+        heap.configure()
         async with trio.open_nursery() as nursery:
             self.bound_port = listeners[0].socket.getsockname()[1]
             if self.config.listener.port == 0 and self.advertised[1] == 0:
                 self.advertised = (self.advertised[0], self.bound_port)
             await self._start_services(nursery)
             await nursery.start(self.shards.run)
+            nursery.start_soon(self._settle_heap)
             logs.event("broker.started", host=listener.host, port=self.bound_port, node_id=self.node_id,
                        cluster_id=self.cluster_id, data_dir=str(self.data_dir.resolve()),
                        metrics_port=self.metrics_port)
@@ -200,6 +203,13 @@ class Broker:
                 nursery.start_soon(self.readiness.run)
             nursery.start_soon(trio.serve_listeners, self._handle_connection, listeners)
             task_status.started(self.bound_port)
+
+    async def _settle_heap(self) -> None:
+        """What exists once every shard has replayed its log lives as long as the broker: keep it
+        out of later garbage collections (broker/heap.py)."""
+        while self.shards.loading:
+            await trio.sleep(0.05)
+        heap.settle()
 
     async def _start_services(self, nursery: trio.Nursery) -> None:
         from broker.observability.metrics_http import parse_metrics_listener, serve_metrics
