@@ -38,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.harness import Broker
+from bench.harness import CLK_TCK, Broker
 from protocol.errors import ErrorCode
 from protocol.frames import RequestHeader, frame_request
 from protocol.messages import REQUESTS, RESPONSES, ApiKey
@@ -155,6 +155,8 @@ class Load:
         self.measuring_until = float("inf")
         self.stopping = False
         self.latency: dict[int, list[float]] = {HEARTBEAT: [], COMMIT: []}
+        # Heartbeats in the window: (sent, latency), for the per-second timeline.
+        self.heartbeat_times: list[tuple[float, float]] = []
         self.answers_in_window = 0
         self.spurious: dict[str, int] = {}
         self.commit_errors: dict[str, int] = {}
@@ -344,8 +346,11 @@ class Load:
 
     def measured(self, kind: int, sent: float) -> None:
         if self.measuring_from <= sent < self.measuring_until:
-            self.latency[kind].append(time.perf_counter() - sent)
+            latency = time.perf_counter() - sent
+            self.latency[kind].append(latency)
             self.answers_in_window += 1
+            if kind == HEARTBEAT:
+                self.heartbeat_times.append((sent, latency))
 
     def in_flight(self) -> int:
         return sum(len(m.inflight) for g in self.groups for m in g.members)
@@ -412,13 +417,19 @@ class Load:
         self.epoll.close()
 
 
+def user_system(pid: int) -> tuple[float, float]:
+    """A process's user and system CPU seconds so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
 def self_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
 
 
 def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Path | None,
-        wave: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0) -> dict[str, Any]:
+        wave: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0, timeline: bool = False) -> dict[str, Any]:
     broker = Broker(root=root, log_flush_policy=flush_policy)
     print(f"  broker pid {broker.proc.pid}", file=sys.stderr, flush=True)
     try:
@@ -440,17 +451,21 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
         gc.freeze()
         load.steady(time.perf_counter() + warmup)  # nothing is counted before the window
         print("  measuring", file=sys.stderr, flush=True)
-        b0, l0, w0 = broker.cpu(), self_cpu(), time.perf_counter()
+        (u0, s0), l0, w0 = user_system(broker.proc.pid), self_cpu(), time.perf_counter()
         load.measuring_from, load.measuring_until = w0, w0 + seconds
         load.steady(load.measuring_until)
         wall = time.perf_counter() - w0
-        broker_cpu, load_cpu = broker.cpu() - b0, self_cpu() - l0
+        u1, s1 = user_system(broker.proc.pid)
+        broker_user, broker_system = u1 - u0, s1 - s0
+        broker_cpu, load_cpu = broker_user + broker_system, self_cpu() - l0
         rss = broker.rss()
         load.drain(60)
         good, checked = load.check_offsets()
         load.close()
     finally:
         broker.stop()
+    if timeline:
+        print_timeline(load.heartbeat_times, load.measuring_from)
     hb = sorted(load.latency[HEARTBEAT])
     cm = sorted(load.latency[COMMIT])
     answers = load.answers_in_window
@@ -466,9 +481,23 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
         "spurious_rebalances": sum(load.spurious.values()), "spurious_by_error": load.spurious,
         "commit_errors": load.commit_errors, "offsets_correct": f"{good}/{checked}",
         "requests_per_s": answers / wall, "broker_cores": broker_cpu / wall,
-        "broker_cpu_us_per_request": broker_cpu / max(answers, 1) * 1e6, "broker_rss_mb": rss,
+        "broker_cpu_us_per_request": broker_cpu / max(answers, 1) * 1e6,
+        "broker_user_us_per_request": broker_user / max(answers, 1) * 1e6, "broker_rss_mb": rss,
         "loadgen_cores": load_cpu / wall,
     }
+
+
+def print_timeline(samples: list[tuple[float, float]], start: float) -> None:
+    """Heartbeat latency second by second: whether slow answers come together (a pause) or not."""
+    by_second: dict[int, list[float]] = {}
+    for sent, latency in samples:
+        by_second.setdefault(int(sent - start), []).append(latency)
+    for second, values in sorted(by_second.items()):
+        values.sort()
+        slow = sum(1 for v in values if v > 0.020)
+        print(f"  t={second:3}s heartbeats {len(values):6}  p50 {percentile(values, 0.5) * 1000:7.2f}  p99 "
+              f"{percentile(values, 0.99) * 1000:7.2f}  max {values[-1] * 1000:7.1f} ms  over 20 ms: {slow}",
+              file=sys.stderr)
 
 
 def show(r: dict[str, Any]) -> None:
@@ -477,7 +506,8 @@ def show(r: dict[str, Any]) -> None:
           f"heartbeat p50 {r['heartbeat_p50_ms']:.2f} p99 {r['heartbeat_p99_ms']:.2f} max {r['heartbeat_max_ms']:.1f} ms; "
           f"commit p50 {r['commit_p50_ms']:.2f} p99 {r['commit_p99_ms']:.2f} max {r['commit_max_ms']:.1f} ms; "
           f"{r['requests_per_s']:,.0f} req/s; broker {r['broker_cores']:.2f} cores, "
-          f"{r['broker_cpu_us_per_request']:.0f} µs CPU/request, RSS {r['broker_rss_mb']:.0f} MB; "
+          f"{r['broker_cpu_us_per_request']:.0f} µs CPU/request ({r['broker_user_us_per_request']:.0f} in user "
+          f"space), RSS {r['broker_rss_mb']:.0f} MB; "
           f"loadgen {r['loadgen_cores']:.2f} cores; spurious rebalances {r['spurious_rebalances']} "
           f"{r['spurious_by_error'] or ''}; commit errors {r['commit_errors'] or 0}; offsets correct "
           f"{r['offsets_correct']}; formed in {r['formation_s']:.1f}s ({r['formation_rejoins']} rejoins)",
@@ -498,6 +528,7 @@ def main() -> None:
     parser.add_argument("--broker-root", type=Path, default=None,
                         help="run the kcoord of another checkout (A/B comparisons)")
     parser.add_argument("--json", action="store_true", help="also print each result as a JSON line")
+    parser.add_argument("--timeline", action="store_true", help="heartbeat latency per second, on stderr")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = max(args.members) + 256
@@ -506,7 +537,7 @@ def main() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, hard) if hard != resource.RLIM_INFINITY else need, hard))
     for n in args.members:
         r = run(n, args.seconds, args.warmup, args.flush_policy, args.broker_root, args.wave, args.seed,
-                args.heartbeat_interval, args.commit_interval)
+                args.heartbeat_interval, args.commit_interval, args.timeline)
         show(r)
         if args.json:
             print(json.dumps(r), flush=True)
