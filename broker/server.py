@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import itertools
 import os
+import resource
 import signal
 import time
 import uuid
@@ -48,6 +49,21 @@ def _load_cluster_id(data_dir: Path, configured: str, node_id: int) -> str:
         data_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(f"#\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\n")
     return cluster_id
+
+
+def raise_open_files_limit() -> int:
+    """Every client connection holds a descriptor, and a soft limit of 1024 (a common default)
+    would turn away the thousand-and-first consumer. The hard limit is what the administrator
+    allows, so the soft one is raised to it. Returns the limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass  # e.g. above the kernel's nr_open: keep what we have
+    return soft
 
 
 class Broker:
@@ -182,6 +198,7 @@ class Broker:
 
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         listener = self.config.listener
+        open_files = raise_open_files_limit()
         try:
             listeners = await trio.open_tcp_listeners(listener.port, host=listener.host)
         except OSError as exc:
@@ -198,7 +215,7 @@ class Broker:
             nursery.start_soon(self._settle_heap)
             logs.event("broker.started", host=listener.host, port=self.bound_port, node_id=self.node_id,
                        cluster_id=self.cluster_id, data_dir=str(self.data_dir.resolve()),
-                       metrics_port=self.metrics_port)
+                       metrics_port=self.metrics_port, open_files_limit=open_files)
             if self.readiness.available:
                 nursery.start_soon(self.readiness.run)
             nursery.start_soon(trio.serve_listeners, self._handle_connection, listeners)
