@@ -429,8 +429,9 @@ def self_cpu() -> float:
 
 
 def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Path | None,
-        wave: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0, timeline: bool = False) -> dict[str, Any]:
-    broker = Broker(root=root, log_flush_policy=flush_policy)
+        wave: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0, timeline: bool = False,
+        overrides: dict[str, str] | None = None) -> dict[str, Any]:
+    broker = Broker(root=root, log_flush_policy=flush_policy, **(overrides or {}))
     print(f"  broker pid {broker.proc.pid}", file=sys.stderr, flush=True)
     try:
         with socket.create_connection(("127.0.0.1", broker.port)) as admin:
@@ -529,6 +530,8 @@ def main() -> None:
                         help="run the kcoord of another checkout (A/B comparisons)")
     parser.add_argument("--json", action="store_true", help="also print each result as a JSON line")
     parser.add_argument("--timeline", action="store_true", help="heartbeat latency per second, on stderr")
+    parser.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
+                        help="a broker property (repeatable), e.g. metrics.listener=http://127.0.0.1:9464")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = max(args.members) + 256
@@ -537,7 +540,8 @@ def main() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, hard) if hard != resource.RLIM_INFINITY else need, hard))
     for n in args.members:
         r = run(n, args.seconds, args.warmup, args.flush_policy, args.broker_root, args.wave, args.seed,
-                args.heartbeat_interval, args.commit_interval, args.timeline)
+                args.heartbeat_interval, args.commit_interval, args.timeline,
+                dict(o.split("=", 1) for o in args.override))
         show(r)
         if args.json:
             print(json.dumps(r), flush=True)
