@@ -44,8 +44,9 @@ def rss_mb(pid: int) -> float:
 
 
 class Broker:
-    def __init__(self, seed_dir: Path | None = None, **overrides: Any) -> None:
-        """``seed_dir``: an existing data dir to serve (e.g. a prepared log) instead of a new one."""
+    def __init__(self, seed_dir: Path | None = None, root: Path | None = None, **overrides: Any) -> None:
+        """``seed_dir``: an existing data dir to serve (e.g. a prepared log) instead of a new one;
+        ``root``: the checkout whose kcoord runs (another revision, for A/B comparisons)."""
         self.tmp = tempfile.mkdtemp(prefix="kcoord-bench-")
         self.port = free_port()
         data_dir = seed_dir or f"{self.tmp}/data"
@@ -56,7 +57,7 @@ class Broker:
         for k, v in props.items():
             args += ["--override", f"{k}={v}"]
         with open(f"{self.tmp}/log", "w") as log:
-            self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
+            self.proc = subprocess.Popen(args, cwd=root or ROOT, stdout=subprocess.DEVNULL, stderr=log)
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             try:

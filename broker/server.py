@@ -7,6 +7,7 @@ from __future__ import annotations
 import errno
 import itertools
 import os
+import resource
 import signal
 import time
 import uuid
@@ -17,6 +18,7 @@ from typing import Any
 
 import trio
 
+from broker import heap
 from broker.config import BrokerConfig
 from broker.coordinator.context import CoordinatorConfig
 from broker.groups.shards import ShardManager
@@ -62,6 +64,21 @@ def _lock_data_dir(data_dir: Path) -> DirLock:
         raise SystemExit(f"kcoord: log.dirs: {exc}") from None
 
 
+def raise_open_files_limit() -> int:
+    """Every client connection holds a descriptor, and a soft limit of 1024 (a common default)
+    would turn away the thousand-and-first consumer. The hard limit is what the administrator
+    allows, so the soft one is raised to it. Returns the limit in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 20)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass  # e.g. above the kernel's nr_open: keep what we have
+    return soft
+
+
 class Broker:
     def __init__(self, config: BrokerConfig, *, log_opener: LogOpener = PartitionLog.open,
                  clock: Callable[[], int] = wall_ms) -> None:
@@ -86,7 +103,7 @@ class Broker:
         self.shards = self._make_shards()
         self.router.frames_done_hooks.append(self.logs.kick)
         install_state_collector(lambda: state_families(self.shards))
-        self.readiness = ReadinessHub()
+        self.readiness = ReadinessHub(after_round=self.router.after_frames)
         self.bound_port: int | None = None
         self.metrics_port: int | None = None
         self._register_handlers()
@@ -212,25 +229,35 @@ class Broker:
 
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         listener = self.config.listener
+        open_files = raise_open_files_limit()
         try:
             listeners = await trio.open_tcp_listeners(listener.port, host=listener.host)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
                 raise SystemExit(f"kcoord: cannot listen on {listener.host}:{listener.port}: address in use") from None
             raise
+        heap.configure()
         async with trio.open_nursery() as nursery:
             self.bound_port = listeners[0].socket.getsockname()[1]
             if self.config.listener.port == 0 and self.advertised[1] == 0:
                 self.advertised = (self.advertised[0], self.bound_port)
             await self._start_services(nursery)
             await nursery.start(self.shards.run)
+            nursery.start_soon(self._settle_heap)
             logs.event("broker.started", host=listener.host, port=self.bound_port, node_id=self.node_id,
                        cluster_id=self.cluster_id, data_dir=str(self.data_dir.resolve()),
-                       metrics_port=self.metrics_port)
+                       metrics_port=self.metrics_port, open_files_limit=open_files)
             if self.readiness.available:
                 nursery.start_soon(self.readiness.run)
             nursery.start_soon(trio.serve_listeners, self._handle_connection, listeners)
             task_status.started(self.bound_port)
+
+    async def _settle_heap(self) -> None:
+        """What exists once every shard has replayed its log lives as long as the broker: keep it
+        out of later garbage collections (broker/heap.py)."""
+        while self.shards.loading:
+            await trio.sleep(0.05)
+        heap.settle()
 
     async def _start_services(self, nursery: trio.Nursery) -> None:
         from broker.observability.metrics_http import parse_metrics_listener, serve_metrics

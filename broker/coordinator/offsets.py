@@ -22,21 +22,29 @@ class CommittedOffset(NamedTuple):
     commit_timestamp: int
     expire_timestamp: int | None  # only offsets committed with an explicit retention (value v1)
 
-    @classmethod
-    def from_value(cls, value: OffsetCommitValue) -> CommittedOffset:
-        expire = value.expire_timestamp
-        # Positional: this runs for every committed partition, and keywords cost a NamedTuple more.
-        return cls(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
-                   None if expire == -1 else expire)
+
+# What the store holds per partition: CommittedOffset's fields in a plain tuple. The cyclic garbage
+# collector stops tracking a plain tuple of numbers and strings the first time it looks at it, but
+# tracks a NamedTuple for as long as it lives; an offset lives from one commit to the next, long
+# enough to reach the collector's oldest generation, where every one of them (thousands a second
+# from many members) brought the next full collection of the whole heap closer.
+StoredOffset = tuple[int, int, str, int, int | None]
+
+
+def stored_offset(value: OffsetCommitValue) -> StoredOffset:
+    """The stored form of an OffsetCommit record's value."""
+    expire = value.expire_timestamp
+    return (value.offset, value.leader_epoch, value.metadata, value.commit_timestamp,
+            None if expire == -1 else expire)
 
 
 class OffsetStore:
-    """group -> topic -> partition -> CommittedOffset, changed only by replaying records."""
+    """group -> topic -> partition -> committed offset, changed only by replaying records."""
 
     def __init__(self) -> None:
-        self._by_group: dict[str, dict[str, dict[int, CommittedOffset]]] = {}
+        self._by_group: dict[str, dict[str, dict[int, StoredOffset]]] = {}
 
-    def put(self, group: str, topic: str, partition: int, offset: CommittedOffset) -> None:
+    def put(self, group: str, topic: str, partition: int, offset: StoredOffset) -> None:
         self._by_group.setdefault(group, {}).setdefault(topic, {})[partition] = offset
 
     def remove(self, group: str, topic: str, partition: int) -> None:
@@ -53,9 +61,10 @@ class OffsetStore:
             del self._by_group[group]
 
     def get(self, group: str, topic: str, partition: int) -> CommittedOffset | None:
-        return self._by_group.get(group, {}).get(topic, {}).get(partition)
+        stored = self._by_group.get(group, {}).get(topic, {}).get(partition)
+        return None if stored is None else CommittedOffset._make(stored)
 
-    def topics_of(self, group: str) -> dict[str, dict[int, CommittedOffset]]:
+    def topics_of(self, group: str) -> dict[str, dict[int, StoredOffset]]:
         return self._by_group.get(group, {})
 
     def has_offsets(self, group: str) -> bool:
@@ -64,7 +73,7 @@ class OffsetStore:
     def all_of(self, group: str) -> Iterator[tuple[str, int, CommittedOffset]]:
         for topic, partitions in self._by_group.get(group, {}).items():
             for partition, offset in partitions.items():
-                yield topic, partition, offset
+                yield topic, partition, CommittedOffset._make(offset)
 
     def groups(self) -> list[str]:
         return list(self._by_group)
@@ -75,7 +84,7 @@ class OffsetStore:
 
     def snapshot(self) -> dict[str, dict[tuple[str, int], CommittedOffset]]:
         return {
-            g: {(t, p): o for t, parts in topics.items() for p, o in parts.items()}
+            g: {(t, p): CommittedOffset._make(o) for t, parts in topics.items() for p, o in parts.items()}
             for g, topics in self._by_group.items()
         }
 
@@ -92,8 +101,8 @@ def fetch_offsets(
     if topics is None:
         if group_known:
             for topic, partitions in sorted(store.topics_of(group_id).items()):
-                for partition, o in sorted(partitions.items()):
-                    out.append((topic, partition, o.offset, o.leader_epoch, o.metadata, ErrorCode.NONE))
+                for partition, (offset, epoch, metadata, _, _) in sorted(partitions.items()):
+                    out.append((topic, partition, offset, epoch, metadata, ErrorCode.NONE))
         return out
     committed = store.topics_of(group_id) if group_known else {}
     for topic, wanted in topics:
@@ -103,5 +112,5 @@ def fetch_offsets(
             if found is None:
                 out.append((topic, partition, INVALID_OFFSET, NO_LEADER_EPOCH, "", ErrorCode.NONE))
             else:
-                out.append((topic, partition, found.offset, found.leader_epoch, found.metadata, ErrorCode.NONE))
+                out.append((topic, partition, found[0], found[1], found[2], ErrorCode.NONE))
     return out

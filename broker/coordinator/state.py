@@ -13,7 +13,7 @@ from typing import Any
 
 from broker.coordinator.classic_group import ClassicGroup, GroupState
 from broker.coordinator.context import CoordinatorConfig, TopicView
-from broker.coordinator.offsets import CommittedOffset, OffsetStore
+from broker.coordinator.offsets import OffsetStore, stored_offset
 from broker.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
 from broker.coordinator.result import Result
 from broker.coordinator.timers import TimerBook
@@ -59,7 +59,7 @@ class CoordinatorState:
             self.groups[record.group] = ClassicGroup(
                 record.group, state=GroupState.EMPTY, state_timestamp=record.value.commit_timestamp
             )
-        self.offsets.put(record.group, record.topic, record.partition, CommittedOffset.from_value(record.value))
+        self.offsets.put(record.group, record.topic, record.partition, stored_offset(record.value))
 
     def _replay_group(self, record: GroupMetadataRecord) -> None:
         if record.value is None:

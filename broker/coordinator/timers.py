@@ -39,7 +39,11 @@ class TimerBook:
         self._targets: dict[str, TimerTarget] = {}
 
     def set(self, out: Result, key: str, deadline_ms: int, target: TimerTarget) -> None:
-        self._targets[key] = target
+        # Re-arming (every heartbeat) keeps the target already stored: the new one is then freed at
+        # once, where storing it would keep one object per member alive from one heartbeat to the
+        # next, long enough for the garbage collector to promote it to its oldest generation.
+        if self._targets.get(key) != target:
+            self._targets[key] = target
         out.timers.append(SetTimer(key, deadline_ms))
 
     def cancel(self, out: Result, key: str) -> None:

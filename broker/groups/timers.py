@@ -1,8 +1,16 @@
 """Keyed deadlines for the coordinator, fired by one trio task.
 
 The coordinator asks for timers as data (``SetTimer(key, deadline_ms)``); scheduling a key again
-replaces it and cancelling forgets it, both O(log n) with lazy deletion from the heap, so a
-heartbeat that pushes a member's session deadline costs one heap push and never a scan.
+replaces its deadline and cancelling forgets it.
+
+Most re-arming moves a deadline later: every heartbeat pushes its member's session deadline out
+by the session timeout. Such a move only records the new deadline; the heap keeps the entry it
+has, and when that entry comes due the key is found to have a later deadline and goes back into
+the heap once, at that deadline. A heartbeat thus costs a dictionary update, the heap holds about
+one entry per armed key (pushing one per heartbeat grew it by thousands a second with many
+members, and its periodic compaction was a pause that grew with them), and the timer task wakes
+about once per session timeout per member rather than never sleeping long. A deadline moved
+earlier gets a new entry; the old one, like a cancelled key's, is dropped when it reaches the top.
 """
 
 from __future__ import annotations
@@ -15,6 +23,11 @@ from collections.abc import Callable
 import trio
 
 Fire = Callable[[int, str, int], None]
+Key = tuple[int, str]  # (shard, timer key)
+
+# Entries that only need to move to their key's later deadline are handled this early when the
+# task is awake anyway, so that a steady stream of them wakes it once per this period at most.
+_EARLY_MS = 1000
 
 
 def wall_ms() -> int:
@@ -25,43 +38,77 @@ class TimerService:
     def __init__(self, fire: Fire, clock: Callable[[], int] = wall_ms) -> None:
         self.fire = fire
         self.clock = clock
+        # (deadline, sequence, shard, key); an entry is current only while ``entry[key]`` is its
+        # sequence number, and its deadline may be earlier than the key's deadline.
         self.heap: list[tuple[int, int, int, str]] = []
-        self.live: dict[tuple[int, str], int] = {}
+        self.deadline: dict[Key, int] = {}  # every armed key's deadline
+        self.entry: dict[Key, int] = {}  # armed key -> sequence number of its current heap entry
+        self.entry_deadline: dict[Key, int] = {}  # armed key -> deadline of that entry
         self.seq = itertools.count()
         self.changed = trio.Event()
 
+    def __len__(self) -> int:
+        return len(self.deadline)
+
     def set(self, shard: int, key: str, deadline_ms: int) -> None:
+        k = (shard, key)
+        self.deadline[k] = deadline_ms
+        queued = self.entry_deadline.get(k)
+        if queued is not None and queued <= deadline_ms:
+            return  # its entry comes due first and will be moved on then
+        self._push(k, deadline_ms)
+
+    def _push(self, k: Key, deadline_ms: int) -> None:
         seq = next(self.seq)
-        self.live[(shard, key)] = seq
-        heapq.heappush(self.heap, (deadline_ms, seq, shard, key))
+        self.entry[k] = seq
+        self.entry_deadline[k] = deadline_ms
+        heapq.heappush(self.heap, (deadline_ms, seq, k[0], k[1]))
         if self.heap[0][1] == seq:
             self.changed.set()
-        if len(self.heap) > 4 * len(self.live) + 1024:
+        if len(self.heap) > 2 * len(self.entry) + 1024:
+            # Cancelled keys and deadlines moved earlier leave entries behind; they go when they
+            # reach the top, and this bounds them should many be left far from it.
             self._compact()
 
     def cancel(self, shard: int, key: str) -> None:
-        self.live.pop((shard, key), None)
+        k = (shard, key)
+        if self.deadline.pop(k, None) is not None:
+            del self.entry[k]
+            del self.entry_deadline[k]
 
     def cancel_shard(self, shard: int) -> None:
-        for k in [k for k in self.live if k[0] == shard]:
-            del self.live[k]
+        for k in [k for k in self.deadline if k[0] == shard]:
+            self.cancel(*k)
 
     def _compact(self) -> None:
-        self.heap = [e for e in self.heap if self.live.get((e[2], e[3])) == e[1]]
+        entry = self.entry
+        # In place: fire_due may be iterating over this list when a fired timer arms another.
+        self.heap[:] = [e for e in self.heap if entry.get((e[2], e[3])) == e[1]]
         heapq.heapify(self.heap)
 
     def fire_due(self) -> int:
         """Fires every due timer; returns the ms until the next one (or -1 when none)."""
         now = self.clock()
-        while self.heap:
-            deadline, seq, shard, key = self.heap[0]
-            if self.live.get((shard, key)) != seq:
-                heapq.heappop(self.heap)
+        heap = self.heap
+        entry = self.entry
+        while heap:
+            at, seq, shard, key = heap[0]
+            k = (shard, key)
+            if entry.get(k) != seq:
+                heapq.heappop(heap)  # cancelled, or superseded by an earlier deadline
                 continue
-            if deadline > now:
-                return deadline - now
-            heapq.heappop(self.heap)
-            del self.live[(shard, key)]
+            deadline = self.deadline[k]
+            if deadline > at:
+                # Re-armed later since this entry was pushed: move it to the key's deadline.
+                if at > now + _EARLY_MS:
+                    return at - now
+                heapq.heappop(heap)
+                self._push(k, deadline)
+                continue
+            if at > now:
+                return at - now
+            heapq.heappop(heap)
+            del self.deadline[k], entry[k], self.entry_deadline[k]
             self.fire(shard, key, now)
         return -1
 

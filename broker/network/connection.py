@@ -1,5 +1,11 @@
 """One client connection: a reader that frames and dispatches requests as they arrive, and a
-writer that sends their responses in arrival order, coalescing whatever is ready into one send."""
+writer that sends their responses in arrival order, coalescing whatever is ready into one send.
+
+The reader is a callback of the shared readiness set (broker/network/readiness.py): it runs when
+the socket has data, reads until it is drained and dispatches every complete frame, all without a
+task switch. The connection's one task only writes what could not be written on the spot, resumes
+reading after back-pressure, and closes the connection. Where epoll is missing, a second task
+waits for readability through trio and calls the same reader."""
 
 from __future__ import annotations
 
@@ -25,6 +31,8 @@ _RECV_BYTES = 256 * 1024
 _DIRECT_READ_BYTES = 64 * 1024
 _KEPT_FRAME_BUFFER_BYTES = 8 * 1024 * 1024
 MAX_IN_FLIGHT = 512
+# Full reads of one socket in one turn before the other connections get theirs.
+_READS_PER_TURN = 4
 _SIZE = struct.Struct(">i")
 # Every read lands in this one buffer and is copied out before the reader next yields to trio, so
 # all connections can share it. Reading into a fresh 256 KiB object instead costs an allocation of
@@ -42,29 +50,37 @@ class Connection:
         self.max_request_bytes = max_request_bytes
         self.on_response = on_response
         self.pending: deque[Reply] = deque()
-        # The writer task sleeps on this; it is set only when the writer has something to do
-        # that nobody else will: bytes a direct write left over, or a close to carry out.
+        # The task sleeps on this; it is set only when the task has something to do that nobody
+        # else will: bytes a direct write left over, reading to resume, or a close to carry out.
         self.wake = trio.Event()
         self.unsent: bytes | memoryview = b""
-        self.room = trio.Event()
+        # No more requests are read; the connection closes once what it owes is sent.
         self.closing = False
         self.sending = False
         self.broken = False
+        # MAX_IN_FLIGHT requests are waiting for their answers: reading stops until one leaves.
+        self.paused = False
         self.fd = stream.socket.fileno()
         self.hub = hub if hub is not None and hub.available else None
-        self.more_to_read = False
+        # Bytes read and not yet dispatched (the start of a frame, or frames read while paused).
+        self.buf = bytearray()
+        # A large frame being read in place, and how much of it has arrived.
+        self.large: memoryview | None = None
+        self.large_have = 0
         self.frame_buffer: bytearray | None = None
+        self._resumed: trio.Event | None = None
 
     async def run(self) -> None:
-        if self.hub is not None:
-            self.hub.register(self.fd)
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._writer, nursery.cancel_scope)
-                await self._reader()
-                # Reader finished (EOF or bad request): let the writer drain what is owed, then stop.
-                self.closing = True
-                self.wake.set()
+            if self.hub is not None:
+                self.hub.register(self.fd, self._readable)
+                await self._read_on_task()  # what arrived before the registration raised no edge
+                await self._writer()
+            else:
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._poll_reads)
+                    await self._writer()
+                    nursery.cancel_scope.cancel()
         except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
             pass
         finally:
@@ -77,108 +93,147 @@ class Connection:
             with trio.CancelScope(shield=True):
                 await self.stream.aclose()
 
-    async def _reader(self) -> None:
-        buf = bytearray()
-        while True:
-            try:
-                data = await self._receive()
-            except (trio.BrokenResourceError, ConnectionError, OSError):
-                return
-            if not data:
-                return
-            METRICS.bytes_in.inc(len(data))
-            buf += data
-            while len(buf) >= 4:
-                (size,) = _SIZE.unpack_from(buf, 0)
-                if size < 0 or size > self.max_request_bytes:
-                    self._bad(f"frame size {size} outside 0..{self.max_request_bytes}", "frame_size")
-                    return
-                frame: bytes | memoryview
-                if len(buf) >= 4 + size:
-                    with memoryview(buf) as view:
-                        frame = bytes(view[4 : 4 + size])
-                    del buf[: 4 + size]
-                elif size >= _DIRECT_READ_BYTES:
-                    try:
-                        large = await self._read_frame(buf, size)
-                    except (trio.BrokenResourceError, ConnectionError, OSError):
-                        return
-                    if large is None:
-                        return
-                    frame = large
-                else:
-                    break
-                try:
-                    reply = self.router.dispatch(frame, self.info)
-                except CloseConnection as exc:
-                    self._bad(str(exc), "bad_request")
-                    return
-                reply.on_ready = self._reply_ready
-                self.pending.append(reply)
-                if reply.ready:
-                    # Answered on the spot (a heartbeat, a metadata request): written now if
-                    # nothing is queued ahead of it.
-                    self._reply_ready()
-                if self.broken:
-                    return
-                while len(self.pending) >= MAX_IN_FLIGHT:
-                    self.router.after_frames()
-                    self.room = trio.Event()
-                    await self.room.wait()
-            # Everything this read carried is dispatched: start the writes they queued together.
-            self.router.after_frames()
+    # ---- reading ------------------------------------------------------------------------------
 
-    async def _receive(self) -> memoryview:
-        return _READ_BUFFER[: await self._receive_into(_READ_BUFFER)]
+    def _readable(self) -> bool:
+        """The socket may have data: dispatch what is buffered, then read until the socket is
+        drained. True when it stopped after a few full reads and more may be waiting."""
+        if self.closing or self.broken or self.paused:
+            return False
+        try:
+            if self.buf and self.large is None and not self._process():
+                return False  # frames read while paused filled the queue again
+            return self._read()
+        except Exception:
+            # Handlers' failures are answered by the router; anything else is a bug, and it must
+            # close this connection rather than leave its client waiting for an answer.
+            logs.event("connection.failed", 40, exc_info=True, client=f"{self.info.client_host}:{self.info.client_port}",
+                       conn=self.info.conn_id)
+            self._stop_reading()
+            return False
 
-    async def _read_frame(self, buf: bytearray, size: int) -> memoryview | None:
-        """The rest of a large frame, read straight into a buffer kept for this connection: a
-        1 MiB produce request is then copied once, by the kernel, rather than at every step of
-        reassembly, and no fresh megabyte is allocated (and faulted in) per request. The view is
-        valid until the next large frame; decoding copies what it keeps. ``buf`` holds the
-        frame's start (after its size prefix) and is emptied. None if the client closes first."""
-        if self.frame_buffer is None or len(self.frame_buffer) < size:
-            self.frame_buffer = bytearray(size)
-        frame = memoryview(self.frame_buffer)[:size]
-        have = len(buf) - 4
-        frame[:have] = memoryview(buf)[4:]
-        buf.clear()
-        while have < size:
-            n = await self._receive_into(frame[have:])
-            if n == 0:
-                return None
-            METRICS.bytes_in.inc(n)
-            have += n
-        if size > _KEPT_FRAME_BUFFER_BYTES:
-            self.frame_buffer = None
-        return frame
-
-    async def _receive_into(self, view: memoryview) -> int:
-        """Waits for the socket to be readable, then reads into ``view``. Clients mostly send one
-        request and wait for its answer, so reading first (as a generic stream does) would
-        usually find nothing and cost a wasted system call per request."""
-        hub = self.hub
-        while True:
-            if hub is None:
-                await trio.lowlevel.wait_readable(self.fd)
-            elif self.more_to_read:
-                # A read that filled its buffer may have left data behind, and with edge-triggered
-                # readiness no new edge announces data that was already there.
-                await trio.lowlevel.checkpoint()
-            else:
-                await hub.wait_readable(self.fd)
+    def _read(self) -> bool:
+        for _ in range(_READS_PER_TURN):
+            large = self.large
+            view = _READ_BUFFER if large is None else large[self.large_have:]
             try:
                 n = os.readv(self.fd, (view,))
             except BlockingIOError:
-                self.more_to_read = False
+                return False
+            except OSError:
+                self._stop_reading()
+                return False
+            if n == 0:
+                self._stop_reading()
+                return False
+            METRICS.bytes_in.inc(n)
+            if large is None:
+                self.buf += view[:n]
+                if not self._process():
+                    return False
+            else:
+                self.large_have += n
+                if self.large_have == len(large):
+                    self.large = None
+                    if len(large) > _KEPT_FRAME_BUFFER_BYTES:
+                        self.frame_buffer = None
+                    if not self._dispatch(large):
+                        return False
+            if n < len(view):
+                return False  # drained: whatever comes next raises a new edge
+        return True
+
+    def _process(self) -> bool:
+        """Dispatches every complete frame in the buffer. False when reading must stop (the
+        connection closes, or too many requests are in flight)."""
+        buf = self.buf
+        while len(buf) >= 4:
+            (size,) = _SIZE.unpack_from(buf, 0)
+            if size < 0 or size > self.max_request_bytes:
+                self._bad(f"frame size {size} outside 0..{self.max_request_bytes}", "frame_size")
+                return False
+            frame: bytes | memoryview
+            if len(buf) >= 4 + size:
+                with memoryview(buf) as view:
+                    frame = bytes(view[4 : 4 + size])
+                del buf[: 4 + size]
+            elif size >= _DIRECT_READ_BYTES:
+                self._start_large(size)
+                return True
+            else:
+                return True
+            if not self._dispatch(frame):
+                return False
+        return True
+
+    def _start_large(self, size: int) -> None:
+        """The rest of a large frame is read straight into a buffer kept for this connection: a
+        1 MiB produce request is then copied once, by the kernel, rather than at every step of
+        reassembly, and no fresh megabyte is allocated (and faulted in) per request. The view is
+        valid until the next large frame; decoding copies what it keeps. The buffer holds the
+        frame's start (after its size prefix) and is emptied."""
+        if self.frame_buffer is None or len(self.frame_buffer) < size:
+            self.frame_buffer = bytearray(size)
+        large = memoryview(self.frame_buffer)[:size]
+        have = len(self.buf) - 4
+        large[:have] = memoryview(self.buf)[4:]
+        self.buf.clear()
+        self.large = large
+        self.large_have = have
+
+    def _dispatch(self, frame: bytes | memoryview) -> bool:
+        try:
+            reply = self.router.dispatch(frame, self.info)
+        except CloseConnection as exc:
+            self._bad(str(exc), "bad_request")
+            return False
+        reply.on_ready = self._reply_ready
+        self.pending.append(reply)
+        if reply.ready:
+            # Answered on the spot (a heartbeat, a metadata request): written now if nothing is
+            # queued ahead of it.
+            self._reply_ready()
+        if self.broken:
+            return False
+        if len(self.pending) >= MAX_IN_FLIGHT:
+            self.paused = True
+            return False
+        return True
+
+    def _stop_reading(self) -> None:
+        """End of input (EOF, a reset, a bad request): send what is owed, then close."""
+        self.closing = True
+        self.wake.set()
+
+    async def _read_on_task(self) -> None:
+        """Reads from this connection's own task (at the start, or when back-pressure ends), as
+        the readiness set would, yielding between turns."""
+        while self._readable():
+            self.router.after_frames()
+            await trio.lowlevel.checkpoint()
+        self.router.after_frames()
+
+    async def _poll_reads(self) -> None:
+        """Without the shared readiness set: wait for readability through trio, then read."""
+        while not (self.closing or self.broken):
+            if self.paused:
+                self._resumed = trio.Event()
+                await self._resumed.wait()
                 continue
-            self.more_to_read = n == len(view)
-            return n
+            more = self._readable()
+            self.router.after_frames()
+            if more:
+                await trio.lowlevel.checkpoint()
+            elif not (self.closing or self.broken or self.paused):
+                await trio.lowlevel.wait_readable(self.fd)
 
     def _bad(self, reason: str, kind: str) -> None:
         METRICS.connections_closed_bad.labels(kind).inc()
         logs.warn("connection.closed", reason=reason, client=f"{self.info.client_host}:{self.info.client_port}",
                   conn=self.info.conn_id)
+        self._stop_reading()
+
+    # ---- writing ------------------------------------------------------------------------------
 
     def _write_some(self, data: bytes | memoryview) -> int:
         """As much of ``data`` as the non-blocking socket takes now (0 when it is full)."""
@@ -191,7 +246,7 @@ class Connection:
 
     async def _send(self, data: bytes | memoryview) -> None:
         """Writes straight to the non-blocking socket when it has room (the common case), and
-        lets trio wait for writability only for what does not fit. While the writer task sends
+        lets trio wait for writability only for what does not fit. While the task sends
         (``sending``) or owes leftover bytes (``unsent``), nobody else writes, so replies never
         interleave."""
         sent = self._write_some(data)
@@ -212,18 +267,18 @@ class Connection:
                 out.append(reply.data)
             if self.on_response is not None:
                 self.on_response(reply)
-        if len(pending) < MAX_IN_FLIGHT and not self.room.is_set():
-            self.room.set()
+        if self.paused and len(pending) < MAX_IN_FLIGHT:
+            self.wake.set()  # the task resumes reading
         if not out:
             return b""
         return out[0] if len(out) == 1 else b"".join(out)
 
     def _reply_ready(self) -> None:
-        """A slot was filled. If it heads the queue and the writer is idle, whoever filled it (a
-        handler, the end of a durable write) writes the ready replies now: one system call,
-        where waking the writer task would cost a trip through the scheduler."""
+        """A slot was filled. If it heads the queue and the task is not writing, whoever filled
+        it (a handler, the end of a durable write) writes the ready replies now: one system call,
+        where waking the task would cost a trip through the scheduler."""
         if self.sending or self.unsent or self.broken or not self.pending or not self.pending[0].ready:
-            return  # the writer is busy and takes ready slots when done, or the head still waits
+            return  # the task is busy and takes ready slots when done, or the head still waits
         data = self._take_ready()
         if data:
             try:
@@ -240,10 +295,9 @@ class Connection:
         if self.closing and not self.pending:
             self.wake.set()
 
-    async def _writer(self, scope: trio.CancelScope) -> None:
+    async def _writer(self) -> None:
         while True:
             if self.broken:
-                scope.cancel()
                 return
             data = self.unsent
             if data:
@@ -256,8 +310,15 @@ class Connection:
                 self.sending = False
                 METRICS.bytes_out.inc(len(data))
                 continue
+            if self.paused and len(self.pending) < MAX_IN_FLIGHT and not self.closing:
+                self.paused = False
+                if self.hub is None:
+                    if self._resumed is not None:
+                        self._resumed.set()
+                else:
+                    await self._read_on_task()
+                continue
             if self.closing and not self.pending:
-                scope.cancel()
                 return
             self.wake = trio.Event()
             await self.wake.wait()

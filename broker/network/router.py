@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from broker.network.reply import Reply
 from broker.observability import logs
 from broker.observability.metrics import METRICS
-from protocol.codec import codec_for
+from protocol.codec import MessageCodec, codec_for
 from protocol.errors import DecodeError, ErrorCode
 from protocol.frames import RequestHeader, parse_request_header, peek_header
 from protocol.messages import ApiKey
@@ -66,16 +66,30 @@ class Api:
     counters: dict[int, Any] = field(default_factory=dict)
     latency: Any = None
 
-    def count(self, version: int) -> None:
+    def counter(self, version: int) -> Any:
         counter = self.counters.get(version)
         if counter is None:
             counter = self.counters[version] = METRICS.requests.labels(self.name, str(version))
-        counter.inc()
+        return counter
 
     def latency_observer(self) -> Any:
         if self.latency is None:
             self.latency = METRICS.request_seconds.labels(self.name)
         return self.latency
+
+
+@dataclass(slots=True)
+class Route:
+    """What dispatching one API at one version needs, worked out on its first request rather
+    than on every one."""
+
+    api: Api
+    handler: Handler
+    decoder: MessageCodec
+    flexible: bool
+    flexible_header: bool
+    counter: Any
+    latency: Any
 
 
 class CloseConnection(Exception):
@@ -85,7 +99,9 @@ class CloseConnection(Exception):
 class Router:
     def __init__(self) -> None:
         self.apis: dict[int, Api] = {}
-        # Called once a connection has dispatched every frame one read carried (see after_frames).
+        # (api key << 16) | version -> Route, for the API versions clients have used.
+        self.routes: dict[int, Route] = {}
+        # Called once the requests read together have been dispatched (see after_frames).
         self.frames_done_hooks: list[Callable[[], None]] = []
 
     def register(self, request: type[RequestMessage], response: Message,
@@ -97,6 +113,7 @@ class Router:
         lo, hi = versions or (request.valid.low, request.valid.high)
         name = ApiKey(request.api_key).name
         self.apis[request.api_key] = Api(request.api_key, request, response, lo, hi, handler, name)
+        self.routes.clear()
 
     def advertised(self) -> list[tuple[int, int, int]]:
         return sorted((a.key, a.min_version, a.max_version) for a in self.apis.values())
@@ -108,35 +125,47 @@ class Router:
             api_key, version, correlation_id = peek_header(frame)
         except DecodeError as exc:
             raise CloseConnection(str(exc)) from None
-        api = self.apis.get(api_key)
-        if api is None:
-            raise CloseConnection(f"unknown api key {api_key}")
-        if api_key == ApiKey.ApiVersions and version > api.max_version:
-            return self._api_versions_fallback(correlation_id, api)
-        if not api.min_version <= version <= api.max_version:
-            raise CloseConnection(f"unsupported version {version} of {api.name} "
-                                  f"(supported {api.min_version}-{api.max_version})")
-        flexible = api.request.is_flexible(version)
+        route = self.routes.get((api_key << 16) | (version & 0xFFFF))
+        if route is None:
+            if api_key == ApiKey.ApiVersions and (api := self.apis.get(api_key)) is not None \
+                    and version > api.max_version:
+                return self._api_versions_fallback(correlation_id, api)
+            route = self._route(api_key, version)
         try:
-            header, pos = parse_request_header(frame, flexible)
-            body = codec_for(api.request, version).decode_from(frame, pos)[0]
+            header, pos = parse_request_header(frame, route.flexible)
+            body = route.decoder.decode_from(frame, pos)[0]
         except DecodeError as exc:
-            raise CloseConnection(f"{api.name} v{version}: {exc.reason}") from None
-        # ApiVersions responses always use header v0 (KIP-511).
-        flexible_header = api.response.is_flexible(version) and api_key != ApiKey.ApiVersions
+            raise CloseConnection(f"{route.api.name} v{version}: {exc.reason}") from None
         received = time.perf_counter()
-        reply = Reply(api.response, version, correlation_id, flexible_header, received, api.latency_observer())
-        request = Request(header, body, conn, reply, received)
-        api.count(version)
+        reply = Reply(route.api.response, version, correlation_id, route.flexible_header, received, route.latency)
+        route.counter.inc()
         try:
-            api.handler(request)
+            route.handler(Request(header, body, conn, reply, received))
         except CloseConnection:
             raise
         except Exception:
-            logs.event("handler.failed", 40, exc_info=True, api=api.name, version=version,
+            logs.event("handler.failed", 40, exc_info=True, api=route.api.name, version=version,
                        client_id=header.client_id, conn=conn.conn_id)
-            raise CloseConnection(f"{api.name} v{version}: internal error") from None
+            raise CloseConnection(f"{route.api.name} v{version}: internal error") from None
         return reply
+
+    def _route(self, api_key: int, version: int) -> Route:
+        """Checks an API version not seen yet (raising CloseConnection as Kafka would close) and
+        keeps what dispatching it needs."""
+        api = self.apis.get(api_key)
+        if api is None:
+            raise CloseConnection(f"unknown api key {api_key}")
+        if not api.min_version <= version <= api.max_version:
+            raise CloseConnection(f"unsupported version {version} of {api.name} "
+                                  f"(supported {api.min_version}-{api.max_version})")
+        route = Route(
+            api=api, handler=api.handler, decoder=codec_for(api.request, version),
+            flexible=api.request.is_flexible(version),
+            # ApiVersions responses always use header v0 (KIP-511).
+            flexible_header=api.response.is_flexible(version) and api_key != ApiKey.ApiVersions,
+            counter=api.counter(version), latency=api.latency_observer())
+        self.routes[(api_key << 16) | (version & 0xFFFF)] = route
+        return route
 
     def after_frames(self) -> None:
         """A connection has dispatched all the requests it had: handlers that queued writes

@@ -282,6 +282,11 @@ def test_startup_load_and_process_metrics(broker: BrokerProcess) -> None:
     assert (s.value("process_open_fds") or 0) > 0
     assert s.value("process_cpu_seconds_total") is not None
     assert s.value("process_start_time_seconds") is not None
+    # Once loaded, the broker collects and freezes what startup made (broker/heap.py): that is one
+    # full collection, timed like every other.
+    settled = wait_scrape(broker.metrics_port, lambda s: s.count("kcoord_gc_pause_seconds_count", generation="2") >= 1,
+                          "the startup heap to be collected and frozen")
+    assert settled.count("kcoord_gc_pause_seconds_sum", generation="2") > 0
 
 
 # ---- the README is the contract ------------------------------------------------------------------

@@ -1,0 +1,121 @@
+"""The coordinator's timer service: keyed deadlines, re-armed cheaply, fired once and on time."""
+
+from __future__ import annotations
+
+from broker.groups.timers import TimerService
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000
+
+    def __call__(self) -> int:
+        return self.now
+
+
+def service() -> tuple[TimerService, Clock, list[tuple[int, str, int]]]:
+    clock = Clock()
+    fired: list[tuple[int, str, int]] = []
+    return TimerService(lambda shard, key, now: fired.append((shard, key, now)), clock), clock, fired
+
+
+def test_fires_at_its_deadline_and_not_before() -> None:
+    timers, clock, fired = service()
+    timers.set(3, "join:g", clock.now + 500)
+    assert timers.fire_due() == 500
+    clock.now += 499
+    timers.fire_due()
+    assert fired == []
+    clock.now += 1
+    assert timers.fire_due() == -1
+    assert fired == [(3, "join:g", clock.now)]
+    assert len(timers) == 0
+
+
+def test_rearming_later_moves_the_deadline_without_growing_the_heap() -> None:
+    timers, clock, fired = service()
+    start = clock.now
+    for i in range(1000):  # a member heartbeating every 10 ms, session timeout 30 s
+        clock.now = start + 10 * i
+        timers.set(0, "heartbeat:g:m", clock.now + 30_000)
+        timers.fire_due()
+    assert len(timers.heap) == 1
+    last = clock.now + 30_000
+    clock.now = start + 30_000  # the first deadline has passed; the last has not
+    timers.fire_due()
+    assert fired == []
+    clock.now = last - 1
+    timers.fire_due()
+    assert fired == []
+    clock.now = last
+    timers.fire_due()
+    assert fired == [(0, "heartbeat:g:m", last)]
+
+
+def test_rearming_earlier_fires_at_the_earlier_deadline_once() -> None:
+    timers, clock, fired = service()
+    timers.set(0, "sync:g", clock.now + 60_000)
+    timers.set(0, "sync:g", clock.now + 100)
+    clock.now += 100
+    timers.fire_due()
+    assert fired == [(0, "sync:g", clock.now)]
+    clock.now += 60_000
+    timers.fire_due()
+    assert len(fired) == 1
+
+
+def test_cancelled_keys_never_fire() -> None:
+    timers, clock, fired = service()
+    timers.set(0, "a", clock.now + 10)
+    timers.set(0, "b", clock.now + 10)
+    timers.set(0, "b", clock.now + 20)  # re-armed, then cancelled
+    timers.cancel(0, "a")
+    timers.cancel(0, "b")
+    timers.cancel(0, "never-armed")
+    clock.now += 100
+    assert timers.fire_due() == -1
+    assert fired == []
+
+
+def test_cancel_shard_forgets_only_that_shard() -> None:
+    timers, clock, fired = service()
+    for shard in (1, 2):
+        timers.set(shard, "heartbeat:g:m", clock.now + 10)
+    timers.cancel_shard(1)
+    clock.now += 10
+    timers.fire_due()
+    assert fired == [(2, "heartbeat:g:m", clock.now)]
+
+
+def test_a_fired_timer_may_arm_its_key_again() -> None:
+    clock = Clock()
+    fired: list[int] = []
+    timers: TimerService
+
+    def sweep(shard: int, key: str, now: int) -> None:
+        fired.append(now)
+        timers.set(shard, key, now + 1000)
+
+    timers = TimerService(sweep, clock)
+    timers.set(0, "offsets-expiry", clock.now + 1000)
+    for _ in range(3):
+        clock.now += 1000
+        timers.fire_due()
+    assert fired == [clock.now - 2000, clock.now - 1000, clock.now]
+
+
+def test_many_members_keep_the_heap_near_one_entry_each() -> None:
+    timers, clock, fired = service()
+    start = clock.now
+    for tick in range(200):  # 500 members heartbeating every 100 ms for 20 s, session 3 s
+        clock.now = start + 100 * tick
+        for m in range(500):
+            timers.set(m % 50, f"heartbeat:g{m}:m{m}", clock.now + 3000)
+        timers.fire_due()
+    assert fired == []
+    assert len(timers) == 500
+    assert len(timers.heap) <= 2 * 500
+    clock.now += 3000
+    timers.fire_due()
+    assert len(fired) == 500
+    assert timers.heap == []
