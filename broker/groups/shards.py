@@ -58,6 +58,11 @@ class ShardRuntime:
         self.part: Partition | None = None
         self.loaded = False
         self.parked: dict[int, Parked] = {}
+        # Group id -> the partition's write sequence number of the last write that held one of
+        # its records. A read of one group waits for that write only, not for every write queued
+        # on the shard: with many groups per shard and commits arriving all the time, a shard is
+        # rarely without a write in flight, and heartbeats would otherwise wait for a disk flush.
+        self.group_writes: dict[str, int] = {}
         self.load_seconds = 0.0
         self.replayed = 0
 
@@ -90,15 +95,18 @@ class ShardRuntime:
     # ---- the request path -------------------------------------------------------------------
 
     def execute(self, op: Op, deliver: Callable[[Any], None], ctx_fields: tuple[int, str, str],
-                on_error: ErrorBuilder) -> None:
+                on_error: ErrorBuilder, group: str | None = None) -> None:
         """Runs ``op`` on the shard now; ``deliver`` gets its response once its records, and every
-        write queued before them, are durable (or later still, when the coordinator parks it)."""
+        write queued before them, are durable (or later still, when the coordinator parks it).
+
+        ``group`` names the one group the operation reads and writes: when the operation writes
+        nothing, its replies wait only for that group's writes in flight (see ``settled_for``)."""
         token = next(self.manager.tokens)
         self.parked[token] = Parked(deliver, on_error)
         version, client_id, client_host = ctx_fields
         ctx = RequestContext(token=token, api_version=version, client_id=client_id, client_host=client_host)
         now = self.manager.clock()
-        self.apply(op(self.shard, ctx, now), now)
+        self.apply(op(self.shard, ctx, now), now, group)
 
     def fire_timer(self, key: str, now: int) -> None:
         if self.loaded:
@@ -107,7 +115,7 @@ class ShardRuntime:
                 METRICS.offset_expirations.inc(sum(1 for r in result.records if isinstance(r, OffsetCommitRecord)))
             self.apply(result, now)
 
-    def apply(self, result: Result, now: int) -> None:
+    def apply(self, result: Result, now: int, group: str | None = None) -> None:
         timers = self.manager.timers
         for t in result.timers:
             if isinstance(t, SetTimer):
@@ -129,12 +137,32 @@ class ShardRuntime:
             if commits:
                 METRICS.offset_commits.inc(commits)
             self.manager.logs.append_records(part, entries)
+            seq = part.queued_seq
+            group_writes = self.group_writes
+            for rec in result.records:
+                group_writes[rec.group] = seq
+        elif group is not None and result.replies and self.settled_for(group):
+            # Wrote nothing, and nothing of its group is in flight: the replies show durable state.
+            for token, response in result.replies:
+                self._deliver(token, response)
+            return
         if part.settled:
             for token, response in result.replies:
                 self._deliver(token, response)
         else:
             for token, response in result.replies:
                 part.when_durable(partial(self._deliver_if_durable, token, response))
+
+    def settled_for(self, group: str) -> bool:
+        """No write holding a record of ``group`` is queued or in flight."""
+        part = self.part
+        if part is None or part.settled:
+            # Every entry is stale: forget them all (this keeps the map as small as the set of
+            # groups written to since the shard was last idle).
+            self.group_writes.clear()
+            return True
+        seq = self.group_writes.get(group)
+        return seq is None or seq <= part.durable_seq
 
     def _deliver_if_durable(self, token: int, response: Any, ok: bool) -> None:
         # On a failed write the failure policy has already answered the request with an error.
@@ -154,6 +182,7 @@ class ShardRuntime:
         it from what the log really holds."""
         del exc  # the log runtime has logged it
         self.loaded = False
+        self.group_writes.clear()  # sequence numbers of the failed partition
         self.manager.timers.cancel_shard(self.partition)
         for token, parked in list(self.parked.items()):
             parked.deliver(parked.on_error(ErrorCode.NOT_COORDINATOR))
@@ -198,17 +227,26 @@ class ShardManager:
     def loading(self) -> int:
         return sum(1 for r in self.runtimes if not r.loaded)
 
-    def after_durable(self, runtimes: Sequence[ShardRuntime], callback: Callable[[bool], None]) -> None:
-        """``callback(True)`` once every write queued so far on each of ``runtimes`` is durable
-        (at once when nothing is in flight), ``callback(False)`` as soon as one of them fails.
+    def after_durable(self, reads: Sequence[tuple[ShardRuntime, str | None]],
+                      callback: Callable[[bool], None]) -> None:
+        """``callback(True)`` once every write in flight that a read of ``reads`` could see is
+        durable (at once when there is none), ``callback(False)`` as soon as one of them fails.
+        Each read names a shard and the one group it reads, or None for the whole shard.
 
         This is how reads answer from durable state only: a read computed now shows the writes
         already applied to the shard; holding its answer until those writes are durable means no
         client sees a value that a crash could take away, and a client that was told its commit
         succeeded always reads it back. (The alternative, answering at once from the state as of
         the last durable write, needs a second copy of every group's state; the wait is at most
-        one group-commit pass.)"""
-        pending = [r.part for r in runtimes if r.part is not None and not r.part.settled]
+        one group-commit pass.) A read of one group waits for the shard's writes only while one of
+        that group's is among them."""
+        pending: list[Partition] = []
+        for runtime, group in reads:
+            part = runtime.part
+            if part is None or (runtime.settled_for(group) if group is not None else part.settled):
+                continue
+            if part not in pending:
+                pending.append(part)
         if not pending:
             callback(True)
             return

@@ -150,7 +150,7 @@ def register(broker: Broker) -> None:
 
             # Kafka records the client's address as InetAddress.toString() does: "/127.0.0.1".
             runtime.execute(op, req.reply.set, (req.version, req.header.client_id, "/" + req.conn.client_host),
-                            lambda code: build_error(req, code))
+                            lambda code: build_error(req, code), group_id)
 
         return handle
 
@@ -163,7 +163,7 @@ def register(broker: Broker) -> None:
             wanted = [(body.group_id, None if body.topics is None else
                        [(t.name, list(t.partition_indexes)) for t in body.topics])]
         groups: list[tuple[str, int, list[Any]]] = []
-        read_from: list[ShardRuntime] = []
+        read_from: list[tuple[ShardRuntime, str | None]] = []
         for group_id, topics in wanted:
             runtime = runtime_for(group_id)
             code: int
@@ -172,7 +172,7 @@ def register(broker: Broker) -> None:
                 code, rows = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
             else:
                 code, rows = runtime.shard.offset_fetch_group(group_id, topics, body.require_stable)
-                read_from.append(runtime)
+                read_from.append((runtime, group_id))
             groups.append((group_id, code, rows))
 
         def answer(durable: bool) -> None:
@@ -186,14 +186,14 @@ def register(broker: Broker) -> None:
 
     def describe_groups(req: Request) -> None:
         out = []
-        read_from: list[ShardRuntime] = []
+        read_from: list[tuple[ShardRuntime, str | None]] = []
         for group_id in req.body.groups:
             runtime = runtime_for(group_id)
             if not runtime.loaded:
                 out.append(describe_error(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue
             out.append(runtime.shard.describe_group(group_id, req.version))
-            read_from.append(runtime)
+            read_from.append((runtime, group_id))
 
         def answer(durable: bool) -> None:
             groups = out if durable else [describe_error(g, ErrorCode.NOT_COORDINATOR) for g in req.body.groups]
@@ -218,7 +218,7 @@ def register(broker: Broker) -> None:
             else:
                 req.reply.set(ListGroupsResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, groups=[]))
 
-        shards.after_durable(shards.runtimes, answer)
+        shards.after_durable([(runtime, None) for runtime in shards.runtimes], answer)
 
     def delete_groups(req: Request) -> None:
         names = list(req.body.groups_names)
@@ -249,7 +249,7 @@ def register(broker: Broker) -> None:
                 return Deleted(group_id=gid, error_code=code)
 
             runtime.execute(op, partial(done, index), (req.version, req.header.client_id, req.conn.client_host),
-                            failed)
+                            failed, group_id)
 
     router.register(JoinGroupRequest, JoinGroupResponse, single_group(JoinGroupRequest, "join_group"))
     def assignment_too_large(body: Any) -> bool:

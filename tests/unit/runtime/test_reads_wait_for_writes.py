@@ -20,9 +20,12 @@ from tests.unit.runtime.inproc import (
     commit_code,
     committed,
     describe,
+    heartbeat,
+    join,
     list_groups,
     offset_fetch,
     running_broker,
+    sync,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -117,3 +120,32 @@ async def test_describe_and_list_groups_wait_for_a_write_in_flight(
             assert [(g.group_id, g.error_code, g.group_state) for g in described.groups] == [("g", 0, "Empty")]
             assert listed.error_code == 0
             assert [g.group_id for g in listed.groups] == ["g"]
+
+
+@pytest.mark.trio
+async def test_a_write_in_flight_holds_reads_of_its_own_group_only(
+        tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    """Every group here lives on the one shard. A commit to "g" in flight holds reads of "g" and
+    of the whole shard (ListGroups), not a heartbeat, OffsetFetch or DescribeGroups of "h": their
+    answers show nothing of "g", and everything of "h" is already durable."""
+    async with running_broker(tmp_path, mock_clock) as node:
+        committer, member, reader = node.connect(), node.connect(), node.connect()
+        assert commit_code(await committer.call(commit("g", 5))) == 0
+        me = (await member.call(join("h"))).member_id
+        joined = await member.call(join("h", me))
+        assert (await member.call(sync("h", me, joined.generation_id, {me: b""}))).error_code == 0
+        assert commit_code(await member.call(commit("h", 7, generation=joined.generation_id, member_id=me))) == 0
+
+        await _in_flight(node, committer, 10)
+        assert (await member.call(heartbeat("h", me, joined.generation_id))).error_code == 0
+        assert committed(await reader.call(offset_fetch("h"))) == (0, {0: 7})
+        (described,) = (await reader.call(describe("h"))).groups
+        assert (described.group_state, [m.member_id for m in described.members]) == ("Stable", [me])
+
+        reader.send(offset_fetch("g"), list_groups())
+        await trio.testing.wait_all_tasks_blocked()
+        assert not reader.has_answer()
+        node.disk.release_flushes()
+        assert commit_code((await committer.recv())[1]) == 0
+        assert committed((await reader.recv())[1]) == (0, {0: 10})
+        assert sorted(g.group_id for g in (await reader.recv())[1].groups) == ["g", "h"]
