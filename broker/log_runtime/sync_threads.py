@@ -37,6 +37,9 @@ class SyncThreads:
                 done(exc)
             else:
                 done(None)
+            # An idle thread must not pin its last job: through the job's closure that is a whole
+            # pass of produced batches (a hundred megabytes after a burst), kept until the next job.
+            del job, fn, done
 
     def submit(self, fns: Sequence[Callable[[], None]],
                on_done: Callable[[list[BaseException | None]], None]) -> None:

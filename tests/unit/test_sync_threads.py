@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 import trio
@@ -43,5 +44,36 @@ async def test_completion_runs_once_on_the_trio_thread_after_every_job() -> None
         assert thread == threading.current_thread().name
         assert results[0] is None and results[2] is None
         assert isinstance(results[1], OSError)
+    finally:
+        threads.close()
+
+
+class _Batch:
+    """Stands in for the produced batches a pass hands to a thread."""
+
+
+@pytest.mark.trio
+async def test_an_idle_thread_keeps_nothing_of_its_last_job() -> None:
+    """After a burst the threads wait for work; what their last jobs wrote must be freed then, not
+    when the next job comes (the broker's memory stayed a pass of batches larger otherwise)."""
+    import weakref
+
+    threads = SyncThreads(2, name="test-sync")
+    batch = _Batch()
+    alive = weakref.ref(batch)
+    done = trio.Event()
+
+    def make_job(held: _Batch) -> Callable[[], None]:
+        def job() -> None:
+            assert held is not None
+        return job
+
+    try:
+        threads.submit([make_job(batch)], lambda _results: done.set())
+        del batch
+        with trio.fail_after(5):
+            await done.wait()
+        await trio.sleep(0.05)  # the thread has gone back to waiting
+        assert alive() is None
     finally:
         threads.close()
