@@ -33,8 +33,8 @@ UNKNOWN (written by a newer coordinator)
 Computing the next assignment at epoch E, per topic (a topic the member no longer subscribes to
 counts as having no target partitions):
     kept      = assigned ∩ target
-    revoking  = assigned − kept
-    to assign = target − kept, minus the partitions another member still owns (``owner_epoch``
+    revoking  = assigned - kept
+    to assign = target - kept, minus the partitions another member still owns (``owner_epoch``
                 is not -1 and the partition is not one of this member's own partitions pending
                 revocation, which it has just been seen to give up): those are *unreleased*.
 Then, the first that applies:
