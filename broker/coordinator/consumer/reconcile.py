@@ -77,7 +77,8 @@ class FencedMemberEpochError(Exception):
 
 
 def validate_member_epoch(member: ConsumerGroupMember, received_epoch: int, owned: Owned | None) -> None:
-    """Kafka's check of a heartbeat's member epoch (not made for epoch 0, a join)."""
+    """Kafka's check of the epoch a heartbeat of an existing member carries. Kafka makes it for
+    epoch 0 as well: an existing member rejoining with 0 passes only if 0 is its previous epoch."""
     if received_epoch > member.member_epoch:
         raise FencedMemberEpochError(
             f"The consumer group member has a greater member epoch ({received_epoch}) than the one "
