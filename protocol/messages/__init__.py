@@ -9,8 +9,14 @@ from __future__ import annotations
 from enum import IntEnum
 
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse
-from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
