@@ -26,11 +26,11 @@ from protocol.offsets_log_records import (
     key_group,
     key_version,
 )
+from protocol.record_batch import RecordBatch, decode_keys, decode_records
 
 # The records the shard replays. Consumer-group (KIP-848) records decode too, but the classic
 # shard cannot take them yet: they are skipped here, as they were before they were decoded.
 REPLAYED = (OffsetCommitRecord, GroupMetadataRecord)
-from protocol.record_batch import RecordBatch, decode_keys, decode_records
 
 
 def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
