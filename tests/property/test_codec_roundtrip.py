@@ -19,8 +19,7 @@ from protocol.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from protocol.messages import REQUESTS, RESPONSES
-from protocol.messages import offsets_log_consumer_groups
+from protocol.messages import REQUESTS, RESPONSES, offsets_log_consumer_groups
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import (
     GroupMetadataKey,

@@ -20,9 +20,8 @@ from typing import Any
 
 import pytest
 
-from protocol.messages import REQUESTS, RESPONSES, ApiKey
+from protocol.messages import REQUESTS, RESPONSES, ApiKey, offsets_log_consumer_groups
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
-from protocol.messages import offsets_log_consumer_groups
 from protocol.messages.offsets_log import (
     GroupMetadataKey,
     GroupMetadataValue,
