@@ -5,8 +5,10 @@ fast path: keys repeat (one per group/topic/partition), so each distinct key's b
 decoded once and then found in a dict; the two value versions brokers write (1 and 3) are
 unpacked with one ``struct`` call each, and every other version, newer ones included, is read
 by ``protocol.offsets_log_records``, which defines every record (the fast path is tested against
-it). Rows land in per-column lists, never in per-record objects. Group-metadata records are rare
-and are read by ``protocol.offsets_log_records`` every time.
+it). Rows land in per-column lists, never in per-record objects. Group-metadata records and the
+KIP-848 consumer-group records are rare and are read by ``protocol.offsets_log_records`` every
+time; a consumer-group row names its record type and carries that type's fields (epochs, member,
+assignments as topic-id/partition lists), the rest of its fields staying null.
 """
 
 from __future__ import annotations
@@ -20,17 +22,23 @@ from analytics.segments import SegmentHealth, iter_batches
 from protocol.consumer_protocol import decode_assignment, decode_subscription
 from protocol.errors import DecodeError
 from protocol.offsets_log_records import (
+    CONSUMER_GROUP_RECORD_TYPES,
     GROUP_METADATA_KEY_VERSION,
     OFFSET_COMMIT_KEY_VERSIONS,
+    RECORD_TYPES,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
+    decode_value,
     member_rebalance_timeout,
+    value_message,
 )
 from protocol.record_batch import RecordBatch, control_type_of, decode_records
+from storage.checkpoints import topic_id_to_str
 
 OFFSET_COMMIT = "offset_commit"
 GROUP_METADATA = "group_metadata"
+CONSUMER_GROUP = "consumer_group"
 
 _Q = struct.Struct(">q")
 _V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
@@ -38,7 +46,7 @@ _V1_HEAD = struct.Struct(">hqh")  # version, offset, metadata length
 _QQ = struct.Struct(">qq")
 _SKIP = ("skip",)
 _UNWANTED = ("-",)
-KINDS = frozenset((OFFSET_COMMIT, GROUP_METADATA))
+KINDS = frozenset((OFFSET_COMMIT, GROUP_METADATA, CONSUMER_GROUP))
 _GROUPS_ONLY = frozenset((GROUP_METADATA,))
 
 
@@ -81,20 +89,47 @@ class GroupRow:
 
 
 @dataclass
+class ConsumerGroupRow:
+    """One KIP-848 consumer-group record: the fields of its type, None elsewhere. Topic ids are
+    Kafka's text form; an assignment is ``[{"topic_id": ..., "partitions": [...]}]``."""
+
+    log_offset: int
+    timestamp: int
+    group: str
+    record_type: str  # Kafka's record name, e.g. "ConsumerGroupCurrentMemberAssignment"
+    tombstone: bool
+    member_id: str | None = None
+    epoch: int | None = None  # group epoch (type 3), assignment epoch (6), member epoch (8)
+    previous_member_epoch: int | None = None
+    member_state: int | None = None  # Kafka's MemberState value
+    metadata_hash: int | None = None
+    assignment: list[dict[str, Any]] | None = None  # target (type 7) or current (8)
+    pending_revocation: list[dict[str, Any]] | None = None
+    consumer_member: dict[str, Any] | None = None  # type 5
+    topics_metadata: list[dict[str, Any]] | None = None  # type 4
+    regular_expression: str | None = None  # type 16
+    resolved_topics: list[str] | None = None
+    regex_version: int | None = None
+    regex_resolved_at: int | None = None
+
+
+@dataclass
 class Decoded:
     """One chunk of a segment: commit columns, group rows, and records left unread."""
 
     commits: CommitColumns = field(default_factory=CommitColumns)
     groups: list[GroupRow] = field(default_factory=list)
+    consumer_groups: list[ConsumerGroupRow] = field(default_factory=list)
     skipped: int = 0
     undecodable: int = 0
 
     def __len__(self) -> int:
-        return len(self.commits) + len(self.groups)
+        return len(self.commits) + len(self.groups) + len(self.consumer_groups)
 
 
 class _Keys:
-    """Decoded keys by their raw bytes: ("c", group, topic, partition), ("g", group) or _SKIP."""
+    """Decoded keys by their raw bytes: ("c", group, topic, partition), ("g", group),
+    ("k", record type, group, member id or regular expression) or _SKIP."""
 
     def __init__(self, kinds: frozenset[str] = KINDS) -> None:
         self.cache: dict[bytes, tuple[Any, ...]] = {}
@@ -104,7 +139,8 @@ class _Keys:
         hit = self.cache.get(key)
         if hit is None:
             hit = self._decode(key)
-            if (hit[0] == "c" and OFFSET_COMMIT not in self.kinds) or (hit[0] == "g" and GROUP_METADATA not in self.kinds):
+            if (hit[0] == "c" and OFFSET_COMMIT not in self.kinds) or (hit[0] == "g" and GROUP_METADATA not in self.kinds) \
+                    or (hit[0] == "k" and CONSUMER_GROUP not in self.kinds):
                 hit = _UNWANTED
             self.cache[key] = hit
         return hit
@@ -113,8 +149,11 @@ class _Keys:
     def _decode(key: bytes) -> tuple[Any, ...]:
         version, k = decode_key(key)
         if k is None:
-            # KIP-848, share and streams groups, and types no Kafka we know writes: not covered here.
+            # Share and streams groups, and types no Kafka we know writes: not covered here.
             return _SKIP
+        if version in CONSUMER_GROUP_RECORD_TYPES:
+            second = k.regular_expression if version == 16 else getattr(k, "member_id", None)
+            return ("k", version, k.group_id, second)
         if version in OFFSET_COMMIT_KEY_VERSIONS:
             return ("c", k.group, k.topic, k.partition)
         return ("g", k.group)
@@ -153,6 +192,50 @@ def _group_row(offset: int, ts: int, group: str, value: bytes | None) -> GroupRo
     state_ts = v.current_state_timestamp if v.current_state_timestamp >= 0 else None
     return GroupRow(offset, ts, group, False, v.protocol_type, v.generation, v.protocol, v.leader, state_ts,
                     _members(version, v))
+
+
+def _partitions(topics: list[Any]) -> list[dict[str, Any]]:
+    return [{"topic_id": topic_id_to_str(t.topic_id), "partitions": list(t.partitions)} for t in topics]
+
+
+def _consumer_group_row(offset: int, ts: int, kinfo: tuple[Any, ...], value: bytes | None) -> ConsumerGroupRow:
+    _, record_type, group, second = kinfo
+    row = ConsumerGroupRow(offset, ts, group, RECORD_TYPES[record_type], value is None)
+    if record_type == 16:
+        row.regular_expression = second
+    else:
+        row.member_id = second
+    if value is None:
+        return row
+    message = value_message(record_type)
+    assert message is not None
+    v = decode_value(message, value)[1]
+    if record_type == 3:
+        row.epoch, row.metadata_hash = v.epoch, v.metadata_hash
+    elif record_type == 4:
+        row.topics_metadata = [{"topic_id": topic_id_to_str(t.topic_id), "topic_name": t.topic_name,
+                                "num_partitions": t.num_partitions} for t in v.topics]
+    elif record_type == 5:
+        classic = v.classic_member_metadata
+        row.consumer_member = {
+            "instance_id": v.instance_id, "rack_id": v.rack_id, "client_id": v.client_id,
+            "client_host": v.client_host, "subscribed_topic_names": list(v.subscribed_topic_names),
+            "subscribed_topic_regex": v.subscribed_topic_regex, "rebalance_timeout_ms": v.rebalance_timeout_ms,
+            "server_assignor": v.server_assignor,
+            "classic_session_timeout_ms": None if classic is None else classic.session_timeout_ms,
+            "classic_protocols": None if classic is None else [p.name for p in classic.supported_protocols],
+        }
+    elif record_type == 6:
+        row.epoch = v.assignment_epoch
+    elif record_type == 7:
+        row.assignment = _partitions(v.topic_partitions)
+    elif record_type == 8:
+        row.epoch, row.previous_member_epoch, row.member_state = v.member_epoch, v.previous_member_epoch, v.state
+        row.assignment = _partitions(v.assigned_partitions)
+        row.pending_revocation = _partitions(v.partitions_pending_revocation)
+    else:
+        row.resolved_topics, row.regex_version, row.regex_resolved_at = list(v.topics), v.version, v.timestamp
+    return row
 
 
 def _zigzag(buf: bytes, pos: int) -> tuple[int, int]:
@@ -266,6 +349,10 @@ def _decode_records(batch: RecordBatch, keys: _Keys, out: Decoded) -> None:
             elif kinfo[0] == "g":
                 value = None if vlen < 0 else buf[p:p + vlen]
                 out.groups.append(_group_row(base_offset + off_delta, base_ts + ts_delta, kinfo[1], value))
+            elif kinfo[0] == "k":
+                value = None if vlen < 0 else buf[p:p + vlen]
+                out.consumer_groups.append(_consumer_group_row(base_offset + off_delta, base_ts + ts_delta, kinfo,
+                                                               value))
             elif kinfo is _SKIP:
                 out.skipped += 1
         except (DecodeError, struct.error, IndexError, UnicodeDecodeError, ValueError):
@@ -367,5 +454,6 @@ def decode_segment(data: bytes, health: SegmentHealth | None = None, chunk_rows:
 def _merge(out: Decoded, other: Decoded) -> None:
     out.commits.extend(other.commits)
     out.groups.extend(other.groups)
+    out.consumer_groups.extend(other.consumer_groups)
     out.skipped += other.skipped
     out.undecodable += other.undecodable

@@ -5,7 +5,8 @@
     segments = spark.read.format("kafka_offsets_log").option("view", "segments").load(path)
 
 One Spark partition per segment file. The ``records`` view (default) has one row per offset
-commit or group-metadata record; the ``segments`` view has one row per file with its batch
+commit, group-metadata or KIP-848 consumer-group record (the columns after ``tombstone``
+belong to the consumer-group records); the ``segments`` view has one row per file with its batch
 and record counts, offsets, times and the problems met reading it (torn tail, bad CRC, bytes
 that are not a log), walking batch headers only. Rows are handed to Spark as Arrow batches.
 """
@@ -30,7 +31,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from analytics.decoder import GROUP_METADATA, KINDS, OFFSET_COMMIT, Decoded, decode_segment
+from analytics.decoder import CONSUMER_GROUP, GROUP_METADATA, KINDS, OFFSET_COMMIT, Decoded, decode_segment
 from analytics.segments import SegmentHealth, iter_batches, list_segments, open_bytes
 
 NAME = "kafka_offsets_log"
@@ -48,6 +49,30 @@ MEMBER = StructType([
         StructField("partition", IntegerType()),
     ]))),
 ])
+
+TOPIC_PARTITIONS = ArrayType(StructType([
+    StructField("topic_id", StringType()),
+    StructField("partitions", ArrayType(IntegerType())),
+]))
+
+CONSUMER_MEMBER = StructType([
+    StructField("instance_id", StringType()),
+    StructField("rack_id", StringType()),
+    StructField("client_id", StringType()),
+    StructField("client_host", StringType()),
+    StructField("subscribed_topic_names", ArrayType(StringType())),
+    StructField("subscribed_topic_regex", StringType()),
+    StructField("rebalance_timeout_ms", IntegerType()),
+    StructField("server_assignor", StringType()),
+    StructField("classic_session_timeout_ms", IntegerType()),
+    StructField("classic_protocols", ArrayType(StringType())),
+])
+
+TOPIC_METADATA = ArrayType(StructType([
+    StructField("topic_id", StringType()),
+    StructField("topic_name", StringType()),
+    StructField("num_partitions", IntegerType()),
+]))
 
 RECORDS = StructType([
     StructField("log_partition", IntegerType()),
@@ -69,6 +94,21 @@ RECORDS = StructType([
     StructField("current_state_timestamp", TimestampType()),
     StructField("members", ArrayType(MEMBER)),
     StructField("tombstone", BooleanType()),
+    # Consumer-group (KIP-848) records only; see analytics.decoder.ConsumerGroupRow.
+    StructField("record_type", StringType()),
+    StructField("member_id", StringType()),
+    StructField("epoch", IntegerType()),
+    StructField("previous_member_epoch", IntegerType()),
+    StructField("member_state", IntegerType()),
+    StructField("metadata_hash", LongType()),
+    StructField("assignment", TOPIC_PARTITIONS),
+    StructField("pending_revocation", TOPIC_PARTITIONS),
+    StructField("consumer_member", CONSUMER_MEMBER),
+    StructField("topics_metadata", TOPIC_METADATA),
+    StructField("regular_expression", StringType()),
+    StructField("resolved_topics", ArrayType(StringType())),
+    StructField("regex_version", LongType()),
+    StructField("regex_resolved_at", TimestampType()),
 ])
 
 SEGMENTS = StructType([
@@ -143,6 +183,39 @@ def records_to_arrow(chunk: Decoded, log_partition: int, schema: pa.Schema) -> I
             "tombstone": lambda: pa.array([r.tombstone for r in g], pa.bool_()),
         }
         yield _batch(group_cols, m, schema)
+    k = chunk.consumer_groups
+    if k:
+        r = len(k)
+
+        def col(name: str, typ: pa.DataType) -> Callable[[], pa.Array]:
+            return lambda: pa.array([getattr(row, name) for row in k], typ)
+
+        def nested(name: str) -> Callable[[], pa.Array]:
+            return col(name, schema.field(name).type)
+
+        consumer_cols: dict[str, Callable[[], pa.Array]] = {
+            "log_partition": lambda: pa.array([log_partition] * r, pa.int32()),
+            "log_offset": col("log_offset", pa.int64()),
+            "batch_timestamp": lambda: _ts([row.timestamp for row in k]),
+            "kind": lambda: pa.array([CONSUMER_GROUP] * r, pa.string()),
+            "group": col("group", pa.string()),
+            "tombstone": col("tombstone", pa.bool_()),
+            "record_type": col("record_type", pa.string()),
+            "member_id": col("member_id", pa.string()),
+            "epoch": col("epoch", pa.int32()),
+            "previous_member_epoch": col("previous_member_epoch", pa.int32()),
+            "member_state": col("member_state", pa.int32()),
+            "metadata_hash": col("metadata_hash", pa.int64()),
+            "assignment": nested("assignment"),
+            "pending_revocation": nested("pending_revocation"),
+            "consumer_member": nested("consumer_member"),
+            "topics_metadata": nested("topics_metadata"),
+            "regular_expression": col("regular_expression", pa.string()),
+            "resolved_topics": nested("resolved_topics"),
+            "regex_version": col("regex_version", pa.int64()),
+            "regex_resolved_at": lambda: _ts([row.regex_resolved_at for row in k]),
+        }
+        yield _batch(consumer_cols, r, schema)
 
 
 def segment_summary(path: str, log_partition: int) -> dict[str, Any]:

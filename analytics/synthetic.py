@@ -1,8 +1,9 @@
 """Synthetic ``__consumer_offsets`` logs in Kafka's byte layout, for benchmarks and trials.
 
 Records carry exactly the key and value schemas a broker writes (offset commits as key v1 +
-value v3, group metadata as key v2 + value v3), encoded by ``protocol.offsets_log_records``;
-any other declared value version can be asked for. Batches are uncompressed magic-2 batches with
+value v3, group metadata as key v2 + value v3, KIP-848 consumer groups as the records a Kafka 4.1
+coordinator writes for a member joining and reconciling), encoded by
+``protocol.offsets_log_records``; any other declared value version can be asked for. Batches are uncompressed magic-2 batches with
 CRC-32C, as the coordinator writes them.
 """
 
@@ -12,15 +13,29 @@ import os
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from protocol.consumer_protocol import encode_assignment, encode_subscription
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import GroupMetadataValue, OffsetCommitValue
+from protocol.messages.offsets_log_consumer_groups import (
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataValue,
+)
 from protocol.offsets_log_records import (
     GROUP_METADATA_VALUE_VERSION,
     OFFSET_COMMIT_VALUE_VERSION,
+    ConsumerGroupCurrentMemberAssignmentRecord,
+    ConsumerGroupMemberMetadataRecord,
+    ConsumerGroupMetadataRecord,
+    ConsumerGroupTargetAssignmentMemberRecord,
+    ConsumerGroupTargetAssignmentMetadataRecord,
     encode_group_metadata_key,
     encode_offset_commit_key,
+    encode_record,
     encode_value,
 )
 from protocol.record_batch import build_simple_batch
@@ -79,6 +94,57 @@ def group_tombstone(group: str) -> Record:
     return encode_group_metadata_key(group), None
 
 
+@dataclass
+class ConsumerMember:
+    """A KIP-848 member: what it subscribes to and the partitions it owns, by topic id."""
+
+    member_id: str
+    topics: Sequence[str] = ()
+    assigned: Sequence[tuple[bytes, int]] = ()  # (topic id, partition)
+    client_id: str = "client"
+    client_host: str = "/127.0.0.1"
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = 300000
+    server_assignor: str | None = "uniform"
+
+
+def _topic_partitions(cls: type, assigned: Sequence[tuple[bytes, int]]) -> list[Any]:
+    by_topic: dict[bytes, list[int]] = {}
+    for topic_id, p in assigned:
+        by_topic.setdefault(topic_id, []).append(p)
+    return [cls(topic_id=t, partitions=sorted(ps)) for t, ps in by_topic.items()]
+
+
+def consumer_group_records(group: str, epoch: int, members: Sequence[ConsumerMember],
+                           metadata_hash: int = 0) -> list[Record]:
+    """What a Kafka 4.1 coordinator writes when a consumer group reaches ``epoch`` with these
+    members and every member has converged on its target: each member's subscription, the group
+    epoch, the target assignment and its epoch, then each member's current assignment."""
+    records: list[Record] = []
+    for m in members:
+        records.append(encode_record(ConsumerGroupMemberMetadataRecord(group, m.member_id, ConsumerGroupMemberMetadataValue(
+            instance_id=m.instance_id, rack_id=m.rack_id, client_id=m.client_id, client_host=m.client_host,
+            subscribed_topic_names=sorted(m.topics), subscribed_topic_regex=None,
+            rebalance_timeout_ms=m.rebalance_timeout_ms, server_assignor=m.server_assignor))))
+    records.append(encode_record(ConsumerGroupMetadataRecord(group, ConsumerGroupMetadataValue(
+        epoch=epoch, metadata_hash=metadata_hash))))
+    for m in members:
+        records.append(encode_record(ConsumerGroupTargetAssignmentMemberRecord(
+            group, m.member_id, ConsumerGroupTargetAssignmentMemberValue(topic_partitions=_topic_partitions(
+                ConsumerGroupTargetAssignmentMemberValue.TopicPartition, m.assigned)))))
+    records.append(encode_record(ConsumerGroupTargetAssignmentMetadataRecord(
+        group, ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=epoch))))
+    for m in members:
+        records.append(encode_record(ConsumerGroupCurrentMemberAssignmentRecord(
+            group, m.member_id, ConsumerGroupCurrentMemberAssignmentValue(
+                member_epoch=epoch, previous_member_epoch=epoch - 1, state=1,  # MemberState.STABLE
+                assigned_partitions=_topic_partitions(ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions,
+                                                      m.assigned),
+                partitions_pending_revocation=[]))))
+    return records
+
+
 def encode_batch(base_offset: int, records: Sequence[Record], timestamp: int, leader_epoch: int = 0,
                  timestamps: Sequence[int] | None = None) -> bytes:
     """One uncompressed batch; ``timestamps`` gives each record its own time."""
@@ -99,8 +165,12 @@ def write_segment(path: str | os.PathLike[str], batches: Iterable[bytes]) -> int
 def write_synthetic_log(data_dir: str | os.PathLike[str], commits: int, groups: int = 20, topics: int = 5,
                         partitions: int = 12, log_partitions: int = 8, per_batch: int = 50,
                         start_ms: int = 1_700_000_000_000, interval_ms: int = 5000,
-                        rebalance_every: int = 20000, seed: int = 7) -> dict[str, int]:
+                        rebalance_every: int = 20000, seed: int = 7,
+                        consumer_groups: int = 0) -> dict[str, int]:
     """A data dir of ``commits`` offset commits from ``groups`` groups, with a rebalance now and then.
+
+    The first ``consumer_groups`` of the groups use the KIP-848 protocol: their rebalances are
+    consumer-group records (``consumer_group_records``) rather than a GroupMetadata record.
 
     Each group commits all its partitions every ``interval_ms`` (as auto-commit does), its
     offsets advancing by a random amount; the group's partition in the offsets topic is
@@ -111,7 +181,8 @@ def write_synthetic_log(data_dir: str | os.PathLike[str], commits: int, groups: 
     topic_names = [f"topic-{t}" for t in range(topics)]
     tps = [(t, p) for t in topic_names for p in range(partitions)]
     per_group = max(1, commits // groups)
-    stats = {"commits": 0, "group_records": 0, "segments": 0}
+    stats = {"commits": 0, "group_records": 0, "consumer_group_records": 0, "segments": 0}
+    topic_ids = {t: rng.randbytes(16) for t in topic_names}
     for lp in range(log_partitions):
         mine = [g for i, g in enumerate(names) if i % log_partitions == lp]
         if not mine:
@@ -131,12 +202,20 @@ def write_synthetic_log(data_dir: str | os.PathLike[str], commits: int, groups: 
                     next_rebalance += rebalance_every
                     generation += 1
                     count = rng.randrange(1, 4)
-                    members = [Member(f"consumer-{g}-{generation}-{i}", client_id=f"consumer-{i}",
-                                      topics=topic_names, assigned=tps[i::count]) for i in range(count)]
-                    batch = [group_record(g, generation, members, state_ts=now)]
+                    if names.index(g) < consumer_groups:
+                        consumers = [ConsumerMember(f"consumer-{g}-{generation}-{i}", client_id=f"consumer-{i}",
+                                                    topics=topic_names,
+                                                    assigned=[(topic_ids[t], p) for t, p in tps[i::count]])
+                                     for i in range(count)]
+                        batch = consumer_group_records(g, generation, consumers)
+                        stats["consumer_group_records"] += len(batch)
+                    else:
+                        members = [Member(f"consumer-{g}-{generation}-{i}", client_id=f"consumer-{i}",
+                                          topics=topic_names, assigned=tps[i::count]) for i in range(count)]
+                        batch = [group_record(g, generation, members, state_ts=now)]
+                        stats["group_records"] += 1
                     out += encode_batch(next_offset, batch, now)
-                    next_offset += 1
-                    stats["group_records"] += 1
+                    next_offset += len(batch)
                 pending: list[Record] = []
                 for tp in tps:
                     offsets[tp] += rng.randrange(0, 200)

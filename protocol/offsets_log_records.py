@@ -9,6 +9,10 @@ began as the key's version and became the record type: 0 and 1 are offset commit
 3 and up. Key structs are never flexible. A value is an int16 version and then the value struct in
 that version's layout; a null value is a tombstone.
 
+Record types decoded here: offset commits (0, 1), classic group metadata (2), and the KIP-848
+consumer-group records (3-8, 16), each as a NamedTuple of its key fields (``group`` first, always)
+and ``value``, None for a tombstone. Share- and streams-group records are named, not decoded.
+
 Value versions above the newest declared one. KIP-915 made OffsetCommitValue and
 GroupMetadataValue flexible at v4 so that later fields can be tagged fields that older readers
 skip, and Kafka adds fields that way without a new version (KAFKA-19141 put a tagged TopicId in
@@ -44,26 +48,49 @@ from protocol.messages.offsets_log import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
+from protocol.messages.offsets_log_consumer_groups import (
+    ConsumerGroupCurrentMemberAssignmentKey,
+    ConsumerGroupCurrentMemberAssignmentValue,
+    ConsumerGroupMemberMetadataKey,
+    ConsumerGroupMemberMetadataValue,
+    ConsumerGroupMetadataKey,
+    ConsumerGroupMetadataValue,
+    ConsumerGroupPartitionMetadataKey,
+    ConsumerGroupPartitionMetadataValue,
+    ConsumerGroupRegularExpressionKey,
+    ConsumerGroupRegularExpressionValue,
+    ConsumerGroupTargetAssignmentMemberKey,
+    ConsumerGroupTargetAssignmentMemberValue,
+    ConsumerGroupTargetAssignmentMetadataKey,
+    ConsumerGroupTargetAssignmentMetadataValue,
+)
 from protocol.schema import Message
 
 OFFSET_COMMIT = "OffsetCommit"
 GROUP_METADATA = "GroupMetadata"
+CONSUMER_GROUP_METADATA = "ConsumerGroupMetadata"
+CONSUMER_GROUP_PARTITION_METADATA = "ConsumerGroupPartitionMetadata"
+CONSUMER_GROUP_MEMBER_METADATA = "ConsumerGroupMemberMetadata"
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = "ConsumerGroupTargetAssignmentMetadata"
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = "ConsumerGroupTargetAssignmentMember"
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = "ConsumerGroupCurrentMemberAssignment"
+CONSUMER_GROUP_REGULAR_EXPRESSION = "ConsumerGroupRegularExpression"
 
 # Record type names by key version, from Kafka's group-coordinator message specs (the *Key.json
 # files; ``apiKey`` of the "coordinator-key" specs from 4.0 on, the key's version before that).
-# Only the first three are decoded here; the rest are named so that readers can say what they
-# skip. The streams-group types (17 on) were renumbered while KIP-1071 was in development: these
+# Offset, classic-group and consumer-group records are decoded here; the rest are named so that
+# readers can say what they skip. The streams-group types (17 on) were renumbered while KIP-1071 was in development: these
 # are the numbers of the latest specs.
 RECORD_TYPES = MappingProxyType({
     0: OFFSET_COMMIT,  # LegacyOffsetCommitKey in 4.x: same layout as 1
     1: OFFSET_COMMIT,
     2: GROUP_METADATA,
-    3: "ConsumerGroupMetadata",
-    4: "ConsumerGroupPartitionMetadata",
-    5: "ConsumerGroupMemberMetadata",
-    6: "ConsumerGroupTargetAssignmentMetadata",
-    7: "ConsumerGroupTargetAssignmentMember",
-    8: "ConsumerGroupCurrentMemberAssignment",
+    3: CONSUMER_GROUP_METADATA,
+    4: CONSUMER_GROUP_PARTITION_METADATA,  # read only: Kafka 4.1 writes only its tombstone
+    5: CONSUMER_GROUP_MEMBER_METADATA,
+    6: CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA,
+    7: CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER,
+    8: CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT,
     9: "ShareGroupPartitionMetadata",
     10: "ShareGroupMemberMetadata",
     11: "ShareGroupMetadata",
@@ -71,7 +98,7 @@ RECORD_TYPES = MappingProxyType({
     13: "ShareGroupTargetAssignmentMember",
     14: "ShareGroupCurrentMemberAssignment",
     15: "ShareGroupStatePartitionMetadata",
-    16: "ConsumerGroupRegularExpression",
+    16: CONSUMER_GROUP_REGULAR_EXPRESSION,
     17: "StreamsGroupMetadata",
     18: "StreamsGroupPartitionMetadata",
     19: "StreamsGroupMemberMetadata",
@@ -92,9 +119,17 @@ OFFSET_COMMIT_KEY_VERSION = 1
 OFFSET_COMMIT_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_METADATA_VALUE_VERSION = 3
+# Every consumer-group value has the one version 0, which Kafka 4.x writes (fields added since
+# are tagged fields of v0).
+CONSUMER_GROUP_VALUE_VERSION = 0
 
-_KEYS: dict[int, Message] = {0: OffsetCommitKey, 1: OffsetCommitKey, GROUP_METADATA_KEY_VERSION: GroupMetadataKey}
-_VALUES: dict[int, Message] = {0: OffsetCommitValue, 1: OffsetCommitValue, GROUP_METADATA_KEY_VERSION: GroupMetadataValue}
+CONSUMER_GROUP_METADATA_TYPE = 3
+CONSUMER_GROUP_PARTITION_METADATA_TYPE = 4
+CONSUMER_GROUP_MEMBER_METADATA_TYPE = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE = 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_TYPE = 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE = 8
+CONSUMER_GROUP_REGULAR_EXPRESSION_TYPE = 16
 
 _INT16 = struct.Struct(">h")
 _KEY_HEAD = struct.Struct(">hh")  # record type, group length
@@ -115,7 +150,107 @@ class GroupMetadataRecord(NamedTuple):
     value: Any | None  # GroupMetadataValue, or None for a tombstone
 
 
+# The KIP-848 consumer-group records: the key's fields (``group`` is the key's group_id), then the
+# value, None for a tombstone.
+
+
+class ConsumerGroupMetadataRecord(NamedTuple):
+    group: str
+    value: Any | None  # ConsumerGroupMetadataValue
+
+
+class ConsumerGroupPartitionMetadataRecord(NamedTuple):
+    group: str
+    value: Any | None  # ConsumerGroupPartitionMetadataValue
+
+
+class ConsumerGroupMemberMetadataRecord(NamedTuple):
+    group: str
+    member_id: str
+    value: Any | None  # ConsumerGroupMemberMetadataValue
+
+
+class ConsumerGroupTargetAssignmentMetadataRecord(NamedTuple):
+    group: str
+    value: Any | None  # ConsumerGroupTargetAssignmentMetadataValue
+
+
+class ConsumerGroupTargetAssignmentMemberRecord(NamedTuple):
+    group: str
+    member_id: str
+    value: Any | None  # ConsumerGroupTargetAssignmentMemberValue
+
+
+class ConsumerGroupCurrentMemberAssignmentRecord(NamedTuple):
+    group: str
+    member_id: str
+    value: Any | None  # ConsumerGroupCurrentMemberAssignmentValue
+
+
+class ConsumerGroupRegularExpressionRecord(NamedTuple):
+    group: str
+    regular_expression: str
+    value: Any | None  # ConsumerGroupRegularExpressionValue
+
+
+# The records the classic coordinator writes and replays.
 Record = OffsetCommitRecord | GroupMetadataRecord
+ConsumerGroupRecord = (
+    ConsumerGroupMetadataRecord
+    | ConsumerGroupPartitionMetadataRecord
+    | ConsumerGroupMemberMetadataRecord
+    | ConsumerGroupTargetAssignmentMetadataRecord
+    | ConsumerGroupTargetAssignmentMemberRecord
+    | ConsumerGroupCurrentMemberAssignmentRecord
+    | ConsumerGroupRegularExpressionRecord
+)
+# Every record decoded here.
+AnyRecord = Record | ConsumerGroupRecord
+
+
+class _RecordType(NamedTuple):
+    """How one consumer-group record type maps onto its key and value tables."""
+
+    record_type: int
+    record: type[Any]
+    key: Message
+    value: Message
+    key_fields: tuple[str, ...]  # the key struct's fields after group_id, in the record's order
+
+
+_CONSUMER_GROUP_TYPES: tuple[_RecordType, ...] = (
+    _RecordType(CONSUMER_GROUP_METADATA_TYPE, ConsumerGroupMetadataRecord,
+                ConsumerGroupMetadataKey, ConsumerGroupMetadataValue, ()),
+    _RecordType(CONSUMER_GROUP_PARTITION_METADATA_TYPE, ConsumerGroupPartitionMetadataRecord,
+                ConsumerGroupPartitionMetadataKey, ConsumerGroupPartitionMetadataValue, ()),
+    _RecordType(CONSUMER_GROUP_MEMBER_METADATA_TYPE, ConsumerGroupMemberMetadataRecord,
+                ConsumerGroupMemberMetadataKey, ConsumerGroupMemberMetadataValue, ("member_id",)),
+    _RecordType(CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_TYPE, ConsumerGroupTargetAssignmentMetadataRecord,
+                ConsumerGroupTargetAssignmentMetadataKey, ConsumerGroupTargetAssignmentMetadataValue, ()),
+    _RecordType(CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_TYPE, ConsumerGroupTargetAssignmentMemberRecord,
+                ConsumerGroupTargetAssignmentMemberKey, ConsumerGroupTargetAssignmentMemberValue, ("member_id",)),
+    _RecordType(CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_TYPE, ConsumerGroupCurrentMemberAssignmentRecord,
+                ConsumerGroupCurrentMemberAssignmentKey, ConsumerGroupCurrentMemberAssignmentValue, ("member_id",)),
+    _RecordType(CONSUMER_GROUP_REGULAR_EXPRESSION_TYPE, ConsumerGroupRegularExpressionRecord,
+                ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue, ("regular_expression",)),
+)
+_BY_TYPE: dict[int, _RecordType] = {t.record_type: t for t in _CONSUMER_GROUP_TYPES}
+_BY_CLASS: dict[type[Any], _RecordType] = {t.record: t for t in _CONSUMER_GROUP_TYPES}
+CONSUMER_GROUP_RECORD_TYPES = frozenset(_BY_TYPE)
+
+_KEYS: dict[int, Message] = {
+    0: OffsetCommitKey, 1: OffsetCommitKey, GROUP_METADATA_KEY_VERSION: GroupMetadataKey,
+    **{t.record_type: t.key for t in _CONSUMER_GROUP_TYPES},
+}
+_VALUES: dict[int, Message] = {
+    0: OffsetCommitValue, 1: OffsetCommitValue, GROUP_METADATA_KEY_VERSION: GroupMetadataValue,
+    **{t.record_type: t.value for t in _CONSUMER_GROUP_TYPES},
+}
+
+
+def value_message(record_type: int) -> Message | None:
+    """The value table of a record type decoded here; None for the others."""
+    return _VALUES.get(record_type)
 
 
 class LogRecord(NamedTuple):
@@ -123,7 +258,7 @@ class LogRecord(NamedTuple):
 
     key_version: int
     type_name: str | None  # None for a key version no Kafka release we know of defines
-    key: Any | None  # OffsetCommitKey or GroupMetadataKey; None for the types not decoded here
+    key: Any | None  # the key struct (OffsetCommitKey, ...); None for the types not decoded here
     value_version: int | None  # as written; None for a tombstone or a type not decoded here
     value: Any | None
 
@@ -154,8 +289,8 @@ def key_version(key: bytes | memoryview) -> int:
 
 
 def key_group(key: bytes) -> tuple[int, bytes]:
-    """(record type, group name bytes) of an offset-commit or group-metadata key, read without
-    decoding the rest: both key structs begin with the group."""
+    """(record type, group name bytes) of a key, read without decoding the rest: every key struct
+    Kafka defines begins with the group."""
     version, length = _KEY_HEAD.unpack_from(key, 0)
     return version, key[4 : 4 + length]
 
@@ -212,12 +347,16 @@ def read_record(key: bytes, value: bytes | None) -> LogRecord:
     return LogRecord(version, name, k, value_version, v)
 
 
-def decode_record(key: bytes, value: bytes | None) -> Record | None:
-    """The record the coordinator replays; None for the other record types, which replay skips
-    as Kafka's loader does."""
+def decode_record(key: bytes, value: bytes | None) -> AnyRecord | None:
+    """The record the coordinator replays; None for the other record types (share and streams
+    groups, unknown types), which replay skips as Kafka's loader does."""
     version, k = decode_key(key)
     if k is None:
         return None
+    kind = _BY_TYPE.get(version)
+    if kind is not None:
+        v = None if value is None else decode_value(kind.value, value)[1]
+        return kind.record(k.group_id, *[getattr(k, name) for name in kind.key_fields], v)
     if version in OFFSET_COMMIT_KEY_VERSIONS:
         v = None if value is None else decode_value(OffsetCommitValue, value)[1]
         return OffsetCommitRecord(k.group, k.topic, k.partition, v)
@@ -271,7 +410,7 @@ def encode_key(key_version: int, key: Any) -> bytes:
     """A key struct behind its record type, through the declaration."""
     message = _KEYS.get(key_version)
     if message is None:
-        raise EncodeError(f"cannot encode a key of record type {key_version}: not an offset or group record")
+        raise EncodeError(f"cannot encode a key of record type {key_version}: not a record type decoded here")
     out = bytearray(_INT16.pack(key_version))
     codec_for(message, key_version).encode_into(key, out)
     return bytes(out)
@@ -296,16 +435,30 @@ def encode_group_metadata_key(group: str) -> bytes:
     return encode_key(GROUP_METADATA_KEY_VERSION, GroupMetadataKey(group=group))
 
 
-def encode_record(record: Record) -> tuple[bytes, bytes | None]:
+def encode_record(record: AnyRecord) -> tuple[bytes, bytes | None]:
     """The record's key and value bytes (value None for a tombstone), exactly as Kafka writes them."""
     if isinstance(record, OffsetCommitRecord):
         return encode_offset_commit(record.group, record.topic, record.partition, record.value)
     return encode_record_generic(record)
 
 
-def encode_record_generic(record: Record) -> tuple[bytes, bytes | None]:
+def encode_consumer_group_record(record: ConsumerGroupRecord) -> tuple[bytes, bytes | None]:
+    """A consumer-group record: its key, and its value at v0 (what Kafka 4.1 writes)."""
+    kind = _BY_CLASS.get(type(record))
+    if kind is None:
+        raise EncodeError(f"cannot encode {type(record).__name__}: not a consumer-group record")
+    fields = dict(zip(("group_id", *kind.key_fields), record[:-1], strict=True))
+    key = encode_key(kind.record_type, kind.key(**fields))
+    if record.value is None:
+        return key, None
+    return key, encode_value(kind.value, record.value, CONSUMER_GROUP_VALUE_VERSION)
+
+
+def encode_record_generic(record: AnyRecord) -> tuple[bytes, bytes | None]:
     """``encode_record`` through the message declarations alone: the reference the packed
     OffsetCommit layout is checked against."""
+    if not isinstance(record, (OffsetCommitRecord, GroupMetadataRecord)):
+        return encode_consumer_group_record(record)
     if isinstance(record, OffsetCommitRecord):
         key = encode_offset_commit_key(record.group, record.topic, record.partition)
         if record.value is None:

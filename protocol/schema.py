@@ -246,7 +246,8 @@ def _make_class(name: str, fields: list[Field], qualname: str) -> type[Data]:
     cls = type(name, (Data,), ns)
     for fl in fields:
         if isinstance(fl.type, Struct):
-            sub = _make_class(fl.type.name, fl.type.fields, f"{qualname}.{fl.type.name}")
+            # A struct shared by several fields gets one class, so all of them hold its instances.
+            sub = fl.type.cls or _make_class(fl.type.name, fl.type.fields, f"{qualname}.{fl.type.name}")
             fl.type.cls = sub
             setattr(cls, fl.type.name, sub)
     return cls

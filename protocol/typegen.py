@@ -135,11 +135,14 @@ def _struct_fields(fields: list[Field]) -> Iterator[tuple[Field, Struct]]:
 
 def _write_body(out: _Writer, depth: int, qualname: str, fields: list[Field]) -> None:
     """Nested classes, then one annotated attribute with its doc per field, then ``__init__``."""
-    nested: set[str] = set()
+    nested: dict[str, Struct] = {}
     for fl, st in _struct_fields(fields):
         if st.name in nested:
+            # Two fields may share one struct (one class); two different structs may not share a name.
+            if nested[st.name] is st:
+                continue
             raise TableModuleError(f"{qualname}: two fields declare the struct {st.name}")
-        nested.add(st.name)
+        nested[st.name] = st
         out.uses_data = True
         out.add(depth, f"class {st.name}(Data):")
         what = "An element of" if st.many else "The struct in"

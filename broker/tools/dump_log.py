@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from protocol.errors import DecodeError
-from protocol.offsets_log_records import read_record
+from protocol.offsets_log_records import read_record, value_message
 from protocol.record_batch import CorruptBatchError, RecordBatch, decode_records, iter_batches
+from protocol.schema import UUID, Field, Primitive, Struct
+from storage.checkpoints import topic_id_to_str
 
 _CODECS = {0: "NONE", 1: "GZIP", 2: "SNAPPY", 3: "LZ4", 4: "ZSTD"}
 
@@ -33,10 +35,30 @@ def decode_key_value(key: bytes | None, value: bytes | None) -> tuple[dict[str, 
     key_out = {"type": str(rec.key_version), "data": _jsonable(rec.key.to_dict())}
     if rec.value is None or rec.value_version is None:
         return key_out, None
-    payload = {"version": str(rec.value_version), "data": _jsonable(rec.value.to_dict())}
+    message = value_message(rec.key_version)
+    assert message is not None  # a decoded value has a table
+    payload = {"version": str(rec.value_version), "data": _fields_json(message.fields, rec.value)}
     if rec.newer_than_known:
         payload["readAs"] = str(rec.read_as)
     return key_out, payload
+
+
+def _fields_json(fields: list[Field], obj: Any) -> dict[str, Any]:
+    """A struct as JSON: topic ids (uuid fields) as Kafka prints them (URL-safe base64, 22
+    characters), other bytes as hex."""
+    out: dict[str, Any] = {}
+    for fl in fields:
+        value = getattr(obj, fl.name)
+        if value is None:
+            out[fl.name] = None
+        elif isinstance(fl.type, Struct):
+            sub = fl.type.fields
+            out[fl.name] = [_fields_json(sub, v) for v in value] if fl.type.many else _fields_json(sub, value)
+        elif isinstance(fl.type, Primitive) and fl.type == UUID:
+            out[fl.name] = topic_id_to_str(value)
+        else:
+            out[fl.name] = _jsonable(value)
+    return out
 
 
 def _jsonable(obj: Any) -> Any:

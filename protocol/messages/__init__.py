@@ -1,10 +1,22 @@
-"""The message tables of every API this broker speaks, keyed by API key."""
+"""The message tables of every API this broker speaks, keyed by API key.
+
+Being here makes an API decodable (tools, tests), not served: the broker advertises in ApiVersions
+exactly the APIs a handler is registered for (``Router.register``).
+"""
 
 from __future__ import annotations
 
 from enum import IntEnum
 
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
@@ -54,6 +66,8 @@ class ApiKey(IntEnum):
     DeleteGroups = 42
     OffsetDelete = 47
     DescribeCluster = 60
+    ConsumerGroupHeartbeat = 68
+    ConsumerGroupDescribe = 69
 
 
 _PAIRS: list[tuple[Message, Message]] = [
@@ -79,6 +93,8 @@ _PAIRS: list[tuple[Message, Message]] = [
     (DeleteGroupsRequest, DeleteGroupsResponse),
     (OffsetDeleteRequest, OffsetDeleteResponse),
     (DescribeClusterRequest, DescribeClusterResponse),
+    (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
+    (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
 ]
 
 REQUESTS: dict[int, Message] = {req.api_key: req for req, _ in _PAIRS if req.api_key is not None}

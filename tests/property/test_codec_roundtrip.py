@@ -19,7 +19,7 @@ from protocol.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
-from protocol.messages import REQUESTS, RESPONSES
+from protocol.messages import REQUESTS, RESPONSES, offsets_log_consumer_groups
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import (
     GroupMetadataKey,
@@ -38,6 +38,7 @@ MESSAGES: list[Message] = [
     OffsetCommitValue,
     GroupMetadataKey,
     GroupMetadataValue,
+    *(m for m in vars(offsets_log_consumer_groups).values() if isinstance(m, Message)),
 ]
 CASES = [(m, v) for m in MESSAGES for v in m.versions]
 

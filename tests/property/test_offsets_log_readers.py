@@ -3,8 +3,9 @@
 Records of every kind are written by kafka-python as real record batches in a segment file:
 offset commits in every value version (key v0 and v1), group metadata in every value version,
 versions newer than any Kafka declares written the way a later Kafka adds fields (unknown tags,
-and bytes after the struct), tombstones of both, the KIP-848/share/streams record types and key
-versions nobody defines. The coordinator's replay (what the shard rebuilds), ``kcoord dump-log``,
+and bytes after the struct), tombstones of both, the KIP-848 consumer-group records of every
+type (tombstones, and values from a Kafka newer than 4.1 included), the share/streams record types
+and key versions nobody defines. The coordinator's replay (what the shard rebuilds), ``kcoord dump-log``,
 the analysis decoder's rows, ``protocol.offsets_log_records`` and kafka-python read them back, and
 each must report what was written, by the version rules: a field a version lacks reads as its
 default, a newer version reads with the newest layout, and a v0 member's rebalance timeout is its
@@ -21,13 +22,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analytics.decoder import Decoded, decode_segment
+from analytics.decoder import ConsumerGroupRow, Decoded, decode_segment
 from analytics.segments import SegmentHealth
 from broker.coordinator.context import CoordinatorConfig
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.groups.replay_plan import replay_log
 from broker.tools.dump_log import dump_file
 from protocol.offsets_log_records import (
+    CONSUMER_GROUP_RECORD_TYPES,
     GROUP_METADATA,
     OFFSET_COMMIT,
     RECORD_TYPES,
@@ -37,6 +39,7 @@ from protocol.offsets_log_records import (
     read_record,
 )
 from protocol.record_batch import decode_records, iter_batches
+from storage.checkpoints import topic_id_from_str, topic_id_to_str
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
 from tests.property import offsets_log_kafka as kp
@@ -103,7 +106,20 @@ class Other:
         return int.from_bytes(self.key[:2], "big", signed=True)
 
 
-Entry = Commit | Group | Other
+@dataclass
+class CGroup:
+    """A KIP-848 consumer-group record: its type, key and value (a dict by field name)."""
+
+    record_type: int
+    group: str
+    second: str | None  # member id (types 5, 7, 8) or regular expression (16)
+    version: int | None  # None: a tombstone
+    values: dict[str, Any] | None = None
+    tags: dict[int, bytes] = field(default_factory=dict)  # fields a later Kafka added
+    trailing: bytes = b""
+
+
+Entry = Commit | Group | CGroup | Other
 
 texts = st.text(max_size=10)
 int32 = st.integers(-(2**31), 2**31 - 1)
@@ -161,10 +177,60 @@ def group_records(draw: st.DrawFn) -> Group:
                  draw(times), group_members, tags, trailing)
 
 
-# Key versions 3.. are the KIP-848, share and streams records (named, not decoded here); the rest
-# are types no Kafka defines.
-other_versions = st.one_of(st.integers(3, max(RECORD_TYPES)), st.integers(max(RECORD_TYPES) + 1, 2**15 - 1),
-                           st.integers(-(2**15), -1))
+# Share and streams records (named, not decoded here), and types no Kafka defines.
+other_versions = st.one_of(st.sampled_from([t for t in RECORD_TYPES if t > 2 and t not in CONSUMER_GROUP_RECORD_TYPES]),
+                           st.integers(max(RECORD_TYPES) + 1, 2**15 - 1), st.integers(-(2**15), -1))
+
+NULLABLE = {"instance_id", "rack_id", "subscribed_topic_regex", "server_assignor"}
+
+
+def _value_of(name: str, typ: Any) -> st.SearchStrategy[Any]:
+    if isinstance(typ, list):
+        return st.fixed_dictionaries({n: _value_of(n, t) for n, t in typ})
+    if isinstance(typ, tuple):
+        return st.lists(_value_of(name, typ[1]), max_size=3)
+    if typ == "uuid":
+        return st.one_of(st.just(bytes(16)), st.binary(min_size=16, max_size=16))
+    if typ is kp.CompactBytes:
+        return st.binary(max_size=6)
+    if isinstance(typ, kp.CompactString):
+        return st.none() | texts if name in NULLABLE else texts
+    bits = {kp.Int8: 8, kp.Int32: 32, kp.Int64: 64}[typ]
+    return st.integers(-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+
+
+def _tagged(record_type: int) -> dict[str, st.SearchStrategy[Any]]:
+    if record_type == 3:
+        return {"metadata_hash": int64}
+    if record_type == 5:
+        return {"classic_member_metadata": st.none() | _value_of("", kp.CLASSIC_MEMBER_METADATA)}
+    return {}
+
+
+cg_versions = st.one_of(st.none(), st.just(kp.NEWEST_CONSUMER_GROUP_VALUE), st.integers(1, 40))
+# Tags above 0: tag 0 is the declared tagged field of types 3 and 5.
+unknown_tags = st.dictionaries(st.integers(1, 300), st.binary(max_size=8), max_size=3)
+
+
+@st.composite
+def consumer_group_records(draw: st.DrawFn) -> CGroup:
+    record_type = draw(st.sampled_from(sorted(CONSUMER_GROUP_RECORD_TYPES)))
+    second = None
+    if record_type in (5, 7, 8):
+        second = draw(st.sampled_from(["m-1", "m-2"]))
+    elif record_type == 16:
+        second = draw(st.sampled_from(["orders-.*", "[a-z]+"]))
+    version = draw(cg_versions)
+    entry = CGroup(record_type, draw(groups), second, version)
+    if version is None:
+        return entry
+    spec = kp.CONSUMER_GROUP_VALUES[record_type]
+    entry.values = draw(st.fixed_dictionaries({**{n: _value_of(n, t) for n, t in spec}, **_tagged(record_type)}))
+    if version > kp.NEWEST_CONSUMER_GROUP_VALUE:
+        entry.tags = draw(unknown_tags)
+        entry.trailing = draw(st.binary(max_size=6))
+    return entry
+
 
 
 @st.composite
@@ -173,13 +239,19 @@ def others(draw: st.DrawFn) -> Other:
     return Other(key, draw(st.none() | st.binary(max_size=10)))
 
 
-entries = st.lists(st.one_of(commits(), group_records(), others()), max_size=25)
+entries = st.lists(st.one_of(commits(), group_records(), consumer_group_records(), others()), max_size=25)
 
 
 def encode(entry: Entry) -> tuple[bytes, bytes | None]:
     """The record's bytes, by kafka-python."""
     if isinstance(entry, Other):
         return entry.key, entry.value
+    if isinstance(entry, CGroup):
+        key = kp.consumer_group_key(entry.record_type, entry.group, entry.second)
+        if entry.values is None or entry.version is None:
+            return key, None
+        return key, kp.encode_consumer_group_value(entry.record_type, entry.version, entry.values, entry.tags,
+                                                   entry.trailing)
     if isinstance(entry, Commit):
         key = kp.commit_key(entry.key_version, entry.group, entry.topic, entry.partition)
         if entry.version is None:
@@ -204,6 +276,7 @@ def encode(entry: Entry) -> tuple[bytes, bytes | None]:
 # ---- what every reader must report -----------------------------------------------------------
 # A fact: ("commit", log offset, timestamp, group, topic, partition, value facts or None)
 #         ("group", log offset, timestamp, group, value facts or None)
+#         ("cg", log offset, timestamp, record type, group, member id or regex, value dict or None)
 #         ("other", log offset, timestamp, key version)
 # Member facts end with the subscription and assignment: raw bytes, or for the analysis decoder
 # (which has no bytes) what the consumer protocol says.
@@ -216,6 +289,8 @@ def none_if_absent(x: int) -> int | None:
 def expected(entry: Entry, offset: int, ts: int, decoded_members: bool = False) -> tuple[Any, ...]:
     if isinstance(entry, Other):
         return ("other", offset, ts, entry.key_version)
+    if isinstance(entry, CGroup):
+        return ("cg", offset, ts, entry.record_type, entry.group, entry.second, entry.values)
     if isinstance(entry, Commit):
         head = ("commit", offset, ts, entry.group, entry.topic, entry.partition)
         if entry.version is None:
@@ -278,6 +353,12 @@ def home_facts(data: bytes, written: list[Entry]) -> list[tuple[Any, ...]]:
             facts.append(("other", offset, ts, rec.key_version))
             continue
         assert rec.value_version == getattr(entry, "version", None)
+        if rec.key_version in CONSUMER_GROUP_RECORD_TYPES:
+            assert rec.newer_than_known == (rec.value_version is not None and rec.value_version > 0)
+            second = getattr(rec.key, "member_id", None) or getattr(rec.key, "regular_expression", None)
+            facts.append(("cg", offset, ts, rec.key_version, rec.key.group_id, second,
+                          None if rec.value is None else rec.value.to_dict()))
+            continue
         assert rec.newer_than_known == (rec.value_version is not None and rec.value_version > NEWEST)
         if rec.type_name == OFFSET_COMMIT:
             k = rec.key
@@ -298,6 +379,10 @@ def coordinator_facts(data: bytes) -> list[tuple[Any, ...]]:
         rec = decode_record(key, value)
         if rec is None:
             facts.append(("other", offset, ts, int.from_bytes(key[:2], "big", signed=True)))
+        elif not isinstance(rec, (OffsetCommitRecord, GroupMetadataRecord)):
+            assert rec.group == rec[0]  # every record names its group first
+            facts.append(("cg", offset, ts, int.from_bytes(key[:2], "big"), rec.group, rec[1] if len(rec) == 3 else None,
+                          None if rec.value is None else rec.value.to_dict()))
         elif isinstance(rec, OffsetCommitRecord):
             facts.append(("commit", offset, ts, rec.group, rec.topic, rec.partition,
                           None if rec.value is None else commit_facts(rec.value)))
@@ -311,7 +396,14 @@ def kafka_python_facts(data: bytes) -> list[tuple[Any, ...]]:
     facts = []
     for offset, ts, key, value in raw_records(data):
         version = int.from_bytes(key[:2], "big", signed=True)
-        if version in (0, 1):
+        if version in kp.CONSUMER_GROUP_VALUES:
+            glen = int.from_bytes(key[2:4], "big")
+            group = key[4:4 + glen].decode()
+            rest = key[4 + glen:]
+            second = rest[2:].decode() if rest else None
+            v = None if value is None else kp.decode_consumer_group_value(version, value)[1]
+            facts.append(("cg", offset, ts, version, group, second, v))
+        elif version in (0, 1):
             group, topic, partition = kb_commit_key(key)
             if value is None:
                 facts.append(("commit", offset, ts, group, topic, partition, None))
@@ -358,6 +450,14 @@ def dump_facts(path: Path, written: list[Entry]) -> list[tuple[Any, ...]]:
             facts.append(("other", offset, ts, int(key["type"])))
             continue
         k = key["data"]
+        if isinstance(entry, CGroup):
+            if payload is not None:
+                assert payload["version"] == str(entry.version)
+                assert payload.get("readAs") == ("0" if entry.version else None)
+            second = k.get("member_id", k.get("regular_expression"))
+            facts.append(("cg", offset, ts, int(key["type"]), k["group_id"], second,
+                          None if payload is None else from_dump_json(payload["data"])))
+            continue
         if payload is not None:
             written_version = getattr(entry, "version", None)
             assert payload["version"] == str(written_version)
@@ -379,6 +479,66 @@ def dump_facts(path: Path, written: list[Entry]) -> list[tuple[Any, ...]]:
     return facts
 
 
+def from_dump_json(obj: Any, name: str = "") -> Any:
+    """A dumped value back in the written form: topic ids as bytes (the dump shows them as Kafka
+    does), a classic protocol's metadata as bytes (hex in the dump)."""
+    if isinstance(obj, dict):
+        return {k: from_dump_json(v, k) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [from_dump_json(v, name) for v in obj]
+    if name == "topic_id":
+        return topic_id_from_str(obj)
+    if name == "metadata":
+        return bytes.fromhex(obj)
+    return obj
+
+
+def _ids(topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"topic_id": topic_id_to_str(t["topic_id"]), "partitions": t["partitions"]} for t in topics]
+
+
+def expected_row(entry: CGroup, offset: int, ts: int) -> tuple[Any, ...]:
+    """What the analysis decoder's row of a consumer-group record holds."""
+    fields: dict[str, Any] = {}
+    v = entry.values
+    t = entry.record_type
+    if v is not None:
+        if t == 3:
+            fields = {"epoch": v["epoch"], "metadata_hash": v["metadata_hash"]}
+        elif t == 4:
+            fields = {"topics_metadata": [{"topic_id": topic_id_to_str(x["topic_id"]), "topic_name": x["topic_name"],
+                                           "num_partitions": x["num_partitions"]} for x in v["topics"]]}
+        elif t == 5:
+            classic = v["classic_member_metadata"]
+            fields = {"consumer_member": {
+                **{n: v[n] for n in ("instance_id", "rack_id", "client_id", "client_host", "subscribed_topic_names",
+                                     "subscribed_topic_regex", "rebalance_timeout_ms", "server_assignor")},
+                "classic_session_timeout_ms": None if classic is None else classic["session_timeout_ms"],
+                "classic_protocols": None if classic is None else [p["name"] for p in classic["supported_protocols"]]}}
+        elif t == 6:
+            fields = {"epoch": v["assignment_epoch"]}
+        elif t == 7:
+            fields = {"assignment": _ids(v["topic_partitions"])}
+        elif t == 8:
+            fields = {"epoch": v["member_epoch"], "previous_member_epoch": v["previous_member_epoch"],
+                      "member_state": v["state"], "assignment": _ids(v["assigned_partitions"]),
+                      "pending_revocation": _ids(v["partitions_pending_revocation"])}
+        else:
+            fields = {"resolved_topics": v["topics"], "regex_version": v["version"],
+                      "regex_resolved_at": v["timestamp"]}
+    member, regex = (entry.second, None) if t != 16 else (None, entry.second)
+    return (offset, ts, entry.group, RECORD_TYPES[t], entry.values is None, member, regex, fields)
+
+
+def row_facts(row: ConsumerGroupRow) -> tuple[Any, ...]:
+    fields = {n: getattr(row, n) for n in ("epoch", "previous_member_epoch", "member_state", "metadata_hash",
+                                           "assignment", "pending_revocation", "consumer_member", "topics_metadata",
+                                           "resolved_topics", "regex_version", "regex_resolved_at")
+              if getattr(row, n) is not None}
+    return (row.log_offset, row.timestamp, row.group, row.record_type, row.tombstone, row.member_id,
+            row.regular_expression, fields)
+
+
 def analysis_facts(data: bytes) -> tuple[list[tuple[Any, ...]], int]:
     """(commit and group facts in log order, records skipped) from the decoder's rows."""
     health = SegmentHealth()
@@ -386,6 +546,7 @@ def analysis_facts(data: bytes) -> tuple[list[tuple[Any, ...]], int]:
     for chunk in decode_segment(data, health, chunk_rows=4):
         out.commits.extend(chunk.commits)
         out.groups.extend(chunk.groups)
+        out.consumer_groups.extend(chunk.consumer_groups)
         out.skipped += chunk.skipped
         assert chunk.undecodable == 0
     assert health.problems == []
@@ -404,6 +565,7 @@ def analysis_facts(data: bytes) -> tuple[list[tuple[Any, ...]], int]:
                          m["assigned_partitions"]) for m in g.members)
         facts.append(("group", g.log_offset, g.timestamp, g.group, (
             g.protocol_type, g.generation, g.protocol, g.leader, g.current_state_timestamp, members)))
+    facts.extend(("cg", *row_facts(r)) for r in out.consumer_groups)
     return sorted(facts, key=lambda f: f[1]), out.skipped
 
 
@@ -462,8 +624,8 @@ def test_every_reader_reports_what_was_written(written: list[Entry], batch_size:
         kb.batch(i, [(*encode(e), ts) for e, ts in zip(written[i:i + batch_size], stamps[i:i + batch_size])])
         for i in range(0, len(written), batch_size))
     want = [expected(e, i, ts) for i, (e, ts) in enumerate(zip(written, stamps))]
-    want_rows = [expected(e, i, ts, decoded_members=True) for i, (e, ts) in enumerate(zip(written, stamps))
-                 if not isinstance(e, Other)]
+    want_rows = [("cg", *expected_row(e, i, ts)) if isinstance(e, CGroup) else expected(e, i, ts, decoded_members=True)
+                 for i, (e, ts) in enumerate(zip(written, stamps)) if not isinstance(e, Other)]
 
     with tempfile.TemporaryDirectory() as tmp:
         directory = Path(tmp) / "__consumer_offsets-0"

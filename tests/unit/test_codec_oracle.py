@@ -58,6 +58,24 @@ def _kafka_python_classes() -> dict[str, Any]:
     return found
 
 
+# kafka-python ships no KIP-848 API; it generates them from Kafka 4.1's specs as transcribed in
+# tests/kafka_specs, with the same machinery as every other API.
+class ConsumerGroupHeartbeatRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ConsumerGroupHeartbeatResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ConsumerGroupDescribeRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ConsumerGroupDescribeResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
 KP = _kafka_python_classes()
 
 # ---- random values drawn from our tables --------------------------------------------------------

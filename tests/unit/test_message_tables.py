@@ -4,7 +4,9 @@ Kafka publishes every request/response as a JSON spec; kafka-python ships the 4.
 of our tables and every version both sides describe, the fields present in that version must match
 in order, name (snake_case of Kafka's), type, nullability, tag, explicit default and ignorability,
 recursively. Versions older than the 4.3 minimum (removed by KIP-896) are still described by the
-4.3 specs' field ranges, and are also checked against kafka-python's hand-written classes.
+4.3 specs' field ranges, and are also checked against kafka-python's hand-written classes. The
+KIP-848 APIs and consumer-group records, which kafka-python does not ship, are checked against
+Kafka 4.1's specs as transcribed in ``tests/kafka_specs``.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from protocol.messages import REQUESTS, RESPONSES, ApiKey
+from protocol.messages import REQUESTS, RESPONSES, ApiKey, offsets_log_consumer_groups
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import (
     GroupMetadataKey,
@@ -54,6 +56,9 @@ EXPECTED_VALID = {
     "DeleteGroups": "0-2",
     "OffsetDelete": "0",
     "DescribeCluster": "0-2",
+    # KIP-848: as of Kafka 4.1.
+    "ConsumerGroupHeartbeat": "0-1",
+    "ConsumerGroupDescribe": "0-1",
 }
 
 # Element names that do not follow "Kafka's struct name minus the message/API prefix".
@@ -133,12 +138,18 @@ OFFSETS_LOG_SPECS: dict[str, dict[str, Any]] = {
 
 ALL_API_MESSAGES: list[Message] = [*REQUESTS.values(), *RESPONSES.values()]
 DATA_MESSAGES: list[Message] = [ConsumerProtocolSubscription, ConsumerProtocolAssignment]
-LOG_MESSAGES: list[Message] = [OffsetCommitKey, OffsetCommitValue, GroupMetadataKey, GroupMetadataValue]
+CONSUMER_GROUP_LOG_MESSAGES: list[Message] = [
+    m for m in vars(offsets_log_consumer_groups).values() if isinstance(m, Message)]
+LOG_MESSAGES: list[Message] = [OffsetCommitKey, OffsetCommitValue, GroupMetadataKey, GroupMetadataValue,
+                               *CONSUMER_GROUP_LOG_MESSAGES]
 
 
 def kafka_spec(name: str) -> dict[str, Any]:
-    """One of Kafka's JSON specs as kafka-python ships it, comments stripped, common structs inlined."""
-    text = importlib.resources.files("kafka.protocol.schemas.resources").joinpath(f"{name}.json").read_text()
+    """One of Kafka's JSON specs as kafka-python ships it (or, for what it does not ship, as
+    transcribed in ``tests/kafka_specs``), comments stripped, common structs inlined."""
+    shipped = importlib.resources.files("kafka.protocol.schemas.resources").joinpath(f"{name}.json")
+    ours = importlib.resources.files("tests.kafka_specs").joinpath(f"{name}.json")
+    text = (shipped if shipped.is_file() else ours).read_text()
     spec: dict[str, Any] = json.loads(re.sub(r"(?m)^\s*//.*$", "", text))
     common = {s["name"]: s["fields"] for s in spec.get("commonStructs", [])}
 
@@ -265,12 +276,16 @@ def test_table_matches_kafka_spec(msg: Message) -> None:
 
 @pytest.mark.parametrize("msg", LOG_MESSAGES, ids=lambda m: m.name)
 def test_offsets_log_table_matches_kafka_spec(msg: Message) -> None:
-    spec = OFFSETS_LOG_SPECS[msg.name]
+    spec = OFFSETS_LOG_SPECS[msg.name] if msg.name in OFFSETS_LOG_SPECS else kafka_spec(msg.name)
     assert msg.api_key is None
     assert msg.valid == Versions.parse(spec["validVersions"])
     assert msg.flexible == Versions.parse(spec["flexibleVersions"])
     for v in msg.versions:
         assert our_view(msg.fields, v) == kafka_view(spec["fields"], v, msg.name), f"{msg.name} v{v}"
+
+
+def test_every_consumer_group_record_table_is_checked() -> None:
+    assert len(CONSUMER_GROUP_LOG_MESSAGES) == 14
 
 
 def test_version_ranges_cover_kafka_2_8_to_4_3() -> None:

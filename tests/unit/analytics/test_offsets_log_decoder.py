@@ -22,6 +22,7 @@ def decode_all(data: bytes, health: SegmentHealth | None = None) -> Decoded:
     for chunk in decode_segment(data, health, chunk_rows=3):
         out.commits.extend(chunk.commits)
         out.groups.extend(chunk.groups)
+        out.consumer_groups.extend(chunk.consumer_groups)
         out.skipped += chunk.skipped
     return out
 
@@ -88,14 +89,39 @@ def test_group_metadata_with_members_and_their_assignments() -> None:
 
 
 def test_records_of_other_group_types_are_skipped() -> None:
-    kip848_key = struct.pack(">h", 3) + kb.s16("new-protocol-group")
+    share_key = struct.pack(">h", 11) + kb.s16("share-group")
     data = kb.batch(0, [
-        (kip848_key, b"\x00\x00\x00\x00\x00\x01\x00", T0),
+        (share_key, b"\x00\x00\x00\x00\x00\x01\x00", T0),
         (kb.commit_key("g", "t", 0), kb.commit_value_v3(1, -1, "", T0), T0),
     ])
     d = decode_all(data)
     assert d.skipped == 1
     assert [r[2] for r in commit_rows(d)] == ["g"]
+    assert d.consumer_groups == []
+
+
+def test_consumer_group_records_become_rows_of_their_type() -> None:
+    epoch_key = struct.pack(">h", 3) + kb.s16("new-protocol-group")
+    member_key = struct.pack(">h", 8) + kb.s16("new-protocol-group") + kb.s16("m-1")
+    topic = bytes(range(16))
+    # v0: member epoch 5, previous 4, state 1, [topic: [0, 2]] assigned, nothing pending.
+    current = (b"\x00\x00" + struct.pack(">iib", 5, 4, 1) + b"\x02" + topic + b"\x03" + struct.pack(">ii", 0, 2)
+               + b"\x00" + b"\x01" + b"\x00")
+    data = kb.batch(0, [
+        (epoch_key, b"\x00\x00\x00\x00\x00\x01\x00", T0),
+        (member_key, current, T0 + 1),
+        (member_key, None, T0 + 2),
+    ])
+    d = decode_all(data)
+    assert d.skipped == 0 and d.undecodable == 0
+    rows = d.consumer_groups
+    assert [(r.log_offset, r.record_type, r.group, r.member_id, r.tombstone, r.epoch) for r in rows] == [
+        (0, "ConsumerGroupMetadata", "new-protocol-group", None, False, 1),
+        (1, "ConsumerGroupCurrentMemberAssignment", "new-protocol-group", "m-1", False, 5),
+        (2, "ConsumerGroupCurrentMemberAssignment", "new-protocol-group", "m-1", True, None),
+    ]
+    assert (rows[1].previous_member_epoch, rows[1].member_state, rows[1].pending_revocation) == (4, 1, [])
+    assert rows[1].assignment == [{"topic_id": "AAECAwQFBgcICQoLDA0ODw", "partitions": [0, 2]}]
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4], ids=["gzip", "snappy", "lz4", "zstd"])

@@ -80,6 +80,6 @@ def test_v0_group_metadata_loads_with_the_session_timeout_as_rebalance_timeout()
     assert h.state("old") == "Stable" and h.group("old").generation == 4
 
 
-def test_other_record_types_are_skipped() -> None:
-    assert decode_record(i16(3) + s16("g"), b"\x00\x00") is None
+def test_share_and_streams_record_types_are_skipped() -> None:
+    assert decode_record(i16(11) + s16("g"), b"\x00\x00") is None
     assert decode_record(i16(17) + b"whatever", None) is None
