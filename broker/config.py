@@ -55,6 +55,22 @@ PROPERTIES: tuple[Property, ...] = (
     Property("group.initial.rebalance.delay.ms", int, 3000, "Wait for more members when an empty group forms.",
              minimum=0),
     Property("group.max.size", int, 2147483647, "Most members a group may have.", minimum=1),
+    Property("group.consumer.session.timeout.ms", int, 45000, "Session timeout of consumer-protocol (KIP-848) "
+             "members: the broker decides it, not the client.", minimum=1),
+    Property("group.consumer.min.session.timeout.ms", int, 45000, "Smallest group.consumer.session.timeout.ms.",
+             minimum=1),
+    Property("group.consumer.max.session.timeout.ms", int, 60000, "Largest group.consumer.session.timeout.ms.",
+             minimum=1),
+    Property("group.consumer.heartbeat.interval.ms", int, 5000, "Heartbeat interval the broker gives "
+             "consumer-protocol members.", minimum=1),
+    Property("group.consumer.min.heartbeat.interval.ms", int, 5000, "Smallest "
+             "group.consumer.heartbeat.interval.ms.", minimum=1),
+    Property("group.consumer.max.heartbeat.interval.ms", int, 15000, "Largest "
+             "group.consumer.heartbeat.interval.ms.", minimum=1),
+    Property("group.consumer.max.size", int, 2147483647, "Most members a consumer-protocol group may have.",
+             minimum=1),
+    Property("group.consumer.assignors", str, "uniform,range", "Server-side assignors of consumer-protocol "
+             "groups, by name; the first is the default."),
     Property("auto.create.topics.enable", bool, True, "Create unknown topics on Metadata/Produce requests."),
     Property("num.partitions", int, 1, "Partitions of an auto-created topic.", minimum=1),
     Property("log.flush.policy", str, "sync", "sync: fdatasync before acknowledging; interval: flush every "
@@ -170,6 +186,20 @@ class BrokerConfig:
             self.advertised = Listener("127.0.0.1", self.advertised.port)
         if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
             raise ConfigError("group.min.session.timeout.ms is above group.max.session.timeout.ms")
+        for name in ("session.timeout.ms", "heartbeat.interval.ms"):
+            low, high = values[f"group.consumer.min.{name}"], values[f"group.consumer.max.{name}"]
+            if not low <= values[f"group.consumer.{name}"] <= high:
+                raise ConfigError(f"group.consumer.{name} must be within group.consumer.min.{name} ({low}) and "
+                                  f"group.consumer.max.{name} ({high})")
+        if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
+            raise ConfigError("group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms")
+        from broker.coordinator.consumer.assignors import ASSIGNORS
+
+        names = [n.strip() for n in values["group.consumer.assignors"].split(",") if n.strip()]
+        unknown = [n for n in names if n not in ASSIGNORS]
+        if not names or unknown:
+            raise ConfigError(f"group.consumer.assignors: {values['group.consumer.assignors']!r}; known assignors "
+                              f"are {', '.join(sorted(ASSIGNORS))}")
         # An empty entry would mean the current directory, wherever the broker happens to be started.
         if not all(entry.strip() for entry in values["log.dirs"].split(",")):
             raise ConfigError(f"log.dirs: {values['log.dirs']!r} is empty or has an empty entry; name a directory")

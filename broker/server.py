@@ -126,6 +126,10 @@ class Broker:
             offsets_retention_check_interval_ms=c["offsets.retention.check.interval.ms"],
             offset_metadata_max_bytes=c["offset.metadata.max.bytes"],
             num_partitions=c["offsets.topic.num.partitions"],
+            consumer_session_timeout_ms=c["group.consumer.session.timeout.ms"],
+            consumer_heartbeat_interval_ms=c["group.consumer.heartbeat.interval.ms"],
+            consumer_max_size=c["group.consumer.max.size"],
+            consumer_assignors=tuple(n.strip() for n in c["group.consumer.assignors"].split(",") if n.strip()),
         )
         log_config = LogConfig(
             segment_bytes=c["offsets.topic.segment.bytes"],

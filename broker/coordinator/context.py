@@ -30,15 +30,33 @@ class CoordinatorConfig:
     offsets_retention_check_interval_ms: int = 600000
     offset_metadata_max_bytes: int = 4096
     num_partitions: int = 50
+    # KIP-848 consumer groups (Kafka's group.consumer.* settings).
+    consumer_session_timeout_ms: int = 45000
+    consumer_heartbeat_interval_ms: int = 5000
+    consumer_max_size: int = 2**31 - 1
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
 
 
 class TopicView(Protocol):
-    """The broker's topic metadata, as far as offset commits need it.
-
-    OffsetCommit v10 names topics by id; a view that can resolve them also offers
-    ``topic_name(topic_id: bytes) -> str | None``. Without it, v10 topics are UNKNOWN_TOPIC_ID.
-    """
+    """The broker's topic metadata (Kafka's metadata image, as far as the coordinator reads it)."""
 
     def partition_count(self, topic: str) -> int | None:
         """Number of partitions of ``topic``, or None when the topic does not exist."""
+        ...
+
+    def topic_id(self, topic: str) -> bytes | None:
+        """The topic's 16-byte id, or None when the topic does not exist."""
+        ...
+
+    def topic_name(self, topic_id: bytes) -> str | None:
+        """The name of the topic with that id, or None."""
+        ...
+
+    def topic_names(self) -> list[str]:
+        """Every topic a client may subscribe to (internal topics excluded)."""
+        ...
+
+    @property
+    def version(self) -> int:
+        """Rises with every change of topics or partition counts."""
         ...

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from broker.coordinator.classic_group import GroupState
-from broker.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from broker.coordinator.records import AnyRecord, GroupMetadataRecord, OffsetCommitRecord
 from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
 from protocol.errors import ErrorCode
@@ -65,7 +65,7 @@ def list_groups(
     ]
 
 
-def delete_group(st: CoordinatorState, group_id: str, now: int) -> tuple[int, list[Record], Result]:
+def delete_group(st: CoordinatorState, group_id: str, now: int) -> tuple[int, list[AnyRecord], Result]:
     del now
     out = Result()
     group = st.groups.get(group_id)

@@ -80,6 +80,9 @@ def join_group(st: CoordinatorState, req: JoinGroupRequest, ctx: RequestContext,
     if not cfg.group_min_session_timeout_ms <= spec.session_timeout_ms <= cfg.group_max_session_timeout_ms:
         return reply(ErrorCode.INVALID_SESSION_TIMEOUT, spec.member_id)
 
+    if spec.group_id in st.consumer_groups:
+        # Classic members inside a consumer group (online migration) are not served yet.
+        return reply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, spec.member_id)
     group = st.groups.get(spec.group_id)
     is_new_group = group is None
     if group is None:

@@ -12,6 +12,7 @@ v2-4's retention time turns into an explicit expire timestamp, written as value 
 from __future__ import annotations
 
 from broker.coordinator.classic_group import GroupState
+from broker.coordinator.consumer.group import ConsumerGroup
 from broker.coordinator.context import RequestContext
 from broker.coordinator.rebalance import reschedule_heartbeat
 from broker.coordinator.records import OffsetCommitRecord
@@ -50,12 +51,31 @@ def _topic_name(st: CoordinatorState, topic: OffsetCommitRequest.Topic, version:
 def _group_error(st: CoordinatorState, req: OffsetCommitRequest, version: int) -> ErrorCode:
     generation = req.generation_id_or_member_epoch
     instance_id = req.group_instance_id if version >= 7 else None
+    consumer_group = st.consumer_groups.get(req.group_id)
+    if consumer_group is not None:
+        return _consumer_group_error(consumer_group, req.member_id, generation, version)
     group = st.groups.get(req.group_id)
     if group is None:
         if generation < 0:
             return ErrorCode.NONE  # a simple group comes into being when its first offset is replayed
         return ErrorCode.GROUP_ID_NOT_FOUND if version >= GROUP_ID_NOT_FOUND_VERSION else ErrorCode.ILLEGAL_GENERATION
     return group.validate_offset_commit(req.member_id, instance_id, generation)
+
+
+def _consumer_group_error(group: ConsumerGroup, member_id: str, epoch: int, version: int) -> ErrorCode:
+    """Kafka's ConsumerGroup.validateOffsetCommit: an admin or a consumer outside group management
+    (epoch -1) may commit only while the group is empty; a member commits with its current epoch,
+    from OffsetCommit v9 on."""
+    if epoch < 0 and not group.members:
+        return ErrorCode.NONE
+    member = group.member(member_id)
+    if member is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if version < 9:
+        return ErrorCode.UNSUPPORTED_VERSION
+    if epoch != member.member_epoch:
+        return ErrorCode.STALE_MEMBER_EPOCH
+    return ErrorCode.NONE
 
 
 def offset_commit(st: CoordinatorState, req: OffsetCommitRequest, ctx: RequestContext, now: int) -> Result:

@@ -3,6 +3,8 @@ with their bytes in ``protocol.offsets_log_records``; this name keeps the coordi
 importing them from beside themselves."""
 
 from protocol.offsets_log_records import (
+    AnyRecord,
+    ConsumerGroupRecord,
     GroupMetadataRecord,
     OffsetCommitRecord,
     Record,
@@ -13,6 +15,8 @@ from protocol.offsets_log_records import (
 )
 
 __all__ = [
+    "AnyRecord",
+    "ConsumerGroupRecord",
     "GroupMetadataRecord",
     "OffsetCommitRecord",
     "Record",

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
-from broker.coordinator.records import Record
+from broker.coordinator.records import AnyRecord
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from protocol.messages.delete_groups import DeleteGroupsResponse
 from protocol.messages.heartbeat import HeartbeatResponse
 from protocol.messages.join_group import JoinGroupResponse
@@ -36,6 +37,7 @@ Transition = tuple[str, str, str, int, int, str]
 CoordinatorResponse: TypeAlias = (
     "JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse"
     " | OffsetCommitResponse | OffsetDeleteResponse | DeleteGroupsResponse.DeletableGroupResult"
+    " | ConsumerGroupHeartbeatResponse"
 )
 
 
@@ -50,6 +52,6 @@ class Result:
     """
 
     replies: list[tuple[int, CoordinatorResponse]] = field(default_factory=list)
-    records: list[Record] = field(default_factory=list)
+    records: list[AnyRecord] = field(default_factory=list)
     timers: list[SetTimer | CancelTimer] = field(default_factory=list)
     transitions: list[Transition] = field(default_factory=list)

@@ -22,6 +22,10 @@ from broker.coordinator import (
     sync_group,
 )
 from broker.coordinator.classic_group import GroupState
+from broker.coordinator.consumer import describe as consumer_describe
+from broker.coordinator.consumer import timers as consumer_timers
+from broker.coordinator.consumer.heartbeat import consumer_group_heartbeat, fence_member
+from broker.coordinator.consumer.member import MemberState
 from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
 from broker.coordinator.offsets import FetchedOffset, fetch_offsets
 from broker.coordinator.rebalance import (
@@ -31,12 +35,14 @@ from broker.coordinator.rebalance import (
     prepare_rebalance,
     reschedule_heartbeat,
 )
-from broker.coordinator.records import Record
+from broker.coordinator.records import AnyRecord
 from broker.coordinator.responses import join_response, sync_response
 from broker.coordinator.result import CoordinatorResponse, Result, SetTimer
 from broker.coordinator.state import CoordinatorState
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
 from protocol.errors import ErrorCode
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.describe_groups import DescribeGroupsResponse
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
@@ -62,7 +68,7 @@ class GroupCoordinatorShard:
 
     # ---- loading --------------------------------------------------------------------------
 
-    def replay(self, record: Record, offset: int | None = None) -> None:
+    def replay(self, record: AnyRecord, offset: int | None = None) -> None:
         del offset  # only transactional offsets would need the record's position
         self.state.replay(record)
 
@@ -75,6 +81,15 @@ class GroupCoordinatorShard:
                 reschedule_heartbeat(st, group, member, out, now_ms)
             if len(group.members) > st.config.group_max_size:
                 prepare_rebalance(st, group, out, now_ms, "over-capacity")
+        # Consumer-protocol members get a fresh session (Kafka does the same on load); one still
+        # revoking gets its rebalance timeout again.
+        for cgroup in st.consumer_groups.values():
+            for cmember in cgroup.members.values():
+                consumer_timers.set_session_timeout(st, out, cgroup.group_id, cmember.member_id,
+                                                    now_ms + st.config.consumer_session_timeout_ms)
+                if cmember.state is MemberState.UNREVOKED_PARTITIONS:
+                    consumer_timers.set_rebalance_timeout(st, out, cgroup.group_id, cmember.member_id,
+                                                          cmember.member_epoch, now_ms + cmember.rebalance_timeout_ms)
         retention.schedule_sweep(st, out, now_ms)
         return [t for t in out.timers if isinstance(t, SetTimer)]
 
@@ -111,6 +126,9 @@ class GroupCoordinatorShard:
     def leave_group(self, req: LeaveGroupRequest, ctx: RequestContext, now_ms: int) -> Result:
         return leave_group.leave_group(self.state, req, ctx, now_ms)
 
+    def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
+        return consumer_group_heartbeat(self.state, req, ctx, now_ms)
+
     # ---- offsets --------------------------------------------------------------------------
 
     def offset_commit(self, req: OffsetCommitRequest, ctx: RequestContext, now_ms: int) -> Result:
@@ -124,7 +142,7 @@ class GroupCoordinatorShard:
         the writes that precede it are durable)."""
         del require_stable
         group = self.state.groups.get(group_id)
-        known = group is not None and group.state is not GroupState.DEAD
+        known = (group is not None and group.state is not GroupState.DEAD) or group_id in self.state.consumer_groups
         return ErrorCode.NONE, fetch_offsets(self.state.offsets, group_id, known, topics)
 
     def offset_delete(self, req: OffsetDeleteRequest, ctx: RequestContext, now_ms: int) -> Result:
@@ -135,12 +153,31 @@ class GroupCoordinatorShard:
     def describe_group(self, group_id: str, api_version: int) -> DescribeGroupsResponse.DescribedGroup:
         return describe.describe_group(self.state, group_id, api_version)
 
-    def list_groups(self, states: set[str] | None, types: set[str] | None) -> list[ListGroupsResponse.ListedGroup]:
-        return describe.list_groups(self.state, states, types)
+    def consumer_group_describe(self, group_id: str) -> ConsumerGroupDescribeResponse.DescribedGroup:
+        st = self.state
+        return consumer_describe.describe(st.consumer_groups, st.groups, group_id, st.topics,
+                                          st.config.consumer_assignors[0])
 
-    def delete_group(self, group_id: str, now_ms: int) -> tuple[int, list[Record]]:
-        error, records, _ = describe.delete_group(self.state, group_id, now_ms)
-        return error, records
+    def list_groups(self, states: set[str] | None, types: set[str] | None) -> list[ListGroupsResponse.ListedGroup]:
+        listed = describe.list_groups(self.state, states, types)
+        wanted_types = {t.strip().lower() for t in types} if types else None
+        if wanted_types is None or consumer_describe.GROUP_TYPE in wanted_types:
+            wanted_states = {s.strip().lower() for s in states} if states else None
+            listed += consumer_describe.listed(self.state.consumer_groups, wanted_states)
+        return listed
+
+    def delete_group(self, group_id: str, now_ms: int) -> tuple[int, list[AnyRecord]]:
+        st = self.state
+        cgroup = st.consumer_groups.get(group_id)
+        if cgroup is not None:
+            offsets = [(topic, partition) for topic, partition, _ in st.offsets.all_of(group_id)]
+            error, records = consumer_describe.deletion(cgroup, offsets)
+            out = Result()
+            for record in records:
+                st.emit(out, record)
+            return error, out.records
+        error, classic_records, _ = describe.delete_group(st, group_id, now_ms)
+        return error, list(classic_records)
 
     # ---- time -----------------------------------------------------------------------------
 
@@ -152,6 +189,16 @@ class GroupCoordinatorShard:
         if target.kind == OFFSETS_EXPIRY_KEY:
             return retention.sweep(st, now_ms)
         out = Result()
+        if target.kind in (consumer_timers.SESSION, consumer_timers.REBALANCE):
+            cgroup = st.consumer_groups.get(target.group_id)
+            member = None if cgroup is None else cgroup.member(target.member_id)
+            if cgroup is None or member is None:
+                return out
+            if target.kind == consumer_timers.REBALANCE and member.member_epoch != target.epoch:
+                return out  # it left that epoch in time
+            for record in fence_member(st, out, cgroup, member.member_id):
+                st.emit(out, record)
+            return out
         group = st.groups.get(target.group_id)
         if group is None:
             return out

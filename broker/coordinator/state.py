@@ -12,9 +12,11 @@ from collections.abc import Callable
 from typing import Any
 
 from broker.coordinator.classic_group import ClassicGroup, GroupState
+from broker.coordinator.consumer import records as consumer_records
+from broker.coordinator.consumer.group import ConsumerGroup, IllegalStateError
 from broker.coordinator.context import CoordinatorConfig, TopicView
 from broker.coordinator.offsets import OffsetStore, stored_offset
-from broker.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, Record
+from broker.coordinator.records import AnyRecord, GroupMetadataRecord, OffsetCommitRecord
 from broker.coordinator.result import Result
 from broker.coordinator.timers import TimerBook
 from protocol.messages.offsets_log import GroupMetadataValue
@@ -33,6 +35,16 @@ class CoordinatorState:
         self.topics = topics
         self.new_member_id = new_member_id
         self.groups: dict[str, ClassicGroup] = {}
+        # KIP-848 consumer groups. A group id names either kind, never both.
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        # (group, epoch, assignor, members) of each target assignment computed, for the shell's
+        # metrics and logs; the shell empties it.
+        self.assignments: list[tuple[str, int, str, int]] = []
+        # Consumer-group records a log held that contradict the state before them (Kafka's loader
+        # fails the partition on those): skipped, counted, and the last reason kept for the shell
+        # to report once the shard has loaded.
+        self.replay_anomalies = 0
+        self.last_anomaly = ""
         self.offsets = OffsetStore()
         self.persisted: dict[str, GroupMetadataValue] = {}  # group id -> the last one written
         self.timers = TimerBook()
@@ -40,21 +52,35 @@ class CoordinatorState:
         # wrote a record has already shaped the in-memory group, so replay only notes it.
         self.loaded = False
 
-    def emit(self, out: Result, record: Record) -> None:
+    def emit(self, out: Result, record: AnyRecord) -> None:
         self.replay(record)
         out.records.append(record)
 
-    def replay(self, record: Record) -> None:
+    def replay(self, record: AnyRecord) -> None:
         if isinstance(record, OffsetCommitRecord):
             self._replay_offset(record)
-        else:
+        elif isinstance(record, GroupMetadataRecord):
             self._replay_group(record)
+        else:
+            try:
+                consumer_records.replay(self.consumer_groups, record)
+            except IllegalStateError as exc:
+                self.replay_anomalies += 1
+                self.last_anomaly = str(exc)
+
+    def classic_group_deletion(self, group_id: str) -> list[AnyRecord]:
+        """The records that delete an empty classic group (its offsets stay), as Kafka writes when
+        a consumer-protocol member takes the group id over."""
+        return [GroupMetadataRecord(group_id, None)]
+
+    def note_assignment(self, group_id: str, epoch: int, assignor: str, members: int) -> None:
+        self.assignments.append((group_id, epoch, assignor, members))
 
     def _replay_offset(self, record: OffsetCommitRecord) -> None:
         if record.value is None:
             self.offsets.remove(record.group, record.topic, record.partition)
             return
-        if record.group not in self.groups:
+        if record.group not in self.groups and record.group not in self.consumer_groups:
             # Commits without group membership make a "simple" group: Empty, no protocol type.
             self.groups[record.group] = ClassicGroup(
                 record.group, state=GroupState.EMPTY, state_timestamp=record.value.commit_timestamp

@@ -15,13 +15,22 @@ OFFSETS_EXPIRY_KEY = "offsets-expiry"
 
 
 class TimerTarget(NamedTuple):
-    kind: str  # "heartbeat" | "join" | "sync" | "offsets-expiry"
+    kind: str  # "heartbeat" | "join" | "sync" | "offsets-expiry" | "consumer-session" | "consumer-rebalance"
     group_id: str = ""
     member_id: str = ""
+    epoch: int = -1  # consumer-rebalance: the member epoch it must have left by the deadline
 
 
 def heartbeat_key(group_id: str, member_id: str) -> str:
     return f"heartbeat:{group_id}:{member_id}"
+
+
+def consumer_session_key(group_id: str, member_id: str) -> str:
+    return f"consumer-session:{group_id}:{member_id}"
+
+
+def consumer_rebalance_key(group_id: str, member_id: str) -> str:
+    return f"consumer-rebalance:{group_id}:{member_id}"
 
 
 def join_key(group_id: str) -> str:

@@ -8,7 +8,8 @@ hold none of them.
 
 An offset record matters if it is the last one for its key, or if it would create a group: the
 first value-bearing commit for a group that does not exist at that point (before any
-GroupMetadata record of the group, or after its tombstone). GroupMetadata records always matter.
+GroupMetadata record of the group, or after its tombstone). GroupMetadata records and the KIP-848
+consumer-group records always matter.
 """
 
 from __future__ import annotations
@@ -20,17 +21,15 @@ from typing import Any
 from protocol.offsets_log_records import (
     GROUP_METADATA_KEY_VERSION,
     OFFSET_COMMIT_KEY_VERSIONS,
-    GroupMetadataRecord,
-    OffsetCommitRecord,
     decode_record,
     key_group,
     key_version,
 )
 from protocol.record_batch import RecordBatch, decode_keys, decode_records
 
-# The records the shard replays. Consumer-group (KIP-848) records decode too, but the classic
-# shard cannot take them yet: they are skipped here, as they were before they were decoded.
-REPLAYED = (OffsetCommitRecord, GroupMetadataRecord)
+# Key versions (record types) of the KIP-848 consumer-group records; 3 is the group's metadata.
+CONSUMER_GROUP_KEY_VERSIONS = frozenset((3, 4, 5, 6, 7, 8, 16))
+CONSUMER_GROUP_METADATA_KEY_VERSION = 3
 
 
 def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
@@ -54,12 +53,12 @@ def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
                 if not value_is_null and group not in present:
                     present.add(group)
                     creators.append(offset)
-            elif version == GROUP_METADATA_KEY_VERSION:
+            elif version == GROUP_METADATA_KEY_VERSION or version in CONSUMER_GROUP_KEY_VERSIONS:
                 group_batches.add(base)
-                if value_is_null:
-                    present.discard(group)
-                else:
+                if not value_is_null:
                     present.add(group)
+                elif version in (GROUP_METADATA_KEY_VERSION, CONSUMER_GROUP_METADATA_KEY_VERSION):
+                    present.discard(group)
     return sorted(set(creators).union(last.values())), group_batches
 
 
@@ -89,7 +88,7 @@ def replay_log(batches: Callable[[], Any], replay: Callable[[Any, int], None]) -
             if key_version(key) in OFFSET_COMMIT_KEY_VERSIONS and offset not in needed_set:
                 continue
             rec = decode_record(key, record.value)
-            if isinstance(rec, REPLAYED):
+            if rec is not None:
                 replay(rec, offset)
                 replayed += 1
     return read, replayed

@@ -77,6 +77,10 @@ class ShardRuntime:
         elif report is not None and (report.rebuilt_indexes or report.leftovers):
             logs.event("log.recovered", partition=self.partition, details=report.summary())
         read, self.replayed = replay_log(part.log.batches, self.shard.replay)
+        state = self.shard.state
+        if state.replay_anomalies:
+            logs.warn("shard.replay_anomalies", partition=self.partition, skipped=state.replay_anomalies,
+                      last=state.last_anomaly)
         return part, read
 
     async def load(self) -> None:

@@ -19,6 +19,14 @@ from broker.coordinator.shard import GroupCoordinatorShard
 from broker.groups.shards import ShardRuntime
 from broker.network.router import Request
 from protocol.errors import ErrorCode
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
@@ -104,6 +112,8 @@ _ERRORS: dict[Any, Callable[[Request, int], Any]] = {
     LeaveGroupRequest: leave_error,
     OffsetCommitRequest: commit_error,
     OffsetDeleteRequest: delete_offsets_error,
+    ConsumerGroupHeartbeatRequest: lambda req, code: ConsumerGroupHeartbeatResponse(
+        error_code=code, error_message=None, member_id=None, member_epoch=0, heartbeat_interval_ms=0),
 }
 
 
@@ -201,6 +211,32 @@ def register(broker: Broker) -> None:
 
         shards.after_durable(read_from, answer)
 
+    def consumer_group_describe(req: Request) -> None:
+        Described = ConsumerGroupDescribeResponse.DescribedGroup
+
+        def failed(group_id: str, code: int) -> Any:
+            return Described(error_code=code, error_message=None, group_id=group_id, group_state="", group_epoch=0,
+                             assignment_epoch=0, assignor_name="", members=[])
+
+        out = []
+        read_from: list[tuple[ShardRuntime, str | None]] = []
+        for group_id in req.body.group_ids:
+            if not group_id:
+                out.append(failed(group_id, ErrorCode.INVALID_GROUP_ID))
+                continue
+            runtime = runtime_for(group_id)
+            if not runtime.loaded:
+                out.append(failed(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+                continue
+            out.append(runtime.shard.consumer_group_describe(group_id))
+            read_from.append((runtime, group_id))
+
+        def answer(durable: bool) -> None:
+            groups = out if durable else [failed(g, ErrorCode.NOT_COORDINATOR) for g in req.body.group_ids]
+            req.reply.set(ConsumerGroupDescribeResponse(groups=groups))
+
+        shards.after_durable(read_from, answer)
+
     def list_groups(req: Request) -> None:
         if shards.loading:
             req.reply.set(ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, groups=[]))
@@ -268,3 +304,7 @@ def register(broker: Broker) -> None:
     router.register(DescribeGroupsRequest, DescribeGroupsResponse, describe_groups)
     router.register(ListGroupsRequest, ListGroupsResponse, list_groups)
     router.register(DeleteGroupsRequest, DeleteGroupsResponse, delete_groups)
+    # KIP-848: the group id is validated by the operation (INVALID_REQUEST, as Kafka answers).
+    router.register(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
+                    single_group(ConsumerGroupHeartbeatRequest, "consumer_group_heartbeat", empty_id_invalid=False))
+    router.register(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, consumer_group_describe)

@@ -53,6 +53,9 @@ class TopicCatalog:
         self.path = data_dir / CATALOG_FILE
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[bytes, Topic] = {}
+        # Rises with every change of the topic set or of a partition count: consumer groups
+        # recompute their subscriptions when it moves.
+        self.version = 0
         self._load()
         offsets = self.topics.get(OFFSETS_TOPIC)
         if offsets is None:
@@ -63,6 +66,7 @@ class TopicCatalog:
     def _add(self, topic: Topic) -> None:
         self.topics[topic.name] = topic
         self.by_id[topic.topic_id] = topic
+        self.version += 1
 
     def _load(self) -> None:
         if not self.path.exists():
@@ -95,6 +99,17 @@ class TopicCatalog:
         t = self.topics.get(topic)
         return None if t is None else t.partitions
 
+    def topic_id(self, topic: str) -> bytes | None:
+        t = self.topics.get(topic)
+        return None if t is None else t.topic_id
+
+    def topic_name(self, topic_id: bytes) -> str | None:
+        t = self.by_id.get(topic_id)
+        return None if t is None else t.name
+
+    def topic_names(self) -> list[str]:
+        return [name for name, t in self.topics.items() if not t.internal]
+
     def create(self, name: str, partitions: int, configs: dict[str, str] | None = None,
                validate_only: bool = False) -> Topic:
         from protocol.errors import ErrorCode
@@ -123,5 +138,6 @@ class TopicCatalog:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{name}' is internal and cannot be deleted.")
         del self.topics[name]
         self.by_id.pop(topic.topic_id, None)
+        self.version += 1
         self._save()
         return topic

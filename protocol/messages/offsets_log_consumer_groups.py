@@ -163,7 +163,7 @@ ConsumerGroupCurrentMemberAssignmentValue = message(
     [
         f("member_epoch", INT32),
         f("previous_member_epoch", INT32, about="Accepted once more if the epoch bump was lost."),
-        f("state", INT8, about="Kafka's MemberState: 1 stable, 2 unrevoked, 3 unreleased partitions."),
+        f("state", INT8, about="Kafka's MemberState: 0 stable, 1 unrevoked, 2 unreleased partitions, 127 unknown."),
         f("assigned_partitions", _TOPIC_PARTITIONS),
         f("partitions_pending_revocation", _TOPIC_PARTITIONS),
     ],

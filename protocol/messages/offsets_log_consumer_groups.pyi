@@ -336,7 +336,7 @@ class ConsumerGroupCurrentMemberAssignmentValue(MessageData, metaclass=_Consumer
     previous_member_epoch: int
     """int32; versions 0+. Accepted once more if the epoch bump was lost."""
     state: int
-    """int8; versions 0+. Kafka's MemberState: 1 stable, 2 unrevoked, 3 unreleased partitions."""
+    """int8; versions 0+. Kafka's MemberState: 0 stable, 1 unrevoked, 2 unreleased partitions, 127 unknown."""
     assigned_partitions: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]
     """[]TopicPartitions; versions 0+."""
     partitions_pending_revocation: list[ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions]

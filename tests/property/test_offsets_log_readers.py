@@ -15,6 +15,7 @@ session timeout (Kafka's loader).
 from __future__ import annotations
 
 import tempfile
+import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from protocol.offsets_log_records import (
     GROUP_METADATA,
     OFFSET_COMMIT,
     RECORD_TYPES,
+    ConsumerGroupRecord,
     GroupMetadataRecord,
     OffsetCommitRecord,
     decode_record,
@@ -44,6 +46,9 @@ from storage.config import LogConfig
 from storage.partition_log import PartitionLog
 from tests.property import offsets_log_kafka as kp
 from tests.unit.analytics import kafka_bytes as kb
+
+# The records this reader leaves out (see ``replayed_state``).
+CONSUMER_GROUP_RECORDS = typing.get_args(ConsumerGroupRecord)
 
 T0 = 1_700_000_000_000
 NEWEST = 4  # OffsetCommitValue and GroupMetadataValue: "validVersions": "0-4"
@@ -580,7 +585,11 @@ def replayed_state(directory: Path) -> tuple[dict[Any, Any], dict[str, Any], dic
     shard = GroupCoordinatorShard(0, CoordinatorConfig(num_partitions=1), AnyTopic(), lambda p: f"{p}-id")
     log, _ = PartitionLog.open(directory, LogConfig.offsets_topic())
     try:
-        replay_log(log.batches, shard.replay)
+        # What this reader is compared on is the classic state; consumer-group records here are
+        # random, not a history a coordinator could write (their decoding is the home's, checked
+        # by the other readers).
+        replay_log(log.batches, lambda rec, offset: None if isinstance(rec, CONSUMER_GROUP_RECORDS)
+                   else shard.replay(rec, offset))
     finally:
         log.close()
     state: Any = shard.state

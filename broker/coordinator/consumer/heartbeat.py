@@ -1,0 +1,428 @@
+"""ConsumerGroupHeartbeat (KIP-848): join, stay, reconcile and leave, in one request.
+
+Kafka's ``GroupMetadataManager.consumerGroupHeartbeat`` in three steps, all computed from the
+group as it is, with the records collected and replayed at the end (so the group changes only
+through its records):
+
+1. create or update the member; a changed subscription (or a change in the subscribed topics:
+   a new topic matching, a partition count grown) bumps the group epoch;
+2. if the group epoch is ahead of the target assignment epoch, run the assignor and write the
+   members whose target changed, then the new target assignment epoch;
+3. move the member one step towards its target (``reconcile``): it gets a partition only once its
+   previous owner has revoked it.
+
+The member's session timeout (``group.consumer.session.timeout.ms``) is re-armed on every
+heartbeat; while it has partitions to revoke, its rebalance timeout runs too, and a member that
+does not revoke in time is fenced. Errors are Kafka's: a member whose epoch is not what the
+coordinator knows is FENCED_MEMBER_EPOCH and rejoins with epoch 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from broker.coordinator.consumer import records as rec
+from broker.coordinator.consumer.assignor_api import Assignment, TopicDescriber, TopicId
+from broker.coordinator.consumer.assignors import ASSIGNORS, PartitionAssignorError
+from broker.coordinator.consumer.group import ConsumerGroup
+from broker.coordinator.consumer.member import (
+    JOIN_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerGroupMember,
+    MemberState,
+)
+from broker.coordinator.consumer.reconcile import FencedMemberEpochError, reconcile, validate_member_epoch
+from broker.coordinator.consumer.subscriptions import (
+    InvalidRegularExpression,
+    compile_regex,
+    member_topic_names,
+    metadata_hash,
+    resolve,
+)
+from broker.coordinator.consumer.target_assignment import build_target_assignment
+from broker.coordinator.consumer.timers import (
+    cancel_member_timers,
+    set_rebalance_timeout,
+    set_session_timeout,
+)
+from broker.coordinator.context import RequestContext, TopicView
+from broker.coordinator.result import Result
+from protocol.errors import ErrorCode
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+
+_Assignment = ConsumerGroupHeartbeatResponse.Assignment
+_TopicPartitions = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions
+
+
+class HeartbeatError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class _Topics:
+    """The assignor's view of the broker's topics (by id)."""
+
+    def __init__(self, topics: TopicView) -> None:
+        self.topics = topics
+
+    def partition_count(self, topic: TopicId) -> int:
+        name = self.topics.topic_name(topic)
+        count = None if name is None else self.topics.partition_count(name)
+        return -1 if count is None else count
+
+    def racks_for_partition(self, topic: TopicId, partition: int) -> frozenset[str]:
+        return frozenset()
+
+
+def describer(topics: TopicView) -> TopicDescriber:
+    return _Topics(topics)
+
+
+# ---- validation (Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid) -----------------------
+
+def _invalid(message: str) -> HeartbeatError:
+    return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
+
+
+def validate(req: Any, version: int, assignors: Collection[str]) -> None:
+    if not req.group_id:
+        raise _invalid("GroupId can't be empty.")
+    if req.instance_id == "":
+        raise _invalid("InstanceId can't be empty.")
+    if req.rack_id == "":
+        raise _invalid("RackId can't be empty.")
+    epoch = req.member_epoch
+    if version >= 1 and not req.member_id:
+        raise _invalid("MemberId can't be empty.")
+    if epoch > 0 or epoch == LEAVE_GROUP_MEMBER_EPOCH:
+        if not req.member_id:
+            raise _invalid("MemberId can't be empty.")
+    elif epoch == JOIN_GROUP_MEMBER_EPOCH:
+        if req.rebalance_timeout_ms == -1:
+            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+        if req.topic_partitions is None or len(req.topic_partitions) > 0:
+            raise _invalid("TopicPartitions must be empty when (re-)joining.")
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            raise _invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if not req.member_id:
+            raise _invalid("MemberId can't be empty.")
+        if req.instance_id is None:
+            raise _invalid("InstanceId can't be null.")
+    else:
+        raise _invalid(f"MemberEpoch {epoch} is invalid.")
+    if req.server_assignor is not None and req.server_assignor not in assignors:
+        raise HeartbeatError(ErrorCode.UNSUPPORTED_ASSIGNOR, f"ServerAssignor {req.server_assignor} is not "
+                             f"supported. Supported assignors: {', '.join(assignors)}.")
+    if req.subscribed_topic_regex:
+        try:
+            compile_regex(req.subscribed_topic_regex)
+        except InvalidRegularExpression as exc:
+            raise HeartbeatError(ErrorCode.INVALID_REGULAR_EXPRESSION, str(exc)) from None
+
+
+def _owned(req: Any) -> dict[TopicId, list[int]] | None:
+    if req.topic_partitions is None:
+        return None
+    return {tp.topic_id: list(tp.partitions) for tp in req.topic_partitions}
+
+
+def response_assignment(assignment: Mapping[TopicId, frozenset[int]]) -> Any:
+    return _Assignment(topic_partitions=[_TopicPartitions(topic_id=t, partitions=sorted(p))
+                                         for t, p in sorted(assignment.items()) if p])
+
+
+# ---- the operation ---------------------------------------------------------------------------
+
+class Heartbeat:
+    """One ConsumerGroupHeartbeat against the shard's consumer groups."""
+
+    def __init__(self, state: Any, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now: int) -> None:
+        self.st = state
+        self.req = req
+        self.ctx = ctx
+        self.now = now
+        self.config = state.config
+        self.records: list[Any] = []
+        self.out = Result()
+
+    def run(self) -> Result:
+        try:
+            validate(self.req, self.ctx.api_version, self.config.consumer_assignors)
+            if self.req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                response = self._leave()
+            else:
+                response = self._heartbeat()
+        except HeartbeatError as exc:
+            self.records.clear()
+            self.out = Result()
+            response = ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message,
+                                                      member_id=None, member_epoch=0, heartbeat_interval_ms=0)
+        for record in self.records:
+            self.st.emit(self.out, record)
+        self.out.replies.append((self.ctx.token, response))
+        return self.out
+
+    # -- the group ---------------------------------------------------------------------------
+
+    def _group(self, create: bool) -> ConsumerGroup:
+        gid = self.req.group_id
+        group: ConsumerGroup | None = self.st.consumer_groups.get(gid)
+        if group is not None:
+            return group
+        classic = self.st.groups.get(gid)
+        if classic is not None:
+            if create and classic.is_empty:
+                # Kafka deletes an empty classic group (offsets stay) and starts a consumer group.
+                self.records.extend(self.st.classic_group_deletion(gid))
+            else:
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
+        elif not create:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
+        return ConsumerGroup(gid)  # comes into being when its first record is replayed
+
+    # -- join, stay, reconcile ---------------------------------------------------------------
+
+    def _heartbeat(self) -> Any:
+        req, cfg, topics = self.req, self.config, self.st.topics
+        gid = req.group_id
+        joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        group = self._group(create=joining)
+        member_id = req.member_id
+        if len(group.members) >= cfg.consumer_max_size and (not member_id or group.member(member_id) is None):
+            raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
+                                 f"capacity of {cfg.consumer_max_size} members.")
+        if not member_id:
+            member_id = self.st.new_member_id("")[1:]  # v0: the coordinator names the member (a uuid)
+        owned = _owned(req)
+        member = (self._dynamic_member(group, member_id, owned) if req.instance_id is None
+                  else self._static_member(group, member_id, owned))
+
+        updated = ConsumerGroupMember(
+            member_id=member.member_id,
+            member_epoch=member.member_epoch,
+            previous_member_epoch=member.previous_member_epoch,
+            state=member.state,
+            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            client_id=self.ctx.client_id,
+            client_host=self.ctx.client_host,
+            subscribed_topic_names=(frozenset(req.subscribed_topic_names) if req.subscribed_topic_names is not None
+                                    else member.subscribed_topic_names),
+            subscribed_topic_regex=(member.subscribed_topic_regex if req.subscribed_topic_regex is None
+                                    else (req.subscribed_topic_regex or None)),
+            server_assignor_name=req.server_assignor if req.server_assignor is not None else member.server_assignor_name,
+            rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+                                  else member.rebalance_timeout_ms),
+            assigned_partitions=member.assigned_partitions,
+            partitions_pending_revocation=member.partitions_pending_revocation,
+        )
+        subscription_changed = False
+        if updated != member:
+            self.records.append(rec.member_metadata(gid, updated))
+            subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
+                                    or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+
+        # The group's members as they will be: the updated one in, a static member it replaces out.
+        members = dict(group.members)
+        replaced = group.static_member_id(updated.instance_id)
+        if replaced is not None and replaced != member_id:
+            members.pop(replaced, None)
+        members[member_id] = updated
+
+        epoch = group.group_epoch
+        names = {n for m in members.values() for n in member_topic_names(m, topics)}
+        new_hash = metadata_hash(names, topics)
+        if subscription_changed or new_hash != group.metadata_hash:
+            epoch += 1
+            self.records.append(rec.group_epoch(gid, epoch, new_hash))
+
+        if epoch > group.assignment_epoch:
+            target = self._new_target(group, epoch, members, updated)
+            target_epoch = epoch
+        else:
+            target = group.member_target(member_id, updated.instance_id if replaced != member_id else None)
+            target_epoch = group.assignment_epoch
+
+        if subscription_changed or not updated.is_reconciled_to(target_epoch):
+            subscribed = resolve(member_topic_names(updated, topics), topics)
+            try:
+                reconciled = reconcile(updated, target_epoch, target, group.owner_epoch, owned,
+                                       subscribed_topics=subscribed, subscription_changed=subscription_changed)
+            except FencedMemberEpochError as exc:
+                raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
+            if reconciled != updated:
+                self.records.append(rec.current_assignment(gid, reconciled))
+                if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+                    set_rebalance_timeout(self.st, self.out, gid, member_id, reconciled.member_epoch,
+                                          self.now + reconciled.rebalance_timeout_ms)
+                else:
+                    cancel_member_timers(self.st, self.out, gid, member_id, session=False)
+            updated = reconciled
+        set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.consumer_session_timeout_ms)
+
+        response = ConsumerGroupHeartbeatResponse(
+            error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
+            member_epoch=updated.member_epoch, heartbeat_interval_ms=cfg.consumer_heartbeat_interval_ms)
+        # The assignment goes out when the member sent a full request (joining, or after an error
+        # it re-sends everything) or when what it may use changed.
+        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                           and req.topic_partitions is not None)
+        if full or updated.assigned_partitions != member.assigned_partitions:
+            response.assignment = response_assignment(updated.assigned_partitions)
+        return response
+
+    def _dynamic_member(self, group: ConsumerGroup, member_id: str, owned: Any) -> ConsumerGroupMember:
+        member = group.member(member_id)
+        if member is None:
+            if self.req.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Member {member_id} is not a member of group {group.group_id}.")
+            return ConsumerGroupMember(member_id)
+        self._check_epoch(member, owned)
+        return member
+
+    def _static_member(self, group: ConsumerGroup, member_id: str, owned: Any) -> ConsumerGroupMember:
+        instance_id = self.req.instance_id
+        existing_id = group.static_member_id(instance_id)
+        existing = None if existing_id is None else group.member(existing_id)
+        if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
+            if existing is None:
+                return group.member(member_id) or ConsumerGroupMember(member_id)
+            if existing.member_id == member_id:
+                return existing  # the same member rejoining after it was fenced
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                raise HeartbeatError(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                     f"{instance_id} cannot join the group because the instance id is owned by "
+                                     f"{existing.member_id} member.")
+            # The instance comes back under a new member id and takes over its partitions.
+            replacement = ConsumerGroupMember(
+                member_id=member_id, member_epoch=0, previous_member_epoch=0, state=existing.state,
+                instance_id=existing.instance_id, rack_id=existing.rack_id, client_id=existing.client_id,
+                client_host=existing.client_host, subscribed_topic_names=existing.subscribed_topic_names,
+                subscribed_topic_regex=existing.subscribed_topic_regex,
+                server_assignor_name=existing.server_assignor_name,
+                rebalance_timeout_ms=existing.rebalance_timeout_ms,
+                assigned_partitions=existing.assigned_partitions,
+                partitions_pending_revocation=existing.partitions_pending_revocation)
+            gid = group.group_id
+            self.records.extend(rec.member_removal(gid, existing.member_id))
+            self.records.append(rec.member_metadata(gid, replacement))
+            self.records.append(rec.target_member(gid, member_id, group.member_target(existing.member_id)))
+            self.records.append(rec.current_assignment(gid, replacement))
+            cancel_member_timers(self.st, self.out, gid, existing.member_id)
+            return replacement
+        if existing is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                 f"{instance_id} was fenced by member {existing.member_id}.")
+        self._check_epoch(existing, owned)
+        return existing
+
+    def _check_epoch(self, member: ConsumerGroupMember, owned: Any) -> None:
+        # A fenced member rejoins under its own id with epoch 0 (KIP-848; KAFKA-19233).
+        if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
+            return
+        try:
+            validate_member_epoch(member, self.req.member_epoch, owned)
+        except FencedMemberEpochError as exc:
+            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
+
+    def _new_target(self, group: ConsumerGroup, epoch: int, members: dict[str, ConsumerGroupMember],
+                    updated: ConsumerGroupMember) -> Assignment:
+        gid = group.group_id
+        assignor_name = preferred_assignor(members.values()) or self.config.consumer_assignors[0]
+        topics = self.st.topics
+        subscriptions = {mid: resolve(member_topic_names(m, topics), topics) for mid, m in members.items()}
+        try:
+            result = build_target_assignment(
+                group_epoch=epoch, members=members, subscriptions=subscriptions, topics=describer(topics),
+                current_target=group.target_assignment, static_members=group.static_members,
+                assignor=ASSIGNORS[assignor_name])
+        except PartitionAssignorError as exc:
+            raise HeartbeatError(ErrorCode.UNKNOWN_SERVER_ERROR,
+                                 f"Failed to compute a new target assignment for epoch {epoch}: {exc}.") from None
+        for member_id, assignment in result.changed.items():
+            self.records.append(rec.target_member(gid, member_id, assignment))
+        self.records.append(rec.target_epoch(gid, epoch))
+        self.st.note_assignment(gid, epoch, assignor_name, len(members))
+        return result.members.get(updated.member_id, {})
+
+    # -- leaving -----------------------------------------------------------------------------
+
+    def _leave(self) -> Any:
+        req = self.req
+        group = self._group(create=False)
+        gid, member_id = group.group_id, req.member_id
+        if req.instance_id is None:
+            member = group.member(member_id)
+            if member is None:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Member {member_id} is not a member of group {gid}.")
+        else:
+            existing_id = group.static_member_id(req.instance_id)
+            member = None if existing_id is None else group.member(existing_id)
+            if member is None:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+            if member.member_id != member_id:
+                raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                     f"{req.instance_id} was fenced by member {member.member_id}.")
+            if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+                # Gone for now: its partitions wait for the instance to come back (or its session to end).
+                leaving = ConsumerGroupMember(
+                    member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                    previous_member_epoch=member.previous_member_epoch, state=member.state,
+                    instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
+                    client_host=member.client_host, subscribed_topic_names=member.subscribed_topic_names,
+                    subscribed_topic_regex=member.subscribed_topic_regex,
+                    server_assignor_name=member.server_assignor_name,
+                    rebalance_timeout_ms=member.rebalance_timeout_ms,
+                    assigned_partitions=member.assigned_partitions, partitions_pending_revocation={})
+                self.records.append(rec.current_assignment(gid, leaving))
+                return ConsumerGroupHeartbeatResponse(
+                    error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
+                    member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, heartbeat_interval_ms=0)
+        self.records.extend(fence_member(self.st, self.out, group, member.member_id))
+        return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
+                                              member_epoch=req.member_epoch, heartbeat_interval_ms=0)
+
+
+def preferred_assignor(members: Collection[ConsumerGroupMember]) -> str | None:
+    """The assignor most members ask for (ties: the first name), None when none asks."""
+    counts: dict[str, int] = {}
+    for m in members:
+        if m.server_assignor_name is not None:
+            counts[m.server_assignor_name] = counts.get(m.server_assignor_name, 0) + 1
+    if not counts:
+        return None
+    return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+
+
+def fence_member(state: Any, out: Result, group: ConsumerGroup, member_id: str) -> list[Any]:
+    """Records removing a member (it left, its session expired, or it did not revoke in time):
+    its three tombstones, then a bumped group epoch, so the others get its partitions. When it was
+    the last member the target assignment epoch follows (an empty group has both epochs equal;
+    KAFKA-20442)."""
+    gid = group.group_id
+    records: list[Any] = rec.member_removal(gid, member_id)
+    remaining = [m for mid, m in group.members.items() if mid != member_id]
+    topics = state.topics
+    names = {n for m in remaining for n in member_topic_names(m, topics)}
+    epoch = group.group_epoch + 1
+    records.append(rec.group_epoch(gid, epoch, metadata_hash(names, topics)))
+    if not remaining:
+        records.append(rec.target_epoch(gid, epoch))
+    cancel_member_timers(state, out, gid, member_id)
+    return records
+
+
+def consumer_group_heartbeat(state: Any, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now: int) -> Result:
+    return Heartbeat(state, req, ctx, now).run()
