@@ -42,10 +42,21 @@ def register(broker: Broker) -> None:
     def metadata(req: Request[MetadataRequest]) -> None:
         body = req.body
         catalog = broker.catalog
+        unknown_ids: list[bytes] = []
         if body.topics is None or (req.version == 0 and not body.topics):
             names = list(catalog.topics)
         else:
-            names = [t.name for t in body.topics if t.name is not None]
+            names = []
+            for t in body.topics:
+                if t.name is not None:
+                    names.append(t.name)
+                elif req.version >= 10:
+                    # v12+ clients (KIP-848 consumers) ask by topic id what an assignment names.
+                    by_id = catalog.by_id.get(t.topic_id)
+                    if by_id is None:
+                        unknown_ids.append(t.topic_id)
+                    else:
+                        names.append(by_id.name)
         allow_create = broker.config["auto.create.topics.enable"] and (req.version < 4 or
                                                                          body.allow_auto_topic_creation)
         topics = []
@@ -69,6 +80,8 @@ def register(broker: Broker) -> None:
                             for i in range(topic.partitions)],
                 topic_authorized_operations=_NOT_REQUESTED,
             ))
+        topics += [MetadataResponse.Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
+                   for topic_id in unknown_ids]
         host, port = broker.advertised
         req.reply.set(MetadataResponse(
             brokers=[MetadataResponse.Broker(node_id=broker.node_id, host=host, port=port, rack=None)],

@@ -23,8 +23,11 @@ class ThreadedConsumer:
     """A confluent-kafka consumer polling in a thread; ``assignment`` is what it holds now."""
 
     def __init__(self, bootstrap: str, group: str, topics: list[str], **conf: Any) -> None:
-        self.conf = {"bootstrap.servers": bootstrap, "group.id": group, "session.timeout.ms": 6000,
-                     "heartbeat.interval.ms": 300, "enable.auto.commit": False,
+        # A consumer-protocol (KIP-848) member gets its session and heartbeat from the broker and
+        # is assigned incrementally; librdkafka refuses the classic timing settings for it.
+        consumer_protocol = conf.get("group.protocol") == "consumer"
+        timing = {} if consumer_protocol else {"session.timeout.ms": 6000, "heartbeat.interval.ms": 300}
+        self.conf = {"bootstrap.servers": bootstrap, "group.id": group, **timing, "enable.auto.commit": False,
                      "auto.offset.reset": "earliest", **conf}
         self.topics = topics
         self.assignment: set[tuple[str, int]] = set()
@@ -35,7 +38,7 @@ class ThreadedConsumer:
         self.messages: list[tuple[str, int, int, bytes | None]] = []
         self.commits: list[tuple[list[TopicPartition], threading.Event]] = []
         self.consumer = Consumer(self.conf)
-        self.cooperative = "cooperative" in str(conf.get("partition.assignment.strategy", ""))
+        self.cooperative = consumer_protocol or "cooperative" in str(conf.get("partition.assignment.strategy", ""))
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 

@@ -1,0 +1,55 @@
+"""KIP-848 consumer groups with librdkafka's `group.protocol=consumer`: the broker assigns."""
+
+from __future__ import annotations
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient
+
+from tests.integration.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
+
+pytestmark = pytest.mark.timeout(180)
+
+# Short timings so that reconciliation takes seconds, not the production defaults' minutes.
+FAST = {
+    "group.consumer.heartbeat.interval.ms": "500",
+    "group.consumer.min.heartbeat.interval.ms": "500",
+    "group.consumer.session.timeout.ms": "6000",
+    "group.consumer.min.session.timeout.ms": "6000",
+}
+
+
+def consumer(broker, group: str, topics: list[str], **conf) -> ThreadedConsumer:
+    return ThreadedConsumer(broker.bootstrap, group, topics, **{"group.protocol": "consumer", **conf})
+
+
+def test_three_members_split_six_partitions_and_the_others_take_over_after_a_close(broker_factory) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "events", 6)
+    members = [consumer(broker, "kip848", ["events"]) for _ in range(3)]
+    try:
+        wait_for(lambda: covers_exactly(members, "events", 6) and all(len(m.held()) == 2 for m in members), 60,
+                 "3 members to hold 2 partitions each")
+        members[0].close()
+        rest = members[1:]
+        wait_for(lambda: covers_exactly(rest, "events", 6) and all(len(m.held()) == 3 for m in rest), 60,
+                 "the 2 others to hold 3 partitions each")
+    finally:
+        for m in members[1:]:
+            m.close()
+
+
+def test_commits_with_the_member_epoch_are_kept(broker_factory) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "orders", 2)
+    member = consumer(broker, "committer", ["orders"])
+    try:
+        wait_for(lambda: len(member.held()) == 2, 60, "the member to hold both partitions")
+        # librdkafka commits with OffsetCommit v9 and its member epoch; a wrong epoch would fail.
+        member.commit([TopicPartition("orders", 0, 17), TopicPartition("orders", 1, 4)])
+    finally:
+        member.close()
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("committer")])
+    got = {(tp.partition, tp.offset) for tp in listed["committer"].result(20).topic_partitions}
+    assert got == {(0, 17), (1, 4)}
