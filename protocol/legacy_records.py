@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 from protocol.record import CorruptBatchError
-from protocol.record_compression import GZIP, LZ4, NONE, SNAPPY, library, compress, decompress
+from protocol.record_compression import GZIP, LZ4, NONE, SNAPPY, compress, decompress, library
 
 MAGIC0, MAGIC1 = 0, 1
 CODEC_MASK = 0x07
