@@ -34,7 +34,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PATH=/opt/kcoord/bin:$PATH \
     KCOORD_LISTENERS=PLAINTEXT://0.0.0.0:9092 \
     KCOORD_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092 \
-    KCOORD_LOG_DIRS=/var/lib/kcoord
+    KCOORD_LOG_DIRS=/var/lib/kcoord \
+    KCOORD_METRICS_LISTENER=http://0.0.0.0:9464
 RUN python3 -m venv /opt/kcoord \
     && groupadd --gid 10001 kcoord \
     && useradd --uid 10001 --gid 10001 --home-dir /home/kcoord --create-home \

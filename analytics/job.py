@@ -50,8 +50,41 @@ def under_spark_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def build_session(master: str | None, app_name: str = "kcoord-analyze", extra: dict[str, str] | None = None) -> Any:
-    """A session on ``master`` (``local[*]`` unless spark-submit chose one) with the data source registered."""
+SMALL_INPUT_BYTES = 4 << 20  # segment bytes below which a run is mostly Spark's own overhead
+
+
+def session_conf(master: str | None, input_bytes: int | None = None) -> dict[str, str]:
+    """The settings a session on ``master`` starts with. A local run stays on this machine: the
+    driver binds and advertises loopback (not whatever interface the host name resolves to) and
+    serves no UI. A small input on a local master also gets one shuffle partition and a JVM that
+    does not spend a short run compiling for the long one."""
+    conf = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
+            "spark.sql.execution.arrow.pyspark.enabled": "true",
+            # INT96 timestamps are deprecated; every current Parquet reader takes microseconds.
+            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+    if master and _local_cores(master):
+        conf.update({
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.ui.enabled": "false",
+            # Compressing what never leaves this machine only costs CPU.
+            "spark.shuffle.compress": "false",
+            "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        })
+        if input_bytes is not None and input_bytes < SMALL_INPUT_BYTES:
+            conf.update({
+                "spark.sql.shuffle.partitions": "1",
+                "spark.default.parallelism": "1",
+                # C1 only: a run of seconds is over before C2's compilations would pay off.
+                "spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+            })
+    return conf
+
+
+def build_session(master: str | None, app_name: str = "kcoord-analyze", extra: dict[str, str] | None = None,
+                  input_bytes: int | None = None) -> Any:
+    """A session on ``master`` (``local[*]`` unless spark-submit chose one) with the data source
+    registered; ``input_bytes`` (the segments' total size) tunes a local session for small inputs."""
     # Workers must run this interpreter (a virtualenv's, with our packages); Spark reads this
     # only when the session starts.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -60,16 +93,9 @@ def build_session(master: str | None, app_name: str = "kcoord-analyze", extra: d
     builder = SparkSession.builder.appName(app_name)
     if not master and not under_spark_submit():
         master = "local[*]"
-    conf = {"spark.sql.session.timeZone": "UTC", "spark.ui.showConsoleProgress": "false",
-            "spark.sql.execution.arrow.pyspark.enabled": "true",
-            # INT96 timestamps are deprecated; every current Parquet reader takes microseconds.
-            "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS"}
+    conf = session_conf(master, input_bytes)
     if master:
         builder = builder.master(master)
-        if _local_cores(master):
-            # Compressing what never leaves this machine only costs CPU.
-            conf["spark.shuffle.compress"] = "false"
-            conf["spark.sql.inMemoryColumnarStorage.compressed"] = "false"
     conf.update(extra or {})
     for k, v in conf.items():
         builder = builder.config(k, v)
@@ -307,7 +333,7 @@ def run(opts: AnalyzeOptions, out: Any = None) -> int:
     print(f"kcoord analyze: {len(found)} segment file(s) under {opts.data_dir}", file=stream)
     t0 = time.perf_counter()
     try:
-        spark = build_session(opts.master)
+        spark = build_session(opts.master, input_bytes=sum(f.size for f in found))
     except ImportError:
         print("kcoord analyze: needs the analysis extra: pip install 'kcoord[analysis]'", file=sys.stderr)
         return 2

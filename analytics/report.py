@@ -98,9 +98,13 @@ def _plt() -> Any:
 
 
 def _time_axis(ax: Any) -> None:
+    """Ticks and labels fitted to the span shown, seconds to years: a fixed minute format would
+    repeat one label along a log of a few seconds."""
     import matplotlib.dates as mdates
 
-    ax.xaxis.set_major_formatter(mdates.DateFormatter("%m-%d %H:%M", tz=dt.UTC))
+    locator = mdates.AutoDateLocator(tz=dt.UTC)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=dt.UTC))
     ax.set_xlabel("UTC")
 
 
@@ -116,6 +120,12 @@ def _top_groups(weights: dict[str, float]) -> list[str]:
 
 
 def chart_commit_rate(d: ReportData) -> str:
+    return _png(commit_rate_figure(d))
+
+
+def commit_rate_figure(d: ReportData) -> Any:
+    """Commits counted per bucket, as they happened: a rate per minute would turn a burst in a
+    one-second bucket into a pace the group never kept."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(10, 3.6))
     totals: dict[str, float] = defaultdict(float)
@@ -123,28 +133,35 @@ def chart_commit_rate(d: ReportData) -> str:
         totals[g] += n
     top = _top_groups(totals)
     series: dict[str, dict[int, float]] = defaultdict(lambda: defaultdict(float))
-    per_min = 60_000 / d.bucket_ms
     for bucket, g, n in d.commit_rate:
-        series[g if g in top else "other groups"][bucket] += n * per_min
+        series[g if g in top else "other groups"][bucket] += n
     for name in [*top, "other groups"]:
         if name in series:
             pts = sorted(series[name].items())
             times: list[Any] = [dt.datetime.fromtimestamp(b / 1000, dt.UTC) for b, _ in pts]
             ax.plot(times, [v for _, v in pts],
                     marker="." if len(pts) < 50 else None, label=name)
-    ax.set_title(f"Offset commits per minute (bucket {format_duration(d.bucket_ms)})")
+    per = format_duration(d.bucket_ms)
+    ax.set_title(f"Offset commits per {per} bucket")
     _time_axis(ax)
-    ax.set_ylabel("commits / min")
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(f"commits per {per}")
     ax.grid(alpha=0.3)
     if series:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     else:
         ax.text(0.5, 0.5, "no commits", ha="center", transform=ax.transAxes)
-    fig.autofmt_xdate()
-    return _png(fig)
+    return fig
 
 
 def chart_rebalances(d: ReportData) -> str:
+    return _png(rebalances_figure(d))
+
+
+def rebalances_figure(d: ReportData) -> Any:
     plt = _plt()
     counts: dict[str, float] = defaultdict(float)
     for e in d.events:
@@ -168,8 +185,7 @@ def chart_rebalances(d: ReportData) -> str:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     else:
         ax.text(0.5, 0.5, "no group-metadata records", ha="center", transform=ax.transAxes)
-    fig.autofmt_xdate()
-    return _png(fig)
+    return fig
 
 
 def chart_members(d: ReportData) -> str:

@@ -139,11 +139,15 @@ def partition_status(recent: DataFrame, latest: DataFrame, ends: DataFrame | Non
         c["seq"].alias("seq"), c["offset"].alias("offset"), c["at"].alias("at"),
         F.lit(None).cast(LongType()).alias("lag"))).alias("w"))
     if ends is not None and ends.filter(F.col("sampled_at").isNotNull()).take(1):
-        # Lag at each commit: the newest end-offset sample taken at or before it.
-        timed = ends.filter(F.col("sampled_at").isNotNull())
+        # Lag at each commit: the newest end-offset sample taken at or before it. The time test
+        # belongs in the join, not after it: a commit older than every sample (end offsets read
+        # from a data dir are all sampled now) keeps its place in the window, with no lag.
+        timed = ends.filter(F.col("sampled_at").isNotNull()).select(
+            F.col("topic").alias("e_topic"), F.col("partition").alias("e_partition"), "end_offset", "sampled_at")
         each = window.select(*KEY, F.explode("w").alias("c")).select(*KEY, "c.seq", "c.offset", "c.at")
-        lagged = (each.join(timed, ["topic", "partition"], "left")
-                  .filter(F.col("sampled_at").isNull() | (F.col("sampled_at") <= F.col("at")))
+        sampled_before = ((F.col("topic") == F.col("e_topic")) & (F.col("partition") == F.col("e_partition"))
+                          & (F.col("sampled_at") <= F.col("at")))
+        lagged = (each.join(timed, sampled_before, "left")
                   .groupBy(*KEY, "seq", "offset", "at")
                   .agg(F.max_by("end_offset", "sampled_at").alias("end_offset"))
                   .withColumn("lag", F.col("end_offset") - F.col("offset")))

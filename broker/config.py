@@ -89,8 +89,8 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=0),
     Property("log.cleaner.min.cleanable.ratio", float, 0.5, "Dirty ratio that triggers compaction."),
     Property("message.max.bytes", int, 1048588, "Largest record batch accepted by Produce.", minimum=1),
-    Property("metrics.listener", str, "http://0.0.0.0:9464", "Prometheus endpoint (path /metrics); empty "
-             "disables it."),
+    Property("metrics.listener", str, "http://:9464", "Prometheus endpoint (path /metrics); without a host "
+             "it listens on the host of listeners (loopback by default); empty disables it."),
     Property("log.level", str, "INFO", "Log level of the broker's structured log.",
              choices=("DEBUG", "INFO", "WARNING", "ERROR")),
 )

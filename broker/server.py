@@ -310,7 +310,7 @@ class Broker:
 
         await nursery.start(self.logs.run)
         await nursery.start(self.topic_logs.run)
-        endpoint = parse_metrics_listener(self.config["metrics.listener"])
+        endpoint = parse_metrics_listener(self.config["metrics.listener"], self.config.listener.host)
         if endpoint is not None:
             try:
                 self.metrics_port = await nursery.start(serve_metrics, *endpoint)

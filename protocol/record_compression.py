@@ -35,7 +35,7 @@ class CompressionUnavailableError(DecodeError):
         self.codec = codec
 
 
-def _cramjam(codec: int) -> ModuleType:
+def library(codec: int) -> ModuleType:
     try:
         import cramjam
     except ImportError:
@@ -54,7 +54,7 @@ def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
     if codec == GZIP:
         return gzip.compress(bytes(data), compresslevel=6, mtime=0)
     if codec == SNAPPY:
-        snappy = _cramjam(codec).snappy
+        snappy = library(codec).snappy
         out = bytearray(_XERIAL_HEADER)
         view = memoryview(data)
         for start in range(0, len(view), _XERIAL_BLOCK):
@@ -63,9 +63,9 @@ def compress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
             out += block
         return bytes(out)
     if codec == LZ4:
-        return bytes(_cramjam(codec).lz4.compress(bytes(data)))
+        return bytes(library(codec).lz4.compress(bytes(data)))
     if codec == ZSTD:
-        return bytes(_cramjam(codec).zstd.compress(bytes(data)))
+        return bytes(library(codec).zstd.compress(bytes(data)))
     if codec == NONE:
         return bytes(data)
     raise ValueError(f"unknown compression codec {codec}")
@@ -80,9 +80,9 @@ def decompress(codec: int, data: bytes | bytearray | memoryview) -> bytes:
         except (OSError, EOFError, zlib.error) as exc:
             raise _corrupt(f"bad gzip data: {exc}") from None
     if codec == SNAPPY:
-        return _snappy_decompress(_cramjam(codec), bytes(data))
+        return _snappy_decompress(library(codec), bytes(data))
     if codec in (LZ4, ZSTD):
-        lib = _cramjam(codec)
+        lib = library(codec)
         module = lib.lz4 if codec == LZ4 else lib.zstd
         try:
             return bytes(module.decompress(bytes(data)))

@@ -6,6 +6,11 @@ big batch can never wedge a consumer). When less than ``min_bytes`` is available
 is parked until an append moves the high watermark of one of its partitions or ``max_wait_ms``
 passes; nothing polls.
 
+Fetch v0-3 come from clients that read only the old message formats: what they get is
+down-converted (magic 0 for v0-1, magic 1 for v2-3) as Kafka brokers before 4.0 did it, see
+``protocol.record_conversion``; a zstd batch, which those formats cannot carry, answers the
+partition with UNSUPPORTED_COMPRESSION_TYPE.
+
 Fetch sessions (v7+) are not kept: every answer carries session id 0, which tells clients to
 keep sending full fetches. ``__consumer_offsets`` is readable like any topic (its logs belong to
 the same log runtime; the coordinator shards write them), as monitoring tools expect. Nothing past
@@ -20,8 +25,12 @@ import trio
 
 from broker.log_runtime.runtime import Partition
 from broker.network.router import Request
-from protocol.errors import ErrorCode
+from protocol.errors import DecodeError, ErrorCode
 from protocol.messages.fetch import FetchRequest, FetchResponse
+from protocol.record import CorruptBatchError
+from protocol.record_batch import MAGIC
+from protocol.record_compression import CompressionUnavailableError
+from protocol.record_conversion import UnconvertibleBatchError, down_convert, fetch_magic
 from storage.errors import LogClosedError, OffsetOutOfRangeError
 
 if TYPE_CHECKING:
@@ -41,6 +50,18 @@ def below(data: bytes, high_watermark: int) -> bytes:
             break
         pos += 12 + int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
     return data if pos >= n else data[:pos]
+
+
+def for_old_reader(data: bytes, magic: int, fetch_offset: int) -> bytes | int:
+    """``data`` in message format ``magic``, or the partition's error code when it cannot be."""
+    try:
+        return down_convert(data, magic, fetch_offset)
+    except (UnconvertibleBatchError, CompressionUnavailableError):
+        return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE
+    except CorruptBatchError:
+        return ErrorCode.CORRUPT_MESSAGE
+    except DecodeError:
+        return ErrorCode.UNKNOWN_SERVER_ERROR
 
 
 class Plan:
@@ -65,6 +86,7 @@ def register(broker: Broker) -> None:
         budget = body.max_bytes
         first = True
         committed = body.isolation_level == READ_COMMITTED
+        magic = fetch_magic(req.version)
         topics = []
         for t in body.topics:
             topic = catalog.by_id.get(t.topic_id) if req.version >= 13 else catalog.get(t.topic)
@@ -106,6 +128,13 @@ def register(broker: Broker) -> None:
                     continue
                 if len(data) > limit and not first:
                     continue  # a whole batch does not fit what is left; a later fetch gets it first
+                if magic < MAGIC and data:
+                    converted = for_old_reader(data, magic, offset)
+                    if isinstance(converted, int):
+                        pd.error_code = converted
+                        plan.error = True
+                        continue
+                    data = converted
                 if data:
                     first = False
                     budget -= len(data)

@@ -1,9 +1,17 @@
 """ListOffsets: earliest (-2), latest (-1), the record with the largest timestamp (-3, v7+), and
 the first record at or after a timestamp (through the time index). Earliest-local (-4) is the
-earliest, since no segment is tiered; the tiered-storage specials (-5, -6) find nothing."""
+earliest, since no segment is tiered; the tiered-storage specials (-5, -6) find nothing.
+
+v0 keeps its old meaning (Kafka before 4.0): up to ``max_num_offsets`` offsets, newest first, taken
+from the segments' base offsets and the log end, for a timestamp compared with the time each
+segment file was last written; nothing above the high watermark is shown to a consumer.
+"""
 
 from __future__ import annotations
 
+import os
+import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from broker.network.router import Request
@@ -11,6 +19,7 @@ from protocol.errors import ErrorCode
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.record_batch import decode_records
 from storage.errors import StorageError
+from storage.layout import LOG
 from storage.partition_log import PartitionLog
 
 if TYPE_CHECKING:
@@ -47,6 +56,45 @@ def max_timestamp_offset(log: PartitionLog, high_watermark: int) -> tuple[int, i
     return best_batch.last_offset, best_ts
 
 
+def offsets_before(segments: Sequence[tuple[int, int]], log_start: int, end_offset: int, last_has_size: bool,
+                   now_ms: int, timestamp: int, max_num: int) -> list[int]:
+    """ListOffsets v0 over ``segments`` as (base offset, last modified ms), oldest first: the
+    starting points of the segments written at or before ``timestamp`` (and the log end, "written"
+    now, when the newest segment holds data), newest first, at most ``max_num`` of them. Latest
+    starts from the newest point, earliest from the oldest only."""
+    points = [(max(base, log_start), mtime) for base, mtime in segments]
+    if last_has_size or not points:
+        points.append((end_offset, now_ms))
+    if timestamp == LATEST:
+        start = len(points) - 1
+    elif timestamp == EARLIEST:
+        start = 0
+    else:
+        start = len(points) - 1
+        while start >= 0 and points[start][1] > timestamp:
+            start -= 1
+    count = max(0, min(max_num, start + 1))
+    return sorted((points[start - i][0] for i in range(count)), reverse=True)
+
+
+def _modified_ms(path: os.PathLike[str], fallback: int) -> int:
+    try:
+        return os.stat(path).st_mtime_ns // 1_000_000
+    except OSError:
+        return fallback
+
+
+def legacy_offsets(log: PartitionLog, high_watermark: int, timestamp: int, max_num: int) -> list[int]:
+    """ListOffsets v0 for a consumer: ``offsets_before`` with the high watermark for anything above it."""
+    segments = log.segments()
+    found = offsets_before([(s.base_offset, _modified_ms(s.path(LOG), s.created_ms)) for s in segments],
+                           log.log_start_offset, log.end_offset, bool(segments and segments[-1].size),
+                           int(time.time() * 1000), timestamp, max_num)
+    if any(o > high_watermark for o in found):
+        return [high_watermark, *(o for o in found if o <= high_watermark)]
+    return found
+
+
 def register(broker: Broker) -> None:
     topic_logs = broker.topic_logs
     catalog = broker.catalog
@@ -80,11 +128,18 @@ def register(broker: Broker) -> None:
             parts = []
             for p in t.partitions:
                 out: Any = ListOffsetsResponse.Topic.Partition(partition_index=p.partition_index, error_code=0,
-                                                               timestamp=-1, offset=-1, leader_epoch=-1)
+                                                               timestamp=-1, offset=-1, leader_epoch=-1,
+                                                               old_style_offsets=[])
                 parts.append(out)
                 where = locate(t.name, p.partition_index)
                 if where is None:
                     out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                    continue
+                if req.version == 0:
+                    try:
+                        out.old_style_offsets = legacy_offsets(*where, p.timestamp, p.max_num_offsets)
+                    except StorageError:
+                        out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
                 try:
                     out.offset, out.timestamp = lookup(*where, p.timestamp, req.version)

@@ -1,8 +1,9 @@
 """Produce: validate each partition's record batch, check idempotent sequences, append, and answer
 once the writes are durable (``log.flush.policy``).
 
-Versions 0-2 are advertised (librdkafka only sends compressed batches when ApiVersions lists
-Produce from v0) but, as in Kafka 4, they close the connection. ``acks`` 0, 1 and -1: with one
+Versions 0-2 (which Kafka 4 no longer serves) carry message sets of the old formats: they are
+up-converted to one record batch and then checked and stored like any other (a v0-2 request that
+already carries a record batch is taken as it is, as Kafka did). ``acks`` 0, 1 and -1: with one
 replica 1 and -1 mean the same; acks=0 gets no response, and a connection whose acks=0 produce
 failed is closed (Kafka's way of telling such a producer).
 
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from crc32c import crc32c
 
 from broker.log_runtime.runtime import BatchWrite
-from broker.network.router import CloseConnection, Request
+from broker.network.router import Request
 from broker.topics.catalog import Topic
 from broker.topics.partitions import PartitionState, TopicLogs
 from broker.topics.producer_state import last_sequence
@@ -36,6 +37,7 @@ from protocol.record_batch import (
     iter_batches,
 )
 from protocol.record_compression import CompressionUnavailableError
+from protocol.record_conversion import is_message_set, up_convert
 from storage.errors import StorageError
 
 if TYPE_CHECKING:
@@ -85,6 +87,19 @@ def inspect_batch(raw: bytes | None, max_message_bytes: int) -> RecordBatch:
     if batch.producer_id >= 0 and batch.base_sequence < 0:
         raise Rejected(ErrorCode.INVALID_RECORD, f"Invalid sequence number {batch.base_sequence}")
     return batch
+
+
+def from_old_producer(raw: bytes) -> bytes:
+    """What a Produce v0-2 carries, as a record batch; raises ``Rejected``."""
+    if not raw or not is_message_set(raw):
+        return raw
+    try:
+        return up_convert(raw)
+    except CompressionUnavailableError as exc:
+        raise Rejected(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, exc.reason) from None
+    except CorruptBatchError as exc:
+        code = ErrorCode.CORRUPT_MESSAGE if exc.kind in _CORRUPT_KINDS else ErrorCode.INVALID_RECORD
+        raise Rejected(code, f"invalid message set: {exc.reason}") from None
 
 
 def stamp_log_append_time(raw: bytes, now_ms: int) -> bytes:
@@ -179,8 +194,6 @@ def register(broker: Broker) -> None:
         return topic, 0, ""
 
     def produce(req: Request) -> None:
-        if req.version < 3:
-            raise CloseConnection(f"Produce v{req.version} is no longer supported (v3 and later are)")
         body = req.body
         acks = body.acks
         transactional = body.transactional_id is not None
@@ -228,7 +241,8 @@ def register(broker: Broker) -> None:
                     if state is None:
                         raise Rejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
                                        "This server does not host this topic-partition.")
-                    queued = submit(topic_logs, state, pd.records, resp, done)
+                    raw = pd.records if req.version >= 3 else from_old_producer(pd.records)
+                    queued = submit(topic_logs, state, raw, resp, done)
                     if isinstance(queued, BatchWrite):
                         outstanding += 1
                         appends.append((resp, state, queued))

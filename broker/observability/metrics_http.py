@@ -14,13 +14,16 @@ from broker.observability import logs
 _MAX_HEAD = 16 * 1024
 
 
-def parse_metrics_listener(text: str) -> tuple[str, int] | None:
+def parse_metrics_listener(text: str, listener_host: str) -> tuple[str, int] | None:
+    """(host, port) to serve metrics on, None when disabled. A URL without a host (the default,
+    ``http://:9464``) takes the broker listener's host, so a broker on loopback does not expose
+    its metrics on every interface."""
     if not text.strip():
         return None
     parts = urlsplit(text if "://" in text else "http://" + text)
     if parts.scheme != "http" or parts.port is None:
         raise ConfigError(f"metrics.listener: expected http://host:port, got {text!r}")
-    return parts.hostname or "0.0.0.0", parts.port
+    return parts.hostname or listener_host, parts.port
 
 
 async def _respond(stream: trio.SocketStream) -> None:

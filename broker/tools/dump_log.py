@@ -1,13 +1,17 @@
 """`kcoord dump-log`: segment files printed like `kafka-dump-log.sh --offsets-decoder`.
 
 Reads kcoord's segments and a Kafka broker's alike (same bytes). Damage is reported where it
-starts and the rest of that file is skipped; other files are still dumped.
+starts and the rest of that file is skipped; other files are still dumped. Segments of a topic
+partition (a ``<topic>-<partition>`` directory other than ``__consumer_offsets-N``) hold plain
+records: their keys, values and headers are shown as text, not decoded as offsets records.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,11 +19,16 @@ from typing import Any, TextIO
 
 from protocol.errors import DecodeError
 from protocol.offsets_log_records import read_record, value_message
+from protocol.record import Record
 from protocol.record_batch import CorruptBatchError, RecordBatch, decode_records, iter_batches
 from protocol.schema import UUID, Field, Primitive, Struct
 from storage.checkpoints import topic_id_to_str
 
 _CODECS = {0: "NONE", 1: "GZIP", 2: "SNAPPY", 3: "LZ4", 4: "ZSTD"}
+_TOPIC_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>\d+)")
+_OFFSETS_TOPIC = "__consumer_offsets"
+# How a process killed by SIGPIPE exits: what `kcoord dump-log ... | head` would get from a C tool.
+_BROKEN_PIPE_STATUS = 128 + 13
 
 
 def decode_key_value(key: bytes | None, value: bytes | None) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
@@ -85,8 +94,35 @@ def _batch_info(batch: RecordBatch) -> dict[str, Any]:
     }
 
 
+def is_topic_partition_segment(path: Path) -> bool:
+    """Whether ``path`` lies in a topic partition's directory (not ``__consumer_offsets``'s); a
+    segment anywhere else is taken to be an offsets log, as the tool always did."""
+    m = _TOPIC_PARTITION_DIR.fullmatch(path.parent.name)
+    return m is not None and m.group("topic") != _OFFSETS_TOPIC
+
+
+def _text_of(data: bytes | None) -> str | None:
+    return None if data is None else data.decode("utf-8", "backslashreplace")
+
+
+def plain_record_fields(rec: Record) -> dict[str, Any]:
+    """A topic's record as kafka-dump-log.sh --print-data-log shows it: key, value, headers."""
+    return {"key": _text_of(rec.key), "payload": _text_of(rec.value),
+            "headers": [[k, _text_of(v)] for k, v in rec.headers]}
+
+
+def offsets_record_fields(rec: Record) -> dict[str, Any]:
+    """An ``__consumer_offsets`` record, key and value decoded."""
+    try:
+        key, payload = decode_key_value(rec.key, rec.value)
+    except DecodeError as exc:
+        return {"key": None, "payload": f"undecodable: {exc}"}
+    return {"key": key, "payload": payload}
+
+
 def dump_file(path: Path) -> Iterator[dict[str, Any]]:
     """One dict per batch (with its records), then one ``{"error": ...}`` if the file is damaged."""
+    record_fields = plain_record_fields if is_topic_partition_segment(path) else offsets_record_fields
     data = path.read_bytes()
     try:
         for batch in iter_batches(data):
@@ -101,10 +137,7 @@ def dump_file(path: Path) -> Iterator[dict[str, Any]]:
                     "headerKeys": [k for k, _ in rec.headers],
                 }
                 if not batch.is_control:
-                    try:
-                        entry["key"], entry["payload"] = decode_key_value(rec.key, rec.value)
-                    except DecodeError as exc:
-                        entry["key"], entry["payload"] = None, f"undecodable: {exc}"
+                    entry.update(record_fields(rec))
                 records.append(entry)
             info["records"] = records
             yield info
@@ -129,6 +162,8 @@ def _print_text(path: Path, out: TextIO) -> None:
             if "key" in rec:
                 parts.append(f"key: {json.dumps(rec['key'], separators=(',', ':'))}")
                 parts.append(f"payload: {json.dumps(rec['payload'], separators=(',', ':'))}")
+            if "headers" in rec:
+                parts.append(f"headers: {json.dumps(rec['headers'], separators=(',', ':'))}")
             out.write("| " + " ".join(parts) + "\n")
 
 
@@ -147,6 +182,24 @@ def _files(paths: list[str]) -> Iterator[Path]:
 
 
 def run(args: argparse.Namespace) -> int:
+    try:
+        status = _dump(args)
+        sys.stdout.flush()
+        return status
+    except BrokenPipeError:
+        return _reader_gone()
+
+
+def _reader_gone() -> int:
+    """The reader of our output went away (``| head``): stop without a traceback. stdout is
+    pointed at /dev/null so the interpreter's last flush cannot fail on the pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return _BROKEN_PIPE_STATUS
+
+
+def _dump(args: argparse.Namespace) -> int:
     status = 0
     for path in _files(args.paths):
         if not path.exists():
@@ -162,7 +215,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub: Any) -> None:
-    p = sub.add_parser("dump-log", help="decode __consumer_offsets segment files (like kafka-dump-log.sh)")
+    p = sub.add_parser("dump-log", help="decode segment files of __consumer_offsets and of topics "
+                       "(like kafka-dump-log.sh)")
     p.add_argument("paths", nargs="+", help="segment .log files, or directories to search for them")
     p.add_argument("--json", action="store_true", help="one JSON object per batch, for machines")
     p.set_defaults(func=run)

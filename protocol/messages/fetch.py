@@ -1,4 +1,8 @@
-"""Fetch (API key 1), v4-18 (KIP-896 removed v0-3); flexible from v12, topics by id from v13."""
+"""Fetch (API key 1), v0-18; flexible from v12, topics by id from v13.
+
+v0-3, which Kafka 4 dropped (KIP-896), are served to clients that read only the old message
+formats: their records are down-converted (``protocol.legacy_records``).
+"""
 
 from protocol.schema import (
     INT8,
@@ -71,7 +75,7 @@ FetchRequest = message(
         f("rack_id", STRING, "11+", default="", ignorable=True),
     ],
     api_key=1,
-    valid="4-18",
+    valid="0-18",
     flexible="12+",
 )
 
@@ -157,6 +161,6 @@ FetchResponse = message(
         ),
     ],
     api_key=1,
-    valid="4-18",
+    valid="0-18",
     flexible="12+",
 )

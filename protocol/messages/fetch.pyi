@@ -10,7 +10,7 @@ class _FetchRequestMessage(MessageClass):
     def encode(self, obj: FetchRequest, version: int) -> bytes: ...
 
 class FetchRequest(MessageData, metaclass=_FetchRequestMessage):
-    """FetchRequest: API key 1, versions 4-18, flexible 12+."""
+    """FetchRequest: API key 1, versions 0-18, flexible 12+."""
 
     class ReplicaState(Data):
         """The struct in ``FetchRequest.replica_state``."""
@@ -144,7 +144,7 @@ class _FetchResponseMessage(MessageClass):
     def encode(self, obj: FetchResponse, version: int) -> bytes: ...
 
 class FetchResponse(MessageData, metaclass=_FetchResponseMessage):
-    """FetchResponse: API key 1, versions 4-18, flexible 12+."""
+    """FetchResponse: API key 1, versions 0-18, flexible 12+."""
 
     class FetchableTopicResponse(Data):
         """An element of ``FetchResponse.responses``."""

@@ -1,6 +1,10 @@
-"""ListOffsets (API key 2), v1-11 (KIP-896 removed v0); flexible from v6."""
+"""ListOffsets (API key 2), v0-11; flexible from v6.
 
-from protocol.schema import INT8, INT16, INT32, INT64, STRING, array, f, message
+v0 (which Kafka 4 dropped, KIP-896, and every release from 2.0 to 3.9 served) asks for up to
+``max_num_offsets`` offsets per partition and gets them in ``old_style_offsets``; v1+ get one.
+"""
+
+from protocol.schema import INT8, INT16, INT32, INT64, STRING, ArrayOf, array, f, message
 
 ListOffsetsRequest = message(
     "ListOffsetsRequest",
@@ -19,6 +23,7 @@ ListOffsetsRequest = message(
                         f("partition_index", INT32),
                         f("current_leader_epoch", INT32, "4+", default=-1, ignorable=True),
                         f("timestamp", INT64),
+                        f("max_num_offsets", INT32, "0", default=1),
                     ),
                 ),
             ),
@@ -26,7 +31,7 @@ ListOffsetsRequest = message(
         f("timeout_ms", INT32, "10+", ignorable=True),
     ],
     api_key=2,
-    valid="1-11",
+    valid="0-11",
     flexible="6+",
 )
 
@@ -45,6 +50,7 @@ ListOffsetsResponse = message(
                         "Partition",
                         f("partition_index", INT32),
                         f("error_code", INT16),
+                        f("old_style_offsets", ArrayOf(INT64), "0"),
                         f("timestamp", INT64, "1+", default=-1),
                         f("offset", INT64, "1+", default=-1),
                         f("leader_epoch", INT32, "4+", default=-1),
@@ -54,6 +60,6 @@ ListOffsetsResponse = message(
         ),
     ],
     api_key=2,
-    valid="1-11",
+    valid="0-11",
     flexible="6+",
 )

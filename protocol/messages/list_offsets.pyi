@@ -10,7 +10,7 @@ class _ListOffsetsRequestMessage(MessageClass):
     def encode(self, obj: ListOffsetsRequest, version: int) -> bytes: ...
 
 class ListOffsetsRequest(MessageData, metaclass=_ListOffsetsRequestMessage):
-    """ListOffsetsRequest: API key 2, versions 1-11, flexible 6+."""
+    """ListOffsetsRequest: API key 2, versions 0-11, flexible 6+."""
 
     class Topic(Data):
         """An element of ``ListOffsetsRequest.topics``."""
@@ -24,6 +24,8 @@ class ListOffsetsRequest(MessageData, metaclass=_ListOffsetsRequestMessage):
             """int32; versions 4+; default -1; ignorable."""
             timestamp: int
             """int64; versions 0+."""
+            max_num_offsets: int
+            """int32; versions 0; default 1."""
 
             def __init__(
                 self,
@@ -31,6 +33,7 @@ class ListOffsetsRequest(MessageData, metaclass=_ListOffsetsRequestMessage):
                 partition_index: int = 0,
                 current_leader_epoch: int = -1,
                 timestamp: int = 0,
+                max_num_offsets: int = 1,
             ) -> None: ...
 
         name: str
@@ -69,7 +72,7 @@ class _ListOffsetsResponseMessage(MessageClass):
     def encode(self, obj: ListOffsetsResponse, version: int) -> bytes: ...
 
 class ListOffsetsResponse(MessageData, metaclass=_ListOffsetsResponseMessage):
-    """ListOffsetsResponse: API key 2, versions 1-11, flexible 6+."""
+    """ListOffsetsResponse: API key 2, versions 0-11, flexible 6+."""
 
     class Topic(Data):
         """An element of ``ListOffsetsResponse.topics``."""
@@ -81,6 +84,8 @@ class ListOffsetsResponse(MessageData, metaclass=_ListOffsetsResponseMessage):
             """int32; versions 0+."""
             error_code: int
             """int16; versions 0+."""
+            old_style_offsets: list[int]
+            """[]int64; versions 0."""
             timestamp: int
             """int64; versions 1+; default -1."""
             offset: int
@@ -93,6 +98,7 @@ class ListOffsetsResponse(MessageData, metaclass=_ListOffsetsResponseMessage):
                 *,
                 partition_index: int = 0,
                 error_code: int = 0,
+                old_style_offsets: list[int] = ...,
                 timestamp: int = -1,
                 offset: int = -1,
                 leader_epoch: int = -1,

@@ -1,4 +1,8 @@
-"""Produce (API key 0), v3-13 (KIP-896 removed v0-2); flexible from v9, topics by id from v13."""
+"""Produce (API key 0), v0-13; flexible from v9, topics by id from v13.
+
+v0-2, which Kafka 4 dropped (KIP-896), carry message sets of the old formats (magic 0 and 1);
+they are up-converted to record batches on arrival.
+"""
 
 from protocol.schema import INT16, INT32, INT64, RECORDS, STRING, UUID, array, f, message, struct
 
@@ -26,7 +30,7 @@ ProduceRequest = message(
         ),
     ],
     api_key=0,
-    valid="3-13",
+    valid="0-13",
     flexible="9+",
 )
 
@@ -88,6 +92,6 @@ ProduceResponse = message(
         ),
     ],
     api_key=0,
-    valid="3-13",
+    valid="0-13",
     flexible="9+",
 )

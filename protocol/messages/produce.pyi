@@ -10,7 +10,7 @@ class _ProduceRequestMessage(MessageClass):
     def encode(self, obj: ProduceRequest, version: int) -> bytes: ...
 
 class ProduceRequest(MessageData, metaclass=_ProduceRequestMessage):
-    """ProduceRequest: API key 0, versions 3-13, flexible 9+."""
+    """ProduceRequest: API key 0, versions 0-13, flexible 9+."""
 
     class TopicProduceData(Data):
         """An element of ``ProduceRequest.topic_data``."""
@@ -69,7 +69,7 @@ class _ProduceResponseMessage(MessageClass):
     def encode(self, obj: ProduceResponse, version: int) -> bytes: ...
 
 class ProduceResponse(MessageData, metaclass=_ProduceResponseMessage):
-    """ProduceResponse: API key 0, versions 3-13, flexible 9+."""
+    """ProduceResponse: API key 0, versions 0-13, flexible 9+."""
 
     class TopicProduceResponse(Data):
         """An element of ``ProduceResponse.responses``."""

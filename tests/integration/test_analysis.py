@@ -26,7 +26,7 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
 from confluent_kafka import TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
-from analytics.job import AnalyzeOptions, analyze, build_session  # noqa: E402
+from analytics.job import AnalyzeOptions, analyze, build_session, end_offsets_from_data_dir  # noqa: E402
 from analytics.source import NAME  # noqa: E402
 from tests.conftest import BrokerProcess  # noqa: E402
 from tests.integration.clients import ThreadedConsumer, create_topic, wait_for  # noqa: E402
@@ -39,8 +39,7 @@ TOPIC = "orders"
 
 @pytest.fixture(scope="module")
 def spark() -> Iterator[Any]:
-    session = build_session("local[2]", "kcoord-analysis-tests",
-                            {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"})
+    session = build_session("local[2]", "kcoord-analysis-tests", {"spark.sql.shuffle.partitions": "2"})
     yield session
     session.stop()
 
@@ -312,3 +311,40 @@ def test_end_offsets_give_lag_stall_and_warn(spark: Any, tmp_path: Path) -> None
     (inventory,) = table(spark, out, "group_inventory")
     assert (inventory["status"], inventory["total_lag"]) == ("ERR", 650)
     assert "STALL and WARN need" not in (out / "summary.txt").read_text()
+
+
+def test_a_local_session_stays_on_loopback_without_a_ui(spark: Any) -> None:
+    conf = spark.sparkContext.getConf()
+    assert conf.get("spark.driver.host") == "127.0.0.1"
+    assert conf.get("spark.driver.bindAddress") == "127.0.0.1"
+    assert spark.sparkContext.uiWebUrl is None
+
+
+def test_partition_status_of_a_data_dir_with_topic_logs(spark: Any, tmp_path: Path) -> None:
+    """A broker's data dir: commits in __consumer_offsets and the topic's own log, whose end
+    offset (read now, after every commit) gives the lag."""
+    from analytics.synthetic import commit_record, encode_batch
+    from protocol.record_batch import build_simple_batch
+
+    data = tmp_path / "data"
+    offsets = data / "__consumer_offsets-0"
+    offsets.mkdir(parents=True)
+    batches, offset = [], 0
+    for i in range(5):
+        at = T0 + i * 1000
+        records = [commit_record("readers", "in", 0, 10 * (i + 1), at), commit_record("readers", "in", 1, 3, at)]
+        batches.append(encode_batch(offset, records, at))
+        offset += len(records)
+    (offsets / "00000000000000000000.log").write_bytes(b"".join(batches))
+    for partition, count in ((0, 60), (1, 8)):
+        topic = data / f"in-{partition}"
+        topic.mkdir()
+        (topic / "00000000000000000000.log").write_bytes(
+            build_simple_batch([(None, b"x", T0) for _ in range(count)]))
+    ends = end_offsets_from_data_dir(str(data))
+    assert ends is not None and {(e.topic, e.partition, e.end_offset) for e in ends} == {("in", 0, 60), ("in", 1, 8)}
+    out = tmp_path / "out"
+    analyze(spark, AnalyzeOptions(data_dir=str(data), out=str(out), as_of_ms=T0 + 5000), ends)
+    status = {(r["topic"], r["partition"]): (r["status"], r["lag"], r["window_commits"])
+              for r in table(spark, out, "partition_status")}
+    assert status == {("in", 0): ("OK", 10, 5), ("in", 1): ("STALL", 5, 5)}

@@ -195,8 +195,11 @@ def test_image_ports_are_the_brokers_defaults() -> None:
     pytest.importorskip("dockerfile_parse")
     image = read_broker_image()
     defaults = {p.name: p.default for p in PROPERTIES}
-    assert "KCOORD_METRICS_LISTENER" not in image.env, "the image relies on the default metrics.listener"
-    assert image.exposed == {_port_of(image.env["KCOORD_LISTENERS"]), _port_of(str(defaults["metrics.listener"]))}
+    # The default metrics.listener follows the listener's host; the image names 0.0.0.0 itself so
+    # that a published port reaches the metrics whatever the broker listens on.
+    assert image.env["KCOORD_METRICS_LISTENER"] == "http://0.0.0.0:9464"
+    assert _port_of(str(defaults["metrics.listener"])) == 9464
+    assert image.exposed == {_port_of(image.env["KCOORD_LISTENERS"]), _port_of(image.env["KCOORD_METRICS_LISTENER"])}
     assert image.entrypoint + image.cmd == ["kcoord", "serve"]
 
 

@@ -3,8 +3,6 @@ broker process: what a client sees for good input, bad input and idempotent retr
 
 from __future__ import annotations
 
-import socket
-import struct
 import time
 from typing import Any
 
@@ -98,15 +96,10 @@ def test_every_produce_and_fetch_version_round_trips(client: WireClient) -> None
         assert values(part.records) == expected, fv
 
 
-def test_produce_v0_to_v2_is_advertised_but_closes_the_connection(broker: Any, client: WireClient) -> None:
+def test_no_transaction_apis_are_advertised(client: WireClient) -> None:
     keys = {k.api_key: k for k in client.call(API_VERSIONS, 3, ApiVersionsRequest(
         client_software_name="t", client_software_version="1")).api_keys}
-    assert keys[PRODUCE].min_version == 0 and keys[FETCH].min_version == 4
     assert 24 not in keys and 26 not in keys  # no AddPartitionsToTxn / EndTxn
-    with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as s:
-        payload = struct.pack(">hhih", PRODUCE, 2, 1, 1) + b"t" + struct.pack(">hii", 1, 1000, 0)
-        s.sendall(struct.pack(">i", len(payload)) + payload)
-        assert s.recv(100) == b""
 
 
 def test_bad_batches_get_per_partition_errors_and_leave_the_log_intact(client: WireClient) -> None:

@@ -163,7 +163,9 @@ def test_dockerfile_builds_broker_and_analysis_images_from_one_base() -> None:
     assert 'CMD ["kcoord", "health", "--bootstrap", "127.0.0.1:9092"]' in health
     for default in ("KCOORD_LISTENERS=PLAINTEXT://0.0.0.0:9092",
                     "KCOORD_ADVERTISED_LISTENERS=PLAINTEXT://localhost:9092",
-                    "KCOORD_LOG_DIRS=/var/lib/kcoord"):
+                    "KCOORD_LOG_DIRS=/var/lib/kcoord",
+                    # Published ports need every interface; outside the image metrics stay on loopback.
+                    "KCOORD_METRICS_LISTENER=http://0.0.0.0:9464"):
         assert re.search(rf"^ENV\b[^\n]*(\\\n[^\n]*)*\b{re.escape(default)}\b", runtime_text, re.MULTILINE), default
 
     analysis_text = "\n".join(i["content"] for i in stages["analysis"])

@@ -67,3 +67,14 @@ def test_readme_documents_every_property() -> None:
     readme = (ROOT / "README.md").read_text()
     for row in render_markdown_table().splitlines()[2:]:
         assert row in readme, f"README config table is stale: {row}"
+
+
+def test_metrics_listen_where_the_broker_listens_by_default() -> None:
+    from broker.observability.metrics_http import parse_metrics_listener
+
+    default = BrokerConfig.load(None, [], environ={})
+    assert parse_metrics_listener(default["metrics.listener"], default.listener.host) == ("127.0.0.1", 9464)
+    everywhere = BrokerConfig.load(None, ["listeners=PLAINTEXT://0.0.0.0:9092"], environ={})
+    assert parse_metrics_listener(everywhere["metrics.listener"], everywhere.listener.host) == ("0.0.0.0", 9464)
+    explicit = BrokerConfig.load(None, ["metrics.listener=http://10.1.2.3:9999"], environ={})
+    assert parse_metrics_listener(explicit["metrics.listener"], explicit.listener.host) == ("10.1.2.3", 9999)
