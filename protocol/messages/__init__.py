@@ -5,6 +5,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
@@ -51,6 +52,7 @@ class ApiKey(IntEnum):
     DeleteTopics = 20
     InitProducerId = 22
     DescribeConfigs = 32
+    CreatePartitions = 37
     DeleteGroups = 42
     OffsetDelete = 47
     DescribeCluster = 60
@@ -76,6 +78,7 @@ _PAIRS: list[tuple[Message, Message]] = [
     (DeleteTopicsRequest, DeleteTopicsResponse),
     (InitProducerIdRequest, InitProducerIdResponse),
     (DescribeConfigsRequest, DescribeConfigsResponse),
+    (CreatePartitionsRequest, CreatePartitionsResponse),
     (DeleteGroupsRequest, DeleteGroupsResponse),
     (OffsetDeleteRequest, OffsetDeleteResponse),
     (DescribeClusterRequest, DescribeClusterResponse),
