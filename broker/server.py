@@ -33,6 +33,7 @@ from broker.observability import logs
 from broker.observability.metrics import METRICS, install_state_collector
 from broker.observability.state_metrics import state_families
 from broker.topics.catalog import Topic, TopicCatalog, TopicError
+from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
 from protocol.errors import ErrorCode
 from storage.config import LogConfig
 from storage.dir_lock import DataDirError, DirLock, open_data_dir
@@ -108,6 +109,9 @@ class Broker:
         self._rebalance_started: dict[str, float] = {}
         self.logs = self._make_log_runtime()
         self.shards = self._make_shards()
+        # Created, grown and deleted topics, as the group coordinator must follow them.
+        self.topic_changes = TopicChanges()
+        self.topic_changes.subscribe(self.shards.on_topic_change)
         self.router.frames_done_hooks.append(self.logs.kick)
         install_state_collector(lambda: state_families(self.shards))
         self.readiness = ReadinessHub(after_round=self.router.after_frames)
@@ -165,12 +169,22 @@ class Broker:
                 METRICS.rebalance_seconds.observe(time.perf_counter() - started)
 
     def _register_handlers(self) -> None:
-        from broker.handlers import cluster, fetch, groups, init_producer_id, list_offsets, produce, topics
+        from broker.handlers import (
+            cluster,
+            create_partitions,
+            fetch,
+            groups,
+            init_producer_id,
+            list_offsets,
+            produce,
+            topics,
+        )
         from broker.topics.partitions import TopicLogs
 
         self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=self.config["message.max.bytes"])
         cluster.register(self)
         topics.register(self)
+        create_partitions.register(self)
         groups.register(self)
         produce.register(self)
         fetch.register(self)
@@ -191,12 +205,28 @@ class Broker:
         if not validate_only:
             self.topic_logs.create_topic(topic)
             logs.event("topic.created", topic=name, partitions=partitions)
+            self.topic_changes.publish(TopicCreated(name, topic.topic_id, partitions))
         return topic
 
-    def delete_topic(self, name: str) -> Topic:
+    def grow_topic(self, name: str, count: int) -> Topic:
+        """Raises a topic's partition count (validated by the caller). Once the catalog has
+        persisted it, Metadata lists the new partitions and the data plane serves them."""
+        old = self.catalog.partition_count(name)
+        assert old is not None
+        topic = self.catalog.grow(name, count)
+        self.topic_logs.grow_topic(topic, old)
+        logs.event("topic.partitions_added", topic=name, partitions=count, previous=old)
+        self.topic_changes.publish(PartitionsAdded(name, topic.topic_id, old, count))
+        return topic
+
+    def delete_topic(self, name: str, settlement: Settlement | None = None) -> Topic:
+        """Deletes a topic, its logs and (through the group coordinator, which subscribes to
+        topic changes) every group's committed offsets of it; ``settlement`` learns when those
+        offset tombstones are durable."""
         topic = self.catalog.delete(name)
         self.topic_logs.delete_topic(name)
         logs.event("topic.deleted", topic=name)
+        self.topic_changes.publish(TopicDeleted(name, topic.topic_id, topic.partitions), settlement)
         return topic
 
     def topic_configs(self, topic: Topic) -> dict[str, str]:

@@ -20,6 +20,7 @@ from broker.coordinator import (
     offset_commit,
     retention,
     sync_group,
+    topic_changes,
 )
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.consumer import describe as consumer_describe
@@ -178,6 +179,16 @@ class GroupCoordinatorShard:
             return error, out.records
         error, classic_records, _ = describe.delete_group(st, group_id, now_ms)
         return error, list(classic_records)
+
+    # ---- topic changes --------------------------------------------------------------------
+
+    def on_partitions_deleted(self, partitions: list[tuple[str, int]]) -> Result:
+        """Tombstones the committed offsets of deleted partitions in every group."""
+        return topic_changes.on_partitions_deleted(self.state, partitions)
+
+    def on_topics_changed(self, topics: set[str], now_ms: int) -> Result:
+        """Topics were created, grew or were deleted (see ``topic_changes.on_topics_changed``)."""
+        return topic_changes.on_topics_changed(self.state, topics, now_ms)
 
     # ---- time -----------------------------------------------------------------------------
 

@@ -31,12 +31,15 @@ from broker.log_runtime.runtime import Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.observability.metrics import METRICS
 from broker.topics.catalog import OFFSETS_TOPIC
+from broker.topics.changes import PartitionsAdded, Settlement, TopicChange, TopicCreated, TopicDeleted
 from protocol.errors import ErrorCode
 from protocol.offsets_log_records import OffsetCommitRecord, encode_record
 from storage.config import LogConfig
 
 ErrorBuilder = Callable[[int], Any]
 Op = Callable[[GroupCoordinatorShard, RequestContext, int], Result]
+# An operation the broker itself starts (no request): the shard and "now" in, what to do out.
+BrokerOp = Callable[[GroupCoordinatorShard, int], Result]
 RELOAD_DELAY_S = 0.1
 
 
@@ -65,6 +68,8 @@ class ShardRuntime:
         self.group_writes: dict[str, int] = {}
         self.load_seconds = 0.0
         self.replayed = 0
+        # Broker operations that arrived while the shard was not loaded: run right after its load.
+        self.after_load: list[tuple[BrokerOp, Callable[[bool], None]]] = []
 
     # ---- loading ----------------------------------------------------------------------------
 
@@ -95,6 +100,9 @@ class ShardRuntime:
         self.loaded = True
         logs.debug("shard.loaded", partition=self.partition, records=count, replayed=self.replayed,
                    seconds=round(self.load_seconds, 4))
+        queued, self.after_load = self.after_load, []
+        for op, done in queued:
+            self.run_broker_op(op, done)
 
     # ---- the request path -------------------------------------------------------------------
 
@@ -111,6 +119,19 @@ class ShardRuntime:
         ctx = RequestContext(token=token, api_version=version, client_id=client_id, client_host=client_host)
         now = self.manager.clock()
         self.apply(op(self.shard, ctx, now), now, group)
+
+    def run_broker_op(self, op: BrokerOp, done: Callable[[bool], None]) -> None:
+        """Runs ``op`` now, or right after the load when the shard is not loaded; ``done(True)``
+        once its records (and every write queued before them) are durable, ``done(False)`` if the
+        write failed (the shard is then rebuilt from its log, without the op's records)."""
+        if not self.loaded:
+            self.after_load.append((op, done))
+            return
+        now = self.manager.clock()
+        self.apply(op(self.shard, now), now)
+        part = self.part
+        assert part is not None
+        part.when_durable(done)
 
     def fire_timer(self, key: str, now: int) -> None:
         if self.loaded:
@@ -202,6 +223,19 @@ class ShardRuntime:
         await self.load()
 
 
+def _delete_offsets(deleted: list[tuple[str, int]], shard: GroupCoordinatorShard, now: int) -> Result:
+    del now
+    return shard.on_partitions_deleted(deleted)
+
+
+def _topics_changed(topics: set[str], shard: GroupCoordinatorShard, now: int) -> Result:
+    return shard.on_topics_changed(topics, now)
+
+
+def _ignore(ok: bool) -> None:
+    del ok
+
+
 class ShardManager:
     def __init__(self, logs_runtime: LogRuntime, num_partitions: int, coordinator_config: CoordinatorConfig,
                  topics: TopicView, log_config: LogConfig, on_transition: Callable[[Any], None],
@@ -223,6 +257,37 @@ class ShardManager:
 
     def partition_dir(self, partition: int) -> Path:
         return self.logs.data_dir / f"{OFFSETS_TOPIC}-{partition}"
+
+    # ---- topic changes ----------------------------------------------------------------------
+
+    def on_topic_change(self, change: TopicChange, settlement: Settlement) -> None:
+        """Subscribed to the broker's topic changes (``broker.topics.changes``).
+
+        A deleted topic's committed offsets are tombstoned in every group of every shard, as
+        Kafka's ``GroupCoordinatorService.onPartitionsDeleted`` does; the change settles once the
+        tombstones are durable, so DeleteTopics answers after the offsets are gone for good. Every
+        change is then passed to the shards' ``on_topics_changed``: the hook where KIP-848 groups
+        subscribed to the topic refresh their target assignment."""
+        if isinstance(change, TopicDeleted):
+            deleted = [(change.topic, p) for p in range(change.partitions)]
+            for runtime in self.runtimes:
+                runtime.run_broker_op(partial(_delete_offsets, deleted),
+                                      partial(self._offsets_deleted, runtime, deleted, settlement.hold()))
+        if isinstance(change, (TopicCreated, PartitionsAdded, TopicDeleted)):
+            topics = {change.topic}
+            for runtime in self.runtimes:
+                if runtime.loaded:
+                    runtime.run_broker_op(partial(_topics_changed, topics), _ignore)
+
+    def _offsets_deleted(self, runtime: ShardRuntime, deleted: list[tuple[str, int]],
+                         release: Callable[[], None], ok: bool) -> None:
+        if not ok:
+            # The shard is reloading from a log that still holds these offsets: write the
+            # tombstones again once it has loaded. The topic is deleted either way, so the
+            # request that deleted it does not wait for the retry (Kafka logs and moves on too).
+            logs.warn("offsets.delete_failed", partition=runtime.partition, topic=deleted[0][0])
+            runtime.after_load.append((partial(_delete_offsets, deleted), _ignore))
+        release()
 
     def _fire(self, partition: int, key: str, now: int) -> None:
         self.runtimes[partition].fire_timer(key, now)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from broker.network.router import Request
 from broker.topics.catalog import TopicError
+from broker.topics.changes import Settlement
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
@@ -53,7 +54,11 @@ def register(broker: Broker) -> None:
             wanted = [(t.name, t.topic_id) for t in body.topics]
         else:
             wanted = [(name, bytes(16)) for name in body.topic_names]
-        results = []
+        results: list[DeleteTopicsResponse.DeletableTopicResult] = []
+        # Answered once every deleted topic's committed offsets are tombstoned durably in every
+        # group: a client that deletes a topic and recreates it must not read back the offsets
+        # of the topic it deleted, nor find them again after a restart.
+        settled = Settlement(lambda: req.reply.set(DeleteTopicsResponse(responses=results)))
         for name, topic_id in wanted:
             if name is None:
                 topic = broker.catalog.by_id.get(topic_id)
@@ -64,13 +69,13 @@ def register(broker: Broker) -> None:
                 result.error_message = "unknown topic id"
             else:
                 try:
-                    topic = broker.delete_topic(name)
+                    topic = broker.delete_topic(name, settled)
                     result.topic_id = topic.topic_id
                 except TopicError as exc:
                     result.error_code = exc.error_code
                     result.error_message = str(exc)
             results.append(result)
-        req.reply.set(DeleteTopicsResponse(responses=results))
+        settled.close()
 
     broker.router.register(CreateTopicsRequest, CreateTopicsResponse, create_topics)
     broker.router.register(DeleteTopicsRequest, DeleteTopicsResponse, delete_topics)

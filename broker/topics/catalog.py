@@ -127,6 +127,20 @@ class TopicCatalog:
             self._save()
         return topic
 
+    def grow(self, name: str, count: int) -> Topic:
+        """Raises the partition count of ``name`` to ``count`` (checked by the caller) and persists
+        it before returning, so that the new partitions survive a restart."""
+        topic = self.topics[name]
+        assert count > topic.partitions
+        old, topic.partitions = topic.partitions, count
+        try:
+            self._save()
+        except OSError:
+            topic.partitions = old  # nothing may serve partitions the catalog on disk lacks
+            raise
+        self.version += 1
+        return topic
+
     def delete(self, name: str) -> Topic:
         from protocol.errors import ErrorCode
 

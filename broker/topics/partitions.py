@@ -168,6 +168,11 @@ class TopicLogs:
         for p in range(topic.partitions):
             self.get(topic.name, p)
 
+    def grow_topic(self, topic: Topic, old_count: int) -> None:
+        """Opens the logs of the partitions ``topic`` gained beyond ``old_count``."""
+        for p in range(old_count, topic.partitions):
+            self.get(topic.name, p)
+
     def delete_topic(self, name: str) -> None:
         for tp in [tp for tp in self.states if tp[0] == name]:
             self.states.pop(tp).deleted = True

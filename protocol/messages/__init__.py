@@ -17,6 +17,7 @@ from protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
@@ -63,6 +64,7 @@ class ApiKey(IntEnum):
     DeleteTopics = 20
     InitProducerId = 22
     DescribeConfigs = 32
+    CreatePartitions = 37
     DeleteGroups = 42
     OffsetDelete = 47
     DescribeCluster = 60
@@ -90,6 +92,7 @@ _PAIRS: list[tuple[Message, Message]] = [
     (DeleteTopicsRequest, DeleteTopicsResponse),
     (InitProducerIdRequest, InitProducerIdResponse),
     (DescribeConfigsRequest, DescribeConfigsResponse),
+    (CreatePartitionsRequest, CreatePartitionsResponse),
     (DeleteGroupsRequest, DeleteGroupsResponse),
     (OffsetDeleteRequest, OffsetDeleteResponse),
     (DescribeClusterRequest, DescribeClusterResponse),

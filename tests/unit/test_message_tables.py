@@ -53,6 +53,7 @@ EXPECTED_VALID = {
     "DeleteTopics": "0-6",
     "InitProducerId": "0-6",
     "DescribeConfigs": "0-4",
+    "CreatePartitions": "0-3",
     "DeleteGroups": "0-2",
     "OffsetDelete": "0",
     "DescribeCluster": "0-2",
