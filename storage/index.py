@@ -46,7 +46,13 @@ class _Index:
         self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         if not existed:
             return True
-        data = _read_all(self.fd)
+        # After a crash the file still has its preallocated length (10 MB by default), a hole
+        # made by ftruncate: only the part written is read, and what follows it is checked to
+        # be the hole. Reading and scanning the whole file took ~90 ms per partition, seconds
+        # for a broker's 50 offsets partitions.
+        file_size = os.fstat(self.fd).st_size
+        written = _end_of_data(self.fd, file_size)
+        data = _read_all(self.fd, written)
         size = self.ENTRY.size
         count = 0
         prev: tuple[int, int] | None = None
@@ -57,8 +63,13 @@ class _Index:
             self.values.append(value)
             prev = (key, value)
             count += 1
-        rest = data[count * size :]
-        return not rest.strip(b"\x00")
+        start = count * size
+        if data.count(0, start) != len(data) - start:
+            return False
+        if written < file_size and _has_data_after(self.fd, written):
+            rest = _read_all(self.fd, file_size)  # written pages after a hole: look at all of them
+            return rest.count(0, start) == len(rest) - start
+        return True
 
     def _follows(self, prev: tuple[int, int] | None, key: int, value: int) -> bool:
         raise NotImplementedError
@@ -197,8 +208,27 @@ class TimeIndex(_Index):
         self.truncate_entries(bisect.bisect_left(self.values, offset - self.base_offset))
 
 
-def _read_all(fd: int) -> bytes:
-    size = os.fstat(fd).st_size
+def _end_of_data(fd: int, size: int) -> int:
+    """Where the file's first hole starts (its size when it has none, or when the file system
+    cannot say)."""
+    try:
+        return min(os.lseek(fd, 0, os.SEEK_HOLE), size)
+    except OSError:
+        return size
+
+
+def _has_data_after(fd: int, offset: int) -> bool:
+    try:
+        os.lseek(fd, offset, os.SEEK_DATA)
+    except OSError:
+        return False  # ENXIO: nothing but a hole up to the end
+    return True
+
+
+def _read_all(fd: int, size: int | None = None) -> bytes:
+    """The file's first ``size`` bytes (all of it by default)."""
+    if size is None:
+        size = os.fstat(fd).st_size
     chunks = []
     pos = 0
     while pos < size:
