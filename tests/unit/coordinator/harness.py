@@ -38,11 +38,31 @@ def subscription(*topics: str) -> bytes:
 
 
 class Topics:
+    """The broker's topics as the coordinator sees them; ids are derived from names."""
+
     def __init__(self, topics: dict[str, int] | None = None) -> None:
         self.topics = dict(topics if topics is not None else {"t": 4, "u": 4, "v": 2})
+        self.version = 1
+
+    @staticmethod
+    def id_of(name: str) -> bytes:
+        return uuid.uuid5(uuid.NAMESPACE_DNS, name).bytes
 
     def partition_count(self, topic: str) -> int | None:
         return self.topics.get(topic)
+
+    def topic_id(self, topic: str) -> bytes | None:
+        return self.id_of(topic) if topic in self.topics else None
+
+    def topic_name(self, topic_id: bytes) -> str | None:
+        return next((n for n in self.topics if self.id_of(n) == topic_id), None)
+
+    def topic_names(self) -> list[str]:
+        return list(self.topics)
+
+    def set(self, name: str, partitions: int) -> None:
+        self.topics[name] = partitions
+        self.version += 1
 
 
 class Harness:

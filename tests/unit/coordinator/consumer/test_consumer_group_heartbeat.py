@@ -1,0 +1,165 @@
+"""ConsumerGroupHeartbeat on one shard (fake clock, records round-tripped through their bytes):
+members join and converge without ever sharing a partition, leave, time out, come back as the same
+static instance; Kafka's errors; and a restart rebuilds every consumer group from its records."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.coordinator import CoordinatorConfig
+from protocol.errors import ErrorCode
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from protocol.messages.offset_commit import OffsetCommitRequest
+from tests.unit.coordinator.harness import Harness, Topics
+
+CONFIG = CoordinatorConfig(consumer_session_timeout_ms=6000, consumer_heartbeat_interval_ms=500)
+T = Topics.id_of("t")
+
+
+class Member:
+    """A consumer-protocol client: sends what it owns, applies what it is given."""
+
+    def __init__(self, h: Harness, member_id: str, group: str = "g", topics: tuple[str, ...] = ("t",),
+                 instance_id: str | None = None, regex: str | None = None) -> None:
+        self.h, self.member_id, self.group = h, member_id, group
+        self.topics, self.instance_id, self.regex = topics, instance_id, regex
+        self.epoch = 0
+        self.owned: dict[bytes, list[int]] = {}
+
+    def beat(self, epoch: int | None = None, **fields: Any) -> Any:
+        joining = self.epoch == 0 if epoch is None else epoch == 0
+        req = ConsumerGroupHeartbeatRequest(
+            group_id=self.group, member_id=self.member_id, member_epoch=self.epoch if epoch is None else epoch,
+            instance_id=self.instance_id, rack_id=None,
+            rebalance_timeout_ms=30_000 if joining else -1,
+            subscribed_topic_names=(list(self.topics) if self.regex is None else None) if joining else None,
+            subscribed_topic_regex=self.regex if joining else None,
+            server_assignor=None,
+            topic_partitions=[] if joining else [ConsumerGroupHeartbeatRequest.TopicPartitions(
+                topic_id=t, partitions=sorted(p)) for t, p in self.owned.items()],
+        )
+        for name, value in fields.items():
+            setattr(req, name, value)
+        ctx = self.h.ctx(1)
+        self.h.op(self.h.shard.consumer_group_heartbeat(req, ctx, self.h.now))
+        resp = self.h.response(ctx.token)
+        if resp.error_code == 0 and (epoch is None or epoch >= 0):
+            self.epoch = resp.member_epoch
+            if resp.assignment is not None:
+                self.owned = {tp.topic_id: list(tp.partitions) for tp in resp.assignment.topic_partitions}
+        return resp
+
+    def held(self) -> set[tuple[bytes, int]]:
+        return {(t, p) for t, ps in self.owned.items() for p in ps}
+
+
+def converge(members: list[Member], rounds: int = 10) -> None:
+    for _ in range(rounds):
+        for m in members:
+            m.beat()
+            owners: dict[tuple[bytes, int], str] = {}
+            for other in members:
+                for tp in other.held():
+                    assert tp not in owners, f"{tp} owned by {owners[tp]} and {other.member_id}"
+                    owners[tp] = other.member_id
+
+
+def group_view(h: Harness, gid: str = "g") -> Any:
+    g = h.shard.state.consumer_groups[gid]
+    return (g.group_epoch, g.assignment_epoch, g.state.value,
+            {mid: (m.member_epoch, m.state, m.assigned_partitions, m.partitions_pending_revocation,
+                   m.instance_id, m.subscribed_topic_names) for mid, m in g.members.items()},
+            dict(g.target_assignment))
+
+
+def test_two_members_split_a_topic_without_sharing_a_partition_and_restart_is_replay() -> None:
+    h = Harness(CONFIG)
+    a, b = Member(h, "a"), Member(h, "b")
+    first = a.beat()
+    assert (first.error_code, first.member_epoch, first.heartbeat_interval_ms) == (0, 1, 500)
+    assert a.held() == {(T, p) for p in range(4)}
+    converge([a, b])
+    assert len(a.held()) == len(b.held()) == 2 and a.held() | b.held() == {(T, p) for p in range(4)}
+    assert h.shard.state.consumer_groups["g"].state.value == "Stable"
+    before = group_view(h)
+    h.restart()
+    assert group_view(h) == before
+
+
+def test_a_leaving_member_hands_its_partitions_to_the_other() -> None:
+    h = Harness(CONFIG)
+    a, b = Member(h, "a"), Member(h, "b")
+    converge([a, b])
+    assert b.beat(epoch=-1).member_epoch == -1
+    converge([a])
+    assert a.held() == {(T, p) for p in range(4)}
+
+
+def test_a_silent_member_is_fenced_after_the_session_timeout() -> None:
+    h = Harness(CONFIG)
+    a, b = Member(h, "a"), Member(h, "b")
+    converge([a, b])
+    for _ in range(14):  # b goes silent; a keeps heartbeating every 500 ms
+        h.sleep(500)
+        a.beat()
+    assert "b" not in h.shard.state.consumer_groups["g"].members
+    assert a.held() == {(T, p) for p in range(4)}
+    assert b.beat().error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_a_static_member_returning_under_a_new_id_gets_its_partitions_back() -> None:
+    h = Harness(CONFIG)
+    a, b = Member(h, "a", instance_id="ia"), Member(h, "b", instance_id="ib")
+    converge([a, b])
+    mine = b.held()
+    assert b.beat(epoch=-2).member_epoch == -2
+    back = Member(h, "b2", instance_id="ib")
+    resp = back.beat()
+    assert resp.error_code == 0
+    assert back.held() == mine
+    # Another instance may not take an instance id whose member has not left.
+    thief = Member(h, "x", instance_id="ia")
+    assert thief.beat().error_code == ErrorCode.UNRELEASED_INSTANCE_ID
+
+
+def test_kafkas_errors() -> None:
+    h = Harness(CONFIG)
+    a = Member(h, "a")
+    assert a.beat(server_assignor="sticky").error_code == ErrorCode.UNSUPPORTED_ASSIGNOR
+    assert Member(h, "r", regex="(").beat().error_code == ErrorCode.INVALID_REGULAR_EXPRESSION
+    assert Member(h, "z").beat(epoch=3).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    a.beat()
+    assert a.beat(epoch=a.epoch + 1).error_code == ErrorCode.FENCED_MEMBER_EPOCH
+    assert Member(h, "nobody").beat(epoch=1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert Member(h, "").beat(rebalance_timeout_ms=-1).error_code == ErrorCode.INVALID_REQUEST
+    # A fenced member rejoins under its own id with epoch 0 and is served again.
+    assert a.beat(epoch=0).error_code == 0
+
+
+def test_a_regex_subscription_picks_up_a_topic_created_later() -> None:
+    h = Harness(CONFIG, topics={"orders-eu": 2, "other": 2})
+    m = Member(h, "m", regex="orders-.*")
+    m.beat()
+    assert m.held() == {(Topics.id_of("orders-eu"), 0), (Topics.id_of("orders-eu"), 1)}
+    h.topics.set("orders-us", 1)
+    converge([m], rounds=2)
+    assert (Topics.id_of("orders-us"), 0) in m.held()
+
+
+def test_commits_carry_the_member_epoch() -> None:
+    h = Harness(CONFIG)
+    a = Member(h, "a")
+    a.beat()
+
+    def commit(epoch: int, member_id: str = "a") -> int:
+        req = OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=epoch, member_id=member_id, topics=[
+            OffsetCommitRequest.Topic(name="t", partitions=[OffsetCommitRequest.Topic.Partition(
+                partition_index=0, committed_offset=5, committed_metadata="")])])
+        ctx = h.ctx(9)
+        h.op(h.shard.offset_commit(req, ctx, h.now))
+        return int(h.response(ctx.token).topics[0].partitions[0].error_code)
+
+    assert commit(a.epoch) == 0
+    assert commit(a.epoch - 1) == ErrorCode.STALE_MEMBER_EPOCH
+    assert commit(a.epoch, "stranger") == ErrorCode.UNKNOWN_MEMBER_ID
+    assert commit(-1, "") == ErrorCode.UNKNOWN_MEMBER_ID  # an admin may not while the group has members
