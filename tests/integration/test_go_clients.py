@@ -52,7 +52,8 @@ def go_binary(request: pytest.FixtureRequest, program: str, library: tuple[str, 
     env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(DEBIAN_GOPATH), "GOFLAGS": "", "GOPROXY": "off"}
     version = subprocess.run([go, "version"], capture_output=True, text=True, check=True, env=env).stdout
     digest = hashlib.sha256(source.read_bytes() + version.encode() + _library_fingerprint(import_path)).hexdigest()
-    cache = request.config.cache.mkdir("go-clients") if request.config.cache is not None else None
+    pytest_cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    cache = pytest_cache.mkdir("go-clients") if pytest_cache is not None else None
     if cache is None:
         cache = Path(request.getfixturevalue("tmp_path_factory").mktemp("go-clients"))
     binary = cache / f"{program}-{digest[:16]}"
