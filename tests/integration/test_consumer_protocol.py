@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import (
+    ConsumerGroupState,
+    ConsumerGroupTopicPartitions,
+    ConsumerGroupType,
+    TopicPartition,
+)
 from confluent_kafka.admin import AdminClient
 
 from tests.integration.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
@@ -53,3 +58,53 @@ def test_commits_with_the_member_epoch_are_kept(broker_factory) -> None:
     listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("committer")])
     got = {(tp.partition, tp.offset) for tp in listed["committer"].result(20).topic_partitions}
     assert got == {(0, 17), (1, 4)}
+
+
+def test_a_static_member_restarting_gets_its_partitions_back(broker_factory) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "static", 4)
+    members = [consumer(broker, "statics", ["static"], **{"group.instance.id": f"i{i}"}) for i in range(2)]
+    try:
+        wait_for(lambda: covers_exactly(members, "static", 4) and all(len(m.held()) == 2 for m in members), 60,
+                 "2 static members to hold 2 partitions each")
+        before = members[1].held()
+        members[1].close()  # a static member's close is a temporary leave (epoch -2)
+        members[1] = consumer(broker, "statics", ["static"], **{"group.instance.id": "i1"})
+        wait_for(lambda: members[1].held() == before, 60, "the restarted instance to get its partitions back")
+        assert members[0].revocations == 0
+    finally:
+        for m in members:
+            m.close()
+
+
+def test_a_regex_subscription_picks_up_a_topic_created_afterwards(broker_factory) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "metrics-a", 2)
+    member = consumer(broker, "regex", ["^metrics-.*"])
+    try:
+        wait_for(lambda: member.held() == {("metrics-a", 0), ("metrics-a", 1)}, 60, "the matching topic")
+        create_topic(broker.bootstrap, "metrics-b", 1)
+        wait_for(lambda: ("metrics-b", 0) in member.held(), 60, "the topic created afterwards")
+    finally:
+        member.close()
+
+
+def test_admin_client_describes_and_lists_it_as_a_consumer_group(broker_factory) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "watched", 2)
+    member = consumer(broker, "described", ["watched"], **{"client.id": "watcher"})
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    try:
+        wait_for(lambda: len(member.held()) == 2, 60, "the member to hold both partitions")
+        group = admin.describe_consumer_groups(["described"])["described"].result(20)
+        assert group.type == ConsumerGroupType.CONSUMER
+        assert group.state == ConsumerGroupState.STABLE
+        (described,) = group.members
+        assert described.client_id == "watcher"
+        assert {(tp.topic, tp.partition) for tp in described.assignment.topic_partitions} == {
+            ("watched", 0), ("watched", 1)}
+        listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(20)
+        assert [(g.group_id, g.type) for g in listed.valid] == [("described", ConsumerGroupType.CONSUMER)]
+        assert admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(20).valid == []
+    finally:
+        member.close()
