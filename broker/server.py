@@ -160,7 +160,11 @@ class Broker:
         group, old, new, generation, members, reason = transition
         logs.event("group.transition", group=group, from_state=old, to_state=new, generation=generation,
                    members=members, reason=reason)
-        if new == "PreparingRebalance":
+        # A classic group rebalances from PreparingRebalance; a consumer group (KIP-848) from the
+        # moment it leaves Stable or Empty for a new assignment (Assigning, usually straight on to
+        # Reconciling: the coordinator computes the assignment in the same operation).
+        converging = ("Assigning", "Reconciling")
+        if new == "PreparingRebalance" or (new in converging and old not in converging):
             METRICS.rebalances.labels(str(reason).split(":")[0][:60]).inc()
             self._rebalance_started.setdefault(group, time.perf_counter())
         elif new in ("Stable", "Empty", "Dead"):

@@ -25,7 +25,12 @@ from broker.coordinator import (
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.consumer import describe as consumer_describe
 from broker.coordinator.consumer import timers as consumer_timers
-from broker.coordinator.consumer.heartbeat import consumer_group_heartbeat, fence_member
+from broker.coordinator.consumer.heartbeat import (
+    consumer_group_heartbeat,
+    fence_member,
+    group_state,
+    note_transition,
+)
 from broker.coordinator.consumer.member import MemberState
 from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
 from broker.coordinator.offsets import FetchedOffset, fetch_offsets
@@ -207,8 +212,11 @@ class GroupCoordinatorShard:
                 return out
             if target.kind == consumer_timers.REBALANCE and member.member_epoch != target.epoch:
                 return out  # it left that epoch in time
+            before = group_state(st, cgroup.group_id)
             for record in fence_member(st, out, cgroup, member.member_id):
                 st.emit(out, record)
+            why = "session timeout" if target.kind == consumer_timers.SESSION else "rebalance timeout"
+            note_transition(st, out, cgroup.group_id, before, f"member {member.member_id} fenced: {why}")
             return out
         group = st.groups.get(target.group_id)
         if group is None:

@@ -33,7 +33,7 @@ from broker.observability.metrics import METRICS
 from broker.topics.catalog import OFFSETS_TOPIC
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChange, TopicCreated, TopicDeleted
 from protocol.errors import ErrorCode
-from protocol.offsets_log_records import OffsetCommitRecord, encode_record
+from protocol.offsets_log_records import ConsumerGroupMetadataRecord, OffsetCommitRecord, encode_record
 from storage.config import LogConfig
 
 ErrorBuilder = Callable[[int], Any]
@@ -118,7 +118,22 @@ class ShardRuntime:
         version, client_id, client_host = ctx_fields
         ctx = RequestContext(token=token, api_version=version, client_id=client_id, client_host=client_host)
         now = self.manager.clock()
-        self.apply(op(self.shard, ctx, now), now, group)
+        state = self.shard.state
+        if state.assignments:
+            state.assignments.clear()
+        started = time.perf_counter()
+        result = op(self.shard, ctx, now)
+        if state.assignments:
+            self._note_assignments(time.perf_counter() - started)
+        self.apply(result, now, group)
+
+    def _note_assignments(self, seconds: float) -> None:
+        for group_id, epoch, assignor, members in self.shard.state.assignments:
+            METRICS.consumer_assignments.labels(assignor).inc()
+            METRICS.consumer_assignment_seconds.observe(seconds)
+            logs.event("consumer_group.assignment", group=group_id, epoch=epoch, assignor=assignor,
+                       members=members, seconds=round(seconds, 6))
+        self.shard.state.assignments.clear()
 
     def run_broker_op(self, op: BrokerOp, done: Callable[[bool], None]) -> None:
         """Runs ``op`` now, or right after the load when the shard is not loaded; ``done(True)``
@@ -157,6 +172,8 @@ class ShardRuntime:
             for rec in result.records:
                 if isinstance(rec, OffsetCommitRecord) and rec.value is not None:
                     commits += 1
+                elif isinstance(rec, ConsumerGroupMetadataRecord) and rec.value is not None:
+                    METRICS.consumer_epoch_bumps.inc()
                 key, value = encode_record(rec)
                 entries.append((key, value, now))
             if commits:

@@ -46,6 +46,16 @@ class Metrics:
                                            "Time from a rebalance starting to the group becoming Stable.",
                                            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))
         self.offset_commits = loop.counter("kcoord_offset_commits", "Partition offsets committed.")
+        self.consumer_assignments = Counter("kcoord_consumer_group_assignments",
+                                            "Target assignments computed for KIP-848 consumer groups, by assignor.",
+                                            ["assignor"])
+        self.consumer_assignment_seconds = Histogram(
+            "kcoord_consumer_group_assignment_seconds",
+            "Time of the heartbeat operations that computed a consumer group's target assignment.",
+            buckets=(0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0))
+        self.consumer_epoch_bumps = Counter("kcoord_consumer_group_epoch_bumps",
+                                            "Group epochs bumped in KIP-848 consumer groups (membership, "
+                                            "subscription or subscribed-topic changes).")
         self.offset_expirations = Counter("kcoord_offset_expirations", "Partition offsets expired by retention.")
         self.flush_seconds = Histogram("kcoord_log_flush_seconds",
                                        "Time to write and fdatasync one group-commit batch.",

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from broker.coordinator.classic_group import GroupState
+from broker.coordinator.consumer.group import ConsumerGroupState
 from broker.groups.shards import ShardManager
 
 Family = tuple[str, str, list[str], list[tuple[list[str], float]]]
@@ -14,6 +15,8 @@ Family = tuple[str, str, list[str], list[tuple[list[str], float]]]
 
 def state_families(shards: ShardManager) -> Iterator[Family]:
     states: Counter[str] = Counter({s.value: 0 for s in GroupState})
+    consumer_states: Counter[str] = Counter({s.value: 0 for s in ConsumerGroupState if s.value != "Dead"})
+    consumer_members = 0
     members = parked_join = parked_sync = offsets = 0
     log_size: list[tuple[list[str], float]] = []
     log_segments: list[tuple[list[str], float]] = []
@@ -35,8 +38,15 @@ def state_families(shards: ShardManager) -> Iterator[Family]:
                 parked_join += m.awaiting_join is not None
                 parked_sync += m.awaiting_sync is not None
         offsets += st.offsets.count()
+        for cgroup in st.consumer_groups.values():
+            consumer_states[cgroup.state.value] += 1
+            consumer_members += len(cgroup.members)
     yield ("kcoord_groups", "Groups by state.", ["state"], [([s], float(n)) for s, n in sorted(states.items())])
     yield ("kcoord_group_members", "Members across all groups.", [], [([], float(members))])
+    yield ("kcoord_consumer_groups", "KIP-848 consumer groups by state.", ["state"],
+           [([s], float(n)) for s, n in sorted(consumer_states.items())])
+    yield ("kcoord_consumer_group_members", "Members across all KIP-848 consumer groups.", [],
+           [([], float(consumer_members))])
     yield ("kcoord_parked_requests", "JoinGroup/SyncGroup requests waiting for the rebalance.", ["kind"],
            [(["join"], float(parked_join)), (["sync"], float(parked_sync))])
     yield ("kcoord_offsets", "Committed offsets held.", [], [([], float(offsets))])

@@ -24,6 +24,7 @@ from broker.tools.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
@@ -321,6 +322,10 @@ def _exercise_every_labelled_family(broker: BrokerProcess) -> None:
         hb = c.call(ApiKey.Heartbeat, 0, HeartbeatRequest(group_id="readme-group", generation_id=99,
                                                           member_id=join.member_id))
         assert hb.error_code == ErrorCode.ILLEGAL_GENERATION
+        joined = c.call(ApiKey.ConsumerGroupHeartbeat, 0, ConsumerGroupHeartbeatRequest(
+            group_id="readme-consumer-group", member_id="", member_epoch=0, rebalance_timeout_ms=10_000,
+            subscribed_topic_names=["readme-topic"], topic_partitions=[]))
+        assert (joined.error_code, joined.member_epoch) == (0, 1)
     with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as s:
         s.sendall(b"\xff\xff\xff\xff")
         assert s.recv(16) == b""

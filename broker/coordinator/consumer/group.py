@@ -75,6 +75,9 @@ class ConsumerGroup:
         self._regex_subscribers: dict[str, int] = {}  # regex -> members subscribing with it
         self._resolved_regexes: dict[str, frozenset[str]] = {}  # regex -> topic names it matched
         self._server_assignors: dict[str, int] = {}  # assignor name -> members asking for it
+        # Soft state, never written: the version of the broker's topics the metadata hash was last
+        # checked against. A steady heartbeat then costs no pass over the members' subscriptions.
+        self.topics_version = -1
 
     # ----------------------------------------------------------------- replay: group records
 

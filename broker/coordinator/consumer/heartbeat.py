@@ -152,8 +152,12 @@ class Heartbeat:
         self.config = state.config
         self.records: list[Any] = []
         self.out = Result()
+        self.checked_topics_version: int | None = None
 
     def run(self) -> Result:
+        gid = self.req.group_id
+        before = group_state(self.st, gid)
+        reason = "member left" if self.req.member_epoch < 0 else "heartbeat"
         try:
             validate(self.req, self.ctx.api_version, self.config.consumer_assignors)
             if self.req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
@@ -167,6 +171,12 @@ class Heartbeat:
                                                       member_id=None, member_epoch=0, heartbeat_interval_ms=0)
         for record in self.records:
             self.st.emit(self.out, record)
+        group = self.st.consumer_groups.get(gid)
+        if group is not None and self.checked_topics_version is not None:
+            group.topics_version = self.checked_topics_version
+        if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH and response.error_code == 0:
+            reason = f"member {response.member_id} joined"
+        note_transition(self.st, self.out, gid, before, reason)
         self.out.replies.append((self.ctx.token, response))
         return self.out
 
@@ -238,11 +248,13 @@ class Heartbeat:
         members[member_id] = updated
 
         epoch = group.group_epoch
-        names = {n for m in members.values() for n in member_topic_names(m, topics)}
-        new_hash = metadata_hash(names, topics)
-        if subscription_changed or new_hash != group.metadata_hash:
-            epoch += 1
-            self.records.append(rec.group_epoch(gid, epoch, new_hash))
+        if subscription_changed or replaced not in (None, member_id) or group.topics_version != topics.version:
+            names = {n for m in members.values() for n in member_topic_names(m, topics)}
+            new_hash = metadata_hash(names, topics)
+            if subscription_changed or new_hash != group.metadata_hash:
+                epoch += 1
+                self.records.append(rec.group_epoch(gid, epoch, new_hash))
+            self.checked_topics_version = topics.version
 
         if epoch > group.assignment_epoch:
             target = self._new_target(group, epoch, members, updated)
@@ -393,6 +405,22 @@ class Heartbeat:
         self.records.extend(fence_member(self.st, self.out, group, member.member_id))
         return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
                                               member_epoch=req.member_epoch, heartbeat_interval_ms=0)
+
+
+def group_state(state: Any, group_id: str) -> str:
+    group = state.consumer_groups.get(group_id)
+    return "Dead" if group is None else str(group.state.value)
+
+
+def note_transition(state: Any, out: Result, group_id: str, before: str, reason: str) -> None:
+    """Logs a consumer group's change of state the way classic groups' are (the shell counts a
+    move to Assigning as a rebalance and times it until Stable)."""
+    after = group_state(state, group_id)
+    if after != before:
+        group = state.consumer_groups.get(group_id)
+        epoch = 0 if group is None else group.group_epoch
+        members = 0 if group is None else len(group.members)
+        out.transitions.append((group_id, before, after, epoch, members, reason))
 
 
 def preferred_assignor(members: Collection[ConsumerGroupMember]) -> str | None:
