@@ -9,7 +9,7 @@ from confluent_kafka import (
     ConsumerGroupType,
     TopicPartition,
 )
-from confluent_kafka.admin import AdminClient
+from confluent_kafka.admin import AdminClient, NewPartitions
 
 from tests.integration.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
 
@@ -108,3 +108,19 @@ def test_admin_client_describes_and_lists_it_as_a_consumer_group(broker_factory)
         assert admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(20).valid == []
     finally:
         member.close()
+
+
+def test_partitions_added_to_a_topic_are_assigned_without_any_member_doing_anything(broker_factory) -> None:
+    broker = broker_factory(FAST)
+    create_topic(broker.bootstrap, "growing", 2)
+    members = [consumer(broker, "growers", ["growing"], **{"topic.metadata.refresh.interval.ms": 500})
+               for _ in range(2)]
+    try:
+        wait_for(lambda: covers_exactly(members, "growing", 2), 60, "2 members to hold 1 partition each")
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        admin.create_partitions([NewPartitions("growing", 4)])["growing"].result(15)
+        wait_for(lambda: covers_exactly(members, "growing", 4) and all(len(m.held()) == 2 for m in members), 60,
+                 "the new partitions to be shared out")
+    finally:
+        for m in members:
+            m.close()

@@ -156,7 +156,6 @@ class Heartbeat:
 
     def run(self) -> Result:
         gid = self.req.group_id
-        before = group_state(self.st, gid)
         reason = "member left" if self.req.member_epoch < 0 else "heartbeat"
         try:
             validate(self.req, self.ctx.api_version, self.config.consumer_assignors)
@@ -169,14 +168,18 @@ class Heartbeat:
             self.out = Result()
             response = ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message,
                                                       member_id=None, member_epoch=0, heartbeat_interval_ms=0)
-        for record in self.records:
-            self.st.emit(self.out, record)
+        if self.records:
+            # Only records change a group's state (its state is a walk over its members: not
+            # something to compute twice on every steady heartbeat).
+            before = group_state(self.st, gid)
+            for record in self.records:
+                self.st.emit(self.out, record)
+            if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH and response.error_code == 0:
+                reason = f"member {response.member_id} joined"
+            note_transition(self.st, self.out, gid, before, reason)
         group = self.st.consumer_groups.get(gid)
         if group is not None and self.checked_topics_version is not None:
             group.topics_version = self.checked_topics_version
-        if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH and response.error_code == 0:
-            reason = f"member {response.member_id} joined"
-        note_transition(self.st, self.out, gid, before, reason)
         self.out.replies.append((self.ctx.token, response))
         return self.out
 
@@ -215,41 +218,52 @@ class Heartbeat:
         member = (self._dynamic_member(group, member_id, owned) if req.instance_id is None
                   else self._static_member(group, member_id, owned))
 
-        updated = ConsumerGroupMember(
-            member_id=member.member_id,
-            member_epoch=member.member_epoch,
-            previous_member_epoch=member.previous_member_epoch,
-            state=member.state,
-            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
-            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
-            client_id=self.ctx.client_id,
-            client_host=self.ctx.client_host,
-            subscribed_topic_names=(frozenset(req.subscribed_topic_names) if req.subscribed_topic_names is not None
-                                    else member.subscribed_topic_names),
-            subscribed_topic_regex=(member.subscribed_topic_regex if req.subscribed_topic_regex is None
-                                    else (req.subscribed_topic_regex or None)),
-            server_assignor_name=req.server_assignor if req.server_assignor is not None else member.server_assignor_name,
-            rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
-                                  else member.rebalance_timeout_ms),
-            assigned_partitions=member.assigned_partitions,
-            partitions_pending_revocation=member.partitions_pending_revocation,
-        )
+        ctx = self.ctx
+        if (req.instance_id is None and req.rack_id is None and req.subscribed_topic_names is None
+                and req.subscribed_topic_regex is None and req.server_assignor is None
+                and req.rebalance_timeout_ms == -1 and ctx.client_id == member.client_id
+                and ctx.client_host == member.client_host):
+            updated = member  # a steady heartbeat changes nothing about the member
+        else:
+            updated = ConsumerGroupMember(
+                member_id=member.member_id,
+                member_epoch=member.member_epoch,
+                previous_member_epoch=member.previous_member_epoch,
+                state=member.state,
+                instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+                rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+                client_id=ctx.client_id,
+                client_host=ctx.client_host,
+                subscribed_topic_names=(frozenset(req.subscribed_topic_names)
+                                        if req.subscribed_topic_names is not None else member.subscribed_topic_names),
+                subscribed_topic_regex=(member.subscribed_topic_regex if req.subscribed_topic_regex is None
+                                        else (req.subscribed_topic_regex or None)),
+                server_assignor_name=(req.server_assignor if req.server_assignor is not None
+                                      else member.server_assignor_name),
+                rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+                                      else member.rebalance_timeout_ms),
+                assigned_partitions=member.assigned_partitions,
+                partitions_pending_revocation=member.partitions_pending_revocation,
+            )
         subscription_changed = False
-        if updated != member:
+        if updated is not member and updated != member:
             self.records.append(rec.member_metadata(gid, updated))
             subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
                                     or updated.subscribed_topic_regex != member.subscribed_topic_regex)
 
-        # The group's members as they will be: the updated one in, a static member it replaces out.
-        members = dict(group.members)
         replaced = group.static_member_id(updated.instance_id)
-        if replaced is not None and replaced != member_id:
-            members.pop(replaced, None)
-        members[member_id] = updated
+
+        def members_after() -> dict[str, ConsumerGroupMember]:
+            # The group's members as they will be: the updated one in, a static member it replaces out.
+            members = dict(group.members)
+            if replaced is not None and replaced != member_id:
+                members.pop(replaced, None)
+            members[member_id] = updated
+            return members
 
         epoch = group.group_epoch
         if subscription_changed or replaced not in (None, member_id) or group.topics_version != topics.version:
-            names = {n for m in members.values() for n in member_topic_names(m, topics)}
+            names = {n for m in members_after().values() for n in member_topic_names(m, topics)}
             new_hash = metadata_hash(names, topics)
             if subscription_changed or new_hash != group.metadata_hash:
                 epoch += 1
@@ -257,7 +271,7 @@ class Heartbeat:
             self.checked_topics_version = topics.version
 
         if epoch > group.assignment_epoch:
-            target = self._new_target(group, epoch, members, updated)
+            target = self._new_target(group, epoch, members_after(), updated)
             target_epoch = epoch
         else:
             target = group.member_target(member_id, updated.instance_id if replaced != member_id else None)
