@@ -141,12 +141,21 @@ class GroupCoordinatorShard:
         return offset_commit.offset_commit(self.state, req, ctx, now_ms)
 
     def offset_fetch_group(
-        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool
+        self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool,
+        member_id: str | None = None, member_epoch: int = -1,
     ) -> tuple[int, list[FetchedOffset]]:
         """Committed offsets of a group. ``require_stable`` changes nothing: without transactional
         commits no offset is ever pending here (the shell must still not answer a fetch before
-        the writes that precede it are durable)."""
+        the writes that precede it are durable). A consumer group checks the member that asks, as
+        Kafka's ``ConsumerGroup.validateOffsetFetch`` does (OffsetFetch v9+)."""
         del require_stable
+        cgroup = self.state.consumer_groups.get(group_id)
+        if cgroup is not None and not (member_id is None and member_epoch < 0):
+            member = cgroup.member(member_id or "")
+            if member is None:
+                return ErrorCode.UNKNOWN_MEMBER_ID, []
+            if member.member_epoch != member_epoch:
+                return ErrorCode.STALE_MEMBER_EPOCH, []
         group = self.state.groups.get(group_id)
         known = (group is not None and group.state is not GroupState.DEAD) or group_id in self.state.consumer_groups
         return ErrorCode.NONE, fetch_offsets(self.state.offsets, group_id, known, topics)

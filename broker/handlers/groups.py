@@ -166,9 +166,13 @@ def register(broker: Broker) -> None:
 
     def offset_fetch(req: Request) -> None:
         body = req.body
+        members: dict[str, tuple[str | None, int]] = {}
         if req.version >= 8:
             wanted = [(g.group_id, None if g.topics is None else
                        [(t.name, list(t.partition_indexes)) for t in g.topics]) for g in body.groups]
+            if req.version >= 9:
+                # KIP-848 members name themselves and their epoch (checked for consumer groups).
+                members = {g.group_id: (g.member_id, g.member_epoch) for g in body.groups}
         else:
             wanted = [(body.group_id, None if body.topics is None else
                        [(t.name, list(t.partition_indexes)) for t in body.topics])]
@@ -181,7 +185,9 @@ def register(broker: Broker) -> None:
             if not runtime.loaded:
                 code, rows = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
             else:
-                code, rows = runtime.shard.offset_fetch_group(group_id, topics, body.require_stable)
+                member_id, member_epoch = members.get(group_id, (None, -1))
+                code, rows = runtime.shard.offset_fetch_group(group_id, topics, body.require_stable,
+                                                              member_id, member_epoch)
                 read_from.append((runtime, group_id))
             groups.append((group_id, code, rows))
 

@@ -163,3 +163,14 @@ def test_commits_carry_the_member_epoch() -> None:
     assert commit(a.epoch - 1) == ErrorCode.STALE_MEMBER_EPOCH
     assert commit(a.epoch, "stranger") == ErrorCode.UNKNOWN_MEMBER_ID
     assert commit(-1, "") == ErrorCode.UNKNOWN_MEMBER_ID  # an admin may not while the group has members
+
+
+def test_offset_fetch_checks_the_member_that_asks() -> None:
+    h = Harness(CONFIG)
+    a = Member(h, "a")
+    a.beat()
+    fetch = h.shard.offset_fetch_group
+    assert fetch("g", None, False, "a", a.epoch)[0] == 0
+    assert fetch("g", None, False, "a", a.epoch - 1)[0] == ErrorCode.STALE_MEMBER_EPOCH
+    assert fetch("g", None, False, "stranger", 1)[0] == ErrorCode.UNKNOWN_MEMBER_ID
+    assert fetch("g", None, False, None, -1)[0] == 0  # an admin
