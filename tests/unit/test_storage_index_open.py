@@ -26,14 +26,17 @@ def test_entries_before_the_preallocated_hole_load(tmp_path: Path) -> None:
     path = tmp_path / "00000000000000000000.index"
     crashed_index(path, 600)
     assert path.stat().st_size == MAX_BYTES
-    index = OffsetIndex(path, 0, MAX_BYTES)
-    started = time.perf_counter()
-    assert index.open()
-    elapsed = time.perf_counter() - started
-    assert index.last_entry() == (6000, 600 * 4096)
-    assert len(index) == 600
+    timings = []
+    for _ in range(3):  # the best of three: a busy machine may pause any one of them
+        index = OffsetIndex(path, 0, MAX_BYTES)
+        started = time.perf_counter()
+        assert index.open()
+        timings.append(time.perf_counter() - started)
+        assert index.last_entry() == (6000, 600 * 4096)
+        assert len(index) == 600
+        index.close()
     # Reading and scanning the 10 MB fill took ~45 ms per index here; the hole is not read now.
-    assert elapsed < 0.025, elapsed
+    assert min(timings) < 0.025, timings
 
 
 def test_bytes_written_after_a_hole_mark_the_index_corrupt(tmp_path: Path) -> None:
