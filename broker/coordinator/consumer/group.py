@@ -236,6 +236,10 @@ class ConsumerGroup:
                 counts[topic] = counts.get(topic, 0) + subscribers
         return counts
 
+    def regex_subscribers(self, regex: str) -> int:
+        """Members subscribing with this expression."""
+        return self._regex_subscribers.get(regex, 0)
+
     def is_subscribed_to_topic(self, topic: str) -> bool:
         if topic in self._topic_subscribers:
             return True

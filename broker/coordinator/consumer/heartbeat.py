@@ -37,6 +37,7 @@ from broker.coordinator.consumer.reconcile import FencedMemberEpochError, reconc
 from broker.coordinator.consumer.subscriptions import (
     InvalidRegularExpression,
     compile_regex,
+    matching_topics,
     member_topic_names,
     metadata_hash,
     resolve,
@@ -261,6 +262,7 @@ class Heartbeat:
             members[member_id] = updated
             return members
 
+        self._record_regexes(group, member, updated)
         epoch = group.group_epoch
         if subscription_changed or replaced not in (None, member_id) or group.topics_version != topics.version:
             names = {n for m in members_after().values() for n in member_topic_names(m, topics)}
@@ -304,6 +306,21 @@ class Heartbeat:
         if full or updated.assigned_partitions != member.assigned_partitions:
             response.assignment = response_assignment(updated.assigned_partitions)
         return response
+
+    def _record_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember,
+                        updated: ConsumerGroupMember) -> None:
+        """Kafka keeps what each subscribed expression matched as a ConsumerGroupRegularExpression
+        record (resolved again when the topics change) and deletes it when no member uses the
+        expression any more."""
+        gid, topics = group.group_id, self.st.topics
+        regex = updated.subscribed_topic_regex
+        if regex and (regex not in group.resolved_regexes or group.topics_version != topics.version):
+            matched = matching_topics(regex, topics)
+            if group.resolved_regexes.get(regex) != matched:
+                self.records.append(rec.regular_expression(gid, regex, matched, topics.version, self.now))
+        old = member.subscribed_topic_regex
+        if old and old != regex and group.regex_subscribers(old) <= 1 and old in group.resolved_regexes:
+            self.records.append(rec.regular_expression_tombstone(gid, old))
 
     def _dynamic_member(self, group: ConsumerGroup, member_id: str, owned: Any) -> ConsumerGroupMember:
         member = group.member(member_id)
@@ -455,6 +472,10 @@ def fence_member(state: Any, out: Result, group: ConsumerGroup, member_id: str) 
     KAFKA-20442)."""
     gid = group.group_id
     records: list[Any] = rec.member_removal(gid, member_id)
+    leaving = group.member(member_id)
+    regex = None if leaving is None else leaving.subscribed_topic_regex
+    if regex and group.regex_subscribers(regex) <= 1 and regex in group.resolved_regexes:
+        records.append(rec.regular_expression_tombstone(gid, regex))
     remaining = [m for mid, m in group.members.items() if mid != member_id]
     topics = state.topics
     names = {n for m in remaining for n in member_topic_names(m, topics)}

@@ -22,6 +22,7 @@ from protocol.messages.offsets_log_consumer_groups import (
     ConsumerGroupCurrentMemberAssignmentValue,
     ConsumerGroupMemberMetadataValue,
     ConsumerGroupMetadataValue,
+    ConsumerGroupRegularExpressionValue,
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataValue,
 )
@@ -104,6 +105,17 @@ def current_assignment(group_id: str, member: ConsumerGroupMember) -> ConsumerGr
 
 def current_assignment_tombstone(group_id: str, member_id: str) -> ConsumerGroupCurrentMemberAssignmentRecord:
     return ConsumerGroupCurrentMemberAssignmentRecord(group_id, member_id, None)
+
+
+def regular_expression(group_id: str, regex: str, topics: frozenset[str], version: int,
+                       now_ms: int) -> ConsumerGroupRegularExpressionRecord:
+    """What a subscription's expression matched, against which version of the topics and when."""
+    return ConsumerGroupRegularExpressionRecord(group_id, regex, ConsumerGroupRegularExpressionValue(
+        topics=sorted(topics), version=version, timestamp=now_ms))
+
+
+def regular_expression_tombstone(group_id: str, regex: str) -> ConsumerGroupRegularExpressionRecord:
+    return ConsumerGroupRegularExpressionRecord(group_id, regex, None)
 
 
 def member_removal(group_id: str, member_id: str) -> list[ConsumerGroupRecord]:

@@ -174,3 +174,27 @@ def test_offset_fetch_checks_the_member_that_asks() -> None:
     assert fetch("g", None, False, "a", a.epoch - 1)[0] == ErrorCode.STALE_MEMBER_EPOCH
     assert fetch("g", None, False, "stranger", 1)[0] == ErrorCode.UNKNOWN_MEMBER_ID
     assert fetch("g", None, False, None, -1)[0] == 0  # an admin
+
+
+def test_what_an_expression_matched_is_written_as_kafka_writes_it() -> None:
+    from protocol.offsets_log_records import ConsumerGroupRegularExpressionRecord
+
+    h = Harness(CONFIG, topics={"orders-eu": 2, "other": 2})
+    m = Member(h, "m", regex="orders-.*")
+    m.beat()
+
+    def written() -> list[tuple[str, object]]:
+        return [(r.regular_expression, None if r.value is None else r.value.topics)
+                for r in h.records() if isinstance(r, ConsumerGroupRegularExpressionRecord)]
+
+    assert written() == [("orders-.*", ["orders-eu"])]
+    h.topics.set("orders-us", 1)
+    m.beat()
+    assert written()[-1] == ("orders-.*", ["orders-eu", "orders-us"])
+    assert h.shard.state.consumer_groups["g"].resolved_regexes == {"orders-.*": frozenset({"orders-eu", "orders-us"})}
+    m.beat(epoch=-1)
+    assert written()[-1] == ("orders-.*", None)
+    before = group_view(h)
+    h.restart()
+    assert group_view(h) == before
+    assert h.shard.state.consumer_groups["g"].resolved_regexes == {}
