@@ -118,12 +118,9 @@ class ShardRuntime:
         version, client_id, client_host = ctx_fields
         ctx = RequestContext(token=token, api_version=version, client_id=client_id, client_host=client_host)
         now = self.manager.clock()
-        state = self.shard.state
-        if state.assignments:
-            state.assignments.clear()
         started = time.perf_counter()
         result = op(self.shard, ctx, now)
-        if state.assignments:
+        if self.shard.state.assignments:
             self._note_assignments(time.perf_counter() - started)
         self.apply(result, now, group)
 

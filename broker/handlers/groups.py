@@ -12,6 +12,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from broker.coordinator.consumer.heartbeat import error_response as consumer_heartbeat_error
 from broker.coordinator.context import RequestContext
 from broker.coordinator.partitioning import partition_for
 from broker.coordinator.result import Result
@@ -112,8 +113,7 @@ _ERRORS: dict[Any, Callable[[Request, int], Any]] = {
     LeaveGroupRequest: leave_error,
     OffsetCommitRequest: commit_error,
     OffsetDeleteRequest: delete_offsets_error,
-    ConsumerGroupHeartbeatRequest: lambda req, code: ConsumerGroupHeartbeatResponse(
-        error_code=code, error_message=None, member_id=None, member_epoch=0, heartbeat_interval_ms=0),
+    ConsumerGroupHeartbeatRequest: lambda req, code: consumer_heartbeat_error(code),
 }
 
 

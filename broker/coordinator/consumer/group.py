@@ -247,9 +247,7 @@ class ConsumerGroup:
 
     def preferred_server_assignor(self) -> str | None:
         """The assignor most members ask for (ties: the first name in order), None if none asks."""
-        if not self._server_assignors:
-            return None
-        return min(self._server_assignors.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+        return most_asked_for(self._server_assignors)
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -361,6 +359,14 @@ class ConsumerGroup:
             _add(self._regex_subscribers, member.subscribed_topic_regex, delta)
         if member.server_assignor_name is not None:
             _add(self._server_assignors, member.server_assignor_name, delta)
+
+
+def most_asked_for(counts: Mapping[str, int]) -> str | None:
+    """The assignor most members ask for (ties: the first name in order), None if none asks."""
+    asked = {name: n for name, n in counts.items() if n > 0}
+    if not asked:
+        return None
+    return min(asked.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 
 def _add(counts: dict[str, int], key: str, delta: int) -> None:

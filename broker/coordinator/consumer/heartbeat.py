@@ -19,13 +19,15 @@ coordinator knows is FENCED_MEMBER_EPOCH and rejoins with epoch 0.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Collection, Mapping
+from dataclasses import replace
 from typing import Any
 
 from broker.coordinator.consumer import records as rec
 from broker.coordinator.consumer.assignor_api import Assignment, TopicDescriber, TopicId
 from broker.coordinator.consumer.assignors import ASSIGNORS, PartitionAssignorError
-from broker.coordinator.consumer.group import ConsumerGroup
+from broker.coordinator.consumer.group import ConsumerGroup, most_asked_for
 from broker.coordinator.consumer.member import (
     JOIN_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_MEMBER_EPOCH,
@@ -80,6 +82,12 @@ class _Topics:
 
     def racks_for_partition(self, topic: TopicId, partition: int) -> frozenset[str]:
         return frozenset()
+
+
+def error_response(code: int, message: str | None = None) -> Any:
+    """What a heartbeat that failed answers (Kafka's handleOperationException)."""
+    return ConsumerGroupHeartbeatResponse(error_code=code, error_message=message, member_id=None, member_epoch=0,
+                                          heartbeat_interval_ms=0)
 
 
 def describer(topics: TopicView) -> TopicDescriber:
@@ -167,8 +175,7 @@ class Heartbeat:
         except HeartbeatError as exc:
             self.records.clear()
             self.out = Result()
-            response = ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message,
-                                                      member_id=None, member_epoch=0, heartbeat_interval_ms=0)
+            response = error_response(exc.code, exc.message)
         if self.records:
             # Only records change a group's state (its state is a walk over its members: not
             # something to compute twice on every steady heartbeat).
@@ -226,11 +233,8 @@ class Heartbeat:
                 and ctx.client_host == member.client_host):
             updated = member  # a steady heartbeat changes nothing about the member
         else:
-            updated = ConsumerGroupMember(
-                member_id=member.member_id,
-                member_epoch=member.member_epoch,
-                previous_member_epoch=member.previous_member_epoch,
-                state=member.state,
+            updated = replace(
+                member,
                 instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
                 rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
                 client_id=ctx.client_id,
@@ -243,8 +247,6 @@ class Heartbeat:
                                       else member.server_assignor_name),
                 rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
                                       else member.rebalance_timeout_ms),
-                assigned_partitions=member.assigned_partitions,
-                partitions_pending_revocation=member.partitions_pending_revocation,
             )
         subscription_changed = False
         if updated is not member and updated != member:
@@ -346,15 +348,7 @@ class Heartbeat:
                                      f"{instance_id} cannot join the group because the instance id is owned by "
                                      f"{existing.member_id} member.")
             # The instance comes back under a new member id and takes over its partitions.
-            replacement = ConsumerGroupMember(
-                member_id=member_id, member_epoch=0, previous_member_epoch=0, state=existing.state,
-                instance_id=existing.instance_id, rack_id=existing.rack_id, client_id=existing.client_id,
-                client_host=existing.client_host, subscribed_topic_names=existing.subscribed_topic_names,
-                subscribed_topic_regex=existing.subscribed_topic_regex,
-                server_assignor_name=existing.server_assignor_name,
-                rebalance_timeout_ms=existing.rebalance_timeout_ms,
-                assigned_partitions=existing.assigned_partitions,
-                partitions_pending_revocation=existing.partitions_pending_revocation)
+            replacement = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
             gid = group.group_id
             self.records.extend(rec.member_removal(gid, existing.member_id))
             self.records.append(rec.member_metadata(gid, replacement))
@@ -382,7 +376,8 @@ class Heartbeat:
     def _new_target(self, group: ConsumerGroup, epoch: int, members: dict[str, ConsumerGroupMember],
                     updated: ConsumerGroupMember) -> Assignment:
         gid = group.group_id
-        assignor_name = preferred_assignor(members.values()) or self.config.consumer_assignors[0]
+        asked = Counter(m.server_assignor_name for m in members.values() if m.server_assignor_name is not None)
+        assignor_name = most_asked_for(asked) or self.config.consumer_assignors[0]
         topics = self.st.topics
         subscriptions = {mid: resolve(member_topic_names(m, topics), topics) for mid, m in members.items()}
         try:
@@ -420,15 +415,8 @@ class Heartbeat:
                                      f"{req.instance_id} was fenced by member {member.member_id}.")
             if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
                 # Gone for now: its partitions wait for the instance to come back (or its session to end).
-                leaving = ConsumerGroupMember(
-                    member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
-                    previous_member_epoch=member.previous_member_epoch, state=member.state,
-                    instance_id=member.instance_id, rack_id=member.rack_id, client_id=member.client_id,
-                    client_host=member.client_host, subscribed_topic_names=member.subscribed_topic_names,
-                    subscribed_topic_regex=member.subscribed_topic_regex,
-                    server_assignor_name=member.server_assignor_name,
-                    rebalance_timeout_ms=member.rebalance_timeout_ms,
-                    assigned_partitions=member.assigned_partitions, partitions_pending_revocation={})
+                leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+                                  partitions_pending_revocation={})
                 self.records.append(rec.current_assignment(gid, leaving))
                 return ConsumerGroupHeartbeatResponse(
                     error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
@@ -452,17 +440,6 @@ def note_transition(state: Any, out: Result, group_id: str, before: str, reason:
         epoch = 0 if group is None else group.group_epoch
         members = 0 if group is None else len(group.members)
         out.transitions.append((group_id, before, after, epoch, members, reason))
-
-
-def preferred_assignor(members: Collection[ConsumerGroupMember]) -> str | None:
-    """The assignor most members ask for (ties: the first name), None when none asks."""
-    counts: dict[str, int] = {}
-    for m in members:
-        if m.server_assignor_name is not None:
-            counts[m.server_assignor_name] = counts.get(m.server_assignor_name, 0) + 1
-    if not counts:
-        return None
-    return min(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0]
 
 
 def fence_member(state: Any, out: Result, group: ConsumerGroup, member_id: str) -> list[Any]:

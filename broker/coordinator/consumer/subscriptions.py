@@ -18,7 +18,6 @@ from typing import Any
 import re2
 
 from broker.coordinator.consumer.assignor_api import TopicId
-from broker.coordinator.consumer.group import ConsumerGroup
 from broker.coordinator.consumer.member import ConsumerGroupMember
 from broker.coordinator.context import TopicView
 
@@ -82,11 +81,3 @@ def metadata_hash(names: Iterable[str], topics: TopicView) -> int:
         return 0
     return int.from_bytes(digest.digest(), "big", signed=True)
 
-
-def group_topic_names(group: ConsumerGroup, members: Iterable[ConsumerGroupMember], topics: TopicView) -> set[str]:
-    """Every topic name the given members subscribe to, by name or through their expression."""
-    del group
-    names: set[str] = set()
-    for member in members:
-        names |= member_topic_names(member, topics)
-    return names
