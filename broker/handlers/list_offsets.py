@@ -99,12 +99,18 @@ def register(broker: Broker) -> None:
     topic_logs = broker.topic_logs
     catalog = broker.catalog
 
-    def locate(name: str, partition: int) -> tuple[PartitionLog, int] | None:
+    def locate(name: str, partition: int, committed: bool) -> tuple[PartitionLog, int] | None:
+        """The log and the end of what the caller may see: the high watermark, or for
+        read_committed (ListOffsets v2+) the last stable offset."""
         topic = catalog.get(name)
         if topic is None:
             return None
         part = topic_logs.readable(topic, partition)
-        return None if isinstance(part, int) else (part.log, part.high_watermark)
+        if isinstance(part, int):
+            return None
+        state = topic_logs.states.get((name, partition)) if committed else None
+        end = state.last_stable_offset if state is not None else part.high_watermark
+        return part.log, end
 
     def lookup(log: PartitionLog, hw: int, ts: int, version: int) -> tuple[int, int]:
         """(offset, timestamp) for one query; -1s when nothing matches."""
@@ -131,7 +137,7 @@ def register(broker: Broker) -> None:
                                                                timestamp=-1, offset=-1, leader_epoch=-1,
                                                                old_style_offsets=[])
                 parts.append(out)
-                where = locate(t.name, p.partition_index)
+                where = locate(t.name, p.partition_index, req.version >= 2 and req.body.isolation_level == 1)
                 if where is None:
                     out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
