@@ -61,8 +61,18 @@ class PendingTxnOffsets:
 
     def remove_partition(self, group: str, topic: str, partition: int) -> None:
         """A tombstone of the offset drops the pending offsets of that partition too (as Kafka's replay does)."""
-        for producer_id in list(self.open_by_group.get(group, ())):
-            self.by_producer.get(producer_id, {}).pop((group, topic, partition), None)
+        producers = self.open_by_group.get(group)
+        if not producers:
+            return
+        for producer_id in list(producers):
+            pending = self.by_producer.get(producer_id, {})
+            pending.pop((group, topic, partition), None)
+            if not any(key[0] == group for key in pending):
+                producers.discard(producer_id)
+            if not pending:
+                self.by_producer.pop(producer_id, None)
+        if not producers:
+            del self.open_by_group[group]
 
     def is_pending(self, group: str, topic: str, partition: int) -> bool:
         for producer_id in self.open_by_group.get(group, ()):
