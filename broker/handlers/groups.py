@@ -316,7 +316,7 @@ def register(broker: Broker) -> None:
                     single_group(OffsetCommitRequest, "offset_commit", empty_id_invalid=False), versions=(0, 9))
     router.register(OffsetDeleteRequest, OffsetDeleteResponse, single_group(OffsetDeleteRequest, "offset_delete"))
     router.register(TxnOffsetCommitRequest, TxnOffsetCommitResponse,
-                    single_group(TxnOffsetCommitRequest, "txn_offset_commit"))
+                    single_group(TxnOffsetCommitRequest, "txn_offset_commit"), versions=(0, 4))
     router.register(OffsetFetchRequest, OffsetFetchResponse, offset_fetch, versions=(0, 9))
     router.register(DescribeGroupsRequest, DescribeGroupsResponse, describe_groups)
     router.register(ListGroupsRequest, ListGroupsResponse, list_groups)

@@ -9,6 +9,7 @@ the transactional id's ``__transaction_state`` partition, are durable. While the
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.partitioning import partition_for
@@ -34,8 +35,8 @@ if TYPE_CHECKING:
 END_TXN_MAX_VERSION = 4
 ADD_PARTITIONS_MAX_VERSION = 5
 
-TopicResult = AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult
-PartitionResult = TopicResult.AddPartitionsToTxnPartitionResult
+TopicResult = AddPartitionsToTxnResponse.TopicResult
+PartitionResult = TopicResult.PartitionResult
 
 
 def fenced_code(error: int, version: int, first_version_with_fenced: int) -> int:
@@ -116,7 +117,7 @@ def register(broker: Broker) -> None:
     def add_partitions_batched(req: Request[AddPartitionsToTxnRequest]) -> None:
         """v4+: several transactions, each added to or only verified (KIP-890)."""
         body = req.body
-        Result = AddPartitionsToTxnResponse.AddPartitionsToTxnResult
+        Result = AddPartitionsToTxnResponse.Result
         results: list[Any] = [None] * len(body.transactions)
         left = [len(body.transactions)]
 
@@ -211,6 +212,15 @@ def register(broker: Broker) -> None:
         unknown = [s for s in body.state_filters if s not in known]
         duration = body.duration_filter if req.version >= 1 else -1
         listed = coordinator.listed(known, set(body.producer_id_filters), duration, broker.clock())
+        pattern = body.transactional_id_pattern if req.version >= 2 else None
+        if pattern:
+            try:
+                matcher = re.compile(pattern)
+            except re.error:
+                req.reply.set(ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REGULAR_EXPRESSION,
+                                                       unknown_state_filters=[], transaction_states=[]))
+                return
+            listed = [m for m in listed if matcher.fullmatch(m.transactional_id)]
         if body.state_filters and not known:
             listed = []
         states = [ListTransactionsResponse.TransactionState(transactional_id=m.transactional_id,
@@ -241,5 +251,6 @@ def register(broker: Broker) -> None:
                     versions=(0, ADD_PARTITIONS_MAX_VERSION))
     router.register(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, add_offsets)
     router.register(EndTxnRequest, EndTxnResponse, end_txn, versions=(0, END_TXN_MAX_VERSION))
+    # ListTransactions v2's pattern is a Java regular expression; Python's agrees on the common forms.
     router.register(DescribeTransactionsRequest, DescribeTransactionsResponse, describe_transactions)
     router.register(ListTransactionsRequest, ListTransactionsResponse, list_transactions)

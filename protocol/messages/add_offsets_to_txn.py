@@ -19,7 +19,7 @@ AddOffsetsToTxnRequest = message(
 AddOffsetsToTxnResponse = message(
     "AddOffsetsToTxnResponse",
     [
-        f("throttle_time_ms", INT32, ignorable=True),
+        f("throttle_time_ms", INT32),
         f("error_code", INT16),
     ],
     api_key=25,

@@ -39,7 +39,7 @@ class AddOffsetsToTxnResponse(MessageData, metaclass=_AddOffsetsToTxnResponseMes
     """AddOffsetsToTxnResponse: API key 25, versions 0-4, flexible 3+."""
 
     throttle_time_ms: int
-    """int32; versions 0+; ignorable."""
+    """int32; versions 0+."""
     error_code: int
     """int16; versions 0+."""
 

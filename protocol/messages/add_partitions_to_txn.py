@@ -10,7 +10,7 @@ def _topics(name: str, versions: str) -> Field:
     return f(
         name,
         array(
-            "AddPartitionsToTxnTopic",
+            "Topic",
             f("name", STRING),
             f("partitions", ArrayOf(INT32)),
         ),
@@ -24,7 +24,7 @@ AddPartitionsToTxnRequest = message(
         f(
             "transactions",
             array(
-                "AddPartitionsToTxnTransaction",
+                "Transaction",
                 f("transactional_id", STRING, "4+"),
                 f("producer_id", INT64, "4+"),
                 f("producer_epoch", INT16, "4+"),
@@ -48,12 +48,12 @@ def _topic_results(name: str, versions: str) -> Field:
     return f(
         name,
         array(
-            "AddPartitionsToTxnTopicResult",
+            "TopicResult",
             f("name", STRING),
             f(
                 "results_by_partition",
                 array(
-                    "AddPartitionsToTxnPartitionResult",
+                    "PartitionResult",
                     f("partition_index", INT32),
                     f("partition_error_code", INT16),
                 ),
@@ -66,12 +66,12 @@ def _topic_results(name: str, versions: str) -> Field:
 AddPartitionsToTxnResponse = message(
     "AddPartitionsToTxnResponse",
     [
-        f("throttle_time_ms", INT32, ignorable=True),
-        f("error_code", INT16, "4+", default=0, ignorable=True),
+        f("throttle_time_ms", INT32),
+        f("error_code", INT16, "4+", ignorable=True),
         f(
             "results_by_transaction",
             array(
-                "AddPartitionsToTxnResult",
+                "Result",
                 f("transactional_id", STRING, "4+"),
                 _topic_results("topic_results", "4+"),
             ),

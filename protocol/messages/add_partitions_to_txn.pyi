@@ -12,11 +12,11 @@ class _AddPartitionsToTxnRequestMessage(MessageClass):
 class AddPartitionsToTxnRequest(MessageData, metaclass=_AddPartitionsToTxnRequestMessage):
     """AddPartitionsToTxnRequest: API key 24, versions 0-5, flexible 3+."""
 
-    class AddPartitionsToTxnTransaction(Data):
+    class Transaction(Data):
         """An element of ``AddPartitionsToTxnRequest.transactions``."""
 
-        class AddPartitionsToTxnTopic(Data):
-            """An element of ``AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.topics``."""
+        class Topic(Data):
+            """An element of ``AddPartitionsToTxnRequest.Transaction.topics``."""
 
             name: str
             """string; versions 0+."""
@@ -38,8 +38,8 @@ class AddPartitionsToTxnRequest(MessageData, metaclass=_AddPartitionsToTxnReques
         """int16; versions 4+."""
         verify_only: bool
         """bool; versions 4+; default False."""
-        topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic]
-        """[]AddPartitionsToTxnTopic; versions 4+."""
+        topics: list[AddPartitionsToTxnRequest.Transaction.Topic]
+        """[]Topic; versions 4+."""
 
         def __init__(
             self,
@@ -48,10 +48,10 @@ class AddPartitionsToTxnRequest(MessageData, metaclass=_AddPartitionsToTxnReques
             producer_id: int = 0,
             producer_epoch: int = 0,
             verify_only: bool = False,
-            topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction.AddPartitionsToTxnTopic] = ...,
+            topics: list[AddPartitionsToTxnRequest.Transaction.Topic] = ...,
         ) -> None: ...
 
-    class AddPartitionsToTxnTopic(Data):
+    class Topic(Data):
         """An element of ``AddPartitionsToTxnRequest.v3_and_below_topics``."""
 
         name: str
@@ -66,25 +66,25 @@ class AddPartitionsToTxnRequest(MessageData, metaclass=_AddPartitionsToTxnReques
             partitions: list[int] = ...,
         ) -> None: ...
 
-    transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction]
-    """[]AddPartitionsToTxnTransaction; versions 4+."""
+    transactions: list[AddPartitionsToTxnRequest.Transaction]
+    """[]Transaction; versions 4+."""
     v3_and_below_transactional_id: str
     """string; versions 0-3."""
     v3_and_below_producer_id: int
     """int64; versions 0-3."""
     v3_and_below_producer_epoch: int
     """int16; versions 0-3."""
-    v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic]
-    """[]AddPartitionsToTxnTopic; versions 0-3."""
+    v3_and_below_topics: list[AddPartitionsToTxnRequest.Topic]
+    """[]Topic; versions 0-3."""
 
     def __init__(
         self,
         *,
-        transactions: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTransaction] = ...,
+        transactions: list[AddPartitionsToTxnRequest.Transaction] = ...,
         v3_and_below_transactional_id: str = "",
         v3_and_below_producer_id: int = 0,
         v3_and_below_producer_epoch: int = 0,
-        v3_and_below_topics: list[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic] = ...,
+        v3_and_below_topics: list[AddPartitionsToTxnRequest.Topic] = ...,
     ) -> None: ...
 
 class _AddPartitionsToTxnResponseMessage(MessageClass):
@@ -95,14 +95,14 @@ class _AddPartitionsToTxnResponseMessage(MessageClass):
 class AddPartitionsToTxnResponse(MessageData, metaclass=_AddPartitionsToTxnResponseMessage):
     """AddPartitionsToTxnResponse: API key 24, versions 0-5, flexible 3+."""
 
-    class AddPartitionsToTxnResult(Data):
+    class Result(Data):
         """An element of ``AddPartitionsToTxnResponse.results_by_transaction``."""
 
-        class AddPartitionsToTxnTopicResult(Data):
-            """An element of ``AddPartitionsToTxnResponse.AddPartitionsToTxnResult.topic_results``."""
+        class TopicResult(Data):
+            """An element of ``AddPartitionsToTxnResponse.Result.topic_results``."""
 
-            class AddPartitionsToTxnPartitionResult(Data):
-                """An element of ``AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.results_by_partition``."""
+            class PartitionResult(Data):
+                """An element of ``AddPartitionsToTxnResponse.Result.TopicResult.results_by_partition``."""
 
                 partition_index: int
                 """int32; versions 0+."""
@@ -118,33 +118,33 @@ class AddPartitionsToTxnResponse(MessageData, metaclass=_AddPartitionsToTxnRespo
 
             name: str
             """string; versions 0+."""
-            results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult]
-            """[]AddPartitionsToTxnPartitionResult; versions 0+."""
+            results_by_partition: list[AddPartitionsToTxnResponse.Result.TopicResult.PartitionResult]
+            """[]PartitionResult; versions 0+."""
 
             def __init__(
                 self,
                 *,
                 name: str = "",
-                results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult] = ...,
+                results_by_partition: list[AddPartitionsToTxnResponse.Result.TopicResult.PartitionResult] = ...,
             ) -> None: ...
 
         transactional_id: str
         """string; versions 4+."""
-        topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult]
-        """[]AddPartitionsToTxnTopicResult; versions 4+."""
+        topic_results: list[AddPartitionsToTxnResponse.Result.TopicResult]
+        """[]TopicResult; versions 4+."""
 
         def __init__(
             self,
             *,
             transactional_id: str = "",
-            topic_results: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult.AddPartitionsToTxnTopicResult] = ...,
+            topic_results: list[AddPartitionsToTxnResponse.Result.TopicResult] = ...,
         ) -> None: ...
 
-    class AddPartitionsToTxnTopicResult(Data):
+    class TopicResult(Data):
         """An element of ``AddPartitionsToTxnResponse.results_by_topic_v3_and_below``."""
 
-        class AddPartitionsToTxnPartitionResult(Data):
-            """An element of ``AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.results_by_partition``."""
+        class PartitionResult(Data):
+            """An element of ``AddPartitionsToTxnResponse.TopicResult.results_by_partition``."""
 
             partition_index: int
             """int32; versions 0+."""
@@ -160,30 +160,30 @@ class AddPartitionsToTxnResponse(MessageData, metaclass=_AddPartitionsToTxnRespo
 
         name: str
         """string; versions 0+."""
-        results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult]
-        """[]AddPartitionsToTxnPartitionResult; versions 0+."""
+        results_by_partition: list[AddPartitionsToTxnResponse.TopicResult.PartitionResult]
+        """[]PartitionResult; versions 0+."""
 
         def __init__(
             self,
             *,
             name: str = "",
-            results_by_partition: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult.AddPartitionsToTxnPartitionResult] = ...,
+            results_by_partition: list[AddPartitionsToTxnResponse.TopicResult.PartitionResult] = ...,
         ) -> None: ...
 
     throttle_time_ms: int
-    """int32; versions 0+; ignorable."""
+    """int32; versions 0+."""
     error_code: int
-    """int16; versions 4+; default 0; ignorable."""
-    results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult]
-    """[]AddPartitionsToTxnResult; versions 4+."""
-    results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]
-    """[]AddPartitionsToTxnTopicResult; versions 0-3."""
+    """int16; versions 4+; ignorable."""
+    results_by_transaction: list[AddPartitionsToTxnResponse.Result]
+    """[]Result; versions 4+."""
+    results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.TopicResult]
+    """[]TopicResult; versions 0-3."""
 
     def __init__(
         self,
         *,
         throttle_time_ms: int = 0,
         error_code: int = 0,
-        results_by_transaction: list[AddPartitionsToTxnResponse.AddPartitionsToTxnResult] = ...,
-        results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult] = ...,
+        results_by_transaction: list[AddPartitionsToTxnResponse.Result] = ...,
+        results_by_topic_v3_and_below: list[AddPartitionsToTxnResponse.TopicResult] = ...,
     ) -> None: ...

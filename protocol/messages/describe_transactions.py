@@ -15,7 +15,7 @@ DescribeTransactionsRequest = message(
 DescribeTransactionsResponse = message(
     "DescribeTransactionsResponse",
     [
-        f("throttle_time_ms", INT32, ignorable=True),
+        f("throttle_time_ms", INT32),
         f(
             "transaction_states",
             array(

@@ -78,7 +78,7 @@ class DescribeTransactionsResponse(MessageData, metaclass=_DescribeTransactionsR
         ) -> None: ...
 
     throttle_time_ms: int
-    """int32; versions 0+; ignorable."""
+    """int32; versions 0+."""
     transaction_states: list[DescribeTransactionsResponse.TransactionState]
     """[]TransactionState; versions 0+."""
 

@@ -20,7 +20,7 @@ EndTxnRequest = message(
 EndTxnResponse = message(
     "EndTxnResponse",
     [
-        f("throttle_time_ms", INT32, ignorable=True),
+        f("throttle_time_ms", INT32),
         f("error_code", INT16),
         f("producer_id", INT64, "5+", default=-1, ignorable=True),
         f("producer_epoch", INT16, "5+", default=-1, ignorable=True),

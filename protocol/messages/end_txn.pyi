@@ -39,7 +39,7 @@ class EndTxnResponse(MessageData, metaclass=_EndTxnResponseMessage):
     """EndTxnResponse: API key 26, versions 0-5, flexible 3+."""
 
     throttle_time_ms: int
-    """int32; versions 0+; ignorable."""
+    """int32; versions 0+."""
     error_code: int
     """int16; versions 0+."""
     producer_id: int

@@ -8,16 +8,17 @@ ListTransactionsRequest = message(
         f("state_filters", ArrayOf(STRING)),
         f("producer_id_filters", ArrayOf(INT64)),
         f("duration_filter", INT64, "1+", default=-1),
+        f("transactional_id_pattern", STRING, "2+", nullable="2+", default=None),
     ],
     api_key=66,
-    valid="0-1",
+    valid="0-2",
     flexible="0+",
 )
 
 ListTransactionsResponse = message(
     "ListTransactionsResponse",
     [
-        f("throttle_time_ms", INT32, ignorable=True),
+        f("throttle_time_ms", INT32),
         f("error_code", INT16),
         f("unknown_state_filters", ArrayOf(STRING)),
         f(
@@ -31,6 +32,6 @@ ListTransactionsResponse = message(
         ),
     ],
     api_key=66,
-    valid="0-1",
+    valid="0-2",
     flexible="0+",
 )

@@ -10,7 +10,7 @@ class _ListTransactionsRequestMessage(MessageClass):
     def encode(self, obj: ListTransactionsRequest, version: int) -> bytes: ...
 
 class ListTransactionsRequest(MessageData, metaclass=_ListTransactionsRequestMessage):
-    """ListTransactionsRequest: API key 66, versions 0-1, flexible 0+."""
+    """ListTransactionsRequest: API key 66, versions 0-2, flexible 0+."""
 
     state_filters: list[str]
     """[]string; versions 0+."""
@@ -18,6 +18,8 @@ class ListTransactionsRequest(MessageData, metaclass=_ListTransactionsRequestMes
     """[]int64; versions 0+."""
     duration_filter: int
     """int64; versions 1+; default -1."""
+    transactional_id_pattern: str | None
+    """string; versions 2+; nullable 2+; default None."""
 
     def __init__(
         self,
@@ -25,6 +27,7 @@ class ListTransactionsRequest(MessageData, metaclass=_ListTransactionsRequestMes
         state_filters: list[str] = ...,
         producer_id_filters: list[int] = ...,
         duration_filter: int = -1,
+        transactional_id_pattern: str | None = None,
     ) -> None: ...
 
 class _ListTransactionsResponseMessage(MessageClass):
@@ -33,7 +36,7 @@ class _ListTransactionsResponseMessage(MessageClass):
     def encode(self, obj: ListTransactionsResponse, version: int) -> bytes: ...
 
 class ListTransactionsResponse(MessageData, metaclass=_ListTransactionsResponseMessage):
-    """ListTransactionsResponse: API key 66, versions 0-1, flexible 0+."""
+    """ListTransactionsResponse: API key 66, versions 0-2, flexible 0+."""
 
     class TransactionState(Data):
         """An element of ``ListTransactionsResponse.transaction_states``."""
@@ -54,7 +57,7 @@ class ListTransactionsResponse(MessageData, metaclass=_ListTransactionsResponseM
         ) -> None: ...
 
     throttle_time_ms: int
-    """int32; versions 0+; ignorable."""
+    """int32; versions 0+."""
     error_code: int
     """int16; versions 0+."""
     unknown_state_filters: list[str]

@@ -47,9 +47,9 @@ class TransactionLogValue(MessageData, metaclass=_TransactionLogValueMessage):
     producer_id: int
     """int64; versions 0+."""
     previous_producer_id: int
-    """int64; versions 1+; tag 0; default -1; ignorable."""
+    """int64; versions 1+; tag 0; default -1."""
     next_producer_id: int
-    """int64; versions 1+; tag 1; default -1; ignorable."""
+    """int64; versions 1+; tag 1; default -1."""
     producer_epoch: int
     """int16; versions 0+."""
     transaction_timeout_ms: int
@@ -63,7 +63,7 @@ class TransactionLogValue(MessageData, metaclass=_TransactionLogValueMessage):
     transaction_start_timestamp_ms: int
     """int64; versions 0+."""
     client_transaction_version: int
-    """int16; versions 1+; tag 2; default 0; ignorable."""
+    """int16; versions 1+; tag 2; default 0."""
 
     def __init__(
         self,

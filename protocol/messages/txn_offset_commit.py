@@ -1,5 +1,7 @@
 """TxnOffsetCommit (API key 28): offsets committed inside a transaction, sent to the group
-coordinator; they take effect when the transaction's COMMIT marker reaches the group's partition."""
+coordinator; they take effect when the transaction's COMMIT marker reaches the group's partition.
+
+v5 (transactions version 2, KIP-890) is declared but not served."""
 
 from protocol.schema import INT16, INT32, INT64, STRING, array, f, message
 
@@ -32,14 +34,14 @@ TxnOffsetCommitRequest = message(
         ),
     ],
     api_key=28,
-    valid="0-4",
+    valid="0-5",
     flexible="3+",
 )
 
 TxnOffsetCommitResponse = message(
     "TxnOffsetCommitResponse",
     [
-        f("throttle_time_ms", INT32, ignorable=True),
+        f("throttle_time_ms", INT32),
         f(
             "topics",
             array(
@@ -57,6 +59,6 @@ TxnOffsetCommitResponse = message(
         ),
     ],
     api_key=28,
-    valid="0-4",
+    valid="0-5",
     flexible="3+",
 )

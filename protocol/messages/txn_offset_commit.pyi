@@ -10,7 +10,7 @@ class _TxnOffsetCommitRequestMessage(MessageClass):
     def encode(self, obj: TxnOffsetCommitRequest, version: int) -> bytes: ...
 
 class TxnOffsetCommitRequest(MessageData, metaclass=_TxnOffsetCommitRequestMessage):
-    """TxnOffsetCommitRequest: API key 28, versions 0-4, flexible 3+."""
+    """TxnOffsetCommitRequest: API key 28, versions 0-5, flexible 3+."""
 
     class Topic(Data):
         """An element of ``TxnOffsetCommitRequest.topics``."""
@@ -84,7 +84,7 @@ class _TxnOffsetCommitResponseMessage(MessageClass):
     def encode(self, obj: TxnOffsetCommitResponse, version: int) -> bytes: ...
 
 class TxnOffsetCommitResponse(MessageData, metaclass=_TxnOffsetCommitResponseMessage):
-    """TxnOffsetCommitResponse: API key 28, versions 0-4, flexible 3+."""
+    """TxnOffsetCommitResponse: API key 28, versions 0-5, flexible 3+."""
 
     class Topic(Data):
         """An element of ``TxnOffsetCommitResponse.topics``."""
@@ -117,7 +117,7 @@ class TxnOffsetCommitResponse(MessageData, metaclass=_TxnOffsetCommitResponseMes
         ) -> None: ...
 
     throttle_time_ms: int
-    """int32; versions 0+; ignorable."""
+    """int32; versions 0+."""
     topics: list[TxnOffsetCommitResponse.Topic]
     """[]Topic; versions 0+."""
 
