@@ -99,15 +99,16 @@ def register(broker: Broker) -> None:
     topic_logs = broker.topic_logs
     catalog = broker.catalog
 
-    def locate(name: str, partition: int, committed: bool) -> tuple[PartitionLog, int] | None:
+    def locate(name: str, partition: int, committed: bool) -> tuple[PartitionLog, int] | int:
         """The log and the end of what the caller may see: the high watermark, or for
-        read_committed (ListOffsets v2+) the last stable offset."""
+        read_committed (ListOffsets v2+) the last stable offset; or the partition's error code."""
         topic = catalog.get(name)
         if topic is None:
-            return None
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         part = topic_logs.readable(topic, partition)
         if isinstance(part, int):
-            return None
+            # Another node leads it (cluster mode); a loading shard's log is as good as missing.
+            return part if part == ErrorCode.NOT_LEADER_OR_FOLLOWER else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         state = topic_logs.states.get((name, partition)) if committed else None
         end = state.last_stable_offset if state is not None else part.high_watermark
         return part.log, end
@@ -138,8 +139,8 @@ def register(broker: Broker) -> None:
                                                                old_style_offsets=[])
                 parts.append(out)
                 where = locate(t.name, p.partition_index, req.version >= 2 and req.body.isolation_level == 1)
-                if where is None:
-                    out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if isinstance(where, int):
+                    out.error_code = where
                     continue
                 if req.version == 0:
                     try:
