@@ -145,7 +145,7 @@ class TopicLogs:
         self.catalog = catalog
         self.defaults = runtime.manager.config
         self.max_message_bytes = max_message_bytes
-        self.producer_ids = ProducerIdAllocator(runtime.data_dir / PRODUCER_ID_FILE)
+        self.producer_ids = ProducerIdAllocator(runtime.data_dir / PRODUCER_ID_FILE, shared=cluster is not None)
         self.states: dict[TopicPartition, PartitionState] = {}
         runtime.retention_hooks.append(self._expire_producers)
 
