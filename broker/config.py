@@ -71,6 +71,10 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=1),
     Property("group.consumer.assignors", str, "uniform,range", "Server-side assignors of consumer-protocol "
              "groups, by name; the first is the default."),
+    Property("group.events.enable", bool, True, "Keep the rebalance journal (__kcoord_group_events): why and "
+             "how long every group rebalanced."),
+    Property("group.events.retention.ms", int, 604800000, "Time retention of __kcoord_group_events.",
+             minimum=1),
     Property("auto.create.topics.enable", bool, True, "Create unknown topics on Metadata/Produce requests."),
     Property("num.partitions", int, 1, "Partitions of an auto-created topic.", minimum=1),
     Property("log.flush.policy", str, "sync", "sync: fdatasync before acknowledging; interval: flush every "

@@ -22,6 +22,7 @@ import trio
 from broker import heap
 from broker.config import BrokerConfig
 from broker.coordinator.context import CoordinatorConfig
+from broker.groups.journal_writer import JournalWriter
 from broker.groups.shards import ShardManager
 from broker.groups.timers import wall_ms
 from broker.log_runtime.runtime import LogRuntime
@@ -31,7 +32,7 @@ from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Router
 from broker.observability import logs
 from broker.observability.metrics import METRICS, install_state_collector
-from broker.observability.state_metrics import state_families
+from broker.observability.state_metrics import doctor_families, state_families
 from broker.topics.catalog import Topic, TopicCatalog, TopicError
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
 from protocol.errors import ErrorCode
@@ -108,12 +109,14 @@ class Broker:
         self._conn_ids = itertools.count(1)
         self._rebalance_started: dict[str, float] = {}
         self.logs = self._make_log_runtime()
+        self.journal = JournalWriter(self.logs, self.catalog, retention_ms=config["group.events.retention.ms"],
+                                     segment_bytes=config["log.segment.bytes"], enabled=config["group.events.enable"])
         self.shards = self._make_shards()
         # Created, grown and deleted topics, as the group coordinator must follow them.
         self.topic_changes = TopicChanges()
         self.topic_changes.subscribe(self.shards.on_topic_change)
         self.router.frames_done_hooks.append(self.logs.kick)
-        install_state_collector(lambda: state_families(self.shards))
+        install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal)))
         self.readiness = ReadinessHub(after_round=self.router.after_frames)
         self.bound_port: int | None = None
         self.metrics_port: int | None = None
@@ -134,6 +137,7 @@ class Broker:
             consumer_heartbeat_interval_ms=c["group.consumer.heartbeat.interval.ms"],
             consumer_max_size=c["group.consumer.max.size"],
             consumer_assignors=tuple(n.strip() for n in c["group.consumer.assignors"].split(",") if n.strip()),
+            group_events_enable=c["group.events.enable"],
         )
         log_config = LogConfig(
             segment_bytes=c["offsets.topic.segment.bytes"],
@@ -143,7 +147,7 @@ class Broker:
             min_cleanable_dirty_ratio=c["log.cleaner.min.cleanable.ratio"],
         )
         return ShardManager(self.logs, c["offsets.topic.num.partitions"], coordinator, self.catalog, log_config,
-                            on_transition=self._on_transition, clock=self.clock)
+                            on_transition=self._on_transition, clock=self.clock, journal=self.journal.write)
 
     def _make_log_runtime(self) -> LogRuntime:
         """The one runtime that owns every partition log, with the flush policy, the cleaner and
@@ -343,6 +347,7 @@ class Broker:
         from broker.observability.metrics_http import parse_metrics_listener, serve_metrics
 
         await nursery.start(self.logs.run)
+        await trio.to_thread.run_sync(self.journal.open)
         await nursery.start(self.topic_logs.run)
         endpoint = parse_metrics_listener(self.config["metrics.listener"], self.config.listener.host)
         if endpoint is not None:
@@ -355,6 +360,7 @@ class Broker:
     async def close(self) -> None:
         """Flushes and closes everything the broker opened (called after serving stops)."""
         try:
+            self.journal.close()
             self.logs.close()
         finally:
             # Last, so that the next broker on this directory starts only after every file is closed.

@@ -35,6 +35,8 @@ class CoordinatorConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    # The rebalance journal (group.events.enable).
+    group_events_enable: bool = True
 
 
 class TopicView(Protocol):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from broker.coordinator.records import AnyRecord
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
@@ -14,6 +14,9 @@ from protocol.messages.leave_group import LeaveGroupResponse
 from protocol.messages.offset_commit import OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteResponse
 from protocol.messages.sync_group import SyncGroupResponse
+
+if TYPE_CHECKING:
+    from broker.coordinator.journal import GroupEvent
 
 
 @dataclass(frozen=True)
@@ -55,3 +58,6 @@ class Result:
     records: list[AnyRecord] = field(default_factory=list)
     timers: list[SetTimer | CancelTimer] = field(default_factory=list)
     transitions: list[Transition] = field(default_factory=list)
+    # Rebalance-journal events (``journal.Journal.collect``): forensics the shell writes without
+    # holding any reply for them.
+    events: list[GroupEvent] = field(default_factory=list)

@@ -16,6 +16,7 @@ from broker.coordinator import (
     describe,
     heartbeat,
     join_group,
+    journal,
     leave_group,
     offset_commit,
     retention,
@@ -83,6 +84,9 @@ class GroupCoordinatorShard:
         st.loaded = True
         out = Result()
         for group in list(st.groups.values()):
+            if group.members:
+                st.journal.note(group.group_id, journal.SHARD_LOADED, members=len(group.members),
+                                generation=group.generation)
             for member in group.members.values():
                 reschedule_heartbeat(st, group, member, out, now_ms)
             if len(group.members) > st.config.group_max_size:
@@ -90,6 +94,9 @@ class GroupCoordinatorShard:
         # Consumer-protocol members get a fresh session (Kafka does the same on load); one still
         # revoking gets its rebalance timeout again.
         for cgroup in st.consumer_groups.values():
+            if cgroup.members:
+                st.journal.note(cgroup.group_id, journal.SHARD_LOADED, members=len(cgroup.members),
+                                group_epoch=cgroup.group_epoch)
             for cmember in cgroup.members.values():
                 consumer_timers.set_session_timeout(st, out, cgroup.group_id, cmember.member_id,
                                                     now_ms + st.config.consumer_session_timeout_ms)
@@ -183,6 +190,8 @@ class GroupCoordinatorShard:
 
     def delete_group(self, group_id: str, now_ms: int) -> tuple[int, list[AnyRecord]]:
         st = self.state
+        if group_id in st.groups or group_id in st.consumer_groups:
+            st.journal.note(group_id, journal.ADMIN, action="group deleted")
         cgroup = st.consumer_groups.get(group_id)
         if cgroup is not None:
             offsets = [(topic, partition) for topic, partition, _ in st.offsets.all_of(group_id)]
@@ -225,6 +234,8 @@ class GroupCoordinatorShard:
             for record in fence_member(st, out, cgroup, member.member_id):
                 st.emit(out, record)
             why = "session timeout" if target.kind == consumer_timers.SESSION else "rebalance timeout"
+            st.journal.note(cgroup.group_id, journal.cause_of_reason(why), member.member_id,
+                            client_id=member.client_id)
             note_transition(st, out, cgroup.group_id, before, f"member {member.member_id} fenced: {why}")
             return out
         group = st.groups.get(target.group_id)

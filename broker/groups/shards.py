@@ -22,6 +22,7 @@ from typing import Any
 import trio
 
 from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
+from broker.coordinator.journal import GroupEvent
 from broker.coordinator.result import CancelTimer, Result, SetTimer
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
@@ -95,6 +96,10 @@ class ShardRuntime:
         now = self.manager.clock()
         for timer in self.shard.on_loaded(now):
             self.manager.timers.set(self.partition, timer.key, timer.deadline_ms)
+        loaded = Result()
+        self.shard.state.journal.collect(self.shard.state, loaded, now)
+        if loaded.events and self.manager.journal is not None:
+            self.manager.journal(loaded.events)
         self.load_seconds = time.perf_counter() - started
         METRICS.load_seconds.labels(str(self.partition)).set(self.load_seconds)
         self.loaded = True
@@ -153,6 +158,10 @@ class ShardRuntime:
             self.apply(result, now)
 
     def apply(self, result: Result, now: int, group: str | None = None) -> None:
+        state = self.shard.state
+        state.journal.collect(state, result, now)
+        if result.events and self.manager.journal is not None:
+            self.manager.journal(result.events)
         timers = self.manager.timers
         for t in result.timers:
             if isinstance(t, SetTimer):
@@ -253,13 +262,16 @@ def _ignore(ok: bool) -> None:
 class ShardManager:
     def __init__(self, logs_runtime: LogRuntime, num_partitions: int, coordinator_config: CoordinatorConfig,
                  topics: TopicView, log_config: LogConfig, on_transition: Callable[[Any], None],
-                 clock: Callable[[], int] = wall_ms) -> None:
+                 clock: Callable[[], int] = wall_ms,
+                 journal: Callable[[Sequence[GroupEvent]], None] | None = None) -> None:
         self.logs = logs_runtime
         self.num_partitions = num_partitions
         self.coordinator_config = coordinator_config
         self.topics = topics
         self.log_config = log_config
         self.on_transition = on_transition
+        # Where the rebalance journal's events go (never waited for).
+        self.journal = journal
         self.tokens = itertools.count(1)
         # Wall-clock milliseconds: what operations see as "now" and what timer deadlines are in.
         self.clock = clock

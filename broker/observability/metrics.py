@@ -41,6 +41,8 @@ class Metrics:
                                               ["reason"])
         self.bytes_in = loop.counter("kcoord_received_bytes", "Bytes received from clients.")
         self.bytes_out = loop.counter("kcoord_sent_bytes", "Bytes sent to clients.")
+        self.group_events = Counter("kcoord_group_events", "Rebalance-journal events written to "
+                                    "__kcoord_group_events.")
         self.rebalances = Counter("kcoord_rebalances", "Rebalances started, by reason.", ["reason"])
         self.rebalance_seconds = Histogram("kcoord_rebalance_duration_seconds",
                                            "Time from a rebalance starting to the group becoming Stable.",

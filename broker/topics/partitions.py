@@ -134,6 +134,8 @@ class TopicLogs:
             if name == OFFSETS_TOPIC:
                 continue
             topic = self.catalog.get(name)
+            if topic is not None and topic.internal:
+                continue  # its owner opens it (the rebalance journal)
             if topic is None or partition >= topic.partitions:
                 logs.warn("log.orphan_partition", topic=name, partition=partition)
                 continue
@@ -157,10 +159,11 @@ class TopicLogs:
         """The log runtime's partition that Fetch and ListOffsets read (up to its high watermark,
         the durable end), ``__consumer_offsets`` included, or the error code for it."""
         if topic.internal:
-            if topic.name != OFFSETS_TOPIC or not 0 <= partition < topic.partitions:
+            if not 0 <= partition < topic.partitions:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             part = self.runtime.get(topic.name, partition)
-            return part if part is not None else ErrorCode.LEADER_NOT_AVAILABLE  # its shard is loading
+            # Not open yet: its shard is loading (or the journal is switched off).
+            return part if part is not None else ErrorCode.LEADER_NOT_AVAILABLE
         state = self.get(topic.name, partition)
         return state.part if state is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 

@@ -51,6 +51,7 @@ from broker.coordinator.consumer.timers import (
     set_session_timeout,
 )
 from broker.coordinator.context import RequestContext, TopicView
+from broker.coordinator.journal import FENCED, cause_of_reason
 from broker.coordinator.result import Result
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_heartbeat import (
@@ -175,6 +176,9 @@ class Heartbeat:
         except HeartbeatError as exc:
             self.records.clear()
             self.out = Result()
+            if exc.code == ErrorCode.FENCED_MEMBER_EPOCH:
+                self.st.journal.note(gid, FENCED, self.req.member_id, client_id=self.ctx.client_id,
+                                     why=exc.message, member_epoch=self.req.member_epoch)
             response = error_response(exc.code, exc.message)
         if self.records:
             # Only records change a group's state (its state is a walk over its members: not
@@ -184,6 +188,9 @@ class Heartbeat:
                 self.st.emit(self.out, record)
             if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH and response.error_code == 0:
                 reason = f"member {response.member_id} joined"
+            if reason != "heartbeat":
+                self.st.journal.note(gid, cause_of_reason(reason), response.member_id or self.req.member_id,
+                                     client_id=self.ctx.client_id, member_epoch=self.req.member_epoch)
             note_transition(self.st, self.out, gid, before, reason)
         group = self.st.consumer_groups.get(gid)
         if group is not None and self.checked_topics_version is not None:
