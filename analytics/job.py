@@ -18,7 +18,7 @@ from analytics.report import PartitionCoverage, ReportData, render_html, summary
 from analytics.segments import NoSegments, list_segments
 
 TABLES = ["latest_offsets", "commit_activity", "partition_status", "generation_history",
-          "membership_timeline", "group_inventory"]
+          "membership_timeline", "group_inventory", "rebalances", "doctor"]
 
 
 @dataclass
@@ -183,6 +183,7 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     """Every table and the report for ``opts.data_dir``, on an existing session."""
     from pyspark.sql import functions as F
 
+    from analytics import journal as J
     from analytics import tables as T
     from analytics.source import NAME
 
@@ -228,7 +229,13 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
         "membership_timeline": T.membership_timeline(groups),
         "group_inventory": T.group_inventory(spark, events, latest, status, t_opts),
     }
-    small = {"partition_status", "generation_history", "membership_timeline", "group_inventory"}
+    # The rebalance journal beside the offsets log, read on the driver (it is small).
+    journal_events = J.read_events(opts.data_dir)
+    rebalance_rows, doctor_rows = J.rebalance_rows(journal_events), J.doctor_rows(journal_events)
+    frames["rebalances"] = J.to_frame(spark, rebalance_rows, J.REBALANCE_COLUMNS)
+    frames["doctor"] = J.to_frame(spark, doctor_rows, J.DOCTOR_COLUMNS)
+    small = {"partition_status", "generation_history", "membership_timeline", "group_inventory", "rebalances",
+             "doctor"}
     for name, df in frames.items():
         t = time.perf_counter()
         target = _join(opts.out, name)
@@ -253,7 +260,7 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
                       coverage=coverage, problems=result.problems, inventory=inv,
                       commit_rate=[(r["bucket_start"], r["group"], r["commits_sum"]) for r in rate_rows],
                       events=event_rows, status_counts=counts, tables=result.tables,
-                      end_offsets_given=bool(ends))
+                      end_offsets_given=bool(ends), rebalances=rebalance_rows, findings=doctor_rows)
     result.summary = summary_text(data)
     _write_text(_join(opts.out, "summary.txt"), result.summary + "\n")
     _write_text(_join(opts.out, "report.html"), render_html(data, result.summary))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import signal
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
@@ -79,11 +79,20 @@ def two_stable(broker: BrokerProcess, group: str, topic: str, partitions: int = 
     return a, b, int(time.time() * 1000)
 
 
+class Seen(NamedTuple):
+    """What a scenario's clients observed: the group, the cause it must be recorded with and the
+    stall a surviving member saw (None when the members' views differ too much to compare)."""
+
+    group: str
+    cause: str
+    client_stall_ms: float | None
+
+
 def history(broker: BrokerProcess, group: str) -> str:
     return render_history(read_events(broker.bootstrap, group), group)
 
 
-def test_a_member_closing_with_a_reason(broker: BrokerProcess) -> None:
+def member_closing_with_a_reason(broker: BrokerProcess) -> Seen:
     create_topic(broker.bootstrap, "close-t", 4)
     a = consumer(broker, "close-g", "close-t")
     leaver = KafkaConsumer("close-t", bootstrap_servers=broker.bootstrap, group_id="close-g",
@@ -107,9 +116,10 @@ def test_a_member_closing_with_a_reason(broker: BrokerProcess) -> None:
     text = history(broker, "close-g")
     assert "member-left" in text and "deploying version 2" in text
     a.close()
+    return Seen("close-g", "member-left", a.last_stall_ms())
 
 
-def test_a_member_killed_with_sigkill_times_out(broker: BrokerProcess) -> None:
+def member_killed_with_sigkill(broker: BrokerProcess) -> Seen:
     create_topic(broker.bootstrap, "kill-t", 4)
     a = consumer(broker, "kill-g", "kill-t")
     victim = start_consumer_process(broker.bootstrap, "kill-g", "kill-t")
@@ -126,9 +136,10 @@ def test_a_member_killed_with_sigkill_times_out(broker: BrokerProcess) -> None:
     assert abs(r["stall_ms"] - a.last_stall_ms()) <= TOLERANCE_MS, (r["stall_ms"], a.last_stall_ms())
     assert "session-timeout" in history(broker, "kill-g")
     a.close()
+    return Seen("kill-g", "session-timeout", a.last_stall_ms())
 
 
-def test_a_member_that_stops_polling_past_max_poll_interval(broker: BrokerProcess) -> None:
+def member_stops_polling(broker: BrokerProcess) -> Seen:
     poll = {"max.poll.interval.ms": 7000}
     a, b, since = two_stable(broker, "poll-g", "poll-t", **poll)
     b.revoke_delay = 10.0  # its poll loop is stuck in processing when the next rebalance starts
@@ -143,9 +154,10 @@ def test_a_member_that_stops_polling_past_max_poll_interval(broker: BrokerProces
     assert "rebalance-timeout" in history(broker, "poll-g")
     for m in (a, b, c):
         m.close()
+    return Seen("poll-g", "rebalance-timeout", a.last_stall_ms())
 
 
-def test_a_static_member_restarting_avoids_a_rebalance(broker: BrokerProcess) -> None:
+def static_member_restarting(broker: BrokerProcess) -> None:
     create_topic(broker.bootstrap, "static-t", 2)
     first = start_consumer_process(broker.bootstrap, "static-g", "static-t", instance_id="worker-1")
     assert first.stdout is not None and "ASSIGNED" in first.stdout.readline()
@@ -171,7 +183,7 @@ def test_a_static_member_restarting_avoids_a_rebalance(broker: BrokerProcess) ->
         second.wait(10)
 
 
-def test_a_partition_count_change(broker: BrokerProcess) -> None:
+def partition_count_change(broker: BrokerProcess) -> Seen:
     a, b, since = two_stable(broker, "grow-g", "grow-t", partitions=2,
                              **{"topic.metadata.refresh.interval.ms": 1000})
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
@@ -184,6 +196,27 @@ def test_a_partition_count_change(broker: BrokerProcess) -> None:
     assert "partition-count-changed" in history(broker, "grow-g")
     a.close()
     b.close()
+    return Seen("grow-g", "partition-count-changed", None)
+
+
+def test_a_member_closing_with_a_reason(broker: BrokerProcess) -> None:
+    member_closing_with_a_reason(broker)
+
+
+def test_a_member_killed_with_sigkill_times_out(broker: BrokerProcess) -> None:
+    member_killed_with_sigkill(broker)
+
+
+def test_a_member_that_stops_polling_past_max_poll_interval(broker: BrokerProcess) -> None:
+    member_stops_polling(broker)
+
+
+def test_a_static_member_restarting_avoids_a_rebalance(broker: BrokerProcess) -> None:
+    static_member_restarting(broker)
+
+
+def test_a_partition_count_change(broker: BrokerProcess) -> None:
+    partition_count_change(broker)
 
 
 def test_any_kafka_client_reads_the_journal_and_the_doctor_speaks(broker: BrokerProcess, capsys: Any) -> None:

@@ -147,3 +147,28 @@ def test_switched_off_it_records_nothing() -> None:
     h = Harness(config=CoordinatorConfig(group_events_enable=False))
     h.stable(n=2)
     assert h.events == []
+
+
+def test_a_consumer_group_rebalance_is_recorded_with_its_epoch_and_moves() -> None:
+    from tests.unit.coordinator.consumer.test_consumer_group_heartbeat import CONFIG, Member, converge
+
+    h = Harness(CONFIG, topics={"t": 4})
+    a = Member(h, "a")
+    converge([a])
+    h.events.clear()
+    b = Member(h, "b")
+    converge([a, b])
+    [joined] = members(h, journal.NEW_MEMBER)
+    assert joined.member_id == "b" and joined.group_type == "consumer"
+    [summary] = rebalances(h)
+    assert summary.cause == journal.NEW_MEMBER and summary.group_type == "consumer"
+    assert summary.generation == h.shard.state.consumer_groups["g"].group_epoch
+    assert summary.state_after == "Stable" and summary.detail["moved_count"] == 2
+    assert {m["from"] for m in summary.detail["moved"]} == {"a"} and {m["to"] for m in summary.detail["moved"]} == {"b"}
+    # a kept two partitions throughout: the incremental protocol never left it without any.
+    assert "a" not in summary.detail["no_partitions_ms"]
+    h.events.clear()
+    b.beat(epoch=-1)
+    converge([a])
+    [left] = members(h, journal.MEMBER_LEFT)
+    assert left.member_id == "b"
