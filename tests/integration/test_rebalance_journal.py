@@ -96,7 +96,8 @@ def member_closing_with_a_reason(broker: BrokerProcess) -> Seen:
     create_topic(broker.bootstrap, "close-t", 4)
     a = consumer(broker, "close-g", "close-t")
     leaver = KafkaConsumer("close-t", bootstrap_servers=broker.bootstrap, group_id="close-g",
-                           client_id="billing-worker", session_timeout_ms=6000, heartbeat_interval_ms=HEARTBEAT_MS)
+                           client_id="billing-worker", session_timeout_ms=6000, heartbeat_interval_ms=HEARTBEAT_MS,
+                           enable_auto_commit=False)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not (leaver.assignment() and len(a.held()) == 2):
         leaver.poll(timeout_ms=100)
@@ -115,8 +116,9 @@ def member_closing_with_a_reason(broker: BrokerProcess) -> Seen:
     assert abs(r["stall_ms"] - a.last_stall_ms()) <= TOLERANCE_MS, (r["stall_ms"], a.last_stall_ms())
     text = history(broker, "close-g")
     assert "member-left" in text and "deploying version 2" in text
+    stall = a.last_stall_ms()
     a.close()
-    return Seen("close-g", "member-left", a.last_stall_ms())
+    return Seen("close-g", "member-left", stall)
 
 
 def member_killed_with_sigkill(broker: BrokerProcess) -> Seen:
@@ -135,8 +137,9 @@ def member_killed_with_sigkill(broker: BrokerProcess) -> Seen:
     assert r["cause_detail"]["last_heartbeat_age_ms"] >= 6000
     assert abs(r["stall_ms"] - a.last_stall_ms()) <= TOLERANCE_MS, (r["stall_ms"], a.last_stall_ms())
     assert "session-timeout" in history(broker, "kill-g")
+    stall = a.last_stall_ms()
     a.close()
-    return Seen("kill-g", "session-timeout", a.last_stall_ms())
+    return Seen("kill-g", "session-timeout", stall)
 
 
 def member_stops_polling(broker: BrokerProcess) -> Seen:
@@ -152,9 +155,10 @@ def member_stops_polling(broker: BrokerProcess) -> Seen:
     assert r["join_phase_ms"] >= 7000
     assert abs(r["stall_ms"] - a.last_stall_ms()) <= TOLERANCE_MS, (r["stall_ms"], a.last_stall_ms())
     assert "rebalance-timeout" in history(broker, "poll-g")
+    stall = a.last_stall_ms()
     for m in (a, b, c):
         m.close()
-    return Seen("poll-g", "rebalance-timeout", a.last_stall_ms())
+    return Seen("poll-g", "rebalance-timeout", stall)
 
 
 def static_member_restarting(broker: BrokerProcess) -> None:

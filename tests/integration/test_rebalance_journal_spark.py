@@ -49,7 +49,8 @@ def test_the_rebalances_and_doctor_tables(broker: BrokerProcess, tmp_path: Any) 
     close = next(r for r in rows if r["group"] == "close-g" and r["cause"] == "member-left")
     assert close["client_reason"] == "deploying version 2" and close["moved_count"] == 2
     assert result.tables["rebalances"] == len(rows) and result.tables["doctor"] == len(findings)
-    # The poll-stalled member's group rebalanced eagerly with three members: a finding with its fix.
-    assert any(f["group"] == "poll-g" and f["rule"] == "eager-rebalances" for f in findings), findings
+    # Eager rebalances (librdkafka's default assignors) that moved only some partitions: a finding with its fix.
+    eager = [f for f in findings if f["rule"] == "eager-rebalances"]
+    assert eager and "cooperative-sticky" in eager[0]["recommendation"], findings
     html = (out / "report.html").read_text()
     assert "id='stalls'" in html and "id='doctor'" in html and "cooperative-sticky" in html
