@@ -1,13 +1,12 @@
-"""``--history`` and ``--doctor`` of ``kcoord groups``: the rebalance journal of a group, read
-with Fetch from ``__kcoord_group_events`` like any client would, and the doctor's findings on it.
+"""``kcoord groups --history`` and ``--doctor``: the rebalance journal of a group, read with
+Fetch from ``__kcoord_group_events`` like any client would, and the doctor's findings on it.
 
-The functions here are what the command calls: ``read_events`` (wire), ``render_history`` and
+``show`` is what the command calls: ``read_events`` (wire), then ``render_history`` and
 ``render_doctor`` (text, in the column style of ``kafka-consumer-groups.sh``).
 """
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Iterable
@@ -30,7 +29,7 @@ class JournalUnavailable(RuntimeError):
 
 def read_events(bootstrap: str, group: str | None = None, *, timeout: float = 10.0) -> list[dict[str, Any]]:
     """Every event of ``group`` (all groups when None) the journal holds, oldest first."""
-    host, _, port = bootstrap.rpartition(":")
+    host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
     events: list[dict[str, Any]] = []
     offset = 0
     with WireClient(host or "127.0.0.1", int(port), client_id="kcoord-groups", timeout=timeout) as client:
@@ -149,17 +148,3 @@ def show(bootstrap: str, group: str | None, *, history: bool, doctor: bool, out:
     if doctor:
         print(render_doctor(diagnose(events), group), file=out)
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m broker.tools.group_history")
-    parser.add_argument("--bootstrap-server", default="127.0.0.1:9092")
-    parser.add_argument("--group")
-    parser.add_argument("--history", action="store_true", help="the rebalance journal of --group")
-    parser.add_argument("--doctor", action="store_true", help="findings (all groups unless --group)")
-    args = parser.parse_args(argv)
-    return show(args.bootstrap_server, args.group, history=args.history, doctor=args.doctor)
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

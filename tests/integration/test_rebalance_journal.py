@@ -5,6 +5,7 @@ saw, within a heartbeat interval."""
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import time
@@ -15,7 +16,8 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 from kafka import KafkaConsumer
 
-from broker.tools.group_history import read_events, render_history, show
+from broker.tools.group_history import read_events
+from kcoord.cli import build_parser
 from tests.conftest import BrokerProcess
 from tests.integration.clients import ThreadedConsumer, create_topic, start_consumer_process, wait_for
 
@@ -88,8 +90,16 @@ class Seen(NamedTuple):
     client_stall_ms: float | None
 
 
+def groups_command(broker: BrokerProcess, *argv: str) -> str:
+    """``kcoord groups --bootstrap-server ... <argv>``, as the command line runs it."""
+    args = build_parser().parse_args(["groups", "--bootstrap-server", broker.bootstrap, *argv])
+    out, err = io.StringIO(), io.StringIO()
+    assert args.func(args, out=out, err=err) == 0, err.getvalue() + out.getvalue()
+    return out.getvalue()
+
+
 def history(broker: BrokerProcess, group: str) -> str:
-    return render_history(read_events(broker.bootstrap, group), group)
+    return groups_command(broker, "--history", "--group", group)
 
 
 def member_closing_with_a_reason(broker: BrokerProcess) -> Seen:
@@ -223,7 +233,7 @@ def test_a_partition_count_change(broker: BrokerProcess) -> None:
     partition_count_change(broker)
 
 
-def test_any_kafka_client_reads_the_journal_and_the_doctor_speaks(broker: BrokerProcess, capsys: Any) -> None:
+def test_any_kafka_client_reads_the_journal_and_the_doctor_speaks(broker: BrokerProcess) -> None:
     create_topic(broker.bootstrap, "churn-t", 2)
     for _ in range(3):  # the same client joining and leaving, over and over
         c = consumer(broker, "churn-g", "churn-t", **{"client.id": "flaky-worker"})
@@ -241,6 +251,5 @@ def test_any_kafka_client_reads_the_journal_and_the_doctor_speaks(broker: Broker
             seen.append(json.loads(msg.value()))
     reader.close()
     assert len([e for e in seen if e["kind"] == "rebalance" and e["group"] == "churn-g"]) >= 3
-    assert show(broker.bootstrap, "churn-g", history=False, doctor=True) == 0
-    out = capsys.readouterr().out
+    out = groups_command(broker, "--doctor", "--group", "churn-g")
     assert "[member-churn]" in out and "flaky-worker" in out and "group.instance.id" in out
