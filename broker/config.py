@@ -59,6 +59,14 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=0),
     Property("group.initial.rebalance.delay.ms", int, 3000, "Wait for more members when an empty group forms.",
              minimum=0),
+    Property("transaction.state.log.num.partitions", int, 50, "Partitions of __transaction_state; never change.",
+             minimum=1),
+    Property("transaction.state.log.segment.bytes", int, 104857600, "Segment size of __transaction_state "
+             "partitions.", minimum=1024),
+    Property("transaction.max.timeout.ms", int, 900000, "Largest transaction timeout a producer may ask for.",
+             minimum=1),
+    Property("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "How often the "
+             "transaction coordinator aborts transactions open longer than their timeout.", minimum=1),
     Property("group.max.size", int, 2147483647, "Most members a group may have.", minimum=1),
     Property("group.consumer.session.timeout.ms", int, 45000, "Session timeout of consumer-protocol (KIP-848) "
              "members: the broker decides it, not the client.", minimum=1),
@@ -76,6 +84,9 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=1),
     Property("group.consumer.assignors", str, "uniform,range", "Server-side assignors of consumer-protocol "
              "groups, by name; the first is the default."),
+    Property("group.consumer.migration.policy", str, "bidirectional", "Online migration between classic and "
+             "consumer-protocol groups: bidirectional, upgrade (classic to consumer only), downgrade (consumer "
+             "to classic only) or disabled."),
     Property("group.events.enable", bool, True, "Keep the rebalance journal (__kcoord_group_events): why and "
              "how long every group rebalanced."),
     Property("group.events.retention.ms", int, 604800000, "Time retention of __kcoord_group_events.",
@@ -202,6 +213,10 @@ class BrokerConfig:
                                   f"group.consumer.max.{name} ({high})")
         if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
             raise ConfigError("group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms")
+        policy = values["group.consumer.migration.policy"].strip().lower()
+        if policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
+            raise ConfigError(f"group.consumer.migration.policy: {values['group.consumer.migration.policy']!r}; "
+                              "expected bidirectional, upgrade, downgrade or disabled")
         from broker.coordinator.consumer.assignors import ASSIGNORS
 
         names = [n.strip() for n in values["group.consumer.assignors"].split(",") if n.strip()]

@@ -71,6 +71,9 @@ def _consumer_group_error(group: ConsumerGroup, member_id: str, epoch: int, vers
     member = group.member(member_id)
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
+    if member.uses_classic_protocol:
+        # A classic member inside a consumer group commits with its generation (its member epoch).
+        return ErrorCode.NONE if epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION
     if version < 9:
         return ErrorCode.UNSUPPORTED_VERSION
     if epoch != member.member_epoch:
@@ -162,7 +165,8 @@ def offset_delete(st: CoordinatorState, req: OffsetDeleteRequest, ctx: RequestCo
             error = ErrorCode.NONE
             if group.is_subscribed_to_topic(topic.name):
                 error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-            elif st.offsets.get(req.group_id, topic.name, p.partition_index) is not None:
+            elif (st.offsets.get(req.group_id, topic.name, p.partition_index) is not None
+                  or st.pending_txn.is_pending(req.group_id, topic.name, p.partition_index)):
                 st.emit(out, OffsetCommitRecord(req.group_id, topic.name, p.partition_index, None))
             partitions.append(OffsetDeleteResponse.Topic.Partition(partition_index=p.partition_index, error_code=int(error)))
         topics.append(OffsetDeleteResponse.Topic(name=topic.name, partitions=partitions))

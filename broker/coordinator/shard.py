@@ -22,9 +22,11 @@ from broker.coordinator import (
     retention,
     sync_group,
     topic_changes,
+    txn_offsets,
 )
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.consumer import describe as consumer_describe
+from broker.coordinator.consumer import migration
 from broker.coordinator.consumer import timers as consumer_timers
 from broker.coordinator.consumer.heartbeat import (
     consumer_group_heartbeat,
@@ -42,7 +44,7 @@ from broker.coordinator.rebalance import (
     prepare_rebalance,
     reschedule_heartbeat,
 )
-from broker.coordinator.records import AnyRecord
+from broker.coordinator.records import AnyRecord, OffsetCommitRecord
 from broker.coordinator.responses import join_response, sync_response
 from broker.coordinator.result import CoordinatorResponse, Result, SetTimer
 from broker.coordinator.state import CoordinatorState
@@ -58,6 +60,14 @@ from protocol.messages.list_groups import ListGroupsResponse
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+
+_FENCED_BECAUSE = {
+    consumer_timers.SESSION: "session timeout",
+    consumer_timers.REBALANCE: "rebalance timeout",
+    consumer_timers.CLASSIC_JOIN: "the classic member failed to join within the rebalance timeout",
+    consumer_timers.CLASSIC_SYNC: "the classic member failed to sync within the rebalance timeout",
+}
 
 
 class GroupCoordinatorShard:
@@ -76,8 +86,15 @@ class GroupCoordinatorShard:
     # ---- loading --------------------------------------------------------------------------
 
     def replay(self, record: AnyRecord, offset: int | None = None) -> None:
-        del offset  # only transactional offsets would need the record's position
+        del offset
         self.state.replay(record)
+
+    def replay_txn_offset(self, record: OffsetCommitRecord, producer_id: int) -> None:
+        """An offset commit of a transactional batch (pending until its marker)."""
+        self.state.replay_txn_offset(record, producer_id)
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None:
+        self.state.replay_marker(producer_id, commit)
 
     def on_loaded(self, now_ms: int) -> list[SetTimer]:
         st = self.state
@@ -98,8 +115,9 @@ class GroupCoordinatorShard:
                 st.journal.note(cgroup.group_id, journal.SHARD_LOADED, members=len(cgroup.members),
                                 group_epoch=cgroup.group_epoch)
             for cmember in cgroup.members.values():
-                consumer_timers.set_session_timeout(st, out, cgroup.group_id, cmember.member_id,
-                                                    now_ms + st.config.consumer_session_timeout_ms)
+                session_ms = (st.config.consumer_session_timeout_ms if cmember.classic is None
+                              else cmember.classic.session_timeout_ms)
+                consumer_timers.set_session_timeout(st, out, cgroup.group_id, cmember.member_id, now_ms + session_ms)
                 if cmember.state is MemberState.UNREVOKED_PARTITIONS:
                     consumer_timers.set_rebalance_timeout(st, out, cgroup.group_id, cmember.member_id,
                                                           cmember.member_epoch, now_ms + cmember.rebalance_timeout_ms)
@@ -147,25 +165,41 @@ class GroupCoordinatorShard:
     def offset_commit(self, req: OffsetCommitRequest, ctx: RequestContext, now_ms: int) -> Result:
         return offset_commit.offset_commit(self.state, req, ctx, now_ms)
 
+    def txn_offset_commit(self, req: TxnOffsetCommitRequest, ctx: RequestContext, now_ms: int) -> Result:
+        return txn_offsets.txn_offset_commit(self.state, req, ctx, now_ms)
+
+    def write_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> Result:
+        """A transaction marker from the transaction coordinator for this partition."""
+        return txn_offsets.write_marker(self.state, producer_id, producer_epoch, commit, coordinator_epoch)
+
     def offset_fetch_group(
         self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool,
         member_id: str | None = None, member_epoch: int = -1,
     ) -> tuple[int, list[FetchedOffset]]:
-        """Committed offsets of a group. ``require_stable`` changes nothing: without transactional
-        commits no offset is ever pending here (the shell must still not answer a fetch before
-        the writes that precede it are durable). A consumer group checks the member that asks, as
+        """Committed offsets of a group. With ``require_stable`` (KIP-447) a partition with a
+        pending transactional offset answers UNSTABLE_OFFSET_COMMIT (offset -1), which the client
+        retries until the transaction ends. A consumer group checks the member that asks, as
         Kafka's ``ConsumerGroup.validateOffsetFetch`` does (OffsetFetch v9+)."""
-        del require_stable
         cgroup = self.state.consumer_groups.get(group_id)
         if cgroup is not None and not (member_id is None and member_epoch < 0):
             member = cgroup.member(member_id or "")
             if member is None:
                 return ErrorCode.UNKNOWN_MEMBER_ID, []
             if member.member_epoch != member_epoch:
-                return ErrorCode.STALE_MEMBER_EPOCH, []
+                stale = ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
+                return stale, []
         group = self.state.groups.get(group_id)
         known = (group is not None and group.state is not GroupState.DEAD) or group_id in self.state.consumer_groups
-        return ErrorCode.NONE, fetch_offsets(self.state.offsets, group_id, known, topics)
+        rows = fetch_offsets(self.state.offsets, group_id, known, topics)
+        pending = self.state.pending_txn
+        if require_stable and pending.has_group(group_id):
+            if topics is None:
+                listed = {(t, p) for t, p, *_ in rows}
+                rows += [(t, p, -1, -1, "", ErrorCode.NONE) for t, p in sorted(set(pending.partitions_of(group_id)))
+                         if (t, p) not in listed]
+            rows = [(t, p, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT) if pending.is_pending(group_id, t, p)
+                    else (t, p, o, e, m, err) for t, p, o, e, m, err in rows]
+        return ErrorCode.NONE, rows
 
     def offset_delete(self, req: OffsetDeleteRequest, ctx: RequestContext, now_ms: int) -> Result:
         return offset_commit.offset_delete(self.state, req, ctx, now_ms)
@@ -201,7 +235,16 @@ class GroupCoordinatorShard:
                 st.emit(out, record)
             return error, out.records
         error, classic_records, _ = describe.delete_group(st, group_id, now_ms)
-        return error, list(classic_records)
+        records = list(classic_records)
+        if not error:
+            # Kafka's deleteAllOffsets: pending transactional offsets go too (a tombstone each,
+            # unless the committed offset's tombstone already covers the partition).
+            out = Result()
+            for topic, partition in sorted(set(st.pending_txn.partitions_of(group_id))):
+                if st.offsets.get(group_id, topic, partition) is None:
+                    st.emit(out, OffsetCommitRecord(group_id, topic, partition, None))
+            records += out.records
+        return error, records
 
     # ---- topic changes --------------------------------------------------------------------
 
@@ -223,7 +266,7 @@ class GroupCoordinatorShard:
         if target.kind == OFFSETS_EXPIRY_KEY:
             return retention.sweep(st, now_ms)
         out = Result()
-        if target.kind in (consumer_timers.SESSION, consumer_timers.REBALANCE):
+        if target.kind in consumer_timers.FENCING:
             cgroup = st.consumer_groups.get(target.group_id)
             member = None if cgroup is None else cgroup.member(target.member_id)
             if cgroup is None or member is None:
@@ -231,11 +274,15 @@ class GroupCoordinatorShard:
             if target.kind == consumer_timers.REBALANCE and member.member_epoch != target.epoch:
                 return out  # it left that epoch in time
             before = group_state(st, cgroup.group_id)
-            for record in fence_member(st, out, cgroup, member.member_id):
+            records, downgraded = fence_member(st, out, cgroup, member.member_id, now_ms)
+            for record in records:
                 st.emit(out, record)
-            why = "session timeout" if target.kind == consumer_timers.SESSION else "rebalance timeout"
+            why = _FENCED_BECAUSE[target.kind]
             st.journal.note(cgroup.group_id, journal.cause_of_reason(why), member.member_id,
                             client_id=member.client_id)
+            if downgraded:
+                migration.after_downgrade(st, out, cgroup.group_id, now_ms)
+                return out
             note_transition(st, out, cgroup.group_id, before, f"member {member.member_id} fenced: {why}")
             return out
         group = st.groups.get(target.group_id)
