@@ -248,7 +248,7 @@ def test_the_report_has_its_charts_and_the_covered_window(analysed: tuple[Path, 
     out, result = analysed
     page = (out / "report.html").read_text()
     images = dict(re.findall(r"<img id='([\w-]+)'[^>]*src='data:image/png;base64,([^']+)'", page))
-    assert set(images) == {"commit-rate", "rebalances", "members"}
+    assert set(images) == {"commit-rate", "rebalances", "members", "stalls"}
     for png in images.values():
         raw = base64.b64decode(png)
         assert raw.startswith(b"\x89PNG") and len(raw) > 2000
