@@ -32,6 +32,7 @@ from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Router
 from broker.observability import logs
+from broker.observability.lag_metrics import LagMetrics, combined
 from broker.observability.metrics import METRICS, install_state_collector
 from broker.observability.state_metrics import state_families
 from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog, TopicError
@@ -135,7 +136,6 @@ class Broker:
         self.topic_changes = TopicChanges()
         self.topic_changes.subscribe(self.shards.on_topic_change)
         self.router.frames_done_hooks.append(self.logs.kick)
-        install_state_collector(lambda: state_families(self.shards))
         self.readiness = ReadinessHub(after_round=self.router.after_frames)
         self.bound_port: int | None = None
         self.metrics_port: int | None = None
@@ -210,6 +210,9 @@ class Broker:
 
         self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=self.config["message.max.bytes"],
                                     cluster=self.cluster)
+        self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
+                              self.config["metrics.lag.groups"], self.config["metrics.lag.max.partitions"])
+        install_state_collector(lambda: combined(state_families(self.shards), self.lag.families()))
         cluster.register(self)
         topics.register(self)
         create_partitions.register(self)
@@ -375,7 +378,7 @@ class Broker:
         endpoint = parse_metrics_listener(self.config["metrics.listener"], self.config.listener.host)
         if endpoint is not None:
             try:
-                self.metrics_port = await nursery.start(serve_metrics, *endpoint)
+                self.metrics_port = await nursery.start(serve_metrics, *endpoint, self.lag.refresh)
             except OSError as exc:
                 # Metrics are for operators; a busy port must not keep the broker from serving clients.
                 logs.warn("metrics.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))
