@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import io
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -55,7 +55,7 @@ def test_durations_and_datetimes_as_java_reads_them() -> None:
         with pytest.raises(UsageError):
             parse_duration_ms(bad)
     assert parse_datetime_ms("2026-01-02T03:04:05.678Z") == int(
-        datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc).timestamp() * 1000)
+        datetime(2026, 1, 2, 3, 4, 5, 678000, tzinfo=UTC).timestamp() * 1000)
     assert parse_datetime_ms("2026-01-02T03:04:05.678+01:00") == parse_datetime_ms("2026-01-02T02:04:05.678Z")
     assert parse_topic_arg("t:0,2") == ("t", [0, 2]) and parse_topic_arg("t") == ("t", None)
     with pytest.raises(UsageError, match="Invalid partition 'x'"):
