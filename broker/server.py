@@ -32,7 +32,7 @@ from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Router
 from broker.observability import logs
-from broker.observability.lag_metrics import LagMetrics, combined
+from broker.observability.lag_metrics import LagMetrics
 from broker.observability.metrics import METRICS, install_state_collector
 from broker.observability.state_metrics import state_families
 from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog, TopicError
@@ -212,7 +212,7 @@ class Broker:
                                     cluster=self.cluster)
         self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
                               self.config["metrics.lag.groups"], self.config["metrics.lag.max.partitions"])
-        install_state_collector(lambda: combined(state_families(self.shards), self.lag.families()))
+        install_state_collector(lambda: state_families(self.shards))
         cluster.register(self)
         topics.register(self)
         create_partitions.register(self)
@@ -378,7 +378,7 @@ class Broker:
         endpoint = parse_metrics_listener(self.config["metrics.listener"], self.config.listener.host)
         if endpoint is not None:
             try:
-                self.metrics_port = await nursery.start(serve_metrics, *endpoint, self.lag.refresh)
+                self.metrics_port = await nursery.start(serve_metrics, *endpoint, self.lag.render)
             except OSError as exc:
                 # Metrics are for operators; a busy port must not keep the broker from serving clients.
                 logs.warn("metrics.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))

@@ -13,6 +13,8 @@ It is computed when Prometheus scrapes, before the registry is rendered (``refre
   is durable, as OffsetFetch does, so no series shows an offset a crash could take away;
 - the series are bounded: only groups matching ``metrics.lag.groups`` and at most
   ``metrics.lag.max.partitions`` group partitions (the rest are counted, not exported);
+- the state is walked a few hundred groups at a time, yielding to the event loop in between, and
+  the text is rendered in a worker thread;
 - the timestamp of the record at an offset never changes, so it is cached by (topic, partition,
   offset) and only offsets not seen at the previous scrape are read, in a worker thread, never on
   the event loop.
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import trio
+from prometheus_client.utils import floatToGoString
 
 from broker.coordinator.classic_group import GroupState
 from protocol.consumer_protocol import decode_assignment
@@ -44,6 +47,7 @@ Family = tuple[str, str, list[str], list[tuple[list[str], float]]]
 Owner = tuple[str, str, str]  # member host, consumer id, client id
 _NO_OWNER: Owner = ("", "", "")
 REFRESH_TIMEOUT_S = 5.0
+_GROUPS_PER_STEP = 200
 
 
 def first_timestamp_at(log: PartitionLog, offset: int, high_watermark: int) -> int | None:
@@ -146,9 +150,11 @@ class LagMetrics:
                             out[(name, p)] = (m.client_host, m.member_id, m.client_id)
         return out
 
-    def _committed(self) -> tuple[list[tuple[str, str, int, int, Owner]], int, list[Any]]:
+    async def _committed(self) -> tuple[list[tuple[str, str, int, int, Owner]], int, list[Any]]:
         """(group, topic, partition, committed offset, owner) within the cap, how many were left
-        out, and the shards read (whose in-flight writes must be durable before this is shown)."""
+        out, and the shards read (whose in-flight writes must be durable before this is shown).
+        Yields to the event loop between shards and every few groups: a big deployment's scrape
+        must not hold up requests."""
         rows: list[tuple[str, str, int, int, Owner]] = []
         omitted = 0
         read = []
@@ -159,8 +165,12 @@ class LagMetrics:
             st: Any = runtime.shard.state
             read.append(runtime)
             chosen.extend((group_id, st) for group_id in st.offsets.groups() if self.wanted(group_id))
+            await trio.sleep(0)
         # In group-id order, so the groups exported under the cap do not depend on shard placement.
-        for group_id, st in sorted(chosen, key=lambda c: c[0]):
+        chosen.sort(key=lambda c: c[0])
+        for i, (group_id, st) in enumerate(chosen):
+            if i % _GROUPS_PER_STEP == _GROUPS_PER_STEP - 1:
+                await trio.sleep(0)
             offsets = st.offsets.topics_of(group_id)
             count = sum(len(parts) for parts in offsets.values())
             if len(rows) + count > self.max_partitions:
@@ -186,13 +196,21 @@ class LagMetrics:
         await done.wait()
         return result[0]
 
+    async def render(self) -> bytes:
+        """The lag series in Prometheus' text format, brought up to date first. Rendering tens of
+        thousands of samples takes long enough to matter, so it runs in a worker thread over the
+        snapshot (which nothing changes once it is made)."""
+        if self.max_partitions <= 0:
+            return b""
+        await self.refresh()
+        snapshot = self.snapshot
+        return await trio.to_thread.run_sync(render_text, self.families(snapshot, int(time.time() * 1000)))
+
     async def refresh(self) -> None:
         """Recomputes the snapshot; on any failure the previous one stays (and is shown)."""
-        if self.max_partitions <= 0:
-            return
         async with self._lock:
             with trio.move_on_after(REFRESH_TIMEOUT_S):
-                committed, omitted, read = self._committed()
+                committed, omitted, read = await self._committed()
                 if not await self._durable(read):
                     return
                 ends: dict[tuple[str, int], int] = {}
@@ -201,16 +219,16 @@ class LagMetrics:
                     if self.catalog.get(topic) is not None:
                         ends[(topic, partition)] = state.high_watermark
                         logs[(topic, partition)] = state.log
-                wanted = []
+                wanted = {}
                 keys = set()
                 for _g, topic, partition, offset, _o in committed:
                     end = ends.get((topic, partition))
                     key = (topic, partition, offset)
                     keys.add(key)
                     if end is not None and offset < end and key not in self._timestamps:
-                        wanted.append((key, logs[(topic, partition)], end))
+                        wanted[key] = (key, logs[(topic, partition)], end)
                 if wanted:
-                    self._timestamps.update(await trio.to_thread.run_sync(_read_timestamps, wanted))
+                    self._timestamps.update(await trio.to_thread.run_sync(_read_timestamps, list(wanted.values())))
                 # Only the offsets still committed stay cached: the cache is as large as the series.
                 self._timestamps = {k: v for k, v in self._timestamps.items() if k in keys}
                 rows = []
@@ -224,11 +242,7 @@ class LagMetrics:
 
     # ---- the series ------------------------------------------------------------------------------
 
-    def families(self) -> Iterator[Family]:
-        if self.max_partitions <= 0:
-            return
-        snap = self.snapshot
-        now = int(time.time() * 1000)
+    def families(self, snap: LagSnapshot, now: int) -> Iterator[Family]:
         keys = [(r, [r.group, r.topic, str(r.partition)]) for r in snap.rows]
         yield ("kafka_consumergroup_current_offset", "Committed offset of a consumer group on a partition "
                "(durable).", ["consumergroup", "topic", "partition"], [(k, float(r.committed)) for r, k in keys])
@@ -250,6 +264,19 @@ class LagMetrics:
                "metrics.lag.max.partitions.", [], [([], float(snap.omitted))])
 
 
-def combined(*sources: Iterable[Family]) -> Iterator[Family]:
-    for source in sources:
-        yield from source
+def _escape(value: str) -> str:
+    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+
+
+def render_text(families: Iterable[Family]) -> bytes:
+    """Gauge families in Prometheus' text exposition format (what generate_latest writes)."""
+    out: list[str] = []
+    for name, doc, labels, samples in families:
+        out.append(f"# HELP {name} {doc}\n# TYPE {name} gauge\n")
+        for values, value in samples:
+            if labels:
+                pairs = ",".join(f'{k}="{_escape(v)}"' for k, v in zip(labels, values, strict=True))
+                out.append(f"{name}{{{pairs}}} {floatToGoString(value)}\n")
+            else:
+                out.append(f"{name} {floatToGoString(value)}\n")
+    return "".join(out).encode()
