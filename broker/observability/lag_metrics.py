@@ -52,15 +52,16 @@ _GROUPS_PER_STEP = 200
 
 def first_timestamp_at(log: PartitionLog, offset: int, high_watermark: int) -> int | None:
     """Timestamp of the first record at or after ``offset`` below the high watermark (batches
-    found through the offset index; a batch with LogAppendTime stamps all its records with it)."""
+    found through the offset index; a batch with LogAppendTime stamps all its records with it;
+    transaction markers skipped)."""
     start = max(offset, log.log_start_offset)
     if start >= high_watermark:
         return None
     for batch in log.batches(start):
         if batch.base_offset >= high_watermark:
             return None
-        if batch.last_offset < start:
-            continue
+        if batch.last_offset < start or batch.is_control:
+            continue  # transaction markers are not records a consumer reads
         for r in decode_records(batch):
             at = batch.base_offset + r.offset_delta
             if start <= at < high_watermark:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from broker.observability.lag_metrics import GroupFilter, first_timestamp_at
 from protocol.record import Record
-from protocol.record_batch import build_batch
+from protocol.record_batch import build_batch, build_end_txn_marker
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
 
@@ -33,6 +33,15 @@ def test_log_append_time_batches_stamp_every_record_with_the_batch_time(tmp_path
     records = [Record(i, i, None, b"x", []) for i in range(4)]
     log.append_batch(build_batch(records, base_timestamp=500, max_timestamp=9_999, log_append_time=True))
     assert first_timestamp_at(log, 2, log.end_offset) == 9_999
+
+
+def test_a_transaction_marker_is_not_the_record_a_consumer_waits_for(tmp_path: Path) -> None:
+    log, _ = PartitionLog.open(tmp_path / "t-0", SMALL)
+    log.append([(None, b"a", 100)])
+    log.append_batch(build_end_txn_marker(0, producer_id=7, producer_epoch=0, commit=True, coordinator_epoch=0,
+                                          timestamp=200))
+    log.append([(None, b"b", 300)])
+    assert first_timestamp_at(log, 1, log.end_offset) == 300
 
 
 def test_group_filter_matches_whole_ids_of_any_pattern() -> None:
