@@ -22,6 +22,7 @@ import trio
 from broker.coordinator.partitioning import partition_for
 from broker.log_runtime.runtime import Entry, LogRuntime, Partition
 from broker.observability import logs
+from broker.observability.metrics import METRICS
 from broker.transactions.markers import MarkerWriter
 from broker.txn_coordinator.coordinator import MarkerJob, TransactionCoordinator, TxnResult
 from protocol.errors import DecodeError
@@ -218,6 +219,8 @@ class TransactionService:
         waiters = self.completion_waiters.pop(key, [])
 
         def durable(ok: bool) -> None:
+            if ok and result.records:
+                (METRICS.transactions_committed if job.commit else METRICS.transactions_aborted).inc()
             for waiter in waiters:
                 waiter(ok)
 
@@ -238,6 +241,7 @@ class TransactionService:
                 continue
             result = self.coordinator.expire(self.clock())
             for job in result.markers:
+                METRICS.transactions_timed_out.inc()
                 logs.event("transactions.timed_out", transactional_id=job.transactional_id,
                            producer_id=job.producer_id, producer_epoch=job.producer_epoch)
             if result.records:
