@@ -355,7 +355,11 @@ class Broker:
     async def close(self) -> None:
         """Flushes and closes everything the broker opened (called after serving stops)."""
         try:
-            self.logs.close()
+            try:
+                # Before the logs close: the snapshots are built from their durable bytes.
+                self.shards.write_snapshots()
+            finally:
+                self.logs.close()
         finally:
             # Last, so that the next broker on this directory starts only after every file is closed.
             self.dir_lock.release()

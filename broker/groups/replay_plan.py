@@ -15,8 +15,8 @@ consumer-group records always matter.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
 
 from protocol.offsets_log_records import (
     GROUP_METADATA_KEY_VERSION,
@@ -32,7 +32,7 @@ CONSUMER_GROUP_KEY_VERSIONS = frozenset((3, 4, 5, 6, 7, 8, 16))
 CONSUMER_GROUP_METADATA_KEY_VERSION = 3
 
 
-def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
+def plan(batches: Callable[[], Iterable[RecordBatch]]) -> tuple[list[int], set[int]]:
     """Sorted offsets of the offset-commit records whose replay matters, and the base offsets of
     the batches that hold GroupMetadata records (always replayed)."""
     last: dict[bytes, int] = {}
@@ -67,19 +67,27 @@ def _wanted(needed: list[int], batch: RecordBatch) -> bool:
     return i < len(needed) and needed[i] <= batch.last_offset
 
 
-def replay_log(batches: Callable[[], Any], replay: Callable[[Any, int], None]) -> tuple[int, int]:
-    """Replays a partition through ``replay(record, offset)``; returns (records read, records replayed).
-    ``batches`` returns a fresh iterator over the partition's batches each time it is called."""
+class Selected(NamedTuple):
+    """One record whose replay matters, as the log holds it."""
+
+    offset: int
+    timestamp: int
+    key: bytes
+    value: bytes | None
+
+
+def select(batches: Callable[[], Iterable[RecordBatch]]) -> Iterator[Selected]:
+    """The records whose replay matters, in log order, undecoded. ``batches`` returns a fresh
+    iterator over the batches each time it is called (it is walked twice)."""
     needed, group_batches = plan(batches)
     needed_set = set(needed)
-    read = replayed = 0
     for batch in batches():
         if batch.is_control:
             continue
-        read += batch.records_count
         if batch.base_offset not in group_batches and not _wanted(needed, batch):
             continue
         base = batch.base_offset
+        base_ts = batch.base_timestamp
         for record in decode_records(batch):
             key = record.key
             if key is None or len(key) < 2:
@@ -87,8 +95,26 @@ def replay_log(batches: Callable[[], Any], replay: Callable[[Any, int], None]) -
             offset = base + record.offset_delta
             if key_version(key) in OFFSET_COMMIT_KEY_VERSIONS and offset not in needed_set:
                 continue
-            rec = decode_record(key, record.value)
-            if rec is not None:
-                replay(rec, offset)
-                replayed += 1
-    return read, replayed
+            yield Selected(offset, base_ts + record.timestamp_delta, key, record.value)
+
+
+def replay_log(batches: Callable[[], Iterable[RecordBatch]], replay: Callable[[Any, int], None]) -> tuple[int, int]:
+    """Replays a partition through ``replay(record, offset)``; returns (records read, records replayed).
+    ``batches`` returns a fresh iterator over the partition's batches each time it is called."""
+    read = [0]
+    first = [True]
+
+    def source() -> Iterator[RecordBatch]:
+        counting_now, first[0] = first[0], False
+        for batch in batches():
+            if counting_now and not batch.is_control:
+                read[0] += batch.records_count
+            yield batch
+
+    replayed = 0
+    for sel in select(source):
+        rec = decode_record(sel.key, sel.value)
+        if rec is not None:
+            replay(rec, sel.offset)
+            replayed += 1
+    return read[0], replayed
