@@ -35,6 +35,11 @@ PROPERTIES: tuple[Property, ...] = (
     Property("listeners", str, "PLAINTEXT://127.0.0.1:9092", "Where to listen: PLAINTEXT://host:port."),
     Property("advertised.listeners", str, "", "Address given to clients; empty = same as listeners."),
     Property("log.dirs", str, ".kcoord-data", "Data directory (the __consumer_offsets-N and topic logs)."),
+    Property("etcd.endpoints", str, "", "Cluster mode: etcd client URLs, comma-separated (http://host:2379); "
+             "empty = a single node, no etcd."),
+    Property("etcd.prefix", str, "", "Key space of the cluster in etcd; empty = /kcoord/<cluster.id>."),
+    Property("broker.session.timeout.ms", int, 9000, "Cluster mode: TTL of this node's etcd lease; a node that "
+             "stops renewing it loses its partitions to the others this long after.", minimum=3000),
     Property("socket.request.max.bytes", int, 104857600, "Largest request frame; bigger closes the connection.",
              minimum=1),
     Property("offsets.topic.num.partitions", int, 50, "Partitions (shards) of __consumer_offsets; never change.",
@@ -54,6 +59,14 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=0),
     Property("group.initial.rebalance.delay.ms", int, 3000, "Wait for more members when an empty group forms.",
              minimum=0),
+    Property("transaction.state.log.num.partitions", int, 50, "Partitions of __transaction_state; never change.",
+             minimum=1),
+    Property("transaction.state.log.segment.bytes", int, 104857600, "Segment size of __transaction_state "
+             "partitions.", minimum=1024),
+    Property("transaction.max.timeout.ms", int, 900000, "Largest transaction timeout a producer may ask for.",
+             minimum=1),
+    Property("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "How often the "
+             "transaction coordinator aborts transactions open longer than their timeout.", minimum=1),
     Property("group.max.size", int, 2147483647, "Most members a group may have.", minimum=1),
     Property("group.consumer.session.timeout.ms", int, 45000, "Session timeout of consumer-protocol (KIP-848) "
              "members: the broker decides it, not the client.", minimum=1),
@@ -200,6 +213,9 @@ class BrokerConfig:
         if not names or unknown:
             raise ConfigError(f"group.consumer.assignors: {values['group.consumer.assignors']!r}; known assignors "
                               f"are {', '.join(sorted(ASSIGNORS))}")
+        if values["etcd.endpoints"].strip() and not values["cluster.id"].strip():
+            # Nodes sharing a data dir and a key space must agree on it before the first one writes.
+            raise ConfigError("cluster.id must be set when etcd.endpoints is (every node of a cluster uses the same)")
         # An empty entry would mean the current directory, wherever the broker happens to be started.
         if not all(entry.strip() for entry in values["log.dirs"].split(",")):
             raise ConfigError(f"log.dirs: {values['log.dirs']!r} is empty or has an empty entry; name a directory")

@@ -113,12 +113,15 @@ class Loaded(NamedTuple):
     replayed: int
 
 
-def load(snapshot: ReplaySnapshot | None, log: PartitionLog, replay: Callable[[Any, int], None]) -> Loaded:
+def load(snapshot: ReplaySnapshot | None, log: PartitionLog, replay: Callable[[Any, int], None],
+         replay_txn: Callable[[Any, int], None] | None = None,
+         on_marker: Callable[[int, bool], None] | None = None) -> Loaded:
     """Replays the partition into ``replay(record, offset)``: every record of the snapshot (they
     are the ones that matter below its end offset, so the state after them is the state after the
     log up to there), then the log after it through the replay plan. The plan of the log's tail
     alone knows no group the snapshot made, so it may replay a commit it could have skipped,
-    never skip one it must replay."""
+    never skip one it must replay. Transactional records and markers (only ever in the log: format
+    1 snapshots hold none) go to ``replay_txn`` and ``on_marker`` as in ``replay_log``."""
     snapshot_records = replayed = 0
     start = 0
     if snapshot is not None:
@@ -131,7 +134,7 @@ def load(snapshot: ReplaySnapshot | None, log: PartitionLog, replay: Callable[[A
                 if rec is not None:
                     replay(rec, base + record.offset_delta)
                     replayed += 1
-    log_records, from_log = replay_log(partial(_between, log, start, None), replay)
+    log_records, from_log = replay_log(partial(_between, log, start, None), replay, replay_txn, on_marker)
     return Loaded(snapshot_records, log_records, replayed + from_log)
 
 

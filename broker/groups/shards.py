@@ -21,20 +21,23 @@ from typing import Any
 
 import trio
 
+from broker.cluster.node import ClusterNode
 from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
+from broker.coordinator.pending_offsets import TxnOffsetBatch
 from broker.coordinator.result import CancelTimer, Result, SetTimer
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
 from broker.groups import replay_snapshot
 from broker.groups.replay_snapshot import ReplaySnapshot, SnapshotRejected
 from broker.groups.timers import TimerService, wall_ms
-from broker.log_runtime.runtime import Entry, LogRuntime, Partition
+from broker.log_runtime.runtime import BatchWrite, Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.observability.metrics import METRICS
 from broker.topics.catalog import OFFSETS_TOPIC
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChange, TopicCreated, TopicDeleted
 from protocol.errors import ErrorCode
 from protocol.offsets_log_records import ConsumerGroupMetadataRecord, OffsetCommitRecord, encode_record
+from protocol.record_batch import build_end_txn_marker, build_simple_batch
 from storage.config import LogConfig
 from storage.errors import StorageError
 
@@ -85,19 +88,32 @@ class ShardRuntime:
         self.snapshot: ReplaySnapshot | None = None
         # Broker operations that arrived while the shard was not loaded: run right after its load.
         self.after_load: list[tuple[BrokerOp, Callable[[bool], None]]] = []
+        # Cluster mode: whether this node owns the partition, at which owner epoch, and a count of
+        # ownership changes (a load that finishes after the partition was lost is thrown away).
+        self.owned = manager.cluster is None
+        self.epoch: int | None = None
+        self.tenure = 0
+
+    @property
+    def serving(self) -> bool:
+        """This node coordinates the partition's groups now (owns it, and its lease holds)."""
+        return self.owned and self.manager.may_write()
 
     # ---- loading ----------------------------------------------------------------------------
 
     def _open_and_replay(self) -> tuple[Partition, int]:
         part = self.manager.logs.open(OFFSETS_TOPIC, self.partition, self.manager.log_config, owner=self)
+        if self.epoch is not None:
+            self.epoch = part.log.begin_epoch(self.epoch)
         report = self.manager.logs.manager.reports.get((OFFSETS_TOPIC, self.partition))
         if report is not None and not report.clean:
             logs.warn("log.recovered", partition=self.partition, dropped_bytes=report.bytes_dropped,
                       details=report.summary())
         elif report is not None and (report.rebuilt_indexes or report.leftovers):
             logs.event("log.recovered", partition=self.partition, details=report.summary())
+        shard = self.shard
         snapshot = self._read_snapshot(part)
-        loaded = replay_snapshot.load(snapshot, part.log, self.shard.replay)
+        loaded = replay_snapshot.load(snapshot, part.log, shard.replay, shard.replay_txn_offset, shard.replay_marker)
         self.snapshot = snapshot
         self.snapshot_records, self.log_records, self.replayed = loaded
         read = loaded.snapshot_records + loaded.log_records
@@ -117,7 +133,14 @@ class ShardRuntime:
 
     async def load(self) -> None:
         started = time.perf_counter()
+        tenure = self.tenure
         part, count = await trio.to_thread.run_sync(self._open_and_replay)
+        if tenure != self.tenure or not self.owned:
+            # Lost while loading: another node owns it now; close what we opened, serve nothing.
+            part.log.close()
+            self.manager.logs.manager.forget(OFFSETS_TOPIC, self.partition)
+            self.shard = self.manager.new_shard(self.partition)
+            return
         self.part = self.manager.logs.adopt(part)
         now = self.manager.clock()
         for timer in self.shard.on_loaded(now):
@@ -130,6 +153,11 @@ class ShardRuntime:
         logs.debug("shard.loaded", partition=self.partition, records=count, replayed=self.replayed,
                    snapshot_records=self.snapshot_records, log_records=self.log_records,
                    seconds=round(self.load_seconds, 4))
+        if self.epoch is not None:
+            METRICS.cluster_takeover_load_seconds.observe(self.load_seconds)
+            logs.event("shard.took_over", partition=self.partition, epoch=self.epoch, records=count,
+                       snapshot_records=self.snapshot_records, log_records=self.log_records,
+                       seconds=round(self.load_seconds, 4))
         queued, self.after_load = self.after_load, []
         for op, done in queued:
             self.run_broker_op(op, done)
@@ -141,7 +169,7 @@ class ShardRuntime:
         when there is none, or when compaction or retention has changed what it covered), and, when
         more than one is asked for, at least SNAPSHOT_TAIL_SHARE of what the snapshot holds."""
         part = self.part
-        if not self.loaded or part is None or part.closed:
+        if not self.loaded or part is None or part.closed or not self.serving:
             return False
         log = part.log
         snapshot = self.snapshot
@@ -160,8 +188,13 @@ class ShardRuntime:
         started = time.perf_counter()
         try:
             snapshot = replay_snapshot.build(part.log, self.partition, self.snapshot)
-            if snapshot is not None:
+            # One writer per partition directory: a node that lost the partition (or its lease)
+            # meanwhile writes nothing there. (Even if it did, the snapshot describes bytes that
+            # are in the log, or its coverage check fails.)
+            if snapshot is not None and self.serving and self.part is part:
                 replay_snapshot.write(part.log, snapshot)
+            else:
+                snapshot = None
         except (OSError, StorageError) as exc:
             logs.warn("replay_snapshot.write_failed", partition=self.partition, error=repr(exc))
             return None
@@ -202,7 +235,11 @@ class ShardRuntime:
     def run_broker_op(self, op: BrokerOp, done: Callable[[bool], None]) -> None:
         """Runs ``op`` now, or right after the load when the shard is not loaded; ``done(True)``
         once its records (and every write queued before them) are durable, ``done(False)`` if the
-        write failed (the shard is then rebuilt from its log, without the op's records)."""
+        write failed (the shard is then rebuilt from its log, without the op's records). On a
+        partition another node owns (cluster mode) it does nothing: that node runs it."""
+        if not self.owned:
+            done(True)
+            return
         if not self.loaded:
             self.after_load.append((op, done))
             return
@@ -230,6 +267,27 @@ class ShardRuntime:
             self.manager.on_transition(tr)
         part = self.part
         assert part is not None
+        if result.records or result.txn_writes:
+            self._write(part, result, now)
+        elif group is not None and result.replies and self.settled_for(group):
+            # Wrote nothing, and nothing of its group is in flight: the replies show durable state.
+            for token, response in result.replies:
+                self._deliver(token, response)
+            return
+        if part.settled:
+            for token, response in result.replies:
+                self._deliver(token, response)
+        else:
+            for token, response in result.replies:
+                part.when_durable(partial(self._deliver_if_durable, token, response))
+
+    def _write(self, part: Partition, result: Result, now: int) -> None:
+        """Queues the result's records, then its transactional writes, in that order. Records go
+        through the runtime's record path (one batch per pass, shared with other operations)
+        unless transactional batches are queued on the partition already: then they are queued
+        as a batch of their own behind them, so the log holds everything in operation order."""
+        logs_runtime = self.manager.logs
+        group_writes = self.group_writes
         if result.records:
             commits = 0
             entries: list[Entry] = []
@@ -242,22 +300,30 @@ class ShardRuntime:
                 entries.append((key, value, now))
             if commits:
                 METRICS.offset_commits.inc(commits)
-            self.manager.logs.append_records(part, entries)
+            if part.batches:
+                logs_runtime.append_batch(part, BatchWrite(build_simple_batch(entries), -1, _nothing))
+            else:
+                logs_runtime.append_records(part, entries)
             seq = part.queued_seq
-            group_writes = self.group_writes
             for rec in result.records:
                 group_writes[rec.group] = seq
-        elif group is not None and result.replies and self.settled_for(group):
-            # Wrote nothing, and nothing of its group is in flight: the replies show durable state.
-            for token, response in result.replies:
-                self._deliver(token, response)
-            return
-        if part.settled:
-            for token, response in result.replies:
-                self._deliver(token, response)
-        else:
-            for token, response in result.replies:
-                part.when_durable(partial(self._deliver_if_durable, token, response))
+        for write in result.txn_writes:
+            groups: tuple[str, ...]
+            if isinstance(write, TxnOffsetBatch):
+                raw = build_simple_batch([(*encode_record(r), now) for r in write.records],
+                                         producer_id=write.producer_id, producer_epoch=write.producer_epoch,
+                                         transactional=True)
+                groups = tuple({r.group for r in write.records})
+                METRICS.offset_commits.inc(len(write.records))
+            else:
+                raw = build_end_txn_marker(0, producer_id=write.producer_id, producer_epoch=write.producer_epoch,
+                                           commit=write.commit, coordinator_epoch=write.coordinator_epoch,
+                                           timestamp=now)
+                groups = write.groups
+            logs_runtime.append_batch(part, BatchWrite(raw, -1, _nothing))
+            seq = part.queued_seq
+            for g in groups:
+                group_writes[g] = seq
 
     def settled_for(self, group: str) -> bool:
         """No write holding a record of ``group`` is queued or in flight."""
@@ -287,8 +353,15 @@ class ShardRuntime:
         error (clients re-discover and retry); the shard serves again once ``reload`` has rebuilt
         it from what the log really holds."""
         del exc  # the log runtime has logged it
+        self.unload()
+        if self.serving:
+            self.manager.logs.spawn(self.reload)
+
+    def unload(self) -> None:
+        """Stop serving: every parked request and queued broker operation hears NOT_COORDINATOR
+        (clients find the coordinator again), timers stop, the log is closed, the state dropped."""
         self.loaded = False
-        self.group_writes.clear()  # sequence numbers of the failed partition
+        self.group_writes.clear()  # sequence numbers of the closed partition
         self.manager.timers.cancel_shard(self.partition)
         for token, parked in list(self.parked.items()):
             parked.deliver(parked.on_error(ErrorCode.NOT_COORDINATOR))
@@ -297,11 +370,43 @@ class ShardRuntime:
             self.manager.logs.close_partition(self.part)
             self.part = None
         self.shard = self.manager.new_shard(self.partition)
-        self.manager.logs.spawn(self.reload)
 
     async def reload(self) -> None:
         await trio.sleep(RELOAD_DELAY_S)
-        await self.load()
+        if self.serving:
+            await self.load()
+
+    # ---- ownership (cluster mode) ---------------------------------------------------------------
+
+    def gain(self, epoch: int) -> None:
+        self.tenure += 1
+        self.owned = True
+        self.epoch = epoch
+        self.manager.logs.spawn(self.load)
+
+    def lose(self) -> None:
+        self.tenure += 1
+        self.owned = False
+        queued, self.after_load = self.after_load, []
+        self.unload()
+        for _op, done in queued:
+            done(False)
+
+    async def release(self) -> None:
+        """Controlled hand-over: take no new requests, let the writes already queued become durable
+        (their clients are acknowledged), then stop serving."""
+        self.owned = False
+        part = self.part
+        if part is not None and not part.settled:
+            settled = trio.Event()
+            part.when_durable(lambda _ok: settled.set())
+            with trio.move_on_after(5):
+                await settled.wait()
+        self.lose()
+
+
+def _nothing() -> None:
+    pass
 
 
 def _delete_offsets(deleted: list[tuple[str, int]], shard: GroupCoordinatorShard, now: int) -> Result:
@@ -317,11 +422,17 @@ def _ignore(ok: bool) -> None:
     del ok
 
 
+def _always() -> bool:
+    return True
+
+
 class ShardManager:
     def __init__(self, logs_runtime: LogRuntime, num_partitions: int, coordinator_config: CoordinatorConfig,
                  topics: TopicView, log_config: LogConfig, on_transition: Callable[[Any], None],
-                 clock: Callable[[], int] = wall_ms) -> None:
+                 clock: Callable[[], int] = wall_ms, cluster: ClusterNode | None = None) -> None:
         self.logs = logs_runtime
+        self.cluster = cluster
+        self.may_write: Callable[[], bool] = cluster.may_write if cluster is not None else _always
         self.num_partitions = num_partitions
         self.coordinator_config = coordinator_config
         self.topics = topics
@@ -375,7 +486,10 @@ class ShardManager:
 
     @property
     def loading(self) -> int:
-        return sum(1 for r in self.runtimes if not r.loaded)
+        return sum(1 for r in self.runtimes if r.owned and not r.loaded)
+
+    def serving_runtimes(self) -> list[ShardRuntime]:
+        return [r for r in self.runtimes if r.serving]
 
     def after_durable(self, reads: Sequence[tuple[ShardRuntime, str | None]],
                       callback: Callable[[bool], None]) -> None:
@@ -446,6 +560,8 @@ class ShardManager:
             nursery.start_soon(self.timers.run)
             nursery.start_soon(self._write_snapshots_periodically)
             task_status.started()
+            if self.cluster is not None:
+                return  # partitions load as this node claims them (``ShardRuntime.gain``)
             started = time.perf_counter()
             # One partition at a time: each shard serves as soon as its own replay is done.
             for runtime in self.runtimes:

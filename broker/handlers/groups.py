@@ -38,6 +38,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -58,6 +59,13 @@ def commit_error(req: Request, code: int) -> Any:
     return OffsetCommitResponse(topics=[
         OffsetCommitResponse.Topic(name=t.name, topic_id=t.topic_id, partitions=[
             OffsetCommitResponse.Topic.Partition(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions]) for t in req.body.topics])
+
+
+def txn_commit_error(req: Request, code: int) -> Any:
+    return TxnOffsetCommitResponse(topics=[
+        TxnOffsetCommitResponse.Topic(name=t.name, partitions=[
+            TxnOffsetCommitResponse.Topic.Partition(partition_index=p.partition_index, error_code=code)
             for p in t.partitions]) for t in req.body.topics])
 
 
@@ -112,6 +120,7 @@ _ERRORS: dict[Any, Callable[[Request, int], Any]] = {
     HeartbeatRequest: lambda req, code: HeartbeatResponse(error_code=code),
     LeaveGroupRequest: leave_error,
     OffsetCommitRequest: commit_error,
+    TxnOffsetCommitRequest: txn_commit_error,
     OffsetDeleteRequest: delete_offsets_error,
     ConsumerGroupHeartbeatRequest: lambda req, code: consumer_heartbeat_error(code),
 }
@@ -150,6 +159,11 @@ def register(broker: Broker) -> None:
                 req.reply.set(build_error(req, ErrorCode.UNKNOWN_SERVER_ERROR))
                 return
             runtime = runtime_for(group_id)
+            if not runtime.serving:
+                # Another node owns the group's partition (cluster mode): the client asks
+                # FindCoordinator again and follows the answer.
+                req.reply.set(build_error(req, ErrorCode.NOT_COORDINATOR))
+                return
             if not runtime.loaded:
                 req.reply.set(build_error(req, loading_code))
                 return
@@ -182,7 +196,9 @@ def register(broker: Broker) -> None:
             runtime = runtime_for(group_id)
             code: int
             rows: list[Any]
-            if not runtime.loaded:
+            if not runtime.serving:
+                code, rows = ErrorCode.NOT_COORDINATOR, []
+            elif not runtime.loaded:
                 code, rows = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
             else:
                 member_id, member_epoch = members.get(group_id, (None, -1))
@@ -205,6 +221,9 @@ def register(broker: Broker) -> None:
         read_from: list[tuple[ShardRuntime, str | None]] = []
         for group_id in req.body.groups:
             runtime = runtime_for(group_id)
+            if not runtime.serving:
+                out.append(describe_error(group_id, ErrorCode.NOT_COORDINATOR))
+                continue
             if not runtime.loaded:
                 out.append(describe_error(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue
@@ -231,6 +250,9 @@ def register(broker: Broker) -> None:
                 out.append(failed(group_id, ErrorCode.INVALID_GROUP_ID))
                 continue
             runtime = runtime_for(group_id)
+            if not runtime.serving:
+                out.append(failed(group_id, ErrorCode.NOT_COORDINATOR))
+                continue
             if not runtime.loaded:
                 out.append(failed(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue
@@ -251,7 +273,9 @@ def register(broker: Broker) -> None:
         states = {s.lower() for s in body.states_filter} if req.version >= 4 and body.states_filter else None
         types = {t.lower() for t in body.types_filter} if req.version >= 5 and body.types_filter else None
         groups = []
-        for runtime in shards.runtimes:
+        # The groups this node coordinates (in a cluster, clients ask every node and merge).
+        serving = shards.serving_runtimes()
+        for runtime in serving:
             groups.extend(runtime.shard.list_groups(states, types))
 
         def answer(durable: bool) -> None:
@@ -260,7 +284,7 @@ def register(broker: Broker) -> None:
             else:
                 req.reply.set(ListGroupsResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, groups=[]))
 
-        shards.after_durable([(runtime, None) for runtime in shards.runtimes], answer)
+        shards.after_durable([(runtime, None) for runtime in serving], answer)
 
     def delete_groups(req: Request) -> None:
         names = list(req.body.groups_names)
@@ -279,6 +303,9 @@ def register(broker: Broker) -> None:
             return
         for index, group_id in enumerate(names):
             runtime = runtime_for(group_id)
+            if not runtime.serving:
+                done(index, Deleted(group_id=group_id, error_code=ErrorCode.NOT_COORDINATOR))
+                continue
             if not runtime.loaded:
                 done(index, Deleted(group_id=group_id, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue
@@ -306,6 +333,8 @@ def register(broker: Broker) -> None:
     router.register(OffsetCommitRequest, OffsetCommitResponse,
                     single_group(OffsetCommitRequest, "offset_commit", empty_id_invalid=False), versions=(0, 9))
     router.register(OffsetDeleteRequest, OffsetDeleteResponse, single_group(OffsetDeleteRequest, "offset_delete"))
+    router.register(TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+                    single_group(TxnOffsetCommitRequest, "txn_offset_commit"), versions=(0, 4))
     router.register(OffsetFetchRequest, OffsetFetchResponse, offset_fetch, versions=(0, 9))
     router.register(DescribeGroupsRequest, DescribeGroupsResponse, describe_groups)
     router.register(ListGroupsRequest, ListGroupsResponse, list_groups)

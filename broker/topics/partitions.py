@@ -17,11 +17,22 @@ from typing import Any
 
 import trio
 
+from broker.cluster.node import ClusterNode
 from broker.log_runtime.runtime import BatchWrite, LogRuntime, Partition
 from broker.observability import logs
 from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog
+from broker.topics.partition_txns import PartitionTxns
 from broker.topics.producer_state import ProducerIdAllocator, ProducerStateTable, last_sequence
 from protocol.errors import ErrorCode
+from protocol.record_batch import (
+    CONTROL_MASK,
+    TRANSACTIONAL_MASK,
+    ControlType,
+    build_end_txn_marker,
+    control_type_of,
+    decode_records,
+)
+from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.config import LogConfig
 from storage.errors import StorageError
 from storage.partition_log import PartitionLog
@@ -54,8 +65,8 @@ class PartitionState:
     """One partition of an ordinary topic as the data plane sees it. Touched only on the trio
     thread (the log itself is thread-safe)."""
 
-    __slots__ = ("topic", "partition", "part", "next_offset", "producers", "max_message_bytes", "log_append_time",
-                 "deleted", "recover")
+    __slots__ = ("topic", "partition", "part", "next_offset", "producers", "txns", "max_message_bytes",
+                 "log_append_time", "deleted", "recover")
 
     def __init__(self, topic: str, partition: int, part: Partition, max_message_bytes: int,
                  log_append_time: bool, recover: Callable[[PartitionState], None]) -> None:
@@ -64,6 +75,7 @@ class PartitionState:
         self.part = part
         self.next_offset = part.log.end_offset  # where the next submitted batch will land
         self.producers = ProducerStateTable()
+        self.txns = PartitionTxns()
         self.max_message_bytes = max_message_bytes
         self.log_append_time = log_append_time
         self.deleted = False
@@ -82,28 +94,58 @@ class PartitionState:
     def high_watermark(self) -> int:
         return self.part.high_watermark
 
+    @property
+    def last_stable_offset(self) -> int:
+        return self.txns.last_stable_offset(self.part.high_watermark)
+
+
+def _marker_committed(log: PartitionLog, offset: int) -> bool | None:
+    """Whether the control batch at ``offset`` is a COMMIT (True) or ABORT (False) marker."""
+    for batch in log.batches(offset):
+        for record in decode_records(batch):
+            kind = control_type_of(record)
+            if kind in (ControlType.COMMIT, ControlType.ABORT):
+                return kind == ControlType.COMMIT
+        return None
+    return None
 
 
 def _rebuild_producers(state: PartitionState, now_ms: int) -> None:
-    """Producer sequence state from the batch headers of recent segments."""
+    """Producer sequence state from the batch headers of recent segments, and the open and aborted
+    transactions from the transactional batches and markers of the whole log."""
     table = state.producers
+    events: list[tuple[int, int, bool, bool | None]] = []
     for seg in state.log.segments():
-        if seg.size == 0 or now_ms - seg.max_timestamp > PRODUCER_ID_EXPIRATION_MS:
+        if seg.size == 0:
             continue
+        recent = now_ms - seg.max_timestamp <= PRODUCER_ID_EXPIRATION_MS
         for _pos, h in seg.scan_headers():
             pid = h[9]
-            if pid >= 0 and h[11] >= 0:
+            attributes = h[5]
+            if attributes & TRANSACTIONAL_MASK and pid >= 0:
+                if attributes & CONTROL_MASK:
+                    committed = _marker_committed(state.log, h[0])
+                    if committed is not None:
+                        events.append((pid, h[0], True, committed))
+                        table.note_marker(pid, h[10])
+                    continue
+                events.append((pid, h[0], False, None))
+            if recent and pid >= 0 and h[11] >= 0:
                 base = h[0]
                 table.record(pid, h[10], h[11], last_sequence(h[11], h[6]), base, base + h[6], h[8])
+    state.txns = PartitionTxns.rebuild(events)
 
 
 class TopicLogs:
-    def __init__(self, runtime: LogRuntime, catalog: TopicCatalog, *, max_message_bytes: int) -> None:
+    def __init__(self, runtime: LogRuntime, catalog: TopicCatalog, *, max_message_bytes: int,
+                 cluster: ClusterNode | None = None) -> None:
         self.runtime = runtime
+        # Cluster mode: this node serves only the partitions it owns, opened when it claims them.
+        self.cluster = cluster
         self.catalog = catalog
         self.defaults = runtime.manager.config
         self.max_message_bytes = max_message_bytes
-        self.producer_ids = ProducerIdAllocator(runtime.data_dir / PRODUCER_ID_FILE)
+        self.producer_ids = ProducerIdAllocator(runtime.data_dir / PRODUCER_ID_FILE, shared=cluster is not None)
         self.states: dict[TopicPartition, PartitionState] = {}
         runtime.retention_hooks.append(self._expire_producers)
 
@@ -112,8 +154,10 @@ class TopicLogs:
     def config_for(self, topic: Topic) -> LogConfig:
         return topic_log_config(self.defaults, topic.configs)
 
-    def _open(self, topic: Topic, partition: int) -> PartitionState:
-        part = self.runtime.adopt(self.runtime.open(topic.name, partition, self.config_for(topic), topic.topic_id))
+    def _open(self, topic: Topic, partition: int, part: Partition | None = None) -> PartitionState:
+        if part is None:
+            part = self.runtime.open(topic.name, partition, self.config_for(topic), topic.topic_id)
+        part = self.runtime.adopt(part)
         report = self.runtime.manager.reports.get((topic.name, partition))
         if report is not None and not report.clean:
             logs.warn("log.recovered", topic=topic.name, partition=partition, dropped_bytes=report.bytes_dropped,
@@ -130,9 +174,11 @@ class TopicLogs:
         rebuild its producer state. Blocking: runs before serving."""
         now = int(time.time() * 1000)
         count = 0
+        if self.cluster is not None:
+            return 0  # partitions open as this node claims them (``gain``)
         for name, partition in self.runtime.manager.existing_partitions():
-            if name == OFFSETS_TOPIC:
-                continue
+            if name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
+                continue  # the coordinators open their own partitions
             topic = self.catalog.get(name)
             if topic is None or partition >= topic.partitions:
                 logs.warn("log.orphan_partition", topic=name, partition=partition)
@@ -147,7 +193,9 @@ class TopicLogs:
         """The partition's state, creating its log if the topic exists but the log does not yet."""
         state = self.states.get((topic, partition))
         if state is not None:
-            return state
+            return state if self.cluster is None or self.cluster.owns((topic, partition)) else None
+        if self.cluster is not None:
+            return None
         t = self.catalog.get(topic)
         if t is None or t.internal or not 0 <= partition < t.partitions:
             return None
@@ -159,17 +207,34 @@ class TopicLogs:
         if topic.internal:
             if topic.name != OFFSETS_TOPIC or not 0 <= partition < topic.partitions:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if self.cluster is not None and not self.cluster.owns((topic.name, partition)):
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
             part = self.runtime.get(topic.name, partition)
             return part if part is not None else ErrorCode.LEADER_NOT_AVAILABLE  # its shard is loading
         state = self.get(topic.name, partition)
-        return state.part if state is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if state is None:
+            return self.not_served(topic, partition)
+        return state.part
+
+    def not_served(self, topic: Topic, partition: int) -> int:
+        """Why a partition of a known topic has no state here: another node leads it (cluster
+        mode) or it does not exist."""
+        if self.cluster is not None and 0 <= partition < topic.partitions:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def create_topic(self, topic: Topic) -> None:
+        if self.cluster is not None:
+            self.cluster.poke()  # the owners claim the new partitions and open them
+            return
         for p in range(topic.partitions):
             self.get(topic.name, p)
 
     def grow_topic(self, topic: Topic, old_count: int) -> None:
         """Opens the logs of the partitions ``topic`` gained beyond ``old_count``."""
+        if self.cluster is not None:
+            self.cluster.poke()
+            return
         for p in range(old_count, topic.partitions):
             self.get(topic.name, p)
 
@@ -193,6 +258,27 @@ class TopicLogs:
         write.on_done = finished
         self.runtime.append_batch(state.part, write)
 
+    def write_marker(self, state: PartitionState, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int, done: Callable[[bool], None]) -> None:
+        """Queues a COMMIT/ABORT marker for ``producer_id``; ``done(ok)`` once it is durable (or
+        failed). The transaction ends on the partition (its last stable offset moves past it) at
+        that moment, not before."""
+        offset = state.next_offset
+        state.next_offset += 1
+        raw = build_end_txn_marker(0, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
+                                   coordinator_epoch=coordinator_epoch, timestamp=int(time.time() * 1000))
+        write = BatchWrite(raw, offset, lambda: None)
+
+        def finished() -> None:
+            ok = write.error is None
+            if ok:
+                state.txns.on_marker(producer_id, write.first, commit)
+                state.producers.note_marker(producer_id, producer_epoch)
+            done(ok)
+
+        write.on_done = finished
+        self.submit(state, write)
+
     def when_durable(self, state: PartitionState, callback: Callable[[], None]) -> None:
         """Calls ``callback`` once everything submitted to ``state`` so far is durable (or failed)."""
         state.part.when_durable(lambda _ok: callback())
@@ -207,7 +293,52 @@ class TopicLogs:
         _rebuild_producers(state, int(time.time() * 1000))
 
     def _recover(self, state: PartitionState) -> None:
+        if self.cluster is not None and not self.cluster.owns((state.topic, state.partition)):
+            self.lose((state.topic, state.partition))
+            return
         self.runtime.spawn(self._reopen, state)
+
+    # ---- ownership (cluster mode) ---------------------------------------------------------------
+
+    async def gain(self, key: TopicPartition, epoch: int) -> None:
+        """This node now owns ``key``: open its log (recovering it) at the new owner epoch, then
+        serve it. Until then produce and fetch answer NOT_LEADER_OR_FOLLOWER (clients retry)."""
+        assert self.cluster is not None
+        topic = self.catalog.get(key[0])
+        if topic is None or not 0 <= key[1] < topic.partitions:
+            return
+
+        def open_log() -> Partition:
+            part = self.runtime.open(key[0], key[1], self.config_for(topic), topic.topic_id)
+            part.log.begin_epoch(epoch)
+            return part
+
+        part = await trio.to_thread.run_sync(open_log)
+        if not self.cluster.owns(key) or self.catalog.get(key[0]) is not topic:
+            part.log.close()
+            self.runtime.manager.forget(*key)
+            return
+        state = self._open(topic, key[1], part)
+        _rebuild_producers(state, int(time.time() * 1000))
+        self.producer_ids.at_least(state.producers.max_producer_id())
+        logs.event("partition.took_over", topic=key[0], partition=key[1], epoch=part.log.leader_epoch,
+                   end_offset=part.log.end_offset)
+
+    def lose(self, key: TopicPartition) -> None:
+        state = self.states.pop(key, None)
+        if state is not None:
+            state.deleted = True  # no reopen: the partition is another node's now
+            self.runtime.close_partition(state.part)
+
+    async def release(self, key: TopicPartition) -> None:
+        """Controlled hand-over: what was queued becomes durable (and is acknowledged), then close."""
+        state = self.states.get(key)
+        if state is not None and not state.part.settled:
+            settled = trio.Event()
+            state.part.when_durable(lambda _ok: settled.set())
+            with trio.move_on_after(5):
+                await settled.wait()
+        self.lose(key)
 
     async def _reopen(self, state: PartitionState) -> None:
         """A write failed: reopen the log (recovery drops what was not written whole), then
@@ -235,6 +366,7 @@ class TopicLogs:
         now = int(time.time() * 1000)
         for state in self.states.values():
             state.producers.expire(now, PRODUCER_ID_EXPIRATION_MS)
+            state.txns.forget_before(state.log.log_start_offset)
 
     # ---- running ----------------------------------------------------------------------------
 
