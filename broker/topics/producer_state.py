@@ -121,6 +121,13 @@ class ProducerStateTable:
         entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
 
+    def note_marker(self, producer_id: int, epoch: int) -> None:
+        """A transaction marker at ``epoch``: a newer epoch (the coordinator fenced the producer)
+        replaces the producer's, so batches of the older epoch are refused from now on."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and epoch > entry.epoch:
+            self.producers[producer_id] = ProducerEntry(epoch, last_timestamp=entry.last_timestamp)
+
     def expire(self, now_ms: int, max_age_ms: int) -> int:
         """Forget producers silent for longer than ``max_age_ms`` (producer.id.expiration.ms)."""
         old = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp > max_age_ms]
