@@ -15,7 +15,9 @@ import pytest
 
 from broker.coordinator.partitioning import partition_for
 from broker.tools.wire_client import WireClient
+from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
+from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.record_batch import iter_batches
 from storage.checkpoints import read_leader_epochs
@@ -68,6 +70,10 @@ def test_three_nodes_spread_the_groups_and_real_clients_work_across_them(cluster
             assert sum(offsets.values()) == 300, (group, offsets)
     # The topic's partitions are led by every node, evenly.
     assert Counter(cluster.leaders(topic="orders").values()) == {1: 2, 2: 2, 3: 2}
+    # Transactions need a single-node broker: a cluster says so rather than leaving clients waiting.
+    with WireClient("127.0.0.1", cluster.nodes[1].port) as c:
+        answer = c.call(ApiKey.FindCoordinator, 3, FindCoordinatorRequest(key="txn", key_type=1))
+    assert answer.error_code == ErrorCode.INVALID_REQUEST
 
 
 def test_kill_9_during_a_commit_storm_loses_no_acknowledged_commit(cluster: Cluster) -> None:
