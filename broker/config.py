@@ -84,6 +84,9 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=1),
     Property("group.consumer.assignors", str, "uniform,range", "Server-side assignors of consumer-protocol "
              "groups, by name; the first is the default."),
+    Property("group.consumer.migration.policy", str, "bidirectional", "Online migration between classic and "
+             "consumer-protocol groups: bidirectional, upgrade (classic to consumer only), downgrade (consumer "
+             "to classic only) or disabled."),
     Property("auto.create.topics.enable", bool, True, "Create unknown topics on Metadata/Produce requests."),
     Property("num.partitions", int, 1, "Partitions of an auto-created topic.", minimum=1),
     Property("log.flush.policy", str, "sync", "sync: fdatasync before acknowledging; interval: flush every "
@@ -206,6 +209,10 @@ class BrokerConfig:
                                   f"group.consumer.max.{name} ({high})")
         if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
             raise ConfigError("group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms")
+        policy = values["group.consumer.migration.policy"].strip().lower()
+        if policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
+            raise ConfigError(f"group.consumer.migration.policy: {values['group.consumer.migration.policy']!r}; "
+                              "expected bidirectional, upgrade, downgrade or disabled")
         from broker.coordinator.consumer.assignors import ASSIGNORS
 
         names = [n.strip() for n in values["group.consumer.assignors"].split(",") if n.strip()]

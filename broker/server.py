@@ -159,6 +159,7 @@ class Broker:
             consumer_heartbeat_interval_ms=c["group.consumer.heartbeat.interval.ms"],
             consumer_max_size=c["group.consumer.max.size"],
             consumer_assignors=tuple(n.strip() for n in c["group.consumer.assignors"].split(",") if n.strip()),
+            consumer_migration_policy=c["group.consumer.migration.policy"].strip().lower(),
         )
         log_config = LogConfig(
             segment_bytes=c["offsets.topic.segment.bytes"],
