@@ -32,6 +32,7 @@ from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Router
 from broker.observability import logs
+from broker.observability.lag_metrics import LagMetrics
 from broker.observability.metrics import METRICS, install_state_collector
 from broker.observability.state_metrics import state_families
 from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog, TopicError
@@ -214,6 +215,8 @@ class Broker:
 
         self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=self.config["message.max.bytes"],
                                     cluster=self.cluster)
+        self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
+                              self.config["metrics.lag.groups"], self.config["metrics.lag.max.partitions"])
         self.transactions = self._make_transactions()
         cluster.register(self)
         topics.register(self)
@@ -399,7 +402,7 @@ class Broker:
         endpoint = parse_metrics_listener(self.config["metrics.listener"], self.config.listener.host)
         if endpoint is not None:
             try:
-                self.metrics_port = await nursery.start(serve_metrics, *endpoint)
+                self.metrics_port = await nursery.start(serve_metrics, *endpoint, self.lag.render)
             except OSError as exc:
                 # Metrics are for operators; a busy port must not keep the broker from serving clients.
                 logs.warn("metrics.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))
