@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
+import urllib.request
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,6 +59,19 @@ def test_three_nodes_spread_the_groups_and_real_clients_work_across_them(cluster
     leaders = cluster.wait_spread({1, 2, 3})
     shares = Counter(leaders.values())
     assert max(shares.values()) - min(shares.values()) <= 1, shares
+    # Each node tells its share: `kcoord health` and its own metrics.
+    for node, b in cluster.nodes.items():
+        health = subprocess.run([sys.executable, "-m", "kcoord", "health", "--bootstrap", b.bootstrap],
+                                capture_output=True, text=True, timeout=30, check=False)
+        assert health.returncode == 0, health.stdout
+        assert health.stdout.strip() == (f"healthy: node {node}, 3 live node(s), owns {shares[node]} of 50 "
+                                         "__consumer_offsets partitions")
+        with urllib.request.urlopen(f"http://127.0.0.1:{b.metrics_port}/metrics", timeout=10) as response:
+            metrics = response.read().decode()
+        assert "kcoord_cluster_nodes 3.0" in metrics
+        assert f"kcoord_cluster_partitions_owned {float(shares[node])}" in metrics
+        assert "kcoord_cluster_lease_renewals_total" in metrics
+        assert "kcoord_cluster_takeover_load_seconds_count" in metrics
     bootstrap = ",".join(b.bootstrap for b in cluster.alive())
     create_topic(bootstrap, "orders", 6)
     confluent_produce(bootstrap, "orders", 0, 300)
