@@ -368,7 +368,11 @@ class Broker:
                 self.advertised = (self.advertised[0], self.bound_port)
             await self._start_services(nursery)
             await nursery.start(self.shards.run)
-            await nursery.start(self.transactions.run)
+            if self.cluster is None:
+                # In a cluster the transaction coordinator does not run: its __transaction_state
+                # logs would have no owner, so its APIs answer COORDINATOR_LOAD_IN_PROGRESS and
+                # FindCoordinator says transactions need a single-node broker.
+                await nursery.start(self.transactions.run)
             if self.cluster is not None:
                 self.cluster.address = self.advertised
                 self.cluster.listener = ClusterListener(self)

@@ -93,6 +93,9 @@ class ShardRuntime:
         self.owned = manager.cluster is None
         self.epoch: int | None = None
         self.tenure = 0
+        # One load at a time: a partition lost and regained while loading is loaded again after
+        # the first load has closed what it opened.
+        self.load_lock = trio.Lock()
 
     @property
     def serving(self) -> bool:
@@ -132,6 +135,11 @@ class ShardRuntime:
             return None
 
     async def load(self) -> None:
+        async with self.load_lock:
+            if self.owned and not self.loaded:
+                await self._load()
+
+    async def _load(self) -> None:
         started = time.perf_counter()
         tenure = self.tenure
         part, count = await trio.to_thread.run_sync(self._open_and_replay)
