@@ -71,6 +71,12 @@ class Metrics:
         self.load_seconds = Gauge("kcoord_shard_load_duration_seconds",
                                   "Time the last load (replay) of a __consumer_offsets partition took.",
                                   ["partition"])
+        self.load_records = Gauge("kcoord_shard_load_records",
+                                  "Records the last load of a __consumer_offsets partition read, from its replay "
+                                  "snapshot (source=snapshot) and from the log after it (source=log).",
+                                  ["partition", "source"])
+        self.snapshots_written = Counter("kcoord_replay_snapshots_written",
+                                         "Replay snapshots written (in the background and at shutdown).")
         self.compactions = Counter("kcoord_log_compactions", "Compaction runs that rewrote segments.")
         self.compaction_reclaimed = Counter("kcoord_log_compaction_reclaimed_bytes",
                                             "Bytes removed from the log by compaction.")
