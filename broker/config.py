@@ -111,6 +111,11 @@ PROPERTIES: tuple[Property, ...] = (
     Property("message.max.bytes", int, 1048588, "Largest record batch accepted by Produce.", minimum=1),
     Property("metrics.listener", str, "http://:9464", "Prometheus endpoint (path /metrics); without a host "
              "it listens on the host of listeners (loopback by default); empty disables it."),
+    Property("metrics.lag.groups", str, ".*", "Groups whose lag is exported (kafka_consumergroup_*): "
+             "comma-separated regular expressions, each matched against the whole group id."),
+    Property("metrics.lag.max.partitions", int, 10000, "Most group partitions exported in the lag series per "
+             "scrape (whole groups, in group order; the rest counted in kcoord_lag_partitions_omitted); 0 "
+             "turns lag metrics off.", minimum=0),
     Property("log.level", str, "INFO", "Log level of the broker's structured log.",
              choices=("DEBUG", "INFO", "WARNING", "ERROR")),
 )

@@ -33,6 +33,7 @@ from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Router
 from broker.observability import logs
+from broker.observability.lag_metrics import LagMetrics
 from broker.observability.metrics import METRICS, install_state_collector
 from broker.observability.state_metrics import doctor_families, state_families
 from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog, TopicError
@@ -222,6 +223,8 @@ class Broker:
 
         self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=self.config["message.max.bytes"],
                                     cluster=self.cluster)
+        self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
+                              self.config["metrics.lag.groups"], self.config["metrics.lag.max.partitions"])
         self.transactions = self._make_transactions()
         cluster.register(self)
         topics.register(self)
@@ -373,7 +376,11 @@ class Broker:
                 self.advertised = (self.advertised[0], self.bound_port)
             await self._start_services(nursery)
             await nursery.start(self.shards.run)
-            await nursery.start(self.transactions.run)
+            if self.cluster is None:
+                # In a cluster the transaction coordinator does not run: its __transaction_state
+                # logs would have no owner, so its APIs answer COORDINATOR_LOAD_IN_PROGRESS and
+                # FindCoordinator says transactions need a single-node broker.
+                await nursery.start(self.transactions.run)
             if self.cluster is not None:
                 self.cluster.address = self.advertised
                 self.cluster.listener = ClusterListener(self)
@@ -404,7 +411,7 @@ class Broker:
         endpoint = parse_metrics_listener(self.config["metrics.listener"], self.config.listener.host)
         if endpoint is not None:
             try:
-                self.metrics_port = await nursery.start(serve_metrics, *endpoint)
+                self.metrics_port = await nursery.start(serve_metrics, *endpoint, self.lag.render)
             except OSError as exc:
                 # Metrics are for operators; a busy port must not keep the broker from serving clients.
                 logs.warn("metrics.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))
@@ -430,8 +437,12 @@ class Broker:
     async def close(self) -> None:
         """Flushes and closes everything the broker opened (called after serving stops)."""
         try:
-            self.journal.close()
-            self.logs.close()
+            try:
+                # Before the logs close: the snapshots are built from their durable bytes.
+                self.shards.write_snapshots()
+            finally:
+                self.journal.close()
+                self.logs.close()
         finally:
             # Last, so that the next broker on this directory starts only after every file is closed.
             for lock in reversed(self.dir_locks):
