@@ -1,4 +1,4 @@
-"""ApiVersions, Metadata, DescribeCluster, FindCoordinator, DescribeConfigs and SaslHandshake:
+"""ApiVersions, Metadata, DescribeCluster, FindCoordinator and DescribeConfigs:
 what a client asks before it does anything else."""
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeC
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
-from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -82,14 +81,14 @@ def register(broker: Broker) -> None:
             ))
         topics += [MetadataResponse.Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
                    for topic_id in unknown_ids]
-        host, port = broker.advertised
+        host, port = broker.advertised_for(req.conn)
         req.reply.set(MetadataResponse(
             brokers=[MetadataResponse.Broker(node_id=broker.node_id, host=host, port=port, rack=None)],
             cluster_id=broker.cluster_id, controller_id=broker.node_id, topics=topics,
         ))
 
     def describe_cluster(req: Request[DescribeClusterRequest]) -> None:
-        host, port = broker.advertised
+        host, port = broker.advertised_for(req.conn)
         req.reply.set(DescribeClusterResponse(
             error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
             controller_id=broker.node_id,
@@ -100,7 +99,7 @@ def register(broker: Broker) -> None:
     def find_coordinator(req: Request[FindCoordinatorRequest]) -> None:
         body = req.body
         keys = body.coordinator_keys if req.version >= 4 else [body.key]
-        host, port = broker.advertised
+        host, port = broker.advertised_for(req.conn)
         entries = []
         for key in keys:
             if body.key_type != KEY_TYPE_GROUP:
@@ -142,12 +141,8 @@ def register(broker: Broker) -> None:
                 resource_name=res.resource_name, configs=entries))
         req.reply.set(DescribeConfigsResponse(results=results))
 
-    def sasl_handshake(req: Request[SaslHandshakeRequest]) -> None:
-        req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=[]))
-
     router.register(ApiVersionsRequest, ApiVersionsResponse, api_versions)
     router.register(MetadataRequest, MetadataResponse, metadata)
     router.register(DescribeClusterRequest, DescribeClusterResponse, describe_cluster)
     router.register(FindCoordinatorRequest, FindCoordinatorResponse, find_coordinator)
     router.register(DescribeConfigsRequest, DescribeConfigsResponse, describe_configs)
-    router.register(SaslHandshakeRequest, SaslHandshakeResponse, sasl_handshake)

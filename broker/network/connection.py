@@ -43,11 +43,14 @@ _READ_BUFFER = memoryview(bytearray(_RECV_BYTES))
 class Connection:
     def __init__(self, stream: trio.SocketStream, router: Router, info: ConnectionInfo,
                  max_request_bytes: int, on_response: Callable[[Reply], None] | None = None,
-                 hub: ReadinessHub | None = None) -> None:
+                 hub: ReadinessHub | None = None, max_unauthenticated_bytes: int | None = None) -> None:
         self.stream = stream
         self.router = router
         self.info = info
         self.max_request_bytes = max_request_bytes
+        # Before SASL authentication a frame may be no larger than this (sasl.server.max.receive.size).
+        self.max_unauthenticated_bytes = max_request_bytes if max_unauthenticated_bytes is None \
+            else min(max_unauthenticated_bytes, max_request_bytes)
         self.on_response = on_response
         self.pending: deque[Reply] = deque()
         # The task sleeps on this; it is set only when the task has something to do that nobody
@@ -149,8 +152,9 @@ class Connection:
         buf = self.buf
         while len(buf) >= 4:
             (size,) = _SIZE.unpack_from(buf, 0)
-            if size < 0 or size > self.max_request_bytes:
-                self._bad(f"frame size {size} outside 0..{self.max_request_bytes}", "frame_size")
+            limit = self.max_request_bytes if self.info.authenticated else self.max_unauthenticated_bytes
+            if size < 0 or size > limit:
+                self._bad(f"frame size {size} outside 0..{limit}", "frame_size")
                 return False
             frame: bytes | memoryview
             if len(buf) >= 4 + size:
@@ -189,6 +193,10 @@ class Connection:
             return False
         reply.on_ready = self._reply_ready
         self.pending.append(reply)
+        if self.info.failed_auth is not None:
+            # Nothing more is read; the task answers after Kafka's delay, then closes.
+            self._stop_reading()
+            return False
         if reply.ready:
             # Answered on the spot (a heartbeat, a metadata request): written now if nothing is
             # queued ahead of it.
@@ -299,6 +307,12 @@ class Connection:
         while True:
             if self.broken:
                 return
+            if self.info.failed_auth is not None:
+                delay, answer = self.info.failed_auth
+                self.info.failed_auth = None
+                await trio.sleep(delay)
+                answer()
+                continue
             data = self.unsent
             if data:
                 self.unsent = b""
