@@ -190,6 +190,7 @@ class Broker:
             list_offsets,
             produce,
             sasl,
+            scram_credentials,
             topics,
         )
         from broker.topics.partitions import TopicLogs
@@ -204,6 +205,7 @@ class Broker:
         list_offsets.register(self)
         init_producer_id.register(self)
         sasl.register(self)
+        scram_credentials.register(self)
 
     # ---- topics -----------------------------------------------------------------------------
 
