@@ -40,6 +40,18 @@ _SIZE = struct.Struct(">i")
 _READ_BUFFER = memoryview(bytearray(_RECV_BYTES))
 
 
+async def linger_close(stream: trio.SocketStream, seconds: float = 1.0) -> None:
+    """Gives the client up to ``seconds`` to read the answer and close first, discarding what it
+    still sends. Closing at once may reset the connection before the answer is read (unread input)
+    or, with some clients (kafka-python), report the end of the connection instead of the answer."""
+    with trio.move_on_after(seconds):
+        try:
+            while await stream.receive_some(_RECV_BYTES):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+
+
 class Connection:
     def __init__(self, stream: trio.SocketStream, router: Router, info: ConnectionInfo,
                  max_request_bytes: int, on_response: Callable[[Reply], None] | None = None,
@@ -72,6 +84,9 @@ class Connection:
         self.large_have = 0
         self.frame_buffer: bytearray | None = None
         self._resumed: trio.Event | None = None
+        # The last answer must reach a client that may still be sending (a failed authentication):
+        # closing with its bytes unread would reset the connection and lose the answer.
+        self.linger = False
 
     async def run(self) -> None:
         try:
@@ -94,6 +109,8 @@ class Connection:
             if self.hub is not None:
                 self.hub.unregister(self.fd)
             with trio.CancelScope(shield=True):
+                if self.linger:
+                    await linger_close(self.stream)
                 await self.stream.aclose()
 
     # ---- reading ------------------------------------------------------------------------------
@@ -310,6 +327,7 @@ class Connection:
             if self.info.failed_auth is not None:
                 delay, answer = self.info.failed_auth
                 self.info.failed_auth = None
+                self.linger = True
                 await trio.sleep(delay)
                 answer()
                 continue

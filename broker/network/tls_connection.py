@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import trio
 
-from broker.network.connection import Connection
+from broker.network.connection import Connection, linger_close
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Router
 from broker.observability import logs
@@ -43,6 +43,8 @@ class TlsConnection(Connection):
         finally:
             self.broken = True
             with trio.CancelScope(shield=True):
+                if self.linger:
+                    await linger_close(self.stream)
                 await trio.aclose_forcefully(self.tls_stream)
 
     async def _handshake(self) -> bool:

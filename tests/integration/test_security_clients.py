@@ -287,7 +287,12 @@ def test_scram_users_are_created_described_used_and_deleted_through_the_admin_ap
 
 
 def test_scram_credentials_survive_a_restart(tmp_path_factory: pytest.TempPathFactory) -> None:
-    from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
 
     broker = start_secure_broker(tmp_path_factory.mktemp("restart"))
     try:
