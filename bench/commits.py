@@ -21,6 +21,7 @@ import statistics
 import struct
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -104,12 +105,14 @@ class _Conn:
         return n
 
 
-def generate(port: int, committers: list[Committer], in_flight: int, seconds: float) -> tuple[int, list[float], float]:
+def generate(port: int, committers: list[Committer], in_flight: int, seconds: float,
+             frames_for: Callable[[Committer, int], list[bytes]] = commit_frames) -> tuple[int, list[float], float]:
     """Keeps ``in_flight`` requests outstanding on each connection for ``seconds``; returns
-    responses received, their latencies and this process's CPU seconds."""
+    responses received, their latencies and this process's CPU seconds. ``frames_for`` gives the
+    pre-encoded requests of each connection (OffsetCommits by default)."""
     cpu0 = time.process_time()
     sel = selectors.DefaultSelector()
-    conns = [_Conn(port, commit_frames(c, i)) for i, c in enumerate(committers)]
+    conns = [_Conn(port, frames_for(c, i)) for i, c in enumerate(committers)]
     deadline = time.perf_counter() + seconds
     for c in conns:
         c.send(in_flight, time.perf_counter())

@@ -46,6 +46,11 @@ PROPERTIES: tuple[Property, ...] = (
     Property("advertised.listeners", str, "", "Address given to clients, per listener name; empty = same as "
              "listeners."),
     Property("log.dirs", str, ".kcoord-data", "Data directory (the __consumer_offsets-N and topic logs)."),
+    Property("etcd.endpoints", str, "", "Cluster mode: etcd client URLs, comma-separated (http://host:2379); "
+             "empty = a single node, no etcd."),
+    Property("etcd.prefix", str, "", "Key space of the cluster in etcd; empty = /kcoord/<cluster.id>."),
+    Property("broker.session.timeout.ms", int, 9000, "Cluster mode: TTL of this node's etcd lease; a node that "
+             "stops renewing it loses its partitions to the others this long after.", minimum=3000),
     Property("socket.request.max.bytes", int, 104857600, "Largest request frame; bigger closes the connection.",
              minimum=1),
     Property("offsets.topic.num.partitions", int, 50, "Partitions (shards) of __consumer_offsets; never change.",
@@ -213,15 +218,6 @@ class Listener:
     port: int
 
 
-def parse_listener(text: str) -> Listener:
-    """The first entry of a listener list (host and port only)."""
-    try:
-        first = parse_listeners(text.split(",")[0], DEFAULT_PROTOCOL_MAP)[0]
-    except ListenerError as exc:
-        raise ConfigError(str(exc)) from None
-    return Listener(first.host, first.port)
-
-
 class BrokerConfig:
     """Resolved properties; attribute access by the property name with dots as underscores."""
 
@@ -256,6 +252,9 @@ class BrokerConfig:
         if not names or unknown:
             raise ConfigError(f"group.consumer.assignors: {values['group.consumer.assignors']!r}; known assignors "
                               f"are {', '.join(sorted(ASSIGNORS))}")
+        if values["etcd.endpoints"].strip() and not values["cluster.id"].strip():
+            # Nodes sharing a data dir and a key space must agree on it before the first one writes.
+            raise ConfigError("cluster.id must be set when etcd.endpoints is (every node of a cluster uses the same)")
         # An empty entry would mean the current directory, wherever the broker happens to be started.
         if not all(entry.strip() for entry in values["log.dirs"].split(",")):
             raise ConfigError(f"log.dirs: {values['log.dirs']!r} is empty or has an empty entry; name a directory")

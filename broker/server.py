@@ -20,6 +20,8 @@ from typing import Any
 import trio
 
 from broker import heap
+from broker.cluster.etcd import EtcdClient
+from broker.cluster.node import ClusterNode
 from broker.config import BrokerConfig
 from broker.coordinator.context import CoordinatorConfig
 from broker.groups.shards import ShardManager
@@ -36,11 +38,11 @@ from broker.observability.state_metrics import state_families
 from broker.security.context import SecurityContext
 from broker.security.listeners import ListenerSpec
 from broker.security.sasl import SaslState
-from broker.topics.catalog import Topic, TopicCatalog, TopicError
+from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog, TopicError
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
 from protocol.errors import ErrorCode
 from storage.config import LogConfig
-from storage.dir_lock import DataDirError, DirLock, open_data_dir
+from storage.dir_lock import DataDirError, DirLock, acquire, open_data_dir
 from storage.log_manager import LogOpener
 from storage.partition_log import PartitionLog
 
@@ -63,9 +65,20 @@ def _load_cluster_id(data_dir: Path, configured: str, node_id: int) -> str:
     return cluster_id
 
 
-def _lock_data_dir(data_dir: Path) -> DirLock:
+def _lock_data_dir(data_dir: Path, cluster_node: int | None) -> list[DirLock]:
+    """A single node locks the directory for itself. The nodes of a cluster share it (a shared
+    lock, which still keeps out a single-node broker or Kafka), and each locks a file named after
+    its node id, so that two processes configured with the same node.id cannot both run on it.
+    Which node writes which partition is then decided by ownership in etcd."""
     try:
-        return open_data_dir(data_dir)
+        if cluster_node is None:
+            return [open_data_dir(data_dir)]
+        shared = open_data_dir(data_dir, shared=True)
+        try:
+            return [shared, acquire(data_dir, name=f".lock-node-{cluster_node}")]
+        except DataDirError:
+            shared.release()
+            raise
     except DataDirError as exc:
         raise SystemExit(f"kcoord: log.dirs: {exc}") from None
 
@@ -102,11 +115,18 @@ class Broker:
         self.clock = clock
         self.node_id: int = config["node.id"]
         self.data_dir = config.data_dir
+        clustered = bool(config["etcd.endpoints"].strip())
         # First, before meta.properties or any log is read or written: a second broker on this
         # directory must stop here, having changed nothing that the first one owns.
-        self.dir_lock = _lock_data_dir(self.data_dir)
+        self.dir_locks = _lock_data_dir(self.data_dir, self.node_id if clustered else None)
         self.cluster_id = _load_cluster_id(self.data_dir, config["cluster.id"], self.node_id)
-        self.catalog = TopicCatalog(self.data_dir, config["offsets.topic.num.partitions"])
+        self.catalog = TopicCatalog(self.data_dir, config["offsets.topic.num.partitions"], shared=clustered)
+        self.cluster: ClusterNode | None = None
+        if clustered:
+            prefix = config["etcd.prefix"].strip() or f"/kcoord/{self.cluster_id}"
+            self.cluster = ClusterNode(EtcdClient(config["etcd.endpoints"]), prefix, self.node_id,
+                                       config.advertised.host, config.advertised.port,
+                                       config["broker.session.timeout.ms"], self._all_partitions)
         self.router = Router()
         self.security = SecurityContext(config, self.data_dir)
         self.advertised = (config.advertised.host, config.advertised.port)
@@ -116,6 +136,8 @@ class Broker:
         self._conn_ids = itertools.count(1)
         self._rebalance_started: dict[str, float] = {}
         self.logs = self._make_log_runtime()
+        if self.cluster is not None:
+            self.logs.may_write = self.cluster.may_write
         self.shards = self._make_shards()
         # Created, grown and deleted topics, as the group coordinator must follow them.
         self.topic_changes = TopicChanges()
@@ -151,7 +173,7 @@ class Broker:
             min_cleanable_dirty_ratio=c["log.cleaner.min.cleanable.ratio"],
         )
         return ShardManager(self.logs, c["offsets.topic.num.partitions"], coordinator, self.catalog, log_config,
-                            on_transition=self._on_transition, clock=self.clock)
+                            on_transition=self._on_transition, clock=self.clock, cluster=self.cluster)
 
     def _make_log_runtime(self) -> LogRuntime:
         """The one runtime that owns every partition log, with the flush policy, the cleaner and
@@ -162,7 +184,8 @@ class Broker:
         return LogRuntime(self.data_dir, defaults, sync_flush=c["log.flush.policy"] == "sync",
                           flush_interval_ms=c["log.flush.interval.ms"],
                           cleaner_backoff_ms=c["log.cleaner.backoff.ms"] if c["log.cleaner.enable"] else None,
-                          retention_check_ms=c["log.retention.check.interval.ms"], opener=self.log_opener)
+                          retention_check_ms=c["log.retention.check.interval.ms"], opener=self.log_opener,
+                          shared=self.cluster is not None)
 
     def _on_transition(self, transition: Any) -> None:
         group, old, new, generation, members, reason = transition
@@ -195,7 +218,8 @@ class Broker:
         )
         from broker.topics.partitions import TopicLogs
 
-        self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=self.config["message.max.bytes"])
+        self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=self.config["message.max.bytes"],
+                                    cluster=self.cluster)
         cluster.register(self)
         topics.register(self)
         create_partitions.register(self)
@@ -366,6 +390,10 @@ class Broker:
                 self.advertised = (self.advertised[0], self.bound_port)
             await self._start_services(nursery)
             await nursery.start(self.shards.run)
+            if self.cluster is not None:
+                self.cluster.address = self.advertised
+                self.cluster.listener = ClusterListener(self)
+                await nursery.start(self.cluster.run)
             nursery.start_soon(self._settle_heap)
             logs.event("broker.started", host=listener.host, port=self.bound_port, node_id=self.node_id,
                        cluster_id=self.cluster_id, data_dir=str(self.data_dir.resolve()),
@@ -399,13 +427,60 @@ class Broker:
                 # Metrics are for operators; a busy port must not keep the broker from serving clients.
                 logs.warn("metrics.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))
 
+    def _all_partitions(self) -> list[tuple[str, int]]:
+        """Every partition a cluster spreads over its nodes; publishes what other nodes changed
+        in the topic catalog on the way (this runs a few times a second)."""
+        self.catalog.refresh()
+        changes, self.catalog.changes = self.catalog.changes, []
+        for change in changes:
+            if isinstance(change, TopicDeleted):
+                for p in range(change.partitions):
+                    self.topic_logs.lose((change.topic, p))
+            self.topic_changes.publish(change)
+        return [(topic.name, p) for topic in list(self.catalog.topics.values()) for p in range(topic.partitions)]
+
+    async def stop_serving(self) -> None:
+        """Controlled shutdown of a cluster node: hand every partition over now."""
+        if self.cluster is not None:
+            with trio.move_on_after(10):
+                await self.cluster.shutdown()
+
     async def close(self) -> None:
         """Flushes and closes everything the broker opened (called after serving stops)."""
         try:
             self.logs.close()
         finally:
             # Last, so that the next broker on this directory starts only after every file is closed.
-            self.dir_lock.release()
+            for lock in reversed(self.dir_locks):
+                lock.release()
+
+
+class ClusterListener:
+    """What the broker does when this node gains, must hand over, or loses a partition."""
+
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+
+    def on_gain(self, partition: tuple[str, int], epoch: int) -> None:
+        topic, index = partition
+        if topic == OFFSETS_TOPIC:
+            self.broker.shards.runtimes[index].gain(epoch)
+        else:
+            self.broker.logs.spawn(self.broker.topic_logs.gain, partition, epoch)
+
+    async def on_release(self, partition: tuple[str, int]) -> None:
+        topic, index = partition
+        if topic == OFFSETS_TOPIC:
+            await self.broker.shards.runtimes[index].release()
+        else:
+            await self.broker.topic_logs.release(partition)
+
+    def on_lose(self, partition: tuple[str, int]) -> None:
+        topic, index = partition
+        if topic == OFFSETS_TOPIC:
+            self.broker.shards.runtimes[index].lose()
+        else:
+            self.broker.topic_logs.lose(partition)
 
 
 async def run_until_signalled(broker: Broker) -> None:
@@ -415,6 +490,7 @@ async def run_until_signalled(broker: Broker) -> None:
             await nursery.start(broker.serve)
             async for signum in signals:
                 logs.event("broker.stopping", signal=signal.Signals(signum).name)
+                await broker.stop_serving()
                 nursery.cancel_scope.cancel()
                 break
     await broker.close()

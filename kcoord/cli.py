@@ -1,4 +1,4 @@
-"""The `kcoord` command: dispatches to the broker (serve, health, dump-log, config) and to the
+"""The `kcoord` command: dispatches to the broker (serve, health, dump-log, groups, config) and to the
 analysis (analyze). It sits above both packages; neither imports it."""
 
 from __future__ import annotations
@@ -67,9 +67,10 @@ def build_parser() -> argparse.ArgumentParser:
     health.set_defaults(func=_health)
 
     from analytics import cli as analytics_cli
-    from broker.tools import dump_log
+    from broker.tools import dump_log, groups_command
 
     dump_log.add_parser(sub)
+    groups_command.add_parser(sub)
     analytics_cli.add_parser(sub)  # imports Spark only when the command runs
 
     config = sub.add_parser("config", help="print every property with its default (TOML)")

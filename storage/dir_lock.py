@@ -33,22 +33,23 @@ _HELD: set[tuple[int, int]] = set()
 _HELD_GUARD = threading.Lock()
 
 
-def _in_use(directory: str) -> str:
-    return (f"failed to acquire lock on file {LOCK_FILE} in {directory}: a kcoord or Kafka broker in another "
+def _in_use(directory: str, name: str = LOCK_FILE) -> str:
+    return (f"failed to acquire lock on file {name} in {directory}: a kcoord or Kafka broker in another "
             "process is using this directory")
 
 
 class DirLock:
     """An exclusive lock on ``<directory>/.lock``, held until :meth:`release` or the process ends."""
 
-    def __init__(self, directory: Path, fd: int, key: tuple[int, int]) -> None:
+    def __init__(self, directory: Path, fd: int, key: tuple[int, int], name: str = LOCK_FILE) -> None:
         self.directory = directory
+        self.name = name
         self._fd: int | None = fd
         self._key = key
 
     @property
     def path(self) -> Path:
-        return self.directory / LOCK_FILE
+        return self.directory / self.name
 
     @property
     def held(self) -> bool:
@@ -74,16 +75,20 @@ class DirLock:
         self.release()
 
 
-def acquire(directory: Path) -> DirLock:
+def acquire(directory: Path, *, shared: bool = False, name: str = LOCK_FILE) -> DirLock:
     """Locks ``<directory>/.lock`` without waiting, creating the file if needed; the directory must exist.
 
     The file is opened without truncation and nothing is written to it, so a broker that loses the race
     changes nothing in a directory another broker owns. Unlike Kafka, the file is not deleted on release:
     a process that opened the old file just before the deletion could lock it while a third one creates
     and locks a new file, and then two brokers would both hold "the" lock.
+
+    ``shared``: a read lock, which other shared holders (the nodes of a cluster on one shared
+    directory) may hold too, but which keeps out an exclusive holder (a single-node broker or
+    Kafka), and is kept out by one. ``name`` is the lock file's name.
     """
     shown = os.path.abspath(directory)
-    path = Path(directory) / LOCK_FILE
+    path = Path(directory) / name
     with _HELD_GUARD:
         try:
             st = os.stat(path)
@@ -100,16 +105,16 @@ def acquire(directory: Path) -> DirLock:
         except OSError as exc:
             raise DataDirError(f"cannot open {os.path.abspath(path)}: {exc.strerror}") from None
         try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.lockf(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
         except OSError as exc:
             os.close(fd)
             if exc.errno in (errno.EACCES, errno.EAGAIN):
-                raise DataDirError(_in_use(shown)) from None
+                raise DataDirError(_in_use(shown, name)) from None
             raise DataDirError(f"cannot lock {os.path.abspath(path)}: {exc.strerror}") from None
         st = os.fstat(fd)
         key = (st.st_dev, st.st_ino)
         _HELD.add(key)
-    return DirLock(Path(directory), fd, key)
+    return DirLock(Path(directory), fd, key, name)
 
 
 def _first_non_directory(path: Path) -> Path | None:
@@ -123,7 +128,7 @@ def _first_non_directory(path: Path) -> Path | None:
     return None
 
 
-def open_data_dir(directory: Path) -> DirLock:
+def open_data_dir(directory: Path, *, shared: bool = False) -> DirLock:
     """Creates ``directory`` if missing, checks that it is a usable directory, then locks it.
 
     Everything is checked before anything inside the directory is read or written, and each refusal is
@@ -150,4 +155,4 @@ def open_data_dir(directory: Path) -> DirLock:
         if os.statvfs(shown).f_flag & os.ST_RDONLY:
             raise DataDirError(f"{shown} is on a read-only file system")
         raise DataDirError(f"{shown}: permission denied (the broker needs to read, write and enter it)")
-    return acquire(shown)
+    return acquire(shown, shared=shared)

@@ -44,7 +44,11 @@ class LogOpener(Protocol):
 
 class LogManager:
     def __init__(self, log_dir: str | os.PathLike[str], config: LogConfig, *, clock: Clock = wall_clock_ms,
-                 opener: LogOpener = PartitionLog.open) -> None:
+                 opener: LogOpener = PartitionLog.open, shared: bool = False) -> None:
+        """``shared``: several brokers (a cluster) use this directory, each owning some partitions.
+        The broker-level checkpoints would then be one file written by all of them, each with its
+        own partial view, so none is read or written: every log is verified when it is opened."""
+        self.shared = shared
         self.log_dir = Path(log_dir)
         self.config = config
         self.clock = clock
@@ -55,9 +59,13 @@ class LogManager:
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for leftover in self.log_dir.glob(f"*{DELETE_DIR_SUFFIX}"):
             shutil.rmtree(leftover, ignore_errors=True)
-        self._recovery_points = read_offset_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
-        self._log_starts = read_offset_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
-        self._cleaner_offsets = read_offset_checkpoint(self.log_dir / CLEANER_OFFSET_CHECKPOINT)
+        self._recovery_points: dict[TopicPartition, int] = {}
+        self._log_starts: dict[TopicPartition, int] = {}
+        self._cleaner_offsets: dict[TopicPartition, int] = {}
+        if not shared:
+            self._recovery_points = read_offset_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT)
+            self._log_starts = read_offset_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT)
+            self._cleaner_offsets = read_offset_checkpoint(self.log_dir / CLEANER_OFFSET_CHECKPOINT)
 
     def existing_partitions(self) -> list[TopicPartition]:
         """Partitions that have a directory on disk, sorted."""
@@ -107,7 +115,7 @@ class LogManager:
         recovers it from disk. Its checkpoints are kept."""
         with self._lock:
             log = self._logs.pop((topic, partition), None)
-            if log is not None:
+            if log is not None and not self.shared:
                 tp = (topic, partition)
                 self._recovery_points[tp] = log.recovery_point
                 self._log_starts[tp] = log.log_start_offset
@@ -143,6 +151,8 @@ class LogManager:
 
     def checkpoint(self) -> None:
         """Write the broker-level checkpoints for every open log."""
+        if self.shared:
+            return
         with self._lock:
             for tp, log in self._logs.items():
                 self._recovery_points[tp] = log.recovery_point

@@ -196,6 +196,34 @@ class PartitionLog:
         self._dir_dirty = True
         return seg
 
+    def begin_epoch(self, epoch: int) -> int:
+        """Become the writer of this log at ``epoch`` (a new owner in a cluster): later batches carry
+        it, the leader-epoch checkpoint records where it starts, and writing goes on in a new
+        segment file. The replaced owner may still hold the old active segment open; whatever it
+        appends there lies beyond the next segment's base offset, where recovery cuts it (and an
+        empty old segment is unlinked and created anew, so its writes land in a file nobody
+        reads). Returns the epoch in force: above every epoch the log has seen."""
+        with self._lock:
+            self._check_open()
+            latest = self.epochs.latest_epoch
+            if latest is not None and epoch <= latest:
+                epoch = latest + 1
+            end = self.end_offset
+            old = self._segments[-1]
+            if old.size == 0:
+                old.close_files()
+                for path in old.files():
+                    remove_quietly(path)
+                seg = Segment.create(self.directory, end, self.config, self.clock())
+                seg.activate()
+                self._segments[-1] = seg
+                self._dir_dirty = True
+            else:
+                self._roll(end)
+            self.leader_epoch = epoch
+            self.epochs.assign(epoch, end)
+            return epoch
+
     def roll(self) -> None:
         """Start a new segment now (if the active one has data)."""
         with self._lock:

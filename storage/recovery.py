@@ -123,7 +123,10 @@ def recover(
             expected_offset = bases[i + 1]
             continue
         why = "missing" if not had_indexes else ("corrupt" if not (index_sane and time_sane) else "stale")
-        cut = _scan(seg, max(expected_offset, base), last, why, report)
+        # A segment ends where the next one begins: anything beyond that was appended by an owner
+        # that had already been replaced (cluster mode: the new owner rolled a new segment at its
+        # epoch, the old one kept writing into the file it had open).
+        cut = _scan(seg, max(expected_offset, base), last, why, report, None if last else bases[i + 1])
         expected_offset = seg.next_offset
         if cut:
             for later in bases[i + 1 :]:
@@ -141,9 +144,11 @@ def _indexes_fit(seg: Segment, next_base: int) -> bool:
     return pos < max(seg.size, 1) and off < next_base and ts_off < next_base
 
 
-def _scan(seg: Segment, expected_offset: int, active: bool, why: str, report: RecoveryReport) -> bool:
+def _scan(seg: Segment, expected_offset: int, active: bool, why: str, report: RecoveryReport,
+          limit: int | None = None) -> bool:
     """Validate every batch of ``seg``, rebuilding its state and indexes; cut at the first bad
-    one. Returns True when the segment was cut."""
+    one. Returns True when the segment was cut. A batch at or beyond ``limit`` (the next
+    segment's base offset) is cut too, but the segments after it stay: they are the log."""
     report.scanned_segments += 1
     report.scanned_bytes += seg.size
     loaded_offsets = seg.offset_index.forget()
@@ -151,9 +156,14 @@ def _scan(seg: Segment, expected_offset: int, active: bool, why: str, report: Re
     seg.offset_index.write_through = seg.time_index.write_through = False
     size = seg.size
     error: CorruptBatchError | None = None
+    stale: CorruptBatchError | None = None
     valid_end = 0
     try:
         for position, batch in seg.batches():
+            if limit is not None and batch.base_offset >= limit:
+                stale = CorruptBatchError(f"batch at offset {batch.base_offset} beyond the next segment ({limit}), "
+                                          "appended by a replaced owner", position, "stale-owner")
+                break
             if batch.base_offset < expected_offset or batch.last_offset - seg.base_offset > INT32_MAX:
                 error = CorruptBatchError(
                     f"batch at offset {batch.base_offset} after offset {expected_offset - 1}", position, "offsets"
@@ -182,14 +192,16 @@ def _scan(seg: Segment, expected_offset: int, active: bool, why: str, report: Re
     if not active:
         seg.offset_index.trim()
         seg.time_index.trim()
-    if error is None:
+    if error is None and stale is None:
         return False
+    cause = error or stale
+    assert cause is not None
     seg.truncate_to(valid_end)
     seg.time_index.truncate_to_offset(seg.next_offset)
     report.truncations.append(
-        Truncation(seg.name, valid_end, size - valid_end, error.kind, error.reason, seg.next_offset)
+        Truncation(seg.name, valid_end, size - valid_end, cause.kind, cause.reason, seg.next_offset)
     )
-    return True
+    return error is not None
 
 
 def _drop_segment(directory: Path, base: int, report: RecoveryReport) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 
 import trio
 
+from broker.cluster.node import ClusterNode
 from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
 from broker.coordinator.result import CancelTimer, Result, SetTimer
 from broker.coordinator.shard import GroupCoordinatorShard
@@ -70,11 +71,23 @@ class ShardRuntime:
         self.replayed = 0
         # Broker operations that arrived while the shard was not loaded: run right after its load.
         self.after_load: list[tuple[BrokerOp, Callable[[bool], None]]] = []
+        # Cluster mode: whether this node owns the partition, at which owner epoch, and a count of
+        # ownership changes (a load that finishes after the partition was lost is thrown away).
+        self.owned = manager.cluster is None
+        self.epoch: int | None = None
+        self.tenure = 0
+
+    @property
+    def serving(self) -> bool:
+        """This node coordinates the partition's groups now (owns it, and its lease holds)."""
+        return self.owned and self.manager.may_write()
 
     # ---- loading ----------------------------------------------------------------------------
 
     def _open_and_replay(self) -> tuple[Partition, int]:
         part = self.manager.logs.open(OFFSETS_TOPIC, self.partition, self.manager.log_config, owner=self)
+        if self.epoch is not None:
+            self.epoch = part.log.begin_epoch(self.epoch)
         report = self.manager.logs.manager.reports.get((OFFSETS_TOPIC, self.partition))
         if report is not None and not report.clean:
             logs.warn("log.recovered", partition=self.partition, dropped_bytes=report.bytes_dropped,
@@ -90,7 +103,14 @@ class ShardRuntime:
 
     async def load(self) -> None:
         started = time.perf_counter()
+        tenure = self.tenure
         part, count = await trio.to_thread.run_sync(self._open_and_replay)
+        if tenure != self.tenure or not self.owned:
+            # Lost while loading: another node owns it now; close what we opened, serve nothing.
+            part.log.close()
+            self.manager.logs.manager.forget(OFFSETS_TOPIC, self.partition)
+            self.shard = self.manager.new_shard(self.partition)
+            return
         self.part = self.manager.logs.adopt(part)
         now = self.manager.clock()
         for timer in self.shard.on_loaded(now):
@@ -100,6 +120,10 @@ class ShardRuntime:
         self.loaded = True
         logs.debug("shard.loaded", partition=self.partition, records=count, replayed=self.replayed,
                    seconds=round(self.load_seconds, 4))
+        if self.epoch is not None:
+            METRICS.cluster_takeover_load_seconds.observe(self.load_seconds)
+            logs.event("shard.took_over", partition=self.partition, epoch=self.epoch, records=count,
+                       seconds=round(self.load_seconds, 4))
         queued, self.after_load = self.after_load, []
         for op, done in queued:
             self.run_broker_op(op, done)
@@ -135,7 +159,11 @@ class ShardRuntime:
     def run_broker_op(self, op: BrokerOp, done: Callable[[bool], None]) -> None:
         """Runs ``op`` now, or right after the load when the shard is not loaded; ``done(True)``
         once its records (and every write queued before them) are durable, ``done(False)`` if the
-        write failed (the shard is then rebuilt from its log, without the op's records)."""
+        write failed (the shard is then rebuilt from its log, without the op's records). On a
+        partition another node owns (cluster mode) it does nothing: that node runs it."""
+        if not self.owned:
+            done(True)
+            return
         if not self.loaded:
             self.after_load.append((op, done))
             return
@@ -220,8 +248,15 @@ class ShardRuntime:
         error (clients re-discover and retry); the shard serves again once ``reload`` has rebuilt
         it from what the log really holds."""
         del exc  # the log runtime has logged it
+        self.unload()
+        if self.serving:
+            self.manager.logs.spawn(self.reload)
+
+    def unload(self) -> None:
+        """Stop serving: every parked request and queued broker operation hears NOT_COORDINATOR
+        (clients find the coordinator again), timers stop, the log is closed, the state dropped."""
         self.loaded = False
-        self.group_writes.clear()  # sequence numbers of the failed partition
+        self.group_writes.clear()  # sequence numbers of the closed partition
         self.manager.timers.cancel_shard(self.partition)
         for token, parked in list(self.parked.items()):
             parked.deliver(parked.on_error(ErrorCode.NOT_COORDINATOR))
@@ -230,11 +265,39 @@ class ShardRuntime:
             self.manager.logs.close_partition(self.part)
             self.part = None
         self.shard = self.manager.new_shard(self.partition)
-        self.manager.logs.spawn(self.reload)
 
     async def reload(self) -> None:
         await trio.sleep(RELOAD_DELAY_S)
-        await self.load()
+        if self.serving:
+            await self.load()
+
+    # ---- ownership (cluster mode) ---------------------------------------------------------------
+
+    def gain(self, epoch: int) -> None:
+        self.tenure += 1
+        self.owned = True
+        self.epoch = epoch
+        self.manager.logs.spawn(self.load)
+
+    def lose(self) -> None:
+        self.tenure += 1
+        self.owned = False
+        queued, self.after_load = self.after_load, []
+        self.unload()
+        for _op, done in queued:
+            done(False)
+
+    async def release(self) -> None:
+        """Controlled hand-over: take no new requests, let the writes already queued become durable
+        (their clients are acknowledged), then stop serving."""
+        self.owned = False
+        part = self.part
+        if part is not None and not part.settled:
+            settled = trio.Event()
+            part.when_durable(lambda _ok: settled.set())
+            with trio.move_on_after(5):
+                await settled.wait()
+        self.lose()
 
 
 def _delete_offsets(deleted: list[tuple[str, int]], shard: GroupCoordinatorShard, now: int) -> Result:
@@ -250,11 +313,17 @@ def _ignore(ok: bool) -> None:
     del ok
 
 
+def _always() -> bool:
+    return True
+
+
 class ShardManager:
     def __init__(self, logs_runtime: LogRuntime, num_partitions: int, coordinator_config: CoordinatorConfig,
                  topics: TopicView, log_config: LogConfig, on_transition: Callable[[Any], None],
-                 clock: Callable[[], int] = wall_ms) -> None:
+                 clock: Callable[[], int] = wall_ms, cluster: ClusterNode | None = None) -> None:
         self.logs = logs_runtime
+        self.cluster = cluster
+        self.may_write: Callable[[], bool] = cluster.may_write if cluster is not None else _always
         self.num_partitions = num_partitions
         self.coordinator_config = coordinator_config
         self.topics = topics
@@ -308,7 +377,10 @@ class ShardManager:
 
     @property
     def loading(self) -> int:
-        return sum(1 for r in self.runtimes if not r.loaded)
+        return sum(1 for r in self.runtimes if r.owned and not r.loaded)
+
+    def serving_runtimes(self) -> list[ShardRuntime]:
+        return [r for r in self.runtimes if r.serving]
 
     def after_durable(self, reads: Sequence[tuple[ShardRuntime, str | None]],
                       callback: Callable[[bool], None]) -> None:
@@ -353,6 +425,8 @@ class ShardManager:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.timers.run)
             task_status.started()
+            if self.cluster is not None:
+                return  # partitions load as this node claims them (``ShardRuntime.gain``)
             started = time.perf_counter()
             # One partition at a time: each shard serves as soon as its own replay is done.
             for runtime in self.runtimes:

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from broker.network.router import Request
-from broker.topics.catalog import TopicError, validate_topic_name
+from broker.coordinator.partitioning import partition_for
+from broker.network.router import ConnectionInfo, Request
+from broker.topics.catalog import OFFSETS_TOPIC, TopicError, validate_topic_name
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
@@ -25,6 +26,27 @@ KEY_TYPE_GROUP = 0
 
 def register(broker: Broker) -> None:
     router = broker.router
+    cluster = broker.cluster
+    offsets_partitions = broker.config["offsets.topic.num.partitions"]
+
+    def live_nodes(conn: ConnectionInfo) -> list[tuple[int, str, int]]:
+        """(node id, host, port) of every node clients may talk to: this one alone, or every node
+        registered in the cluster. This node is given as the listener the client came in through."""
+        host, port = broker.advertised_for(conn)
+        if cluster is None:
+            return [(broker.node_id, host, port)]
+        nodes = {node: address for node, address in cluster.nodes.items()}
+        nodes[broker.node_id] = (host, port)
+        return [(node, h, p) for node, (h, p) in sorted(nodes.items())]
+
+    def leader(topic: str, partition: int) -> tuple[int, int]:
+        """(leader node, leader epoch) of a partition; (-1, -1) while nobody owns it."""
+        if cluster is None:
+            return broker.node_id, 0
+        owner = cluster.owner_of((topic, partition))
+        if owner is None:
+            return -1, -1
+        return owner[0], owner[1] & 0x7FFFFFFF
 
     def api_versions(req: Request[ApiVersionsRequest]) -> None:
         body = req.body
@@ -71,35 +93,38 @@ def register(broker: Broker) -> None:
                         else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 topics.append(MetadataResponse.Topic(error_code=code, name=name))
                 continue
-            node = broker.node_id
+            partitions = []
+            for i in range(topic.partitions):
+                node, epoch = leader(topic.name, i)
+                replicas = [node] if node >= 0 else []
+                partitions.append(MetadataResponse.Topic.Partition(
+                    error_code=0 if node >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=i,
+                    leader_id=node, leader_epoch=epoch, replica_nodes=replicas, isr_nodes=replicas))
             topics.append(MetadataResponse.Topic(
                 error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
-                partitions=[MetadataResponse.Topic.Partition(error_code=0, partition_index=i, leader_id=node,
-                                                       leader_epoch=0, replica_nodes=[node], isr_nodes=[node])
-                            for i in range(topic.partitions)],
-                topic_authorized_operations=_NOT_REQUESTED,
+                partitions=partitions, topic_authorized_operations=_NOT_REQUESTED,
             ))
         topics += [MetadataResponse.Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
                    for topic_id in unknown_ids]
-        host, port = broker.advertised_for(req.conn)
+        nodes = live_nodes(req.conn)
         req.reply.set(MetadataResponse(
-            brokers=[MetadataResponse.Broker(node_id=broker.node_id, host=host, port=port, rack=None)],
-            cluster_id=broker.cluster_id, controller_id=broker.node_id, topics=topics,
+            brokers=[MetadataResponse.Broker(node_id=n, host=h, port=p, rack=None) for n, h, p in nodes],
+            cluster_id=broker.cluster_id, controller_id=nodes[0][0], topics=topics,
         ))
 
     def describe_cluster(req: Request[DescribeClusterRequest]) -> None:
-        host, port = broker.advertised_for(req.conn)
+        nodes = live_nodes(req.conn)
         req.reply.set(DescribeClusterResponse(
             error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
-            controller_id=broker.node_id,
-            brokers=[DescribeClusterResponse.Broker(broker_id=broker.node_id, host=host, port=port, rack=None)],
+            controller_id=nodes[0][0],
+            brokers=[DescribeClusterResponse.Broker(broker_id=n, host=h, port=p, rack=None) for n, h, p in nodes],
             cluster_authorized_operations=_NOT_REQUESTED,
         ))
 
     def find_coordinator(req: Request[FindCoordinatorRequest]) -> None:
         body = req.body
         keys = body.coordinator_keys if req.version >= 4 else [body.key]
-        host, port = broker.advertised_for(req.conn)
+        addresses = {n: (h, p) for n, h, p in live_nodes(req.conn)}
         entries = []
         for key in keys:
             if body.key_type != KEY_TYPE_GROUP:
@@ -108,8 +133,16 @@ def register(broker: Broker) -> None:
                     error_message="kcoord coordinates consumer groups only (key type 0); "
                                   "transactions and share groups are not supported"))
             else:
+                node, _epoch = leader(OFFSETS_TOPIC, partition_for(key, offsets_partitions))
+                if node not in addresses:
+                    # Between owners (a node died and its lease has not expired yet): ask again.
+                    entries.append(FindCoordinatorResponse.Coordinator(
+                        key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                        error_message="the group's partition has no owner at the moment"))
+                    continue
+                host, port = addresses[node]
                 entries.append(FindCoordinatorResponse.Coordinator(
-                    key=key, node_id=broker.node_id, host=host, port=port, error_code=0, error_message=None))
+                    key=key, node_id=node, host=host, port=port, error_code=0, error_message=None))
         if req.version >= 4:
             req.reply.set(FindCoordinatorResponse(coordinators=entries))
             return

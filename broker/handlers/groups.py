@@ -150,6 +150,11 @@ def register(broker: Broker) -> None:
                 req.reply.set(build_error(req, ErrorCode.UNKNOWN_SERVER_ERROR))
                 return
             runtime = runtime_for(group_id)
+            if not runtime.serving:
+                # Another node owns the group's partition (cluster mode): the client asks
+                # FindCoordinator again and follows the answer.
+                req.reply.set(build_error(req, ErrorCode.NOT_COORDINATOR))
+                return
             if not runtime.loaded:
                 req.reply.set(build_error(req, loading_code))
                 return
@@ -182,7 +187,9 @@ def register(broker: Broker) -> None:
             runtime = runtime_for(group_id)
             code: int
             rows: list[Any]
-            if not runtime.loaded:
+            if not runtime.serving:
+                code, rows = ErrorCode.NOT_COORDINATOR, []
+            elif not runtime.loaded:
                 code, rows = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, []
             else:
                 member_id, member_epoch = members.get(group_id, (None, -1))
@@ -205,6 +212,9 @@ def register(broker: Broker) -> None:
         read_from: list[tuple[ShardRuntime, str | None]] = []
         for group_id in req.body.groups:
             runtime = runtime_for(group_id)
+            if not runtime.serving:
+                out.append(describe_error(group_id, ErrorCode.NOT_COORDINATOR))
+                continue
             if not runtime.loaded:
                 out.append(describe_error(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue
@@ -231,6 +241,9 @@ def register(broker: Broker) -> None:
                 out.append(failed(group_id, ErrorCode.INVALID_GROUP_ID))
                 continue
             runtime = runtime_for(group_id)
+            if not runtime.serving:
+                out.append(failed(group_id, ErrorCode.NOT_COORDINATOR))
+                continue
             if not runtime.loaded:
                 out.append(failed(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue
@@ -251,7 +264,9 @@ def register(broker: Broker) -> None:
         states = {s.lower() for s in body.states_filter} if req.version >= 4 and body.states_filter else None
         types = {t.lower() for t in body.types_filter} if req.version >= 5 and body.types_filter else None
         groups = []
-        for runtime in shards.runtimes:
+        # The groups this node coordinates (in a cluster, clients ask every node and merge).
+        serving = shards.serving_runtimes()
+        for runtime in serving:
             groups.extend(runtime.shard.list_groups(states, types))
 
         def answer(durable: bool) -> None:
@@ -260,7 +275,7 @@ def register(broker: Broker) -> None:
             else:
                 req.reply.set(ListGroupsResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, groups=[]))
 
-        shards.after_durable([(runtime, None) for runtime in shards.runtimes], answer)
+        shards.after_durable([(runtime, None) for runtime in serving], answer)
 
     def delete_groups(req: Request) -> None:
         names = list(req.body.groups_names)
@@ -279,6 +294,9 @@ def register(broker: Broker) -> None:
             return
         for index, group_id in enumerate(names):
             runtime = runtime_for(group_id)
+            if not runtime.serving:
+                done(index, Deleted(group_id=group_id, error_code=ErrorCode.NOT_COORDINATOR))
+                continue
             if not runtime.loaded:
                 done(index, Deleted(group_id=group_id, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue

@@ -99,12 +99,15 @@ def register(broker: Broker) -> None:
     topic_logs = broker.topic_logs
     catalog = broker.catalog
 
-    def locate(name: str, partition: int) -> tuple[PartitionLog, int] | None:
+    def locate(name: str, partition: int) -> tuple[PartitionLog, int] | int:
         topic = catalog.get(name)
         if topic is None:
-            return None
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         part = topic_logs.readable(topic, partition)
-        return None if isinstance(part, int) else (part.log, part.high_watermark)
+        if isinstance(part, int):
+            # Another node leads it (cluster mode); a loading shard's log is as good as missing.
+            return part if part == ErrorCode.NOT_LEADER_OR_FOLLOWER else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        return part.log, part.high_watermark
 
     def lookup(log: PartitionLog, hw: int, ts: int, version: int) -> tuple[int, int]:
         """(offset, timestamp) for one query; -1s when nothing matches."""
@@ -132,8 +135,8 @@ def register(broker: Broker) -> None:
                                                                old_style_offsets=[])
                 parts.append(out)
                 where = locate(t.name, p.partition_index)
-                if where is None:
-                    out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if isinstance(where, int):
+                    out.error_code = where
                     continue
                 if req.version == 0:
                     try:

@@ -239,7 +239,7 @@ def register(broker: Broker) -> None:
                         raise Rejected(ErrorCode.INVALID_TXN_STATE, "transactions are not supported by this broker")
                     state = topic_logs.get(topic.name, pd.index)
                     if state is None:
-                        raise Rejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                        raise Rejected(topic_logs.not_served(topic, pd.index),
                                        "This server does not host this topic-partition.")
                     raw = pd.records if req.version >= 3 else from_old_producer(pd.records)
                     queued = submit(topic_logs, state, raw, resp, done)

@@ -63,6 +63,14 @@ def _nothing() -> None:
     pass
 
 
+def _always() -> bool:
+    return True
+
+
+class FencedError(StorageError):
+    """This node may no longer write (its cluster lease could have passed to another node)."""
+
+
 class BatchWrite:
     """One produced batch on its way to the log. ``first``/``last`` are where it landed (-1 until
     written); ``error`` is why the log refused it; ``on_done`` runs once the pass that wrote it has
@@ -133,10 +141,11 @@ class Partition:
 class _Job:
     """What one pass does to one partition."""
 
-    __slots__ = ("part", "records", "batches", "target", "inline", "error")
+    __slots__ = ("part", "records", "batches", "target", "inline", "error", "may_write")
 
     def __init__(self, part: Partition, records: list[Entry], batches: list[BatchWrite], target: int,
-                 inline: bool) -> None:
+                 inline: bool, may_write: Callable[[], bool] = _always) -> None:
+        self.may_write = may_write
         self.part = part
         self.records = records
         self.batches = batches
@@ -146,6 +155,10 @@ class _Job:
 
     def append(self) -> None:
         log = self.part.log
+        # Checked as late as possible, right before the bytes go out: a node whose lease may have
+        # passed to another node must not write into a log the other node now owns.
+        if not self.may_write():
+            raise FencedError(f"{self.part.topic}-{self.part.index}: the cluster lease was not renewed in time")
         if self.records:
             log.append(self.records)
         for write in self.batches:
@@ -160,13 +173,14 @@ class _Job:
 class LogRuntime:
     def __init__(self, data_dir: Path, defaults: LogConfig, *, sync_flush: bool, flush_interval_ms: int,
                  cleaner_backoff_ms: int | None = CLEANER_BACKOFF_MS,
-                 retention_check_ms: int = RETENTION_CHECK_MS, opener: LogOpener = PartitionLog.open) -> None:
+                 retention_check_ms: int = RETENTION_CHECK_MS, opener: LogOpener = PartitionLog.open,
+                 shared: bool = False) -> None:
         self.data_dir = data_dir
         self.sync_flush = sync_flush
         self.flush_interval_ms = flush_interval_ms
         self.cleaner_backoff_ms = cleaner_backoff_ms
         self.retention_check_ms = retention_check_ms
-        self.manager = LogManager(data_dir, defaults, opener=opener)
+        self.manager = LogManager(data_dir, defaults, opener=opener, shared=shared)
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.dirty: dict[tuple[str, int], Partition] = {}
         self.unflushed: set[Partition] = set()
@@ -176,6 +190,9 @@ class LogRuntime:
         self.nursery: trio.Nursery | None = None
         # Called on the trio thread at every retention check (the data plane expires producers).
         self.retention_hooks: list[Callable[[], None]] = []
+        # Cluster mode: false once this node's lease could have passed to another node. Nothing is
+        # then written, flushed as a success, compacted or acknowledged.
+        self.may_write: Callable[[], bool] = _always
 
     # ---- partitions ---------------------------------------------------------------------------
 
@@ -254,7 +271,7 @@ class LogRuntime:
                                     if part.failed else LogClosedError("the partition was deleted"))
                 continue
             records, batches, target, inline = part._take()
-            jobs.append(_Job(part, records, batches, target, inline))
+            jobs.append(_Job(part, records, batches, target, inline, self.may_write))
         self.dirty.clear()
         if jobs:
             self._run_pass(jobs)
@@ -319,6 +336,9 @@ class LogRuntime:
             part = job.part
             records += len(job.records) + len(job.batches)
             try:
+                if job.error is None and not self.may_write():
+                    # Written and flushed, but the lease lapsed meanwhile: acknowledge nothing.
+                    job.error = FencedError(f"{part.topic}-{part.index}: the cluster lease lapsed during the write")
                 if job.error is not None:
                     self._fail(part, job.error, job.batches)
                 else:
@@ -427,7 +447,7 @@ class LogRuntime:
 
     async def _compact_all(self) -> None:
         for part in list(self.partitions.values()):
-            if part.closed or part.failed or not part.log.config.compact:
+            if part.closed or part.failed or not part.log.config.compact or not self.may_write():
                 continue
             try:
                 stats = await trio.to_thread.run_sync(clean, part.log)
@@ -444,6 +464,8 @@ class LogRuntime:
                        seconds=round(stats.seconds, 3))
 
     async def _retain_all(self) -> None:
+        if not self.may_write():
+            return
         parts = [p for p in self.partitions.values() if not p.log.config.compact]
 
         def retain() -> None:

@@ -76,6 +76,18 @@ class Metrics:
         self.compaction_reclaimed = Counter("kcoord_log_compaction_reclaimed_bytes",
                                             "Bytes removed from the log by compaction.")
         self.write_failures = Counter("kcoord_log_write_failures", "Log writes (appends or flushes) that failed.")
+        # Cluster mode (etcd.endpoints set); they stay at zero on a single node.
+        self.cluster_nodes = Gauge("kcoord_cluster_nodes", "Live nodes this node sees registered in etcd.")
+        self.cluster_partitions_owned = Gauge("kcoord_cluster_partitions_owned",
+                                              "Partitions (__consumer_offsets and topics) this node owns.")
+        self.cluster_lease_renewals = Counter("kcoord_cluster_lease_renewals", "Lease renewals etcd accepted.")
+        self.cluster_lease_failures = Counter("kcoord_cluster_lease_failures",
+                                              "Lease renewals that failed or found the lease expired.")
+        self.cluster_takeovers = Counter("kcoord_cluster_takeovers", "Partitions this node claimed in etcd.")
+        self.cluster_takeover_load_seconds = Histogram(
+            "kcoord_cluster_takeover_load_seconds",
+            "From claiming a __consumer_offsets partition to serving it (open, recovery, replay).",
+            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
 
 
 METRICS = Metrics()

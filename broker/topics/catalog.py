@@ -2,20 +2,30 @@
 
 It is small and changes rarely, so it is one JSON document in the data dir, replaced atomically
 (write temp, fsync, rename, fsync dir) on every change so topics survive restarts and crashes.
+
+In a cluster the nodes share the data dir and so the document: a node changes it under an
+exclusive lock on ``kcoord-topics.lock`` after re-reading it, and every node re-reads it when the
+file changed (``refresh``), turning what others changed into the same topic changes its own
+requests would have made.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from broker.topics.changes import PartitionsAdded, TopicChange, TopicCreated, TopicDeleted
 from storage.layout import OFFSETS_TOPIC as OFFSETS_TOPIC
 
 CATALOG_FILE = "kcoord-topics.json"
+CATALOG_LOCK_FILE = "kcoord-topics.lock"
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 
@@ -49,19 +59,81 @@ def validate_topic_name(name: str) -> str | None:
 
 
 class TopicCatalog:
-    def __init__(self, data_dir: Path, offsets_partitions: int) -> None:
+    def __init__(self, data_dir: Path, offsets_partitions: int, shared: bool = False) -> None:
         self.path = data_dir / CATALOG_FILE
+        self.shared = shared
+        self._seen: tuple[int, int, int] | None = None
+        # Changes other nodes made, found by ``refresh``, for the broker to publish.
+        self.changes: list[TopicChange] = []
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[bytes, Topic] = {}
         # Rises with every change of the topic set or of a partition count: consumer groups
         # recompute their subscriptions when it moves.
         self.version = 0
         self._load()
-        offsets = self.topics.get(OFFSETS_TOPIC)
-        if offsets is None:
-            self._add(Topic(OFFSETS_TOPIC, uuid.uuid4().bytes, offsets_partitions,
-                            {"cleanup.policy": "compact", "compression.type": "producer"}, internal=True))
-            self._save()
+        with self._exclusive():
+            self.refresh()
+            offsets = self.topics.get(OFFSETS_TOPIC)
+            if offsets is None:
+                self._add(Topic(OFFSETS_TOPIC, uuid.uuid4().bytes, offsets_partitions,
+                                {"cleanup.policy": "compact", "compression.type": "producer"}, internal=True))
+                self._save()
+        self.changes.clear()
+
+    @contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """Shared mode: no other node changes the document meanwhile (and ours starts from theirs)."""
+        if not self.shared:
+            yield
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path.parent / CATALOG_LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            self.refresh()
+            yield
+        finally:
+            os.close(fd)
+
+    def _stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_mtime_ns, st.st_size
+
+    def refresh(self) -> None:
+        """Shared mode: re-read the document if another node replaced it, noting in ``changes``
+        the topics created, grown and deleted since the last read."""
+        if not self.shared:
+            return
+        stamp = self._stamp()
+        if stamp is None or stamp == self._seen:
+            return
+        self._seen = stamp
+        found = {t.name: t for t in self._read()}
+        for name, topic in found.items():
+            mine = self.topics.get(name)
+            if mine is None or mine.topic_id != topic.topic_id:
+                if mine is not None:
+                    self._drop(mine)
+                self._add(topic)
+                if not topic.internal:
+                    self.changes.append(TopicCreated(name, topic.topic_id, topic.partitions))
+            elif topic.partitions > mine.partitions:
+                old, mine.partitions = mine.partitions, topic.partitions
+                mine.configs = topic.configs
+                self.version += 1
+                self.changes.append(PartitionsAdded(name, mine.topic_id, old, topic.partitions))
+        for name, mine in list(self.topics.items()):
+            if name not in found and not mine.internal:
+                self._drop(mine)
+                self.changes.append(TopicDeleted(name, mine.topic_id, mine.partitions))
+
+    def _drop(self, topic: Topic) -> None:
+        self.topics.pop(topic.name, None)
+        self.by_id.pop(topic.topic_id, None)
+        self.version += 1
 
     def _add(self, topic: Topic) -> None:
         self.topics[topic.name] = topic
@@ -69,11 +141,16 @@ class TopicCatalog:
         self.version += 1
 
     def _load(self) -> None:
+        self._seen = self._stamp()
+        for topic in self._read():
+            self._add(topic)
+
+    def _read(self) -> list[Topic]:
         if not self.path.exists():
-            return
-        for entry in json.loads(self.path.read_text())["topics"]:
-            self._add(Topic(entry["name"], bytes.fromhex(entry["id"]), entry["partitions"],
-                            dict(entry.get("configs", {})), bool(entry.get("internal", False))))
+            return []
+        return [Topic(entry["name"], bytes.fromhex(entry["id"]), entry["partitions"],
+                      dict(entry.get("configs", {})), bool(entry.get("internal", False)))
+                for entry in json.loads(self.path.read_text())["topics"]]
 
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -86,6 +163,7 @@ class TopicCatalog:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path)
+        self._seen = self._stamp()
         dir_fd = os.open(self.path.parent, os.O_RDONLY)
         try:
             os.fsync(dir_fd)
@@ -93,14 +171,18 @@ class TopicCatalog:
             os.close(dir_fd)
 
     def get(self, name: str) -> Topic | None:
-        return self.topics.get(name)
+        topic = self.topics.get(name)
+        if topic is None and self.shared:
+            self.refresh()  # perhaps created by another node a moment ago
+            topic = self.topics.get(name)
+        return topic
 
     def partition_count(self, topic: str) -> int | None:
-        t = self.topics.get(topic)
+        t = self.get(topic)
         return None if t is None else t.partitions
 
     def topic_id(self, topic: str) -> bytes | None:
-        t = self.topics.get(topic)
+        t = self.get(topic)
         return None if t is None else t.topic_id
 
     def topic_name(self, topic_id: bytes) -> str | None:
@@ -117,6 +199,12 @@ class TopicCatalog:
         reason = validate_topic_name(name)
         if reason:
             raise TopicError(ErrorCode.INVALID_TOPIC_EXCEPTION, reason)
+        with self._exclusive():
+            return self._create(name, partitions, configs, validate_only)
+
+    def _create(self, name: str, partitions: int, configs: dict[str, str] | None, validate_only: bool) -> Topic:
+        from protocol.errors import ErrorCode
+
         if name in self.topics:
             raise TopicError(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
         if partitions <= 0:
@@ -130,8 +218,15 @@ class TopicCatalog:
     def grow(self, name: str, count: int) -> Topic:
         """Raises the partition count of ``name`` to ``count`` (checked by the caller) and persists
         it before returning, so that the new partitions survive a restart."""
-        topic = self.topics[name]
-        assert count > topic.partitions
+        with self._exclusive():
+            return self._grow(name, count)
+
+    def _grow(self, name: str, count: int) -> Topic:
+        from protocol.errors import ErrorCode
+
+        topic = self.topics.get(name)
+        if topic is None or count <= topic.partitions:  # another node changed it meanwhile
+            raise TopicError(ErrorCode.INVALID_PARTITIONS, f"Topic '{name}' changed meanwhile; ask again.")
         old, topic.partitions = topic.partitions, count
         try:
             self._save()
@@ -142,6 +237,10 @@ class TopicCatalog:
         return topic
 
     def delete(self, name: str) -> Topic:
+        with self._exclusive():
+            return self._delete(name)
+
+    def _delete(self, name: str) -> Topic:
         from protocol.errors import ErrorCode
 
         topic = self.topics.get(name)

@@ -17,6 +17,7 @@ from typing import Any
 
 import trio
 
+from broker.cluster.node import ClusterNode
 from broker.log_runtime.runtime import BatchWrite, LogRuntime, Partition
 from broker.observability import logs
 from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog
@@ -98,8 +99,11 @@ def _rebuild_producers(state: PartitionState, now_ms: int) -> None:
 
 
 class TopicLogs:
-    def __init__(self, runtime: LogRuntime, catalog: TopicCatalog, *, max_message_bytes: int) -> None:
+    def __init__(self, runtime: LogRuntime, catalog: TopicCatalog, *, max_message_bytes: int,
+                 cluster: ClusterNode | None = None) -> None:
         self.runtime = runtime
+        # Cluster mode: this node serves only the partitions it owns, opened when it claims them.
+        self.cluster = cluster
         self.catalog = catalog
         self.defaults = runtime.manager.config
         self.max_message_bytes = max_message_bytes
@@ -112,8 +116,10 @@ class TopicLogs:
     def config_for(self, topic: Topic) -> LogConfig:
         return topic_log_config(self.defaults, topic.configs)
 
-    def _open(self, topic: Topic, partition: int) -> PartitionState:
-        part = self.runtime.adopt(self.runtime.open(topic.name, partition, self.config_for(topic), topic.topic_id))
+    def _open(self, topic: Topic, partition: int, part: Partition | None = None) -> PartitionState:
+        if part is None:
+            part = self.runtime.open(topic.name, partition, self.config_for(topic), topic.topic_id)
+        part = self.runtime.adopt(part)
         report = self.runtime.manager.reports.get((topic.name, partition))
         if report is not None and not report.clean:
             logs.warn("log.recovered", topic=topic.name, partition=partition, dropped_bytes=report.bytes_dropped,
@@ -130,6 +136,8 @@ class TopicLogs:
         rebuild its producer state. Blocking: runs before serving."""
         now = int(time.time() * 1000)
         count = 0
+        if self.cluster is not None:
+            return 0  # partitions open as this node claims them (``gain``)
         for name, partition in self.runtime.manager.existing_partitions():
             if name == OFFSETS_TOPIC:
                 continue
@@ -147,7 +155,9 @@ class TopicLogs:
         """The partition's state, creating its log if the topic exists but the log does not yet."""
         state = self.states.get((topic, partition))
         if state is not None:
-            return state
+            return state if self.cluster is None or self.cluster.owns((topic, partition)) else None
+        if self.cluster is not None:
+            return None
         t = self.catalog.get(topic)
         if t is None or t.internal or not 0 <= partition < t.partitions:
             return None
@@ -159,17 +169,34 @@ class TopicLogs:
         if topic.internal:
             if topic.name != OFFSETS_TOPIC or not 0 <= partition < topic.partitions:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if self.cluster is not None and not self.cluster.owns((topic.name, partition)):
+                return ErrorCode.NOT_LEADER_OR_FOLLOWER
             part = self.runtime.get(topic.name, partition)
             return part if part is not None else ErrorCode.LEADER_NOT_AVAILABLE  # its shard is loading
         state = self.get(topic.name, partition)
-        return state.part if state is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if state is None:
+            return self.not_served(topic, partition)
+        return state.part
+
+    def not_served(self, topic: Topic, partition: int) -> int:
+        """Why a partition of a known topic has no state here: another node leads it (cluster
+        mode) or it does not exist."""
+        if self.cluster is not None and 0 <= partition < topic.partitions:
+            return ErrorCode.NOT_LEADER_OR_FOLLOWER
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
     def create_topic(self, topic: Topic) -> None:
+        if self.cluster is not None:
+            self.cluster.poke()  # the owners claim the new partitions and open them
+            return
         for p in range(topic.partitions):
             self.get(topic.name, p)
 
     def grow_topic(self, topic: Topic, old_count: int) -> None:
         """Opens the logs of the partitions ``topic`` gained beyond ``old_count``."""
+        if self.cluster is not None:
+            self.cluster.poke()
+            return
         for p in range(old_count, topic.partitions):
             self.get(topic.name, p)
 
@@ -207,7 +234,52 @@ class TopicLogs:
         _rebuild_producers(state, int(time.time() * 1000))
 
     def _recover(self, state: PartitionState) -> None:
+        if self.cluster is not None and not self.cluster.owns((state.topic, state.partition)):
+            self.lose((state.topic, state.partition))
+            return
         self.runtime.spawn(self._reopen, state)
+
+    # ---- ownership (cluster mode) ---------------------------------------------------------------
+
+    async def gain(self, key: TopicPartition, epoch: int) -> None:
+        """This node now owns ``key``: open its log (recovering it) at the new owner epoch, then
+        serve it. Until then produce and fetch answer NOT_LEADER_OR_FOLLOWER (clients retry)."""
+        assert self.cluster is not None
+        topic = self.catalog.get(key[0])
+        if topic is None or not 0 <= key[1] < topic.partitions:
+            return
+
+        def open_log() -> Partition:
+            part = self.runtime.open(key[0], key[1], self.config_for(topic), topic.topic_id)
+            part.log.begin_epoch(epoch)
+            return part
+
+        part = await trio.to_thread.run_sync(open_log)
+        if not self.cluster.owns(key) or self.catalog.get(key[0]) is not topic:
+            part.log.close()
+            self.runtime.manager.forget(*key)
+            return
+        state = self._open(topic, key[1], part)
+        _rebuild_producers(state, int(time.time() * 1000))
+        self.producer_ids.at_least(state.producers.max_producer_id())
+        logs.event("partition.took_over", topic=key[0], partition=key[1], epoch=part.log.leader_epoch,
+                   end_offset=part.log.end_offset)
+
+    def lose(self, key: TopicPartition) -> None:
+        state = self.states.pop(key, None)
+        if state is not None:
+            state.deleted = True  # no reopen: the partition is another node's now
+            self.runtime.close_partition(state.part)
+
+    async def release(self, key: TopicPartition) -> None:
+        """Controlled hand-over: what was queued becomes durable (and is acknowledged), then close."""
+        state = self.states.get(key)
+        if state is not None and not state.part.settled:
+            settled = trio.Event()
+            state.part.when_durable(lambda _ok: settled.set())
+            with trio.move_on_after(5):
+                await settled.wait()
+        self.lose(key)
 
     async def _reopen(self, state: PartitionState) -> None:
         """A write failed: reopen the log (recovery drops what was not written whole), then

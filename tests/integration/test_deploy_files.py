@@ -199,11 +199,20 @@ def test_compose_cluster_wires_broker_prometheus_and_analysis() -> None:
     compose = load_yaml(ROOT / "docker-compose.yml")
     services = compose["services"]
 
-    kcoord = services["kcoord"]
-    assert kcoord["build"]["target"] == "runtime"
-    assert {"9092:9092", "9464:9464"} <= set(kcoord["ports"])
-    assert "kcoord-data:/var/lib/kcoord" in kcoord["volumes"]
-    assert kcoord["healthcheck"]["test"][:3] == ["CMD", "kcoord", "health"]
+    # Three nodes on one shared data volume, joined through etcd, each advertising its own port.
+    assert services["etcd"]["image"].startswith("quay.io/coreos/etcd:v3.4")
+    nodes = [services[f"kcoord-{n}"] for n in (1, 2, 3)]
+    for n, kcoord in enumerate(nodes, 1):
+        env = kcoord["environment"]
+        assert kcoord["build"]["target"] == "runtime"
+        assert env["KCOORD_NODE_ID"] == str(n)
+        assert env["KCOORD_ETCD_ENDPOINTS"] == "http://etcd:2379"
+        port = 9091 + n
+        assert env["KCOORD_ADVERTISED_LISTENERS"] == f"PLAINTEXT://localhost:{port}"
+        assert {f"{port}:{port}", f"{9463 + n}:9464"} <= set(kcoord["ports"])
+        assert "kcoord-data:/var/lib/kcoord" in kcoord["volumes"]
+        assert kcoord["healthcheck"]["test"] == ["CMD", "kcoord", "health", "--bootstrap", f"127.0.0.1:{port}"]
+    assert len({kcoord["environment"]["KCOORD_CLUSTER_ID"] for kcoord in nodes}) == 1
 
     prometheus = services["prometheus"]
     assert prometheus["image"].startswith("prom/prometheus:")
@@ -231,7 +240,7 @@ def test_prometheus_config_is_valid_and_scrapes_the_broker() -> None:
     config = load_yaml(DEPLOY / "prometheus.yml")
     targets = [t for job in config["scrape_configs"] if job["job_name"] == "kcoord"
                for sc in job["static_configs"] for t in sc["targets"]]
-    assert targets == ["kcoord:9464"]
+    assert targets == ["kcoord-1:9464", "kcoord-2:9464", "kcoord-3:9464"]
 
 
 def test_alert_rules_are_valid() -> None:

@@ -1,0 +1,290 @@
+"""A kcoord cluster on this machine: throughput of one node against two, and failover time.
+
+    python bench/cluster.py [--seconds 5] [--rounds 3] [--failovers 5] [--lease-ms 9000]
+
+Starts a real etcd (Debian's etcd-server) and kcoord nodes on one shared data dir, then:
+
+1. OffsetCommit requests/s and heartbeats/s from the same load generator (two processes, each
+   with 4 connections x 8 requests in flight, pre-encoded requests, responses only framed) against
+   a one-node cluster and against a two-node cluster, the groups spread so that each connection
+   talks to the node coordinating its group;
+2. failover after kill -9: three nodes, a committer per moved group; the time from the kill to the
+   first acknowledged commit of every moved group, --failovers times (a node is killed, then
+   restarted, then the next is killed).
+
+Prints every run and the medians.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import trio
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.commits import Committer, commit_frames, generate, join_member
+from bench.harness import cpu_seconds, free_port
+from broker.tools.wire_client import WireClient
+from protocol.frames import RequestHeader, frame_request
+from protocol.messages import ApiKey
+from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.metadata import MetadataRequest
+from protocol.messages.offset_commit import OffsetCommitRequest
+
+ROOT = Path(__file__).resolve().parent.parent
+ETCD = "/usr/bin/etcd"
+
+
+class Etcd:
+    def __init__(self, tmp: Path) -> None:
+        self.port, peer = free_port(), free_port()
+        url, peer_url = f"http://127.0.0.1:{self.port}", f"http://127.0.0.1:{peer}"
+        self.proc = subprocess.Popen(
+            [ETCD, "--data-dir", str(tmp / "etcd"), "--listen-client-urls", url, "--advertise-client-urls", url,
+             "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
+             "--initial-cluster", f"default={peer_url}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.endpoint = url
+        import urllib.request
+
+        for _ in range(300):
+            try:
+                with urllib.request.urlopen(f"{url}/health", timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.1)
+        raise RuntimeError("etcd did not start")
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+
+
+class Node:
+    def __init__(self, etcd: Etcd, data_dir: Path, cluster_id: str, node_id: int, lease_ms: int) -> None:
+        self.node_id = node_id
+        self.port = free_port()
+        props = {"node.id": node_id, "cluster.id": cluster_id, "etcd.endpoints": etcd.endpoint,
+                 "broker.session.timeout.ms": lease_ms, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                 "log.dirs": data_dir, "metrics.listener": "", "group.initial.rebalance.delay.ms": 0,
+                 "log.level": "WARNING"}
+        args = [sys.executable, "-m", "kcoord", "serve"]
+        for k, v in props.items():
+            args += ["--override", f"{k}={v}"]
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with open(data_dir.parent / f"node{node_id}.log", "a") as log:
+            self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.proc.pid)
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(60)
+
+
+def leaders(port: int) -> dict[int, int]:
+    with WireClient("127.0.0.1", port, timeout=5) as c:
+        r = c.call(ApiKey.Metadata, 9, MetadataRequest(topics=[MetadataRequest.Topic(name="__consumer_offsets")],
+                                                      allow_auto_topic_creation=False))
+    return {p.partition_index: p.leader_id for p in r.topics[0].partitions}
+
+
+def wait_spread(nodes: list[Node], timeout: float = 60) -> None:
+    want = {n.node_id for n in nodes}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            views = [leaders(n.port) for n in nodes]
+            loaded = True
+            for n in nodes:
+                with WireClient("127.0.0.1", n.port, timeout=5) as c:
+                    loaded &= c.call(ApiKey.ListGroups, 0, ListGroupsRequest()).error_code == 0
+            if loaded and all(set(v.values()) == want and len(v) == 50 and v == views[0] for v in views):
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("ownership did not settle")
+
+
+def coordinator(port: int, group: str) -> int:
+    with WireClient("127.0.0.1", port, timeout=5) as c:
+        r = c.call(ApiKey.FindCoordinator, 3, FindCoordinatorRequest(key=group, key_type=0))
+    return int(r.node_id) if r.error_code == 0 else -1
+
+
+def groups_on(port: int, node_id: int, count: int, prefix: str) -> list[str]:
+    out: list[str] = []
+    i = 0
+    while len(out) < count:
+        if coordinator(port, f"{prefix}-{i}") == node_id:
+            out.append(f"{prefix}-{i}")
+        i += 1
+    return out
+
+
+def create_topic(port: int, name: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}).create_topics(
+        [NewTopic(name, partitions, 1)])[name].result(15)
+
+
+def heartbeat_frames(committer: Committer, conn: int) -> list[bytes]:
+    group, generation, member = committer
+    body = HeartbeatRequest(group_id=group, generation_id=generation, member_id=member)
+    return [frame_request(RequestHeader(ApiKey.Heartbeat, 4, k, "bench"), HeartbeatRequest.encode(body, 4), True)
+            for k in range(64)]
+
+
+def _child(port: int, frames: list[list[bytes]], seconds: float, out: Any) -> None:
+    out.put(generate(port, [("", 0, "")] * len(frames), 8, seconds, lambda _c, i: frames[i]))
+
+
+def load(targets: list[tuple[int, list[list[bytes]]]], seconds: float, nodes: list[Node]) -> tuple[float, float]:
+    """Runs one generator process per target (port, frames per connection); (requests/s, node cores)."""
+    ctx = multiprocessing.get_context("fork")
+    queue: Any = ctx.Queue()
+    children = [ctx.Process(target=_child, args=(port, frames, seconds, queue)) for port, frames in targets]
+    c0, t0 = sum(n.cpu() for n in nodes), time.perf_counter()
+    for child in children:
+        child.start()
+    done = sum(queue.get()[0] for _ in children)
+    wall = time.perf_counter() - t0
+    for child in children:
+        child.join()
+    return done / seconds, (sum(n.cpu() for n in nodes) - c0) / wall
+
+
+def throughput(etcd: Etcd, tmp: Path, count: int, seconds: float, lease_ms: int) -> dict[str, tuple[float, float]]:
+    data = tmp / f"data-{count}"
+    cid = "bench" + uuid.uuid4().hex[:8]
+    nodes = [Node(etcd, data, cid, n, lease_ms) for n in range(1, count + 1)]
+    try:
+        time.sleep(1)
+        wait_spread(nodes)
+        create_topic(nodes[0].port, "bench", 16)
+        # Two generator processes, 4 connections each; with two nodes each process loads one node.
+        targets_commit: list[tuple[int, list[list[bytes]]]] = []
+        targets_hb: list[tuple[int, list[list[bytes]]]] = []
+        for g in range(2):
+            node = nodes[g % count]
+            groups = groups_on(node.port, node.node_id, 4, f"bench-{g}")
+            targets_commit.append((node.port, [commit_frames((grp, -1, ""), i) for i, grp in enumerate(groups)]))
+
+            async def join_all(port: int = node.port, gs: list[str] = groups) -> list[Committer]:
+                joined = []
+                for grp in gs:
+                    client, generation, member = await join_member(port, grp + "-hb")
+                    await client.stream.aclose()
+                    joined.append((grp + "-hb", generation, member))
+                return joined
+
+            hb_groups = groups_on(node.port, node.node_id, 4, f"hb-{g}")
+            members = trio.run(join_all, node.port, [h.removesuffix("-hb") for h in hb_groups])
+            targets_hb.append((node.port, [heartbeat_frames(m, i) for i, m in enumerate(members)]))
+        return {"OffsetCommit": load(targets_commit, seconds, nodes), "Heartbeat": load(targets_hb, seconds, nodes)}
+    finally:
+        for n in nodes:
+            n.kill(signal.SIGTERM)
+
+
+def failovers(etcd: Etcd, tmp: Path, rounds: int, lease_ms: int) -> list[float]:
+    data = tmp / "data-failover"
+    cid = "bench" + uuid.uuid4().hex[:8]
+    nodes = {n: Node(etcd, data, cid, n, lease_ms) for n in (1, 2, 3)}
+    times: list[float] = []
+    try:
+        time.sleep(1)
+        wait_spread(list(nodes.values()))
+        create_topic(nodes[1].port, "storm", 1)
+        for r in range(rounds):
+            victim = 1 + r % 3
+            other = nodes[1 + (victim % 3)]
+            moved = groups_on(other.port, victim, 3, f"fo-{r}")
+            commit = {g: OffsetCommitRequest(group_id=g, generation_id_or_member_epoch=-1, member_id="", topics=[
+                OffsetCommitRequest.Topic(name="storm", partitions=[
+                    OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=1)])]) for g in moved}
+            with WireClient("127.0.0.1", nodes[victim].port) as c:
+                for g in moved:
+                    assert c.call(ApiKey.OffsetCommit, 2, commit[g]).topics[0].partitions[0].error_code == 0
+            killed = time.monotonic()
+            nodes[victim].kill()
+            pending = set(moved)
+            while pending:
+                for g in list(pending):
+                    node = coordinator(other.port, g)
+                    if node not in nodes or node == victim:
+                        continue
+                    try:
+                        with WireClient("127.0.0.1", nodes[node].port, timeout=5) as c:
+                            r2 = c.call(ApiKey.OffsetCommit, 2, commit[g])
+                        if r2.topics[0].partitions[0].error_code == 0:
+                            pending.discard(g)
+                    except OSError:
+                        pass
+                time.sleep(0.02)
+                if time.monotonic() - killed > 120:
+                    raise RuntimeError("failover did not complete")
+            took = time.monotonic() - killed
+            times.append(took)
+            print(f"failover {r + 1}: node {victim} killed, its groups committing again after {took:.2f} s",
+                  flush=True)
+            nodes[victim] = Node(etcd, data, cid, victim, lease_ms)
+            wait_spread(list(nodes.values()), timeout=120)
+    finally:
+        for n in nodes.values():
+            n.kill(signal.SIGTERM)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--failovers", type=int, default=5)
+    parser.add_argument("--lease-ms", type=int, default=9000)
+    args = parser.parse_args()
+    if not os.path.exists(ETCD):
+        raise SystemExit("needs etcd (Debian package etcd-server)")
+    tmp = Path(tempfile.mkdtemp(prefix="kcoord-cluster-bench-"))
+    etcd = Etcd(tmp)
+    try:
+        results: dict[tuple[int, str], list[tuple[float, float]]] = {}
+        for _ in range(args.rounds):
+            for count in (1, 2):
+                for api, figures in throughput(etcd, tmp, count, args.seconds, args.lease_ms).items():
+                    results.setdefault((count, api), []).append(figures)
+                    print(f"{count} node(s) {api:12} {figures[0]:9,.0f} req/s  nodes {figures[1]:.2f} cores",
+                          flush=True)
+        for api in ("OffsetCommit", "Heartbeat"):
+            one = statistics.median(r[0] for r in results[(1, api)])
+            two = statistics.median(r[0] for r in results[(2, api)])
+            print(f"median {api:12} one node {one:9,.0f} req/s  two nodes {two:9,.0f} req/s  ratio {two / one:.2f}")
+        if args.failovers:
+            times = failovers(etcd, tmp, args.failovers, args.lease_ms)
+            print(f"failover after kill -9 (lease {args.lease_ms} ms): p50 {statistics.median(times):.2f} s, "
+                  f"max {max(times):.2f} s over {len(times)}")
+    finally:
+        etcd.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

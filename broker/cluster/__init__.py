@@ -1,0 +1,1 @@
+"""Several kcoord nodes sharing the partitions: membership and ownership leased in etcd."""

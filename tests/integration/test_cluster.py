@@ -1,0 +1,189 @@
+"""A kcoord cluster: three or four nodes on one shared data dir, ownership leased in a real etcd,
+real clients following Metadata, FindCoordinator and NOT_COORDINATOR, nodes killed, paused and
+stopped under load."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from broker.coordinator.partitioning import partition_for
+from broker.tools.wire_client import WireClient
+from protocol.messages import ApiKey
+from protocol.messages.offset_fetch import OffsetFetchRequest
+from protocol.record_batch import iter_batches
+from storage.checkpoints import read_leader_epochs
+from tests.conftest import EtcdProcess
+from tests.integration.clients import create_topic
+from tests.integration.cluster_helpers import OFFSETS, Cluster, Committer, commit_request, fetch_offset
+from tests.integration.test_dataplane_clients import confluent_group, confluent_produce, kafka_python_group
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def cluster(etcd: EtcdProcess, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(etcd, tmp_path)
+    yield c
+    c.stop_all()
+
+
+def committed(cluster: Cluster, group: str) -> dict[tuple[str, int], int]:
+    node = cluster.coordinator(group)
+    with WireClient("127.0.0.1", cluster.nodes[node].port) as c:
+        r = c.call(ApiKey.OffsetFetch, 7, OffsetFetchRequest(group_id=group, topics=None))
+    return {(t.name, p.partition_index): p.committed_offset for t in r.topics for p in t.partitions}
+
+
+def test_three_nodes_spread_the_groups_and_real_clients_work_across_them(cluster: Cluster) -> None:
+    for node in (1, 2, 3):
+        cluster.start_node(node)
+    leaders = cluster.wait_spread({1, 2, 3})
+    shares = Counter(leaders.values())
+    assert max(shares.values()) - min(shares.values()) <= 1, shares
+    bootstrap = ",".join(b.bootstrap for b in cluster.alive())
+    create_topic(bootstrap, "orders", 6)
+    confluent_produce(bootstrap, "orders", 0, 300)
+    expected = {f"m{i}" for i in range(300)}
+    for node in (1, 2, 3):
+        # One group of each client library coordinated by each node.
+        for prefix, run in (("confluent", confluent_group), ("kafka-python", kafka_python_group)):
+            group = cluster.groups_on(node, 1, prefix)[0]
+            seen = run(bootstrap, "orders", group, 300)
+            assert {value for _p, _o, value in seen} == expected
+            offsets = committed(cluster, group)
+            assert sum(offsets.values()) == 300, (group, offsets)
+    # The topic's partitions are led by every node, evenly.
+    assert Counter(cluster.leaders(topic="orders").values()) == {1: 2, 2: 2, 3: 2}
+
+
+def test_kill_9_during_a_commit_storm_loses_no_acknowledged_commit(cluster: Cluster) -> None:
+    for node in (1, 2, 3):
+        cluster.start_node(node)
+    cluster.wait_spread({1, 2, 3})
+    create_topic(cluster.nodes[1].bootstrap, "storm", 1)
+    moved = cluster.groups_on(2, 4, "storm")
+    staying = cluster.groups_on(1, 2, "storm") + cluster.groups_on(3, 2, "storm")
+    committers = {g: Committer(cluster, g) for g in moved + staying}
+    for c in committers.values():
+        c.start()
+    time.sleep(2)
+    assert all(c.acked > 0 for c in committers.values()), {g: c.acked for g, c in committers.items()}
+    killed_at = time.monotonic()
+    cluster.nodes[2].kill()
+    deadline = killed_at + 30
+    while any(committers[g].first_success_after(killed_at) is None for g in moved):
+        assert time.monotonic() < deadline, "the moved groups did not resume"
+        time.sleep(0.05)
+    resumed = [committers[g].first_success_after(killed_at) for g in moved]
+    failover = max(t for t in resumed if t is not None) - killed_at
+    time.sleep(1)
+    for c in committers.values():
+        c.stop_flag.set()
+    for c in committers.values():
+        c.join(30)
+    for group, c in committers.items():
+        fetched = fetch_offset(cluster, group, "storm")
+        assert c.acked <= fetched <= c.attempted, (group, c.acked, fetched, c.attempted)
+    print(f"failover after kill -9: {failover:.2f}s (lease {cluster.session_timeout_ms} ms)")
+    assert failover < cluster.session_timeout_ms / 1000 + 5
+
+
+def _batches(partition_dir: Path) -> list[tuple[int, int]]:
+    """(base offset, partition leader epoch) of every batch in every segment file, as on disk."""
+    out = []
+    for log in sorted(partition_dir.glob("*.log")):
+        out += [(b.base_offset, b.partition_leader_epoch) for b in iter_batches(log.read_bytes(), verify_crc=False)]
+    return out
+
+
+def test_a_paused_node_is_fenced_and_rejoins_without_its_old_ownership(cluster: Cluster) -> None:
+    for node in (1, 2, 3):
+        cluster.start_node(node)
+    cluster.wait_spread({1, 2, 3})
+    create_topic(cluster.nodes[1].bootstrap, "t", 1)
+    group = cluster.groups_on(3, 1, "paused")[0]
+    partition_dir = cluster.data_dir / f"{OFFSETS}-{partition_for(group, 50)}"
+    paused = cluster.nodes[3]
+    assert paused.proc is not None
+    stale = WireClient("127.0.0.1", paused.port, timeout=60)
+    for offset in range(1, 6):
+        assert stale.call(ApiKey.OffsetCommit, 2, commit_request(group, "t", offset)).topics[0] \
+            .partitions[0].error_code == 0
+    os.kill(paused.proc.pid, signal.SIGSTOP)
+    try:
+        # Sent while the node is paused: it reads it only once it wakes up.
+        correlation = stale.send(ApiKey.OffsetCommit, 2, commit_request(group, "t", 1000))
+        deadline = time.monotonic() + 30
+        while cluster.coordinator(group) in (3, -1):
+            assert time.monotonic() < deadline, "nobody took over the paused node's partitions"
+            time.sleep(0.1)
+        new_owner = cluster.nodes[cluster.coordinator(group)]
+        with WireClient("127.0.0.1", new_owner.port) as c:
+            for offset in range(6, 11):
+                assert c.call(ApiKey.OffsetCommit, 2, commit_request(group, "t", offset)).topics[0] \
+                    .partitions[0].error_code == 0
+    finally:
+        os.kill(paused.proc.pid, signal.SIGCONT)
+    try:
+        answer = stale.recv(ApiKey.OffsetCommit, 2, correlation)
+        assert answer.topics[0].partitions[0].error_code != 0, "a fenced node acknowledged a commit"
+    except (ConnectionError, OSError):
+        pass  # closing the connection acknowledges nothing either
+    stale.close()
+    assert fetch_offset(cluster, group, "t") == 10
+    # The paused node comes back as a new member and gets a share again, under new epochs.
+    cluster.wait_spread({1, 2, 3})
+    assert "cluster.lease_lost" in paused.log() or "cluster.partition_lost" in paused.log()
+    assert fetch_offset(cluster, group, "t") == 10
+    # On disk: no batch of an epoch lies beyond the start of the next epoch.
+    epochs = read_leader_epochs(partition_dir)
+    assert len(epochs) >= 2, epochs
+    starts = dict(epochs)
+    ordered = sorted(starts.items())
+    for base, epoch in _batches(partition_dir):
+        later = [start for e, start in ordered if e > epoch]
+        assert not later or base < min(later), (base, epoch, ordered)
+
+
+def test_a_fourth_node_takes_its_share_and_sigterm_hands_over_at_once(etcd: EtcdProcess, tmp_path: Path) -> None:
+    # A long lease: a hand-over that waited for it would blow the time limit below.
+    cluster = Cluster(etcd, tmp_path, session_timeout_ms=30000)
+    try:
+        for node in (1, 2, 3):
+            cluster.start_node(node)
+        cluster.wait_spread({1, 2, 3})
+        create_topic(cluster.nodes[1].bootstrap, "storm", 1)
+        groups = [g for node in (1, 2, 3) for g in cluster.groups_on(node, 2, "steady")]
+        committers = {g: Committer(cluster, g) for g in groups}
+        for c in committers.values():
+            c.start()
+        cluster.start_node(4)
+        leaders = cluster.wait_spread({1, 2, 3, 4})
+        assert Counter(leaders.values())[4] >= 12
+        joined = time.monotonic()
+        stopping = time.monotonic()
+        assert cluster.nodes[1].stop() == 0
+        cluster.wait_spread({2, 3, 4}, timeout=15)
+        handed_over = time.monotonic() - stopping
+        assert handed_over < 15  # far below the 30 s lease
+        deadline = time.monotonic() + 20
+        while any(c.first_success_after(time.monotonic() - 0.5) is None for c in committers.values()):
+            assert time.monotonic() < deadline, {g: c.acked for g, c in committers.items()}
+            time.sleep(0.1)
+        assert all(c.first_success_after(joined) for c in committers.values())
+        for c in committers.values():
+            c.stop_flag.set()
+        for c in committers.values():
+            c.join(30)
+        for group, c in committers.items():
+            assert c.acked <= fetch_offset(cluster, group, "storm") <= c.attempted
+        print(f"SIGTERM hand-over: {handed_over:.2f}s")
+    finally:
+        cluster.stop_all()
