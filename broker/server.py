@@ -205,6 +205,7 @@ class Broker:
 
     def _register_handlers(self) -> None:
         from broker.handlers import (
+            acls,
             cluster,
             create_partitions,
             fetch,
@@ -230,6 +231,11 @@ class Broker:
         init_producer_id.register(self)
         sasl.register(self)
         scram_credentials.register(self)
+        acls.register(self)
+        if self.security.authorizer is not None:
+            from broker.security.request_checks import RequestChecks
+
+            self.router.authorize = RequestChecks(self, self.security.authorizer).check
 
     # ---- topics -----------------------------------------------------------------------------
 

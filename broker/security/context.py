@@ -8,8 +8,9 @@ from pathlib import Path
 
 from broker.config import BrokerConfig
 from broker.security import tls
+from broker.security.authorizer import Authorizer
 from broker.security.credentials import CredentialStore
-from broker.security.properties import bootstrap_users, enabled_mechanisms
+from broker.security.properties import bootstrap_users, enabled_mechanisms, super_users
 
 
 class SecurityContext:
@@ -25,3 +26,7 @@ class SecurityContext:
                 raise SystemExit(f"kcoord: cannot load the TLS keystore or truststore: {exc}") from None
         self.handshake_timeout = config["ssl.handshake.timeout.ms"] / 1000
         self.max_unauthenticated_bytes: int = config["sasl.server.max.receive.size"]
+        self.authorizer: Authorizer | None = None
+        if str(config["authorizer.class.name"]).strip():
+            self.authorizer = Authorizer(data_dir, super_users(config.values),
+                                         config["allow.everyone.if.no.acl.found"])
