@@ -109,6 +109,8 @@ def wait_spread(nodes: list[Node], timeout: float = 60) -> None:
     want = {n.node_id for n in nodes}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if any(n.proc.poll() is not None for n in nodes):
+            raise RuntimeError("a node exited; see its log in the bench directory")
         try:
             views = [leaders(n.port) for n in nodes]
             loaded = True
@@ -142,8 +144,8 @@ def groups_on(port: int, node_id: int, count: int, prefix: str) -> list[str]:
 def create_topic(port: int, name: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"}).create_topics(
-        [NewTopic(name, partitions, 1)])[name].result(15)
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
 
 
 def heartbeat_frames(committer: Committer, conn: int) -> list[bytes]:
@@ -173,8 +175,8 @@ def load(targets: list[tuple[int, list[list[bytes]]]], seconds: float, nodes: li
 
 
 def throughput(etcd: Etcd, tmp: Path, count: int, seconds: float, lease_ms: int) -> dict[str, tuple[float, float]]:
-    data = tmp / f"data-{count}"
     cid = "bench" + uuid.uuid4().hex[:8]
+    data = tmp / cid
     nodes = [Node(etcd, data, cid, n, lease_ms) for n in range(1, count + 1)]
     try:
         time.sleep(1)
@@ -188,16 +190,15 @@ def throughput(etcd: Etcd, tmp: Path, count: int, seconds: float, lease_ms: int)
             groups = groups_on(node.port, node.node_id, 4, f"bench-{g}")
             targets_commit.append((node.port, [commit_frames((grp, -1, ""), i) for i, grp in enumerate(groups)]))
 
-            async def join_all(port: int = node.port, gs: list[str] = groups) -> list[Committer]:
+            async def join_all(port: int, gs: list[str]) -> list[Committer]:
                 joined = []
                 for grp in gs:
-                    client, generation, member = await join_member(port, grp + "-hb")
+                    client, generation, member = await join_member(port, grp)
                     await client.stream.aclose()
-                    joined.append((grp + "-hb", generation, member))
+                    joined.append((grp, generation, member))
                 return joined
 
-            hb_groups = groups_on(node.port, node.node_id, 4, f"hb-{g}")
-            members = trio.run(join_all, node.port, [h.removesuffix("-hb") for h in hb_groups])
+            members = trio.run(join_all, node.port, groups_on(node.port, node.node_id, 4, f"hb-{g}"))
             targets_hb.append((node.port, [heartbeat_frames(m, i) for i, m in enumerate(members)]))
         return {"OffsetCommit": load(targets_commit, seconds, nodes), "Heartbeat": load(targets_hb, seconds, nodes)}
     finally:
@@ -271,8 +272,8 @@ def main() -> None:
             for count in (1, 2):
                 for api, figures in throughput(etcd, tmp, count, args.seconds, args.lease_ms).items():
                     results.setdefault((count, api), []).append(figures)
-                    print(f"{count} node(s) {api:12} {figures[0]:9,.0f} req/s  nodes {figures[1]:.2f} cores",
-                          flush=True)
+                    print(f"{count} node(s) {api:12} {figures[0]:9,.0f} req/s  nodes {figures[1]:.2f} cores  "
+                          f"{figures[1] / figures[0] * 1e6:5.0f} us of node CPU per request", flush=True)
         for api in ("OffsetCommit", "Heartbeat"):
             one = statistics.median(r[0] for r in results[(1, api)])
             two = statistics.median(r[0] for r in results[(2, api)])

@@ -70,6 +70,14 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=0),
     Property("group.initial.rebalance.delay.ms", int, 3000, "Wait for more members when an empty group forms.",
              minimum=0),
+    Property("transaction.state.log.num.partitions", int, 50, "Partitions of __transaction_state; never change.",
+             minimum=1),
+    Property("transaction.state.log.segment.bytes", int, 104857600, "Segment size of __transaction_state "
+             "partitions.", minimum=1024),
+    Property("transaction.max.timeout.ms", int, 900000, "Largest transaction timeout a producer may ask for.",
+             minimum=1),
+    Property("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "How often the "
+             "transaction coordinator aborts transactions open longer than their timeout.", minimum=1),
     Property("group.max.size", int, 2147483647, "Most members a group may have.", minimum=1),
     Property("group.consumer.session.timeout.ms", int, 45000, "Session timeout of consumer-protocol (KIP-848) "
              "members: the broker decides it, not the client.", minimum=1),

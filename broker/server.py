@@ -40,6 +40,9 @@ from broker.security.listeners import ListenerSpec
 from broker.security.sasl import SaslState
 from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog, TopicError
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
+from broker.transactions.markers import MarkerWriter
+from broker.transactions.service import TransactionService
+from broker.txn_coordinator.coordinator import TransactionCoordinator
 from protocol.errors import ErrorCode
 from storage.config import LogConfig
 from storage.dir_lock import DataDirError, DirLock, acquire, open_data_dir
@@ -210,17 +213,18 @@ class Broker:
             create_partitions,
             fetch,
             groups,
-            init_producer_id,
             list_offsets,
             produce,
             sasl,
             scram_credentials,
             topics,
+            transactions,
         )
         from broker.topics.partitions import TopicLogs
 
         self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=self.config["message.max.bytes"],
                                     cluster=self.cluster)
+        self.transactions = self._make_transactions()
         cluster.register(self)
         topics.register(self)
         create_partitions.register(self)
@@ -228,7 +232,7 @@ class Broker:
         produce.register(self)
         fetch.register(self)
         list_offsets.register(self)
-        init_producer_id.register(self)
+        transactions.register(self)
         sasl.register(self)
         scram_credentials.register(self)
         acls.register(self)
@@ -236,6 +240,20 @@ class Broker:
             from broker.security.request_checks import RequestChecks
 
             self.router.authorize = RequestChecks(self, self.security.authorizer).check
+
+    def _make_transactions(self) -> TransactionService:
+        c = self.config
+        log_config = LogConfig(
+            segment_bytes=c["transaction.state.log.segment.bytes"],
+            cleanup_policy="compact",
+            delete_retention_ms=c["log.cleaner.delete.retention.ms"],
+            min_compaction_lag_ms=c["log.cleaner.min.compaction.lag.ms"],
+            min_cleanable_dirty_ratio=c["log.cleaner.min.cleanable.ratio"],
+        )
+        coordinator = TransactionCoordinator(self.topic_logs.producer_ids.next_id, c["transaction.max.timeout.ms"])
+        return TransactionService(self.logs, coordinator, MarkerWriter(self.topic_logs, self.shards),
+                                  c["transaction.state.log.num.partitions"], log_config, self.clock,
+                                  c["transaction.abort.timed.out.transaction.cleanup.interval.ms"])
 
     # ---- topics -----------------------------------------------------------------------------
 
@@ -396,6 +414,7 @@ class Broker:
                 self.advertised = (self.advertised[0], self.bound_port)
             await self._start_services(nursery)
             await nursery.start(self.shards.run)
+            await nursery.start(self.transactions.run)
             if self.cluster is not None:
                 self.cluster.address = self.advertised
                 self.cluster.listener = ClusterListener(self)

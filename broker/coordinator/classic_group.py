@@ -308,7 +308,10 @@ class ClassicGroup:
 
     # ---- offsets ------------------------------------------------------------------------
 
-    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int) -> ErrorCode:
+    def validate_offset_commit(self, member_id: str, instance_id: str | None, generation: int,
+                               transactional: bool = False) -> ErrorCode:
+        """Kafka's ClassicGroup.validateOffsetCommit; a transactional commit (TxnOffsetCommit) may
+        come from outside the group while it is not empty, and during a rebalance."""
         if self.state is GroupState.DEAD:
             return ErrorCode.COORDINATOR_NOT_AVAILABLE
         if generation < 0 and self.state is GroupState.EMPTY:
@@ -319,9 +322,9 @@ class ClassicGroup:
                 return error
             if generation != self.generation:
                 return ErrorCode.ILLEGAL_GENERATION
-        elif self.state is not GroupState.EMPTY:
+        elif not transactional and self.state is not GroupState.EMPTY:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        if self.state is GroupState.COMPLETING_REBALANCE:
+        if not transactional and self.state is GroupState.COMPLETING_REBALANCE:
             return ErrorCode.REBALANCE_IN_PROGRESS
         return ErrorCode.NONE
 

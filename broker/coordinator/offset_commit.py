@@ -162,7 +162,8 @@ def offset_delete(st: CoordinatorState, req: OffsetDeleteRequest, ctx: RequestCo
             error = ErrorCode.NONE
             if group.is_subscribed_to_topic(topic.name):
                 error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
-            elif st.offsets.get(req.group_id, topic.name, p.partition_index) is not None:
+            elif (st.offsets.get(req.group_id, topic.name, p.partition_index) is not None
+                  or st.pending_txn.is_pending(req.group_id, topic.name, p.partition_index)):
                 st.emit(out, OffsetCommitRecord(req.group_id, topic.name, p.partition_index, None))
             partitions.append(OffsetDeleteResponse.Topic.Partition(partition_index=p.partition_index, error_code=int(error)))
         topics.append(OffsetDeleteResponse.Topic(name=topic.name, partitions=partitions))

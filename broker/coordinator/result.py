@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from broker.coordinator.pending_offsets import TxnMarkerWrite, TxnOffsetBatch
 from broker.coordinator.records import AnyRecord
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from protocol.messages.delete_groups import DeleteGroupsResponse
@@ -14,6 +15,7 @@ from protocol.messages.leave_group import LeaveGroupResponse
 from protocol.messages.offset_commit import OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteResponse
 from protocol.messages.sync_group import SyncGroupResponse
+from protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ Transition = tuple[str, str, str, int, int, str]
 CoordinatorResponse: TypeAlias = (
     "JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse"
     " | OffsetCommitResponse | OffsetDeleteResponse | DeleteGroupsResponse.DeletableGroupResult"
-    " | ConsumerGroupHeartbeatResponse"
+    " | ConsumerGroupHeartbeatResponse | TxnOffsetCommitResponse"
 )
 
 
@@ -55,3 +57,6 @@ class Result:
     records: list[AnyRecord] = field(default_factory=list)
     timers: list[SetTimer | CancelTimer] = field(default_factory=list)
     transitions: list[Transition] = field(default_factory=list)
+    # Transactional offset batches and transaction markers, written after ``records`` and in
+    # this order; their effect on the shard (pending or applied offsets) is already replayed.
+    txn_writes: list[TxnOffsetBatch | TxnMarkerWrite] = field(default_factory=list)

@@ -50,21 +50,24 @@ def schedule_sweep(st: CoordinatorState, out: Result, now: int) -> None:
 
 def _cleanup_group(st: CoordinatorState, group: ClassicGroup, out: Result, now: int) -> bool:
     """Tombstones the group's expired offsets; True when none are left."""
+    pending = st.pending_txn
     if not st.offsets.has_offsets(group.group_id):
-        return True
+        return not pending.has_group(group.group_id)
     base = _base_timestamp(group)
     if base is None:
         return False
     all_expired = True
     expired: list[tuple[str, int]] = []
     for topic, partition, offset in st.offsets.all_of(group.group_id):
-        if not group.is_subscribed_to_topic(topic) and _expired(group, base, offset, now, st.config.offsets_retention_ms):
+        # An offset with a pending transactional offset waits for the transaction's end (Kafka).
+        if (not group.is_subscribed_to_topic(topic) and not pending.is_pending(group.group_id, topic, partition)
+                and _expired(group, base, offset, now, st.config.offsets_retention_ms)):
             expired.append((topic, partition))
         else:
             all_expired = False
     for topic, partition in expired:
         st.emit(out, OffsetCommitRecord(group.group_id, topic, partition, None))
-    return all_expired
+    return all_expired and not pending.has_group(group.group_id)
 
 
 def sweep(st: CoordinatorState, now: int) -> Result:

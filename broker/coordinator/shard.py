@@ -21,6 +21,7 @@ from broker.coordinator import (
     retention,
     sync_group,
     topic_changes,
+    txn_offsets,
 )
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.consumer import describe as consumer_describe
@@ -41,7 +42,7 @@ from broker.coordinator.rebalance import (
     prepare_rebalance,
     reschedule_heartbeat,
 )
-from broker.coordinator.records import AnyRecord
+from broker.coordinator.records import AnyRecord, OffsetCommitRecord
 from broker.coordinator.responses import join_response, sync_response
 from broker.coordinator.result import CoordinatorResponse, Result, SetTimer
 from broker.coordinator.state import CoordinatorState
@@ -57,6 +58,7 @@ from protocol.messages.list_groups import ListGroupsResponse
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 
 
 class GroupCoordinatorShard:
@@ -75,8 +77,15 @@ class GroupCoordinatorShard:
     # ---- loading --------------------------------------------------------------------------
 
     def replay(self, record: AnyRecord, offset: int | None = None) -> None:
-        del offset  # only transactional offsets would need the record's position
+        del offset
         self.state.replay(record)
+
+    def replay_txn_offset(self, record: OffsetCommitRecord, producer_id: int) -> None:
+        """An offset commit of a transactional batch (pending until its marker)."""
+        self.state.replay_txn_offset(record, producer_id)
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None:
+        self.state.replay_marker(producer_id, commit)
 
     def on_loaded(self, now_ms: int) -> list[SetTimer]:
         st = self.state
@@ -140,15 +149,21 @@ class GroupCoordinatorShard:
     def offset_commit(self, req: OffsetCommitRequest, ctx: RequestContext, now_ms: int) -> Result:
         return offset_commit.offset_commit(self.state, req, ctx, now_ms)
 
+    def txn_offset_commit(self, req: TxnOffsetCommitRequest, ctx: RequestContext, now_ms: int) -> Result:
+        return txn_offsets.txn_offset_commit(self.state, req, ctx, now_ms)
+
+    def write_txn_marker(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> Result:
+        """A transaction marker from the transaction coordinator for this partition."""
+        return txn_offsets.write_marker(self.state, producer_id, producer_epoch, commit, coordinator_epoch)
+
     def offset_fetch_group(
         self, group_id: str, topics: list[tuple[str, list[int]]] | None, require_stable: bool,
         member_id: str | None = None, member_epoch: int = -1,
     ) -> tuple[int, list[FetchedOffset]]:
-        """Committed offsets of a group. ``require_stable`` changes nothing: without transactional
-        commits no offset is ever pending here (the shell must still not answer a fetch before
-        the writes that precede it are durable). A consumer group checks the member that asks, as
+        """Committed offsets of a group. With ``require_stable`` (KIP-447) a partition with a
+        pending transactional offset answers UNSTABLE_OFFSET_COMMIT (offset -1), which the client
+        retries until the transaction ends. A consumer group checks the member that asks, as
         Kafka's ``ConsumerGroup.validateOffsetFetch`` does (OffsetFetch v9+)."""
-        del require_stable
         cgroup = self.state.consumer_groups.get(group_id)
         if cgroup is not None and not (member_id is None and member_epoch < 0):
             member = cgroup.member(member_id or "")
@@ -158,7 +173,16 @@ class GroupCoordinatorShard:
                 return ErrorCode.STALE_MEMBER_EPOCH, []
         group = self.state.groups.get(group_id)
         known = (group is not None and group.state is not GroupState.DEAD) or group_id in self.state.consumer_groups
-        return ErrorCode.NONE, fetch_offsets(self.state.offsets, group_id, known, topics)
+        rows = fetch_offsets(self.state.offsets, group_id, known, topics)
+        pending = self.state.pending_txn
+        if require_stable and pending.has_group(group_id):
+            if topics is None:
+                listed = {(t, p) for t, p, *_ in rows}
+                rows += [(t, p, -1, -1, "", ErrorCode.NONE) for t, p in sorted(set(pending.partitions_of(group_id)))
+                         if (t, p) not in listed]
+            rows = [(t, p, -1, -1, "", ErrorCode.UNSTABLE_OFFSET_COMMIT) if pending.is_pending(group_id, t, p)
+                    else (t, p, o, e, m, err) for t, p, o, e, m, err in rows]
+        return ErrorCode.NONE, rows
 
     def offset_delete(self, req: OffsetDeleteRequest, ctx: RequestContext, now_ms: int) -> Result:
         return offset_commit.offset_delete(self.state, req, ctx, now_ms)
@@ -192,7 +216,16 @@ class GroupCoordinatorShard:
                 st.emit(out, record)
             return error, out.records
         error, classic_records, _ = describe.delete_group(st, group_id, now_ms)
-        return error, list(classic_records)
+        records = list(classic_records)
+        if not error:
+            # Kafka's deleteAllOffsets: pending transactional offsets go too (a tombstone each,
+            # unless the committed offset's tombstone already covers the partition).
+            out = Result()
+            for topic, partition in sorted(set(st.pending_txn.partitions_of(group_id))):
+                if st.offsets.get(group_id, topic, partition) is None:
+                    st.emit(out, OffsetCommitRecord(group_id, topic, partition, None))
+            records += out.records
+        return error, records
 
     # ---- topic changes --------------------------------------------------------------------
 

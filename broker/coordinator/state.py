@@ -16,6 +16,7 @@ from broker.coordinator.consumer import records as consumer_records
 from broker.coordinator.consumer.group import ConsumerGroup, IllegalStateError
 from broker.coordinator.context import CoordinatorConfig, TopicView
 from broker.coordinator.offsets import OffsetStore, stored_offset
+from broker.coordinator.pending_offsets import PendingTxnOffsets
 from broker.coordinator.records import AnyRecord, GroupMetadataRecord, OffsetCommitRecord
 from broker.coordinator.result import Result
 from broker.coordinator.timers import TimerBook
@@ -46,6 +47,8 @@ class CoordinatorState:
         self.replay_anomalies = 0
         self.last_anomaly = ""
         self.offsets = OffsetStore()
+        # Offsets of transactions whose marker has not reached this partition yet.
+        self.pending_txn = PendingTxnOffsets()
         self.persisted: dict[str, GroupMetadataValue] = {}  # group id -> the last one written
         self.timers = TimerBook()
         # Until on_loaded, GroupMetadata records (re)build groups; afterwards the operation that
@@ -68,6 +71,23 @@ class CoordinatorState:
                 self.replay_anomalies += 1
                 self.last_anomaly = str(exc)
 
+    def replay_txn_offset(self, record: OffsetCommitRecord, producer_id: int) -> None:
+        """An OffsetCommit record of a transactional batch: pending until the producer's marker."""
+        if record.value is None:
+            self._replay_offset(record)
+            return
+        if record.group not in self.groups and record.group not in self.consumer_groups:
+            self.groups[record.group] = ClassicGroup(
+                record.group, state=GroupState.EMPTY, state_timestamp=record.value.commit_timestamp
+            )
+        self.pending_txn.add(producer_id, record)
+
+    def replay_marker(self, producer_id: int, commit: bool) -> None:
+        """A COMMIT marker applies the producer's pending offsets; an ABORT marker drops them."""
+        for record in self.pending_txn.complete(producer_id):
+            if commit:
+                self._replay_offset(record)
+
     def classic_group_deletion(self, group_id: str) -> list[AnyRecord]:
         """The records that delete an empty classic group (its offsets stay), as Kafka writes when
         a consumer-protocol member takes the group id over."""
@@ -79,6 +99,7 @@ class CoordinatorState:
     def _replay_offset(self, record: OffsetCommitRecord) -> None:
         if record.value is None:
             self.offsets.remove(record.group, record.topic, record.partition)
+            self.pending_txn.remove_partition(record.group, record.topic, record.partition)
             return
         if record.group not in self.groups and record.group not in self.consumer_groups:
             # Commits without group membership make a "simple" group: Empty, no protocol type.
@@ -106,4 +127,5 @@ class CoordinatorState:
                 g for g, grp in self.groups.items() if g not in self.persisted and self.offsets.has_offsets(g)
             ),
             "offsets": self.offsets.snapshot(),
+            "pending_txn_offsets": self.pending_txn.snapshot(),
         }

@@ -10,6 +10,11 @@ An offset record matters if it is the last one for its key, or if it would creat
 first value-bearing commit for a group that does not exist at that point (before any
 GroupMetadata record of the group, or after its tombstone). GroupMetadata records and the KIP-848
 consumer-group records always matter.
+
+Transactional batches (TxnOffsetCommit) and transaction markers always matter too, and do not
+count as "the last commit of a key": whether a transactional offset takes effect depends on the
+marker that follows it. Their records are replayed as pending offsets of the batch's producer,
+and each marker applies or drops that producer's pending offsets.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from protocol.offsets_log_records import (
     key_group,
     key_version,
 )
-from protocol.record_batch import RecordBatch, decode_keys, decode_records
+from protocol.record_batch import ControlType, RecordBatch, control_type_of, decode_keys, decode_records
 
 # Key versions (record types) of the KIP-848 consumer-group records; 3 is the group's metadata.
 CONSUMER_GROUP_KEY_VERSIONS = frozenset((3, 4, 5, 6, 7, 8, 16))
@@ -43,6 +48,9 @@ def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
         if batch.is_control:
             continue
         base = batch.base_offset
+        if batch.is_transactional:
+            group_batches.add(base)
+            continue
         for delta, key, value_is_null in decode_keys(batch):
             if key is None or len(key) < 4:
                 continue
@@ -67,16 +75,41 @@ def _wanted(needed: list[int], batch: RecordBatch) -> bool:
     return i < len(needed) and needed[i] <= batch.last_offset
 
 
-def replay_log(batches: Callable[[], Any], replay: Callable[[Any, int], None]) -> tuple[int, int]:
-    """Replays a partition through ``replay(record, offset)``; returns (records read, records replayed).
-    ``batches`` returns a fresh iterator over the partition's batches each time it is called."""
+def _replay_marker(batch: RecordBatch, on_marker: Callable[[int, bool], None] | None) -> None:
+    if on_marker is None:
+        return
+    for record in decode_records(batch):
+        kind = control_type_of(record)
+        if kind in (ControlType.COMMIT, ControlType.ABORT):
+            on_marker(batch.producer_id, kind == ControlType.COMMIT)
+
+
+def replay_log(batches: Callable[[], Any], replay: Callable[[Any, int], None],
+               replay_txn: Callable[[Any, int], None] | None = None,
+               on_marker: Callable[[int, bool], None] | None = None) -> tuple[int, int]:
+    """Replays a partition through ``replay(record, offset)``, the records of transactional
+    batches through ``replay_txn(record, producer_id)`` and transaction markers through
+    ``on_marker(producer_id, committed)``; returns (records read, records replayed). ``batches``
+    returns a fresh iterator over the partition's batches each time it is called."""
     needed, group_batches = plan(batches)
     needed_set = set(needed)
     read = replayed = 0
     for batch in batches():
         if batch.is_control:
+            if batch.is_transactional:
+                _replay_marker(batch, on_marker)
             continue
         read += batch.records_count
+        if batch.is_transactional:
+            if replay_txn is not None:
+                for record in decode_records(batch):
+                    if record.key is None or len(record.key) < 2:
+                        continue
+                    rec = decode_record(record.key, record.value)
+                    if rec is not None:
+                        replay_txn(rec, batch.producer_id)
+                        replayed += 1
+            continue
         if batch.base_offset not in group_batches and not _wanted(needed, batch):
             continue
         base = batch.base_offset

@@ -23,18 +23,20 @@ import trio
 
 from broker.cluster.node import ClusterNode
 from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
+from broker.coordinator.pending_offsets import TxnOffsetBatch
 from broker.coordinator.result import CancelTimer, Result, SetTimer
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
 from broker.groups.replay_plan import replay_log
 from broker.groups.timers import TimerService, wall_ms
-from broker.log_runtime.runtime import Entry, LogRuntime, Partition
+from broker.log_runtime.runtime import BatchWrite, Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.observability.metrics import METRICS
 from broker.topics.catalog import OFFSETS_TOPIC
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChange, TopicCreated, TopicDeleted
 from protocol.errors import ErrorCode
 from protocol.offsets_log_records import ConsumerGroupMetadataRecord, OffsetCommitRecord, encode_record
+from protocol.record_batch import build_end_txn_marker, build_simple_batch
 from storage.config import LogConfig
 
 ErrorBuilder = Callable[[int], Any]
@@ -94,7 +96,8 @@ class ShardRuntime:
                       details=report.summary())
         elif report is not None and (report.rebuilt_indexes or report.leftovers):
             logs.event("log.recovered", partition=self.partition, details=report.summary())
-        read, self.replayed = replay_log(part.log.batches, self.shard.replay)
+        shard = self.shard
+        read, self.replayed = replay_log(part.log.batches, shard.replay, shard.replay_txn_offset, shard.replay_marker)
         state = self.shard.state
         if state.replay_anomalies:
             logs.warn("shard.replay_anomalies", partition=self.partition, skipped=state.replay_anomalies,
@@ -191,6 +194,27 @@ class ShardRuntime:
             self.manager.on_transition(tr)
         part = self.part
         assert part is not None
+        if result.records or result.txn_writes:
+            self._write(part, result, now)
+        elif group is not None and result.replies and self.settled_for(group):
+            # Wrote nothing, and nothing of its group is in flight: the replies show durable state.
+            for token, response in result.replies:
+                self._deliver(token, response)
+            return
+        if part.settled:
+            for token, response in result.replies:
+                self._deliver(token, response)
+        else:
+            for token, response in result.replies:
+                part.when_durable(partial(self._deliver_if_durable, token, response))
+
+    def _write(self, part: Partition, result: Result, now: int) -> None:
+        """Queues the result's records, then its transactional writes, in that order. Records go
+        through the runtime's record path (one batch per pass, shared with other operations)
+        unless transactional batches are queued on the partition already: then they are queued
+        as a batch of their own behind them, so the log holds everything in operation order."""
+        logs_runtime = self.manager.logs
+        group_writes = self.group_writes
         if result.records:
             commits = 0
             entries: list[Entry] = []
@@ -203,22 +227,30 @@ class ShardRuntime:
                 entries.append((key, value, now))
             if commits:
                 METRICS.offset_commits.inc(commits)
-            self.manager.logs.append_records(part, entries)
+            if part.batches:
+                logs_runtime.append_batch(part, BatchWrite(build_simple_batch(entries), -1, _nothing))
+            else:
+                logs_runtime.append_records(part, entries)
             seq = part.queued_seq
-            group_writes = self.group_writes
             for rec in result.records:
                 group_writes[rec.group] = seq
-        elif group is not None and result.replies and self.settled_for(group):
-            # Wrote nothing, and nothing of its group is in flight: the replies show durable state.
-            for token, response in result.replies:
-                self._deliver(token, response)
-            return
-        if part.settled:
-            for token, response in result.replies:
-                self._deliver(token, response)
-        else:
-            for token, response in result.replies:
-                part.when_durable(partial(self._deliver_if_durable, token, response))
+        for write in result.txn_writes:
+            groups: tuple[str, ...]
+            if isinstance(write, TxnOffsetBatch):
+                raw = build_simple_batch([(*encode_record(r), now) for r in write.records],
+                                         producer_id=write.producer_id, producer_epoch=write.producer_epoch,
+                                         transactional=True)
+                groups = tuple({r.group for r in write.records})
+                METRICS.offset_commits.inc(len(write.records))
+            else:
+                raw = build_end_txn_marker(0, producer_id=write.producer_id, producer_epoch=write.producer_epoch,
+                                           commit=write.commit, coordinator_epoch=write.coordinator_epoch,
+                                           timestamp=now)
+                groups = write.groups
+            logs_runtime.append_batch(part, BatchWrite(raw, -1, _nothing))
+            seq = part.queued_seq
+            for g in groups:
+                group_writes[g] = seq
 
     def settled_for(self, group: str) -> bool:
         """No write holding a record of ``group`` is queued or in flight."""
@@ -298,6 +330,10 @@ class ShardRuntime:
             with trio.move_on_after(5):
                 await settled.wait()
         self.lose()
+
+
+def _nothing() -> None:
+    pass
 
 
 def _delete_offsets(deleted: list[tuple[str, int]], shard: GroupCoordinatorShard, now: int) -> Result:

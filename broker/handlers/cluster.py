@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 _NOT_REQUESTED = -2147483648
 KEY_TYPE_GROUP = 0
+KEY_TYPE_TRANSACTION = 1
 
 
 def register(broker: Broker) -> None:
@@ -127,11 +128,27 @@ def register(broker: Broker) -> None:
         addresses = {n: (h, p) for n, h, p in live_nodes(req.conn)}
         entries = []
         for key in keys:
-            if body.key_type != KEY_TYPE_GROUP:
+            if body.key_type == KEY_TYPE_TRANSACTION and not key:
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
-                    error_message="kcoord coordinates consumer groups only (key type 0); "
-                                  "transactions and share groups are not supported"))
+                    error_message="the transactional id is empty"))
+            elif body.key_type == KEY_TYPE_TRANSACTION and not broker.transactions.loaded:
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                    error_message=None))
+            elif body.key_type == KEY_TYPE_TRANSACTION and cluster is not None:
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="transactions are served by a single-node broker only, not in cluster mode"))
+            elif body.key_type == KEY_TYPE_TRANSACTION:
+                host, port = broker.advertised
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=broker.node_id, host=host, port=port, error_code=0, error_message=None))
+            elif body.key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="kcoord coordinates consumer groups and transactions only (key types 0 "
+                                  "and 1); share groups are not supported"))
             else:
                 node, _epoch = leader(OFFSETS_TOPIC, partition_for(key, offsets_partitions))
                 if node not in addresses:

@@ -15,6 +15,11 @@ Fetch sessions (v7+) are not kept: every answer carries session id 0, which tell
 keep sending full fetches. ``__consumer_offsets`` is readable like any topic (its logs belong to
 the same log runtime; the coordinator shards write them), as monitoring tools expect. Nothing past
 a partition's high watermark, the end of what is durable, is ever returned.
+
+``read_committed`` (isolation level 1) reads up to the last stable offset instead (below it every
+transaction is decided) and gets the aborted transactions that overlap what it reads, so that the
+client drops their records; ``read_uncommitted`` reads up to the high watermark. Both see the
+last stable offset in ``last_stable_offset``.
 """
 
 from __future__ import annotations
@@ -106,18 +111,25 @@ def register(broker: Broker) -> None:
                 log, hw = src.log, src.high_watermark
                 plan.states.append(src)
                 start = log.log_start_offset
-                pd.high_watermark = pd.last_stable_offset = hw
+                txns = None
+                if topic is not None and not topic.internal:
+                    data_state = topic_logs.states.get((topic.name, p.partition))
+                    txns = data_state.txns if data_state is not None else None
+                lso = hw if txns is None else txns.last_stable_offset(hw)
+                pd.high_watermark = hw
+                pd.last_stable_offset = lso
+                visible = lso if committed else hw
                 pd.log_start_offset = start
                 offset = p.fetch_offset
                 if offset < start or offset > log.end_offset:
                     pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                     plan.error = True
                     continue
-                if offset >= hw or (budget <= 0 and not first):
+                if offset >= visible or (budget <= 0 and not first):
                     continue
                 limit = min(p.partition_max_bytes, budget)
                 try:
-                    data = below(log.read(offset, limit), hw)
+                    data = below(log.read(offset, limit), visible)
                 except OffsetOutOfRangeError:
                     pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
                     plan.error = True
@@ -135,6 +147,11 @@ def register(broker: Broker) -> None:
                         plan.error = True
                         continue
                     data = converted
+                if data and committed and txns is not None and txns.aborted:
+                    pd.aborted_transactions = [
+                        FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction(
+                            producer_id=t.producer_id, first_offset=t.first_offset)
+                        for t in txns.aborted_between(offset, visible)]
                 if data:
                     first = False
                     budget -= len(data)

@@ -38,6 +38,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -58,6 +59,13 @@ def commit_error(req: Request, code: int) -> Any:
     return OffsetCommitResponse(topics=[
         OffsetCommitResponse.Topic(name=t.name, topic_id=t.topic_id, partitions=[
             OffsetCommitResponse.Topic.Partition(partition_index=p.partition_index, error_code=code)
+            for p in t.partitions]) for t in req.body.topics])
+
+
+def txn_commit_error(req: Request, code: int) -> Any:
+    return TxnOffsetCommitResponse(topics=[
+        TxnOffsetCommitResponse.Topic(name=t.name, partitions=[
+            TxnOffsetCommitResponse.Topic.Partition(partition_index=p.partition_index, error_code=code)
             for p in t.partitions]) for t in req.body.topics])
 
 
@@ -112,6 +120,7 @@ _ERRORS: dict[Any, Callable[[Request, int], Any]] = {
     HeartbeatRequest: lambda req, code: HeartbeatResponse(error_code=code),
     LeaveGroupRequest: leave_error,
     OffsetCommitRequest: commit_error,
+    TxnOffsetCommitRequest: txn_commit_error,
     OffsetDeleteRequest: delete_offsets_error,
     ConsumerGroupHeartbeatRequest: lambda req, code: consumer_heartbeat_error(code),
 }
@@ -324,6 +333,8 @@ def register(broker: Broker) -> None:
     router.register(OffsetCommitRequest, OffsetCommitResponse,
                     single_group(OffsetCommitRequest, "offset_commit", empty_id_invalid=False), versions=(0, 9))
     router.register(OffsetDeleteRequest, OffsetDeleteResponse, single_group(OffsetDeleteRequest, "offset_delete"))
+    router.register(TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+                    single_group(TxnOffsetCommitRequest, "txn_offset_commit"), versions=(0, 4))
     router.register(OffsetFetchRequest, OffsetFetchResponse, offset_fetch, versions=(0, 9))
     router.register(DescribeGroupsRequest, DescribeGroupsResponse, describe_groups)
     router.register(ListGroupsRequest, ListGroupsResponse, list_groups)

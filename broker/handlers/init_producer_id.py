@@ -1,18 +1,15 @@
-"""InitProducerId for idempotent producers: a fresh producer id at epoch 0 on every call, as Kafka
-answers when there is no transactional id (an epoch bump request gets a new id too).
-
-Transactions are not supported: a transactional id gets INVALID_REQUEST, the same non-retriable
-answer FindCoordinator gives for transaction coordinators, so a transactional producer fails at
-once instead of retrying. v6 (KIP-939, unstable in Kafka) is not advertised.
+"""InitProducerId: a fresh producer id at epoch 0 on every call without a transactional id, as
+Kafka answers idempotent producers (an epoch bump request gets a new id too); with a transactional
+id, the transaction coordinator's answer (``broker.handlers.transactions``). v6 (KIP-939, unstable
+in Kafka) is not advertised.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from broker.network.router import Request
-from broker.observability import logs
-from protocol.errors import ErrorCode
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 
 if TYPE_CHECKING:
@@ -21,16 +18,12 @@ if TYPE_CHECKING:
 MAX_VERSION = 5
 
 
-def register(broker: Broker) -> None:
+def register(broker: Broker, transactional: Callable[[Request[InitProducerIdRequest]], None]) -> None:
     allocator = broker.topic_logs.producer_ids
 
     def init_producer_id(req: Request[InitProducerIdRequest]) -> None:
-        body = req.body
-        if body.transactional_id is not None:
-            logs.warn("producer.transactional_refused", transactional_id=body.transactional_id,
-                      client_id=req.header.client_id)
-            req.reply.set(InitProducerIdResponse(throttle_time_ms=0, error_code=ErrorCode.INVALID_REQUEST,
-                                                 producer_id=-1, producer_epoch=-1))
+        if req.body.transactional_id is not None:
+            transactional(req)
             return
         req.reply.set(InitProducerIdResponse(throttle_time_ms=0, error_code=0, producer_id=allocator.next_id(),
                                              producer_epoch=0))

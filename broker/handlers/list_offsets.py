@@ -99,7 +99,9 @@ def register(broker: Broker) -> None:
     topic_logs = broker.topic_logs
     catalog = broker.catalog
 
-    def locate(name: str, partition: int) -> tuple[PartitionLog, int] | int:
+    def locate(name: str, partition: int, committed: bool) -> tuple[PartitionLog, int] | int:
+        """The log and the end of what the caller may see: the high watermark, or for
+        read_committed (ListOffsets v2+) the last stable offset; or the partition's error code."""
         topic = catalog.get(name)
         if topic is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -107,7 +109,9 @@ def register(broker: Broker) -> None:
         if isinstance(part, int):
             # Another node leads it (cluster mode); a loading shard's log is as good as missing.
             return part if part == ErrorCode.NOT_LEADER_OR_FOLLOWER else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        return part.log, part.high_watermark
+        state = topic_logs.states.get((name, partition)) if committed else None
+        end = state.last_stable_offset if state is not None else part.high_watermark
+        return part.log, end
 
     def lookup(log: PartitionLog, hw: int, ts: int, version: int) -> tuple[int, int]:
         """(offset, timestamp) for one query; -1s when nothing matches."""
@@ -134,7 +138,7 @@ def register(broker: Broker) -> None:
                                                                timestamp=-1, offset=-1, leader_epoch=-1,
                                                                old_style_offsets=[])
                 parts.append(out)
-                where = locate(t.name, p.partition_index)
+                where = locate(t.name, p.partition_index, req.version >= 2 and req.body.isolation_level == 1)
                 if isinstance(where, int):
                     out.error_code = where
                     continue

@@ -7,8 +7,10 @@ already carries a record batch is taken as it is, as Kafka did). ``acks`` 0, 1 a
 replica 1 and -1 mean the same; acks=0 gets no response, and a connection whose acks=0 produce
 failed is closed (Kafka's way of telling such a producer).
 
-Transactions are not supported: a request with a transactional id, or a transactional batch,
-gets INVALID_TXN_STATE (non-retriable) for its partitions.
+Transactional batches are stored like any other; each one opens (or extends) its producer's
+transaction on the partition, which holds the partition's last stable offset back until the
+transaction coordinator's marker is durable (``broker.topics.partition_txns``). An older epoch of
+a transactional producer, fenced by a newer one or by the coordinator, gets INVALID_PRODUCER_EPOCH.
 """
 
 from __future__ import annotations
@@ -82,8 +84,6 @@ def inspect_batch(raw: bytes | None, max_message_bytes: int) -> RecordBatch:
                        f"record count {count} does not match last offset delta {batch.last_offset_delta}")
     if batch.is_control:
         raise Rejected(ErrorCode.INVALID_RECORD, "Clients are not allowed to write control records")
-    if batch.is_transactional:
-        raise Rejected(ErrorCode.INVALID_TXN_STATE, "transactions are not supported by this broker")
     if batch.producer_id >= 0 and batch.base_sequence < 0:
         raise Rejected(ErrorCode.INVALID_RECORD, f"Invalid sequence number {batch.base_sequence}")
     return batch
@@ -154,6 +154,8 @@ def submit(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any,
         # Noted now, with the offsets the batch will get, so a retry arriving while it is still
         # queued is already recognised.
         state.producers.record(pid, batch.producer_epoch, first_seq, last_seq, first, last, batch.max_timestamp)
+        if batch.is_transactional:
+            state.txns.on_batch(pid, first)
     write = BatchWrite(raw, first, on_done)
     topic_logs.submit(state, write)
     return write
@@ -196,7 +198,6 @@ def register(broker: Broker) -> None:
     def produce(req: Request) -> None:
         body = req.body
         acks = body.acks
-        transactional = body.transactional_id is not None
         appends: list[tuple[Any, PartitionState, BatchWrite]] = []
         duplicates: list[tuple[Any, PartitionState, int]] = []
         failed = False
@@ -235,8 +236,6 @@ def register(broker: Broker) -> None:
                         raise Rejected(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {acks}")
                     if topic is None:
                         raise Rejected(topic_error, topic_message)
-                    if transactional:
-                        raise Rejected(ErrorCode.INVALID_TXN_STATE, "transactions are not supported by this broker")
                     state = topic_logs.get(topic.name, pd.index)
                     if state is None:
                         raise Rejected(topic_logs.not_served(topic, pd.index),

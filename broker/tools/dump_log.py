@@ -18,10 +18,18 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from protocol.errors import DecodeError
+from protocol.messages.transaction_log import TransactionLogValue
 from protocol.offsets_log_records import read_record, value_message
 from protocol.record import Record
-from protocol.record_batch import CorruptBatchError, RecordBatch, decode_records, iter_batches
+from protocol.record_batch import (
+    CorruptBatchError,
+    RecordBatch,
+    decode_records,
+    iter_batches,
+    parse_end_txn_marker,
+)
 from protocol.schema import UUID, Field, Primitive, Struct
+from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC, VALUE_VERSION, decode_transaction_record
 from storage.checkpoints import topic_id_to_str
 
 _CODECS = {0: "NONE", 1: "GZIP", 2: "SNAPPY", 3: "LZ4", 4: "ZSTD"}
@@ -95,10 +103,37 @@ def _batch_info(batch: RecordBatch) -> dict[str, Any]:
 
 
 def is_topic_partition_segment(path: Path) -> bool:
-    """Whether ``path`` lies in a topic partition's directory (not ``__consumer_offsets``'s); a
-    segment anywhere else is taken to be an offsets log, as the tool always did."""
+    """Whether ``path`` lies in a topic partition's directory (not ``__consumer_offsets``'s nor
+    ``__transaction_state``'s); a segment anywhere else is taken to be an offsets log, as the tool
+    always did."""
     m = _TOPIC_PARTITION_DIR.fullmatch(path.parent.name)
-    return m is not None and m.group("topic") != _OFFSETS_TOPIC
+    return m is not None and m.group("topic") not in (_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
+
+
+def is_transaction_log_segment(path: Path) -> bool:
+    m = _TOPIC_PARTITION_DIR.fullmatch(path.parent.name)
+    return m is not None and m.group("topic") == TRANSACTION_STATE_TOPIC
+
+
+def transaction_record_fields(rec: Record) -> dict[str, Any]:
+    """A ``__transaction_state`` record: the transactional id and the metadata (None for a tombstone)."""
+    if rec.key is None:
+        return {"key": None, "payload": None}
+    try:
+        decoded = decode_transaction_record(rec.key, rec.value)
+    except DecodeError as exc:
+        return {"key": None, "payload": f"undecodable: {exc}"}
+    key = {"type": "0", "data": {"transactionalId": decoded.transactional_id}}
+    if decoded.value is None:
+        return {"key": key, "payload": None}
+    version = int.from_bytes((rec.value or b"\0\0")[:2], "big", signed=True)
+    data = _fields_json(TransactionLogValue.fields, decoded.value)
+    data["transaction_status_name"] = _STATUS_NAMES.get(decoded.value.transaction_status, "Unknown")
+    return {"key": key, "payload": {"version": str(version if version >= 0 else VALUE_VERSION), "data": data}}
+
+
+_STATUS_NAMES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",
+                 5: "CompleteAbort", 6: "Dead", 7: "PrepareEpochFence"}
 
 
 def _text_of(data: bytes | None) -> str | None:
@@ -122,7 +157,8 @@ def offsets_record_fields(rec: Record) -> dict[str, Any]:
 
 def dump_file(path: Path) -> Iterator[dict[str, Any]]:
     """One dict per batch (with its records), then one ``{"error": ...}`` if the file is damaged."""
-    record_fields = plain_record_fields if is_topic_partition_segment(path) else offsets_record_fields
+    record_fields = (plain_record_fields if is_topic_partition_segment(path) else
+                     transaction_record_fields if is_transaction_log_segment(path) else offsets_record_fields)
     data = path.read_bytes()
     try:
         for batch in iter_batches(data):
@@ -138,6 +174,13 @@ def dump_file(path: Path) -> Iterator[dict[str, Any]]:
                 }
                 if not batch.is_control:
                     entry.update(record_fields(rec))
+                else:
+                    try:
+                        marker = parse_end_txn_marker(rec)
+                        entry["endTxnMarker"] = marker.control_type.name
+                        entry["coordinatorEpoch"] = marker.coordinator_epoch
+                    except CorruptBatchError:
+                        pass  # another kind of control record
                 records.append(entry)
             info["records"] = records
             yield info
@@ -162,6 +205,8 @@ def _print_text(path: Path, out: TextIO) -> None:
             if "key" in rec:
                 parts.append(f"key: {json.dumps(rec['key'], separators=(',', ':'))}")
                 parts.append(f"payload: {json.dumps(rec['payload'], separators=(',', ':'))}")
+            if "endTxnMarker" in rec:
+                parts.append(f"endTxnMarker: {rec['endTxnMarker']} coordinatorEpoch: {rec['coordinatorEpoch']}")
             if "headers" in rec:
                 parts.append(f"headers: {json.dumps(rec['headers'], separators=(',', ':'))}")
             out.write("| " + " ".join(parts) + "\n")

@@ -21,8 +21,18 @@ from broker.cluster.node import ClusterNode
 from broker.log_runtime.runtime import BatchWrite, LogRuntime, Partition
 from broker.observability import logs
 from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog
+from broker.topics.partition_txns import PartitionTxns
 from broker.topics.producer_state import ProducerIdAllocator, ProducerStateTable, last_sequence
 from protocol.errors import ErrorCode
+from protocol.record_batch import (
+    CONTROL_MASK,
+    TRANSACTIONAL_MASK,
+    ControlType,
+    build_end_txn_marker,
+    control_type_of,
+    decode_records,
+)
+from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.config import LogConfig
 from storage.errors import StorageError
 from storage.partition_log import PartitionLog
@@ -55,8 +65,8 @@ class PartitionState:
     """One partition of an ordinary topic as the data plane sees it. Touched only on the trio
     thread (the log itself is thread-safe)."""
 
-    __slots__ = ("topic", "partition", "part", "next_offset", "producers", "max_message_bytes", "log_append_time",
-                 "deleted", "recover")
+    __slots__ = ("topic", "partition", "part", "next_offset", "producers", "txns", "max_message_bytes",
+                 "log_append_time", "deleted", "recover")
 
     def __init__(self, topic: str, partition: int, part: Partition, max_message_bytes: int,
                  log_append_time: bool, recover: Callable[[PartitionState], None]) -> None:
@@ -65,6 +75,7 @@ class PartitionState:
         self.part = part
         self.next_offset = part.log.end_offset  # where the next submitted batch will land
         self.producers = ProducerStateTable()
+        self.txns = PartitionTxns()
         self.max_message_bytes = max_message_bytes
         self.log_append_time = log_append_time
         self.deleted = False
@@ -83,19 +94,46 @@ class PartitionState:
     def high_watermark(self) -> int:
         return self.part.high_watermark
 
+    @property
+    def last_stable_offset(self) -> int:
+        return self.txns.last_stable_offset(self.part.high_watermark)
+
+
+def _marker_committed(log: PartitionLog, offset: int) -> bool | None:
+    """Whether the control batch at ``offset`` is a COMMIT (True) or ABORT (False) marker."""
+    for batch in log.batches(offset):
+        for record in decode_records(batch):
+            kind = control_type_of(record)
+            if kind in (ControlType.COMMIT, ControlType.ABORT):
+                return kind == ControlType.COMMIT
+        return None
+    return None
 
 
 def _rebuild_producers(state: PartitionState, now_ms: int) -> None:
-    """Producer sequence state from the batch headers of recent segments."""
+    """Producer sequence state from the batch headers of recent segments, and the open and aborted
+    transactions from the transactional batches and markers of the whole log."""
     table = state.producers
+    events: list[tuple[int, int, bool, bool | None]] = []
     for seg in state.log.segments():
-        if seg.size == 0 or now_ms - seg.max_timestamp > PRODUCER_ID_EXPIRATION_MS:
+        if seg.size == 0:
             continue
+        recent = now_ms - seg.max_timestamp <= PRODUCER_ID_EXPIRATION_MS
         for _pos, h in seg.scan_headers():
             pid = h[9]
-            if pid >= 0 and h[11] >= 0:
+            attributes = h[5]
+            if attributes & TRANSACTIONAL_MASK and pid >= 0:
+                if attributes & CONTROL_MASK:
+                    committed = _marker_committed(state.log, h[0])
+                    if committed is not None:
+                        events.append((pid, h[0], True, committed))
+                        table.note_marker(pid, h[10])
+                    continue
+                events.append((pid, h[0], False, None))
+            if recent and pid >= 0 and h[11] >= 0:
                 base = h[0]
                 table.record(pid, h[10], h[11], last_sequence(h[11], h[6]), base, base + h[6], h[8])
+    state.txns = PartitionTxns.rebuild(events)
 
 
 class TopicLogs:
@@ -107,7 +145,7 @@ class TopicLogs:
         self.catalog = catalog
         self.defaults = runtime.manager.config
         self.max_message_bytes = max_message_bytes
-        self.producer_ids = ProducerIdAllocator(runtime.data_dir / PRODUCER_ID_FILE)
+        self.producer_ids = ProducerIdAllocator(runtime.data_dir / PRODUCER_ID_FILE, shared=cluster is not None)
         self.states: dict[TopicPartition, PartitionState] = {}
         runtime.retention_hooks.append(self._expire_producers)
 
@@ -139,8 +177,8 @@ class TopicLogs:
         if self.cluster is not None:
             return 0  # partitions open as this node claims them (``gain``)
         for name, partition in self.runtime.manager.existing_partitions():
-            if name == OFFSETS_TOPIC:
-                continue
+            if name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
+                continue  # the coordinators open their own partitions
             topic = self.catalog.get(name)
             if topic is None or partition >= topic.partitions:
                 logs.warn("log.orphan_partition", topic=name, partition=partition)
@@ -219,6 +257,27 @@ class TopicLogs:
 
         write.on_done = finished
         self.runtime.append_batch(state.part, write)
+
+    def write_marker(self, state: PartitionState, producer_id: int, producer_epoch: int, commit: bool,
+                     coordinator_epoch: int, done: Callable[[bool], None]) -> None:
+        """Queues a COMMIT/ABORT marker for ``producer_id``; ``done(ok)`` once it is durable (or
+        failed). The transaction ends on the partition (its last stable offset moves past it) at
+        that moment, not before."""
+        offset = state.next_offset
+        state.next_offset += 1
+        raw = build_end_txn_marker(0, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
+                                   coordinator_epoch=coordinator_epoch, timestamp=int(time.time() * 1000))
+        write = BatchWrite(raw, offset, lambda: None)
+
+        def finished() -> None:
+            ok = write.error is None
+            if ok:
+                state.txns.on_marker(producer_id, write.first, commit)
+                state.producers.note_marker(producer_id, producer_epoch)
+            done(ok)
+
+        write.on_done = finished
+        self.submit(state, write)
 
     def when_durable(self, state: PartitionState, callback: Callable[[], None]) -> None:
         """Calls ``callback`` once everything submitted to ``state`` so far is durable (or failed)."""
@@ -307,6 +366,7 @@ class TopicLogs:
         now = int(time.time() * 1000)
         for state in self.states.values():
             state.producers.expire(now, PRODUCER_ID_EXPIRATION_MS)
+            state.txns.forget_before(state.log.log_start_offset)
 
     # ---- running ----------------------------------------------------------------------------
 

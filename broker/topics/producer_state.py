@@ -17,6 +17,8 @@ restart are still recognised.
 
 from __future__ import annotations
 
+import fcntl
+import os
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -119,6 +121,13 @@ class ProducerStateTable:
         entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
 
+    def note_marker(self, producer_id: int, epoch: int) -> None:
+        """A transaction marker at ``epoch``: a newer epoch (the coordinator fenced the producer)
+        replaces the producer's, so batches of the older epoch are refused from now on."""
+        entry = self.producers.get(producer_id)
+        if entry is not None and epoch > entry.epoch:
+            self.producers[producer_id] = ProducerEntry(epoch, last_timestamp=entry.last_timestamp)
+
     def expire(self, now_ms: int, max_age_ms: int) -> int:
         """Forget producers silent for longer than ``max_age_ms`` (producer.id.expiration.ms)."""
         old = [pid for pid, e in self.producers.items() if now_ms - e.last_timestamp > max_age_ms]
@@ -132,10 +141,13 @@ class ProducerStateTable:
 
 class ProducerIdAllocator:
     """Producer ids unique across restarts: blocks are reserved in a small file before use, so a
-    crash skips the rest of a block rather than handing an id out twice."""
+    crash skips the rest of a block rather than handing an id out twice. ``shared``: the nodes of a
+    cluster reserve their blocks in the same file, each under an exclusive lock and starting from
+    what the file says now, so no two nodes hand out the same id."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, shared: bool = False) -> None:
         self.path = path
+        self.shared = shared
         self._next = 0
         self._limit = 0
         if path.exists():
@@ -150,8 +162,22 @@ class ProducerIdAllocator:
 
     def next_id(self) -> int:
         if self._next >= self._limit:
-            self._limit = self._next + PRODUCER_ID_BLOCK
-            write_atomically(self.path, f"{self._limit}\n".encode())
+            if self.shared:
+                self._reserve_shared()
+            else:
+                self._limit = self._next + PRODUCER_ID_BLOCK
+                write_atomically(self.path, f"{self._limit}\n".encode())
         pid = self._next
         self._next += 1
         return pid
+
+    def _reserve_shared(self) -> None:
+        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX)
+            text = self.path.read_text().strip() if self.path.exists() else ""
+            self._next = max(self._next, int(text) if text.isdigit() else 0)
+            self._limit = self._next + PRODUCER_ID_BLOCK
+            write_atomically(self.path, f"{self._limit}\n".encode())
+        finally:
+            os.close(fd)

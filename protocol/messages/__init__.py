@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -31,10 +33,12 @@ from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsRes
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
+from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
@@ -43,6 +47,7 @@ from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
@@ -51,6 +56,7 @@ from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.schema import Message
 
 
@@ -75,6 +81,10 @@ class ApiKey(IntEnum):
     CreateTopics = 19
     DeleteTopics = 20
     InitProducerId = 22
+    AddPartitionsToTxn = 24
+    AddOffsetsToTxn = 25
+    EndTxn = 26
+    TxnOffsetCommit = 28
     DescribeAcls = 29
     CreateAcls = 30
     DeleteAcls = 31
@@ -86,6 +96,8 @@ class ApiKey(IntEnum):
     DescribeUserScramCredentials = 50
     AlterUserScramCredentials = 51
     DescribeCluster = 60
+    DescribeTransactions = 65
+    ListTransactions = 66
     ConsumerGroupHeartbeat = 68
     ConsumerGroupDescribe = 69
 
@@ -109,6 +121,10 @@ _PAIRS: list[tuple[Message, Message]] = [
     (CreateTopicsRequest, CreateTopicsResponse),
     (DeleteTopicsRequest, DeleteTopicsResponse),
     (InitProducerIdRequest, InitProducerIdResponse),
+    (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
+    (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
+    (EndTxnRequest, EndTxnResponse),
+    (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     (DescribeAclsRequest, DescribeAclsResponse),
     (CreateAclsRequest, CreateAclsResponse),
     (DeleteAclsRequest, DeleteAclsResponse),
@@ -120,6 +136,8 @@ _PAIRS: list[tuple[Message, Message]] = [
     (DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
     (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
     (DescribeClusterRequest, DescribeClusterResponse),
+    (DescribeTransactionsRequest, DescribeTransactionsResponse),
+    (ListTransactionsRequest, ListTransactionsResponse),
     (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
     (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
 ]

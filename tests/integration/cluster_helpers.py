@@ -172,3 +172,46 @@ class Committer(threading.Thread):
 
     def first_success_after(self, moment: float) -> float | None:
         return next((t for t in self.successes if t > moment), None)
+
+
+class MemberCommitter(threading.Thread):
+    """A confluent-kafka group member committing 1, 2, 3, ... synchronously on the one partition of
+    ``topic``; librdkafka finds the coordinator again by itself when a node goes away."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.conf = {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                     "session.timeout.ms": 10000, "heartbeat.interval.ms": 500}
+        self.group = group
+        self.topic = topic
+        self.acked = 0
+        self.attempted = 0
+        self.successes: list[float] = []
+        self.errors = 0
+        self.stop_flag = threading.Event()
+
+    def run(self) -> None:
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        consumer = Consumer(self.conf)
+        consumer.subscribe([self.topic])
+        try:
+            while not self.stop_flag.is_set():
+                consumer.poll(0.02)
+                if not consumer.assignment():
+                    continue
+                offset = self.acked + 1
+                self.attempted = max(self.attempted, offset)
+                try:
+                    consumer.commit(offsets=[TopicPartition(self.topic, 0, offset)], asynchronous=False)
+                except KafkaException:
+                    self.errors += 1
+                    time.sleep(0.05)
+                    continue
+                self.acked = offset
+                self.successes.append(time.monotonic())
+        finally:
+            consumer.close()
+
+    def first_success_after(self, moment: float) -> float | None:
+        return next((t for t in self.successes if t > moment), None)

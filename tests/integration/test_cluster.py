@@ -21,7 +21,14 @@ from protocol.record_batch import iter_batches
 from storage.checkpoints import read_leader_epochs
 from tests.conftest import EtcdProcess
 from tests.integration.clients import create_topic
-from tests.integration.cluster_helpers import OFFSETS, Cluster, Committer, commit_request, fetch_offset
+from tests.integration.cluster_helpers import (
+    OFFSETS,
+    Cluster,
+    Committer,
+    MemberCommitter,
+    commit_request,
+    fetch_offset,
+)
 from tests.integration.test_dataplane_clients import confluent_group, confluent_produce, kafka_python_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -70,10 +77,18 @@ def test_kill_9_during_a_commit_storm_loses_no_acknowledged_commit(cluster: Clus
     create_topic(cluster.nodes[1].bootstrap, "storm", 1)
     moved = cluster.groups_on(2, 4, "storm")
     staying = cluster.groups_on(1, 2, "storm") + cluster.groups_on(3, 2, "storm")
-    committers = {g: Committer(cluster, g) for g in moved + staying}
+    committers: dict[str, Committer | MemberCommitter] = {g: Committer(cluster, g) for g in moved + staying}
+    # Group members too (confluent-kafka), whose coordinator is the node about to die.
+    bootstrap = ",".join(b.bootstrap for b in cluster.alive())
+    members = cluster.groups_on(2, 2, "members")
+    committers.update({g: MemberCommitter(bootstrap, g, "storm") for g in members})
+    moved += members
     for c in committers.values():
         c.start()
-    time.sleep(2)
+    deadline = time.monotonic() + 20
+    while not all(c.acked > 0 for c in committers.values()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1)
     assert all(c.acked > 0 for c in committers.values()), {g: c.acked for g, c in committers.items()}
     killed_at = time.monotonic()
     cluster.nodes[2].kill()

@@ -27,6 +27,7 @@ BROKER_METRICS: dict[str, set[str]] = {
     "kcoord_shards_loading": set(),
     "kcoord_requests_total": {"api", "version"},
     "kcoord_request_errors_total": {"api", "error"},
+    "kcoord_cluster_lease_failures_total": set(),
 }
 BROKER_HISTOGRAMS: dict[str, set[str]] = {
     "kcoord_log_flush_seconds": set(),

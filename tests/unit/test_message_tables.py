@@ -28,6 +28,7 @@ from protocol.messages.offsets_log import (
     OffsetCommitKey,
     OffsetCommitValue,
 )
+from protocol.messages.transaction_log import TransactionLogKey, TransactionLogValue
 from protocol.schema import ArrayOf, Field, Message, Primitive, Struct, Versions
 
 MISSING = "<no default>"
@@ -58,11 +59,17 @@ EXPECTED_VALID = {
     "CreateTopics": "0-7",
     "DeleteTopics": "0-6",
     "InitProducerId": "0-6",
+    "AddPartitionsToTxn": "0-5",
+    "AddOffsetsToTxn": "0-4",
+    "EndTxn": "0-5",
+    "TxnOffsetCommit": "0-5",
     "DescribeConfigs": "0-4",
     "CreatePartitions": "0-3",
     "DeleteGroups": "0-2",
     "OffsetDelete": "0",
     "DescribeCluster": "0-2",
+    "DescribeTransactions": "0",
+    "ListTransactions": "0-2",
     # KIP-848: as of Kafka 4.1.
     "ConsumerGroupHeartbeat": "0-1",
     "ConsumerGroupDescribe": "0-1",
@@ -148,7 +155,7 @@ DATA_MESSAGES: list[Message] = [ConsumerProtocolSubscription, ConsumerProtocolAs
 CONSUMER_GROUP_LOG_MESSAGES: list[Message] = [
     m for m in vars(offsets_log_consumer_groups).values() if isinstance(m, Message)]
 LOG_MESSAGES: list[Message] = [OffsetCommitKey, OffsetCommitValue, GroupMetadataKey, GroupMetadataValue,
-                               *CONSUMER_GROUP_LOG_MESSAGES]
+                               TransactionLogKey, TransactionLogValue, *CONSUMER_GROUP_LOG_MESSAGES]
 
 
 def kafka_spec(name: str) -> dict[str, Any]:

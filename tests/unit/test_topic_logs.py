@@ -182,8 +182,10 @@ def test_inspect_batch_rejects_what_kafka_rejects() -> None:
     assert code(good + good) == ErrorCode.INVALID_RECORD
     assert code(None) == ErrorCode.INVALID_RECORD
     assert code(good, limit=len(good) - 1) == ErrorCode.MESSAGE_TOO_LARGE
+    control = build_simple_batch([(None, b"v", 1)], producer_id=1, producer_epoch=0, transactional=True, control=True)
+    assert code(control) == ErrorCode.INVALID_RECORD  # only the coordinator writes markers
     txn = build_simple_batch([(None, b"v", 1)], producer_id=1, producer_epoch=0, base_sequence=0, transactional=True)
-    assert code(txn) == ErrorCode.INVALID_TXN_STATE
+    assert inspect_batch(txn, 1 << 20).is_transactional
 
 
 def test_log_append_time_changes_only_the_header_and_keeps_a_valid_crc() -> None:

@@ -21,6 +21,8 @@ from broker.coordinator import (
     decode_record,
     encode_record,
 )
+from broker.coordinator.pending_offsets import TxnOffsetBatch
+from broker.coordinator.records import OffsetCommitRecord
 from protocol.consumer_protocol import encode_subscription
 from protocol.messages.consumer_protocol import ConsumerProtocolSubscription
 from protocol.messages.heartbeat import HeartbeatRequest
@@ -73,6 +75,9 @@ class Harness:
         self.now = now
         self.timers: dict[str, int] = {}
         self.log: list[tuple[bytes, bytes | None]] = []  # everything "written", as bytes
+        # Transactional offset records and markers: (position in ``log`` they precede, producer id,
+        # the record's key and value or None for a marker, the marker's commit flag).
+        self.txn_log: list[tuple[int, int, tuple[bytes, bytes | None] | None, bool | None]] = []
         self.responses: dict[int, Any] = {}
         self.transitions: list[tuple[str, str, str, int, int, str]] = []
         self.last: Result = Result()
@@ -111,6 +116,12 @@ class Harness:
     def apply(self, result: Result) -> Result:
         self.last = result
         self._write(result.records)
+        for write in result.txn_writes:
+            if isinstance(write, TxnOffsetBatch):
+                for r in write.records:
+                    self.txn_log.append((len(self.log), write.producer_id, encode_record(r), None))
+            else:
+                self.txn_log.append((len(self.log), write.producer_id, None, write.commit))
         for token, response in result.replies:
             assert token not in self.responses, f"request {token} answered twice"
             self.responses[token] = response
@@ -163,12 +174,26 @@ class Harness:
             assert token not in self.responses
             self.responses[token] = response
         self.shard = self._new_shard()
+        txn = list(self.txn_log)
         for i, (key, value) in enumerate(self.log):
+            while txn and txn[0][0] <= i:
+                self._replay_txn(txn.pop(0))
             record = decode_record(key, value)
             if record is not None:
                 self.shard.replay(record, i)
+        for entry in txn:
+            self._replay_txn(entry)
         self.timers = {}
         self._apply_timers(self.shard.on_loaded(self.now))
+
+    def _replay_txn(self, entry: tuple[int, int, tuple[bytes, bytes | None] | None, bool | None]) -> None:
+        _, producer_id, kv, commit = entry
+        if kv is None:
+            self.shard.replay_marker(producer_id, bool(commit))
+        else:
+            record = decode_record(*kv)
+            assert isinstance(record, OffsetCommitRecord)
+            self.shard.replay_txn_offset(record, producer_id)
 
     # ---- requests ---------------------------------------------------------------------------
 

@@ -1,0 +1,216 @@
+"""The transaction coordinator's runtime: ``__transaction_state`` partitions owned through the log
+runtime, replay at start, operations applied to the pure coordinator with their records made
+durable before any answer, the second phase of every ended transaction (markers, then Complete),
+and the periodic abort of transactions past their timeout.
+
+A transactional id lives in partition ``partition_for(transactional_id)`` of
+``__transaction_state`` (Kafka's rule, ``transaction.state.log.num.partitions``), compacted like
+``__consumer_offsets``. Partitions are created on their first write; at start every partition on
+disk is replayed (restart == replay) and transactions left in PrepareCommit/PrepareAbort get their
+markers written again before they complete.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+import trio
+
+from broker.coordinator.partitioning import partition_for
+from broker.log_runtime.runtime import Entry, LogRuntime, Partition
+from broker.observability import logs
+from broker.transactions.markers import MarkerWriter
+from broker.txn_coordinator.coordinator import MarkerJob, TransactionCoordinator, TxnResult
+from protocol.errors import DecodeError
+from protocol.record_batch import decode_records
+from protocol.transaction_log_records import (
+    TRANSACTION_STATE_TOPIC,
+    decode_transaction_record,
+    encode_transaction_record,
+)
+from storage.config import LogConfig
+
+MARKER_RETRY_S = 0.2
+RELOAD_DELAY_S = 0.1
+
+
+class TransactionService:
+    def __init__(self, runtime: LogRuntime, coordinator: TransactionCoordinator, markers: MarkerWriter,
+                 num_partitions: int, log_config: LogConfig, clock: Callable[[], int],
+                 abort_check_interval_ms: int) -> None:
+        self.runtime = runtime
+        self.coordinator = coordinator
+        self.markers = markers
+        self.num_partitions = num_partitions
+        self.log_config = log_config
+        self.clock = clock
+        self.abort_check_interval_ms = abort_check_interval_ms
+        self.parts: dict[int, Partition] = {}
+        self.loaded = False
+        self.in_flight: set[tuple[str, int, int]] = set()  # marker jobs being written
+
+    def partition_for(self, transactional_id: str) -> int:
+        return partition_for(transactional_id, self.num_partitions)
+
+    # ---- loading ----------------------------------------------------------------------------
+
+    def _open_and_replay(self) -> list[Partition]:
+        opened = []
+        replayed = 0
+        for topic, index in self.runtime.manager.existing_partitions():
+            if topic != TRANSACTION_STATE_TOPIC or index >= self.num_partitions:
+                continue
+            part = self.runtime.open(topic, index, self.log_config, owner=self)
+            for batch in part.log.batches():
+                if batch.is_control:
+                    continue
+                for record in decode_records(batch):
+                    if record.key is None:
+                        continue
+                    try:
+                        self.coordinator.replay(decode_transaction_record(record.key, record.value))
+                    except DecodeError as exc:
+                        logs.warn("transactions.unreadable_record", partition=index, error=str(exc))
+                        continue
+                    replayed += 1
+            opened.append(part)
+        logs.debug("transactions.replayed", partitions=len(opened), records=replayed)
+        return opened
+
+    async def load(self) -> None:
+        started = time.perf_counter()
+        for part in await trio.to_thread.run_sync(self._open_and_replay):
+            self.parts[part.index] = self.runtime.adopt(part)
+        self.loaded = True
+        unfinished = self.coordinator.unfinished()
+        logs.event("transactions.loaded", transactional_ids=len(self.coordinator.txns), unfinished=len(unfinished),
+                   seconds=round(time.perf_counter() - started, 3))
+        for job in unfinished:
+            self.write_markers(job)
+
+    def on_write_failed(self, exc: Exception) -> None:
+        """A ``__transaction_state`` write failed: every partition is closed and the coordinator
+        rebuilt from what the logs hold (requests meanwhile answer COORDINATOR_LOAD_IN_PROGRESS)."""
+        del exc
+        if not self.loaded:
+            return
+        self.loaded = False
+        for part in list(self.parts.values()):
+            self.runtime.close_partition(part)
+        self.parts.clear()
+        self.coordinator.txns.clear()
+        self.runtime.spawn(self._reload)
+
+    async def _reload(self) -> None:
+        await trio.sleep(RELOAD_DELAY_S)
+        await self.load()
+
+    # ---- applying operations -----------------------------------------------------------------
+
+    def _part(self, index: int) -> Partition:
+        part = self.parts.get(index)
+        if part is None:
+            part = self.runtime.adopt(self.runtime.open(TRANSACTION_STATE_TOPIC, index, self.log_config, owner=self))
+            self.parts[index] = part
+        return part
+
+    def apply(self, result: TxnResult, transactional_id: str | None, done: Callable[[bool], None]) -> None:
+        """Queues the result's records; ``done(ok)`` once they, and every write queued before them
+        on the partitions they or ``transactional_id`` live in, are durable. Marker jobs start then."""
+        now = self.clock()
+        by_partition: dict[int, list[Entry]] = {}
+        for record in result.records:
+            key, value = encode_transaction_record(record)
+            by_partition.setdefault(self.partition_for(record.transactional_id), []).append((key, value, now))
+        waits: list[Partition] = []
+        for index, entries in by_partition.items():
+            part = self._part(index)
+            self.runtime.append_records(part, entries)
+            waits.append(part)
+        if transactional_id is not None:
+            own = self.parts.get(self.partition_for(transactional_id))
+            if own is not None and own not in waits:
+                waits.append(own)
+        markers = result.markers
+        remaining = [len(waits)]
+
+        def one(ok: bool) -> None:
+            if remaining[0] <= 0:
+                return
+            if not ok:
+                remaining[0] = 0
+                done(False)
+                return
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                finish()
+
+        def finish() -> None:
+            done(True)
+            for job in markers:
+                self.write_markers(job)
+
+        if not waits:
+            finish()
+            return
+        for part in waits:
+            part.when_durable(one)
+
+    # ---- the second phase ------------------------------------------------------------------
+
+    def write_markers(self, job: MarkerJob) -> None:
+        """Writes the job's marker to every partition, then completes the transaction."""
+        key = (job.transactional_id, job.producer_id, job.producer_epoch)
+        if key in self.in_flight:
+            return
+        self.in_flight.add(key)
+        left = set(job.partitions)
+        if not left:
+            self._complete(job, key)
+            return
+
+        def written(tp: Any, ok: bool) -> None:
+            if not ok:
+                logs.warn("transactions.marker_failed", transactional_id=job.transactional_id, topic=tp[0],
+                          partition=tp[1])
+                self.runtime.spawn(self._retry, job, tp, written)
+                return
+            left.discard(tp)
+            if not left:
+                self._complete(job, key)
+
+        for tp in job.partitions:
+            self.markers.write(job, tp, partial(written, tp))
+
+    async def _retry(self, job: MarkerJob, tp: Any, written: Callable[[Any, bool], None]) -> None:
+        await trio.sleep(MARKER_RETRY_S)
+        self.markers.write(job, tp, partial(written, tp))
+
+    def _complete(self, job: MarkerJob, key: tuple[str, int, int]) -> None:
+        self.in_flight.discard(key)
+        if not self.loaded:
+            return  # the reload writes the markers again
+        result = self.coordinator.markers_written(job, self.clock())
+        self.apply(result, None, lambda ok: None)
+        logs.debug("transactions.completed", transactional_id=job.transactional_id,
+                   result="commit" if job.commit else "abort", partitions=len(job.partitions))
+
+    # ---- running ----------------------------------------------------------------------------
+
+    async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        """Loads, then aborts expired transactions every ``abort_check_interval_ms``."""
+        task_status.started()
+        await self.load()
+        while True:
+            await trio.sleep(self.abort_check_interval_ms / 1000)
+            if not self.loaded:
+                continue
+            result = self.coordinator.expire(self.clock())
+            for job in result.markers:
+                logs.event("transactions.timed_out", transactional_id=job.transactional_id,
+                           producer_id=job.producer_id, producer_epoch=job.producer_epoch)
+            if result.records:
+                self.apply(result, None, lambda ok: None)

@@ -1,0 +1,247 @@
+"""The transaction coordinator's operations (Kafka's TransactionCoordinator for transactions
+version 0/1: the epoch rises at InitProducerId, not with every transaction).
+
+Every operation takes ``now`` and returns a ``TxnResult``: the error to answer, the records to make
+durable before answering, and the marker jobs to start once those records are durable. A change
+is applied to the in-memory metadata at once and persisted by the record it emits; ``replay`` of
+those records rebuilds the same metadata (restart == replay).
+
+The two phases of ending a transaction: EndTxn writes PrepareCommit/PrepareAbort and is answered
+once that is durable; the shell then writes a COMMIT/ABORT marker to every partition of the
+transaction and, once all are durable, calls ``markers_written``, which writes
+CompleteCommit/CompleteAbort. A transaction found in a Prepare state at load has its markers
+written again (writing a marker twice is harmless).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from broker.txn_coordinator.metadata import (
+    COMPLETED,
+    MAX_PRODUCER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    PREPARING,
+    TopicPartition,
+    TxnMetadata,
+    TxnState,
+)
+from protocol.errors import ErrorCode
+from protocol.transaction_log_records import TransactionRecord
+
+DEFAULT_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
+
+
+@dataclass(frozen=True)
+class MarkerJob:
+    """Write a COMMIT (or ABORT) marker for ``producer_id`` at ``producer_epoch`` to each partition."""
+
+    transactional_id: str
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass
+class TxnResult:
+    error: int = ErrorCode.NONE
+    producer_id: int = NO_PRODUCER_ID
+    producer_epoch: int = NO_PRODUCER_EPOCH
+    records: list[TransactionRecord] = field(default_factory=list)
+    markers: list[MarkerJob] = field(default_factory=list)
+    # AddPartitionsToTxn: an error per partition when the transaction did not take them all.
+    partition_errors: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+def _epoch_exhausted(epoch: int) -> bool:
+    return epoch >= MAX_PRODUCER_EPOCH
+
+
+class TransactionCoordinator:
+    def __init__(self, new_producer_id: Callable[[], int], max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS) -> None:
+        """``new_producer_id()`` hands out a producer id never used before (the broker's allocator)."""
+        self.new_producer_id = new_producer_id
+        self.max_timeout_ms = max_timeout_ms
+        self.txns: dict[str, TxnMetadata] = {}
+
+    # ---- persistence ------------------------------------------------------------------------
+
+    def replay(self, record: TransactionRecord) -> None:
+        if record.value is None:
+            self.txns.pop(record.transactional_id, None)
+            return
+        loaded = TxnMetadata.from_record(record)
+        old = self.txns.get(record.transactional_id)
+        if old is not None and old.producer_id == loaded.producer_id:
+            loaded.last_producer_epoch = old.last_producer_epoch
+        self.txns[record.transactional_id] = loaded
+
+    def _emit(self, out: TxnResult, meta: TxnMetadata) -> None:
+        self.txns[meta.transactional_id] = meta
+        out.records.append(meta.to_record())
+
+    def unfinished(self) -> list[MarkerJob]:
+        """Marker jobs of every transaction left in a Prepare state (after a load)."""
+        return [self._job(meta) for meta in self.txns.values() if meta.state in PREPARING]
+
+    @staticmethod
+    def _job(meta: TxnMetadata) -> MarkerJob:
+        return MarkerJob(meta.transactional_id, meta.producer_id, meta.producer_epoch,
+                         meta.state is TxnState.PREPARE_COMMIT, tuple(sorted(meta.partitions)))
+
+    # ---- InitProducerId ---------------------------------------------------------------------
+
+    def init_producer_id(self, txn_id: str, timeout_ms: int, expected_pid: int, expected_epoch: int,
+                         now: int) -> TxnResult:
+        out = TxnResult()
+        if not txn_id:
+            out.error = ErrorCode.INVALID_REQUEST
+            return out
+        if not 0 < timeout_ms <= self.max_timeout_ms:
+            out.error = ErrorCode.INVALID_TRANSACTION_TIMEOUT
+            return out
+        expected = expected_pid != NO_PRODUCER_ID or expected_epoch != NO_PRODUCER_EPOCH
+        meta = self.txns.get(txn_id)
+        if meta is None:
+            meta = TxnMetadata(txn_id, self.new_producer_id(), timeout_ms=timeout_ms, last_update_ms=now)
+        if expected and not (meta.producer_epoch == NO_PRODUCER_EPOCH or expected_pid == meta.producer_id
+                             or (expected_pid == meta.previous_producer_id and _epoch_exhausted(expected_epoch))):
+            out.error = ErrorCode.PRODUCER_FENCED
+            return out
+        if meta.state in PREPARING:
+            out.error = ErrorCode.CONCURRENT_TRANSACTIONS
+            return out
+        if meta.state is TxnState.ONGOING:
+            # A new incarnation of the producer: fence the old one (epoch + 1) and abort what it
+            # left open; the caller retries once the abort has completed.
+            self._fence_and_abort(out, meta, now)
+            out.error = ErrorCode.CONCURRENT_TRANSACTIONS
+            return out
+        if _epoch_exhausted(meta.producer_epoch) and (not expected or expected_epoch == meta.producer_epoch):
+            meta.previous_producer_id = meta.producer_id
+            meta.producer_id = self.new_producer_id()
+            meta.producer_epoch, meta.last_producer_epoch = 0, NO_PRODUCER_EPOCH
+        elif not expected or expected_epoch in (NO_PRODUCER_EPOCH, meta.producer_epoch):
+            meta.last_producer_epoch = meta.producer_epoch
+            meta.producer_epoch = 0 if meta.producer_epoch == NO_PRODUCER_EPOCH else meta.producer_epoch + 1
+        elif expected_epoch == meta.last_producer_epoch:
+            pass  # a retry of the bump already made (KIP-360): answer with the current epoch
+        else:
+            out.error = ErrorCode.PRODUCER_FENCED
+            return out
+        meta.timeout_ms = timeout_ms
+        meta.state = TxnState.EMPTY
+        meta.partitions = set()
+        meta.last_update_ms = now
+        meta.start_ms = -1
+        self._emit(out, meta)
+        out.producer_id, out.producer_epoch = meta.producer_id, meta.producer_epoch
+        return out
+
+    def _fence_and_abort(self, out: TxnResult, meta: TxnMetadata, now: int) -> None:
+        if not _epoch_exhausted(meta.producer_epoch):
+            meta.producer_epoch += 1
+        meta.last_producer_epoch = NO_PRODUCER_EPOCH
+        meta.state = TxnState.PREPARE_ABORT
+        meta.last_update_ms = now
+        self._emit(out, meta)
+        out.markers.append(self._job(meta))
+
+    # ---- the transaction's partitions --------------------------------------------------------
+
+    def _check_producer(self, txn_id: str, pid: int, epoch: int) -> tuple[int, TxnMetadata | None]:
+        meta = self.txns.get(txn_id)
+        if meta is None or meta.producer_id != pid:
+            return ErrorCode.INVALID_PRODUCER_ID_MAPPING, meta
+        if meta.producer_epoch != epoch:
+            return ErrorCode.PRODUCER_FENCED, meta
+        return ErrorCode.NONE, meta
+
+    def add_partitions(self, txn_id: str, pid: int, epoch: int, partitions: Iterable[TopicPartition],
+                       now: int, *, verify_only: bool = False) -> TxnResult:
+        out = TxnResult()
+        wanted = set(partitions)
+        error, meta = self._check_producer(txn_id, pid, epoch)
+        if not error and meta is not None and verify_only:
+            for tp in wanted:
+                if meta.state is not TxnState.ONGOING or tp not in meta.partitions:
+                    out.partition_errors[tp] = ErrorCode.INVALID_TXN_STATE
+            return out
+        if not error and meta is not None and meta.state in (PREPARING | {TxnState.PREPARE_EPOCH_FENCE}):
+            error = ErrorCode.CONCURRENT_TRANSACTIONS
+        if error or meta is None:
+            out.error = error
+            out.partition_errors = dict.fromkeys(wanted, error)
+            return out
+        if meta.state is TxnState.ONGOING and wanted <= meta.partitions:
+            return out  # nothing new: nothing to write
+        if meta.state is not TxnState.ONGOING:
+            meta.start_ms = now
+            meta.state = TxnState.ONGOING
+        meta.partitions |= wanted
+        meta.last_update_ms = now
+        self._emit(out, meta)
+        return out
+
+    # ---- ending -----------------------------------------------------------------------------
+
+    def end_txn(self, txn_id: str, pid: int, epoch: int, commit: bool, now: int) -> TxnResult:
+        out = TxnResult()
+        error, meta = self._check_producer(txn_id, pid, epoch)
+        if error or meta is None:
+            out.error = error
+            return out
+        state = meta.state
+        if state is TxnState.ONGOING:
+            meta.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+            meta.last_update_ms = now
+            self._emit(out, meta)
+            out.markers.append(self._job(meta))
+        elif state is (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
+            pass  # a retry of an EndTxn that completed
+        elif state is (TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT):
+            out.error = ErrorCode.CONCURRENT_TRANSACTIONS
+        else:
+            out.error = ErrorCode.INVALID_TXN_STATE
+        return out
+
+    def markers_written(self, job: MarkerJob, now: int) -> TxnResult:
+        """Every marker of ``job`` is durable: the transaction completes."""
+        out = TxnResult()
+        meta = self.txns.get(job.transactional_id)
+        expected = TxnState.PREPARE_COMMIT if job.commit else TxnState.PREPARE_ABORT
+        if (meta is None or meta.state is not expected or meta.producer_id != job.producer_id
+                or meta.producer_epoch != job.producer_epoch):
+            return out  # already completed (markers written twice after a load)
+        meta.state = TxnState.COMPLETE_COMMIT if job.commit else TxnState.COMPLETE_ABORT
+        meta.partitions = set()
+        meta.last_update_ms = now
+        self._emit(out, meta)
+        return out
+
+    def expire(self, now: int) -> TxnResult:
+        """Aborts every transaction open for longer than its timeout, fencing its producer (Kafka's
+        abortTimedOutTransactions)."""
+        out = TxnResult()
+        for meta in list(self.txns.values()):
+            if meta.state is TxnState.ONGOING and meta.start_ms + meta.timeout_ms < now:
+                self._fence_and_abort(out, meta, now)
+        return out
+
+    # ---- admin ------------------------------------------------------------------------------
+
+    def listed(self, states: set[str], producer_ids: set[int], min_duration_ms: int,
+               now: int) -> list[TxnMetadata]:
+        out = []
+        for meta in self.txns.values():
+            if states and meta.state.kafka_name not in states:
+                continue
+            if producer_ids and meta.producer_id not in producer_ids:
+                continue
+            if min_duration_ms >= 0 and (meta.state in COMPLETED or now - meta.start_ms <= min_duration_ms):
+                continue
+            out.append(meta)
+        return sorted(out, key=lambda m: m.transactional_id)
