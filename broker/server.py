@@ -417,6 +417,7 @@ class Broker:
             await nursery.start(self.transactions.run)
             if self.cluster is not None:
                 self.cluster.address = self.advertised
+                self.cluster.listener_addresses = dict(self.advertised_by_listener)
                 self.cluster.listener = ClusterListener(self)
                 await nursery.start(self.cluster.run)
             nursery.start_soon(self._settle_heap)

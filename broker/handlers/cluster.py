@@ -36,7 +36,8 @@ def register(broker: Broker) -> None:
         host, port = broker.advertised_for(conn)
         if cluster is None:
             return [(broker.node_id, host, port)]
-        nodes = {node: address for node, address in cluster.nodes.items()}
+        nodes = {node: cluster.node_listeners.get(node, {}).get(conn.listener, address)
+                 for node, address in cluster.nodes.items()}
         nodes[broker.node_id] = (host, port)
         return [(node, h, p) for node, (h, p) in sorted(nodes.items())]
 
