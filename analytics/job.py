@@ -18,7 +18,8 @@ from analytics.report import PartitionCoverage, ReportData, render_html, summary
 from analytics.segments import NoSegments, list_segments
 
 TABLES = ["latest_offsets", "commit_activity", "partition_status", "generation_history",
-          "membership_timeline", "group_inventory"]
+          "membership_timeline", "group_inventory", "consumer_group_history", "consumer_group_members",
+          "consumer_assignments"]
 
 
 @dataclass
@@ -206,9 +207,11 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     result.detail["commits"] = time.perf_counter() - t0
     groups = spark.read.format(NAME).option("kinds", "group_metadata").load(opts.data_dir).cache()
     n_groups = groups.count()
+    consumer = spark.read.format(NAME).option("kinds", "consumer_group").load(opts.data_dir).cache()
+    n_consumer = consumer.count()
     result.timings["decode"] = time.perf_counter() - t0
     say(f"decoded {sum(s['records'] for s in segments):,} records from {len(segments)} segment file(s): "
-        f"{n_groups:,} group-metadata records, offset commits summed into {n_buckets:,} partition-buckets")
+        f"{n_groups:,} group-metadata records, {n_consumer:,} consumer-group records, offset commits summed into {n_buckets:,} partition-buckets")
 
     t1 = time.perf_counter()
     for s in segments:
@@ -227,8 +230,12 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
         "generation_history": T.generation_history(events),
         "membership_timeline": T.membership_timeline(groups),
         "group_inventory": T.group_inventory(spark, events, latest, status, t_opts),
+        "consumer_group_history": T.consumer_group_history(consumer),
+        "consumer_group_members": T.consumer_group_members(consumer),
+        "consumer_assignments": T.consumer_assignments(consumer),
     }
-    small = {"partition_status", "generation_history", "membership_timeline", "group_inventory"}
+    small = {"partition_status", "generation_history", "membership_timeline", "group_inventory",
+             "consumer_group_history", "consumer_group_members"}
     for name, df in frames.items():
         t = time.perf_counter()
         target = _join(opts.out, name)
@@ -258,7 +265,7 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     _write_text(_join(opts.out, "summary.txt"), result.summary + "\n")
     _write_text(_join(opts.out, "report.html"), render_html(data, result.summary))
     result.timings["report"] = time.perf_counter() - t2
-    for df in (buckets, recent, groups, latest, status, events):
+    for df in (buckets, recent, groups, consumer, latest, status, events):
         df.unpersist()
     return result
 

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from analytics import rules
-from analytics.decoder import GROUP_METADATA
+from analytics.decoder import CONSUMER_GROUP, GROUP_METADATA
 
 KEY = ["group", "topic", "partition"]
 
@@ -255,3 +255,88 @@ def group_inventory(spark: SparkSession, events: DataFrame, latest: DataFrame, s
             .select("group", "state", "status", "protocol_type", "protocol", "generation", "leader", "members",
                     "rebalances", "last_rebalance", "last_commit", "partitions_with_offsets", "topics",
                     "total_lag", "stale", "offsets_expire_at"))
+
+
+# ---- KIP-848 consumer groups ------------------------------------------------------------------
+
+_MEMBER_STATES = {0: "Stable", 1: "UnrevokedPartitions", 2: "UnreleasedPartitions"}
+
+
+def _state_name(column: str) -> Column:
+    expr = F.lit("Unknown")
+    for value, name in sorted(_MEMBER_STATES.items(), reverse=True):
+        expr = F.when(F.col(column) == value, name).otherwise(expr)
+    return expr
+
+
+def _partition_count(column: str) -> Column:
+    return F.coalesce(F.aggregate(F.col(column), F.lit(0), lambda acc, tp: acc + F.size(tp["partitions"])), F.lit(0))
+
+
+def consumer_group_history(records: DataFrame) -> DataFrame:
+    """A consumer group's epochs over time: every group epoch bump (membership, subscription or
+    subscribed topics changed), every new target assignment, and the group's deletion."""
+    epochs = (records.filter(F.col("record_type").isin("ConsumerGroupMetadata", "ConsumerGroupTargetAssignmentMetadata"))
+              .withColumn("seq", _seq())
+              .withColumn("event", F.when(F.col("tombstone") & (F.col("record_type") == "ConsumerGroupMetadata"),
+                                          "deleted")
+                          .when(F.col("tombstone"), "target assignment deleted")
+                          .when(F.col("record_type") == "ConsumerGroupMetadata", "group epoch")
+                          .otherwise("target assignment")))
+    w = Window.partitionBy("group").orderBy("seq")
+    return (epochs.withColumn("seconds_since_previous",
+                              (F.unix_millis("batch_timestamp") - F.lag(F.unix_millis("batch_timestamp")).over(w))
+                              / 1000.0)
+            .select("group", "event", "epoch", F.col("batch_timestamp").alias("at"), "seconds_since_previous",
+                    "log_partition", "log_offset"))
+
+
+def consumer_assignments(records: DataFrame) -> DataFrame:
+    """Every step of every member's reconciliation: its epoch, state, the partitions it owns and
+    those it still has to give up, from each current-assignment record; a member leaving releases
+    everything (state "Left")."""
+    current = records.filter(F.col("record_type") == "ConsumerGroupCurrentMemberAssignment")
+    return current.select(
+        "group", "member_id", F.col("batch_timestamp").alias("at"), F.col("epoch").alias("member_epoch"),
+        "previous_member_epoch",
+        F.when(F.col("tombstone"), "Left").otherwise(_state_name("member_state")).alias("state"),
+        F.coalesce("assignment", F.array()).alias("assigned"), _partition_count("assignment").alias("assigned_count"),
+        F.coalesce("pending_revocation", F.array()).alias("pending_revocation"),
+        _partition_count("pending_revocation").alias("pending_revocation_count"),
+        "log_partition", "log_offset")
+
+
+def consumer_group_members(records: DataFrame) -> DataFrame:
+    """Every member a consumer group has had: who it is (the last metadata it wrote), which protocol
+    it speaks (a classic member joined with JoinGroup during an online migration), when it came and
+    left, the epochs it went through and what it owned last."""
+    cg = records.filter(F.col("kind") == CONSUMER_GROUP).withColumn("seq", _seq())
+    meta = (cg.filter(F.col("record_type") == "ConsumerGroupMemberMetadata")
+            .groupBy("group", "member_id")
+            .agg(F.max_by(F.struct(F.col("tombstone").alias("left"), F.col("batch_timestamp").alias("at")),
+                          "seq").alias("last"),
+                 # Who it is: its last metadata before any tombstone.
+                 F.max_by("consumer_member", F.when(~F.col("tombstone"), F.col("seq"))).alias("identity"),
+                 F.min("batch_timestamp").alias("first_seen"),
+                 F.max(F.when(~F.col("tombstone"), F.col("batch_timestamp"))).alias("last_seen")))
+    current = (cg.filter(F.col("record_type") == "ConsumerGroupCurrentMemberAssignment")
+               .groupBy("group", "member_id")
+               .agg(F.max_by(F.struct("epoch", "member_state", "assignment"),
+                             F.when(~F.col("tombstone"), F.col("seq"))).alias("c"),
+                    F.countDistinct(F.when(~F.col("tombstone"), F.col("epoch"))).alias("epochs")))
+    m = F.col("identity")
+    return (meta.join(current, ["group", "member_id"], "left")
+            .select("group", "member_id", m["instance_id"].alias("instance_id"), m["client_id"].alias("client_id"),
+                    m["client_host"].alias("client_host"),
+                    F.when(m["classic_session_timeout_ms"].isNotNull(), "classic").otherwise("consumer")
+                    .alias("protocol"),
+                    m["subscribed_topic_names"].alias("subscribed_topic_names"),
+                    m["subscribed_topic_regex"].alias("subscribed_topic_regex"),
+                    m["server_assignor"].alias("server_assignor"),
+                    m["rebalance_timeout_ms"].alias("rebalance_timeout_ms"),
+                    "first_seen", "last_seen",
+                    F.when(F.col("last.left"), F.col("last.at")).alias("left_at"),
+                    (~F.col("last.left")).alias("current_member"),
+                    F.col("c.epoch").alias("last_member_epoch"), _state_name("c.member_state").alias("last_state"),
+                    F.coalesce("epochs", F.lit(0)).alias("epochs"),
+                    F.coalesce(F.col("c.assignment"), F.array()).alias("last_assigned")))

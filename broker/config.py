@@ -95,6 +95,9 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=1),
     Property("group.consumer.assignors", str, "uniform,range", "Server-side assignors of consumer-protocol "
              "groups, by name; the first is the default."),
+    Property("group.consumer.migration.policy", str, "bidirectional", "Online migration between classic and "
+             "consumer-protocol groups: bidirectional, upgrade (classic to consumer only), downgrade (consumer "
+             "to classic only) or disabled."),
     Property("auto.create.topics.enable", bool, True, "Create unknown topics on Metadata/Produce requests."),
     Property("num.partitions", int, 1, "Partitions of an auto-created topic.", minimum=1),
     Property("log.flush.policy", str, "sync", "sync: fdatasync before acknowledging; interval: flush every "
@@ -115,6 +118,11 @@ PROPERTIES: tuple[Property, ...] = (
     Property("message.max.bytes", int, 1048588, "Largest record batch accepted by Produce.", minimum=1),
     Property("metrics.listener", str, "http://:9464", "Prometheus endpoint (path /metrics); without a host "
              "it listens on the host of listeners (loopback by default); empty disables it."),
+    Property("metrics.lag.groups", str, ".*", "Groups whose lag is exported (kafka_consumergroup_*): "
+             "comma-separated regular expressions, each matched against the whole group id."),
+    Property("metrics.lag.max.partitions", int, 10000, "Most group partitions exported in the lag series per "
+             "scrape (whole groups, in group order; the rest counted in kcoord_lag_partitions_omitted); 0 "
+             "turns lag metrics off.", minimum=0),
     Property("listener.security.protocol.map", str, DEFAULT_PROTOCOL_MAP, "Listener name -> security protocol, "
              "NAME:PROTOCOL comma-separated."),
     Property("ssl.keystore.location", str, "", "PEM file holding this broker's certificate chain and private "
@@ -253,6 +261,10 @@ class BrokerConfig:
                                   f"group.consumer.max.{name} ({high})")
         if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
             raise ConfigError("group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms")
+        policy = values["group.consumer.migration.policy"].strip().lower()
+        if policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
+            raise ConfigError(f"group.consumer.migration.policy: {values['group.consumer.migration.policy']!r}; "
+                              "expected bidirectional, upgrade, downgrade or disabled")
         from broker.coordinator.consumer.assignors import ASSIGNORS
 
         names = [n.strip() for n in values["group.consumer.assignors"].split(",") if n.strip()]

@@ -33,6 +33,7 @@ from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Router
 from broker.network.tls_connection import TlsConnection
 from broker.observability import logs
+from broker.observability.lag_metrics import LagMetrics
 from broker.observability.metrics import METRICS, install_state_collector
 from broker.observability.state_metrics import state_families
 from broker.security.context import SecurityContext
@@ -167,6 +168,7 @@ class Broker:
             consumer_heartbeat_interval_ms=c["group.consumer.heartbeat.interval.ms"],
             consumer_max_size=c["group.consumer.max.size"],
             consumer_assignors=tuple(n.strip() for n in c["group.consumer.assignors"].split(",") if n.strip()),
+            consumer_migration_policy=c["group.consumer.migration.policy"].strip().lower(),
         )
         log_config = LogConfig(
             segment_bytes=c["offsets.topic.segment.bytes"],
@@ -224,6 +226,8 @@ class Broker:
 
         self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=self.config["message.max.bytes"],
                                     cluster=self.cluster)
+        self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
+                              self.config["metrics.lag.groups"], self.config["metrics.lag.max.partitions"])
         self.transactions = self._make_transactions()
         cluster.register(self)
         topics.register(self)
@@ -448,7 +452,7 @@ class Broker:
         endpoint = parse_metrics_listener(self.config["metrics.listener"], self.config.listener.host)
         if endpoint is not None:
             try:
-                self.metrics_port = await nursery.start(serve_metrics, *endpoint)
+                self.metrics_port = await nursery.start(serve_metrics, *endpoint, self.lag.render)
             except OSError as exc:
                 # Metrics are for operators; a busy port must not keep the broker from serving clients.
                 logs.warn("metrics.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))

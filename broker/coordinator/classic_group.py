@@ -196,6 +196,11 @@ class ClassicGroup:
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
 
+    @property
+    def is_empty(self) -> bool:
+        """Kafka's ``ClassicGroup.isEmpty``: the group is in the Empty state."""
+        return self.state is GroupState.EMPTY
+
     def static_member_id(self, instance_id: str) -> str | None:
         return self.static_members.get(instance_id)
 

@@ -35,6 +35,18 @@ class CoordinatorConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    # group.consumer.migration.policy: "bidirectional", "upgrade", "downgrade" or "disabled".
+    consumer_migration_policy: str = "bidirectional"
+
+    @property
+    def upgrade_enabled(self) -> bool:
+        """A classic group may become a consumer group when a consumer-protocol member joins."""
+        return self.consumer_migration_policy in ("bidirectional", "upgrade")
+
+    @property
+    def downgrade_enabled(self) -> bool:
+        """A consumer group may go back to classic when its last consumer-protocol member leaves."""
+        return self.consumer_migration_policy in ("bidirectional", "downgrade")
 
 
 class TopicView(Protocol):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from broker.coordinator.classic_group import GroupState
+from broker.coordinator.consumer import classic_members
 from broker.coordinator.context import RequestContext
 from broker.coordinator.rebalance import reschedule_heartbeat
 from broker.coordinator.result import Result
@@ -12,6 +13,9 @@ from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 
 
 def heartbeat(st: CoordinatorState, req: HeartbeatRequest, ctx: RequestContext, now: int) -> Result:
+    consumer_group = st.consumer_groups.get(req.group_id) if req.group_id else None
+    if consumer_group is not None:
+        return classic_members.heartbeat(st, consumer_group, req, ctx, now)
     out = Result()
     out.replies.append((ctx.token, HeartbeatResponse(error_code=int(_heartbeat(st, req, ctx, now, out)))))
     return out

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.coordinator.classic_group import ClassicGroup, GroupState, Member, Parked, Protocols
+from broker.coordinator.consumer import classic_members
+from broker.coordinator.consumer import describe as consumer_describe
 from broker.coordinator.context import RequestContext
 from broker.coordinator.rebalance import (
     NEW_MEMBER_JOIN_TIMEOUT_MS,
@@ -80,9 +82,14 @@ def join_group(st: CoordinatorState, req: JoinGroupRequest, ctx: RequestContext,
     if not cfg.group_min_session_timeout_ms <= spec.session_timeout_ms <= cfg.group_max_session_timeout_ms:
         return reply(ErrorCode.INVALID_SESSION_TIMEOUT, spec.member_id)
 
-    if spec.group_id in st.consumer_groups:
-        # Classic members inside a consumer group (online migration) are not served yet.
-        return reply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, spec.member_id)
+    consumer_group = st.consumer_groups.get(spec.group_id)
+    if consumer_group is not None:
+        if consumer_group.members:
+            # A classic member inside a consumer group (online migration).
+            return classic_members.join(st, consumer_group, spec, ctx, now)
+        # An empty consumer group gives its id up to a classic group (its offsets stay).
+        for record in consumer_describe.group_deletion_records(consumer_group):
+            st.emit(out, record)
     group = st.groups.get(spec.group_id)
     is_new_group = group is None
     if group is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from broker.coordinator.classic_group import GroupState
+from broker.coordinator.consumer import classic_members
 from broker.coordinator.context import RequestContext
 from broker.coordinator.rebalance import (
     cancel_heartbeat,
@@ -45,6 +46,9 @@ def _leave(
 ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID, []
+    consumer_group = st.consumer_groups.get(group_id)
+    if consumer_group is not None:
+        return ErrorCode.NONE, classic_members.leave(st, consumer_group, leaving, out, now)
     group = st.groups.get(group_id)
     if group is None:
         return ErrorCode.NONE, [(m, i, ErrorCode.UNKNOWN_MEMBER_ID) for m, i in leaving]

@@ -71,6 +71,9 @@ def _consumer_group_error(group: ConsumerGroup, member_id: str, epoch: int, vers
     member = group.member(member_id)
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
+    if member.uses_classic_protocol:
+        # A classic member inside a consumer group commits with its generation (its member epoch).
+        return ErrorCode.NONE if epoch == member.member_epoch else ErrorCode.ILLEGAL_GENERATION
     if version < 9:
         return ErrorCode.UNSUPPORTED_VERSION
     if epoch != member.member_epoch:

@@ -25,6 +25,7 @@ from broker.coordinator import (
 )
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.consumer import describe as consumer_describe
+from broker.coordinator.consumer import migration
 from broker.coordinator.consumer import timers as consumer_timers
 from broker.coordinator.consumer.heartbeat import (
     consumer_group_heartbeat,
@@ -59,6 +60,13 @@ from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+
+_FENCED_BECAUSE = {
+    consumer_timers.SESSION: "session timeout",
+    consumer_timers.REBALANCE: "rebalance timeout",
+    consumer_timers.CLASSIC_JOIN: "the classic member failed to join within the rebalance timeout",
+    consumer_timers.CLASSIC_SYNC: "the classic member failed to sync within the rebalance timeout",
+}
 
 
 class GroupCoordinatorShard:
@@ -100,8 +108,9 @@ class GroupCoordinatorShard:
         # revoking gets its rebalance timeout again.
         for cgroup in st.consumer_groups.values():
             for cmember in cgroup.members.values():
-                consumer_timers.set_session_timeout(st, out, cgroup.group_id, cmember.member_id,
-                                                    now_ms + st.config.consumer_session_timeout_ms)
+                session_ms = (st.config.consumer_session_timeout_ms if cmember.classic is None
+                              else cmember.classic.session_timeout_ms)
+                consumer_timers.set_session_timeout(st, out, cgroup.group_id, cmember.member_id, now_ms + session_ms)
                 if cmember.state is MemberState.UNREVOKED_PARTITIONS:
                     consumer_timers.set_rebalance_timeout(st, out, cgroup.group_id, cmember.member_id,
                                                           cmember.member_epoch, now_ms + cmember.rebalance_timeout_ms)
@@ -170,7 +179,8 @@ class GroupCoordinatorShard:
             if member is None:
                 return ErrorCode.UNKNOWN_MEMBER_ID, []
             if member.member_epoch != member_epoch:
-                return ErrorCode.STALE_MEMBER_EPOCH, []
+                stale = ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
+                return stale, []
         group = self.state.groups.get(group_id)
         known = (group is not None and group.state is not GroupState.DEAD) or group_id in self.state.consumer_groups
         rows = fetch_offsets(self.state.offsets, group_id, known, topics)
@@ -247,7 +257,7 @@ class GroupCoordinatorShard:
         if target.kind == OFFSETS_EXPIRY_KEY:
             return retention.sweep(st, now_ms)
         out = Result()
-        if target.kind in (consumer_timers.SESSION, consumer_timers.REBALANCE):
+        if target.kind in consumer_timers.FENCING:
             cgroup = st.consumer_groups.get(target.group_id)
             member = None if cgroup is None else cgroup.member(target.member_id)
             if cgroup is None or member is None:
@@ -255,9 +265,13 @@ class GroupCoordinatorShard:
             if target.kind == consumer_timers.REBALANCE and member.member_epoch != target.epoch:
                 return out  # it left that epoch in time
             before = group_state(st, cgroup.group_id)
-            for record in fence_member(st, out, cgroup, member.member_id):
+            records, downgraded = fence_member(st, out, cgroup, member.member_id, now_ms)
+            for record in records:
                 st.emit(out, record)
-            why = "session timeout" if target.kind == consumer_timers.SESSION else "rebalance timeout"
+            if downgraded:
+                migration.after_downgrade(st, out, cgroup.group_id, now_ms)
+                return out
+            why = _FENCED_BECAUSE[target.kind]
             note_transition(st, out, cgroup.group_id, before, f"member {member.member_id} fenced: {why}")
             return out
         group = st.groups.get(target.group_id)

@@ -46,6 +46,8 @@ class CoordinatorState:
         # to report once the shard has loaded.
         self.replay_anomalies = 0
         self.last_anomaly = ""
+        # Classic groups built by a downgrade, waiting for their records to be replayed (migration.py).
+        self.downgrades: dict[str, ClassicGroup] = {}
         self.offsets = OffsetStore()
         # Offsets of transactions whose marker has not reached this partition yet.
         self.pending_txn = PendingTxnOffsets()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from broker.coordinator.classic_group import ClassicGroup, GroupState, Parked
+from broker.coordinator.consumer import classic_members
 from broker.coordinator.context import RequestContext
 from broker.coordinator.rebalance import (
     complete_sync,
@@ -43,6 +44,9 @@ def sync_group(st: CoordinatorState, req: SyncGroupRequest, ctx: RequestContext,
 
     if not req.group_id:
         return reply(ErrorCode.INVALID_GROUP_ID)
+    consumer_group = st.consumer_groups.get(req.group_id)
+    if consumer_group is not None:
+        return classic_members.sync(st, consumer_group, req, ctx, now)
     group = st.groups.get(req.group_id)
     if group is None or group.state is GroupState.EMPTY:
         return reply(ErrorCode.UNKNOWN_MEMBER_ID)

@@ -15,7 +15,9 @@ OFFSETS_EXPIRY_KEY = "offsets-expiry"
 
 
 class TimerTarget(NamedTuple):
-    kind: str  # "heartbeat" | "join" | "sync" | "offsets-expiry" | "consumer-session" | "consumer-rebalance"
+    # "heartbeat" | "join" | "sync" | "offsets-expiry" | "consumer-session" | "consumer-rebalance"
+    # | "consumer-classic-join" | "consumer-classic-sync"
+    kind: str
     group_id: str = ""
     member_id: str = ""
     epoch: int = -1  # consumer-rebalance: the member epoch it must have left by the deadline
@@ -31,6 +33,14 @@ def consumer_session_key(group_id: str, member_id: str) -> str:
 
 def consumer_rebalance_key(group_id: str, member_id: str) -> str:
     return f"consumer-rebalance:{group_id}:{member_id}"
+
+
+def consumer_classic_join_key(group_id: str, member_id: str) -> str:
+    return f"consumer-classic-join:{group_id}:{member_id}"
+
+
+def consumer_classic_sync_key(group_id: str, member_id: str) -> str:
+    return f"consumer-classic-sync:{group_id}:{member_id}"
 
 
 def join_key(group_id: str) -> str:

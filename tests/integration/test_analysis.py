@@ -91,7 +91,8 @@ def _commit(consumer: CommittingConsumer, story: Story, group: str, base: int) -
 def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     """A group forms, grows, shrinks and empties; another is deleted; a third only commits."""
     root = tmp_path_factory.mktemp("kcoord-analysis")
-    broker = BrokerProcess(root / "data").start()
+    broker = BrokerProcess(root / "data", {"group.consumer.heartbeat.interval.ms": "500",
+                                           "group.consumer.min.heartbeat.interval.ms": "500"}).start()
     broker.wait_loaded()
     s = Story(root / "data", started=int(time.time() * 1000))
     try:
@@ -127,6 +128,16 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         manual.close()
         s.committed[("manual", 0)] = 9
         s.commit_calls["manual"] = 2
+
+        # A classic group upgraded by a consumer-protocol member, then downgraded when it leaves.
+        carol = CommittingConsumer(broker.bootstrap, "mixed", [TOPIC], **{"client.id": "carol"})
+        wait_for(lambda: len(carol.held()) == 4, 30, "carol to hold every partition")
+        dave = CommittingConsumer(broker.bootstrap, "mixed", [TOPIC],
+                                  **{"client.id": "dave", "group.protocol": "consumer"})
+        wait_for(lambda: len(carol.held()) == 2 and len(dave.held()) == 2, 60, "carol and dave to split")
+        dave.close()
+        wait_for(lambda: len(carol.held()) == 4, 30, "carol to take dave's partitions back")
+        carol.close()
     finally:
         s.ended = int(time.time() * 1000)
         broker.stop()
@@ -197,13 +208,40 @@ def test_membership_timeline_and_group_inventory(spark: Any, story: Story, analy
     assert sorted(p["partition"] for p in alice["assigned_partitions"]) == [0, 1, 2, 3]
 
     inventory = {r["group"]: r for r in table(spark, out, "group_inventory")}
-    assert set(inventory) == {"shop", "gone", "manual"}
+    assert set(inventory) == {"shop", "gone", "manual", "mixed"}
     assert inventory["shop"]["state"] == "Empty" and inventory["shop"]["rebalances"] == 3
     assert inventory["shop"]["partitions_with_offsets"] == 4 and inventory["shop"]["topics"] == [TOPIC]
     assert inventory["gone"]["state"] == "Dead" and inventory["gone"]["partitions_with_offsets"] == 0
     assert inventory["manual"]["state"] == "Empty" and inventory["manual"]["protocol_type"] is None
     assert not any(r["stale"] for r in inventory.values())
     assert inventory["manual"]["offsets_expire_at"] is not None
+
+
+def test_consumer_group_tables_follow_an_upgrade_and_a_downgrade(spark: Any, analysed: tuple[Path, Any]) -> None:
+    out, _ = analysed
+    history = sorted((r for r in table(spark, out, "consumer_group_history") if r["group"] == "mixed"),
+                     key=lambda r: r["log_offset"])
+    events = [r["event"] for r in history]
+    # The upgrade wrote the classic generation as the first group epoch; the downgrade deleted it.
+    assert events[0] == "group epoch" and events[-1] == "deleted"
+    assert "target assignment" in events
+    epochs = [r["epoch"] for r in history if r["event"] == "group epoch"]
+    assert epochs == sorted(epochs) and len(set(epochs)) >= 2
+    members = {r["client_id"]: r for r in table(spark, out, "consumer_group_members") if r["group"] == "mixed"}
+    assert members["carol"]["protocol"] == "classic" and members["dave"]["protocol"] == "consumer"
+    assert not members["dave"]["current_member"] and members["dave"]["left_at"] is not None
+    assert members["dave"]["epochs"] >= 1 and members["dave"]["subscribed_topic_names"] == [TOPIC]
+    steps = sorted((r for r in table(spark, out, "consumer_assignments")
+                    if r["group"] == "mixed" and r["member_id"] == members["dave"]["member_id"]),
+                   key=lambda r: r["log_offset"])
+    assert max(r["assigned_count"] for r in steps) == 2
+    assert steps[-1]["state"] == "Left" and steps[-1]["assigned_count"] == 0
+    # The group went back to classic: its generation history goes on after the downgrade.
+    # The classic group's record was deleted by the upgrade and written again by the downgrade.
+    classic = sorted((r for r in table(spark, out, "generation_history") if r["group"] == "mixed"),
+                     key=lambda r: (r["log_partition"], r["log_offset"]))
+    upgraded = [r["event"] for r in classic].index("deleted")
+    assert any(r["protocol_type"] == "consumer" and r["event"] != "deleted" for r in classic[upgraded + 1:])
 
 
 def test_the_report_has_its_charts_and_the_covered_window(analysed: tuple[Path, Any]) -> None:
@@ -216,7 +254,7 @@ def test_the_report_has_its_charts_and_the_covered_window(analysed: tuple[Path, 
         assert raw.startswith(b"\x89PNG") and len(raw) > 2000
     summary = (out / "summary.txt").read_text()
     assert summary.startswith("The log covers ") and summary == result.summary + "\n"
-    assert "3 group(s): 1 Dead, 2 Empty" in summary
+    assert "4 group(s): 1 Dead, 3 Empty" in summary
 
 
 T0 = 1_700_000_000_000

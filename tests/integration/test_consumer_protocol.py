@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from confluent_kafka import (
     ConsumerGroupState,
     ConsumerGroupTopicPartitions,
     ConsumerGroupType,
+    Producer,
     TopicPartition,
 )
 from confluent_kafka.admin import AdminClient, NewPartitions
@@ -126,3 +129,112 @@ def test_partitions_added_to_a_topic_are_assigned_without_any_member_doing_anyth
     finally:
         for m in members:
             m.close()
+
+
+class Journal:
+    """When each member got and gave up each partition, in the order it happened. A member logs a
+    revocation in its callback, before it acknowledges it to the broker, and a partition it gets
+    can only have been released before: so two members holding one partition in this journal held
+    it at the same time for real."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.entries: list[tuple[str, str, set[tuple[str, int]]]] = []
+
+    def log(self, member: str, kind: str, parts: set[tuple[str, int]]) -> None:
+        with self.lock:
+            self.entries.append((member, kind, set(parts)))
+
+    def overlaps(self) -> list[str]:
+        owner: dict[tuple[str, int], str] = {}
+        found = []
+        with self.lock:
+            for member, kind, parts in self.entries:
+                for tp in parts:
+                    if kind == "assign":
+                        if owner.get(tp, member) != member:
+                            found.append(f"{tp} given to {member} while {owner[tp]} held it")
+                        owner[tp] = member
+                    elif owner.get(tp) == member:
+                        del owner[tp]
+        return found
+
+
+class TrackedConsumer(ThreadedConsumer):
+    def __init__(self, journal: Journal, name: str, bootstrap: str, group: str, topics: list[str],
+                 **conf: object) -> None:
+        self.journal, self.name = journal, name
+        super().__init__(bootstrap, group, topics, **conf)
+
+    def _on_assign(self, consumer: object, parts: list[TopicPartition]) -> None:
+        self.journal.log(self.name, "assign", {(p.topic, p.partition) for p in parts})
+        super()._on_assign(consumer, parts)
+
+    def _on_revoke(self, consumer: object, parts: list[TopicPartition]) -> None:
+        # An eager (classic) member gives up everything, whatever librdkafka lists.
+        gone = {(p.topic, p.partition) for p in parts} if self.cooperative else self.held()
+        self.journal.log(self.name, "revoke", gone)
+        super()._on_revoke(consumer, parts)
+
+    def close(self) -> None:
+        # The poll loop stops first: from then on this member consumes nothing, so its partitions
+        # are released in the journal before the broker can hand them to anyone else.
+        self.stop_flag.set()
+        self.thread.join(15)
+        self.journal.log(self.name, "revoke", self.held())
+        self.consumer.close()
+
+
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_a_classic_group_rolls_to_the_consumer_protocol_one_member_at_a_time_and_back(broker_factory,
+                                                                                        strategy: str) -> None:
+    broker = broker_factory({**FAST, "group.initial.rebalance.delay.ms": "0"})
+    create_topic(broker.bootstrap, "roll", 6)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for p in range(6):
+        for n in range(30):
+            producer.produce("roll", value=b"%d" % n, partition=p)
+    assert producer.flush(30) == 0
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    journal = Journal()
+    names = iter(f"m{i}" for i in range(100))
+
+    def start(protocol: str) -> TrackedConsumer:
+        conf = {"group.protocol": protocol}
+        if protocol == "classic":
+            # Eager (range) members give everything up at each rebalance; cooperative ones keep
+            # their partitions, so the consumer-protocol members must wait for them to revoke.
+            conf["partition.assignment.strategy"] = strategy
+        return TrackedConsumer(journal, next(names), broker.bootstrap, "rolling", ["roll"], **conf)
+
+    def group_type() -> ConsumerGroupType:
+        return admin.describe_consumer_groups(["rolling"])["rolling"].result(20).type
+
+    members = [start("classic") for _ in range(3)]
+    try:
+        wait_for(lambda: covers_exactly(members, "roll", 6), 60, "3 classic members to share the topic")
+        assert group_type() == ConsumerGroupType.CLASSIC
+        for m in members:
+            m.commit([TopicPartition(t, p, 10 + p) for t, p in sorted(m.held())])
+        first = list(members)
+        for target, kind in (("consumer", ConsumerGroupType.CONSUMER), ("classic", ConsumerGroupType.CLASSIC)):
+            for i in range(3):
+                members[i].close()
+                members[i] = start(target)
+                wait_for(lambda: covers_exactly(members, "roll", 6) and all(len(m.held()) == 2 for m in members),
+                         90, f"member {i} on the {target} protocol to get its share")
+                assert journal.overlaps() == []
+            wait_for(lambda kind=kind: group_type() == kind, 30, f"the group to be a {target} group")
+        # Every member started after the commit resumed from the committed offsets.
+        later = [m for m in members if m not in first]
+        wait_for(lambda: {p for m in later for _, p, _, _ in m.messages} == set(range(6)), 60,
+                 "the last members to consume from every partition")
+    finally:
+        for m in members:
+            m.close()
+    assert journal.overlaps() == []
+    resumed = [(p, o) for m in members if m not in first for _, p, o, _ in m.messages]
+    assert resumed and all(o >= 10 + p for p, o in resumed), resumed[:10]
+    listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("rolling")])
+    got = {(tp.partition, tp.offset) for tp in listed["rolling"].result(20).topic_partitions}
+    assert got == {(p, 10 + p) for p in range(6)}

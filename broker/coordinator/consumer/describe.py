@@ -20,7 +20,8 @@ _Described = ConsumerGroupDescribeResponse.DescribedGroup
 _Member = ConsumerGroupDescribeResponse.DescribedGroup.Member
 _Assignment = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment
 _TopicPartitions = ConsumerGroupDescribeResponse.DescribedGroup.Member.Assignment.TopicPartitions
-# v1 (KIP-1099): 1 for a member using the consumer protocol.
+# v1 (KIP-1099): 0 for a classic member (JoinGroup, online migration), 1 for a consumer-protocol one.
+MEMBER_TYPE_CLASSIC = 0
 MEMBER_TYPE_CONSUMER = 1
 
 
@@ -46,7 +47,7 @@ def _member(member: ConsumerGroupMember, target: Mapping[bytes, frozenset[int]],
         subscribed_topic_regex=member.subscribed_topic_regex,
         assignment=_assignment(member.assigned_partitions, topics),
         target_assignment=_assignment(target, topics),
-        member_type=MEMBER_TYPE_CONSUMER,
+        member_type=MEMBER_TYPE_CLASSIC if member.uses_classic_protocol else MEMBER_TYPE_CONSUMER,
     )
 
 
@@ -86,6 +87,15 @@ def deletion(group: ConsumerGroup, offsets: list[tuple[str, int]]) -> tuple[int,
         return ErrorCode.NON_EMPTY_GROUP, []
     gid = group.group_id
     records: list[AnyRecord] = [OffsetCommitRecord(gid, topic, partition, None) for topic, partition in offsets]
+    records.extend(group_deletion_records(group))
+    return ErrorCode.NONE, records
+
+
+def group_deletion_records(group: ConsumerGroup) -> list[AnyRecord]:
+    """The tombstones that delete an empty consumer group: what its expressions matched, its target
+    assignment epoch and its metadata."""
+    gid = group.group_id
+    records: list[AnyRecord] = [rec.regular_expression_tombstone(gid, r) for r in sorted(group.resolved_regexes)]
     records.append(rec.target_epoch_tombstone(gid))
     records.append(rec.group_tombstone(gid))
-    return ErrorCode.NONE, records
+    return records

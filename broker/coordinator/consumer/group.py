@@ -75,6 +75,10 @@ class ConsumerGroup:
         self._regex_subscribers: dict[str, int] = {}  # regex -> members subscribing with it
         self._resolved_regexes: dict[str, frozenset[str]] = {}  # regex -> topic names it matched
         self._server_assignors: dict[str, int] = {}  # assignor name -> members asking for it
+        # Members that joined with JoinGroup (online migration), and how many of them support each
+        # classic protocol name: a new classic member must share one with all of them.
+        self._classic_members = 0
+        self._classic_protocols: dict[str, int] = {}
         # Soft state, never written: the version of the broker's topics the metadata hash was last
         # checked against. A steady heartbeat then costs no pass over the members' subscriptions.
         self.topics_version = -1
@@ -250,6 +254,26 @@ class ConsumerGroup:
         return most_asked_for(self._server_assignors)
 
     @property
+    def classic_member_count(self) -> int:
+        return self._classic_members
+
+    def supports_classic_protocols(self, protocol_type: str, names: frozenset[str]) -> bool:
+        """Whether a member joining with JoinGroup can be served: it must speak the consumer
+        embedded protocol and share a protocol name with every classic member already in."""
+        if protocol_type != "consumer":
+            return False
+        if not self._members:
+            return bool(names)
+        return any(self._classic_protocols.get(name, 0) == self._classic_members for name in names)
+
+    def all_members_use_classic_except(self, member_id: str) -> bool:
+        """Whether ``member_id`` is the only member on the consumer protocol (the group may then go
+        back to classic when it leaves)."""
+        member = self._members.get(member_id)
+        return (member is not None and not member.uses_classic_protocol
+                and self._classic_members == len(self._members) - 1)
+
+    @property
     def state(self) -> ConsumerGroupState:
         if not self._members:
             return ConsumerGroupState.EMPTY
@@ -359,6 +383,10 @@ class ConsumerGroup:
             _add(self._regex_subscribers, member.subscribed_topic_regex, delta)
         if member.server_assignor_name is not None:
             _add(self._server_assignors, member.server_assignor_name, delta)
+        if member.classic is not None:
+            self._classic_members += delta
+            for name in member.classic.names():
+                _add(self._classic_protocols, name, delta)
 
 
 def most_asked_for(counts: Mapping[str, int]) -> str | None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.consumer import records as rec
 from broker.coordinator.consumer.assignor_api import Assignment, TopicDescriber, TopicId
@@ -57,6 +57,9 @@ from protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+
+if TYPE_CHECKING:
+    from broker.coordinator.state import CoordinatorState
 
 _Assignment = ConsumerGroupHeartbeatResponse.Assignment
 _TopicPartitions = ConsumerGroupHeartbeatResponse.Assignment.TopicPartitions
@@ -150,104 +153,54 @@ def response_assignment(assignment: Mapping[TopicId, frozenset[int]]) -> Any:
 
 # ---- the operation ---------------------------------------------------------------------------
 
-class Heartbeat:
-    """One ConsumerGroupHeartbeat against the shard's consumer groups."""
+class MemberOperation:
+    """What every request that moves a consumer-group member shares (ConsumerGroupHeartbeat, and
+    JoinGroup of a classic member inside a consumer group): the records it collects, the update of
+    the member, the group epoch and target assignment that follow, and the reconciliation step."""
 
-    def __init__(self, state: Any, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now: int) -> None:
+    def __init__(self, state: CoordinatorState, ctx: RequestContext, now: int) -> None:
         self.st = state
-        self.req = req
         self.ctx = ctx
         self.now = now
         self.config = state.config
         self.records: list[Any] = []
         self.out = Result()
         self.checked_topics_version: int | None = None
+        # Set when the request turned a classic group into this consumer group (online upgrade).
+        self.upgraded: Any = None
+        # Set when removing a member turned this consumer group back into a classic group.
+        self.downgraded = False
 
-    def run(self) -> Result:
-        gid = self.req.group_id
-        reason = "member left" if self.req.member_epoch < 0 else "heartbeat"
-        try:
-            validate(self.req, self.ctx.api_version, self.config.consumer_assignors)
-            if self.req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
-                response = self._leave()
-            else:
-                response = self._heartbeat()
-        except HeartbeatError as exc:
-            self.records.clear()
-            self.out = Result()
-            response = error_response(exc.code, exc.message)
+    def finish(self, group_id: str, joined: str | None, default_reason: str) -> None:
+        """Replays the records collected (only records change a group's state: computing it is a
+        walk over the members, not for every steady heartbeat) and notes the group's transition."""
         if self.records:
-            # Only records change a group's state (its state is a walk over its members: not
-            # something to compute twice on every steady heartbeat).
-            before = group_state(self.st, gid)
+            before = group_state(self.st, group_id)
             for record in self.records:
                 self.st.emit(self.out, record)
-            if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH and response.error_code == 0:
-                reason = f"member {response.member_id} joined"
-            note_transition(self.st, self.out, gid, before, reason)
-        group = self.st.consumer_groups.get(gid)
+            if self.upgraded is not None:
+                from broker.coordinator.consumer import migration
+
+                migration.after_upgrade(self.st, self.out, self.upgraded, self.now)
+            if self.downgraded:
+                from broker.coordinator.consumer import migration
+
+                migration.after_downgrade(self.st, self.out, group_id, self.now)
+                return
+            reason = f"member {joined} joined" if joined is not None else default_reason
+            if self.upgraded is not None:
+                reason = f"upgraded from a classic group: {reason}"
+            note_transition(self.st, self.out, group_id, before, reason)
+        group = self.st.consumer_groups.get(group_id)
         if group is not None and self.checked_topics_version is not None:
             group.topics_version = self.checked_topics_version
-        self.out.replies.append((self.ctx.token, response))
-        return self.out
 
-    # -- the group ---------------------------------------------------------------------------
-
-    def _group(self, create: bool) -> ConsumerGroup:
-        gid = self.req.group_id
-        group: ConsumerGroup | None = self.st.consumer_groups.get(gid)
-        if group is not None:
-            return group
-        classic = self.st.groups.get(gid)
-        if classic is not None:
-            if create and classic.is_empty:
-                # Kafka deletes an empty classic group (offsets stay) and starts a consumer group.
-                self.records.extend(self.st.classic_group_deletion(gid))
-            else:
-                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
-        elif not create:
-            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
-        return ConsumerGroup(gid)  # comes into being when its first record is replayed
-
-    # -- join, stay, reconcile ---------------------------------------------------------------
-
-    def _heartbeat(self) -> Any:
-        req, cfg, topics = self.req, self.config, self.st.topics
-        gid = req.group_id
-        joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
-        group = self._group(create=joining)
-        member_id = req.member_id
-        if len(group.members) >= cfg.consumer_max_size and (not member_id or group.member(member_id) is None):
-            raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
-                                 f"capacity of {cfg.consumer_max_size} members.")
-        if not member_id:
-            member_id = self.st.new_member_id("")[1:]  # v0: the coordinator names the member (a uuid)
-        owned = _owned(req)
-        member = (self._dynamic_member(group, member_id, owned) if req.instance_id is None
-                  else self._static_member(group, member_id, owned))
-
-        ctx = self.ctx
-        if (req.instance_id is None and req.rack_id is None and req.subscribed_topic_names is None
-                and req.subscribed_topic_regex is None and req.server_assignor is None
-                and req.rebalance_timeout_ms == -1 and ctx.client_id == member.client_id
-                and ctx.client_host == member.client_host):
-            updated = member  # a steady heartbeat changes nothing about the member
-        else:
-            updated = replace(
-                member,
-                instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
-                rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
-                client_id=ctx.client_id,
-                client_host=ctx.client_host,
-                subscribed_topic_names=(frozenset(req.subscribed_topic_names)
-                                        if req.subscribed_topic_names is not None else member.subscribed_topic_names),
-                subscribed_topic_regex=(member.subscribed_topic_regex if req.subscribed_topic_regex is None
-                                        else (req.subscribed_topic_regex or None)),
-                server_assignor_name=(req.server_assignor if req.server_assignor is not None
-                                      else member.server_assignor_name),
-                rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
-                                      else member.rebalance_timeout_ms),
-            )
+    def advance(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                owned: Any) -> ConsumerGroupMember:
+        """Records ``updated`` if it differs from ``member``, bumps the group epoch when the
+        subscriptions changed, computes a new target assignment when the group epoch is ahead of it,
+        and moves the member one step towards its target. Returns the member as it now stands."""
+        gid, topics, member_id = group.group_id, self.st.topics, updated.member_id
         subscription_changed = False
         if updated is not member and updated != member:
             self.records.append(rec.member_metadata(gid, updated))
@@ -290,24 +243,28 @@ class Heartbeat:
                 raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
             if reconciled != updated:
                 self.records.append(rec.current_assignment(gid, reconciled))
-                if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
-                    set_rebalance_timeout(self.st, self.out, gid, member_id, reconciled.member_epoch,
-                                          self.now + reconciled.rebalance_timeout_ms)
-                else:
-                    cancel_member_timers(self.st, self.out, gid, member_id, session=False)
+                # A classic member has join and sync timeouts instead of a rebalance timeout.
+                if not reconciled.uses_classic_protocol:
+                    if reconciled.state is MemberState.UNREVOKED_PARTITIONS:
+                        set_rebalance_timeout(self.st, self.out, gid, member_id, reconciled.member_epoch,
+                                              self.now + reconciled.rebalance_timeout_ms)
+                    else:
+                        cancel_member_timers(self.st, self.out, gid, member_id, session=False)
             updated = reconciled
-        set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.consumer_session_timeout_ms)
+        return updated
 
-        response = ConsumerGroupHeartbeatResponse(
-            error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
-            member_epoch=updated.member_epoch, heartbeat_interval_ms=cfg.consumer_heartbeat_interval_ms)
-        # The assignment goes out when the member sent a full request (joining, or after an error
-        # it re-sends everything) or when what it may use changed.
-        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                           and req.topic_partitions is not None)
-        if full or updated.assigned_partitions != member.assigned_partitions:
-            response.assignment = response_assignment(updated.assigned_partitions)
-        return response
+    def replace_static(self, group: ConsumerGroup, existing: ConsumerGroupMember,
+                       member_id: str) -> ConsumerGroupMember:
+        """A static member's instance comes back under a new member id and takes over its
+        partitions: the old member's records go, the same member under the new id comes in."""
+        replacement = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        gid = group.group_id
+        self.records.extend(rec.member_removal(gid, existing.member_id))
+        self.records.append(rec.member_metadata(gid, replacement))
+        self.records.append(rec.target_member(gid, member_id, group.member_target(existing.member_id)))
+        self.records.append(rec.current_assignment(gid, replacement))
+        cancel_member_timers(self.st, self.out, gid, existing.member_id)
+        return replacement
 
     def _record_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember,
                         updated: ConsumerGroupMember) -> None:
@@ -323,55 +280,6 @@ class Heartbeat:
         old = member.subscribed_topic_regex
         if old and old != regex and group.regex_subscribers(old) <= 1 and old in group.resolved_regexes:
             self.records.append(rec.regular_expression_tombstone(gid, old))
-
-    def _dynamic_member(self, group: ConsumerGroup, member_id: str, owned: Any) -> ConsumerGroupMember:
-        member = group.member(member_id)
-        if member is None:
-            if self.req.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                     f"Member {member_id} is not a member of group {group.group_id}.")
-            return ConsumerGroupMember(member_id)
-        self._check_epoch(member, owned)
-        return member
-
-    def _static_member(self, group: ConsumerGroup, member_id: str, owned: Any) -> ConsumerGroupMember:
-        instance_id = self.req.instance_id
-        existing_id = group.static_member_id(instance_id)
-        existing = None if existing_id is None else group.member(existing_id)
-        if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
-            if existing is None:
-                return group.member(member_id) or ConsumerGroupMember(member_id)
-            if existing.member_id == member_id:
-                return existing  # the same member rejoining after it was fenced
-            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
-                raise HeartbeatError(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
-                                     f"{instance_id} cannot join the group because the instance id is owned by "
-                                     f"{existing.member_id} member.")
-            # The instance comes back under a new member id and takes over its partitions.
-            replacement = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-            gid = group.group_id
-            self.records.extend(rec.member_removal(gid, existing.member_id))
-            self.records.append(rec.member_metadata(gid, replacement))
-            self.records.append(rec.target_member(gid, member_id, group.member_target(existing.member_id)))
-            self.records.append(rec.current_assignment(gid, replacement))
-            cancel_member_timers(self.st, self.out, gid, existing.member_id)
-            return replacement
-        if existing is None:
-            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
-        if existing.member_id != member_id:
-            raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
-                                 f"{instance_id} was fenced by member {existing.member_id}.")
-        self._check_epoch(existing, owned)
-        return existing
-
-    def _check_epoch(self, member: ConsumerGroupMember, owned: Any) -> None:
-        # A fenced member rejoins under its own id with epoch 0 (KIP-848; KAFKA-19233).
-        if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
-            return
-        try:
-            validate_member_epoch(member, self.req.member_epoch, owned)
-        except FencedMemberEpochError as exc:
-            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
 
     def _new_target(self, group: ConsumerGroup, epoch: int, members: dict[str, ConsumerGroupMember],
                     updated: ConsumerGroupMember) -> Assignment:
@@ -393,6 +301,165 @@ class Heartbeat:
         self.records.append(rec.target_epoch(gid, epoch))
         self.st.note_assignment(gid, epoch, assignor_name, len(members))
         return result.members.get(updated.member_id, {})
+
+
+class Heartbeat(MemberOperation):
+    """One ConsumerGroupHeartbeat against the shard's consumer groups."""
+
+    def __init__(self, state: CoordinatorState, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now: int) -> None:
+        super().__init__(state, ctx, now)
+        self.req = req
+
+    def run(self) -> Result:
+        gid = self.req.group_id
+        try:
+            validate(self.req, self.ctx.api_version, self.config.consumer_assignors)
+            if self.req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+                response = self._leave()
+            else:
+                response = self._heartbeat()
+        except HeartbeatError as exc:
+            self.records.clear()
+            self.out = Result()
+            self.upgraded, self.downgraded = None, False
+            response = error_response(exc.code, exc.message)
+        joined = (response.member_id if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+                  and response.error_code == 0 else None)
+        self.finish(gid, joined, "member left" if self.req.member_epoch < 0 else "heartbeat")
+        self.out.replies.append((self.ctx.token, response))
+        return self.out
+
+    # -- the group ---------------------------------------------------------------------------
+
+    def _group(self, create: bool) -> ConsumerGroup:
+        gid = self.req.group_id
+        group: ConsumerGroup | None = self.st.consumer_groups.get(gid)
+        if group is not None:
+            return group
+        classic = self.st.groups.get(gid)
+        if classic is not None:
+            if create and classic.is_empty:
+                # Kafka deletes an empty classic group (offsets stay) and starts a consumer group.
+                self.records.extend(self.st.classic_group_deletion(gid))
+            elif create:
+                from broker.coordinator.consumer import migration
+
+                # A consumer-protocol member joins a classic group that has members: the group
+                # becomes a consumer group with them in it (online upgrade), if it may.
+                error = migration.upgrade_refusal(self.config, classic)
+                if error is not None:
+                    raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, error)
+                try:
+                    records = migration.upgrade_records(classic, self.st.topics)
+                except migration.MigrationError as exc:
+                    raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, str(exc)) from None
+                self.records.extend(records)
+                self.upgraded = classic
+                return migration.replayed(gid, records)
+            else:
+                raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a consumer group.")
+        elif not create:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Consumer group {gid} not found.")
+        return ConsumerGroup(gid)  # comes into being when its first record is replayed
+
+    # -- join, stay, reconcile ---------------------------------------------------------------
+
+    def _heartbeat(self) -> Any:
+        req, cfg = self.req, self.config
+        gid = req.group_id
+        joining = req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
+        group = self._group(create=joining)
+        member_id = req.member_id
+        if len(group.members) >= cfg.consumer_max_size and (not member_id or group.member(member_id) is None):
+            raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum "
+                                 f"capacity of {cfg.consumer_max_size} members.")
+        if not member_id:
+            member_id = self.st.new_member_id("")[1:]  # v0: the coordinator names the member (a uuid)
+        owned = _owned(req)
+        member = (self._dynamic_member(group, member_id, owned) if req.instance_id is None
+                  else self._static_member(group, member_id, owned))
+
+        ctx = self.ctx
+        if (req.instance_id is None and req.rack_id is None and req.subscribed_topic_names is None
+                and req.subscribed_topic_regex is None and req.server_assignor is None
+                and req.rebalance_timeout_ms == -1 and ctx.client_id == member.client_id
+                and ctx.client_host == member.client_host):
+            updated = member  # a steady heartbeat changes nothing about the member
+        else:
+            updated = replace(
+                member,
+                instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+                rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+                client_id=ctx.client_id,
+                client_host=ctx.client_host,
+                subscribed_topic_names=(frozenset(req.subscribed_topic_names)
+                                        if req.subscribed_topic_names is not None else member.subscribed_topic_names),
+                subscribed_topic_regex=(member.subscribed_topic_regex if req.subscribed_topic_regex is None
+                                        else (req.subscribed_topic_regex or None)),
+                server_assignor_name=(req.server_assignor if req.server_assignor is not None
+                                      else member.server_assignor_name),
+                rebalance_timeout_ms=(req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+                                      else member.rebalance_timeout_ms),
+                # A member that speaks ConsumerGroupHeartbeat is a consumer-protocol member, even
+                # if its instance id last joined with JoinGroup.
+                classic=None,
+            )
+        updated = self.advance(group, member, updated, owned)
+        set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.consumer_session_timeout_ms)
+
+        response = ConsumerGroupHeartbeatResponse(
+            error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
+            member_epoch=updated.member_epoch, heartbeat_interval_ms=cfg.consumer_heartbeat_interval_ms)
+        # The assignment goes out when the member sent a full request (joining, or after an error
+        # it re-sends everything) or when what it may use changed.
+        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
+                           and req.topic_partitions is not None)
+        if full or updated.assigned_partitions != member.assigned_partitions:
+            response.assignment = response_assignment(updated.assigned_partitions)
+        return response
+
+    def _dynamic_member(self, group: ConsumerGroup, member_id: str, owned: Any) -> ConsumerGroupMember:
+        member = group.member(member_id)
+        if member is None:
+            if self.req.member_epoch != JOIN_GROUP_MEMBER_EPOCH:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Member {member_id} is not a member of group {group.group_id}.")
+            return ConsumerGroupMember(member_id)
+        self._check_epoch(member, owned)
+        return member
+
+    def _static_member(self, group: ConsumerGroup, member_id: str, owned: Any) -> ConsumerGroupMember:
+        instance_id = self.req.instance_id
+        existing_id = group.static_member_id(instance_id)
+        existing = None if existing_id is None else group.member(existing_id)
+        if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
+            if existing is None:
+                return group.member(member_id) or ConsumerGroupMember(member_id)
+            if existing.member_id == member_id:
+                return existing  # the same member rejoining after it was fenced
+            # A classic static member does not leave when its instance stops: the instance coming
+            # back on the consumer protocol replaces it without waiting (online upgrade).
+            if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH and not existing.uses_classic_protocol:
+                raise HeartbeatError(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                     f"{instance_id} cannot join the group because the instance id is owned by "
+                                     f"{existing.member_id} member.")
+            return self.replace_static(group, existing, member_id)
+        if existing is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
+        if existing.member_id != member_id:
+            raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                 f"{instance_id} was fenced by member {existing.member_id}.")
+        self._check_epoch(existing, owned)
+        return existing
+
+    def _check_epoch(self, member: ConsumerGroupMember, owned: Any) -> None:
+        # A fenced member rejoins under its own id with epoch 0 (KIP-848; KAFKA-19233).
+        if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH:
+            return
+        try:
+            validate_member_epoch(member, self.req.member_epoch, owned)
+        except FencedMemberEpochError as exc:
+            raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
 
     # -- leaving -----------------------------------------------------------------------------
 
@@ -421,17 +488,18 @@ class Heartbeat:
                 return ConsumerGroupHeartbeatResponse(
                     error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
                     member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, heartbeat_interval_ms=0)
-        self.records.extend(fence_member(self.st, self.out, group, member.member_id))
+        records, self.downgraded = fence_member(self.st, self.out, group, member.member_id, self.now)
+        self.records.extend(records)
         return ConsumerGroupHeartbeatResponse(error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
                                               member_epoch=req.member_epoch, heartbeat_interval_ms=0)
 
 
-def group_state(state: Any, group_id: str) -> str:
+def group_state(state: CoordinatorState, group_id: str) -> str:
     group = state.consumer_groups.get(group_id)
     return "Dead" if group is None else str(group.state.value)
 
 
-def note_transition(state: Any, out: Result, group_id: str, before: str, reason: str) -> None:
+def note_transition(state: CoordinatorState, out: Result, group_id: str, before: str, reason: str) -> None:
     """Logs a consumer group's change of state the way classic groups' are (the shell counts a
     move to Assigning as a rebalance and times it until Stable)."""
     after = group_state(state, group_id)
@@ -442,27 +510,47 @@ def note_transition(state: Any, out: Result, group_id: str, before: str, reason:
         out.transitions.append((group_id, before, after, epoch, members, reason))
 
 
-def fence_member(state: Any, out: Result, group: ConsumerGroup, member_id: str) -> list[Any]:
-    """Records removing a member (it left, its session expired, or it did not revoke in time):
-    its three tombstones, then a bumped group epoch, so the others get its partitions. When it was
-    the last member the target assignment epoch follows (an empty group has both epochs equal;
-    KAFKA-20442)."""
+def fence_member(state: CoordinatorState, out: Result, group: ConsumerGroup, member_id: str, now: int) -> tuple[list[Any], bool]:
+    """Records removing a member (it left, its session expired, or it did not revoke in time), and
+    whether they turn the group back into a classic group: when every member left is a classic
+    member and the policy allows it, Kafka downgrades the group instead (the caller then calls
+    ``migration.after_downgrade`` once the records are replayed)."""
+    from broker.coordinator.consumer import migration
+
+    if migration.may_downgrade(state.config, group, member_id):
+        for mid in group.members:
+            cancel_member_timers(state, out, group.group_id, mid)
+        return migration.downgrade_records(state, group, member_id, now), True
+    return remove_members(state, out, group, [member_id]), False
+
+
+def remove_members(state: CoordinatorState, out: Result, group: ConsumerGroup, member_ids: Collection[str]) -> list[Any]:
+    """Records removing members: each one's three tombstones (and the tombstone of a subscribed
+    expression no one else uses), then a bumped group epoch, so the others get their partitions.
+    When no member is left the target assignment epoch follows (an empty group has both epochs
+    equal; KAFKA-20442)."""
     gid = group.group_id
-    records: list[Any] = rec.member_removal(gid, member_id)
-    leaving = group.member(member_id)
-    regex = None if leaving is None else leaving.subscribed_topic_regex
-    if regex and group.regex_subscribers(regex) <= 1 and regex in group.resolved_regexes:
-        records.append(rec.regular_expression_tombstone(gid, regex))
-    remaining = [m for mid, m in group.members.items() if mid != member_id]
+    records: list[Any] = []
+    leaving_regexes: Counter[str] = Counter()
+    for member_id in member_ids:
+        records.extend(rec.member_removal(gid, member_id))
+        leaving = group.member(member_id)
+        if leaving is not None and leaving.subscribed_topic_regex:
+            leaving_regexes[leaving.subscribed_topic_regex] += 1
+        cancel_member_timers(state, out, gid, member_id)
+    for regex, count in sorted(leaving_regexes.items()):
+        if group.regex_subscribers(regex) <= count and regex in group.resolved_regexes:
+            records.append(rec.regular_expression_tombstone(gid, regex))
+    gone = set(member_ids)
+    remaining = [m for mid, m in group.members.items() if mid not in gone]
     topics = state.topics
     names = {n for m in remaining for n in member_topic_names(m, topics)}
     epoch = group.group_epoch + 1
     records.append(rec.group_epoch(gid, epoch, metadata_hash(names, topics)))
     if not remaining:
         records.append(rec.target_epoch(gid, epoch))
-    cancel_member_timers(state, out, gid, member_id)
     return records
 
 
-def consumer_group_heartbeat(state: Any, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now: int) -> Result:
+def consumer_group_heartbeat(state: CoordinatorState, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now: int) -> Result:
     return Heartbeat(state, req, ctx, now).run()

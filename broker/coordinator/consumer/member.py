@@ -55,6 +55,24 @@ def partition_count(assignment: Mapping[TopicId, frozenset[int]]) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """What a member that joined with JoinGroup (a classic member inside a consumer group) told
+    the coordinator: its session timeout and the (name, metadata) protocols it supports, in its
+    order of preference (``ClassicMemberMetadata`` of ConsumerGroupMemberMetadataValue)."""
+
+    session_timeout_ms: int
+    supported_protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol the coordinator answers it with: its first choice, as Kafka does."""
+        return self.supported_protocols[0][0] if self.supported_protocols else ""
+
+    def names(self) -> frozenset[str]:
+        return frozenset(name for name, _ in self.supported_protocols)
+
+
+@dataclass(frozen=True, slots=True)
 class MemberMetadata:
     """The value of ConsumerGroupMemberMetadataValue."""
 
@@ -66,6 +84,7 @@ class MemberMetadata:
     subscribed_topic_regex: str | None = None
     rebalance_timeout_ms: int = -1
     server_assignor_name: str | None = None
+    classic: ClassicMemberMetadata | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +120,13 @@ class ConsumerGroupMember:
     rebalance_timeout_ms: int = -1
     assigned_partitions: Assignment = field(default_factory=dict)
     partitions_pending_revocation: Assignment = field(default_factory=dict)
+    # Set for a member that joined with JoinGroup (online migration): it speaks the classic
+    # protocol and the coordinator computes its assignment for it.
+    classic: ClassicMemberMetadata | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, target_assignment_epoch: int) -> bool:
         """Whether the member has converged on the target assignment of that epoch."""
@@ -117,6 +143,7 @@ class ConsumerGroupMember:
             subscribed_topic_regex=self.subscribed_topic_regex,
             rebalance_timeout_ms=self.rebalance_timeout_ms,
             server_assignor_name=self.server_assignor_name,
+            classic=self.classic,
         )
 
     @property
@@ -140,6 +167,7 @@ class ConsumerGroupMember:
             subscribed_topic_regex=metadata.subscribed_topic_regex,
             rebalance_timeout_ms=metadata.rebalance_timeout_ms,
             server_assignor_name=metadata.server_assignor_name,
+            classic=metadata.classic,
         )
 
     def with_current_assignment(self, current: MemberCurrentAssignment) -> ConsumerGroupMember:

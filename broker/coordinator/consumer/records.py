@@ -9,10 +9,12 @@ replays the log rebuilds the same group.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from broker.coordinator.consumer.assignor_api import Assignment
 from broker.coordinator.consumer.group import ConsumerGroup
 from broker.coordinator.consumer.member import (
+    ClassicMemberMetadata,
     ConsumerGroupMember,
     MemberCurrentAssignment,
     MemberMetadata,
@@ -39,6 +41,7 @@ from protocol.offsets_log_records import (
 
 _Current = ConsumerGroupCurrentMemberAssignmentValue.TopicPartitions
 _Target = ConsumerGroupTargetAssignmentMemberValue.TopicPartition
+_ClassicValue = ConsumerGroupMemberMetadataValue.ClassicMemberMetadata
 
 
 # ---- building ----------------------------------------------------------------------------------
@@ -61,8 +64,22 @@ def member_metadata(group_id: str, member: ConsumerGroupMember) -> ConsumerGroup
         subscribed_topic_regex=member.subscribed_topic_regex,
         rebalance_timeout_ms=member.rebalance_timeout_ms,
         server_assignor=member.server_assignor_name,
-        classic_member_metadata=None,
+        classic_member_metadata=_classic_value(member.classic),
     ))
+
+
+def _classic_value(classic: ClassicMemberMetadata | None) -> Any:
+    if classic is None:
+        return None
+    return _ClassicValue(session_timeout_ms=classic.session_timeout_ms, supported_protocols=[
+        _ClassicValue.ClassicProtocol(name=name, metadata=meta) for name, meta in classic.supported_protocols])
+
+
+def _classic(value: Any) -> ClassicMemberMetadata | None:
+    if value is None:
+        return None
+    return ClassicMemberMetadata(session_timeout_ms=value.session_timeout_ms, supported_protocols=tuple(
+        (p.name, bytes(p.metadata)) for p in value.supported_protocols))
 
 
 def member_metadata_tombstone(group_id: str, member_id: str) -> ConsumerGroupMemberMetadataRecord:
@@ -160,6 +177,7 @@ def replay(groups: dict[str, ConsumerGroup], record: ConsumerGroupRecord) -> Non
                 subscribed_topic_regex=value.subscribed_topic_regex,
                 rebalance_timeout_ms=value.rebalance_timeout_ms,
                 server_assignor_name=value.server_assignor,
+                classic=_classic(value.classic_member_metadata),
             ))
     elif isinstance(record, ConsumerGroupTargetAssignmentMemberRecord):
         if value is None:
