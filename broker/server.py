@@ -418,7 +418,11 @@ class Broker:
                 self.advertised = (self.advertised[0], self.bound_port)
             await self._start_services(nursery)
             await nursery.start(self.shards.run)
-            await nursery.start(self.transactions.run)
+            if self.cluster is None:
+                # In a cluster the transaction coordinator does not run: its __transaction_state
+                # logs would have no owner, so its APIs answer COORDINATOR_LOAD_IN_PROGRESS and
+                # FindCoordinator says transactions need a single-node broker.
+                await nursery.start(self.transactions.run)
             if self.cluster is not None:
                 self.cluster.address = self.advertised
                 self.cluster.listener_addresses = dict(self.advertised_by_listener)
@@ -478,7 +482,11 @@ class Broker:
     async def close(self) -> None:
         """Flushes and closes everything the broker opened (called after serving stops)."""
         try:
-            self.logs.close()
+            try:
+                # Before the logs close: the snapshots are built from their durable bytes.
+                self.shards.write_snapshots()
+            finally:
+                self.logs.close()
         finally:
             # Last, so that the next broker on this directory starts only after every file is closed.
             for lock in reversed(self.dir_locks):

@@ -199,6 +199,14 @@ class ClusterNode:
                 self._lose(partition, "owner key gone")
         if self.node_id not in self.nodes or self.stopping:
             return
+        # Keys of ours that we do not serve: left by this node's previous life (a restart within
+        # the lease: the node lock keeps two processes of one node id apart) or dropped after a
+        # fencing whose lease then turned out to be still alive. Handing them back lets them be
+        # claimed afresh, under a new epoch, instead of waiting for a lease that may never end.
+        for partition, owner in list(self.owners.items()):
+            stale = owner.node_id == self.node_id and partition not in self.mine and partition not in self.releasing
+            if stale and await self.client.delete_if_revision(self._key("owners", *partition), owner.epoch):
+                self.owners.pop(partition, None)
         desired = desired_owners(self.partitions(), sorted(self.nodes))
         for partition in [p for p in self.mine if desired.get(p) != self.node_id]:
             await self._release(partition)

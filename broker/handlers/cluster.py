@@ -133,14 +133,14 @@ def register(broker: Broker) -> None:
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
                     error_message="the transactional id is empty"))
-            elif body.key_type == KEY_TYPE_TRANSACTION and not broker.transactions.loaded:
-                entries.append(FindCoordinatorResponse.Coordinator(
-                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                    error_message=None))
             elif body.key_type == KEY_TYPE_TRANSACTION and cluster is not None:
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
                     error_message="transactions are served by a single-node broker only, not in cluster mode"))
+            elif body.key_type == KEY_TYPE_TRANSACTION and not broker.transactions.loaded:
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                    error_message=None))
             elif body.key_type == KEY_TYPE_TRANSACTION:
                 host, port = broker.advertised
                 entries.append(FindCoordinatorResponse.Coordinator(

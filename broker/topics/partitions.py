@@ -140,8 +140,10 @@ class TopicLogs:
     def __init__(self, runtime: LogRuntime, catalog: TopicCatalog, *, max_message_bytes: int,
                  cluster: ClusterNode | None = None) -> None:
         self.runtime = runtime
-        # Cluster mode: this node serves only the partitions it owns, opened when it claims them.
+        # Cluster mode: this node serves only the partitions it owns, opened when it claims them
+        # (one opening at a time per partition).
         self.cluster = cluster
+        self.gain_locks: dict[TopicPartition, trio.Lock] = {}
         self.catalog = catalog
         self.defaults = runtime.manager.config
         self.max_message_bytes = max_message_bytes
@@ -303,6 +305,15 @@ class TopicLogs:
     async def gain(self, key: TopicPartition, epoch: int) -> None:
         """This node now owns ``key``: open its log (recovering it) at the new owner epoch, then
         serve it. Until then produce and fetch answer NOT_LEADER_OR_FOLLOWER (clients retry)."""
+        assert self.cluster is not None
+        lock = self.gain_locks.setdefault(key, trio.Lock())
+        async with lock:
+            if key not in self.states and self.cluster.owns(key):
+                await self._gain(key, epoch)
+        if not lock.locked() and not lock.statistics().tasks_waiting:
+            self.gain_locks.pop(key, None)
+
+    async def _gain(self, key: TopicPartition, epoch: int) -> None:
         assert self.cluster is not None
         topic = self.catalog.get(key[0])
         if topic is None or not 0 <= key[1] < topic.partitions:
