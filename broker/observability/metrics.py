@@ -57,6 +57,12 @@ class Metrics:
                                             "Group epochs bumped in KIP-848 consumer groups (membership, "
                                             "subscription or subscribed-topic changes).")
         self.offset_expirations = Counter("kcoord_offset_expirations", "Partition offsets expired by retention.")
+        self.transactions_committed = Counter("kcoord_transactions_committed",
+                                              "Transactions completed with CompleteCommit (markers written).")
+        self.transactions_aborted = Counter("kcoord_transactions_aborted",
+                                            "Transactions completed with CompleteAbort (markers written).")
+        self.transactions_timed_out = Counter("kcoord_transactions_timed_out",
+                                              "Transactions the coordinator aborted for exceeding their timeout.")
         self.flush_seconds = Histogram("kcoord_log_flush_seconds",
                                        "Time to write and fdatasync one group-commit batch.",
                                        buckets=_FLUSH_BUCKETS)
