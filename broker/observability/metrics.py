@@ -39,6 +39,13 @@ class Metrics:
         self.connections_closed_bad = Counter("kcoord_connections_closed_bad_request",
                                               "Connections closed because of a request that could not be served.",
                                               ["reason"])
+        self.authentications = Counter("kcoord_authentications",
+                                       "SASL and TLS client authentications, by mechanism (PLAIN, SCRAM-SHA-256, "
+                                       "SCRAM-SHA-512, SSL) and result (success, failure).",
+                                       ["mechanism", "result"])
+        self.authorization_denials = Counter("kcoord_authorization_denials",
+                                             "Operations the authorizer denied, by API and resource type.",
+                                             ["api", "resource_type"])
         self.bytes_in = loop.counter("kcoord_received_bytes", "Bytes received from clients.")
         self.bytes_out = loop.counter("kcoord_sent_bytes", "Bytes sent to clients.")
         self.group_events = Counter("kcoord_group_events", "Rebalance-journal events written to "
