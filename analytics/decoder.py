@@ -65,6 +65,9 @@ class CommitColumns:
     commit_timestamp: list[int | None] = field(default_factory=list)
     expire_timestamp: list[int | None] = field(default_factory=list)
     tombstone: list[bool] = field(default_factory=list)
+    # None for a plain commit; for one written by TxnOffsetCommit, how its transaction ended:
+    # "committed", "aborted", or "open" (no marker in this segment).
+    txn: list[str | None] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.log_offset)
@@ -413,9 +416,11 @@ def decode_segment(data: bytes, health: SegmentHealth | None = None, chunk_rows:
                    verify_crc: bool = True, kinds: frozenset[str] = KINDS) -> Iterator[Decoded]:
     """Decodes one segment's bytes into chunks of about ``chunk_rows`` rows.
 
-    Transactional offset commits are held back until their producer's COMMIT marker and
-    dropped on ABORT, as a broker replaying the log does. Those still open at the end of the
-    segment are emitted: their marker lies in a later segment or has yet to be written.
+    Transactional offset commits are held back until their producer's marker and emitted with
+    ``txn`` "committed" or "aborted" (an aborted one never took effect: the tables count it but
+    keep it out of the offsets), in the marker's place in the log, as a broker replaying the log
+    applies them. Those still open at the end of the segment are emitted as "open": their marker
+    lies in a later segment or has yet to be written.
     """
     health = health if health is not None else SegmentHealth()
     keys = _Keys(kinds)
@@ -426,7 +431,9 @@ def decode_segment(data: bytes, health: SegmentHealth | None = None, chunk_rows:
         try:
             if batch.is_control:
                 held = pending.pop(batch.producer_id, None)
-                if held is not None and _control_type(batch) == 1:
+                kind = _control_type(batch) if held is not None else -1
+                if held is not None and kind in (0, 1):
+                    _mark(held, "committed" if kind == 1 else "aborted")
                     _merge(out, held)
                 continue
             if batch.is_transactional:
@@ -436,6 +443,7 @@ def decode_segment(data: bytes, health: SegmentHealth | None = None, chunk_rows:
                 _scan_group_records(batch, keys, out)
             else:
                 _decode_records(batch, keys, out)
+                _mark(out, None)
         except (ValueError, DecodeError, OSError) as exc:
             health.problems.append(f"batch at offset {batch.base_offset} (position {batch.position}): {exc}")
             continue
@@ -444,11 +452,18 @@ def decode_segment(data: bytes, health: SegmentHealth | None = None, chunk_rows:
             yield out
             out = Decoded()
     for held in pending.values():
+        _mark(held, "open")
         _merge(out, held)
     undecodable += out.undecodable
     if undecodable:
         health.problems.append(f"{undecodable} records could not be decoded and were skipped")
     yield out
+
+
+def _mark(chunk: Decoded, txn: str | None) -> None:
+    """Gives the commits decoded since the last mark their transaction outcome."""
+    c = chunk.commits
+    c.txn.extend([txn] * (len(c.log_offset) - len(c.txn)))
 
 
 def _merge(out: Decoded, other: Decoded) -> None:

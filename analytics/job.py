@@ -19,7 +19,7 @@ from analytics.segments import NoSegments, list_segments
 
 TABLES = ["latest_offsets", "commit_activity", "partition_status", "generation_history",
           "membership_timeline", "group_inventory", "consumer_group_history", "consumer_group_members",
-          "consumer_assignments"]
+          "consumer_assignments", "rebalances", "doctor"]
 
 
 @dataclass
@@ -184,6 +184,7 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     """Every table and the report for ``opts.data_dir``, on an existing session."""
     from pyspark.sql import functions as F
 
+    from analytics import journal as J
     from analytics import tables as T
     from analytics.source import NAME
 
@@ -234,8 +235,13 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
         "consumer_group_members": T.consumer_group_members(consumer),
         "consumer_assignments": T.consumer_assignments(consumer),
     }
+    # The rebalance journal beside the offsets log, read on the driver (it is small).
+    journal_events = J.read_events(opts.data_dir)
+    rebalance_rows, doctor_rows = J.rebalance_rows(journal_events), J.doctor_rows(journal_events)
+    frames["rebalances"] = J.to_frame(spark, rebalance_rows, J.REBALANCE_COLUMNS)
+    frames["doctor"] = J.to_frame(spark, doctor_rows, J.DOCTOR_COLUMNS)
     small = {"partition_status", "generation_history", "membership_timeline", "group_inventory",
-             "consumer_group_history", "consumer_group_members"}
+             "consumer_group_history", "consumer_group_members", "rebalances", "doctor"}
     for name, df in frames.items():
         t = time.perf_counter()
         target = _join(opts.out, name)
@@ -260,7 +266,7 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
                       coverage=coverage, problems=result.problems, inventory=inv,
                       commit_rate=[(r["bucket_start"], r["group"], r["commits_sum"]) for r in rate_rows],
                       events=event_rows, status_counts=counts, tables=result.tables,
-                      end_offsets_given=bool(ends))
+                      end_offsets_given=bool(ends), rebalances=rebalance_rows, findings=doctor_rows)
     result.summary = summary_text(data)
     _write_text(_join(opts.out, "summary.txt"), result.summary + "\n")
     _write_text(_join(opts.out, "report.html"), render_html(data, result.summary))

@@ -39,6 +39,8 @@ class ReportData:
     status_counts: dict[str, int] = field(default_factory=dict)
     tables: dict[str, int] = field(default_factory=dict)  # name -> rows
     end_offsets_given: bool = False
+    rebalances: list[dict[str, Any]] = field(default_factory=list)  # rows of the rebalances table
+    findings: list[dict[str, Any]] = field(default_factory=list)  # rows of the doctor table
 
 
 def _utc(ms: int | None) -> str:
@@ -83,6 +85,12 @@ def summary_text(d: ReportData) -> str:
                      + ("" if d.end_offsets_given else " (STALL and WARN need --end-offsets)") + ".")
     rebalances = sum(1 for e in d.events if e["event"] == "rebalance")
     lines.append(f"{rebalances} rebalance(s) recorded.")
+    if d.rebalances:
+        stall = sum(int(r.get("stall_ms") or 0) for r in d.rebalances)
+        lines.append(f"The rebalance journal holds {len(d.rebalances)} rebalance(s), {stall / 1000:.1f} s of stall "
+                     f"in total; the doctor has {len(d.findings)} finding(s)"
+                     + (": " + "; ".join(f"{f['group']}: {f['rule']}" for f in d.findings[:5]) if d.findings else "")
+                     + ".")
     for path, problem in d.problems:
         lines.append(f"Problem in {path}: {problem}")
     return "\n".join(lines)
@@ -247,6 +255,9 @@ def render_html(d: ReportData, summary: str) -> str:
              f"<h2>Summary</h2><pre id='summary'>{html.escape(summary)}</pre>"]
     for title, ident, png in charts:
         parts.append(f"<h2>{title}</h2><img id='{ident}' alt='{title}' src='data:image/png;base64,{png}'>")
+    from analytics.journal_report import journal_sections
+
+    parts += journal_sections(d.rebalances, d.findings)
     cols = ["group", "state", "status", "protocol", "generation", "members", "rebalances", "last_rebalance",
             "last_commit", "partitions_with_offsets", "topics", "total_lag", "stale", "offsets_expire_at"]
     parts.append("<h2>Groups</h2>" + _table(d.inventory, cols))

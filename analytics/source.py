@@ -109,6 +109,8 @@ RECORDS = StructType([
     StructField("resolved_topics", ArrayType(StringType())),
     StructField("regex_version", LongType()),
     StructField("regex_resolved_at", TimestampType()),
+    # Offset commits only: how the transaction of a TxnOffsetCommit ended (null for a plain commit).
+    StructField("txn", StringType()),
 ])
 
 SEGMENTS = StructType([
@@ -187,6 +189,7 @@ def records_to_arrow(chunk: Decoded, log_partition: int, schema: pa.Schema) -> I
             "commit_timestamp": lambda: _ts(c.commit_timestamp),
             "expire_timestamp": lambda: _ts(c.expire_timestamp),
             "tombstone": lambda: pa.array(c.tombstone, pa.bool_()),
+            "txn": lambda: pa.array(c.txn, pa.string()),
         }
         yield _batch(commit_cols, n, schema)
     g = chunk.groups

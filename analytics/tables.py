@@ -35,7 +35,7 @@ def _seq() -> Column:
 # The columns of the records view the commit tables need; reading only these is much cheaper.
 COMMIT_COLUMNS = ("log_partition int, log_offset long, group string, topic string, partition int, "
                   "committed_offset long, leader_epoch int, metadata string, commit_timestamp timestamp, "
-                  "expire_timestamp timestamp, batch_timestamp timestamp, tombstone boolean")
+                  "expire_timestamp timestamp, batch_timestamp timestamp, tombstone boolean, txn string")
 
 
 def commit_buckets(commits: DataFrame, bucket_ms: int, window: int) -> DataFrame:
@@ -45,10 +45,12 @@ def commit_buckets(commits: DataFrame, bucket_ms: int, window: int) -> DataFrame
     time, the newest tombstone, and the ``window`` newest commits with all their fields. Being
     an aggregation rather than a sort, Spark combines rows before it shuffles them, so a
     million commits shrink to one row per partition and bucket before leaving the reader.
-    Tombstones take no part in ordering the live commits (their ``live_seq`` is null).
+    Tombstones take no part in ordering the live commits (their ``live_seq`` is null), nor do
+    transactional commits whose transaction aborted: they are only counted.
     """
-    live_seq = F.when(~F.col("tombstone"), F.col("seq"))
-    live_at = F.when(~F.col("tombstone"), F.col("at"))
+    applied = ~F.col("tombstone") & (F.col("txn").isNull() | (F.col("txn") != "aborted"))
+    live_seq = F.when(applied, F.col("seq"))
+    live_at = F.when(applied, F.col("at"))
     commit = F.struct("seq", F.col("committed_offset").alias("offset"), "at", "leader_epoch", "metadata",
                       "expire_timestamp")
     return (commits
@@ -57,6 +59,8 @@ def commit_buckets(commits: DataFrame, bucket_ms: int, window: int) -> DataFrame
             .withColumn("bucket", (F.floor(F.col("at") / bucket_ms) * bucket_ms).cast("long"))
             .groupBy(*KEY, "bucket")
             .agg(F.count(live_seq).alias("commits"),
+                 F.count(F.when(F.col("txn") == "committed", 1)).alias("txn_commits"),
+                 F.count(F.when(F.col("txn") == "aborted", 1)).alias("aborted_txn_commits"),
                  F.min_by("committed_offset", live_seq).alias("first_offset"),
                  F.max_by("committed_offset", live_seq).alias("last_offset"),
                  F.min(live_at).alias("first_at"), F.max(live_at).alias("last_at"),
@@ -106,16 +110,18 @@ def commit_activity(buckets: DataFrame, bucket_ms: int) -> DataFrame:
     """Per group/topic/partition and time bucket: commits, offset advance, time between commits.
 
     Advance and time are measured from the previous commit, which may lie in an earlier
-    bucket: summed over buckets they telescope to the partition's whole progress.
+    bucket: summed over buckets they telescope to the partition's whole progress. Of the commits,
+    ``txn_commits`` were made by committed transactions (TxnOffsetCommit); ``aborted_txn_commits``
+    counts those of aborted transactions, which are not among ``commits`` and moved nothing.
     """
     w = Window.partitionBy(*KEY).orderBy("bucket")
     prev_offset = F.lag("last_offset").over(w)
     prev_at = F.lag("last_at").over(w)
-    return (buckets.filter(F.col("commits") > 0)
+    return (buckets.filter((F.col("commits") > 0) | (F.col("aborted_txn_commits") > 0))
             .withColumn("prev_offset", prev_offset).withColumn("prev_at", prev_at)
             .withColumn("intervals", F.col("commits") - F.when(F.col("prev_at").isNull(), 1).otherwise(0))
             .select(*KEY, F.timestamp_millis("bucket").alias("bucket_start"), F.lit(bucket_ms).alias("bucket_ms"),
-                    "commits", "first_offset", "last_offset",
+                    "commits", "txn_commits", "aborted_txn_commits", "first_offset", "last_offset",
                     (F.col("last_offset") - F.coalesce("prev_offset", "first_offset")).alias("offset_advance"),
                     ((F.col("last_offset") - F.coalesce("prev_offset", "first_offset")) / F.lit(bucket_ms / 1000))
                     .alias("offsets_per_second"),

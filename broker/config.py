@@ -12,7 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+
+from broker.security.listeners import (
+    DEFAULT_PROTOCOL_MAP,
+    ListenerError,
+    ListenerSpec,
+    parse_advertised,
+    parse_listeners,
+)
+from broker.security.properties import check_security
 
 
 class ConfigError(ValueError):
@@ -32,8 +40,11 @@ class Property:
 PROPERTIES: tuple[Property, ...] = (
     Property("node.id", int, 1, "Id of this broker in Metadata and FindCoordinator answers.", minimum=0),
     Property("cluster.id", str, "", "Cluster id; empty = generated once and kept in meta.properties."),
-    Property("listeners", str, "PLAINTEXT://127.0.0.1:9092", "Where to listen: PLAINTEXT://host:port."),
-    Property("advertised.listeners", str, "", "Address given to clients; empty = same as listeners."),
+    Property("listeners", str, "PLAINTEXT://127.0.0.1:9092", "Where to listen: comma-separated NAME://host:port; "
+             "the name maps to PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL through "
+             "listener.security.protocol.map."),
+    Property("advertised.listeners", str, "", "Address given to clients, per listener name; empty = same as "
+             "listeners."),
     Property("log.dirs", str, ".kcoord-data", "Data directory (the __consumer_offsets-N and topic logs)."),
     Property("etcd.endpoints", str, "", "Cluster mode: etcd client URLs, comma-separated (http://host:2379); "
              "empty = a single node, no etcd."),
@@ -87,6 +98,10 @@ PROPERTIES: tuple[Property, ...] = (
     Property("group.consumer.migration.policy", str, "bidirectional", "Online migration between classic and "
              "consumer-protocol groups: bidirectional, upgrade (classic to consumer only), downgrade (consumer "
              "to classic only) or disabled."),
+    Property("group.events.enable", bool, True, "Keep the rebalance journal (__kcoord_group_events): why and "
+             "how long every group rebalanced."),
+    Property("group.events.retention.ms", int, 604800000, "Time retention of __kcoord_group_events.",
+             minimum=1),
     Property("auto.create.topics.enable", bool, True, "Create unknown topics on Metadata/Produce requests."),
     Property("num.partitions", int, 1, "Partitions of an auto-created topic.", minimum=1),
     Property("log.flush.policy", str, "sync", "sync: fdatasync before acknowledging; interval: flush every "
@@ -107,6 +122,48 @@ PROPERTIES: tuple[Property, ...] = (
     Property("message.max.bytes", int, 1048588, "Largest record batch accepted by Produce.", minimum=1),
     Property("metrics.listener", str, "http://:9464", "Prometheus endpoint (path /metrics); without a host "
              "it listens on the host of listeners (loopback by default); empty disables it."),
+    Property("metrics.lag.groups", str, ".*", "Groups whose lag is exported (kafka_consumergroup_*): "
+             "comma-separated regular expressions, each matched against the whole group id."),
+    Property("metrics.lag.max.partitions", int, 10000, "Most group partitions exported in the lag series per "
+             "scrape (whole groups, in group order; the rest counted in kcoord_lag_partitions_omitted); 0 "
+             "turns lag metrics off.", minimum=0),
+    Property("listener.security.protocol.map", str, DEFAULT_PROTOCOL_MAP, "Listener name -> security protocol, "
+             "NAME:PROTOCOL comma-separated."),
+    Property("ssl.keystore.location", str, "", "PEM file holding this broker's certificate chain and private "
+             "key (PEM only: PKCS12/JKS stores are not read)."),
+    Property("ssl.keystore.type", str, "PEM", "Format of the keystore; PEM only.", choices=("PEM",)),
+    Property("ssl.keystore.certificate.chain", str, "", "The broker's PEM certificate chain, inline (instead of "
+             "ssl.keystore.location)."),
+    Property("ssl.keystore.key", str, "", "The broker's PEM private key, inline (instead of "
+             "ssl.keystore.location)."),
+    Property("ssl.key.password", str, "", "Password of an encrypted private key."),
+    Property("ssl.truststore.location", str, "", "PEM file of the CA certificates that client certificates "
+             "are checked against."),
+    Property("ssl.truststore.type", str, "PEM", "Format of the truststore; PEM only.", choices=("PEM",)),
+    Property("ssl.truststore.certificates", str, "", "The trusted CA certificates in PEM, inline (instead of "
+             "ssl.truststore.location)."),
+    Property("ssl.client.auth", str, "none", "Client certificates on SSL listeners: none, requested or "
+             "required (mTLS; the principal is User:<certificate subject>).",
+             choices=("none", "requested", "required")),
+    Property("ssl.handshake.timeout.ms", int, 10000, "A TLS handshake not finished in this time closes the "
+             "connection.", minimum=1),
+    Property("sasl.enabled.mechanisms", str, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms offered on "
+             "SASL listeners: any of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
+    Property("sasl.bootstrap.users", str, "", "Users created at startup when absent, name:password "
+             "comma-separated, with SCRAM-SHA-256 and SCRAM-SHA-512 credentials (PLAIN checks the same "
+             "credentials)."),
+    Property("sasl.server.max.receive.size", int, 524288, "Largest request before authentication; bigger "
+             "closes the connection.", minimum=1),
+    Property("connections.max.reauth.ms", int, 0, "Lifetime of a SASL session (KIP-368); the client must "
+             "re-authenticate within it. 0 = sessions never expire.", minimum=0),
+    Property("connection.failed.authentication.delay.ms", int, 100, "Delay before the answer to a failed "
+             "authentication is sent and the connection closed.", minimum=0),
+    Property("authorizer.class.name", str, "", "Empty = no authorization; "
+             "org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer) "
+             "= ACLs are enforced."),
+    Property("super.users", str, "", "Principals allowed everything, semicolon-separated: User:admin;User:ops."),
+    Property("allow.everyone.if.no.acl.found", bool, False, "With the authorizer on, allow an operation on a "
+             "resource that no ACL names."),
     Property("log.level", str, "INFO", "Log level of the broker's structured log.",
              choices=("DEBUG", "INFO", "WARNING", "ERROR")),
 )
@@ -181,25 +238,24 @@ class Listener:
     port: int
 
 
-def parse_listener(text: str) -> Listener:
-    first = text.split(",")[0].strip()
-    parts = urlsplit(first if "://" in first else "PLAINTEXT://" + first)
-    if parts.scheme.upper() != "PLAINTEXT":
-        raise ConfigError(f"listeners: only PLAINTEXT is supported, got {first!r}")
-    if parts.port is None:
-        raise ConfigError(f"listeners: {first!r} has no port")
-    return Listener(parts.hostname or "0.0.0.0", parts.port)
-
-
 class BrokerConfig:
     """Resolved properties; attribute access by the property name with dots as underscores."""
 
     def __init__(self, values: dict[str, Any]) -> None:
         self.values = values
-        self.listener = parse_listener(values["listeners"])
-        self.advertised = parse_listener(values["advertised.listeners"] or values["listeners"])
-        if self.advertised.host in ("0.0.0.0", "::", ""):
-            self.advertised = Listener("127.0.0.1", self.advertised.port)
+        try:
+            self.listeners: list[ListenerSpec] = parse_listeners(values["listeners"],
+                                                                 values["listener.security.protocol.map"])
+            self.advertised_by_listener = parse_advertised(values["advertised.listeners"], self.listeners)
+        except ListenerError as exc:
+            raise ConfigError(str(exc)) from None
+        first = self.listeners[0]
+        self.listener = Listener(first.host, first.port)
+        self.advertised = Listener(*self.advertised_by_listener[first.name])
+        try:
+            check_security(values, self.listeners)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
         if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
             raise ConfigError("group.min.session.timeout.ms is above group.max.session.timeout.ms")
         for name in ("session.timeout.ms", "heartbeat.interval.ms"):

@@ -24,6 +24,7 @@ from broker.cluster.etcd import EtcdClient
 from broker.cluster.node import ClusterNode
 from broker.config import BrokerConfig
 from broker.coordinator.context import CoordinatorConfig
+from broker.groups.journal_writer import JournalWriter
 from broker.groups.shards import ShardManager
 from broker.groups.timers import wall_ms
 from broker.log_runtime.runtime import LogRuntime
@@ -31,9 +32,14 @@ from broker.network.connection import Connection
 from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Router
+from broker.network.tls_connection import TlsConnection
 from broker.observability import logs
+from broker.observability.lag_metrics import LagMetrics
 from broker.observability.metrics import METRICS, install_state_collector
-from broker.observability.state_metrics import state_families
+from broker.observability.state_metrics import doctor_families, state_families
+from broker.security.context import SecurityContext
+from broker.security.listeners import ListenerSpec
+from broker.security.sasl import SaslState
 from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog, TopicError
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
 from broker.transactions.markers import MarkerWriter
@@ -127,18 +133,27 @@ class Broker:
                                        config.advertised.host, config.advertised.port,
                                        config["broker.session.timeout.ms"], self._all_partitions)
         self.router = Router()
+        self.security = SecurityContext(config, self.data_dir)
         self.advertised = (config.advertised.host, config.advertised.port)
+        # Each listener's address as given to clients that connected through it.
+        self.advertised_by_listener = dict(config.advertised_by_listener)
+        self.bound_ports: dict[str, int] = {}
         self._conn_ids = itertools.count(1)
         self._rebalance_started: dict[str, float] = {}
         self.logs = self._make_log_runtime()
         if self.cluster is not None:
             self.logs.may_write = self.cluster.may_write
+        # One writer per log: in cluster mode, where every node coordinates some shards, the journal
+        # (one partition) is not kept yet.
+        self.journal = JournalWriter(self.logs, self.catalog, retention_ms=config["group.events.retention.ms"],
+                                     segment_bytes=config["log.segment.bytes"],
+                                     enabled=config["group.events.enable"] and self.cluster is None)
         self.shards = self._make_shards()
         # Created, grown and deleted topics, as the group coordinator must follow them.
         self.topic_changes = TopicChanges()
         self.topic_changes.subscribe(self.shards.on_topic_change)
         self.router.frames_done_hooks.append(self.logs.kick)
-        install_state_collector(lambda: state_families(self.shards))
+        install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal)))
         self.readiness = ReadinessHub(after_round=self.router.after_frames)
         self.bound_port: int | None = None
         self.metrics_port: int | None = None
@@ -160,6 +175,7 @@ class Broker:
             consumer_max_size=c["group.consumer.max.size"],
             consumer_assignors=tuple(n.strip() for n in c["group.consumer.assignors"].split(",") if n.strip()),
             consumer_migration_policy=c["group.consumer.migration.policy"].strip().lower(),
+            group_events_enable=c["group.events.enable"],
         )
         log_config = LogConfig(
             segment_bytes=c["offsets.topic.segment.bytes"],
@@ -169,7 +185,8 @@ class Broker:
             min_cleanable_dirty_ratio=c["log.cleaner.min.cleanable.ratio"],
         )
         return ShardManager(self.logs, c["offsets.topic.num.partitions"], coordinator, self.catalog, log_config,
-                            on_transition=self._on_transition, clock=self.clock, cluster=self.cluster)
+                            on_transition=self._on_transition, clock=self.clock, cluster=self.cluster,
+                            journal=self.journal.write)
 
     def _make_log_runtime(self) -> LogRuntime:
         """The one runtime that owns every partition log, with the flush policy, the cleaner and
@@ -201,12 +218,15 @@ class Broker:
 
     def _register_handlers(self) -> None:
         from broker.handlers import (
+            acls,
             cluster,
             create_partitions,
             fetch,
             groups,
             list_offsets,
             produce,
+            sasl,
+            scram_credentials,
             topics,
             transactions,
         )
@@ -214,6 +234,8 @@ class Broker:
 
         self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=self.config["message.max.bytes"],
                                     cluster=self.cluster)
+        self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
+                              self.config["metrics.lag.groups"], self.config["metrics.lag.max.partitions"])
         self.transactions = self._make_transactions()
         cluster.register(self)
         topics.register(self)
@@ -223,6 +245,13 @@ class Broker:
         fetch.register(self)
         list_offsets.register(self)
         transactions.register(self)
+        sasl.register(self)
+        scram_credentials.register(self)
+        acls.register(self)
+        if self.security.authorizer is not None:
+            from broker.security.request_checks import RequestChecks
+
+            self.router.authorize = RequestChecks(self, self.security.authorizer).check
 
     def _make_transactions(self) -> TransactionService:
         c = self.config
@@ -300,22 +329,42 @@ class Broker:
                 name = str(reply.error_code)
             METRICS.request_errors.labels(api, name).inc()
 
-    async def _handle_connection(self, stream: trio.SocketStream) -> None:
+    def advertised_for(self, conn: ConnectionInfo) -> tuple[str, int]:
+        """The address of the listener a client came in through: a client of the SASL_SSL
+        listener must be sent back to it, not to the first one."""
+        return self.advertised_by_listener.get(conn.listener, self.advertised)
+
+    async def _handle_connection(self, stream: trio.SocketStream, spec: ListenerSpec | None = None) -> None:
         try:
             peer: Any = stream.socket.getpeername()
         except OSError:
             peer = ("?", 0)
         info = ConnectionInfo(next(self._conn_ids), str(peer[0]), int(peer[1]))
+        max_bytes = self.config["socket.request.max.bytes"]
+        if spec is not None:
+            info.listener = spec.name
+            if spec.sasl:
+                info.authenticated = False
+                info.gated = True
+                info.sasl = SaslState()
         METRICS.connections.inc()
         METRICS.connections_opened.inc()
         try:
-            conn = Connection(stream, self.router, info, self.config["socket.request.max.bytes"],
-                              self._on_response, self.readiness)
+            conn: Connection
+            if spec is not None and spec.tls and self.security.ssl_context is not None:
+                tls_stream = trio.SSLStream(stream, self.security.ssl_context, server_side=True)
+                conn = TlsConnection(stream, tls_stream, self.router, info, max_bytes,
+                                     self.security.handshake_timeout, self._on_response,
+                                     self.security.max_unauthenticated_bytes)
+            else:
+                conn = Connection(stream, self.router, info, max_bytes, self._on_response, self.readiness,
+                                  self.security.max_unauthenticated_bytes)
             await conn.run()
         finally:
             METRICS.connections.dec()
 
-    async def _accept_forever(self, listener: trio.SocketListener, nursery: trio.Nursery) -> None:
+    async def _accept_forever(self, listener: trio.SocketListener, nursery: trio.Nursery,
+                              spec: ListenerSpec | None = None) -> None:
         """Accepts every connection that is waiting, then waits for more. trio's own accept loop
         takes one connection per pass of the scheduler; with thousands of busy connections that
         let in ~140 a second, so 10,000 consumers reconnecting (after a restart) queued for over a
@@ -339,45 +388,65 @@ class Broker:
                             await trio.sleep(0.1)
                             break
                         stream = trio.SocketStream(trio.socket.from_stdlib_socket(conn))
-                        nursery.start_soon(self._run_connection, stream)
+                        nursery.start_soon(self._run_connection, stream, spec)
         finally:
             sock.close()
 
-    async def _run_connection(self, stream: trio.SocketStream) -> None:
+    async def _run_connection(self, stream: trio.SocketStream, spec: ListenerSpec | None = None) -> None:
         try:
-            await self._handle_connection(stream)
+            await self._handle_connection(stream, spec)
         finally:
             await trio.aclose_forcefully(stream)
+
+    async def _open_listeners(self) -> list[tuple[ListenerSpec, list[trio.SocketListener]]]:
+        opened: list[tuple[ListenerSpec, list[trio.SocketListener]]] = []
+        for spec in self.config.listeners:
+            try:
+                opened.append((spec, await trio.open_tcp_listeners(spec.port, host=spec.host)))
+            except OSError as exc:
+                if exc.errno == errno.EADDRINUSE:
+                    raise SystemExit(f"kcoord: cannot listen on {spec.host}:{spec.port} ({spec.name}): "
+                                     "address in use") from None
+                raise
+            port = opened[-1][1][0].socket.getsockname()[1]
+            self.bound_ports[spec.name] = port
+            host, advertised_port = self.advertised_by_listener[spec.name]
+            if spec.port == 0 and advertised_port == 0:
+                self.advertised_by_listener[spec.name] = (host, port)
+        return opened
 
     async def serve(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         listener = self.config.listener
         open_files = raise_open_files_limit()
-        try:
-            listeners = await trio.open_tcp_listeners(listener.port, host=listener.host)
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise SystemExit(f"kcoord: cannot listen on {listener.host}:{listener.port}: address in use") from None
-            raise
+        opened = await self._open_listeners()
         heap.configure()
         async with trio.open_nursery() as nursery:
-            self.bound_port = listeners[0].socket.getsockname()[1]
+            self.bound_port = opened[0][1][0].socket.getsockname()[1]
             if self.config.listener.port == 0 and self.advertised[1] == 0:
                 self.advertised = (self.advertised[0], self.bound_port)
             await self._start_services(nursery)
             await nursery.start(self.shards.run)
-            await nursery.start(self.transactions.run)
+            if self.cluster is None:
+                # In a cluster the transaction coordinator does not run: its __transaction_state
+                # logs would have no owner, so its APIs answer COORDINATOR_LOAD_IN_PROGRESS and
+                # FindCoordinator says transactions need a single-node broker.
+                await nursery.start(self.transactions.run)
             if self.cluster is not None:
                 self.cluster.address = self.advertised
+                self.cluster.listener_addresses = dict(self.advertised_by_listener)
                 self.cluster.listener = ClusterListener(self)
                 await nursery.start(self.cluster.run)
             nursery.start_soon(self._settle_heap)
             logs.event("broker.started", host=listener.host, port=self.bound_port, node_id=self.node_id,
                        cluster_id=self.cluster_id, data_dir=str(self.data_dir.resolve()),
-                       metrics_port=self.metrics_port, open_files_limit=open_files)
+                       metrics_port=self.metrics_port, open_files_limit=open_files,
+                       listeners=",".join(f"{spec.name}:{spec.protocol}:{self.bound_ports[spec.name]}"
+                                          for spec, _ in opened))
             if self.readiness.available:
                 nursery.start_soon(self.readiness.run)
-            for tcp_listener in listeners:
-                nursery.start_soon(self._accept_forever, tcp_listener, nursery)
+            for spec, tcp_listeners in opened:
+                for tcp_listener in tcp_listeners:
+                    nursery.start_soon(self._accept_forever, tcp_listener, nursery, spec)
             task_status.started(self.bound_port)
 
     async def _settle_heap(self) -> None:
@@ -391,11 +460,12 @@ class Broker:
         from broker.observability.metrics_http import parse_metrics_listener, serve_metrics
 
         await nursery.start(self.logs.run)
+        await trio.to_thread.run_sync(self.journal.open)
         await nursery.start(self.topic_logs.run)
         endpoint = parse_metrics_listener(self.config["metrics.listener"], self.config.listener.host)
         if endpoint is not None:
             try:
-                self.metrics_port = await nursery.start(serve_metrics, *endpoint)
+                self.metrics_port = await nursery.start(serve_metrics, *endpoint, self.lag.render)
             except OSError as exc:
                 # Metrics are for operators; a busy port must not keep the broker from serving clients.
                 logs.warn("metrics.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))
@@ -421,7 +491,12 @@ class Broker:
     async def close(self) -> None:
         """Flushes and closes everything the broker opened (called after serving stops)."""
         try:
-            self.logs.close()
+            try:
+                # Before the logs close: the snapshots are built from their durable bytes.
+                self.shards.write_snapshots()
+            finally:
+                self.journal.close()
+                self.logs.close()
         finally:
             # Last, so that the next broker on this directory starts only after every file is closed.
             for lock in reversed(self.dir_locks):

@@ -350,6 +350,10 @@ def read_record(key: bytes, value: bytes | None) -> LogRecord:
 def decode_record(key: bytes, value: bytes | None) -> AnyRecord | None:
     """The record the coordinator replays; None for the other record types (share and streams
     groups, unknown types), which replay skips as Kafka's loader does."""
+    if key[:2] in _OFFSET_COMMIT_KEY_PREFIXES:
+        fast = _read_offset_commit(key, value)
+        if fast is not None:
+            return fast
     version, k = decode_key(key)
     if k is None:
         return None
@@ -367,6 +371,60 @@ def decode_record(key: bytes, value: bytes | None) -> AnyRecord | None:
         for member in v.members:
             member.rebalance_timeout = member_rebalance_timeout(0, member)
     return GroupMetadataRecord(k.group, v)
+
+
+# Replaying a partition decodes mostly offset commits: key v0/v1 with value v1 or v3 are read
+# here with ``struct`` (~1 us instead of ~6 us through the generic codec); anything else, or
+# anything these do not read cleanly, goes the generic way, which raises the right errors.
+# tests/property/test_offsets_log_fast_paths.py holds the two against each other.
+_OFFSET_COMMIT_KEY_PREFIXES = frozenset(_INT16.pack(v) for v in OFFSET_COMMIT_KEY_VERSIONS)
+_READ_V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
+_READ_V1_HEAD = struct.Struct(">hqh")  # version, offset, metadata length
+_READ_INT16 = struct.Struct(">h")
+_READ_INT32 = struct.Struct(">i")
+_READ_INT64 = struct.Struct(">q")
+_READ_INT64_PAIR = struct.Struct(">qq")
+_new = object.__new__
+_OffsetCommitValueClass = OffsetCommitValue.cls
+
+
+def _read_offset_commit(key: bytes, value: bytes | None) -> OffsetCommitRecord | None:
+    try:
+        (glen,) = _READ_INT16.unpack_from(key, 2)
+        end = 4 + glen
+        (tlen,) = _READ_INT16.unpack_from(key, end)
+        tend = end + 2 + tlen
+        (partition,) = _READ_INT32.unpack_from(key, tend)
+        if glen < 0 or tlen < 0:
+            return None
+        group = str(key[4:end], "utf-8")
+        topic = str(key[end + 2 : tend], "utf-8")
+        if value is None:
+            return OffsetCommitRecord(group, topic, partition, None)
+        if value[:2] == b"\x00\x03":
+            _version, offset, epoch, mlen = _READ_V3_HEAD.unpack_from(value, 0)
+            (commit_ts,) = _READ_INT64.unpack_from(value, 16 + mlen)
+            expire = -1
+            start = 16
+        elif value[:2] == b"\x00\x01":
+            _version, offset, mlen = _READ_V1_HEAD.unpack_from(value, 0)
+            commit_ts, expire = _READ_INT64_PAIR.unpack_from(value, 12 + mlen)
+            epoch = -1
+            start = 12
+        else:
+            return None
+        if mlen < 0:
+            return None
+        metadata = str(value[start : start + mlen], "utf-8")
+    except (struct.error, UnicodeDecodeError):
+        return None
+    v = _new(_OffsetCommitValueClass)
+    v.offset = offset
+    v.leader_epoch = epoch
+    v.metadata = metadata
+    v.commit_timestamp = commit_ts
+    v.expire_timestamp = expire
+    return OffsetCommitRecord(group, topic, partition, v)
 
 
 # ---- writing ---------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ from storage.config import LogConfig
 from storage.errors import LogClosedError, OffsetOutOfRangeError
 from storage.layout import fsync_dir, remove_quietly
 from storage.leader_epochs import LeaderEpochCache
+from storage.log_coverage import LogCoverage
 from storage.recovery import RecoveryReport, recover
 from storage.segment import Segment
 
@@ -338,6 +339,56 @@ class PartitionLog:
                         return offset, ts
             return None
         return None
+
+    # ---- what a derived file covers -------------------------------------------------------
+
+    def coverage(self, end_offset: int) -> LogCoverage | None:
+        """The coverage of the log below ``end_offset`` (see ``storage.log_coverage``), or None
+        when no batch ends at ``end_offset - 1`` or the log holds nothing below it."""
+        with self._lock:
+            self._check_open()
+            if end_offset <= self._log_start or end_offset > self.end_offset:
+                return None
+            where = self._locate(end_offset - 1)
+            if where is None:
+                return None
+            seg, position, size = where
+            fields = HEADER.unpack(seg.read(position, HEADER.size))
+            if fields[0] + fields[6] + 1 != end_offset:
+                return None
+            covered = [(s.base_offset, s.size, os.fstat(s.fd).st_ino) for s in self._segments
+                       if s.base_offset < seg.base_offset]
+            covered.append((seg.base_offset, position + size, os.fstat(seg.fd).st_ino))
+            return LogCoverage(self._log_start, end_offset, tuple(covered), position, fields[4])
+
+    def covers(self, coverage: LogCoverage) -> bool:
+        """Whether the log still holds below ``coverage.end_offset`` the bytes it held when
+        ``coverage`` was taken (same log start, same segments and sizes, same last batch)."""
+        with self._lock:
+            if self._closed or self._log_start != coverage.log_start_offset:
+                return False
+            count = len(coverage.segments)
+            if len(self._segments) < count:
+                return False
+            for (base, size, inode), seg in zip(coverage.segments[:-1], self._segments):
+                if seg.base_offset != base or seg.size != size or os.fstat(seg.fd).st_ino != inode:
+                    return False
+            last = self._segments[count - 1]
+            base, size, inode = coverage.segments[-1]
+            position = coverage.last_batch_position
+            if (last.base_offset != base or last.size < size or os.fstat(last.fd).st_ino != inode
+                    or not 0 <= position <= size - HEADER.size):
+                return False
+            fd = os.dup(last.fd)
+        try:
+            head = last.read(position, HEADER.size, fd)
+        finally:
+            os.close(fd)
+        if len(head) < HEADER.size:
+            return False
+        fields = HEADER.unpack(head)
+        return (fields[4] == coverage.last_batch_crc and fields[0] + fields[6] + 1 == coverage.end_offset
+                and position + fields[1] + LOG_OVERHEAD == size)
 
     # ---- removing data ---------------------------------------------------------------------
 

@@ -73,6 +73,10 @@ class ClusterNode:
         self.lease = 0
         self.renewed_at = float("-inf")
         self.nodes: dict[int, tuple[str, int]] = {}
+        # Every listener's advertised address, of this node (set by the broker) and of each node
+        # registered: a client is sent to other nodes' listener of the same name as its own.
+        self.listener_addresses: dict[str, tuple[str, int]] = {}
+        self.node_listeners: dict[int, dict[str, tuple[str, int]]] = {}
         self.owners: dict[PartitionKey, Owner] = {}
         self.mine: dict[PartitionKey, int] = {}  # partition -> epoch (the owner key's create revision)
         self.releasing: set[PartitionKey] = set()
@@ -111,7 +115,9 @@ class ClusterNode:
         sent = self.clock()
         self.lease = await self.client.grant(self.ttl_s)
         host, port = self.address
-        await self.client.put(self._key("nodes", self.node_id), json.dumps({"host": host, "port": port}), self.lease)
+        listeners = {name: [h, p] for name, (h, p) in self.listener_addresses.items()}
+        await self.client.put(self._key("nodes", self.node_id),
+                              json.dumps({"host": host, "port": port, "listeners": listeners}), self.lease)
         self.renewed_at = sent
         logs.event("cluster.registered", node=self.node_id, lease=self.lease, ttl_s=self.ttl_s, prefix=self.prefix)
 
@@ -163,6 +169,7 @@ class ClusterNode:
     async def _read(self) -> None:
         kvs, _revision = await self.client.get_prefix(self.prefix + "/")
         nodes: dict[int, tuple[str, int]] = {}
+        node_listeners: dict[int, dict[str, tuple[str, int]]] = {}
         owners: dict[PartitionKey, Owner] = {}
         base = len(self.prefix) + 1
         for kv in kvs:
@@ -171,12 +178,14 @@ class ClusterNode:
                 if parts[0] == "nodes" and len(parts) == 2:
                     doc = json.loads(kv.value)
                     nodes[int(parts[1])] = (str(doc["host"]), int(doc["port"]))
+                    node_listeners[int(parts[1])] = {str(name): (str(a[0]), int(a[1]))
+                                                     for name, a in doc.get("listeners", {}).items()}
                 elif parts[0] == "owners" and len(parts) == 3:
                     doc = json.loads(kv.value)
                     owners[(parts[1], int(parts[2]))] = Owner(int(doc["node"]), kv.create_revision)
             except (ValueError, KeyError, TypeError):
                 logs.warn("cluster.bad_key", key=kv.key)
-        self.nodes, self.owners = nodes, owners
+        self.nodes, self.owners, self.node_listeners = nodes, owners, node_listeners
 
     async def sync_once(self) -> None:
         await self._read()
@@ -190,6 +199,14 @@ class ClusterNode:
                 self._lose(partition, "owner key gone")
         if self.node_id not in self.nodes or self.stopping:
             return
+        # Keys of ours that we do not serve: left by this node's previous life (a restart within
+        # the lease: the node lock keeps two processes of one node id apart) or dropped after a
+        # fencing whose lease then turned out to be still alive. Handing them back lets them be
+        # claimed afresh, under a new epoch, instead of waiting for a lease that may never end.
+        for partition, owner in list(self.owners.items()):
+            stale = owner.node_id == self.node_id and partition not in self.mine and partition not in self.releasing
+            if stale and await self.client.delete_if_revision(self._key("owners", *partition), owner.epoch):
+                self.owners.pop(partition, None)
         desired = desired_owners(self.partitions(), sorted(self.nodes))
         for partition in [p for p in self.mine if desired.get(p) != self.node_id]:
             await self._release(partition)

@@ -47,6 +47,8 @@ class CoordinatorConfig:
     def downgrade_enabled(self) -> bool:
         """A consumer group may go back to classic when its last consumer-protocol member leaves."""
         return self.consumer_migration_policy in ("bidirectional", "downgrade")
+    # The rebalance journal (group.events.enable).
+    group_events_enable: bool = True
 
 
 class TopicView(Protocol):

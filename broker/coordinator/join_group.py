@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from broker.coordinator import journal
 from broker.coordinator.classic_group import ClassicGroup, GroupState, Member, Parked, Protocols
 from broker.coordinator.consumer import classic_members
 from broker.coordinator.consumer import describe as consumer_describe
@@ -47,6 +48,7 @@ class JoinSpec:
     rebalance_timeout_ms: int
     version: int
     parked: Parked
+    reason: str | None = None  # KIP-800: why the client (re)joins (v8+)
 
     @classmethod
     def of(cls, req: JoinGroupRequest, ctx: RequestContext) -> JoinSpec:
@@ -62,6 +64,7 @@ class JoinSpec:
             rebalance_timeout_ms=req.session_timeout_ms if version == 0 else req.rebalance_timeout_ms,
             version=version,
             parked=Parked(ctx.token, version),
+            reason=req.reason if version >= 8 else None,
         )
 
     def names(self) -> set[str]:
@@ -242,6 +245,11 @@ def _update_member_and_rebalance(
 ) -> None:
     group.update_member(member, spec.protocols, spec.rebalance_timeout_ms, spec.session_timeout_ms)
     _park_join(group, member, spec, out)
+    st.journal.joined(group.group_id, member.member_id, now)
+    if group.state is GroupState.STABLE:
+        # This JoinGroup starts the rebalance: say why.
+        cause = journal.LEADER_REJOINED if reason == "leader-rejoined" else journal.METADATA_CHANGED
+        st.journal.rejoined(st, group, member, cause, spec.reason)
     maybe_prepare_rebalance_or_complete_join(st, group, out, now, reason)
 
 
@@ -269,6 +277,11 @@ def _add_member(
     if group.state is GroupState.PREPARING_REBALANCE and group.previous_state is GroupState.EMPTY:
         group.new_member_added = True
     group.add(member, spec.parked)
+    st.journal.joined(group.group_id, member_id, now)
+    st.journal.note(group.group_id, journal.NEW_MEMBER, member_id, client_id=ctx.client_id,
+                    client_host=ctx.client_host, instance_id=spec.instance_id, client_reason=spec.reason,
+                    session_timeout_ms=spec.session_timeout_ms, rebalance_timeout_ms=spec.rebalance_timeout_ms,
+                    protocols=[name for name, _ in spec.protocols])
     # A new member cannot heartbeat while its JoinGroup is parked; bound it by the new-member
     # timeout so abandoned joins do not pile up in a long rebalance.
     reschedule_heartbeat(st, group, member, out, now, NEW_MEMBER_JOIN_TIMEOUT_MS)
@@ -292,9 +305,16 @@ def _replace_static_member(
     reschedule_heartbeat(st, group, new, out, now)
     group.update_member(new, spec.protocols, spec.rebalance_timeout_ms, spec.session_timeout_ms)
     group.set_awaiting_join(new, spec.parked)
+    st.journal.joined(group.group_id, new_id, now)
+    avoided = group.state is GroupState.STABLE and group.protocol_name == group.select_protocol()
+    st.journal.note(group.group_id, journal.STATIC_REJOINED, new_id, instance_id=spec.instance_id,
+                    previous_member_id=old_id, avoided_rebalance=avoided, client_id=new.client_id,
+                    client_reason=spec.reason)
+    st.journal.note(group.group_id, journal.FENCED, old_id, instance_id=spec.instance_id,
+                    why="duplicate instance id: replaced by a new member id")
 
     if group.state is GroupState.STABLE:
-        if group.protocol_name == group.select_protocol():
+        if avoided:
             # Same protocol: persist the new member id and let it continue without a rebalance.
             st.emit(out, GroupMetadataRecord(group.group_id, group.to_metadata_value()))
             if spec.version >= SKIP_ASSIGNMENT_VERSION:

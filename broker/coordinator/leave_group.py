@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from broker.coordinator import journal
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.consumer import classic_members
 from broker.coordinator.context import RequestContext
@@ -17,16 +18,20 @@ from protocol.errors import ErrorCode
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 
 BATCH_VERSION = 3
+REASON_VERSION = 5  # KIP-800: members say why they leave
 
 
 def leave_group(st: CoordinatorState, req: LeaveGroupRequest, ctx: RequestContext, now: int) -> Result:
     out = Result()
     version = ctx.api_version
+    reasons: dict[tuple[str, str | None], str] = {}
     if version >= BATCH_VERSION:
         leaving: list[tuple[str, str | None]] = [(m.member_id, m.group_instance_id) for m in req.members]
+        if version >= REASON_VERSION:
+            reasons = {(m.member_id, m.group_instance_id): m.reason for m in req.members if m.reason}
     else:
         leaving = [(req.member_id, None)]
-    top, results = _leave(st, req.group_id, leaving, out, now)
+    top, results = _leave(st, req.group_id, leaving, out, now, reasons)
     if version >= BATCH_VERSION:
         members = [
             LeaveGroupResponse.MemberResponse(member_id=m, group_instance_id=i, error_code=int(e))
@@ -42,7 +47,8 @@ def leave_group(st: CoordinatorState, req: LeaveGroupRequest, ctx: RequestContex
 
 
 def _leave(
-    st: CoordinatorState, group_id: str, leaving: list[tuple[str, str | None]], out: Result, now: int
+    st: CoordinatorState, group_id: str, leaving: list[tuple[str, str | None]], out: Result, now: int,
+    reasons: dict[tuple[str, str | None], str],
 ) -> tuple[ErrorCode, list[tuple[str, str | None, ErrorCode]]]:
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID, []
@@ -63,7 +69,10 @@ def _leave(
             if current is None:
                 results.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
                 continue
-            remove_member(st, group, group.members[current], out)
+            member = group.members[current]
+            st.journal.note(group_id, journal.ADMIN, current, instance_id=instance_id, client_id=member.client_id,
+                            client_reason=reasons.get((member_id, instance_id)))
+            remove_member(st, group, member, out)
         elif member_id in group.pending_members:
             group.remove(member_id)
             cancel_heartbeat(st, group, member_id, out)
@@ -72,7 +81,10 @@ def _leave(
             if error:
                 results.append((member_id, instance_id, error))
                 continue
-            remove_member(st, group, group.members[member_id], out)
+            member = group.members[member_id]
+            st.journal.note(group_id, journal.MEMBER_LEFT, member_id, instance_id=instance_id,
+                            client_id=member.client_id, client_reason=reasons.get((member_id, instance_id)))
+            remove_member(st, group, member, out)
         removed_any = True
         results.append((member_id, instance_id, ErrorCode.NONE))
     if removed_any:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from broker.coordinator import journal
 from broker.coordinator.classic_group import ClassicGroup, GroupState, Member
 from broker.coordinator.records import GroupMetadataRecord
 from broker.coordinator.responses import join_response, sync_response
@@ -152,6 +153,9 @@ def on_join_timer(st: CoordinatorState, group: ClassicGroup, out: Result, now: i
 def complete_join_phase(st: CoordinatorState, group: ClassicGroup, out: Result, now: int) -> None:
     _cancel_join_timer(st, group, out)
     for member in [m for m in group.members.values() if m.awaiting_join is None and m.group_instance_id is None]:
+        st.journal.note(group.group_id, journal.REBALANCE_TIMEOUT, member.member_id, client_id=member.client_id,
+                        rebalance_timeout_ms=member.rebalance_timeout_ms,
+                        why="did not rejoin within its rebalance timeout (max.poll.interval.ms)")
         cancel_heartbeat(st, group, member.member_id, out)
         group.remove(member.member_id)
     if group.state is GroupState.DEAD:
@@ -223,6 +227,8 @@ def on_sync_timer(st: CoordinatorState, group: ClassicGroup, out: Result, now: i
     for member_id in list(group.pending_sync):
         member = group.members.get(member_id)
         if member is not None:
+            st.journal.note(group.group_id, journal.SYNC_TIMEOUT, member_id, client_id=member.client_id,
+                            why="did not send SyncGroup within the rebalance timeout")
             remove_member(st, group, member, out)
         group.pending_sync.pop(member_id, None)
     prepare_rebalance(st, group, out, now, "sync-timeout")
@@ -272,6 +278,10 @@ def on_heartbeat_timer(st: CoordinatorState, group: ClassicGroup, member_id: str
     member = group.members.get(member_id)
     if member is None or member.has_satisfied_heartbeat():
         return
+    # The timer is re-armed at every heartbeat, so it fires a session timeout after the last one.
+    timeout = NEW_MEMBER_JOIN_TIMEOUT_MS if member.is_new else member.session_timeout_ms
+    st.journal.note(group.group_id, journal.SESSION_TIMEOUT, member_id, client_id=member.client_id,
+                    last_heartbeat_age_ms=timeout, session_timeout_ms=member.session_timeout_ms)
     remove_member_and_update_group(st, group, member, out, now, "session-timeout")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 from broker.coordinator.pending_offsets import TxnMarkerWrite, TxnOffsetBatch
 from broker.coordinator.records import AnyRecord
@@ -16,6 +16,9 @@ from protocol.messages.offset_commit import OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteResponse
 from protocol.messages.sync_group import SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
+
+if TYPE_CHECKING:
+    from broker.coordinator.journal import GroupEvent
 
 
 @dataclass(frozen=True)
@@ -60,3 +63,6 @@ class Result:
     # Transactional offset batches and transaction markers, written after ``records`` and in
     # this order; their effect on the shard (pending or applied offsets) is already replayed.
     txn_writes: list[TxnOffsetBatch | TxnMarkerWrite] = field(default_factory=list)
+    # Rebalance-journal events (``journal.Journal.collect``): forensics the shell writes without
+    # holding any reply for them.
+    events: list[GroupEvent] = field(default_factory=list)

@@ -16,6 +16,7 @@ from broker.coordinator import (
     describe,
     heartbeat,
     join_group,
+    journal,
     leave_group,
     offset_commit,
     retention,
@@ -100,6 +101,9 @@ class GroupCoordinatorShard:
         st.loaded = True
         out = Result()
         for group in list(st.groups.values()):
+            if group.members:
+                st.journal.note(group.group_id, journal.SHARD_LOADED, members=len(group.members),
+                                generation=group.generation)
             for member in group.members.values():
                 reschedule_heartbeat(st, group, member, out, now_ms)
             if len(group.members) > st.config.group_max_size:
@@ -107,6 +111,9 @@ class GroupCoordinatorShard:
         # Consumer-protocol members get a fresh session (Kafka does the same on load); one still
         # revoking gets its rebalance timeout again.
         for cgroup in st.consumer_groups.values():
+            if cgroup.members:
+                st.journal.note(cgroup.group_id, journal.SHARD_LOADED, members=len(cgroup.members),
+                                group_epoch=cgroup.group_epoch)
             for cmember in cgroup.members.values():
                 session_ms = (st.config.consumer_session_timeout_ms if cmember.classic is None
                               else cmember.classic.session_timeout_ms)
@@ -217,6 +224,8 @@ class GroupCoordinatorShard:
 
     def delete_group(self, group_id: str, now_ms: int) -> tuple[int, list[AnyRecord]]:
         st = self.state
+        if group_id in st.groups or group_id in st.consumer_groups:
+            st.journal.note(group_id, journal.ADMIN, action="group deleted")
         cgroup = st.consumer_groups.get(group_id)
         if cgroup is not None:
             offsets = [(topic, partition) for topic, partition, _ in st.offsets.all_of(group_id)]
@@ -268,10 +277,12 @@ class GroupCoordinatorShard:
             records, downgraded = fence_member(st, out, cgroup, member.member_id, now_ms)
             for record in records:
                 st.emit(out, record)
+            why = _FENCED_BECAUSE[target.kind]
+            st.journal.note(cgroup.group_id, journal.cause_of_reason(why), member.member_id,
+                            client_id=member.client_id)
             if downgraded:
                 migration.after_downgrade(st, out, cgroup.group_id, now_ms)
                 return out
-            why = _FENCED_BECAUSE[target.kind]
             note_transition(st, out, cgroup.group_id, before, f"member {member.member_id} fenced: {why}")
             return out
         group = st.groups.get(target.group_id)

@@ -15,6 +15,7 @@ from broker.coordinator.classic_group import ClassicGroup, GroupState
 from broker.coordinator.consumer import records as consumer_records
 from broker.coordinator.consumer.group import ConsumerGroup, IllegalStateError
 from broker.coordinator.context import CoordinatorConfig, TopicView
+from broker.coordinator.journal import Journal
 from broker.coordinator.offsets import OffsetStore, stored_offset
 from broker.coordinator.pending_offsets import PendingTxnOffsets
 from broker.coordinator.records import AnyRecord, GroupMetadataRecord, OffsetCommitRecord
@@ -53,6 +54,8 @@ class CoordinatorState:
         self.pending_txn = PendingTxnOffsets()
         self.persisted: dict[str, GroupMetadataValue] = {}  # group id -> the last one written
         self.timers = TimerBook()
+        # Why groups rebalance: soft state, turned into journal events after each operation.
+        self.journal = Journal(config.group_events_enable)
         # Until on_loaded, GroupMetadata records (re)build groups; afterwards the operation that
         # wrote a record has already shaped the in-memory group, so replay only notes it.
         self.loaded = False

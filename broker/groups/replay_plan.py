@@ -20,8 +20,8 @@ and each marker applies or drops that producer's pending offsets.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, NamedTuple
 
 from protocol.offsets_log_records import (
     GROUP_METADATA_KEY_VERSION,
@@ -73,6 +73,39 @@ def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
 def _wanted(needed: list[int], batch: RecordBatch) -> bool:
     i = bisect.bisect_left(needed, batch.base_offset)
     return i < len(needed) and needed[i] <= batch.last_offset
+
+
+class Selected(NamedTuple):
+    """One record whose replay matters, as the log holds it."""
+
+    offset: int
+    timestamp: int
+    key: bytes
+    value: bytes | None
+
+
+def select(batches: Callable[[], Iterable[RecordBatch]]) -> Iterator[Selected]:
+    """The records whose replay matters, in log order, undecoded: what ``replay_log`` replays, for
+    a log without transactional batches or markers (it skips markers and does not tell a
+    transactional record from another). ``batches`` returns a fresh iterator over the batches each
+    time it is called (it is walked twice)."""
+    needed, group_batches = plan(batches)
+    needed_set = set(needed)
+    for batch in batches():
+        if batch.is_control:
+            continue
+        if batch.base_offset not in group_batches and not _wanted(needed, batch):
+            continue
+        base = batch.base_offset
+        base_ts = batch.base_timestamp
+        for record in decode_records(batch):
+            key = record.key
+            if key is None or len(key) < 2:
+                continue
+            offset = base + record.offset_delta
+            if key_version(key) in OFFSET_COMMIT_KEY_VERSIONS and offset not in needed_set:
+                continue
+            yield Selected(offset, base_ts + record.timestamp_delta, key, record.value)
 
 
 def _replay_marker(batch: RecordBatch, on_marker: Callable[[int, bool], None] | None) -> None:

@@ -1,4 +1,4 @@
-"""ApiVersions, Metadata, DescribeCluster, FindCoordinator, DescribeConfigs and SaslHandshake:
+"""ApiVersions, Metadata, DescribeCluster, FindCoordinator and DescribeConfigs:
 what a client asks before it does anything else."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from broker.coordinator.partitioning import partition_for
-from broker.network.router import Request
+from broker.network.router import ConnectionInfo, Request
 from broker.topics.catalog import OFFSETS_TOPIC, TopicError, validate_topic_name
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -15,7 +15,6 @@ from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeC
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
-from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -31,13 +30,14 @@ def register(broker: Broker) -> None:
     cluster = broker.cluster
     offsets_partitions = broker.config["offsets.topic.num.partitions"]
 
-    def live_nodes() -> list[tuple[int, str, int]]:
+    def live_nodes(conn: ConnectionInfo) -> list[tuple[int, str, int]]:
         """(node id, host, port) of every node clients may talk to: this one alone, or every node
-        registered in the cluster."""
-        host, port = broker.advertised
+        registered in the cluster. This node is given as the listener the client came in through."""
+        host, port = broker.advertised_for(conn)
         if cluster is None:
             return [(broker.node_id, host, port)]
-        nodes = {node: address for node, address in cluster.nodes.items()}
+        nodes = {node: cluster.node_listeners.get(node, {}).get(conn.listener, address)
+                 for node, address in cluster.nodes.items()}
         nodes[broker.node_id] = (host, port)
         return [(node, h, p) for node, (h, p) in sorted(nodes.items())]
 
@@ -108,14 +108,14 @@ def register(broker: Broker) -> None:
             ))
         topics += [MetadataResponse.Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
                    for topic_id in unknown_ids]
-        nodes = live_nodes()
+        nodes = live_nodes(req.conn)
         req.reply.set(MetadataResponse(
             brokers=[MetadataResponse.Broker(node_id=n, host=h, port=p, rack=None) for n, h, p in nodes],
             cluster_id=broker.cluster_id, controller_id=nodes[0][0], topics=topics,
         ))
 
     def describe_cluster(req: Request[DescribeClusterRequest]) -> None:
-        nodes = live_nodes()
+        nodes = live_nodes(req.conn)
         req.reply.set(DescribeClusterResponse(
             error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
             controller_id=nodes[0][0],
@@ -126,21 +126,21 @@ def register(broker: Broker) -> None:
     def find_coordinator(req: Request[FindCoordinatorRequest]) -> None:
         body = req.body
         keys = body.coordinator_keys if req.version >= 4 else [body.key]
-        addresses = {n: (h, p) for n, h, p in live_nodes()}
+        addresses = {n: (h, p) for n, h, p in live_nodes(req.conn)}
         entries = []
         for key in keys:
             if body.key_type == KEY_TYPE_TRANSACTION and not key:
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
                     error_message="the transactional id is empty"))
-            elif body.key_type == KEY_TYPE_TRANSACTION and not broker.transactions.loaded:
-                entries.append(FindCoordinatorResponse.Coordinator(
-                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                    error_message=None))
             elif body.key_type == KEY_TYPE_TRANSACTION and cluster is not None:
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
                     error_message="transactions are served by a single-node broker only, not in cluster mode"))
+            elif body.key_type == KEY_TYPE_TRANSACTION and not broker.transactions.loaded:
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                    error_message=None))
             elif body.key_type == KEY_TYPE_TRANSACTION:
                 host, port = broker.advertised
                 entries.append(FindCoordinatorResponse.Coordinator(
@@ -192,12 +192,8 @@ def register(broker: Broker) -> None:
                 resource_name=res.resource_name, configs=entries))
         req.reply.set(DescribeConfigsResponse(results=results))
 
-    def sasl_handshake(req: Request[SaslHandshakeRequest]) -> None:
-        req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=[]))
-
     router.register(ApiVersionsRequest, ApiVersionsResponse, api_versions)
     router.register(MetadataRequest, MetadataResponse, metadata)
     router.register(DescribeClusterRequest, DescribeClusterResponse, describe_cluster)
     router.register(FindCoordinatorRequest, FindCoordinatorResponse, find_coordinator)
     router.register(DescribeConfigsRequest, DescribeConfigsResponse, describe_configs)
-    router.register(SaslHandshakeRequest, SaslHandshakeResponse, sasl_handshake)

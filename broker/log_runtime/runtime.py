@@ -92,7 +92,7 @@ class Partition:
     (the ``PartitionLog`` itself is thread-safe)."""
 
     __slots__ = ("topic", "index", "log", "owner", "high_watermark", "records", "batches", "queued_bytes",
-                 "queued_seq", "durable_seq", "waiters", "watchers", "failed", "closed")
+                 "queued_seq", "durable_seq", "waiters", "watchers", "failed", "closed", "lazy")
 
     def __init__(self, topic: str, index: int, log: PartitionLog, owner: PartitionOwner | None) -> None:
         self.topic = topic
@@ -109,6 +109,9 @@ class Partition:
         self.watchers: set[trio.Event] = set()  # parked fetches, woken when the high watermark moves
         self.failed = False
         self.closed = False
+        # A lazy log (the rebalance journal) is written in the passes but never holds one up for an
+        # fdatasync: it is flushed every ``log.flush.interval.ms``, its high watermark moving then.
+        self.lazy = False
 
     @property
     def settled(self) -> bool:
@@ -287,7 +290,7 @@ class LogRuntime:
                 except Exception as exc:
                     job.error = exc
                     continue
-            if self.sync_flush or not job.inline:
+            if (self.sync_flush and not job.part.lazy) or not job.inline:
                 threaded.append(job)
         if not threaded:
             self._complete(jobs, started)
@@ -299,7 +302,7 @@ class LogRuntime:
                 try:
                     if not job.inline:
                         job.append()
-                    if sync:
+                    if sync and not job.part.lazy:
                         job.part.log.flush()
                 except Exception as exc:
                     job.error = exc
@@ -349,7 +352,10 @@ class LogRuntime:
         return records
 
     def _settle(self, part: Partition, job: _Job) -> None:
-        if not part.closed:
+        if part.lazy:
+            if not part.closed:
+                self.unflushed.add(part)
+        elif not part.closed:
             end = part.log.end_offset
             if end > part.high_watermark:
                 part.high_watermark = end
@@ -410,15 +416,20 @@ class LogRuntime:
             self.kick()
 
     async def _flush_periodically(self) -> None:
-        """``interval`` policy: every period, make durable the logs written since the last one."""
+        """``interval`` policy (and lazy logs under any policy): every period, make durable the logs
+        written since the last one."""
         while True:
             await trio.sleep(self.flush_interval_ms / 1000)
             parts, self.unflushed = self.unflushed, set()
             for part in parts:
                 if part.closed:
                     continue
+                end = part.log.end_offset
                 try:
                     await trio.to_thread.run_sync(part.log.flush)
+                    if part.lazy and not part.closed and end > part.high_watermark:
+                        part.high_watermark = end  # durable now: readers may see it
+                        part.wake_watchers()
                 except (OSError, StorageError) as exc:
                     # What was written since the last period may not be on the disk, and appending
                     # more on top of it is appending to a log in an unknown state: the same policy
@@ -489,8 +500,8 @@ class LogRuntime:
         async with trio.open_nursery() as nursery:
             self.nursery = nursery
             nursery.start_soon(self._flusher)
-            if not self.sync_flush:
-                nursery.start_soon(self._flush_periodically)
+            # With ``sync`` only lazy logs are left to it.
+            nursery.start_soon(self._flush_periodically)
             nursery.start_soon(self._maintain)
             task_status.started()
 

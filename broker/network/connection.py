@@ -40,14 +40,29 @@ _SIZE = struct.Struct(">i")
 _READ_BUFFER = memoryview(bytearray(_RECV_BYTES))
 
 
+async def linger_close(stream: trio.SocketStream, seconds: float = 1.0) -> None:
+    """Gives the client up to ``seconds`` to read the answer and close first, discarding what it
+    still sends. Closing at once may reset the connection before the answer is read (unread input)
+    or, with some clients (kafka-python), report the end of the connection instead of the answer."""
+    with trio.move_on_after(seconds):
+        try:
+            while await stream.receive_some(_RECV_BYTES):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError, OSError):
+            pass
+
+
 class Connection:
     def __init__(self, stream: trio.SocketStream, router: Router, info: ConnectionInfo,
                  max_request_bytes: int, on_response: Callable[[Reply], None] | None = None,
-                 hub: ReadinessHub | None = None) -> None:
+                 hub: ReadinessHub | None = None, max_unauthenticated_bytes: int | None = None) -> None:
         self.stream = stream
         self.router = router
         self.info = info
         self.max_request_bytes = max_request_bytes
+        # Before SASL authentication a frame may be no larger than this (sasl.server.max.receive.size).
+        self.max_unauthenticated_bytes = max_request_bytes if max_unauthenticated_bytes is None \
+            else min(max_unauthenticated_bytes, max_request_bytes)
         self.on_response = on_response
         self.pending: deque[Reply] = deque()
         # The task sleeps on this; it is set only when the task has something to do that nobody
@@ -69,6 +84,9 @@ class Connection:
         self.large_have = 0
         self.frame_buffer: bytearray | None = None
         self._resumed: trio.Event | None = None
+        # The last answer must reach a client that may still be sending (a failed authentication):
+        # closing with its bytes unread would reset the connection and lose the answer.
+        self.linger = False
 
     async def run(self) -> None:
         try:
@@ -91,6 +109,8 @@ class Connection:
             if self.hub is not None:
                 self.hub.unregister(self.fd)
             with trio.CancelScope(shield=True):
+                if self.linger:
+                    await linger_close(self.stream)
                 await self.stream.aclose()
 
     # ---- reading ------------------------------------------------------------------------------
@@ -149,8 +169,9 @@ class Connection:
         buf = self.buf
         while len(buf) >= 4:
             (size,) = _SIZE.unpack_from(buf, 0)
-            if size < 0 or size > self.max_request_bytes:
-                self._bad(f"frame size {size} outside 0..{self.max_request_bytes}", "frame_size")
+            limit = self.max_request_bytes if self.info.authenticated else self.max_unauthenticated_bytes
+            if size < 0 or size > limit:
+                self._bad(f"frame size {size} outside 0..{limit}", "frame_size")
                 return False
             frame: bytes | memoryview
             if len(buf) >= 4 + size:
@@ -189,6 +210,10 @@ class Connection:
             return False
         reply.on_ready = self._reply_ready
         self.pending.append(reply)
+        if self.info.failed_auth is not None:
+            # Nothing more is read; the task answers after Kafka's delay, then closes.
+            self._stop_reading()
+            return False
         if reply.ready:
             # Answered on the spot (a heartbeat, a metadata request): written now if nothing is
             # queued ahead of it.
@@ -299,6 +324,13 @@ class Connection:
         while True:
             if self.broken:
                 return
+            if self.info.failed_auth is not None:
+                delay, answer = self.info.failed_auth
+                self.info.failed_auth = None
+                self.linger = True
+                await trio.sleep(delay)
+                answer()
+                continue
             data = self.unsent
             if data:
                 self.unsent = b""

@@ -37,7 +37,7 @@ class LatencyObserver(Protocol):
 
 class Reply:
     __slots__ = ("on_ready", "close", "data", "flexible_header", "correlation_id", "error_code", "message", "version",
-                 "received", "latency")
+                 "received", "latency", "amend")
 
     def __init__(self, message: Message | None, version: int, correlation_id: int, flexible_header: bool,
                  received: float = 0.0, latency: LatencyObserver | None = None) -> None:
@@ -54,6 +54,9 @@ class Reply:
         # Set by the connection that owns this slot: told when the slot fills, so a reply whose
         # turn it is can be written on the spot by whoever filled it.
         self.on_ready: Callable[[], None] | None = None
+        # Changes the handler's response before it is encoded: the authorizer adds back, with
+        # their authorization errors, the parts of a request it kept from the handler.
+        self.amend: Callable[[Any], Any] | None = None
 
     @property
     def ready(self) -> bool:
@@ -64,6 +67,8 @@ class Reply:
         if self.ready:
             return
         assert self.message is not None
+        if self.amend is not None:
+            response = self.amend(response)
         if isinstance(response, Data):
             # A field check, not getattr: a missing attribute on a message object is an
             # AttributeError built (and formatted) only to be thrown away. Only some messages have
@@ -80,6 +85,12 @@ class Reply:
     def set_bytes(self, body: bytes) -> None:
         if not self.ready:
             self.data = frame_response(self.correlation_id, body, self.flexible_header)
+            self._wake()
+
+    def set_raw(self, token: bytes) -> None:
+        """A bare SASL token after SaslHandshake v0: size-prefixed, no response header."""
+        if not self.ready:
+            self.data = len(token).to_bytes(4, "big") + token
             self._wake()
 
     def set_nothing(self) -> None:

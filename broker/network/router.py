@@ -30,11 +30,31 @@ Body = TypeVar("Body", bound=Data)
 RequestMessage = TypeVar("RequestMessage", bound="MessageData")
 
 
+ANONYMOUS = "User:ANONYMOUS"
+# Served to a connection that has not authenticated (or whose SASL session must be renewed).
+_SASL_APIS = frozenset({ApiKey.ApiVersions, ApiKey.SaslHandshake, ApiKey.SaslAuthenticate})
+
+
 @dataclass(slots=True)
 class ConnectionInfo:
     conn_id: int
     client_host: str
     client_port: int
+    # The listener the connection came in through, and who it is: User:ANONYMOUS on PLAINTEXT, the
+    # certificate subject on SSL with a client certificate, the SASL user once authenticated.
+    listener: str = "PLAINTEXT"
+    principal: str = ANONYMOUS
+    authenticated: bool = True
+    # Requests pass the SASL gate first: the connection is a SASL one (broker/security/sasl.py).
+    gated: bool = False
+    sasl: Any = None
+    # time.monotonic() after which only re-authentication is served (KIP-368); 0 = never.
+    session_expires: float = 0.0
+    # After SaslHandshake v0 the next frames are bare SASL tokens, not requests.
+    raw_sasl: bool = False
+    # A failed authentication: (delay in seconds, what answers it); the connection stops reading,
+    # waits the delay, answers, and closes.
+    failed_auth: tuple[float, Callable[[], None]] | None = None
 
 
 @dataclass(slots=True)
@@ -103,6 +123,11 @@ class Router:
         self.routes: dict[int, Route] = {}
         # Called once the requests read together have been dispatched (see after_frames).
         self.frames_done_hooks: list[Callable[[], None]] = []
+        # A bare SASL token after SaslHandshake v0 (broker/handlers/sasl.py).
+        self.raw_sasl_token: Callable[[bytes, ConnectionInfo], Reply] | None = None
+        # With the authorizer on: checks a decoded request before its handler runs; True when it
+        # answered the request itself (everything denied), so the handler must not run.
+        self.authorize: Callable[[Request[Any]], bool] | None = None
 
     def register(self, request: type[RequestMessage], response: Message,
                  handler: Callable[[Request[RequestMessage]], None],
@@ -121,10 +146,14 @@ class Router:
     def dispatch(self, frame: bytes | memoryview, conn: ConnectionInfo) -> Reply:
         """Decodes one request frame and hands it to its handler; raises CloseConnection. The
         frame is only read during this call: nothing decoded from it refers back to it."""
+        if conn.raw_sasl and self.raw_sasl_token is not None:
+            return self.raw_sasl_token(bytes(frame), conn)
         try:
             api_key, version, correlation_id = peek_header(frame)
         except DecodeError as exc:
             raise CloseConnection(str(exc)) from None
+        if conn.gated and api_key not in _SASL_APIS:
+            _check_session(conn, api_key)
         route = self.routes.get((api_key << 16) | (version & 0xFFFF))
         if route is None:
             if api_key == ApiKey.ApiVersions and (api := self.apis.get(api_key)) is not None \
@@ -139,8 +168,11 @@ class Router:
         received = time.perf_counter()
         reply = Reply(route.api.response, version, correlation_id, route.flexible_header, received, route.latency)
         route.counter.inc()
+        request = Request(header, body, conn, reply, received)
+        if self.authorize is not None and self.authorize(request):
+            return reply
         try:
-            route.handler(Request(header, body, conn, reply, received))
+            route.handler(request)
         except CloseConnection:
             raise
         except Exception:
@@ -182,3 +214,16 @@ class Router:
                                                      max_version=api.max_version)],
         ))
         return reply
+
+
+def _check_session(conn: ConnectionInfo, api_key: int) -> None:
+    """Kafka closes a connection that sends anything but ApiVersions and the SASL exchange before
+    it has authenticated, or after its session expired without re-authentication."""
+    try:
+        name = ApiKey(api_key).name
+    except ValueError:
+        name = f"api key {api_key}"
+    if not conn.authenticated:
+        raise CloseConnection(f"{name} before SASL authentication")
+    if conn.session_expires and time.monotonic() > conn.session_expires:
+        raise CloseConnection(f"{name} after the SASL session expired (connections.max.reauth.ms)")

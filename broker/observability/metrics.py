@@ -39,8 +39,17 @@ class Metrics:
         self.connections_closed_bad = Counter("kcoord_connections_closed_bad_request",
                                               "Connections closed because of a request that could not be served.",
                                               ["reason"])
+        self.authentications = Counter("kcoord_authentications",
+                                       "SASL and TLS client authentications, by mechanism (PLAIN, SCRAM-SHA-256, "
+                                       "SCRAM-SHA-512, SSL) and result (success, failure).",
+                                       ["mechanism", "result"])
+        self.authorization_denials = Counter("kcoord_authorization_denials",
+                                             "Operations the authorizer denied, by API and resource type.",
+                                             ["api", "resource_type"])
         self.bytes_in = loop.counter("kcoord_received_bytes", "Bytes received from clients.")
         self.bytes_out = loop.counter("kcoord_sent_bytes", "Bytes sent to clients.")
+        self.group_events = Counter("kcoord_group_events", "Rebalance-journal events written to "
+                                    "__kcoord_group_events.")
         self.rebalances = Counter("kcoord_rebalances", "Rebalances started, by reason.", ["reason"])
         self.rebalance_seconds = Histogram("kcoord_rebalance_duration_seconds",
                                            "Time from a rebalance starting to the group becoming Stable.",
@@ -57,6 +66,12 @@ class Metrics:
                                             "Group epochs bumped in KIP-848 consumer groups (membership, "
                                             "subscription or subscribed-topic changes).")
         self.offset_expirations = Counter("kcoord_offset_expirations", "Partition offsets expired by retention.")
+        self.transactions_committed = Counter("kcoord_transactions_committed",
+                                              "Transactions completed with CompleteCommit (markers written).")
+        self.transactions_aborted = Counter("kcoord_transactions_aborted",
+                                            "Transactions completed with CompleteAbort (markers written).")
+        self.transactions_timed_out = Counter("kcoord_transactions_timed_out",
+                                              "Transactions the coordinator aborted for exceeding their timeout.")
         self.flush_seconds = Histogram("kcoord_log_flush_seconds",
                                        "Time to write and fdatasync one group-commit batch.",
                                        buckets=_FLUSH_BUCKETS)
@@ -65,6 +80,12 @@ class Metrics:
         self.load_seconds = Gauge("kcoord_shard_load_duration_seconds",
                                   "Time the last load (replay) of a __consumer_offsets partition took.",
                                   ["partition"])
+        self.load_records = Gauge("kcoord_shard_load_records",
+                                  "Records the last load of a __consumer_offsets partition read, from its replay "
+                                  "snapshot (source=snapshot) and from the log after it (source=log).",
+                                  ["partition", "source"])
+        self.snapshots_written = Counter("kcoord_replay_snapshots_written",
+                                         "Replay snapshots written (in the background and at shutdown).")
         self.compactions = Counter("kcoord_log_compactions", "Compaction runs that rewrote segments.")
         self.compaction_reclaimed = Counter("kcoord_log_compaction_reclaimed_bytes",
                                             "Bytes removed from the log by compaction.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -26,7 +28,7 @@ def parse_metrics_listener(text: str, listener_host: str) -> tuple[str, int] | N
     return parts.hostname or listener_host, parts.port
 
 
-async def _respond(stream: trio.SocketStream) -> None:
+async def _respond(extra: Callable[[], Awaitable[bytes]] | None, stream: trio.SocketStream) -> None:
     try:
         head = b""
         with trio.move_on_after(10):
@@ -39,7 +41,10 @@ async def _respond(stream: trio.SocketStream) -> None:
         if len(line) < 2 or line[0] not in ("GET", "HEAD"):
             status, ctype, body = "405 Method Not Allowed", "text/plain", b"GET /metrics\n"
         elif urlsplit(line[1]).path in ("/metrics", "/metrics/"):
-            status, ctype, body = "200 OK", CONTENT_TYPE_LATEST, generate_latest(REGISTRY)
+            # Series computed at scrape time from state that must be awaited (durable reads, log
+            # reads and rendering in worker threads) come from ``extra``, after the registry's.
+            more = await extra() if extra is not None else b""
+            status, ctype, body = "200 OK", CONTENT_TYPE_LATEST, generate_latest(REGISTRY) + more
         elif urlsplit(line[1]).path == "/":
             status, ctype, body = "200 OK", "text/html", b'<a href="/metrics">metrics</a>\n'
         else:
@@ -54,9 +59,10 @@ async def _respond(stream: trio.SocketStream) -> None:
         await stream.aclose()
 
 
-async def serve_metrics(host: str, port: int, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+async def serve_metrics(host: str, port: int, extra: Callable[[], Awaitable[bytes]] | None = None, *,
+                        task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
     listeners = await trio.open_tcp_listeners(port, host=host)
     bound = listeners[0].socket.getsockname()[1]
     logs.event("metrics.listening", host=host, port=bound, path="/metrics")
     task_status.started(bound)
-    await trio.serve_listeners(_respond, listeners)
+    await trio.serve_listeners(partial(_respond, extra), listeners)

@@ -8,9 +8,16 @@ from typing import Any
 
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.consumer.group import ConsumerGroupState
+from broker.groups.journal_writer import JournalWriter
 from broker.groups.shards import ShardManager
 
 Family = tuple[str, str, list[str], list[tuple[list[str], float]]]
+
+
+def doctor_families(journal: JournalWriter) -> Iterator[Family]:
+    yield ("kcoord_doctor_findings", "Groups for which the doctor has a finding, by rule (over the recent "
+           "rebalance-journal events).", ["rule"],
+           [([rule], float(n)) for rule, n in sorted(journal.findings_by_rule().items())])
 
 
 def state_families(shards: ShardManager) -> Iterator[Family]:

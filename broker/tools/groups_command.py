@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from broker.tools import group_history
 from broker.tools.admin_client import AdminError, GroupDescription, KafkaAdmin, TopicPartition, error_name
 from broker.tools.groups_output import (
     MISSING,
@@ -184,12 +185,25 @@ def delete_offsets(admin: KafkaAdmin, args: argparse.Namespace, out: TextIO, err
     return 0 if top == 0 else 1
 
 
+def history(admin: KafkaAdmin, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """kcoord only: the group's rebalance journal (``broker/tools/group_history.py``)."""
+    return group_history.show(args.bootstrap_server, args.group[0], history=True, doctor=False, out=out)
+
+
+def doctor(admin: KafkaAdmin, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    """kcoord only: the doctor's findings for the group, or every group."""
+    group = args.group[0] if args.group else None
+    return group_history.show(args.bootstrap_server, group, history=False, doctor=True, out=out)
+
+
 ACTIONS: dict[str, Handler] = {
     "list": list_groups,
     "describe": describe,
     "delete": delete_groups,
     "reset_offsets": reset_offsets,
     "delete_offsets": delete_offsets,
+    "history": history,
+    "doctor": doctor,
 }
 
 
@@ -210,6 +224,10 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     actions.add_argument("--delete", action="store_true", help="Delete groups (offsets and ownership).")
     actions.add_argument("--reset-offsets", action="store_true", help="Reset offsets of inactive groups.")
     actions.add_argument("--delete-offsets", action="store_true", help="Delete offsets of a group for topics.")
+    actions.add_argument("--history", action="store_true", help="kcoord only: the group's rebalances and "
+                         "membership changes, with causes and stall times, from the rebalance journal.")
+    actions.add_argument("--doctor", action="store_true", help="kcoord only: findings and recommendations from "
+                         "the rebalance journal (every group unless --group).")
     describe_opts = p.add_argument_group("describe")
     describe_opts.add_argument("--members", action="store_true", help="Describe members of the group.")
     describe_opts.add_argument("--verbose", action="store_true", help="With --members: each member's partitions.")
@@ -261,6 +279,10 @@ def check_args(args: argparse.Namespace) -> str:
         raise UsageError("The consumer does not support topic-specific offset deletion from a consumer group.")
     if action == "delete_offsets" and not (args.group and args.topic):
         raise UsageError("Option --delete-offsets takes the following options: --group, --topic")
+    if action == "history" and (not args.group or len(args.group) > 1):
+        raise UsageError("Option --history takes one --group")
+    if action == "doctor" and args.group and len(args.group) > 1:
+        raise UsageError("Option --doctor takes at most one --group")
     if action == "delete_offsets" and len(args.group) > 1:
         raise UsageError("Option --delete-offsets supports one consumer group at a time")
     if action == "reset_offsets":

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from broker.topics.changes import PartitionsAdded, TopicChange, TopicCreated, TopicDeleted
+from protocol.group_events import EVENTS_TOPIC as EVENTS_TOPIC
 from storage.layout import OFFSETS_TOPIC as OFFSETS_TOPIC
 
 CATALOG_FILE = "kcoord-topics.json"
@@ -169,6 +170,18 @@ class TopicCatalog:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
+
+    def ensure_internal(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
+        """The internal topic ``name``, created (and persisted) the first time it is asked for."""
+        topic = self.topics.get(name)
+        if topic is None or topic.configs != configs:
+            if topic is None:
+                topic = Topic(name, uuid.uuid4().bytes, partitions, dict(configs), internal=True)
+                self._add(topic)
+            else:
+                topic.configs = dict(configs)
+            self._save()
+        return topic
 
     def get(self, name: str) -> Topic | None:
         topic = self.topics.get(name)

@@ -140,8 +140,10 @@ class TopicLogs:
     def __init__(self, runtime: LogRuntime, catalog: TopicCatalog, *, max_message_bytes: int,
                  cluster: ClusterNode | None = None) -> None:
         self.runtime = runtime
-        # Cluster mode: this node serves only the partitions it owns, opened when it claims them.
+        # Cluster mode: this node serves only the partitions it owns, opened when it claims them
+        # (one opening at a time per partition).
         self.cluster = cluster
+        self.gain_locks: dict[TopicPartition, trio.Lock] = {}
         self.catalog = catalog
         self.defaults = runtime.manager.config
         self.max_message_bytes = max_message_bytes
@@ -180,6 +182,8 @@ class TopicLogs:
             if name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
                 continue  # the coordinators open their own partitions
             topic = self.catalog.get(name)
+            if topic is not None and topic.internal:
+                continue  # its owner opens it (the rebalance journal)
             if topic is None or partition >= topic.partitions:
                 logs.warn("log.orphan_partition", topic=name, partition=partition)
                 continue
@@ -205,12 +209,13 @@ class TopicLogs:
         """The log runtime's partition that Fetch and ListOffsets read (up to its high watermark,
         the durable end), ``__consumer_offsets`` included, or the error code for it."""
         if topic.internal:
-            if topic.name != OFFSETS_TOPIC or not 0 <= partition < topic.partitions:
+            if not 0 <= partition < topic.partitions:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if self.cluster is not None and not self.cluster.owns((topic.name, partition)):
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             part = self.runtime.get(topic.name, partition)
-            return part if part is not None else ErrorCode.LEADER_NOT_AVAILABLE  # its shard is loading
+            # Not open yet: its shard is loading (or the journal is switched off).
+            return part if part is not None else ErrorCode.LEADER_NOT_AVAILABLE
         state = self.get(topic.name, partition)
         if state is None:
             return self.not_served(topic, partition)
@@ -303,6 +308,15 @@ class TopicLogs:
     async def gain(self, key: TopicPartition, epoch: int) -> None:
         """This node now owns ``key``: open its log (recovering it) at the new owner epoch, then
         serve it. Until then produce and fetch answer NOT_LEADER_OR_FOLLOWER (clients retry)."""
+        assert self.cluster is not None
+        lock = self.gain_locks.setdefault(key, trio.Lock())
+        async with lock:
+            if key not in self.states and self.cluster.owns(key):
+                await self._gain(key, epoch)
+        if not lock.locked() and not lock.statistics().tasks_waiting:
+            self.gain_locks.pop(key, None)
+
+    async def _gain(self, key: TopicPartition, epoch: int) -> None:
         assert self.cluster is not None
         topic = self.catalog.get(key[0])
         if topic is None or not 0 <= key[1] < topic.partitions:

@@ -22,6 +22,7 @@ import trio
 from broker.coordinator.partitioning import partition_for
 from broker.log_runtime.runtime import Entry, LogRuntime, Partition
 from broker.observability import logs
+from broker.observability.metrics import METRICS
 from broker.transactions.markers import MarkerWriter
 from broker.txn_coordinator.coordinator import MarkerJob, TransactionCoordinator, TxnResult
 from protocol.errors import DecodeError
@@ -51,6 +52,8 @@ class TransactionService:
         self.parts: dict[int, Partition] = {}
         self.loaded = False
         self.in_flight: set[tuple[str, int, int]] = set()  # marker jobs being written
+        # Callbacks waiting for a marker job's transaction to complete (EndTxn answers).
+        self.completion_waiters: dict[tuple[str, int, int], list[Callable[[bool], None]]] = {}
 
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.num_partitions)
@@ -117,9 +120,11 @@ class TransactionService:
             self.parts[index] = part
         return part
 
-    def apply(self, result: TxnResult, transactional_id: str | None, done: Callable[[bool], None]) -> None:
+    def apply(self, result: TxnResult, transactional_id: str | None, done: Callable[[bool], None],
+              *, until_complete: bool = False) -> None:
         """Queues the result's records; ``done(ok)`` once they, and every write queued before them
-        on the partitions they or ``transactional_id`` live in, are durable. Marker jobs start then."""
+        on the partitions they or ``transactional_id`` live in, are durable. Marker jobs start then;
+        with ``until_complete``, ``done`` waits for them to complete too (EndTxn: see the handler)."""
         now = self.clock()
         by_partition: dict[int, list[Entry]] = {}
         for record in result.records:
@@ -149,6 +154,19 @@ class TransactionService:
                 finish()
 
         def finish() -> None:
+            if until_complete and markers:
+                left = [len(markers)]
+
+                def completed(ok: bool) -> None:
+                    if left[0] <= 0:
+                        return
+                    left[0] = left[0] - 1 if ok else 0
+                    if left[0] == 0:
+                        done(ok)
+
+                for job in markers:
+                    self.write_markers(job, completed)
+                return
             done(True)
             for job in markers:
                 self.write_markers(job)
@@ -161,9 +179,12 @@ class TransactionService:
 
     # ---- the second phase ------------------------------------------------------------------
 
-    def write_markers(self, job: MarkerJob) -> None:
-        """Writes the job's marker to every partition, then completes the transaction."""
+    def write_markers(self, job: MarkerJob, on_complete: Callable[[bool], None] | None = None) -> None:
+        """Writes the job's marker to every partition, then completes the transaction;
+        ``on_complete(ok)`` once the Complete record is durable."""
         key = (job.transactional_id, job.producer_id, job.producer_epoch)
+        if on_complete is not None:
+            self.completion_waiters.setdefault(key, []).append(on_complete)
         if key in self.in_flight:
             return
         self.in_flight.add(key)
@@ -192,9 +213,19 @@ class TransactionService:
     def _complete(self, job: MarkerJob, key: tuple[str, int, int]) -> None:
         self.in_flight.discard(key)
         if not self.loaded:
+            for waiter in self.completion_waiters.pop(key, []):
+                waiter(False)
             return  # the reload writes the markers again
+        waiters = self.completion_waiters.pop(key, [])
+
+        def durable(ok: bool) -> None:
+            if ok and result.records:
+                (METRICS.transactions_committed if job.commit else METRICS.transactions_aborted).inc()
+            for waiter in waiters:
+                waiter(ok)
+
         result = self.coordinator.markers_written(job, self.clock())
-        self.apply(result, None, lambda ok: None)
+        self.apply(result, job.transactional_id, durable)
         logs.debug("transactions.completed", transactional_id=job.transactional_id,
                    result="commit" if job.commit else "abort", partitions=len(job.partitions))
 
@@ -210,6 +241,7 @@ class TransactionService:
                 continue
             result = self.coordinator.expire(self.clock())
             for job in result.markers:
+                METRICS.transactions_timed_out.inc()
                 logs.event("transactions.timed_out", transactional_id=job.transactional_id,
                            producer_id=job.producer_id, producer_epoch=job.producer_epoch)
             if result.records:

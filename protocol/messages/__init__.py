@@ -10,6 +10,10 @@ from enum import IntEnum
 
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -19,14 +23,21 @@ from protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
 )
+from protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
+from protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -42,6 +53,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
@@ -73,10 +85,16 @@ class ApiKey(IntEnum):
     AddOffsetsToTxn = 25
     EndTxn = 26
     TxnOffsetCommit = 28
+    DescribeAcls = 29
+    CreateAcls = 30
+    DeleteAcls = 31
     DescribeConfigs = 32
+    SaslAuthenticate = 36
     CreatePartitions = 37
     DeleteGroups = 42
     OffsetDelete = 47
+    DescribeUserScramCredentials = 50
+    AlterUserScramCredentials = 51
     DescribeCluster = 60
     DescribeTransactions = 65
     ListTransactions = 66
@@ -107,10 +125,16 @@ _PAIRS: list[tuple[Message, Message]] = [
     (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
     (EndTxnRequest, EndTxnResponse),
     (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
+    (DescribeAclsRequest, DescribeAclsResponse),
+    (CreateAclsRequest, CreateAclsResponse),
+    (DeleteAclsRequest, DeleteAclsResponse),
     (DescribeConfigsRequest, DescribeConfigsResponse),
+    (SaslAuthenticateRequest, SaslAuthenticateResponse),
     (CreatePartitionsRequest, CreatePartitionsResponse),
     (DeleteGroupsRequest, DeleteGroupsResponse),
     (OffsetDeleteRequest, OffsetDeleteResponse),
+    (DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
+    (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
     (DescribeClusterRequest, DescribeClusterResponse),
     (DescribeTransactionsRequest, DescribeTransactionsResponse),
     (ListTransactionsRequest, ListTransactionsResponse),

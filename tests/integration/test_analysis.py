@@ -248,7 +248,7 @@ def test_the_report_has_its_charts_and_the_covered_window(analysed: tuple[Path, 
     out, result = analysed
     page = (out / "report.html").read_text()
     images = dict(re.findall(r"<img id='([\w-]+)'[^>]*src='data:image/png;base64,([^']+)'", page))
-    assert set(images) == {"commit-rate", "rebalances", "members"}
+    assert set(images) == {"commit-rate", "rebalances", "members", "stalls"}
     for png in images.values():
         raw = base64.b64decode(png)
         assert raw.startswith(b"\x89PNG") and len(raw) > 2000
@@ -303,6 +303,28 @@ def test_a_kafka_data_dir_with_damage_is_read_around_it(spark: Any, tmp_path: Pa
     assert "Problem in" in result.summary
     latest = {(r["group"], r["partition"]): r["current_offset"] for r in table(spark, out, "latest_offsets")}
     assert latest == {("billing", 0): 70, ("billing", 1): 51, ("ledger", 0): 11}
+
+
+def test_transactional_commits_count_as_committed_or_aborted(spark: Any, tmp_path: Path) -> None:
+    data = tmp_path / "txn-data"
+    part = data / "__consumer_offsets-3"
+    part.mkdir(parents=True)
+
+    def txn(base: int, pid: int, offset: int) -> bytes:
+        return kb.batch(base, [(kb.commit_key("eos", "in", 0), kb.commit_value_v3(offset, -1, "", T0 + base), T0)],
+                        producer_id=pid, transactional=True)
+
+    (part / "00000000000000000000.log").write_bytes(
+        kb.batch(0, [(kb.commit_key("eos", "in", 0), kb.commit_value_v3(5, -1, "", T0), T0)])
+        + txn(1, 7, 10) + kb.control_batch(2, 7, commit=True, ts=T0 + 2)
+        + txn(3, 8, 20) + kb.control_batch(4, 8, commit=False, ts=T0 + 4))
+    out = tmp_path / "out"
+    analyze(spark, AnalyzeOptions(data_dir=str(data), out=str(out), as_of_ms=T0 + 10))
+    latest = {(r["group"], r["partition"]): r["current_offset"] for r in table(spark, out, "latest_offsets")}
+    assert latest == {("eos", 0): 10}
+    activity = table(spark, out, "commit_activity")
+    assert (sum(r["commits"] for r in activity), sum(r["txn_commits"] for r in activity),
+            sum(r["aborted_txn_commits"] for r in activity)) == (2, 1, 1)
 
 
 def test_an_empty_dir_is_refused_before_spark_starts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -88,3 +88,32 @@ async def test_two_nodes_share_partitions_and_a_silent_one_fences_itself(etcd: E
             while len(recorders[0].gained) < 10:
                 await trio.sleep(0.05)
         nursery.cancel_scope.cancel()
+
+
+async def test_a_node_restarted_within_its_lease_takes_its_partitions_back_at_once(etcd: EtcdProcess) -> None:
+    prefix = f"/test/{uuid.uuid4().hex}"
+    partitions = [("__consumer_offsets", p) for p in range(6)]
+
+    def node() -> tuple[ClusterNode, Recorder]:
+        n = ClusterNode(EtcdClient(etcd.endpoint), prefix, 1, "127.0.0.1", 9001, 30000, lambda: partitions)
+        n.listener = recorder = Recorder()
+        return n, recorder
+
+    first, first_seen = node()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(first.run)
+        with trio.fail_after(10):
+            while len(first_seen.gained) < 6:
+                await trio.sleep(0.05)
+        nursery.cancel_scope.cancel()  # dies without a word: its 30 s lease and keys stay behind
+    old_epochs = dict(first_seen.gained)
+    second, second_seen = node()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(second.run)
+        with trio.fail_after(5):  # far below the lease
+            while len(second_seen.gained) < 6:
+                await trio.sleep(0.05)
+        nursery.cancel_scope.cancel()
+    assert all(second_seen.gained[p] > old_epochs[p] for p in partitions)
+    await second.client.revoke(second.lease)
+    await first.client.revoke(first.lease)

@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from broker.config import BrokerConfig
+
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
 
@@ -209,8 +211,17 @@ def test_compose_cluster_wires_broker_prometheus_and_analysis() -> None:
         assert env["KCOORD_NODE_ID"] == str(n)
         assert env["KCOORD_ETCD_ENDPOINTS"] == "http://etcd:2379"
         port = 9091 + n
-        assert env["KCOORD_ADVERTISED_LISTENERS"] == f"PLAINTEXT://localhost:{port}"
-        assert {f"{port}:{port}", f"{9463 + n}:9464"} <= set(kcoord["ports"])
+        assert env["KCOORD_ADVERTISED_LISTENERS"] == f"PLAINTEXT://localhost:{port},SASL_SSL://localhost:{port + 10000}"
+        assert {f"{port}:{port}", f"{port + 10000}:{port + 10000}", f"{9463 + n}:9464"} <= set(kcoord["ports"])
+        # The SASL_SSL listener: a keystore made by tls-init and a bootstrap SCRAM user; the
+        # broker's own configuration check accepts the node's settings.
+        assert env["KCOORD_SSL_KEYSTORE_LOCATION"].startswith("/etc/kcoord/tls/")
+        assert "kcoord-tls:/etc/kcoord/tls:ro" in kcoord["volumes"]
+        settings = {k: str(v) for k, v in env.items() if k.startswith("KCOORD_")}
+        config = BrokerConfig.load(None, environ=settings)
+        assert [(spec.name, spec.protocol) for spec in config.listeners] == [("PLAINTEXT", "PLAINTEXT"),
+                                                                              ("SASL_SSL", "SASL_SSL")]
+        assert kcoord["depends_on"]["tls-init"]["condition"] == "service_completed_successfully"
         assert "kcoord-data:/var/lib/kcoord" in kcoord["volumes"]
         assert kcoord["healthcheck"]["test"] == ["CMD", "kcoord", "health", "--bootstrap", f"127.0.0.1:{port}"]
     assert len({kcoord["environment"]["KCOORD_CLUSTER_ID"] for kcoord in nodes}) == 1
@@ -229,7 +240,7 @@ def test_compose_cluster_wires_broker_prometheus_and_analysis() -> None:
     assert analysis["build"]["target"] == "analysis"
     assert "kcoord-data:/var/lib/kcoord:ro" in analysis["volumes"]
     assert any(v.startswith("kcoord-reports:") for v in analysis["volumes"])
-    assert {"kcoord-data", "kcoord-reports"} <= set(compose["volumes"])
+    assert {"kcoord-data", "kcoord-reports", "kcoord-tls"} <= set(compose["volumes"])
 
 
 # ---- Prometheus -----------------------------------------------------------------------------

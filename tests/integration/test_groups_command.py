@@ -215,3 +215,39 @@ def test_the_command_refuses_what_kafka_refuses(broker: Any) -> None:
     assert "One of the reset scopes" in run("--reset-offsets", "--group", "g", "--to-earliest").stderr
     listed = run("--list")
     assert listed.returncode == 0 and listed.stderr == ""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_against_a_cluster_it_follows_coordinators_and_partition_leaders(etcd: Any, tmp_path: Any,
+                                                                          capsys: Any) -> None:
+    """Three nodes: the group's coordinator and the partitions' leaders are different nodes, and
+    the command, given one node, asks each of them what it owns."""
+    from tests.integration.cluster_helpers import Cluster
+
+    cluster = Cluster(etcd, tmp_path)
+    try:
+        for node in (1, 2, 3):
+            cluster.start_node(node)
+        cluster.wait_spread({1, 2, 3})
+        first = cluster.nodes[1]
+        bootstrap = ",".join(b.bootstrap for b in cluster.alive())
+        create_topic(bootstrap, "spread", 3)
+        produce(bootstrap, "spread", {0: 4, 1: 5, 2: 6})
+        assert set(cluster.leaders(topic="spread").values()) == {1, 2, 3}
+        group = cluster.groups_on(3, 1, "far")[0]
+        c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+        c.commit(offsets=[TopicPartition("spread", p, 1) for p in range(3)], asynchronous=False)
+        c.close()
+
+        _, out, _ = groups(capsys, first, "--describe", "--group", group)
+        assert [r[2:6] for r in table(out)[1:]] == [["0", "1", "4", "3"], ["1", "1", "5", "4"], ["2", "1", "6", "5"]]
+        _, out, _ = groups(capsys, first, "--list")
+        assert group in out.split()
+        status, _, _ = groups(capsys, first, "--reset-offsets", "--group", group, "--all-topics", "--to-latest",
+                              "--execute")
+        assert status == 0
+        _, out, _ = groups(capsys, first, "--describe", "--group", group)
+        assert [r[5] for r in table(out)[1:]] == ["0", "0", "0"]
+    finally:
+        cluster.stop_all()

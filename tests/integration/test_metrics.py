@@ -331,10 +331,43 @@ def _exercise_every_labelled_family(broker: BrokerProcess) -> None:
         assert s.recv(16) == b""
 
 
-def test_readme_metrics_table_names_exactly_what_the_broker_exports(broker: BrokerProcess) -> None:
+def _exercise_security_families(broker: BrokerProcess, sasl_port: int) -> None:
+    """A SASL login (an authentication), an ACL denying the anonymous principal one group, and a
+    JoinGroup of that group (an authorization denial)."""
+    from protocol.messages.create_acls import CreateAclsRequest
+    from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+    from protocol.messages.sasl_handshake import SaslHandshakeRequest
+
+    with WireClient("127.0.0.1", sasl_port) as c:
+        assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+        assert c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=b"\0ops\0ops-secret")) \
+            .error_code == 0
+        deny = CreateAclsRequest.AclCreation(resource_type=3, resource_name="readme-denied", resource_pattern_type=3,
+                                             principal="User:ANONYMOUS", host="*", operation=3, permission_type=2)
+        assert c.call(ApiKey.CreateAcls, 3, CreateAclsRequest(creations=[deny])).results[0].error_code == 0
+    with WireClient("127.0.0.1", broker.port) as c:
+        join = c.call(ApiKey.JoinGroup, 3, JoinGroupRequest(
+            group_id="readme-denied", session_timeout_ms=10_000, rebalance_timeout_ms=10_000, member_id="",
+            protocol_type="consumer", protocols=[JoinGroupRequest.Protocol(name="range", metadata=b"")]))
+        assert join.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+
+
+def test_readme_metrics_table_names_exactly_what_the_broker_exports(
+        broker_factory: Callable[..., BrokerProcess]) -> None:
     documented = readme_metrics()
     assert len(documented) >= 25, "the README's Metrics table was not found"
+    # Authorization on, allowing everything no ACL names: the ordinary traffic is served as before.
+    sasl_port = free_port()
+    broker = broker_factory(start=False)
+    broker.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{broker.port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        "advertised.listeners": "", "sasl.bootstrap.users": "ops:ops-secret",
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "allow.everyone.if.no.acl.found": "true"})
+    broker.start()
+    broker.wait_loaded()
     _exercise_every_labelled_family(broker)
+    _exercise_security_families(broker, sasl_port)
     s = wait_scrape(broker.metrics_port, lambda s: s.count("kcoord_rebalance_duration_seconds_count") == 1
                     and bool(s.samples.get("kcoord_connections_closed_bad_request_total")),
                     "the group to settle and the bad connection to be counted")

@@ -212,3 +212,27 @@ def test_commit_failure_alert_expression_sees_failing_commits(broker: BrokerProc
     assert 0.05 < ratio <= 1.0
     assert prom.query('kcoord_request_errors_total{api="OffsetCommit"}').keys() == \
         {"api=OffsetCommit,error=UNKNOWN_TOPIC_OR_PARTITION"}
+
+
+def test_prometheus_sees_exact_lag_under_the_exporters_names(broker: BrokerProcess, prometheus: Prometheus) -> None:
+    """The lag series answer the queries kafka_exporter and Kafka Lag Exporter dashboards run."""
+    from confluent_kafka import Consumer, Producer
+
+    prom = prometheus
+    prom.wait_value('up{job="kcoord"}', 1)
+    create_topic(broker.bootstrap, "backlog", 2)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    written_ms = int(time.time() * 1000) - 60_000
+    for i in range(12):
+        producer.produce("backlog", b"x", partition=i % 2, timestamp=written_ms)
+    assert producer.flush(10) == 0
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "slow-readers", "enable.auto.commit": False})
+    c.commit(offsets=[TopicPartition("backlog", 0, 1), TopicPartition("backlog", 1, 6)], asynchronous=False)
+    c.close()
+
+    prom.wait_value('sum by (consumergroup) (kafka_consumergroup_lag{consumergroup="slow-readers"})', 5)
+    prom.wait_value('kafka_consumergroup_current_offset{consumergroup="slow-readers",partition="0"}', 1)
+    prom.wait_value('sum(kafka_topic_partition_current_offset{topic="backlog"})', 12)
+    lag = prom.query('max by (group) (kafka_consumergroup_group_lag_seconds{group="slow-readers"})')
+    age = time.time() - written_ms / 1000
+    assert len(lag) == 1 and age - 5 <= next(iter(lag.values())) <= age, lag

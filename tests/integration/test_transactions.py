@@ -200,3 +200,23 @@ def test_a_broker_killed_mid_transaction_keeps_what_committed_and_aborts_the_res
         values = read_all(bs, "kill-out", quiet_s=1.0)
     assert sorted(values) == sorted(m.value() for m in first)
     assert committed(bs, "kill", "kill-in") == done
+
+
+def test_a_consumer_protocol_member_commits_offsets_in_a_transaction(broker: Any) -> None:
+    """KIP-848 members send their member id and epoch in TxnOffsetCommit (checked as Kafka does)."""
+    bs = broker.bootstrap
+    create_topic(bs, "kip848-in", PARTITIONS)
+    create_topic(bs, "kip848-out", PARTITIONS)
+    produce_plain(bs, "kip848-in", 40)
+    c = consumer(bs, "kip848", **{"group.protocol": "consumer"})
+    c.subscribe(["kip848-in"])
+    p = txn_producer(bs, "kip848-txn")
+    moved = 0
+    while moved < 40:
+        batch = poll_batch(c, 40 - moved, timeout_s=20)
+        assert batch
+        move(p, c, batch, "kip848-out")
+        moved += len(batch)
+    c.close()
+    assert sorted(read_all(bs, "kip848-out")) == sorted(b"v%d" % i for i in range(40))
+    assert sum(committed(bs, "kip848", "kip848-in").values()) == 40

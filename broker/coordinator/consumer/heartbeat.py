@@ -51,6 +51,7 @@ from broker.coordinator.consumer.timers import (
     set_session_timeout,
 )
 from broker.coordinator.context import RequestContext, TopicView
+from broker.coordinator.journal import FENCED, MEMBER_LEFT, NEW_MEMBER
 from broker.coordinator.result import Result
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_heartbeat import (
@@ -322,9 +323,16 @@ class Heartbeat(MemberOperation):
             self.records.clear()
             self.out = Result()
             self.upgraded, self.downgraded = None, False
+            if exc.code == ErrorCode.FENCED_MEMBER_EPOCH:
+                self.st.journal.note(gid, FENCED, self.req.member_id, client_id=self.ctx.client_id,
+                                     why=exc.message, member_epoch=self.req.member_epoch)
             response = error_response(exc.code, exc.message)
         joined = (response.member_id if self.req.member_epoch == JOIN_GROUP_MEMBER_EPOCH
                   and response.error_code == 0 else None)
+        if self.records and (joined is not None or self.req.member_epoch < 0):
+            self.st.journal.note(gid, NEW_MEMBER if joined is not None else MEMBER_LEFT,
+                                 joined or self.req.member_id, client_id=self.ctx.client_id,
+                                 member_epoch=self.req.member_epoch)
         self.finish(gid, joined, "member left" if self.req.member_epoch < 0 else "heartbeat")
         self.out.replies.append((self.ctx.token, response))
         return self.out

@@ -87,7 +87,7 @@ def test_buckets_durations_and_end_offsets() -> None:
         rules.EndOffset("t", 0, 10, 1000), rules.EndOffset("t", 0, 20, None)]
 
 
-def test_report_renders_three_charts_and_states_the_covered_window() -> None:
+def test_report_renders_its_charts_and_states_the_covered_window() -> None:
     pytest.importorskip("matplotlib", reason="charts need the analysis extra")
     t0 = 1_700_000_000_000
     data = ReportData(
@@ -108,7 +108,7 @@ def test_report_renders_three_charts_and_states_the_covered_window() -> None:
     assert "truncated: 10 bytes" in summary
     page = render_html(data, summary)
     images = dict(re.findall(r"<img id='([\w-]+)'[^>]*src='data:image/png;base64,([^']+)'", page))
-    assert set(images) == {"commit-rate", "rebalances", "members"}
+    assert set(images) == {"commit-rate", "rebalances", "members", "stalls"}
     for png in images.values():
         raw = base64.b64decode(png)
         assert raw.startswith(b"\x89PNG") and len(raw) > 2000

@@ -133,14 +133,17 @@ def test_compressed_batches(codec: int) -> None:
     assert [(r[4], r[5]) for r in commit_rows(d)] == [(p, p * 100) for p in range(40)]
 
 
-def test_transactional_commits_count_only_once_committed() -> None:
+def test_transactional_commits_are_marked_with_how_their_transaction_ended() -> None:
     def txn(base: int, pid: int, offset: int) -> bytes:
         return kb.batch(base, [(kb.commit_key("g", "t", 0), kb.commit_value_v3(offset, -1, "", T0), T0)],
                         producer_id=pid, transactional=True)
 
-    data = (txn(0, 7, 10) + txn(1, 8, 20) + kb.control_batch(2, 7, commit=True, ts=T0)
-            + kb.control_batch(3, 8, commit=False, ts=T0))
-    assert [r[5] for r in commit_rows(decode_all(data))] == [10]
+    data = (txn(0, 7, 10) + txn(1, 8, 20) + txn(2, 9, 30) + kb.control_batch(3, 7, commit=True, ts=T0)
+            + kb.control_batch(4, 8, commit=False, ts=T0)
+            + kb.batch(5, [(kb.commit_key("g", "t", 1), kb.commit_value_v3(40, -1, "", T0), T0)]))
+    d = decode_all(data)
+    assert list(zip([r[5] for r in commit_rows(d)], d.commits.txn)) == [
+        (10, "committed"), (20, "aborted"), (40, None), (30, "open")]
 
 
 def test_a_record_that_does_not_decode_is_skipped_and_counted() -> None:

@@ -81,6 +81,7 @@ class Harness:
         self.responses: dict[int, Any] = {}
         self.transitions: list[tuple[str, str, str, int, int, str]] = []
         self.last: Result = Result()
+        self.events: list[Any] = []  # rebalance-journal events, in order
         self._token = 0
         self._ids = 0
         self.shard = self._new_shard()
@@ -114,6 +115,9 @@ class Harness:
             self.log.append((key, value))
 
     def apply(self, result: Result) -> Result:
+        # As the shell does after every operation: the journal turns it into events.
+        self.shard.state.journal.collect(self.shard.state, result, self.now)
+        self.events.extend(result.events)
         self.last = result
         self._write(result.records)
         for write in result.txn_writes:

@@ -222,6 +222,9 @@ class FakeLog:
         self.cleaner_checkpoint = 0
         self.leader_epoch = 0
         self.closed = False
+        # Nothing is ever there: the shards find no replay snapshot, and since ``coverage`` offers
+        # none they never write one.
+        self.directory = Path("/nonexistent-fake-disk") / name
 
     @property
     def size_bytes(self) -> int:
@@ -253,6 +256,13 @@ class FakeLog:
 
     def flush(self) -> int:
         return self.disk._flush(self, gated=True)
+
+    def coverage(self, end_offset: int) -> None:
+        del end_offset
+
+    def covers(self, coverage: object) -> bool:
+        del coverage
+        return False
 
     def segments(self) -> list[FakeSegment]:
         with self.lock:

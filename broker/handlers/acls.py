@@ -1,0 +1,90 @@
+"""DescribeAcls, CreateAcls and DeleteAcls: the authorizer's rules as admin clients manage them.
+Describing needs Describe on the cluster, changing needs Alter (checked by the request
+authorization, broker/security/request_checks.py); without an authorizer they answer
+SECURITY_DISABLED, as Kafka does. Changes are durable before the answer."""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import TYPE_CHECKING
+
+from broker.network.router import Request
+from broker.observability import logs
+from broker.security.acl_model import AclBinding, AclFilter
+from protocol.errors import ErrorCode
+from protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
+from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
+from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+_DISABLED = "No Authorizer is configured on the broker"
+
+
+def register(broker: Broker) -> None:
+    authorizer = broker.security.authorizer
+
+    def describe(req: Request[DescribeAclsRequest]) -> None:
+        if authorizer is None:
+            req.reply.set(DescribeAclsResponse(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED,
+                                               resources=[]))
+            return
+        b = req.body
+        found = authorizer.describe(AclFilter(b.resource_type_filter, b.resource_name_filter, b.pattern_type_filter,
+                                              b.principal_filter, b.host_filter, b.operation, b.permission_type))
+        Resource = DescribeAclsResponse.Resource
+
+        def key(a: AclBinding) -> tuple[int, str, int]:
+            return a.resource_type, a.resource_name, a.pattern_type
+
+        resources = [Resource(resource_type=t, resource_name=n, pattern_type=p, acls=[
+            Resource.AclDescription(principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission)
+            for a in group]) for (t, n, p), group in groupby(sorted(found, key=key), key=key)]
+        req.reply.set(DescribeAclsResponse(error_code=ErrorCode.NONE, error_message=None, resources=resources))
+
+    def create(req: Request[CreateAclsRequest]) -> None:
+        Result = CreateAclsResponse.AclCreationResult
+        if authorizer is None:
+            req.reply.set(CreateAclsResponse(results=[
+                Result(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED) for _ in req.body.creations]))
+            return
+        results = []
+        valid: list[AclBinding] = []
+        for c in req.body.creations:
+            binding = AclBinding(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host,
+                                 c.operation, c.permission_type)
+            problem = binding.invalid()
+            if problem is None:
+                valid.append(binding)
+            results.append(Result(error_code=ErrorCode.INVALID_REQUEST if problem else ErrorCode.NONE,
+                                  error_message=problem))
+        if valid:
+            authorizer.add(valid)
+            logs.event("acls.created", count=len(valid), principal=req.conn.principal)
+        req.reply.set(CreateAclsResponse(results=results))
+
+    def delete(req: Request[DeleteAclsRequest]) -> None:
+        FilterResult = DeleteAclsResponse.FilterResult
+        if authorizer is None:
+            req.reply.set(DeleteAclsResponse(filter_results=[
+                FilterResult(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED, matching_acls=[])
+                for _ in req.body.filters]))
+            return
+        filters = [AclFilter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
+                             f.host_filter, f.operation, f.permission_type) for f in req.body.filters]
+        removed = authorizer.remove(filters)
+        Matching = FilterResult.MatchingAcl
+        req.reply.set(DeleteAclsResponse(filter_results=[FilterResult(error_code=ErrorCode.NONE, error_message=None,
+            matching_acls=[Matching(error_code=ErrorCode.NONE, error_message=None, resource_type=a.resource_type,
+                                    resource_name=a.resource_name, pattern_type=a.pattern_type, principal=a.principal,
+                                    host=a.host, operation=a.operation, permission_type=a.permission)
+                           for a in group]) for group in removed]))
+        if any(removed):
+            logs.event("acls.deleted", count=sum(map(len, removed)), principal=req.conn.principal)
+
+    broker.router.register(DescribeAclsRequest, DescribeAclsResponse, describe)
+    broker.router.register(CreateAclsRequest, CreateAclsResponse, create)
+    broker.router.register(DeleteAclsRequest, DeleteAclsResponse, delete)
+
+

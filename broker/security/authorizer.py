@@ -1,0 +1,75 @@
+"""The ACL authorizer (Kafka's StandardAuthorizer rules): super users may do anything; otherwise a
+matching DENY wins over any ALLOW, an ALLOW of the operation (or of ALL, or of an operation that
+implies it) allows, and a resource no ACL names follows ``allow.everyone.if.no.acl.found``.
+
+The ACLs are one JSON document in the data dir, durable before CreateAcls/DeleteAcls answer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from broker.security import durable_json
+from broker.security.acl_model import (
+    IMPLIED_BY,
+    OPERATIONS_OF,
+    WILDCARD,
+    WILDCARD_PRINCIPAL,
+    AclBinding,
+    AclFilter,
+    Operation,
+    Permission,
+)
+
+ACLS_FILE = "kcoord-acls.json"
+_FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")
+
+
+class Authorizer:
+    def __init__(self, data_dir: Path, super_users: frozenset[str], allow_if_no_acl: bool) -> None:
+        self.path = data_dir / ACLS_FILE
+        self.super_users = super_users
+        self.allow_if_no_acl = allow_if_no_acl
+        doc = durable_json.read(self.path) or {}
+        self.acls: list[AclBinding] = [AclBinding(**{k: entry[k] for k in _FIELDS}) for entry in doc.get("acls", [])]
+
+    def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
+        if principal in self.super_users:
+            return True
+        relevant = [a for a in self.acls if a.applies_to(resource_type, name)]
+        if not relevant:
+            return self.allow_if_no_acl
+        mine = [a for a in relevant if a.principal in (principal, WILDCARD_PRINCIPAL) and a.host in (host, WILDCARD)]
+        if any(a.permission == Permission.DENY and a.operation in (operation, Operation.ALL) for a in mine):
+            return False
+        allowed_by = IMPLIED_BY.get(Operation(operation), frozenset({operation}))
+        return any(a.permission == Permission.ALLOW and (a.operation == Operation.ALL or a.operation in allowed_by)
+                   for a in mine)
+
+    def authorized_operations(self, principal: str, host: str, resource_type: int, name: str) -> int:
+        """Kafka's bit field: bit n set when operation n is allowed on the resource."""
+        bits = 0
+        for operation in OPERATIONS_OF.get(resource_type, ()):  # type: ignore[call-overload]
+            if self.authorize(principal, host, operation, resource_type, name):
+                bits |= 1 << operation
+        return bits
+
+    def add(self, bindings: list[AclBinding]) -> None:
+        known = set(self.acls)
+        self.acls.extend(b for b in dict.fromkeys(bindings) if b not in known)
+        self.save()
+
+    def remove(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        """The bindings each filter removed (a binding matched by two filters is listed by both)."""
+        removed = [[a for a in self.acls if f.matches(a)] for f in filters]
+        gone = {a for group in removed for a in group}
+        if gone:
+            self.acls = [a for a in self.acls if a not in gone]
+            self.save()
+        return removed
+
+    def describe(self, acl_filter: AclFilter) -> list[AclBinding]:
+        return [a for a in self.acls if acl_filter.matches(a)]
+
+    def save(self) -> None:
+        durable_json.write_durably(self.path, {"version": 1, "acls": [
+            {k: getattr(a, k) for k in _FIELDS} for a in self.acls]})

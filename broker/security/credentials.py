@@ -1,0 +1,71 @@
+"""SCRAM credentials of SASL users, as Kafka keeps them: per user and mechanism a salt, an
+iteration count, StoredKey and ServerKey (never the password). One JSON document in the data dir,
+durable before a change is acknowledged. PLAIN checks a password against the same credentials."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+from broker.security import durable_json
+from broker.security.scram import MECHANISMS, ScramCredential
+
+CREDENTIALS_FILE = "kcoord-scram-credentials.json"
+
+
+class CredentialStore:
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / CREDENTIALS_FILE
+        # user -> mechanism -> credential
+        self.users: dict[str, dict[str, ScramCredential]] = {}
+        doc = durable_json.read(self.path)
+        for user, mechanisms in (doc or {}).get("users", {}).items():
+            for mechanism, c in mechanisms.items():
+                self.users.setdefault(user, {})[mechanism] = ScramCredential(
+                    mechanism, base64.b64decode(c["salt"]), int(c["iterations"]),
+                    base64.b64decode(c["stored_key"]), base64.b64decode(c["server_key"]))
+
+    def lookup(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self.users.get(user, {}).get(mechanism)
+
+    def check_password(self, user: str, password: str) -> bool:
+        """PLAIN: the strongest SCRAM credential the user has must derive from this password."""
+        mechanisms = self.users.get(user, {})
+        for mechanism in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
+            credential = mechanisms.get(mechanism)
+            if credential is not None:
+                return credential.password_matches(password)
+        return False
+
+    def bootstrap(self, users: list[tuple[str, str]]) -> None:
+        """Creates the configured users' credentials where the user has none (a credential
+        changed through AlterUserScramCredentials is not overwritten at the next start)."""
+        added = False
+        for user, password in users:
+            for mechanism in MECHANISMS:
+                if self.lookup(user, mechanism) is None:
+                    self.users.setdefault(user, {})[mechanism] = ScramCredential.from_password(mechanism, password)
+                    added = True
+        if added:
+            self.save()
+
+    def upsert(self, credential_user: str, credential: ScramCredential) -> None:
+        self.users.setdefault(credential_user, {})[credential.mechanism] = credential
+
+    def delete(self, user: str, mechanism: str) -> bool:
+        mechanisms = self.users.get(user)
+        if not mechanisms or mechanism not in mechanisms:
+            return False
+        del mechanisms[mechanism]
+        if not mechanisms:
+            del self.users[user]
+        return True
+
+    def save(self) -> None:
+        def enc(b: bytes) -> str:
+            return base64.b64encode(b).decode()
+
+        durable_json.write_durably(self.path, {"version": 1, "users": {
+            user: {m: {"salt": enc(c.salt), "iterations": c.iterations, "stored_key": enc(c.stored_key),
+                       "server_key": enc(c.server_key)} for m, c in mechanisms.items()}
+            for user, mechanisms in self.users.items()}})

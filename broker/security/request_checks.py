@@ -1,0 +1,432 @@
+"""The checks Kafka's request handlers make before serving a request, with the authorizer on.
+
+Each check runs after the request is decoded and before its handler. A request whose every part
+is denied is answered here (GROUP_/TOPIC_/CLUSTER_AUTHORIZATION_FAILED) and its handler never
+runs, so nothing it carries reaches the log. A request partly denied has the denied parts removed
+before the handler sees it, and they are put back, with their authorization error, into the
+handler's response (``Reply.amend``). Operations per API follow Kafka's KafkaApis and group
+coordinator: Read on the group to join, sync, heartbeat, leave and commit; Describe to fetch
+offsets, describe, list and find the coordinator; Delete to delete groups and offsets; Read,
+Write, Describe, Create, Delete and Alter on topics; Cluster for admin APIs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from broker.network.router import Request
+from broker.observability.metrics import METRICS
+from broker.security.acl_model import CLUSTER_NAME, Operation, ResourceType
+from broker.security.authorizer import Authorizer
+from protocol.errors import ErrorCode
+from protocol.messages import ApiKey
+from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsResponse
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
+from protocol.messages.create_acls import CreateAclsResponse
+from protocol.messages.create_partitions import CreatePartitionsResponse
+from protocol.messages.create_topics import CreateTopicsResponse
+from protocol.messages.delete_acls import DeleteAclsResponse
+from protocol.messages.delete_groups import DeleteGroupsResponse
+from protocol.messages.delete_topics import DeleteTopicsResponse
+from protocol.messages.describe_acls import DescribeAclsResponse
+from protocol.messages.describe_groups import DescribeGroupsResponse
+from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsResponse
+from protocol.messages.fetch import FetchResponse
+from protocol.messages.find_coordinator import FindCoordinatorResponse
+from protocol.messages.heartbeat import HeartbeatResponse
+from protocol.messages.init_producer_id import InitProducerIdResponse
+from protocol.messages.join_group import JoinGroupResponse
+from protocol.messages.leave_group import LeaveGroupResponse
+from protocol.messages.list_offsets import ListOffsetsResponse
+from protocol.messages.metadata import MetadataResponse
+from protocol.messages.offset_commit import OffsetCommitResponse
+from protocol.messages.offset_delete import OffsetDeleteResponse
+from protocol.messages.offset_fetch import OffsetFetchResponse
+from protocol.messages.produce import ProduceResponse
+from protocol.messages.sync_group import SyncGroupResponse
+
+if TYPE_CHECKING:
+    from broker.server import Broker
+
+GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+_NOT_REQUESTED = -2147483648
+
+Check = Callable[[Request[Any]], bool]
+
+
+class RequestChecks:
+    def __init__(self, broker: Broker, authorizer: Authorizer) -> None:
+        self.catalog = broker.catalog
+        self.authorizer = authorizer
+        self.checks: dict[int, Check] = {
+            ApiKey.JoinGroup: self._group_read(lambda r: JoinGroupResponse(error_code=GROUP_DENIED,
+                                                                           member_id=r.body.member_id)),
+            ApiKey.SyncGroup: self._group_read(lambda r: SyncGroupResponse(error_code=GROUP_DENIED)),
+            ApiKey.Heartbeat: self._group_read(lambda r: HeartbeatResponse(error_code=GROUP_DENIED)),
+            ApiKey.LeaveGroup: self._group_read(lambda r: LeaveGroupResponse(error_code=GROUP_DENIED)),
+            ApiKey.ConsumerGroupHeartbeat: self._group_read(lambda r: ConsumerGroupHeartbeatResponse(
+                error_code=GROUP_DENIED, error_message="Not authorized to access group")),
+            ApiKey.OffsetCommit: self._offset_commit,
+            ApiKey.OffsetFetch: self._offset_fetch,
+            ApiKey.OffsetDelete: self._offset_delete,
+            ApiKey.DescribeGroups: self._describe_groups,
+            ApiKey.ConsumerGroupDescribe: self._consumer_group_describe,
+            ApiKey.ListGroups: self._list_groups,
+            ApiKey.DeleteGroups: self._delete_groups,
+            ApiKey.FindCoordinator: self._find_coordinator,
+            ApiKey.Metadata: self._metadata,
+            ApiKey.Produce: self._produce,
+            ApiKey.Fetch: self._fetch,
+            ApiKey.ListOffsets: self._list_offsets,
+            ApiKey.CreateTopics: self._create_topics,
+            ApiKey.DeleteTopics: self._delete_topics,
+            ApiKey.CreatePartitions: self._create_partitions,
+            ApiKey.InitProducerId: self._init_producer_id,
+            ApiKey.DescribeAcls: self._cluster(Operation.DESCRIBE, lambda r: DescribeAclsResponse(
+                error_code=CLUSTER_DENIED, error_message="Cluster authorization failed", resources=[])),
+            ApiKey.CreateAcls: self._cluster(Operation.ALTER, lambda r: CreateAclsResponse(results=[
+                CreateAclsResponse.AclCreationResult(error_code=CLUSTER_DENIED, error_message=None)
+                for _ in r.body.creations])),
+            ApiKey.DeleteAcls: self._cluster(Operation.ALTER, lambda r: DeleteAclsResponse(filter_results=[
+                DeleteAclsResponse.FilterResult(error_code=CLUSTER_DENIED, error_message=None, matching_acls=[])
+                for _ in r.body.filters])),
+            ApiKey.DescribeUserScramCredentials: self._cluster(Operation.DESCRIBE, lambda r:
+                DescribeUserScramCredentialsResponse(error_code=CLUSTER_DENIED, error_message=None, results=[])),
+            ApiKey.AlterUserScramCredentials: self._cluster(Operation.ALTER, lambda r:
+                AlterUserScramCredentialsResponse(results=[
+                    AlterUserScramCredentialsResponse.Result(user=u, error_code=CLUSTER_DENIED, error_message=None)
+                    for u in dict.fromkeys([d.name for d in r.body.deletions] +
+                                           [u.name for u in r.body.upsertions])])),
+        }
+
+    def check(self, req: Request[Any]) -> bool:
+        """True when the request was answered here (denied) and its handler must not run."""
+        check = self.checks.get(req.header.api_key)
+        return check(req) if check is not None else False
+
+    # ---- helpers --------------------------------------------------------------------------------
+
+    def allowed(self, req: Request[Any], operation: int, resource_type: int, name: str) -> bool:
+        ok = self.authorizer.authorize(req.conn.principal, req.conn.client_host, operation, resource_type, name)
+        if not ok:
+            METRICS.authorization_denials.labels(ApiKey(req.header.api_key).name,
+                                                 ResourceType(resource_type).name).inc()
+        return ok
+
+    def operations(self, req: Request[Any], resource_type: int, name: str) -> int:
+        return self.authorizer.authorized_operations(req.conn.principal, req.conn.client_host, resource_type, name)
+
+    def _topic_name(self, name: str | None, topic_id: bytes | None) -> str:
+        if name:
+            return name
+        topic = self.catalog.by_id.get(topic_id) if topic_id else None
+        return topic.name if topic is not None else ""
+
+    @staticmethod
+    def _deny(req: Request[Any], response: Any) -> bool:
+        req.reply.set(response)
+        return True
+
+    def _group_read(self, denied: Callable[[Request[Any]], Any]) -> Check:
+        def check(req: Request[Any]) -> bool:
+            if self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
+                return False
+            return self._deny(req, denied(req))
+        return check
+
+    def _cluster(self, operation: int, denied: Callable[[Request[Any]], Any]) -> Check:
+        def check(req: Request[Any]) -> bool:
+            if self.allowed(req, operation, ResourceType.CLUSTER, CLUSTER_NAME):
+                return False
+            return self._deny(req, denied(req))
+        return check
+
+    def _split(self, req: Request[Any], items: list[Any], allowed: Callable[[Any], bool], field: str,
+               put_back: Callable[[Any, list[Any]], None]) -> bool:
+        """Keeps the allowed ``items`` in the request's ``field`` and has the denied ones put back
+        into the response. True when nothing is left to serve (the caller answers)."""
+        denied = [item for item in items if not allowed(item)]
+        if not denied:
+            return False
+        setattr(req.body, field, [item for item in items if allowed(item)])
+        def amend(response: Any) -> Any:
+            put_back(response, denied)
+            return response
+
+        req.reply.amend = amend
+        return not getattr(req.body, field)
+
+    # ---- groups ---------------------------------------------------------------------------------
+
+    def _offset_commit(self, req: Request[Any]) -> bool:
+        body = req.body
+        P = OffsetCommitResponse.Topic.Partition
+
+        def answer(t: Any, code: int) -> Any:
+            return OffsetCommitResponse.Topic(name=t.name, topic_id=t.topic_id, partitions=[
+                P(partition_index=p.partition_index, error_code=code) for p in t.partitions])
+
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, body.group_id):
+            return self._deny(req, OffsetCommitResponse(topics=[answer(t, GROUP_DENIED) for t in body.topics]))
+
+        def readable(t: Any) -> bool:
+            return self.allowed(req, Operation.READ, ResourceType.TOPIC, self._topic_name(t.name, t.topic_id))
+
+        if self._split(req, body.topics, readable, "topics",
+                       lambda resp, denied: resp.topics.extend(answer(t, TOPIC_DENIED) for t in denied)):
+            req.reply.set(OffsetCommitResponse(topics=[]))
+            return True
+        return False
+
+    def _offset_fetch(self, req: Request[Any]) -> bool:
+        body = req.body
+        if req.version < 8:
+            if self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, body.group_id):
+                return False
+            P = OffsetFetchResponse.Topic.Partition
+            topics = [OffsetFetchResponse.Topic(name=t.name, partitions=[
+                P(partition_index=i, committed_offset=-1, metadata=None, error_code=GROUP_DENIED)
+                for i in t.partition_indexes]) for t in body.topics or []]
+            return self._deny(req, OffsetFetchResponse(error_code=GROUP_DENIED, topics=topics))
+        Group = OffsetFetchResponse.Group
+        if self._split(req, body.groups,
+                       lambda g: self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, g.group_id), "groups",
+                       lambda resp, denied: resp.groups.extend(
+                           Group(group_id=g.group_id, topics=[], error_code=GROUP_DENIED) for g in denied)):
+            req.reply.set(OffsetFetchResponse(groups=[]))
+            return True
+        return False
+
+    def _offset_delete(self, req: Request[Any]) -> bool:
+        body = req.body
+        if not self.allowed(req, Operation.DELETE, ResourceType.GROUP, body.group_id):
+            return self._deny(req, OffsetDeleteResponse(error_code=GROUP_DENIED, topics=[]))
+        T = OffsetDeleteResponse.Topic
+        if self._split(req, body.topics, lambda t: self.allowed(req, Operation.READ, ResourceType.TOPIC, t.name),
+                       "topics", lambda resp, denied: resp.topics.extend(T(name=t.name, partitions=[
+                           T.Partition(partition_index=p.partition_index, error_code=TOPIC_DENIED)
+                           for p in t.partitions]) for t in denied)):
+            req.reply.set(OffsetDeleteResponse(topics=[]))
+            return True
+        return False
+
+    def _described(self, req: Request[Any], ids: list[str], field: str, make: Callable[[str], Any],
+                   empty: Any) -> bool:
+        """DescribeGroups and ConsumerGroupDescribe: Describe per group, and the authorized
+        operations of each described group when asked."""
+        include_ops = bool(getattr(req.body, "include_authorized_operations", False))
+        denied = [g for g in ids if not self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, g)]
+
+        def amend(response: Any) -> Any:
+            if include_ops:
+                for group in response.groups:
+                    group.authorized_operations = self.operations(req, ResourceType.GROUP, group.group_id)
+            response.groups.extend(make(g) for g in denied)
+            return response
+
+        if not denied and not include_ops:
+            return False
+        setattr(req.body, field, [g for g in ids if g not in denied])
+        req.reply.amend = amend
+        if not getattr(req.body, field):
+            req.reply.set(empty)
+            return True
+        return False
+
+    def _describe_groups(self, req: Request[Any]) -> bool:
+        G = DescribeGroupsResponse.DescribedGroup
+        return self._described(req, list(req.body.groups), "groups", lambda g: G(
+            error_code=GROUP_DENIED, group_id=g, group_state="", protocol_type="", protocol_data="", members=[]),
+            DescribeGroupsResponse(groups=[]))
+
+    def _consumer_group_describe(self, req: Request[Any]) -> bool:
+        G = ConsumerGroupDescribeResponse.DescribedGroup
+        return self._described(req, list(req.body.group_ids), "group_ids", lambda g: G(
+            error_code=GROUP_DENIED, error_message="Not authorized to access group", group_id=g),
+            ConsumerGroupDescribeResponse(groups=[]))
+
+    def _list_groups(self, req: Request[Any]) -> bool:
+        if self.allowed(req, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return False
+
+        def amend(response: Any) -> Any:
+            response.groups = [g for g in response.groups if self.authorizer.authorize(
+                req.conn.principal, req.conn.client_host, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
+            return response
+
+        req.reply.amend = amend
+        return False
+
+    def _delete_groups(self, req: Request[Any]) -> bool:
+        R = DeleteGroupsResponse.DeletableGroupResult
+        if self._split(req, list(req.body.groups_names),
+                       lambda g: self.allowed(req, Operation.DELETE, ResourceType.GROUP, g), "groups_names",
+                       lambda resp, denied: resp.results.extend(R(group_id=g, error_code=GROUP_DENIED)
+                                                                for g in denied)):
+            req.reply.set(DeleteGroupsResponse(results=[]))
+            return True
+        return False
+
+    def _find_coordinator(self, req: Request[Any]) -> bool:
+        body = req.body
+        if body.key_type != 0:
+            return False
+        if req.version < 4:
+            if self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, body.key):
+                return False
+            return self._deny(req, FindCoordinatorResponse(error_code=GROUP_DENIED, node_id=-1, host="", port=-1,
+                                                           error_message="Not authorized to access group"))
+        C = FindCoordinatorResponse.Coordinator
+        if self._split(req, list(body.coordinator_keys),
+                       lambda k: self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, k), "coordinator_keys",
+                       lambda resp, denied: resp.coordinators.extend(C(key=k, node_id=-1, host="", port=-1,
+                                                                       error_code=GROUP_DENIED) for k in denied)):
+            req.reply.set(FindCoordinatorResponse(coordinators=[]))
+            return True
+        return False
+
+    # ---- topics -------------------------------------------------------------------------------
+
+    def _metadata(self, req: Request[Any]) -> bool:
+        body = req.body
+        include_topic_ops = req.version >= 8 and body.include_topic_authorized_operations
+        include_cluster_ops = 8 <= req.version <= 10 and body.include_cluster_authorized_operations
+        principal, host = req.conn.principal, req.conn.client_host
+        T = MetadataResponse.Topic
+        denied: list[Any] = []
+        unknown: list[str] = []
+        if body.topics is not None and (body.topics or req.version > 0):
+            kept = []
+            for t in body.topics:
+                name = self._topic_name(t.name, t.topic_id)
+                if not self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC, name):
+                    denied.append(t)
+                elif name and self.catalog.get(name) is None and not (
+                        self.authorizer.authorize(principal, host, Operation.CREATE, ResourceType.CLUSTER,
+                                                  CLUSTER_NAME)
+                        or self.authorizer.authorize(principal, host, Operation.CREATE, ResourceType.TOPIC, name)):
+                    unknown.append(name)  # not created for a principal without Create
+                else:
+                    kept.append(t)
+            body.topics = kept
+
+        def amend(response: Any) -> Any:
+            if body.topics is None or (req.version == 0 and not body.topics and not denied and not unknown):
+                response.topics = [t for t in response.topics if t.name is None or self.authorizer.authorize(
+                    principal, host, Operation.DESCRIBE, ResourceType.TOPIC, t.name)]
+            if include_topic_ops:
+                for t in response.topics:
+                    if not t.error_code and t.name:
+                        t.topic_authorized_operations = self.operations(req, ResourceType.TOPIC, t.name)
+            if include_cluster_ops:
+                response.cluster_authorized_operations = self.operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
+            response.topics.extend(T(error_code=TOPIC_DENIED, name=t.name, topic_id=t.topic_id, partitions=[])
+                                   for t in denied)
+            response.topics.extend(T(error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=n, partitions=[])
+                                   for n in unknown)
+            return response
+
+        req.reply.amend = amend
+        return False
+
+    def _produce(self, req: Request[Any]) -> bool:
+        R = ProduceResponse.TopicProduceResponse
+        topics = req.body.topic_data
+
+        def put_back(resp: Any, denied: list[Any]) -> None:
+            for t in denied:
+                resp.responses.append(R(name=t.name, topic_id=t.topic_id, partition_responses=[
+                    R.PartitionProduceResponse(index=p.index, error_code=TOPIC_DENIED, base_offset=-1)
+                    for p in t.partition_data]))
+
+        def writable(t: Any) -> bool:
+            return self.allowed(req, Operation.WRITE, ResourceType.TOPIC, self._topic_name(t.name, t.topic_id))
+
+        if self._split(req, topics, writable, "topic_data", put_back):
+            if req.body.acks == 0:
+                req.reply.set_nothing()
+                return True
+            response = ProduceResponse(responses=[])
+            req.reply.set(response)
+            return True
+        return False
+
+    def _fetch(self, req: Request[Any]) -> bool:
+        def put_back(resp: Any, denied: list[Any]) -> None:
+            topic_cls = FetchResponse.FetchableTopicResponse
+            part_cls = topic_cls.PartitionData
+            for t in denied:
+                resp.responses.append(topic_cls(topic=t.topic, topic_id=t.topic_id, partitions=[
+                    part_cls(partition_index=p.partition, error_code=TOPIC_DENIED, high_watermark=-1,
+                             records=None) for p in t.partitions]))
+
+        def readable(t: Any) -> bool:
+            return self.allowed(req, Operation.READ, ResourceType.TOPIC, self._topic_name(t.topic, t.topic_id))
+
+        if self._split(req, req.body.topics, readable, "topics", put_back):
+            req.reply.set(FetchResponse(responses=[]))
+            return True
+        return False
+
+    def _list_offsets(self, req: Request[Any]) -> bool:
+        T = ListOffsetsResponse.Topic
+        if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC,
+                                                                    t.name), "topics",
+                       lambda resp, denied: resp.topics.extend(T(name=t.name, partitions=[
+                           T.Partition(partition_index=p.partition_index, error_code=TOPIC_DENIED)
+                           for p in t.partitions]) for t in denied)):
+            req.reply.set(ListOffsetsResponse(topics=[]))
+            return True
+        return False
+
+    def _create_topics(self, req: Request[Any]) -> bool:
+        if self.allowed(req, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return False
+        R = CreateTopicsResponse.CreatableTopicResult
+        if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.CREATE, ResourceType.TOPIC,
+                                                                    t.name), "topics",
+                       lambda resp, denied: resp.topics.extend(R(name=t.name, error_code=TOPIC_DENIED,
+                                                                 error_message="Authorization failed.")
+                                                               for t in denied)):
+            req.reply.set(CreateTopicsResponse(topics=[]))
+            return True
+        return False
+
+    def _delete_topics(self, req: Request[Any]) -> bool:
+        R = DeleteTopicsResponse.DeletableTopicResult
+        if req.version < 6:
+            if self._split(req, list(req.body.topic_names),
+                           lambda n: self.allowed(req, Operation.DELETE, ResourceType.TOPIC, n), "topic_names",
+                           lambda resp, denied: resp.responses.extend(R(name=n, error_code=TOPIC_DENIED)
+                                                                      for n in denied)):
+                req.reply.set(DeleteTopicsResponse(responses=[]))
+                return True
+            return False
+        if self._split(req, req.body.topics, lambda t: self.allowed(
+                req, Operation.DELETE, ResourceType.TOPIC, self._topic_name(t.name, t.topic_id)), "topics",
+                lambda resp, denied: resp.responses.extend(R(name=t.name, topic_id=t.topic_id,
+                                                             error_code=TOPIC_DENIED) for t in denied)):
+            req.reply.set(DeleteTopicsResponse(responses=[]))
+            return True
+        return False
+
+    def _create_partitions(self, req: Request[Any]) -> bool:
+        R = CreatePartitionsResponse.TopicResult
+        if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.ALTER, ResourceType.TOPIC,
+                                                                    t.name), "topics",
+                       lambda resp, denied: resp.results.extend(R(name=t.name, error_code=TOPIC_DENIED)
+                                                                for t in denied)):
+            req.reply.set(CreatePartitionsResponse(results=[]))
+            return True
+        return False
+
+    def _init_producer_id(self, req: Request[Any]) -> bool:
+        if req.body.transactional_id is not None:
+            return False  # transactions are refused by the handler anyway
+        if self.allowed(req, Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return False
+        return self._deny(req, InitProducerIdResponse(error_code=CLUSTER_DENIED, producer_id=-1, producer_epoch=-1))
+

@@ -1,0 +1,284 @@
+"""The ACL authorizer with real clients: a user allowed on group `a` can do nothing with group `b`,
+prefixed ACLs work, a client certificate's subject is the principal ACLs name, ACLs are managed
+with the admin API and survive a restart, and nothing a denied request carries reaches the log."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    NewTopic,
+    ResourcePatternType,
+    ResourceType,
+)
+from cryptography import x509
+
+from tests.integration.security_setup import SecureBroker, start_secure_broker
+
+pytestmark = pytest.mark.timeout(90)
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+SUFFIX = uuid.uuid4().hex[:6]
+TOPIC = f"orders-{SUFFIX}"
+GROUP_A = f"a-{SUFFIX}"
+GROUP_B = f"b-secret-{SUFFIX}"
+
+
+def _acl(resource: ResourceType, name: str, principal: str, operation: AclOperation,
+         pattern: ResourcePatternType = ResourcePatternType.LITERAL,
+         permission: AclPermissionType = AclPermissionType.ALLOW) -> AclBinding:
+    return AclBinding(resource, name, pattern, principal, "*", operation, permission)
+
+
+def _client_principal(secure: SecureBroker) -> str:
+    cert = x509.load_pem_x509_certificate(secure.pki.client_cert.read_bytes())
+    return "User:" + cert.subject.rfc4514_string()
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    broker = start_secure_broker(tmp_path_factory.mktemp("acls"), {
+        "authorizer.class.name": AUTHORIZER, "super.users": "User:admin"})
+    admin = AdminClient(broker.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
+    admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(15)
+    producer = Producer(broker.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
+    for i in range(3):
+        producer.produce(TOPIC, f"m{i}".encode())
+    assert producer.flush(15) == 0
+    for group in (GROUP_A, GROUP_B):  # both groups exist, with a commit each, made by the admin
+        admin_consumer = Consumer({**broker.confluent_conf("SASL_SSL", "PLAIN", user="admin"), "group.id": group})
+        _commit_once_the_coordinator_is_known(admin_consumer, [TopicPartition(TOPIC, 0, 1)])
+        admin_consumer.close()
+    bindings = [
+        _acl(ResourceType.GROUP, GROUP_A, "User:alice", AclOperation.READ),
+        _acl(ResourceType.GROUP, f"team-{SUFFIX}-", "User:alice", AclOperation.ALL, ResourcePatternType.PREFIXED),
+        _acl(ResourceType.TOPIC, "orders-", "User:alice", AclOperation.READ, ResourcePatternType.PREFIXED),
+        _acl(ResourceType.GROUP, f"mtls-{SUFFIX}", _client_principal(broker), AclOperation.READ),
+        _acl(ResourceType.TOPIC, TOPIC, _client_principal(broker), AclOperation.READ),
+    ]
+    for future in admin.create_acls(bindings).values():
+        future.result(10)
+    yield broker
+    broker.process.kill()
+
+
+def _commit_once_the_coordinator_is_known(consumer: Consumer, offsets: list[TopicPartition]) -> None:
+    deadline = time.monotonic() + 15
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError._WAIT_COORD or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _alice(secure: SecureBroker, group: str, **extra: Any) -> Consumer:
+    return Consumer({**secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="alice"), "group.id": group,
+                     "auto.offset.reset": "earliest", "enable.auto.commit": False, **extra})
+
+
+def _consume_and_commit(consumer: Consumer, count: int) -> list[bytes]:
+    consumer.subscribe([TOPIC])
+    got: list[bytes] = []
+    deadline = time.monotonic() + 30
+    while len(got) < count and time.monotonic() < deadline:
+        msg = consumer.poll(0.2)
+        if msg is not None and msg.error() is None:
+            got.append(msg.value())
+    consumer.commit(asynchronous=False)
+    return got
+
+
+def test_user_allowed_on_group_a_joins_commits_and_fetches(secure: SecureBroker) -> None:
+    consumer = _alice(secure, GROUP_A)
+    try:
+        assert _consume_and_commit(consumer, 2) == [b"m1", b"m2"]  # from the admin's commit at 1
+        assert consumer.committed([TopicPartition(TOPIC, 0)], timeout=10)[0].offset == 3
+    finally:
+        consumer.close()
+
+
+def test_user_allowed_on_group_a_can_do_nothing_with_group_b(secure: SecureBroker) -> None:
+    """As a librdkafka application sees it: FindCoordinator is refused already, so commits and
+    fetches fail, the group error arrives through poll, and the admin API's describe and delete
+    fail with GROUP_AUTHORIZATION_FAILED; listing does not show the group."""
+    errors: list[KafkaError] = []
+    consumer = _alice(secure, GROUP_B, error_cb=errors.append)
+    try:
+        with pytest.raises(KafkaException):
+            consumer.commit(offsets=[TopicPartition(TOPIC, 0, 2)], asynchronous=False)
+        with pytest.raises(KafkaException):
+            consumer.committed([TopicPartition(TOPIC, 0)], timeout=5)
+        consumer.subscribe([TOPIC])
+        deadline = time.monotonic() + 15
+        seen: list[int] = []
+        while time.monotonic() < deadline and KafkaError.GROUP_AUTHORIZATION_FAILED not in seen:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is not None:
+                seen.append(msg.error().code())
+            seen += [e.code() for e in errors]
+        assert KafkaError.GROUP_AUTHORIZATION_FAILED in seen
+    finally:
+        consumer.close()
+    admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="alice"))
+    with pytest.raises(KafkaException) as describe:
+        admin.describe_consumer_groups([GROUP_B])[GROUP_B].result(10)
+    assert describe.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    with pytest.raises(KafkaException) as delete:
+        admin.delete_consumer_groups([GROUP_B])[GROUP_B].result(10)
+    assert delete.value.args[0].code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    listed = {g.group_id for g in admin.list_consumer_groups().result(10).valid}
+    assert GROUP_A in listed and GROUP_B not in listed
+    _admin_sees_only_its_commit(secure)
+
+
+def _admin_sees_only_its_commit(secure: SecureBroker) -> None:
+    admin_view = Consumer({**secure.confluent_conf("SASL_SSL", "PLAIN", user="admin"), "group.id": GROUP_B})
+    try:
+        assert admin_view.committed([TopicPartition(TOPIC, 0)], timeout=10)[0].offset == 1
+    finally:
+        admin_view.close()
+
+
+def test_each_group_api_refuses_group_b_on_the_wire(secure: SecureBroker) -> None:
+    """Request by request, as the broker answers them (the coordinator lookup aside)."""
+    from broker.tools.wire_client import WireClient
+    from protocol.messages import ApiKey
+    from protocol.messages.delete_groups import DeleteGroupsRequest
+    from protocol.messages.describe_groups import DescribeGroupsRequest
+    from protocol.messages.find_coordinator import FindCoordinatorRequest
+    from protocol.messages.heartbeat import HeartbeatRequest
+    from protocol.messages.join_group import JoinGroupRequest
+    from protocol.messages.offset_commit import OffsetCommitRequest
+    from protocol.messages.offset_delete import OffsetDeleteRequest
+    from protocol.messages.offset_fetch import OffsetFetchRequest
+    from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+    from protocol.messages.sasl_handshake import SaslHandshakeRequest
+    from protocol.messages.sync_group import SyncGroupRequest
+
+    with WireClient("127.0.0.1", secure.ports["SASL_PLAINTEXT"]) as c:
+        assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+        assert c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(
+            auth_bytes=b"\0alice\0alice-secret")).error_code == 0
+        denied = 30  # GROUP_AUTHORIZATION_FAILED
+        assert c.call(ApiKey.FindCoordinator, 3, FindCoordinatorRequest(key=GROUP_B)).error_code == denied
+        assert c.call(ApiKey.FindCoordinator, 3, FindCoordinatorRequest(key=GROUP_A)).error_code == 0
+        join = JoinGroupRequest(group_id=GROUP_B, session_timeout_ms=10000, rebalance_timeout_ms=10000, member_id="",
+                                protocol_type="consumer", protocols=[JoinGroupRequest.Protocol(name="range",
+                                                                                               metadata=b"")])
+        assert c.call(ApiKey.JoinGroup, 5, join).error_code == denied
+        assert c.call(ApiKey.SyncGroup, 3, SyncGroupRequest(group_id=GROUP_B, generation_id=1, member_id="m",
+                                                            assignments=[])).error_code == denied
+        assert c.call(ApiKey.Heartbeat, 3, HeartbeatRequest(group_id=GROUP_B, generation_id=1,
+                                                            member_id="m")).error_code == denied
+        T, P = OffsetCommitRequest.Topic, OffsetCommitRequest.Topic.Partition
+        commit = c.call(ApiKey.OffsetCommit, 8, OffsetCommitRequest(group_id=GROUP_B, topics=[T(name=TOPIC, partitions=[
+            P(partition_index=0, committed_offset=2, committed_metadata="")])]))
+        assert commit.topics[0].partitions[0].error_code == denied
+        G = OffsetFetchRequest.Group
+        fetch = c.call(ApiKey.OffsetFetch, 8, OffsetFetchRequest(groups=[G(group_id=GROUP_B, topics=None),
+                                                                         G(group_id=GROUP_A, topics=None)]))
+        assert {g.group_id: g.error_code for g in fetch.groups} == {GROUP_B: denied, GROUP_A: 0}
+        assert [g.topics for g in fetch.groups if g.group_id == GROUP_B] == [[]]
+        described = c.call(ApiKey.DescribeGroups, 5, DescribeGroupsRequest(groups=[GROUP_B, GROUP_A],
+                                                                           include_authorized_operations=True))
+        assert {g.group_id: g.error_code for g in described.groups} == {GROUP_B: denied, GROUP_A: 0}
+        assert [g.authorized_operations for g in described.groups if g.group_id == GROUP_A] == [(1 << 3) | (1 << 8)]
+        deleted = c.call(ApiKey.DeleteGroups, 2, DeleteGroupsRequest(groups_names=[GROUP_B]))
+        assert [(r.group_id, r.error_code) for r in deleted.results] == [(GROUP_B, denied)]
+        OT = OffsetDeleteRequest.Topic
+        assert c.call(ApiKey.OffsetDelete, 0, OffsetDeleteRequest(group_id=GROUP_B, topics=[OT(
+            name=TOPIC, partitions=[OT.Partition(partition_index=0)])])).error_code == denied
+    _admin_sees_only_its_commit(secure)
+
+
+def test_nothing_a_denied_request_carries_reaches_the_log(secure: SecureBroker) -> None:
+    marker = f"denied-{uuid.uuid4().hex}"
+    consumer = _alice(secure, marker)
+    try:
+        with pytest.raises(KafkaException):
+            consumer.commit(offsets=[TopicPartition(TOPIC, 0, 2, metadata=marker)], asynchronous=False)
+    finally:
+        consumer.close()
+    time.sleep(0.5)
+    data_dir: Path = secure.process.data_dir
+    for path in data_dir.rglob("*"):
+        if path.is_file():
+            assert marker.encode() not in path.read_bytes(), f"{marker} reached {path}"
+
+
+def test_prefixed_acl_allows_every_group_with_the_prefix(secure: SecureBroker) -> None:
+    consumer = _alice(secure, f"team-{SUFFIX}-billing")
+    try:
+        assert _consume_and_commit(consumer, 3) == [b"m0", b"m1", b"m2"]
+        assert consumer.committed([TopicPartition(TOPIC, 0)], timeout=10)[0].offset == 3
+    finally:
+        consumer.close()
+
+
+def test_client_certificate_subject_is_the_principal(secure: SecureBroker) -> None:
+    with_cert = Consumer({**secure.confluent_conf("SSL", client_cert=True), "group.id": f"mtls-{SUFFIX}"})
+    try:
+        _commit_once_the_coordinator_is_known(with_cert, [TopicPartition(TOPIC, 0, 2)])
+        assert with_cert.committed([TopicPartition(TOPIC, 0)], timeout=10)[0].offset == 2
+    finally:
+        with_cert.close()
+    anonymous = Consumer({**secure.confluent_conf("SSL"), "group.id": f"mtls-{SUFFIX}"})
+    try:
+        # User:ANONYMOUS may not even look the group's coordinator up.
+        with pytest.raises(KafkaException):
+            anonymous.commit(offsets=[TopicPartition(TOPIC, 0, 3)], asynchronous=False)
+    finally:
+        anonymous.close()
+
+
+def test_authorized_operations_are_reported_when_asked(secure: SecureBroker) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions  # noqa: F401 - the admin API's types load
+
+    admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="alice"))
+    group = admin.describe_consumer_groups([GROUP_A], include_authorized_operations=True)[GROUP_A].result(10)
+    assert set(group.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
+    topics = admin.describe_topics(_topic_collection([TOPIC]), include_authorized_operations=True)
+    described = topics[TOPIC].result(10)
+    assert set(described.authorized_operations) == {AclOperation.READ, AclOperation.DESCRIBE}
+
+
+def _topic_collection(names: list[str]) -> Any:
+    from confluent_kafka import TopicCollection
+
+    return TopicCollection(names)
+
+
+def test_acls_are_managed_by_admins_only_and_survive_a_restart(secure: SecureBroker) -> None:
+    alice_admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="alice"))
+    extra = _acl(ResourceType.GROUP, f"extra-{SUFFIX}", "User:bob", AclOperation.READ)
+    with pytest.raises(KafkaException) as denied:
+        next(iter(alice_admin.create_acls([extra]).values())).result(10)
+    assert denied.value.args[0].code() == KafkaError.CLUSTER_AUTHORIZATION_FAILED
+    admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
+    next(iter(admin.create_acls([extra]).values())).result(10)
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)
+    before = set(map(str, admin.describe_acls(everything).result(10)))
+    assert str(extra) in before
+    secure.process.kill()  # acknowledged ACLs must already be on disk
+    secure.process.start()
+    admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
+    assert set(map(str, admin.describe_acls(everything).result(10))) == before
+    bob_filter = AclBindingFilter(ResourceType.GROUP, f"extra-{SUFFIX}", ResourcePatternType.LITERAL, "User:bob",
+                                  None, AclOperation.ANY, AclPermissionType.ANY)
+    deleted = next(iter(admin.delete_acls([bob_filter]).values())).result(10)
+    assert [str(b) for b in deleted] == [str(extra)]
+    assert str(extra) not in set(map(str, admin.describe_acls(everything).result(10)))

@@ -1,0 +1,196 @@
+"""Hostile and unusual input on the security paths: each bad connection is closed alone, logged
+once, and everyone else is served. Also the wire details real clients rarely use: SaslHandshake v0
+(bare tokens), re-authentication within connections.max.reauth.ms (KIP-368), and what happens to
+a session that was not renewed."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import struct
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from broker.tools.wire_client import WireClient
+from protocol.messages import ApiKey
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.metadata import MetadataRequest
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from tests.integration.security_setup import USERS, SecureBroker, start_secure_broker
+
+pytestmark = pytest.mark.timeout(60)
+REAUTH_MS = 1500
+
+
+@pytest.fixture(scope="module")
+def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
+    broker = start_secure_broker(tmp_path_factory.mktemp("secure-bad"), {
+        "ssl.handshake.timeout.ms": "1000", "connections.max.reauth.ms": str(REAUTH_MS),
+        "connection.failed.authentication.delay.ms": "50"})
+    yield broker
+    broker.process.kill()
+
+
+def _client(secure: SecureBroker, listener: str) -> WireClient:
+    client = WireClient("127.0.0.1", secure.ports[listener])
+    if listener.endswith("SSL"):
+        ctx = ssl.create_default_context(cafile=str(secure.pki.ca))
+        client.sock = ctx.wrap_socket(client.sock, server_hostname="localhost")
+    return client
+
+
+def _plain_token(user: str = "alice", password: str | None = None) -> bytes:
+    return f"\0{user}\0{USERS[user] if password is None else password}".encode()
+
+
+def _login(client: WireClient, version: int = 2) -> object:
+    assert client.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+    return client.call(ApiKey.SaslAuthenticate, version, SaslAuthenticateRequest(auth_bytes=_plain_token()))
+
+
+def _closed(sock: socket.socket, timeout: float = 5.0) -> bool:
+    sock.settimeout(timeout)
+    try:
+        while True:
+            if not sock.recv(4096):
+                return True
+    except (ConnectionResetError, ssl.SSLError, ssl.SSLEOFError):
+        return True
+    except TimeoutError:
+        return False
+
+
+def _served(secure: SecureBroker) -> None:
+    """Another client, on the SASL_SSL listener, is served as before."""
+    with _client(secure, "SASL_SSL") as c:
+        assert _login(c).error_code == 0  # type: ignore[attr-defined]
+        assert [b.node_id for b in c.call(ApiKey.Metadata, 12, MetadataRequest(topics=None)).brokers] == [1]
+
+
+def _logged_once(secure: SecureBroker, event: str, before: int) -> None:
+    deadline = time.monotonic() + 5
+    while secure.process.log().count(event) < before + 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(0.1)
+    assert secure.process.log().count(event) == before + 1
+
+
+def _frame(api_key: int, version: int, body: bytes, corr: int = 7) -> bytes:
+    payload = struct.pack(">hhih", api_key, version, corr, 4) + b"evil" + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+SASL_CASES = {
+    "malformed PLAIN token": ("PLAIN", b"no-separators-at-all"),
+    "PLAIN token of invalid UTF-8": ("PLAIN", b"\0\xff\xfe\0\xfa"),
+    "malformed SCRAM client-first": ("SCRAM-SHA-512", b"\xff\xfe\xfd garbage"),
+    "SCRAM client-first with a bad username escape": ("SCRAM-SHA-256", b"n,,n=al=ice,r=abc"),
+}
+
+
+@pytest.mark.parametrize("case", list(SASL_CASES))
+def test_malformed_sasl_token_fails_authentication_and_closes(secure: SecureBroker, case: str) -> None:
+    mechanism, token = SASL_CASES[case]
+    before = secure.process.log().count("sasl.authentication_failed")
+    with _client(secure, "SASL_PLAINTEXT") as c:
+        assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism=mechanism)).error_code == 0
+        started = time.monotonic()
+        answer = c.call(ApiKey.SaslAuthenticate, 1, SaslAuthenticateRequest(auth_bytes=token))
+        assert answer.error_code == 58  # SASL_AUTHENTICATION_FAILED
+        assert time.monotonic() - started >= 0.04  # connection.failed.authentication.delay.ms
+        assert _closed(c.sock)
+    _logged_once(secure, "sasl.authentication_failed", before)
+    _served(secure)
+
+
+RAW_CASES = {
+    "oversized SaslAuthenticate before authentication": b"",
+    "handshake then garbage": b"\x00\x00\x00\x10" + b"\xde\xad\xbe\xef" * 4,
+    "Metadata before authentication": _frame(ApiKey.Metadata, 4, b"\x00\x00\x00\x00\x00"),
+    "SaslAuthenticate without a handshake": b"",
+}
+
+
+@pytest.mark.parametrize("case", list(RAW_CASES))
+def test_bad_sasl_sequence_closes_only_that_connection(secure: SecureBroker, case: str) -> None:
+    event = "sasl.authentication_failed" if "without a handshake" in case else "connection.closed"
+    before = secure.process.log().count(event)
+    with _client(secure, "SASL_SSL") as c:
+        if case.startswith("oversized"):
+            size = 600 * 1024  # above sasl.server.max.receive.size
+            c.sock.sendall(struct.pack(">i", size) + b"\0" * 1024)
+        elif case == "SaslAuthenticate without a handshake":
+            assert c.call(ApiKey.SaslAuthenticate, 1, SaslAuthenticateRequest(auth_bytes=_plain_token())) \
+                .error_code == 34  # ILLEGAL_SASL_STATE
+        else:
+            if case.startswith("handshake"):
+                assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+            c.sock.sendall(RAW_CASES[case])
+        assert _closed(c.sock)
+    _logged_once(secure, event, before)
+    _served(secure)
+
+
+def test_tls_to_the_plaintext_port_closes_that_connection(secure: SecureBroker) -> None:
+    before = secure.process.log().count("connection.closed")
+    raw = socket.create_connection(("127.0.0.1", secure.ports["SASL_PLAINTEXT"]), timeout=5)
+    ctx = ssl.create_default_context(cafile=str(secure.pki.ca))
+    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+        ctx.wrap_socket(raw, server_hostname="localhost")
+    raw.close()
+    _logged_once(secure, "connection.closed", before)
+    _served(secure)
+
+
+@pytest.mark.parametrize("listener", ["SSL", "SASL_SSL"])
+def test_plaintext_to_a_tls_port_closes_that_connection(secure: SecureBroker, listener: str) -> None:
+    before = secure.process.log().count("TLS handshake failed")
+    with socket.create_connection(("127.0.0.1", secure.ports[listener]), timeout=5) as s:
+        s.sendall(_frame(ApiKey.ApiVersions, 0, b""))
+        assert _closed(s)
+    _logged_once(secure, "TLS handshake failed", before)
+    _served(secure)
+
+
+def test_slow_tls_handshake_is_cut_off(secure: SecureBroker) -> None:
+    before = secure.process.log().count("TLS handshake not finished")
+    with socket.create_connection(("127.0.0.1", secure.ports["SASL_SSL"]), timeout=5) as s:
+        s.sendall(b"\x16\x03\x01")  # the start of a ClientHello, and then nothing
+        _served(secure)  # others are served while this handshake hangs
+        started = time.monotonic()
+        assert _closed(s)
+        assert time.monotonic() - started < 3
+    _logged_once(secure, "TLS handshake not finished", before)
+
+
+def test_sasl_handshake_v0_then_bare_plain_token(secure: SecureBroker) -> None:
+    with _client(secure, "SASL_PLAINTEXT") as c:
+        assert c.call(ApiKey.SaslHandshake, 0, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+        token = _plain_token()
+        c.sock.sendall(struct.pack(">i", len(token)) + token)
+        assert c.recv_frame() == b""  # PLAIN answers with an empty token
+        assert c.call(ApiKey.ApiVersions, 0, ApiVersionsRequest()).error_code == 0
+    with _client(secure, "SASL_PLAINTEXT") as c:
+        assert c.call(ApiKey.SaslHandshake, 0, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+        token = _plain_token(password="wrong")
+        c.sock.sendall(struct.pack(">i", len(token)) + token)
+        assert _closed(c.sock)  # v0 has no error frame: the connection closes
+
+
+def test_reauthentication_renews_the_session_and_an_expired_one_is_closed(secure: SecureBroker) -> None:
+    with _client(secure, "SASL_SSL") as c:
+        first = _login(c)
+        assert first.session_lifetime_ms == REAUTH_MS  # type: ignore[attr-defined]
+        time.sleep(REAUTH_MS / 1000 * 0.6)
+        renewed = _login(c)  # KIP-368: the same mechanism and user on the same connection
+        assert renewed.error_code == 0 and renewed.session_lifetime_ms == REAUTH_MS  # type: ignore[attr-defined]
+        time.sleep(REAUTH_MS / 1000 * 0.6)
+        # Past the first session's end, within the renewed one: still served.
+        assert c.call(ApiKey.Metadata, 12, MetadataRequest(topics=None)).brokers
+        time.sleep(REAUTH_MS / 1000)
+        c.send(ApiKey.Metadata, 12, MetadataRequest(topics=None))
+        assert _closed(c.sock)
+    _served(secure)

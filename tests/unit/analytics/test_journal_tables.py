@@ -1,0 +1,38 @@
+"""The analysis side of the rebalance journal, without Spark: events read back from a real journal
+log in a data dir become `rebalances` and `doctor` rows and the report's stall section."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analytics.journal import doctor_rows, read_events, rebalance_rows
+from analytics.journal_report import journal_sections
+from broker.groups.journal_writer import encode_event
+from protocol.group_events import EVENTS_TOPIC
+from storage.config import LogConfig
+from storage.partition_log import PartitionLog
+from tests.unit.coordinator.harness import Harness
+
+
+def test_a_journal_in_a_data_dir_becomes_rows_and_a_report_section(tmp_path: Path) -> None:
+    h = Harness()
+    for i in range(3):  # one client joining and leaving over and over
+        (m,), _ = h.stable(group="flaky", client_id="worker")
+        h.leave("flaky", [(m, None)])
+        h.sleep(1000 + i)
+    log, _ = PartitionLog.open(tmp_path / f"{EVENTS_TOPIC}-0", LogConfig())
+    log.append([encode_event(e) for e in h.events])
+    log.close()
+    events = read_events(str(tmp_path))
+    assert len(events) == len(h.events) and {e["group"] for e in events} == {"flaky"}
+    rows = rebalance_rows(events)
+    assert [r["cause"] for r in rows] == ["new-member-joined", "member-left"] * 3
+    assert all(r["stall_ms"] is not None and r["started_ms"] <= r["ended_ms"] for r in rows)
+    findings = doctor_rows(events)
+    assert "member-churn" in {f["rule"] for f in findings}
+    html = "".join(journal_sections(rows, findings))
+    assert "id='stalls'" in html and "group.instance.id" in html
+
+
+def test_a_data_dir_without_a_journal_has_no_events(tmp_path: Path) -> None:
+    assert read_events(str(tmp_path)) == []
