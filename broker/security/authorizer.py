@@ -2,7 +2,8 @@
 matching DENY wins over any ALLOW, an ALLOW of the operation (or of ALL, or of an operation that
 implies it) allows, and a resource no ACL names follows ``allow.everyone.if.no.acl.found``.
 
-The ACLs are one JSON document in the data dir, durable before CreateAcls/DeleteAcls answer."""
+The ACLs of a single node are one JSON document in the data dir, durable before CreateAcls/DeleteAcls
+answer; a cluster keeps them in etcd instead (broker/security/etcd_store.py), with no file."""
 
 from __future__ import annotations
 
@@ -21,16 +22,16 @@ from broker.security.acl_model import (
 )
 
 ACLS_FILE = "kcoord-acls.json"
-_FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")
+FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")
 
 
 class Authorizer:
-    def __init__(self, data_dir: Path, super_users: frozenset[str], allow_if_no_acl: bool) -> None:
-        self.path = data_dir / ACLS_FILE
+    def __init__(self, data_dir: Path | None, super_users: frozenset[str], allow_if_no_acl: bool) -> None:
+        self.path = None if data_dir is None else data_dir / ACLS_FILE
         self.super_users = super_users
         self.allow_if_no_acl = allow_if_no_acl
-        doc = durable_json.read(self.path) or {}
-        self.acls: list[AclBinding] = [AclBinding(**{k: entry[k] for k in _FIELDS}) for entry in doc.get("acls", [])]
+        doc = (durable_json.read(self.path) if self.path is not None else None) or {}
+        self.acls: list[AclBinding] = [AclBinding(**{k: entry[k] for k in FIELDS}) for entry in doc.get("acls", [])]
 
     def authorize(self, principal: str, host: str, operation: int, resource_type: int, name: str) -> bool:
         if principal in self.super_users:
@@ -58,9 +59,13 @@ class Authorizer:
         self.acls.extend(b for b in dict.fromkeys(bindings) if b not in known)
         self.save()
 
+    def matching(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
+        """The bindings each filter matches (a binding matched by two filters is listed by both)."""
+        return [[a for a in self.acls if f.matches(a)] for f in filters]
+
     def remove(self, filters: list[AclFilter]) -> list[list[AclBinding]]:
         """The bindings each filter removed (a binding matched by two filters is listed by both)."""
-        removed = [[a for a in self.acls if f.matches(a)] for f in filters]
+        removed = self.matching(filters)
         gone = {a for group in removed for a in group}
         if gone:
             self.acls = [a for a in self.acls if a not in gone]
@@ -71,5 +76,7 @@ class Authorizer:
         return [a for a in self.acls if acl_filter.matches(a)]
 
     def save(self) -> None:
+        if self.path is None:
+            return
         durable_json.write_durably(self.path, {"version": 1, "acls": [
-            {k: getattr(a, k) for k in _FIELDS} for a in self.acls]})
+            {k: getattr(a, k) for k in FIELDS} for a in self.acls]})
