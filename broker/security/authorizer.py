@@ -18,6 +18,7 @@ from broker.security.acl_model import (
     AclBinding,
     AclFilter,
     Operation,
+    PatternType,
     Permission,
 )
 
@@ -45,6 +46,28 @@ class Authorizer:
         allowed_by = IMPLIED_BY.get(Operation(operation), frozenset({operation}))
         return any(a.permission == Permission.ALLOW and (a.operation == Operation.ALL or a.operation in allowed_by)
                    for a in mine)
+
+    def authorize_any(self, principal: str, host: str, operation: int, resource_type: int) -> bool:
+        """Kafka's authorizeByResourceType: may the principal do ``operation`` on some resource of
+        this type? Yes when an ALLOW names it (or ALL) and no DENY of the same principal covers
+        what that ALLOW covers (a DENY of ``*``, of the same literal name, or of a prefix of it)."""
+        if principal in self.super_users:
+            return True
+        of_type = [a for a in self.acls if a.resource_type == resource_type]
+        if not of_type:
+            return self.allow_if_no_acl
+        mine = [a for a in of_type if a.principal in (principal, WILDCARD_PRINCIPAL) and a.host in (host, WILDCARD)
+                and a.operation in (operation, Operation.ALL)]
+        denies = [a for a in mine if a.permission == Permission.DENY]
+        if any(d.pattern_type == PatternType.LITERAL and d.resource_name == WILDCARD for d in denies):
+            return False
+
+        def denied(allow: AclBinding) -> bool:
+            return any((d.pattern_type == PatternType.PREFIXED and allow.resource_name.startswith(d.resource_name))
+                       or (d.pattern_type == allow.pattern_type == PatternType.LITERAL
+                           and d.resource_name == allow.resource_name) for d in denies)
+
+        return any(a.permission == Permission.ALLOW and not denied(a) for a in mine)
 
     def authorized_operations(self, principal: str, host: str, resource_type: int, name: str) -> int:
         """Kafka's bit field: bit n set when operation n is allowed on the resource."""

@@ -7,7 +7,9 @@ before the handler sees it, and they are put back, with their authorization erro
 handler's response (``Reply.amend``). Operations per API follow Kafka's KafkaApis and group
 coordinator: Read on the group to join, sync, heartbeat, leave and commit; Describe to fetch
 offsets, describe, list and find the coordinator; Delete to delete groups and offsets; Read,
-Write, Describe, Create, Delete and Alter on topics; Cluster for admin APIs."""
+Write, Describe, Create, Delete and Alter on topics; Cluster for admin APIs; Write on the
+transactional id for the transaction APIs (and for Produce of transactional records), Describe on
+it to find its coordinator, describe or list it."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from broker.security.acl_model import CLUSTER_NAME, Operation, ResourceType
 from broker.security.authorizer import Authorizer
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnResponse
+from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse
 from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsResponse
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
@@ -31,7 +35,9 @@ from protocol.messages.delete_groups import DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsResponse
 from protocol.messages.describe_groups import DescribeGroupsResponse
+from protocol.messages.describe_transactions import DescribeTransactionsResponse
 from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsResponse
+from protocol.messages.end_txn import EndTxnResponse
 from protocol.messages.fetch import FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorResponse
 from protocol.messages.heartbeat import HeartbeatResponse
@@ -45,6 +51,7 @@ from protocol.messages.offset_delete import OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchResponse
 from protocol.messages.produce import ProduceResponse
 from protocol.messages.sync_group import SyncGroupResponse
+from protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -52,6 +59,8 @@ if TYPE_CHECKING:
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+_TRANSACTIONAL = 0x10  # record batch v2 attribute bit
 _NOT_REQUESTED = -2147483648
 
 Check = Callable[[Request[Any]], bool]
@@ -85,6 +94,12 @@ class RequestChecks:
             ApiKey.DeleteTopics: self._delete_topics,
             ApiKey.CreatePartitions: self._create_partitions,
             ApiKey.InitProducerId: self._init_producer_id,
+            ApiKey.AddPartitionsToTxn: self._add_partitions_to_txn,
+            ApiKey.AddOffsetsToTxn: self._add_offsets_to_txn,
+            ApiKey.EndTxn: self._txn_write(lambda r: EndTxnResponse(error_code=TXN_DENIED)),
+            ApiKey.TxnOffsetCommit: self._txn_offset_commit,
+            ApiKey.DescribeTransactions: self._describe_transactions,
+            ApiKey.ListTransactions: self._list_transactions,
             ApiKey.DescribeAcls: self._cluster(Operation.DESCRIBE, lambda r: DescribeAclsResponse(
                 error_code=CLUSTER_DENIED, error_message="Cluster authorization failed", resources=[])),
             ApiKey.CreateAcls: self._cluster(Operation.ALTER, lambda r: CreateAclsResponse(results=[
@@ -272,18 +287,23 @@ class RequestChecks:
 
     def _find_coordinator(self, req: Request[Any]) -> bool:
         body = req.body
-        if body.key_type != 0:
+        if body.key_type == 0:
+            resource, code, message = ResourceType.GROUP, GROUP_DENIED, "Not authorized to access group"
+        elif body.key_type == 1:
+            resource, code = ResourceType.TRANSACTIONAL_ID, TXN_DENIED
+            message = "Transactional Id authorization failed."
+        else:
             return False
         if req.version < 4:
-            if self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, body.key):
+            if self.allowed(req, Operation.DESCRIBE, resource, body.key):
                 return False
-            return self._deny(req, FindCoordinatorResponse(error_code=GROUP_DENIED, node_id=-1, host="", port=-1,
-                                                           error_message="Not authorized to access group"))
+            return self._deny(req, FindCoordinatorResponse(error_code=code, node_id=-1, host="", port=-1,
+                                                           error_message=message))
         C = FindCoordinatorResponse.Coordinator
         if self._split(req, list(body.coordinator_keys),
-                       lambda k: self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, k), "coordinator_keys",
+                       lambda k: self.allowed(req, Operation.DESCRIBE, resource, k), "coordinator_keys",
                        lambda resp, denied: resp.coordinators.extend(C(key=k, node_id=-1, host="", port=-1,
-                                                                       error_code=GROUP_DENIED) for k in denied)):
+                                                                       error_code=code) for k in denied)):
             req.reply.set(FindCoordinatorResponse(coordinators=[]))
             return True
         return False
@@ -335,6 +355,15 @@ class RequestChecks:
     def _produce(self, req: Request[Any]) -> bool:
         R = ProduceResponse.TopicProduceResponse
         topics = req.body.topic_data
+        if _has_transactional_records(topics) and not (
+                req.body.transactional_id is not None
+                and self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id)):
+            if req.body.acks == 0:
+                req.reply.set_nothing()
+                return True
+            return self._deny(req, ProduceResponse(responses=[R(name=t.name, topic_id=t.topic_id, partition_responses=[
+                R.PartitionProduceResponse(index=p.index, error_code=TXN_DENIED, base_offset=-1)
+                for p in t.partition_data]) for t in topics]))
 
         def put_back(resp: Any, denied: list[Any]) -> None:
             for t in denied:
@@ -424,9 +453,117 @@ class RequestChecks:
         return False
 
     def _init_producer_id(self, req: Request[Any]) -> bool:
-        if req.body.transactional_id is not None:
-            return False  # transactions are refused by the handler anyway
-        if self.allowed(req, Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
+        txn_id = req.body.transactional_id
+        if txn_id is not None:
+            if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+                return False
+            return self._deny(req, InitProducerIdResponse(error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1))
+        if self.authorizer.authorize(req.conn.principal, req.conn.client_host, Operation.IDEMPOTENT_WRITE,
+                                     ResourceType.CLUSTER, CLUSTER_NAME) or \
+                self.authorizer.authorize_any(req.conn.principal, req.conn.client_host, Operation.WRITE,
+                                              ResourceType.TOPIC):
             return False
+        METRICS.authorization_denials.labels(ApiKey(req.header.api_key).name, ResourceType.CLUSTER.name).inc()
         return self._deny(req, InitProducerIdResponse(error_code=CLUSTER_DENIED, producer_id=-1, producer_epoch=-1))
+
+    # ---- transactions ---------------------------------------------------------------------------
+
+    def _txn_write(self, denied: Callable[[Request[Any]], Any]) -> Check:
+        def check(req: Request[Any]) -> bool:
+            if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
+                return False
+            return self._deny(req, denied(req))
+        return check
+
+    def _add_partitions_to_txn(self, req: Request[Any]) -> bool:
+        body = req.body
+        if req.version >= 4:  # from brokers only (KIP-890)
+            if self.allowed(req, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+                return False
+            return self._deny(req, AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED, results_by_transaction=[]))
+        T = AddPartitionsToTxnResponse.TopicResult
+
+        def answer(code_of: Callable[[str], int]) -> bool:
+            return self._deny(req, AddPartitionsToTxnResponse(results_by_topic_v3_and_below=[T(
+                name=t.name, results_by_partition=[T.PartitionResult(partition_index=p,
+                                                                     partition_error_code=code_of(t.name))
+                                                   for p in t.partitions]) for t in body.v3_and_below_topics]))
+
+        if not self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.v3_and_below_transactional_id):
+            return answer(lambda _: TXN_DENIED)
+        denied = {t.name for t in body.v3_and_below_topics
+                  if not self.allowed(req, Operation.WRITE, ResourceType.TOPIC, t.name)}
+        if denied:  # Kafka fails the whole request: the others were not attempted
+            return answer(lambda name: TOPIC_DENIED if name in denied else ErrorCode.OPERATION_NOT_ATTEMPTED)
+        return False
+
+    def _add_offsets_to_txn(self, req: Request[Any]) -> bool:
+        if not self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
+            return self._deny(req, AddOffsetsToTxnResponse(error_code=TXN_DENIED))
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
+            return self._deny(req, AddOffsetsToTxnResponse(error_code=GROUP_DENIED))
+        return False
+
+    def _txn_offset_commit(self, req: Request[Any]) -> bool:
+        body = req.body
+        T = TxnOffsetCommitResponse.Topic
+
+        def answer(t: Any, code: int) -> Any:
+            return T(name=t.name, partitions=[T.Partition(partition_index=p.partition_index, error_code=code)
+                                              for p in t.partitions])
+
+        if not self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
+            return self._deny(req, TxnOffsetCommitResponse(topics=[answer(t, TXN_DENIED) for t in body.topics]))
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, body.group_id):
+            return self._deny(req, TxnOffsetCommitResponse(topics=[answer(t, GROUP_DENIED) for t in body.topics]))
+        if self._split(req, body.topics, lambda t: self.allowed(req, Operation.READ, ResourceType.TOPIC, t.name),
+                       "topics", lambda resp, denied: resp.topics.extend(answer(t, TOPIC_DENIED) for t in denied)):
+            req.reply.set(TxnOffsetCommitResponse(topics=[]))
+            return True
+        return False
+
+    def _describable_topics(self, req: Request[Any], state: Any) -> None:
+        state.topics = [t for t in state.topics if self.authorizer.authorize(
+            req.conn.principal, req.conn.client_host, Operation.DESCRIBE, ResourceType.TOPIC, t.topic)]
+
+    def _describe_transactions(self, req: Request[Any]) -> bool:
+        ids = list(req.body.transactional_ids)
+        denied = [i for i in ids if not self.allowed(req, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, i)]
+        State = DescribeTransactionsResponse.TransactionState
+
+        def amend(response: Any) -> Any:
+            for state in response.transaction_states:
+                self._describable_topics(req, state)
+            response.transaction_states.extend(State(
+                error_code=TXN_DENIED, transactional_id=i, transaction_state="", transaction_timeout_ms=0,
+                transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[]) for i in denied)
+            return response
+
+        req.body.transactional_ids = [i for i in ids if i not in denied]
+        req.reply.amend = amend
+        if not req.body.transactional_ids:
+            req.reply.set(DescribeTransactionsResponse(transaction_states=[]))
+            return True
+        return False
+
+    def _list_transactions(self, req: Request[Any]) -> bool:
+        def amend(response: Any) -> Any:
+            response.transaction_states = [s for s in response.transaction_states if self.authorizer.authorize(
+                req.conn.principal, req.conn.client_host, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                s.transactional_id)]
+            return response
+
+        req.reply.amend = amend
+        return False
+
+
+def _has_transactional_records(topics: list[Any]) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: the first batch of some partition is
+    transactional (record batch v2: magic at byte 16, attributes at bytes 21-22)."""
+    for t in topics:
+        for p in t.partition_data:
+            records = p.records
+            if records is not None and len(records) >= 23 and records[16] >= 2 and records[22] & _TRANSACTIONAL:
+                return True
+    return False
 
