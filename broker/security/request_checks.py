@@ -34,6 +34,7 @@ from protocol.messages.delete_acls import DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsResponse
+from protocol.messages.describe_configs import DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsResponse
 from protocol.messages.describe_transactions import DescribeTransactionsResponse
 from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsResponse
@@ -61,6 +62,16 @@ TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 _TRANSACTIONAL = 0x10  # record batch v2 attribute bit
+# DescribeConfigs resource types (Kafka's ConfigResource.Type) -> the ACL resource checked, its error.
+_MESSAGES = {TOPIC_DENIED: "Topic authorization failed.", CLUSTER_DENIED: "Cluster authorization failed.",
+             GROUP_DENIED: "Group authorization failed."}
+_CONFIG_RESOURCES = {
+    2: (ResourceType.TOPIC, TOPIC_DENIED),
+    4: (ResourceType.CLUSTER, CLUSTER_DENIED),  # BROKER
+    8: (ResourceType.CLUSTER, CLUSTER_DENIED),  # BROKER_LOGGER
+    16: (ResourceType.CLUSTER, CLUSTER_DENIED),  # CLIENT_METRICS
+    32: (ResourceType.GROUP, GROUP_DENIED),
+}
 _NOT_REQUESTED = -2147483648
 
 Check = Callable[[Request[Any]], bool]
@@ -99,6 +110,8 @@ class RequestChecks:
             ApiKey.EndTxn: self._txn_write(lambda r: EndTxnResponse(error_code=TXN_DENIED)),
             ApiKey.TxnOffsetCommit: self._txn_offset_commit,
             ApiKey.DescribeTransactions: self._describe_transactions,
+            ApiKey.DescribeConfigs: self._describe_configs,
+            ApiKey.DescribeCluster: self._describe_cluster,
             ApiKey.ListTransactions: self._list_transactions,
             ApiKey.DescribeAcls: self._cluster(Operation.DESCRIBE, lambda r: DescribeAclsResponse(
                 error_code=CLUSTER_DENIED, error_message="Cluster authorization failed", resources=[])),
@@ -197,15 +210,25 @@ class RequestChecks:
         return False
 
     def _offset_fetch(self, req: Request[Any]) -> bool:
+        """Describe on the group; offsets only of topics the principal may describe (asked-for
+        topics it may not get TOPIC_AUTHORIZATION_FAILED, "all topics" leaves them out)."""
         body = req.body
         if req.version < 8:
-            if self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, body.group_id):
-                return False
-            P = OffsetFetchResponse.Topic.Partition
-            topics = [OffsetFetchResponse.Topic(name=t.name, partitions=[
-                P(partition_index=i, committed_offset=-1, metadata=None, error_code=GROUP_DENIED)
-                for i in t.partition_indexes]) for t in body.topics or []]
-            return self._deny(req, OffsetFetchResponse(error_code=GROUP_DENIED, topics=topics))
+            if not self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, body.group_id):
+                P = OffsetFetchResponse.Topic.Partition
+                topics = [OffsetFetchResponse.Topic(name=t.name, partitions=[
+                    P(partition_index=i, committed_offset=-1, metadata=None, error_code=GROUP_DENIED)
+                    for i in t.partition_indexes]) for t in body.topics or []]
+                return self._deny(req, OffsetFetchResponse(error_code=GROUP_DENIED, topics=topics))
+            hidden = self._hide_topics(req, body, OffsetFetchResponse.Topic)
+
+            def amend_v7(response: Any) -> Any:
+                if not response.error_code:
+                    hidden(response)
+                return response
+
+            req.reply.amend = amend_v7
+            return False
         Group = OffsetFetchResponse.Group
         if self._split(req, body.groups,
                        lambda g: self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, g.group_id), "groups",
@@ -213,7 +236,41 @@ class RequestChecks:
                            Group(group_id=g.group_id, topics=[], error_code=GROUP_DENIED) for g in denied)):
             req.reply.set(OffsetFetchResponse(groups=[]))
             return True
+        per_group = {g.group_id: self._hide_topics(req, g, Group.Topics) for g in body.groups}
+        groups_denied = req.reply.amend
+
+        def amend(response: Any) -> Any:
+            for group in response.groups:
+                hide = per_group.get(group.group_id)
+                if hide is not None and not group.error_code:
+                    hide(group)
+            return groups_denied(response) if groups_denied is not None else response
+
+        req.reply.amend = amend
         return False
+
+    def _hide_topics(self, req: Request[Any], asked: Any, topic_cls: Any) -> Callable[[Any], None]:
+        """Takes the topics the principal may not describe out of ``asked.topics``; returns what
+        fixes the answer: those topics back with TOPIC_AUTHORIZATION_FAILED, or, when all topics
+        were asked for, the answer without them."""
+        principal, host = req.conn.principal, req.conn.client_host
+        if asked.topics is None:
+            def drop(answer: Any) -> None:
+                answer.topics = [t for t in answer.topics if self.authorizer.authorize(
+                    principal, host, Operation.DESCRIBE, ResourceType.TOPIC, t.name)]
+            return drop
+        denied = [t for t in asked.topics if not self.allowed(
+            req, Operation.DESCRIBE, ResourceType.TOPIC, self._topic_name(t.name, getattr(t, "topic_id", None)))]
+        asked.topics = [t for t in asked.topics if t not in denied]
+        partition_cls = getattr(topic_cls, "Partition", None) or topic_cls.Partitions
+
+        def put_back(answer: Any) -> None:
+            for t in denied:
+                ids = {"topic_id": t.topic_id} if hasattr(t, "topic_id") else {}
+                answer.topics.append(topic_cls(name=t.name, **ids, partitions=[partition_cls(
+                    partition_index=i, committed_offset=-1, metadata=None, error_code=TOPIC_DENIED)
+                    for i in t.partition_indexes]))
+        return put_back
 
     def _offset_delete(self, req: Request[Any]) -> bool:
         body = req.body
@@ -465,6 +522,45 @@ class RequestChecks:
             return False
         METRICS.authorization_denials.labels(ApiKey(req.header.api_key).name, ResourceType.CLUSTER.name).inc()
         return self._deny(req, InitProducerIdResponse(error_code=CLUSTER_DENIED, producer_id=-1, producer_epoch=-1))
+
+    # ---- configs and the cluster ----------------------------------------------------------------
+
+    def _describe_configs(self, req: Request[Any]) -> bool:
+        R = DescribeConfigsResponse.Result
+
+        def allowed(r: Any) -> bool:
+            kind = _CONFIG_RESOURCES.get(r.resource_type)
+            if kind is None:
+                return True  # the handler answers what it does not know
+            name = CLUSTER_NAME if kind[0] == ResourceType.CLUSTER else r.resource_name
+            return self.allowed(req, Operation.DESCRIBE_CONFIGS, kind[0], name)
+
+        def put_back(resp: Any, denied: list[Any]) -> None:
+            for r in denied:
+                code = _CONFIG_RESOURCES[r.resource_type][1]
+                resp.results.append(R(error_code=code, error_message=_MESSAGES[code], resource_type=r.resource_type,
+                                      resource_name=r.resource_name, configs=[]))
+
+        if self._split(req, req.body.resources, allowed, "resources", put_back):
+            req.reply.set(DescribeConfigsResponse(results=[]))
+            return True
+        return False
+
+    def _describe_cluster(self, req: Request[Any]) -> bool:
+        """Kafka answers everyone; the cluster's authorized operations (when asked for) are 0 for
+        a principal that may not describe it."""
+        if not req.body.include_cluster_authorized_operations:
+            return False
+
+        def amend(response: Any) -> Any:
+            if not response.error_code:
+                response.cluster_authorized_operations = (
+                    self.operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
+                    if self.allowed(req, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0)
+            return response
+
+        req.reply.amend = amend
+        return False
 
     # ---- transactions ---------------------------------------------------------------------------
 
