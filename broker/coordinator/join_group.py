@@ -95,6 +95,7 @@ def join_group(st: CoordinatorState, req: JoinGroupRequest, ctx: RequestContext,
             st.emit(out, record)
     group = st.groups.get(spec.group_id)
     is_new_group = group is None
+    written_before = len(out.records)  # a consumer group's deletion, if any
     if group is None:
         if spec.member_id != "":
             return reply(ErrorCode.UNKNOWN_MEMBER_ID, spec.member_id)
@@ -113,7 +114,7 @@ def join_group(st: CoordinatorState, req: JoinGroupRequest, ctx: RequestContext,
     else:
         _join_existing_member(st, group, spec, ctx, out, now)
 
-    if is_new_group and not out.records:
+    if is_new_group and len(out.records) == written_before:
         # Kafka 4.x writes the new group at once so that it survives a coordinator failover.
         empty = GroupMetadataValue(
             protocol_type="",

@@ -118,16 +118,25 @@ def upgrade_records(classic: ClassicGroup, topics: TopicView) -> list[AnyRecord]
     members: list[ConsumerGroupMember] = []
     for m in classic.members.values():
         try:
-            subscription = decode_subscription(m.metadata(classic.protocol_name))
+            metadata = m.metadata(classic.protocol_name)
+            subscription = decode_subscription(metadata)
             assigned = assignment_by_id(m.assignment, topics)
         except DecodeError as exc:
             raise MigrationError(f"Cannot upgrade the classic group {gid} to consumer group because the "
                                  f"embedded consumer protocol is malformed: {exc}.") from None
+        # A cooperative member may still own partitions its last assignment took away (it revokes
+        # them once it has read that assignment, then rejoins). Kafka counts only the assignment;
+        # here what it said it owned when it joined is pending revocation, so nobody gets those
+        # partitions before it has rejoined without them.
+        owned = owned_by_id(metadata, topics) or {}
+        pending = {t: frozenset(ps) - assigned.get(t, frozenset()) for t, ps in owned.items()}
+        pending = {t: ps for t, ps in pending.items() if ps}
         members.append(ConsumerGroupMember(
             member_id=m.member_id,
             member_epoch=epoch,
             previous_member_epoch=epoch,
-            state=MemberState.STABLE,
+            state=MemberState.UNREVOKED_PARTITIONS if pending else MemberState.STABLE,
+            partitions_pending_revocation=pending,
             instance_id=m.group_instance_id,
             rack_id=subscription.rack_id,
             client_id=m.client_id,

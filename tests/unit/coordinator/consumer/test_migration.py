@@ -12,7 +12,12 @@ import pytest
 
 from broker.coordinator import CoordinatorConfig
 from broker.coordinator.classic_group import GroupState
-from protocol.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
+from protocol.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+)
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from tests.unit.coordinator.consumer.test_consumer_group_heartbeat import Member, group_view
@@ -92,9 +97,7 @@ class ClassicMember:
             self.member_id, self.generation = resp.member_id, resp.generation_id
             assignments = None
             if resp.leader == self.member_id and resp.members:
-                ids = [m.member_id for m in resp.members]
-                assignments = {mid: _blob({("t", p) for p in range(4) if p % len(ids) == i})
-                               for i, mid in enumerate(ids)}
+                assignments = self._assign(resp.members)
             sync = self.h.sync(self.group, self.member_id, self.generation, assignments, instance_id=self.instance_id,
                                protocol_type="consumer", protocol_name=resp.protocol_name)
             self.pending = ("sync", sync)
@@ -112,9 +115,27 @@ class ClassicMember:
             # A cooperative member that had to give something up rejoins at once.
             self.needs_join = bool(lost) and self.cooperative
 
+    @staticmethod
+    def _assign(members: list[Any]) -> dict[str, bytes]:
+        """Round-robin over the members. Like a cooperative assignor, a partition some member says
+        it still owns goes to no one else in this round (it is revoked first)."""
+        ids = [m.member_id for m in members]
+        owner: dict[tuple[str, int], str] = {}
+        for m in members:
+            for tp in decode_subscription(m.metadata).owned_partitions:
+                for p in tp.partitions:
+                    owner[(tp.topic, p)] = m.member_id
+        out = {}
+        for i, mid in enumerate(ids):
+            mine = {("t", p) for p in range(4) if p % len(ids) == i}
+            out[mid] = _blob({tp for tp in mine if owner.get(tp, mid) == mid})
+        return out
+
     def _reset(self, error: int) -> None:
+        # INCONSISTENT_GROUP_PROTOCOL: the group's classic members share no protocol with this one
+        # (eager and cooperative clients mixed); it stays out and tries again, as librdkafka does.
         assert error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID,
-                         ErrorCode.REBALANCE_IN_PROGRESS), error
+                         ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.INCONSISTENT_GROUP_PROTOCOL), error
         self.owned = set()
         if error == ErrorCode.UNKNOWN_MEMBER_ID:
             self.member_id = ""
