@@ -5,6 +5,7 @@ and one with it off, in one run, rounds interleaved so both see the same machine
 
 1. rebalance: N raw-protocol members form a group (N joins, one generation, every member holding
    its assignment): each join is a journal event, plus the phases and the summary;
+   (wall time, and the broker's CPU time for it, steadier on a shared machine);
 2. heartbeats: 50 members heartbeat back-to-back (a steady heartbeat writes no event: this shows
    the journal adds nothing to the hot path).
 Prints medians, the on/off ratio and the runs.
@@ -42,11 +43,16 @@ def main() -> None:
     try:
         for n in args.members:
             times: dict[str, list[float]] = {"on": [], "off": []}
+            cpu: dict[str, list[float]] = {"on": [], "off": []}
             for round_no in range(args.rounds):
                 order = ("on", "off") if round_no % 2 == 0 else ("off", "on")
                 for name in order:
+                    before = brokers[name].cpu()
                     times[name].append(trio.run(formation, brokers[name].port, n, round_no) * 1000)
+                    cpu[name].append((brokers[name].cpu() - before) * 1000)
             report(f"rebalance, {n} members forming a group", times["on"], times["off"], "ms")
+            # Broker CPU per rebalance: steadier than wall time on a shared machine.
+            report(f"broker CPU per rebalance, {n} members", cpu["on"], cpu["off"], "ms")
         rates: dict[str, list[float]] = {"on": [], "off": []}
         for round_no in range(args.rounds):
             order = ("on", "off") if round_no % 2 == 0 else ("off", "on")

@@ -465,6 +465,7 @@ class Broker:
 
         await nursery.start(self.logs.run)
         await trio.to_thread.run_sync(self.journal.open)
+        nursery.start_soon(self.journal.run)
         await nursery.start(self.topic_logs.run)
         endpoint = parse_metrics_listener(self.config["metrics.listener"], self.config.listener.host)
         if endpoint is not None:

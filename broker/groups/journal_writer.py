@@ -10,12 +10,12 @@ fields), the record timestamp the event's. JSON because every client and tool (k
 consumer, Spark's JSON functions) reads it without a schema; ``version`` in key and value lets a
 later encoding change without breaking readers that check it.
 
-The writes never hold a group operation: the shard queues them and answers without waiting. The
-journal log is *lazy* in the runtime (flushed every ``log.flush.interval.ms``, never inside a
+The writes never hold a group operation: the shard hands them over and answers without waiting;
+they reach the log every 0.2 s as one batch. The journal log is *lazy* in the runtime (flushed every ``log.flush.interval.ms``, never inside a
 group-commit pass), and its high watermark moves only once a flush made the events durable. A
-clean shutdown writes and flushes what is queued; a crash of the process loses only events not
-yet handed to the log (those of the operations of the last pass, milliseconds), a crash of the
-machine also those written since the last periodic flush (up to ``log.flush.interval.ms``).
+clean shutdown writes and flushes what is queued; a crash of the process loses the events not yet
+written (those of the last 0.2 s), a crash of the machine also those written since the last
+periodic flush (up to ``log.flush.interval.ms``).
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ import json
 from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
 from typing import Any
+
+import trio
 
 from broker.coordinator.journal import ENCODING_VERSION, GroupEvent
 from broker.log_runtime.runtime import Entry, LogRuntime, Partition
@@ -41,6 +43,7 @@ SEGMENT_MS = 86_400_000
 # What the doctor's metrics look at: the latest events of the most recently active groups.
 RECENT_GROUPS = 500
 RECENT_EVENTS = 100
+HAND_OVER_S = 0.2
 
 
 def encode_event(event: GroupEvent, doc: dict[str, Any] | None = None) -> Entry:
@@ -61,6 +64,7 @@ class JournalWriter:
             catalog.ensure_internal(EVENTS_TOPIC, 1, {"cleanup.policy": "delete", "retention.ms": str(retention_ms)})
         self.topic = catalog.get(EVENTS_TOPIC)
         self.recent: OrderedDict[str, deque[dict[str, Any]]] = OrderedDict()
+        self.pending: list[Entry] = []
         self._findings: Counter[str] | None = None
 
     def open(self) -> None:
@@ -81,8 +85,21 @@ class JournalWriter:
             entries.append(encode_event(event, doc))
             if event.kind != "state":
                 self._remember(event.group, doc)
-        self.runtime.append_records(part, entries)
+        # Handed to the log every HAND_OVER_S as one batch, not in every group-commit pass: a
+        # rebalance of N members is N events, and a batch each would be N appends on the event loop.
+        self.pending.extend(entries)
         METRICS.group_events.inc(len(events))
+
+    def hand_over(self) -> None:
+        part = self.part
+        if self.pending and part is not None and not part.failed and not part.closed:
+            entries, self.pending = self.pending, []
+            self.runtime.append_records(part, entries)
+
+    async def run(self) -> None:
+        while True:
+            await trio.sleep(HAND_OVER_S)
+            self.hand_over()
 
     def _remember(self, group: str, doc: dict[str, Any]) -> None:
         kept = self.recent.get(group)
@@ -112,9 +129,9 @@ class JournalWriter:
     def close(self) -> None:
         """Writes what is queued and not yet taken by a pass, so a clean shutdown loses nothing."""
         part = self.part
-        if part is None or part.failed or part.closed or not part.records:
+        if part is None or part.failed or part.closed or not (part.records or self.pending):
             return
-        records, part.records = part.records, []
+        records, part.records, self.pending = part.records + self.pending, [], []
         try:
             part.log.append(records)
             part.log.flush()
