@@ -100,8 +100,9 @@ def register(broker: Broker) -> None:
 
     async def delete_in_etcd(req: Request[DeleteAclsRequest], filters: list[AclFilter]) -> None:
         assert etcd_store is not None and authorizer is not None
-        removed = authorizer.matching(filters)
         try:
+            await etcd_store.load()  # what other nodes created a moment ago is matched too
+            removed = authorizer.matching(filters)
             await etcd_store.remove_acls([a for group in removed for a in dict.fromkeys(group)])
         except EtcdError as exc:
             logs.warn("acls.etcd_write_failed", error=str(exc)[:200])

@@ -87,8 +87,7 @@ class RequestChecks:
             ApiKey.SyncGroup: self._group_read(lambda r: SyncGroupResponse(error_code=GROUP_DENIED)),
             ApiKey.Heartbeat: self._group_read(lambda r: HeartbeatResponse(error_code=GROUP_DENIED)),
             ApiKey.LeaveGroup: self._group_read(lambda r: LeaveGroupResponse(error_code=GROUP_DENIED)),
-            ApiKey.ConsumerGroupHeartbeat: self._group_read(lambda r: ConsumerGroupHeartbeatResponse(
-                error_code=GROUP_DENIED, error_message="Not authorized to access group")),
+            ApiKey.ConsumerGroupHeartbeat: self._consumer_group_heartbeat,
             ApiKey.OffsetCommit: self._offset_commit,
             ApiKey.OffsetFetch: self._offset_fetch,
             ApiKey.OffsetDelete: self._offset_delete,
@@ -188,6 +187,21 @@ class RequestChecks:
         return not getattr(req.body, field)
 
     # ---- groups ---------------------------------------------------------------------------------
+
+    def _consumer_group_heartbeat(self, req: Request[Any]) -> bool:
+        """Read on the group, then (as Kafka 4.0 does) Describe on every subscribed topic: a
+        member may not learn the partitions of a topic it may not describe."""
+        body = req.body
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, body.group_id):
+            return self._deny(req, ConsumerGroupHeartbeatResponse(
+                error_code=GROUP_DENIED, error_message="Not authorized to access group"))
+        hidden = sorted({t for t in body.subscribed_topic_names or []
+                         if not self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC, t)})
+        if not hidden:
+            return False
+        return self._deny(req, ConsumerGroupHeartbeatResponse(
+            error_code=TOPIC_DENIED, error_message=f"The group has subscribed to topics that it is not authorized "
+                                                   f"to describe: {', '.join(hidden)}"))
 
     def _offset_commit(self, req: Request[Any]) -> bool:
         body = req.body

@@ -296,6 +296,29 @@ def test_configs_cluster_and_offsets_show_only_what_the_principal_may_describe(s
         10).authorized_operations
 
 
+def test_a_consumer_group_member_needs_describe_on_its_subscribed_topics(secure: SecureBroker) -> None:
+    from broker.tools.wire_client import WireClient
+    from protocol.messages import ApiKey
+    from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+
+    topic, group = f"cgh-topic-{SUFFIX}", f"cgh-{SUFFIX}"
+    admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    for future in admin.create_acls([_acl(ResourceType.GROUP, group, "User:ANONYMOUS", AclOperation.READ)]).values():
+        future.result(10)
+
+    def join() -> int:
+        with WireClient("127.0.0.1", secure.ports["PLAINTEXT"]) as c:  # User:ANONYMOUS
+            return int(c.call(ApiKey.ConsumerGroupHeartbeat, 0, ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id="", member_epoch=0, rebalance_timeout_ms=10_000,
+                subscribed_topic_names=[topic], topic_partitions=[])).error_code)
+
+    assert join() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    for future in admin.create_acls([_acl(ResourceType.TOPIC, topic, "User:ANONYMOUS", AclOperation.DESCRIBE)]).values():
+        future.result(10)
+    assert join() == 0
+
+
 def test_acls_are_managed_by_admins_only_and_survive_a_restart(secure: SecureBroker) -> None:
     alice_admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="alice"))
     extra = _acl(ResourceType.GROUP, f"extra-{SUFFIX}", "User:bob", AclOperation.READ)
