@@ -133,7 +133,8 @@ class Broker:
                                        config.advertised.host, config.advertised.port,
                                        config["broker.session.timeout.ms"], self._all_partitions)
         self.router = Router()
-        self.security = SecurityContext(config, self.data_dir)
+        self.security = SecurityContext(config, self.data_dir, None if self.cluster is None else (
+            EtcdClient(config["etcd.endpoints"]), self.cluster.prefix))
         self.advertised = (config.advertised.host, config.advertised.port)
         # Each listener's address as given to clients that connected through it.
         self.advertised_by_listener = dict(config.advertised_by_listener)
@@ -425,6 +426,9 @@ class Broker:
             if self.config.listener.port == 0 and self.advertised[1] == 0:
                 self.advertised = (self.advertised[0], self.bound_port)
             await self._start_services(nursery)
+            if self.security.etcd_store is not None:
+                # The cluster's users and ACLs, read before any client is served.
+                await nursery.start(self.security.etcd_store.run)
             await nursery.start(self.shards.run)
             if self.cluster is None:
                 # In a cluster the transaction coordinator does not run: its __transaction_state

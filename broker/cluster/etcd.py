@@ -169,3 +169,10 @@ class EtcdClient:
             "success": [{"request_delete_range": {"key": b64(key)}}],
         })
         return bool(answer.get("succeeded"))
+
+    async def apply(self, puts: dict[str, bytes | str], deletes: list[str]) -> int:
+        """Puts and deletes ``deletes`` in one transaction (all or nothing); the store's revision after it."""
+        ops: list[dict[str, Any]] = [{"request_put": {"key": b64(k), "value": b64(v)}} for k, v in puts.items()]
+        ops += [{"request_delete_range": {"key": b64(k)}} for k in deletes]
+        answer = await self.call("/v3/kv/txn", {"compare": [], "success": ops})
+        return int(answer["header"]["revision"])

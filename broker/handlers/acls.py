@@ -1,13 +1,15 @@
 """DescribeAcls, CreateAcls and DeleteAcls: the authorizer's rules as admin clients manage them.
 Describing needs Describe on the cluster, changing needs Alter (checked by the request
 authorization, broker/security/request_checks.py); without an authorizer they answer
-SECURITY_DISABLED, as Kafka does. Changes are durable before the answer."""
+SECURITY_DISABLED, as Kafka does. Changes are durable before the answer: in the data dir file of a
+single node, in etcd in a cluster (the answer then waits for etcd's commit)."""
 
 from __future__ import annotations
 
 from itertools import groupby
 from typing import TYPE_CHECKING
 
+from broker.cluster.etcd import EtcdError
 from broker.network.router import Request
 from broker.observability import logs
 from broker.security.acl_model import AclBinding, AclFilter
@@ -24,6 +26,7 @@ _DISABLED = "No Authorizer is configured on the broker"
 
 def register(broker: Broker) -> None:
     authorizer = broker.security.authorizer
+    etcd_store = broker.security.etcd_store
 
     def describe(req: Request[DescribeAclsRequest]) -> None:
         if authorizer is None:
@@ -59,8 +62,25 @@ def register(broker: Broker) -> None:
                 valid.append(binding)
             results.append(Result(error_code=ErrorCode.INVALID_REQUEST if problem else ErrorCode.NONE,
                                   error_message=problem))
+        if valid and etcd_store is not None:
+            broker.logs.spawn(create_in_etcd, req, valid, results)
+            return
         if valid:
             authorizer.add(valid)
+            logs.event("acls.created", count=len(valid), principal=req.conn.principal)
+        req.reply.set(CreateAclsResponse(results=results))
+
+    async def create_in_etcd(req: Request[CreateAclsRequest], valid: list[AclBinding],
+                             results: list[CreateAclsResponse.AclCreationResult]) -> None:
+        assert etcd_store is not None
+        try:
+            await etcd_store.add_acls(valid)
+        except EtcdError as exc:
+            logs.warn("acls.etcd_write_failed", error=str(exc)[:200])
+            for r in results:
+                if r.error_code == ErrorCode.NONE:
+                    r.error_code, r.error_message = ErrorCode.UNKNOWN_SERVER_ERROR, "etcd is unavailable"
+        else:
             logs.event("acls.created", count=len(valid), principal=req.conn.principal)
         req.reply.set(CreateAclsResponse(results=results))
 
@@ -73,7 +93,26 @@ def register(broker: Broker) -> None:
             return
         filters = [AclFilter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
                              f.host_filter, f.operation, f.permission_type) for f in req.body.filters]
-        removed = authorizer.remove(filters)
+        if etcd_store is not None:
+            broker.logs.spawn(delete_in_etcd, req, filters)
+            return
+        answer_deleted(req, authorizer.remove(filters))
+
+    async def delete_in_etcd(req: Request[DeleteAclsRequest], filters: list[AclFilter]) -> None:
+        assert etcd_store is not None and authorizer is not None
+        removed = authorizer.matching(filters)
+        try:
+            await etcd_store.remove_acls([a for group in removed for a in dict.fromkeys(group)])
+        except EtcdError as exc:
+            logs.warn("acls.etcd_write_failed", error=str(exc)[:200])
+            req.reply.set(DeleteAclsResponse(filter_results=[DeleteAclsResponse.FilterResult(
+                error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message="etcd is unavailable", matching_acls=[])
+                for _ in filters]))
+            return
+        answer_deleted(req, removed)
+
+    def answer_deleted(req: Request[DeleteAclsRequest], removed: list[list[AclBinding]]) -> None:
+        FilterResult = DeleteAclsResponse.FilterResult
         Matching = FilterResult.MatchingAcl
         req.reply.set(DeleteAclsResponse(filter_results=[FilterResult(error_code=ErrorCode.NONE, error_message=None,
             matching_acls=[Matching(error_code=ErrorCode.NONE, error_message=None, resource_type=a.resource_type,

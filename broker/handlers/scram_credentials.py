@@ -1,12 +1,13 @@
 """DescribeUserScramCredentials and AlterUserScramCredentials: SCRAM users as Kafka's admin clients
-manage them. A change is durable in the data dir before it is acknowledged; new credentials are
-used by the next authentication."""
+manage them. A change is durable before it is acknowledged (in the data dir of a single node, in
+etcd in a cluster); new credentials are used by the next authentication, on every node."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import TYPE_CHECKING
 
+from broker.cluster.etcd import EtcdError
 from broker.network.router import Request
 from broker.observability import logs
 from broker.security.scram import (
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 
 def register(broker: Broker) -> None:
     store = broker.security.credentials
+    etcd_store = broker.security.etcd_store
 
     def describe(req: Request[DescribeUserScramCredentialsRequest]) -> None:
         Result = DescribeUserScramCredentialsResponse.Result
@@ -85,20 +87,45 @@ def register(broker: Broker) -> None:
             if mechanism_name is not None and store.lookup(d.name, mechanism_name) is None:
                 reject(d.name, ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not "
                                                              "exist")
+        deletes = [(d.name, MECHANISM_BY_CODE[d.mechanism]) for d in body.deletions if d.name not in errors]
+        upserts = [(u.name, ScramCredential.from_salted_password(MECHANISM_BY_CODE[u.mechanism], u.salt, u.iterations,
+                                                                 u.salted_password))
+                   for u in body.upsertions if u.name not in errors]
+        if etcd_store is not None and (deletes or upserts):
+            broker.logs.spawn(alter_in_etcd, req, users, errors, deletes, upserts)
+            return
         changed = False
-        for d in body.deletions:
-            if d.name not in errors:
-                changed |= store.delete(d.name, MECHANISM_BY_CODE[d.mechanism])
-        for u in body.upsertions:
-            if u.name not in errors:
-                mechanism_name = MECHANISM_BY_CODE[u.mechanism]
-                store.upsert(u.name, ScramCredential.from_salted_password(mechanism_name, u.salt, u.iterations,
-                                                                          u.salted_password))
-                changed = True
+        for user, mechanism_name in deletes:
+            changed |= store.delete(user, mechanism_name)
+        for user, credential in upserts:
+            store.upsert(user, credential)
+            changed = True
         if changed:
             store.save()  # durable before the answer
-            logs.event("scram.credentials_altered", users=",".join(u for u in users if u not in errors),
-                       principal=req.conn.principal)
+            altered(req, users, errors)
+        answer(req, users, errors)
+
+    async def alter_in_etcd(req: Request[AlterUserScramCredentialsRequest], users: list[str],
+                            errors: dict[str, tuple[int, str]], deletes: list[tuple[str, str]],
+                            upserts: list[tuple[str, ScramCredential]]) -> None:
+        assert etcd_store is not None
+        try:
+            await etcd_store.alter_credentials(upserts, deletes)  # committed in etcd before the answer
+        except EtcdError as exc:
+            logs.warn("scram.etcd_write_failed", error=str(exc)[:200])
+            for user in users:
+                errors.setdefault(user, (ErrorCode.UNKNOWN_SERVER_ERROR, "etcd is unavailable"))
+        else:
+            altered(req, users, errors)
+        answer(req, users, errors)
+
+    def altered(req: Request[AlterUserScramCredentialsRequest], users: list[str],
+                errors: dict[str, tuple[int, str]]) -> None:
+        logs.event("scram.credentials_altered", users=",".join(u for u in users if u not in errors),
+                   principal=req.conn.principal)
+
+    def answer(req: Request[AlterUserScramCredentialsRequest], users: list[str],
+               errors: dict[str, tuple[int, str]]) -> None:
         Result = AlterUserScramCredentialsResponse.Result
         req.reply.set(AlterUserScramCredentialsResponse(results=[
             Result(user=user, error_code=errors.get(user, (0, None))[0], error_message=errors.get(user, (0, None))[1])

@@ -67,6 +67,7 @@ OPERATIONS_OF = {
     ResourceType.TOPIC: (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DELETE, Operation.ALTER,
                          Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS),
     ResourceType.GROUP: (Operation.READ, Operation.DELETE, Operation.DESCRIBE),
+    ResourceType.TRANSACTIONAL_ID: (Operation.WRITE, Operation.DESCRIBE),
     ResourceType.CLUSTER: (Operation.CREATE, Operation.ALTER, Operation.DESCRIBE, Operation.CLUSTER_ACTION,
                            Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE),
 }

@@ -1,23 +1,29 @@
 """What the broker's security needs at run time, built once from the configuration: the SASL
-mechanisms offered, the SCRAM credential store (with its bootstrap users), and the TLS context."""
+mechanisms offered, the SCRAM credential store (with its bootstrap users), the authorizer, and the
+TLS context. A single node keeps users and ACLs in its data dir; a cluster (``etcd`` given) keeps
+them in etcd, loaded before the node serves (broker/security/etcd_store.py)."""
 
 from __future__ import annotations
 
 import ssl
 from pathlib import Path
 
+from broker.cluster.etcd import EtcdClient
 from broker.config import BrokerConfig
 from broker.security import tls
 from broker.security.authorizer import Authorizer
 from broker.security.credentials import CredentialStore
+from broker.security.etcd_store import EtcdSecurityStore
 from broker.security.properties import bootstrap_users, enabled_mechanisms, super_users
 
 
 class SecurityContext:
-    def __init__(self, config: BrokerConfig, data_dir: Path) -> None:
+    def __init__(self, config: BrokerConfig, data_dir: Path, etcd: tuple[EtcdClient, str] | None = None) -> None:
         self.mechanisms = enabled_mechanisms(config.values)
-        self.credentials = CredentialStore(data_dir)
-        self.credentials.bootstrap(bootstrap_users(config.values))
+        files = data_dir if etcd is None else None
+        self.credentials = CredentialStore(files)
+        if etcd is None:
+            self.credentials.bootstrap(bootstrap_users(config.values))
         self.ssl_context: ssl.SSLContext | None = None
         if any(spec.tls for spec in config.listeners):
             try:
@@ -28,5 +34,9 @@ class SecurityContext:
         self.max_unauthenticated_bytes: int = config["sasl.server.max.receive.size"]
         self.authorizer: Authorizer | None = None
         if str(config["authorizer.class.name"]).strip():
-            self.authorizer = Authorizer(data_dir, super_users(config.values),
+            self.authorizer = Authorizer(files, super_users(config.values),
                                          config["allow.everyone.if.no.acl.found"])
+        self.etcd_store: EtcdSecurityStore | None = None
+        if etcd is not None:
+            self.etcd_store = EtcdSecurityStore(etcd[0], etcd[1], self.authorizer, self.credentials,
+                                                bootstrap_users(config.values))

@@ -1,6 +1,7 @@
 """SCRAM credentials of SASL users, as Kafka keeps them: per user and mechanism a salt, an
 iteration count, StoredKey and ServerKey (never the password). One JSON document in the data dir,
-durable before a change is acknowledged. PLAIN checks a password against the same credentials."""
+durable before a change is acknowledged (a cluster keeps them in etcd instead, with no file:
+broker/security/etcd_store.py). PLAIN checks a password against the same credentials."""
 
 from __future__ import annotations
 
@@ -13,17 +14,29 @@ from broker.security.scram import MECHANISMS, ScramCredential
 CREDENTIALS_FILE = "kcoord-scram-credentials.json"
 
 
+def _enc(b: bytes) -> str:
+    return base64.b64encode(b).decode()
+
+
+def encode_credential(c: ScramCredential) -> dict[str, object]:
+    return {"salt": _enc(c.salt), "iterations": c.iterations, "stored_key": _enc(c.stored_key),
+            "server_key": _enc(c.server_key)}
+
+
+def decode_credential(mechanism: str, c: dict[str, object]) -> ScramCredential:
+    return ScramCredential(mechanism, base64.b64decode(str(c["salt"])), int(str(c["iterations"])),
+                           base64.b64decode(str(c["stored_key"])), base64.b64decode(str(c["server_key"])))
+
+
 class CredentialStore:
-    def __init__(self, data_dir: Path) -> None:
-        self.path = data_dir / CREDENTIALS_FILE
+    def __init__(self, data_dir: Path | None) -> None:
+        self.path = None if data_dir is None else data_dir / CREDENTIALS_FILE
         # user -> mechanism -> credential
         self.users: dict[str, dict[str, ScramCredential]] = {}
-        doc = durable_json.read(self.path)
+        doc = durable_json.read(self.path) if self.path is not None else None
         for user, mechanisms in (doc or {}).get("users", {}).items():
             for mechanism, c in mechanisms.items():
-                self.users.setdefault(user, {})[mechanism] = ScramCredential(
-                    mechanism, base64.b64decode(c["salt"]), int(c["iterations"]),
-                    base64.b64decode(c["stored_key"]), base64.b64decode(c["server_key"]))
+                self.users.setdefault(user, {})[mechanism] = decode_credential(mechanism, c)
 
     def lookup(self, user: str, mechanism: str) -> ScramCredential | None:
         return self.users.get(user, {}).get(mechanism)
@@ -62,10 +75,8 @@ class CredentialStore:
         return True
 
     def save(self) -> None:
-        def enc(b: bytes) -> str:
-            return base64.b64encode(b).decode()
-
+        if self.path is None:
+            return
         durable_json.write_durably(self.path, {"version": 1, "users": {
-            user: {m: {"salt": enc(c.salt), "iterations": c.iterations, "stored_key": enc(c.stored_key),
-                       "server_key": enc(c.server_key)} for m, c in mechanisms.items()}
+            user: {m: encode_credential(c) for m, c in mechanisms.items()}
             for user, mechanisms in self.users.items()}})

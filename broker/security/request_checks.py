@@ -7,7 +7,9 @@ before the handler sees it, and they are put back, with their authorization erro
 handler's response (``Reply.amend``). Operations per API follow Kafka's KafkaApis and group
 coordinator: Read on the group to join, sync, heartbeat, leave and commit; Describe to fetch
 offsets, describe, list and find the coordinator; Delete to delete groups and offsets; Read,
-Write, Describe, Create, Delete and Alter on topics; Cluster for admin APIs."""
+Write, Describe, Create, Delete and Alter on topics; Cluster for admin APIs; Write on the
+transactional id for the transaction APIs (and for Produce of transactional records), Describe on
+it to find its coordinator, describe or list it."""
 
 from __future__ import annotations
 
@@ -20,6 +22,8 @@ from broker.security.acl_model import CLUSTER_NAME, Operation, ResourceType
 from broker.security.authorizer import Authorizer
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnResponse
+from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse
 from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsResponse
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
@@ -30,8 +34,11 @@ from protocol.messages.delete_acls import DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsResponse
+from protocol.messages.describe_configs import DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsResponse
+from protocol.messages.describe_transactions import DescribeTransactionsResponse
 from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsResponse
+from protocol.messages.end_txn import EndTxnResponse
 from protocol.messages.fetch import FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorResponse
 from protocol.messages.heartbeat import HeartbeatResponse
@@ -45,6 +52,7 @@ from protocol.messages.offset_delete import OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchResponse
 from protocol.messages.produce import ProduceResponse
 from protocol.messages.sync_group import SyncGroupResponse
+from protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -52,6 +60,18 @@ if TYPE_CHECKING:
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+_TRANSACTIONAL = 0x10  # record batch v2 attribute bit
+# DescribeConfigs resource types (Kafka's ConfigResource.Type) -> the ACL resource checked, its error.
+_MESSAGES = {TOPIC_DENIED: "Topic authorization failed.", CLUSTER_DENIED: "Cluster authorization failed.",
+             GROUP_DENIED: "Group authorization failed."}
+_CONFIG_RESOURCES = {
+    2: (ResourceType.TOPIC, TOPIC_DENIED),
+    4: (ResourceType.CLUSTER, CLUSTER_DENIED),  # BROKER
+    8: (ResourceType.CLUSTER, CLUSTER_DENIED),  # BROKER_LOGGER
+    16: (ResourceType.CLUSTER, CLUSTER_DENIED),  # CLIENT_METRICS
+    32: (ResourceType.GROUP, GROUP_DENIED),
+}
 _NOT_REQUESTED = -2147483648
 
 Check = Callable[[Request[Any]], bool]
@@ -85,6 +105,14 @@ class RequestChecks:
             ApiKey.DeleteTopics: self._delete_topics,
             ApiKey.CreatePartitions: self._create_partitions,
             ApiKey.InitProducerId: self._init_producer_id,
+            ApiKey.AddPartitionsToTxn: self._add_partitions_to_txn,
+            ApiKey.AddOffsetsToTxn: self._add_offsets_to_txn,
+            ApiKey.EndTxn: self._txn_write(lambda r: EndTxnResponse(error_code=TXN_DENIED)),
+            ApiKey.TxnOffsetCommit: self._txn_offset_commit,
+            ApiKey.DescribeTransactions: self._describe_transactions,
+            ApiKey.DescribeConfigs: self._describe_configs,
+            ApiKey.DescribeCluster: self._describe_cluster,
+            ApiKey.ListTransactions: self._list_transactions,
             ApiKey.DescribeAcls: self._cluster(Operation.DESCRIBE, lambda r: DescribeAclsResponse(
                 error_code=CLUSTER_DENIED, error_message="Cluster authorization failed", resources=[])),
             ApiKey.CreateAcls: self._cluster(Operation.ALTER, lambda r: CreateAclsResponse(results=[
@@ -182,15 +210,25 @@ class RequestChecks:
         return False
 
     def _offset_fetch(self, req: Request[Any]) -> bool:
+        """Describe on the group; offsets only of topics the principal may describe (asked-for
+        topics it may not get TOPIC_AUTHORIZATION_FAILED, "all topics" leaves them out)."""
         body = req.body
         if req.version < 8:
-            if self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, body.group_id):
-                return False
-            P = OffsetFetchResponse.Topic.Partition
-            topics = [OffsetFetchResponse.Topic(name=t.name, partitions=[
-                P(partition_index=i, committed_offset=-1, metadata=None, error_code=GROUP_DENIED)
-                for i in t.partition_indexes]) for t in body.topics or []]
-            return self._deny(req, OffsetFetchResponse(error_code=GROUP_DENIED, topics=topics))
+            if not self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, body.group_id):
+                P = OffsetFetchResponse.Topic.Partition
+                topics = [OffsetFetchResponse.Topic(name=t.name, partitions=[
+                    P(partition_index=i, committed_offset=-1, metadata=None, error_code=GROUP_DENIED)
+                    for i in t.partition_indexes]) for t in body.topics or []]
+                return self._deny(req, OffsetFetchResponse(error_code=GROUP_DENIED, topics=topics))
+            hidden = self._hide_topics(req, body, OffsetFetchResponse.Topic)
+
+            def amend_v7(response: Any) -> Any:
+                if not response.error_code:
+                    hidden(response)
+                return response
+
+            req.reply.amend = amend_v7
+            return False
         Group = OffsetFetchResponse.Group
         if self._split(req, body.groups,
                        lambda g: self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, g.group_id), "groups",
@@ -198,7 +236,41 @@ class RequestChecks:
                            Group(group_id=g.group_id, topics=[], error_code=GROUP_DENIED) for g in denied)):
             req.reply.set(OffsetFetchResponse(groups=[]))
             return True
+        per_group = {g.group_id: self._hide_topics(req, g, Group.Topics) for g in body.groups}
+        groups_denied = req.reply.amend
+
+        def amend(response: Any) -> Any:
+            for group in response.groups:
+                hide = per_group.get(group.group_id)
+                if hide is not None and not group.error_code:
+                    hide(group)
+            return groups_denied(response) if groups_denied is not None else response
+
+        req.reply.amend = amend
         return False
+
+    def _hide_topics(self, req: Request[Any], asked: Any, topic_cls: Any) -> Callable[[Any], None]:
+        """Takes the topics the principal may not describe out of ``asked.topics``; returns what
+        fixes the answer: those topics back with TOPIC_AUTHORIZATION_FAILED, or, when all topics
+        were asked for, the answer without them."""
+        principal, host = req.conn.principal, req.conn.client_host
+        if asked.topics is None:
+            def drop(answer: Any) -> None:
+                answer.topics = [t for t in answer.topics if self.authorizer.authorize(
+                    principal, host, Operation.DESCRIBE, ResourceType.TOPIC, t.name)]
+            return drop
+        denied = [t for t in asked.topics if not self.allowed(
+            req, Operation.DESCRIBE, ResourceType.TOPIC, self._topic_name(t.name, getattr(t, "topic_id", None)))]
+        asked.topics = [t for t in asked.topics if t not in denied]
+        partition_cls = getattr(topic_cls, "Partition", None) or topic_cls.Partitions
+
+        def put_back(answer: Any) -> None:
+            for t in denied:
+                ids = {"topic_id": t.topic_id} if hasattr(t, "topic_id") else {}
+                answer.topics.append(topic_cls(name=t.name, **ids, partitions=[partition_cls(
+                    partition_index=i, committed_offset=-1, metadata=None, error_code=TOPIC_DENIED)
+                    for i in t.partition_indexes]))
+        return put_back
 
     def _offset_delete(self, req: Request[Any]) -> bool:
         body = req.body
@@ -272,18 +344,23 @@ class RequestChecks:
 
     def _find_coordinator(self, req: Request[Any]) -> bool:
         body = req.body
-        if body.key_type != 0:
+        if body.key_type == 0:
+            resource, code, message = ResourceType.GROUP, GROUP_DENIED, "Not authorized to access group"
+        elif body.key_type == 1:
+            resource, code = ResourceType.TRANSACTIONAL_ID, TXN_DENIED
+            message = "Transactional Id authorization failed."
+        else:
             return False
         if req.version < 4:
-            if self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, body.key):
+            if self.allowed(req, Operation.DESCRIBE, resource, body.key):
                 return False
-            return self._deny(req, FindCoordinatorResponse(error_code=GROUP_DENIED, node_id=-1, host="", port=-1,
-                                                           error_message="Not authorized to access group"))
+            return self._deny(req, FindCoordinatorResponse(error_code=code, node_id=-1, host="", port=-1,
+                                                           error_message=message))
         C = FindCoordinatorResponse.Coordinator
         if self._split(req, list(body.coordinator_keys),
-                       lambda k: self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, k), "coordinator_keys",
+                       lambda k: self.allowed(req, Operation.DESCRIBE, resource, k), "coordinator_keys",
                        lambda resp, denied: resp.coordinators.extend(C(key=k, node_id=-1, host="", port=-1,
-                                                                       error_code=GROUP_DENIED) for k in denied)):
+                                                                       error_code=code) for k in denied)):
             req.reply.set(FindCoordinatorResponse(coordinators=[]))
             return True
         return False
@@ -335,6 +412,15 @@ class RequestChecks:
     def _produce(self, req: Request[Any]) -> bool:
         R = ProduceResponse.TopicProduceResponse
         topics = req.body.topic_data
+        if _has_transactional_records(topics) and not (
+                req.body.transactional_id is not None
+                and self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id)):
+            if req.body.acks == 0:
+                req.reply.set_nothing()
+                return True
+            return self._deny(req, ProduceResponse(responses=[R(name=t.name, topic_id=t.topic_id, partition_responses=[
+                R.PartitionProduceResponse(index=p.index, error_code=TXN_DENIED, base_offset=-1)
+                for p in t.partition_data]) for t in topics]))
 
         def put_back(resp: Any, denied: list[Any]) -> None:
             for t in denied:
@@ -424,9 +510,156 @@ class RequestChecks:
         return False
 
     def _init_producer_id(self, req: Request[Any]) -> bool:
-        if req.body.transactional_id is not None:
-            return False  # transactions are refused by the handler anyway
-        if self.allowed(req, Operation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, CLUSTER_NAME):
+        txn_id = req.body.transactional_id
+        if txn_id is not None:
+            if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+                return False
+            return self._deny(req, InitProducerIdResponse(error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1))
+        if self.authorizer.authorize(req.conn.principal, req.conn.client_host, Operation.IDEMPOTENT_WRITE,
+                                     ResourceType.CLUSTER, CLUSTER_NAME) or \
+                self.authorizer.authorize_any(req.conn.principal, req.conn.client_host, Operation.WRITE,
+                                              ResourceType.TOPIC):
             return False
+        METRICS.authorization_denials.labels(ApiKey(req.header.api_key).name, ResourceType.CLUSTER.name).inc()
         return self._deny(req, InitProducerIdResponse(error_code=CLUSTER_DENIED, producer_id=-1, producer_epoch=-1))
+
+    # ---- configs and the cluster ----------------------------------------------------------------
+
+    def _describe_configs(self, req: Request[Any]) -> bool:
+        R = DescribeConfigsResponse.Result
+
+        def allowed(r: Any) -> bool:
+            kind = _CONFIG_RESOURCES.get(r.resource_type)
+            if kind is None:
+                return True  # the handler answers what it does not know
+            name = CLUSTER_NAME if kind[0] == ResourceType.CLUSTER else r.resource_name
+            return self.allowed(req, Operation.DESCRIBE_CONFIGS, kind[0], name)
+
+        def put_back(resp: Any, denied: list[Any]) -> None:
+            for r in denied:
+                code = _CONFIG_RESOURCES[r.resource_type][1]
+                resp.results.append(R(error_code=code, error_message=_MESSAGES[code], resource_type=r.resource_type,
+                                      resource_name=r.resource_name, configs=[]))
+
+        if self._split(req, req.body.resources, allowed, "resources", put_back):
+            req.reply.set(DescribeConfigsResponse(results=[]))
+            return True
+        return False
+
+    def _describe_cluster(self, req: Request[Any]) -> bool:
+        """Kafka answers everyone; the cluster's authorized operations (when asked for) are 0 for
+        a principal that may not describe it."""
+        if not req.body.include_cluster_authorized_operations:
+            return False
+
+        def amend(response: Any) -> Any:
+            if not response.error_code:
+                response.cluster_authorized_operations = (
+                    self.operations(req, ResourceType.CLUSTER, CLUSTER_NAME)
+                    if self.allowed(req, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME) else 0)
+            return response
+
+        req.reply.amend = amend
+        return False
+
+    # ---- transactions ---------------------------------------------------------------------------
+
+    def _txn_write(self, denied: Callable[[Request[Any]], Any]) -> Check:
+        def check(req: Request[Any]) -> bool:
+            if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
+                return False
+            return self._deny(req, denied(req))
+        return check
+
+    def _add_partitions_to_txn(self, req: Request[Any]) -> bool:
+        body = req.body
+        if req.version >= 4:  # from brokers only (KIP-890)
+            if self.allowed(req, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+                return False
+            return self._deny(req, AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED, results_by_transaction=[]))
+        T = AddPartitionsToTxnResponse.TopicResult
+
+        def answer(code_of: Callable[[str], int]) -> bool:
+            return self._deny(req, AddPartitionsToTxnResponse(results_by_topic_v3_and_below=[T(
+                name=t.name, results_by_partition=[T.PartitionResult(partition_index=p,
+                                                                     partition_error_code=code_of(t.name))
+                                                   for p in t.partitions]) for t in body.v3_and_below_topics]))
+
+        if not self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.v3_and_below_transactional_id):
+            return answer(lambda _: TXN_DENIED)
+        denied = {t.name for t in body.v3_and_below_topics
+                  if not self.allowed(req, Operation.WRITE, ResourceType.TOPIC, t.name)}
+        if denied:  # Kafka fails the whole request: the others were not attempted
+            return answer(lambda name: TOPIC_DENIED if name in denied else ErrorCode.OPERATION_NOT_ATTEMPTED)
+        return False
+
+    def _add_offsets_to_txn(self, req: Request[Any]) -> bool:
+        if not self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
+            return self._deny(req, AddOffsetsToTxnResponse(error_code=TXN_DENIED))
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
+            return self._deny(req, AddOffsetsToTxnResponse(error_code=GROUP_DENIED))
+        return False
+
+    def _txn_offset_commit(self, req: Request[Any]) -> bool:
+        body = req.body
+        T = TxnOffsetCommitResponse.Topic
+
+        def answer(t: Any, code: int) -> Any:
+            return T(name=t.name, partitions=[T.Partition(partition_index=p.partition_index, error_code=code)
+                                              for p in t.partitions])
+
+        if not self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
+            return self._deny(req, TxnOffsetCommitResponse(topics=[answer(t, TXN_DENIED) for t in body.topics]))
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, body.group_id):
+            return self._deny(req, TxnOffsetCommitResponse(topics=[answer(t, GROUP_DENIED) for t in body.topics]))
+        if self._split(req, body.topics, lambda t: self.allowed(req, Operation.READ, ResourceType.TOPIC, t.name),
+                       "topics", lambda resp, denied: resp.topics.extend(answer(t, TOPIC_DENIED) for t in denied)):
+            req.reply.set(TxnOffsetCommitResponse(topics=[]))
+            return True
+        return False
+
+    def _describable_topics(self, req: Request[Any], state: Any) -> None:
+        state.topics = [t for t in state.topics if self.authorizer.authorize(
+            req.conn.principal, req.conn.client_host, Operation.DESCRIBE, ResourceType.TOPIC, t.topic)]
+
+    def _describe_transactions(self, req: Request[Any]) -> bool:
+        ids = list(req.body.transactional_ids)
+        denied = [i for i in ids if not self.allowed(req, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, i)]
+        State = DescribeTransactionsResponse.TransactionState
+
+        def amend(response: Any) -> Any:
+            for state in response.transaction_states:
+                self._describable_topics(req, state)
+            response.transaction_states.extend(State(
+                error_code=TXN_DENIED, transactional_id=i, transaction_state="", transaction_timeout_ms=0,
+                transaction_start_time_ms=-1, producer_id=-1, producer_epoch=-1, topics=[]) for i in denied)
+            return response
+
+        req.body.transactional_ids = [i for i in ids if i not in denied]
+        req.reply.amend = amend
+        if not req.body.transactional_ids:
+            req.reply.set(DescribeTransactionsResponse(transaction_states=[]))
+            return True
+        return False
+
+    def _list_transactions(self, req: Request[Any]) -> bool:
+        def amend(response: Any) -> Any:
+            response.transaction_states = [s for s in response.transaction_states if self.authorizer.authorize(
+                req.conn.principal, req.conn.client_host, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                s.transactional_id)]
+            return response
+
+        req.reply.amend = amend
+        return False
+
+
+def _has_transactional_records(topics: list[Any]) -> bool:
+    """Kafka's RequestUtils.hasTransactionalRecords: the first batch of some partition is
+    transactional (record batch v2: magic at byte 16, attributes at bytes 21-22)."""
+    for t in topics:
+        for p in t.partition_data:
+            records = p.records
+            if records is not None and len(records) >= 23 and records[16] >= 2 and records[22] & _TRANSACTIONAL:
+                return True
+    return False
 

@@ -261,6 +261,41 @@ def _topic_collection(names: list[str]) -> Any:
     return TopicCollection(names)
 
 
+def test_configs_cluster_and_offsets_show_only_what_the_principal_may_describe(secure: SecureBroker) -> None:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+    from confluent_kafka.admin import ConfigResource
+
+    hidden, group = f"hidden-{SUFFIX}", f"team-{SUFFIX}-offsets"
+    admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
+    admin.create_topics([NewTopic(hidden, 1, 1)])[hidden].result(15)
+    committer = Consumer({**secure.confluent_conf("SASL_SSL", "PLAIN", user="admin"), "group.id": group})
+    _commit_once_the_coordinator_is_known(committer, [TopicPartition(TOPIC, 0, 2), TopicPartition(hidden, 0, 4)])
+    committer.close()
+    alice = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="alice"))
+
+    # Offsets: all topics of the group leaves out the one alice may not describe; asking for it
+    # by name answers TOPIC_AUTHORIZATION_FAILED.
+    listed = alice.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+    assert [(tp.topic, tp.offset) for tp in listed.topic_partitions] == [(TOPIC, 2)]
+    asked = alice.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [TopicPartition(hidden, 0)])])
+    assert asked[group].result(10).topic_partitions[0].error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    as_admin = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(10)
+    assert sorted((tp.topic, tp.offset) for tp in as_admin.topic_partitions) == sorted([(TOPIC, 2), (hidden, 4)])
+
+    # DescribeConfigs needs DescribeConfigs on the topic (Read does not imply it) or the cluster.
+    for resource in (ConfigResource(ConfigResource.Type.TOPIC, TOPIC), ConfigResource(ConfigResource.Type.BROKER, "1")):
+        with pytest.raises(KafkaException) as denied:
+            alice.describe_configs([resource])[resource].result(10)
+        assert denied.value.args[0].code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                                               KafkaError.CLUSTER_AUTHORIZATION_FAILED)
+        assert admin.describe_configs([resource])[resource].result(10)
+
+    # DescribeCluster answers everyone; the cluster's operations are empty for alice.
+    assert not alice.describe_cluster(include_authorized_operations=True).result(10).authorized_operations
+    assert AclOperation.ALTER in admin.describe_cluster(include_authorized_operations=True).result(
+        10).authorized_operations
+
+
 def test_acls_are_managed_by_admins_only_and_survive_a_restart(secure: SecureBroker) -> None:
     alice_admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="alice"))
     extra = _acl(ResourceType.GROUP, f"extra-{SUFFIX}", "User:bob", AclOperation.READ)

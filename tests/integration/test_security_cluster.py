@@ -1,0 +1,123 @@
+"""Users and ACLs of a cluster live in etcd: an ACL created through one node is enforced by the
+other, a SCRAM user created through one node authenticates on the other, and both survive
+restarting every node (nothing of them is in the shared data dir)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import KafkaException
+from confluent_kafka.admin import (
+    AclBinding,
+    AclBindingFilter,
+    AclOperation,
+    AclPermissionType,
+    AdminClient,
+    ResourcePatternType,
+    ResourceType,
+    ScramCredentialInfo,
+    ScramMechanism,
+    UserScramCredentialUpsertion,
+)
+
+from broker.tools.wire_client import WireClient
+from protocol.errors import ErrorCode
+from protocol.messages import ApiKey
+from protocol.messages.find_coordinator import FindCoordinatorRequest
+from tests.conftest import BrokerProcess, EtcdProcess, free_port
+from tests.integration.cluster_helpers import Cluster
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+GROUP = "billing"
+
+
+class SecureCluster(Cluster):
+    """Nodes with a PLAINTEXT listener (User:ANONYMOUS) and a SASL_PLAINTEXT one, ACLs on."""
+
+    def start_node(self, node_id: int) -> BrokerProcess:
+        b = BrokerProcess(self.data_dir, {
+            "node.id": str(node_id), "etcd.endpoints": self.etcd.endpoint, "cluster.id": self.cluster_id,
+            "broker.session.timeout.ms": str(self.session_timeout_ms),
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:admin", "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+            "sasl.bootstrap.users": "admin:admin-secret", "connection.failed.authentication.delay.ms": "0"})
+        b.sasl_port = free_port()  # type: ignore[attr-defined]
+        b.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{b.sasl_port}"  # type: ignore[attr-defined]
+        b.overrides["advertised.listeners"] = ""
+        b.log_path = self.tmp_path / f"node{node_id}-{b.port}.log"
+        b.start()
+        self.nodes[node_id] = b
+        return b
+
+
+def _sasl(b: BrokerProcess, user: str, password: str) -> dict[str, str]:
+    return {"bootstrap.servers": f"127.0.0.1:{b.sasl_port}", "security.protocol": "SASL_PLAINTEXT",  # type: ignore[attr-defined]
+            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": password}
+
+
+def _find_coordinator_error(b: BrokerProcess) -> int:
+    """What an anonymous client is told when it looks for the group's coordinator."""
+    with WireClient("127.0.0.1", b.port, timeout=5) as c:
+        return int(c.call(ApiKey.FindCoordinator, 3, FindCoordinatorRequest(key=GROUP, key_type=0)).error_code)
+
+
+def _authenticates(b: BrokerProcess, user: str, password: str) -> bool:
+    try:
+        AdminClient(_sasl(b, user, password)).list_topics(timeout=4)
+        return True
+    except KafkaException:
+        return False
+
+
+def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("not within the time allowed")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def cluster(etcd: EtcdProcess, tmp_path: Path) -> Iterator[SecureCluster]:
+    c = SecureCluster(etcd, tmp_path)
+    yield c
+    c.stop_all()
+
+
+def test_acls_and_users_created_on_one_node_hold_on_the_other_and_after_restarts(cluster: SecureCluster) -> None:
+    a, b = cluster.start_node(1), cluster.start_node(2)
+    assert _find_coordinator_error(b) == ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert not _authenticates(b, "carol", "carol-secret")
+
+    admin = AdminClient(_sasl(a, "admin", "admin-secret"))
+    acl = AclBinding(ResourceType.GROUP, GROUP, ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                     AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+    for future in admin.create_acls([acl]).values():
+        future.result(10)
+    upsert = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
+                                          b"carol-secret")
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(10)
+
+    _eventually(lambda: _find_coordinator_error(b) != ErrorCode.GROUP_AUTHORIZATION_FAILED, 5)
+    assert _authenticates(b, "carol", "carol-secret")
+    assert not _authenticates(b, "carol", "wrong")
+    assert not (cluster.data_dir / "kcoord-acls.json").exists()
+    assert not (cluster.data_dir / "kcoord-scram-credentials.json").exists()
+
+    cluster.stop_all()
+    cluster.nodes.clear()
+    a, b = cluster.start_node(1), cluster.start_node(2)
+    assert _find_coordinator_error(a) != ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert _find_coordinator_error(b) != ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert _authenticates(a, "carol", "carol-secret")
+
+    # Deleted through node B: node A denies again.
+    admin = AdminClient(_sasl(b, "admin", "admin-secret"))
+    deleted = admin.delete_acls([AclBindingFilter(ResourceType.GROUP, GROUP, ResourcePatternType.LITERAL, None, None,
+                                                  AclOperation.ANY, AclPermissionType.ANY)])
+    assert [len(f.result(10)) for f in deleted.values()] == [1]
+    _eventually(lambda: _find_coordinator_error(a) == ErrorCode.GROUP_AUTHORIZATION_FAILED, 5)
