@@ -156,6 +156,11 @@ def _join(base: str, name: str) -> str:
     return base.rstrip("/") + "/" + name
 
 
+def _is_local_dir(data_dir: str) -> bool:
+    local = data_dir.removeprefix("file://")
+    return "://" not in local and os.path.isdir(local)
+
+
 def end_offsets_from_data_dir(data_dir: str) -> list[rules.EndOffset] | None:
     """A broker's data dir holds its topics' logs too: their end offsets give lag without a file."""
     local = data_dir.removeprefix("file://")
@@ -167,6 +172,21 @@ def end_offsets_from_data_dir(data_dir: str) -> list[rules.EndOffset] | None:
     found = [rules.EndOffset(topic, partition, end, now)
              for (topic, partition), end in topic_end_offsets(local).items()]
     return found or None
+
+
+def first_unconsumed_from_data_dir(data_dir: str, wanted: list[tuple[str, int, int, int]]) -> list[tuple[str, int, int, int]]:
+    """For each (topic, partition, committed offset, end offset) whose partition's log is in the
+    data dir: (topic, partition, offset, timestamp of the first record at or after the offset)."""
+    from storage.layout import partition_dir_name
+    from storage.record_times import first_timestamp_at
+
+    local = data_dir.removeprefix("file://")
+    found = []
+    for topic, partition, offset, end in wanted:
+        ts = first_timestamp_at(os.path.join(local, partition_dir_name(topic, partition)), offset, end)
+        if ts is not None:
+            found.append((topic, partition, offset, ts))
+    return found
 
 
 def load_end_offsets(path: str | None) -> list[rules.EndOffset] | None:
@@ -221,7 +241,17 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     ends_df = T.end_offsets_df(spark, ends) if ends else None
 
     recent = T.recent_commits(buckets, opts.window).cache()
-    latest = T.latest_offsets(recent, ends_df).cache()
+    latest = T.latest_offsets(recent, ends_df)
+    if ends_df is not None:
+        # Lag in seconds where the data dir holds the topic's log (the offsets to look up are one
+        # per group and partition behind its end: few, looked up on the driver).
+        behind = [(r["topic"], r["partition"], r["current_offset"], r["log_end_offset"])
+                  for r in latest.filter(F.col("lag") > 0)
+                  .select("topic", "partition", "current_offset", "log_end_offset").distinct().collect()]
+        stamps = first_unconsumed_from_data_dir(opts.data_dir, behind) if _is_local_dir(opts.data_dir) else []
+        schema = "topic string, partition int, offset long, timestamp long"
+        latest = T.with_lag_seconds(latest, spark.createDataFrame(stamps, schema), now_ms)
+    latest = latest.cache()
     status = T.partition_status(recent, latest, ends_df, t_opts).cache()
     events = T.group_events(groups).cache()
     frames = {

@@ -106,6 +106,19 @@ def latest_offsets(recent: DataFrame, ends: DataFrame | None) -> DataFrame:
                     "expire_timestamp"))
 
 
+def with_lag_seconds(latest: DataFrame, first_unconsumed: DataFrame, now_ms: int) -> DataFrame:
+    """``lag_seconds``: the as-of time minus the timestamp of the first record at or after the
+    committed offset (read from the topic's own log: ``first_unconsumed`` holds topic, partition,
+    offset and that record's ``timestamp``); 0 when nothing is left to consume, unknown without
+    the topic's log."""
+    stamps = first_unconsumed.withColumnRenamed("offset", "current_offset")
+    seconds = F.greatest(F.lit(0.0), (F.lit(now_ms) - F.col("timestamp")) / F.lit(1000.0))
+    return (latest.join(stamps, ["topic", "partition", "current_offset"], "left")
+            .withColumn("lag_seconds", F.when(F.col("lag") == 0, F.lit(0.0))
+                        .when(F.col("timestamp").isNotNull(), seconds))
+            .select(*latest.columns, "lag_seconds"))
+
+
 def commit_activity(buckets: DataFrame, bucket_ms: int) -> DataFrame:
     """Per group/topic/partition and time bucket: commits, offset advance, time between commits.
 

@@ -11,7 +11,8 @@ consumer, Spark's JSON functions) reads it without a schema; ``version`` in key 
 later encoding change without breaking readers that check it.
 
 The writes never hold a group operation: the shard hands them over and answers without waiting;
-they reach the log every 0.2 s as one batch. The journal log is *lazy* in the runtime (flushed every ``log.flush.interval.ms``, never inside a
+the event loop only queues the events, and every 0.2 s a worker thread encodes what was queued
+(JSON, the record batch's entries) and the loop hands it to the log as one batch. The journal log is *lazy* in the runtime (flushed every ``log.flush.interval.ms``, never inside a
 group-commit pass), and its high watermark moves only once a flush made the events durable. A
 clean shutdown writes and flushes what is queued; a crash of the process loses the events not yet
 written (those of the last 0.2 s), a crash of the machine also those written since the last
@@ -20,10 +21,10 @@ periodic flush (up to ``log.flush.interval.ms``).
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
-from typing import Any
 
 import trio
 
@@ -46,10 +47,22 @@ RECENT_EVENTS = 100
 HAND_OVER_S = 0.2
 
 
-def encode_event(event: GroupEvent, doc: dict[str, Any] | None = None) -> Entry:
-    key = json.dumps({"version": ENCODING_VERSION, "group": event.group}, separators=(",", ":")).encode()
-    value = json.dumps(doc or event.to_json(), separators=(",", ":"), default=str).encode()
-    return key, value, event.timestamp
+# One encoder for every event: json.dumps with options builds a new one per call.
+_VALUE_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
+
+
+@functools.lru_cache(maxsize=4096)
+def _key(group: str) -> bytes:
+    return json.dumps({"version": ENCODING_VERSION, "group": group}, separators=(",", ":")).encode()
+
+
+def encode_event(event: GroupEvent) -> Entry:
+    return _key(event.group), _VALUE_ENCODER.encode(event.to_json()).encode(), event.timestamp
+
+
+def encode_events(events: Sequence[GroupEvent]) -> list[Entry]:
+    """The log entries of ``events``: runs in a worker thread (events are immutable once written)."""
+    return [encode_event(e) for e in events]
 
 
 class JournalWriter:
@@ -63,8 +76,11 @@ class JournalWriter:
         if enabled:
             catalog.ensure_internal(EVENTS_TOPIC, 1, {"cleanup.policy": "delete", "retention.ms": str(retention_ms)})
         self.topic = catalog.get(EVENTS_TOPIC)
-        self.recent: OrderedDict[str, deque[dict[str, Any]]] = OrderedDict()
-        self.pending: list[Entry] = []
+        self.recent: OrderedDict[str, deque[GroupEvent]] = OrderedDict()
+        # Queued by the loop, not yet encoded; and those a worker thread is encoding.
+        self.pending: list[GroupEvent] = []
+        self.encoding: list[GroupEvent] = []
+        self.closed = False
         self._findings: Counter[str] | None = None
 
     def open(self) -> None:
@@ -79,29 +95,33 @@ class JournalWriter:
         part = self.part
         if part is None or part.failed or part.closed:
             return
-        entries = []
         for event in events:
-            doc = event.to_json()
-            entries.append(encode_event(event, doc))
             if event.kind != "state":
-                self._remember(event.group, doc)
-        # Handed to the log every HAND_OVER_S as one batch, not in every group-commit pass: a
-        # rebalance of N members is N events, and a batch each would be N appends on the event loop.
-        self.pending.extend(entries)
+                self._remember(event.group, event)
+        # Only queued here: a rebalance of N members is N events, and encoding them (JSON) and a
+        # batch each would be N times that work on the event loop, inside the group operations.
+        self.pending.extend(events)
         METRICS.group_events.inc(len(events))
 
-    def hand_over(self) -> None:
+    async def hand_over(self) -> None:
+        """Encodes what was queued on a worker thread and hands it to the log as one batch."""
         part = self.part
-        if self.pending and part is not None and not part.failed and not part.closed:
-            entries, self.pending = self.pending, []
+        if not self.pending or part is None or part.failed or part.closed or self.closed:
+            return
+        self.encoding, self.pending = self.pending, []
+        # Not abandoned on cancellation: the thread finishes and its entries are appended (or,
+        # after close() wrote these events itself, dropped).
+        entries = await trio.to_thread.run_sync(encode_events, self.encoding)
+        self.encoding = []
+        if not self.closed and not part.failed and not part.closed:
             self.runtime.append_records(part, entries)
 
     async def run(self) -> None:
         while True:
             await trio.sleep(HAND_OVER_S)
-            self.hand_over()
+            await self.hand_over()
 
-    def _remember(self, group: str, doc: dict[str, Any]) -> None:
+    def _remember(self, group: str, event: GroupEvent) -> None:
         kept = self.recent.get(group)
         if kept is None:
             kept = self.recent[group] = deque(maxlen=RECENT_EVENTS)
@@ -109,14 +129,14 @@ class JournalWriter:
                 self.recent.popitem(last=False)
         else:
             self.recent.move_to_end(group)
-        kept.append(doc)
+        kept.append(event)
         self._findings = None
 
     def findings_by_rule(self) -> Counter[str]:
         """Groups with each of the doctor's findings, over the recent events (recomputed only when
         events arrived since the last call: a scrape)."""
         if self._findings is None:
-            found = diagnose(e for kept in self.recent.values() for e in kept)
+            found = diagnose(e.to_json() for kept in self.recent.values() for e in kept)
             self._findings = Counter({rule: 0 for rule in RULES})
             self._findings.update(f.rule for f in found)
         return self._findings
@@ -129,9 +149,11 @@ class JournalWriter:
     def close(self) -> None:
         """Writes what is queued and not yet taken by a pass, so a clean shutdown loses nothing."""
         part = self.part
-        if part is None or part.failed or part.closed or not (part.records or self.pending):
+        self.closed = True
+        queued, self.encoding, self.pending = self.encoding + self.pending, [], []
+        if part is None or part.failed or part.closed or not (part.records or queued):
             return
-        records, part.records, self.pending = part.records + self.pending, [], []
+        records, part.records = part.records + encode_events(queued), []
         try:
             part.log.append(records)
             part.log.flush()

@@ -396,11 +396,15 @@ def test_partition_status_of_a_data_dir_with_topic_logs(spark: Any, tmp_path: Pa
         batches.append(encode_batch(offset, records, at))
         offset += len(records)
     (offsets / "00000000000000000000.log").write_bytes(b"".join(batches))
-    for partition, count in ((0, 60), (1, 8)):
-        topic = data / f"in-{partition}"
-        topic.mkdir()
-        (topic / "00000000000000000000.log").write_bytes(
-            build_simple_batch([(None, b"x", T0) for _ in range(count)]))
+    # Records of in-0 every 50 ms, in two batches; of in-1 every 500 ms.
+    topic = data / "in-0"
+    topic.mkdir()
+    (topic / "00000000000000000000.log").write_bytes(
+        build_simple_batch([(None, b"x", T0 + 50 * i) for i in range(30)])
+        + build_simple_batch([(None, b"x", T0 + 50 * i) for i in range(30, 60)], 30))
+    (data / "in-1").mkdir()
+    (data / "in-1" / "00000000000000000000.log").write_bytes(
+        build_simple_batch([(None, b"x", T0 + 500 * i) for i in range(8)]))
     ends = end_offsets_from_data_dir(str(data))
     assert ends is not None and {(e.topic, e.partition, e.end_offset) for e in ends} == {("in", 0, 60), ("in", 1, 8)}
     out = tmp_path / "out"
@@ -408,3 +412,8 @@ def test_partition_status_of_a_data_dir_with_topic_logs(spark: Any, tmp_path: Pa
     status = {(r["topic"], r["partition"]): (r["status"], r["lag"], r["window_commits"])
               for r in table(spark, out, "partition_status")}
     assert status == {("in", 0): ("OK", 10, 5), ("in", 1): ("STALL", 5, 5)}
+    # Lag in seconds from the topics' logs: as-of time minus the first unconsumed record's time
+    # (in-0 committed 50, written at T0 + 2.5 s; in-1 committed 3, written at T0 + 1.5 s).
+    latest = {(r["topic"], r["partition"]): (r["current_offset"], r["lag"], r["lag_seconds"])
+              for r in table(spark, out, "latest_offsets")}
+    assert latest == {("in", 0): (50, 10, 2.5), ("in", 1): (3, 5, 3.5)}

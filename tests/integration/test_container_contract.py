@@ -219,7 +219,9 @@ def test_container_command_serves_reports_health_and_stops_cleanly(container: Co
     with urllib.request.urlopen(f"http://127.0.0.1:{c.metrics_port}/metrics", timeout=5) as response:
         assert response.status == 200
         metrics = response.read().decode()
-    assert 'kcoord_requests_total{api="ApiVersions",version="3"} 1.0' in metrics
+    # At least this request (a client of another test that outlived its broker may retry here too).
+    counted = re.search(r'^kcoord_requests_total\{api="ApiVersions",version="3"\} (\S+)$', metrics, re.M)
+    assert counted is not None and float(counted.group(1)) >= 1.0
     assert "process_resident_memory_bytes" in metrics
 
     # Docker does not count failures during --start-period; the check must pass before it ends.
