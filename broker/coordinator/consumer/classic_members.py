@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from broker.coordinator.classic_group import CONSUMER_PROTOCOL_TYPE
 from broker.coordinator.consumer import migration
 from broker.coordinator.consumer import timers as consumer_timers
 from broker.coordinator.consumer.group import ConsumerGroup
@@ -34,7 +35,6 @@ from protocol.messages.heartbeat import HeartbeatResponse
 if TYPE_CHECKING:
     from broker.coordinator.state import CoordinatorState
 
-CONSUMER_PROTOCOL_TYPE = "consumer"
 # JoinGroup v4+ hands new dynamic members an id and asks them to come back with it (KIP-394).
 _MEMBER_ID_REQUIRED_VERSION = 4
 

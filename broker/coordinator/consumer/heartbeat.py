@@ -179,13 +179,11 @@ class MemberOperation:
             before = group_state(self.st, group_id)
             for record in self.records:
                 self.st.emit(self.out, record)
-            if self.upgraded is not None:
-                from broker.coordinator.consumer import migration
+            from broker.coordinator.consumer import migration  # imports this module
 
+            if self.upgraded is not None:
                 migration.after_upgrade(self.st, self.out, self.upgraded, self.now)
             if self.downgraded:
-                from broker.coordinator.consumer import migration
-
                 migration.after_downgrade(self.st, self.out, group_id, self.now)
                 return
             reason = f"member {joined} joined" if joined is not None else default_reason
