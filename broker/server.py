@@ -396,6 +396,10 @@ class Broker:
     async def _run_connection(self, stream: trio.SocketStream, spec: ListenerSpec | None = None) -> None:
         try:
             await self._handle_connection(stream, spec)
+        except Exception:
+            # A connection's failure ends that connection, never the broker: its task runs in the
+            # server's nursery, where an escaping error would cancel every other client.
+            logs.event("connection.failed", 40, exc_info=True, listener=spec.name if spec else "PLAINTEXT")
         finally:
             await trio.aclose_forcefully(stream)
 

@@ -37,12 +37,5 @@ fi
 
 .venv/bin/ruff check .
 .venv/bin/mypy
-# Given paths or test ids, run just those.
-for arg in "$@"; do
-  case "$arg" in -*) ;; *) exec .venv/bin/python -m pytest "$@" ;; esac
-done
-# The whole suite. The ACL tests run in a pytest process of their own: late in one long process,
-# librdkafka clients that earlier tests leave reconnecting to brokers that have stopped slow them
-# down past their timeouts (each passes alone and after any part of the suite run on its own).
-.venv/bin/python -m pytest "$@" --ignore=tests/integration/test_security_acls.py
-exec .venv/bin/python -m pytest "$@" tests/integration/test_security_acls.py
+# The whole suite, or, given paths or test ids, just those.
+exec .venv/bin/python -m pytest "$@"

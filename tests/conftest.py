@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,6 +117,38 @@ class BrokerProcess:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait()
+
+
+def _librdkafka_consumers() -> list[Any]:
+    try:
+        from confluent_kafka import Consumer
+    except ImportError:
+        return []
+    return [o for o in gc.get_objects() if isinstance(o, Consumer)]
+
+
+@pytest.fixture(autouse=True)
+def _no_client_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A librdkafka consumer a test leaves behind (a failure before its `close`, a polling thread
+    never stopped) keeps reconnecting to a broker that has stopped, for the rest of the session,
+    taking CPU from every later test. After each integration test: stop the polling threads it
+    started, and close the consumers it created that are still alive."""
+    if "integration" not in request.node.path.parts:
+        yield
+        return
+    threads_before = set(threading.enumerate())
+    consumers_before = {id(c) for c in _librdkafka_consumers()}
+    yield
+    for thread in set(threading.enumerate()) - threads_before:
+        owner = getattr(getattr(thread, "_target", None), "__self__", thread)
+        stop_flag = getattr(owner, "stop_flag", None)
+        if isinstance(stop_flag, threading.Event):
+            stop_flag.set()
+            thread.join(15)
+    gc.collect()  # consumers in reference cycles (callbacks that point back at their owner)
+    for consumer in _librdkafka_consumers():
+        if id(consumer) not in consumers_before:
+            consumer.close()  # idempotent; quick even when its broker is gone
 
 
 @pytest.fixture

@@ -99,7 +99,10 @@ class Connection:
                     nursery.start_soon(self._poll_reads)
                     await self._writer()
                     nursery.cancel_scope.cancel()
-        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+            # The client went away while we wrote. Raised inside the nursery, the error arrives
+            # wrapped in an ExceptionGroup, which a plain ``except`` would let through to the
+            # server's nursery.
             pass
         finally:
             # Replies still parked (a join waiting for its rebalance) may be filled after this

@@ -38,7 +38,10 @@ class TlsConnection(Connection):
                 nursery.start_soon(self._receive_loop)
                 await self._writer()
                 nursery.cancel_scope.cancel()
-        except (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+        except* (trio.BrokenResourceError, trio.ClosedResourceError, ConnectionError):
+            # The client went away while we wrote. Raised inside the nursery, the error arrives
+            # wrapped in an ExceptionGroup, which a plain ``except`` would let through to the
+            # server's nursery.
             pass
         finally:
             self.broken = True

@@ -32,6 +32,9 @@ SUFFIX = uuid.uuid4().hex[:6]
 TOPIC = f"orders-{SUFFIX}"
 GROUP_A = f"a-{SUFFIX}"
 GROUP_B = f"b-secret-{SUFFIX}"
+# librdkafka holds a commit for a group whose coordinator it cannot look up (FindCoordinator is
+# denied) for up to the session timeout before failing it with _WAIT_COORD: 45 s by default.
+DENIED_GROUP_CONF = {"session.timeout.ms": 6000}
 
 
 def _acl(resource: ResourceType, name: str, principal: str, operation: AclOperation,
@@ -115,7 +118,7 @@ def test_user_allowed_on_group_a_can_do_nothing_with_group_b(secure: SecureBroke
     fetches fail, the group error arrives through poll, and the admin API's describe and delete
     fail with GROUP_AUTHORIZATION_FAILED; listing does not show the group."""
     errors: list[KafkaError] = []
-    consumer = _alice(secure, GROUP_B, error_cb=errors.append)
+    consumer = _alice(secure, GROUP_B, error_cb=errors.append, **DENIED_GROUP_CONF)
     try:
         with pytest.raises(KafkaException):
             consumer.commit(offsets=[TopicPartition(TOPIC, 0, 2)], asynchronous=False)
@@ -206,7 +209,7 @@ def test_each_group_api_refuses_group_b_on_the_wire(secure: SecureBroker) -> Non
 
 def test_nothing_a_denied_request_carries_reaches_the_log(secure: SecureBroker) -> None:
     marker = f"denied-{uuid.uuid4().hex}"
-    consumer = _alice(secure, marker)
+    consumer = _alice(secure, marker, **DENIED_GROUP_CONF)
     try:
         with pytest.raises(KafkaException):
             consumer.commit(offsets=[TopicPartition(TOPIC, 0, 2, metadata=marker)], asynchronous=False)
@@ -235,7 +238,7 @@ def test_client_certificate_subject_is_the_principal(secure: SecureBroker) -> No
         assert with_cert.committed([TopicPartition(TOPIC, 0)], timeout=10)[0].offset == 2
     finally:
         with_cert.close()
-    anonymous = Consumer({**secure.confluent_conf("SSL"), "group.id": f"mtls-{SUFFIX}"})
+    anonymous = Consumer({**secure.confluent_conf("SSL"), "group.id": f"mtls-{SUFFIX}", **DENIED_GROUP_CONF})
     try:
         # User:ANONYMOUS may not even look the group's coordinator up.
         with pytest.raises(KafkaException):

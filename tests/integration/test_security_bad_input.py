@@ -166,6 +166,23 @@ def test_slow_tls_handshake_is_cut_off(secure: SecureBroker) -> None:
     _logged_once(secure, "TLS handshake not finished", before)
 
 
+def test_a_tls_client_that_resets_while_answers_are_written_ends_only_its_connection(secure: SecureBroker) -> None:
+    """Many pipelined requests, a receive window too small for the answers, then a reset: the
+    broker is inside a TLS write when the socket breaks. Only that connection ends."""
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.settimeout(5)
+    raw.connect(("127.0.0.1", secure.ports["SSL"]))
+    tls = ssl.create_default_context(cafile=str(secure.pki.ca)).wrap_socket(raw, server_hostname="localhost")
+    tls.sendall(_frame(ApiKey.ApiVersions, 0, b"") * 3000)
+    time.sleep(0.5)  # the answers fill both windows; the broker waits to write more
+    tls.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    tls.close()  # an RST: the pending write fails
+    time.sleep(0.3)
+    assert secure.process.proc is not None and secure.process.proc.poll() is None, secure.process.log()[-3000:]
+    _served(secure)
+
+
 def test_sasl_handshake_v0_then_bare_plain_token(secure: SecureBroker) -> None:
     with _client(secure, "SASL_PLAINTEXT") as c:
         assert c.call(ApiKey.SaslHandshake, 0, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
