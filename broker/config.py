@@ -35,6 +35,8 @@ class Property:
     doc: str
     choices: tuple[str, ...] = ()
     minimum: int | None = None
+    # Passwords and keys: DescribeConfigs answers them with no value and is_sensitive, as Kafka does.
+    secret: bool = False
 
 
 PROPERTIES: tuple[Property, ...] = (
@@ -129,19 +131,29 @@ PROPERTIES: tuple[Property, ...] = (
              "turns lag metrics off.", minimum=0),
     Property("listener.security.protocol.map", str, DEFAULT_PROTOCOL_MAP, "Listener name -> security protocol, "
              "NAME:PROTOCOL comma-separated."),
-    Property("ssl.keystore.location", str, "", "PEM file holding this broker's certificate chain and private "
-             "key (PEM only: PKCS12/JKS stores are not read)."),
-    Property("ssl.keystore.type", str, "PEM", "Format of the keystore; PEM only.", choices=("PEM",)),
+    Property("ssl.keystore.location", str, "", "Keystore file with this broker's private key and certificate "
+             "chain, of ssl.keystore.type."),
+    Property("ssl.keystore.type", str, "JKS", "Format of ssl.keystore.location: JKS (as in Java, a PKCS12 file "
+             "is read too), PKCS12 or PEM (chain and key in one file). A PEM file is read whatever the type.",
+             choices=("JKS", "PKCS12", "PEM")),
+    Property("ssl.keystore.password", str, "", "Password of the JKS or PKCS12 keystore.", secret=True),
     Property("ssl.keystore.certificate.chain", str, "", "The broker's PEM certificate chain, inline (instead of "
              "ssl.keystore.location)."),
     Property("ssl.keystore.key", str, "", "The broker's PEM private key, inline (instead of "
-             "ssl.keystore.location)."),
-    Property("ssl.key.password", str, "", "Password of an encrypted private key."),
-    Property("ssl.truststore.location", str, "", "PEM file of the CA certificates that client certificates "
-             "are checked against."),
-    Property("ssl.truststore.type", str, "PEM", "Format of the truststore; PEM only.", choices=("PEM",)),
+             "ssl.keystore.location).", secret=True),
+    Property("ssl.key.password", str, "", "Password of the private key (of an encrypted PEM key; in a JKS "
+             "keystore, the keystore password when empty).", secret=True),
+    Property("ssl.truststore.location", str, "", "Truststore file of the CA certificates that client "
+             "certificates are checked against, of ssl.truststore.type."),
+    Property("ssl.truststore.type", str, "JKS", "Format of ssl.truststore.location: JKS (or PKCS12, as Java "
+             "reads it), PKCS12 or PEM.", choices=("JKS", "PKCS12", "PEM")),
+    Property("ssl.truststore.password", str, "", "Password of the JKS or PKCS12 truststore (a JKS store is "
+             "read unchecked without one, as Java reads it).", secret=True),
     Property("ssl.truststore.certificates", str, "", "The trusted CA certificates in PEM, inline (instead of "
              "ssl.truststore.location)."),
+    Property("ssl.principal.mapping.rules", str, "DEFAULT", "How a client certificate's subject (RFC 2253) "
+             "becomes the principal's name: comma-separated RULE:pattern/replacement/[LU] and DEFAULT (the "
+             "subject as it is), first match wins, as Kafka reads them; a subject no rule matches is refused."),
     Property("ssl.client.auth", str, "none", "Client certificates on SSL listeners: none, requested or "
              "required (mTLS; the principal is User:<certificate subject>).",
              choices=("none", "requested", "required")),
@@ -151,7 +163,7 @@ PROPERTIES: tuple[Property, ...] = (
              "SASL listeners: any of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
     Property("sasl.bootstrap.users", str, "", "Users created at startup when absent, name:password "
              "comma-separated, with SCRAM-SHA-256 and SCRAM-SHA-512 credentials (PLAIN checks the same "
-             "credentials)."),
+             "credentials).", secret=True),
     Property("sasl.server.max.receive.size", int, 524288, "Largest request before authentication; bigger "
              "closes the connection.", minimum=1),
     Property("connections.max.reauth.ms", int, 0, "Lifetime of a SASL session (KIP-368); the client must "
@@ -169,6 +181,7 @@ PROPERTIES: tuple[Property, ...] = (
 )
 
 _BY_NAME = {p.name: p for p in PROPERTIES}
+SECRET_PROPERTIES = frozenset(p.name for p in PROPERTIES if p.secret)
 _BY_ENV = {"KCOORD_" + p.name.upper().replace(".", "_"): p for p in PROPERTIES}
 
 

@@ -356,7 +356,7 @@ class Broker:
                 tls_stream = trio.SSLStream(stream, self.security.ssl_context, server_side=True)
                 conn = TlsConnection(stream, tls_stream, self.router, info, max_bytes,
                                      self.security.handshake_timeout, self._on_response,
-                                     self.security.max_unauthenticated_bytes)
+                                     self.security.max_unauthenticated_bytes, self.security.principal_mapper)
             else:
                 conn = Connection(stream, self.router, info, max_bytes, self._on_response, self.readiness,
                                   self.security.max_unauthenticated_bytes)

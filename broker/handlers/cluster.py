@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
+from broker.config import SECRET_PROPERTIES
 from broker.coordinator.partitioning import partition_for
 from broker.network.router import ConnectionInfo, Request
 from broker.topics.catalog import OFFSETS_TOPIC, TopicError, validate_topic_name
@@ -184,8 +185,9 @@ def register(broker: Broker) -> None:
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"resource type {res.resource_type} not supported"
             wanted = res.configuration_keys
+            secret = SECRET_PROPERTIES if res.resource_type == 4 else frozenset()
             entries = [DescribeConfigsResponse.Result.ResourceResult(
-                name=k, value=v, read_only=False, config_source=5, is_sensitive=False)
+                name=k, value=None if k in secret else v, read_only=False, config_source=5, is_sensitive=k in secret)
                 for k, v in sorted(configs.items()) if wanted is None or k in wanted]
             results.append(DescribeConfigsResponse.Result(
                 error_code=error, error_message=message, resource_type=res.resource_type,

@@ -16,7 +16,7 @@ from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Router
 from broker.observability import logs
 from broker.observability.metrics import METRICS
-from broker.security.tls import principal_from_certificate
+from broker.security.tls import DEFAULT_MAPPER, NoMatchingRule, PrincipalMapper, principal_from_certificate
 
 _RECV_BYTES = 256 * 1024
 
@@ -25,10 +25,12 @@ class TlsConnection(Connection):
     def __init__(self, stream: trio.SocketStream, tls_stream: trio.SSLStream[trio.SocketStream], router: Router,
                  info: ConnectionInfo, max_request_bytes: int, handshake_timeout: float,
                  on_response: Callable[[Reply], None] | None = None,
-                 max_unauthenticated_bytes: int | None = None) -> None:
+                 max_unauthenticated_bytes: int | None = None,
+                 principal_mapper: PrincipalMapper = DEFAULT_MAPPER) -> None:
         super().__init__(stream, router, info, max_request_bytes, on_response, None, max_unauthenticated_bytes)
         self.tls_stream = tls_stream
         self.handshake_timeout = handshake_timeout
+        self.principal_mapper = principal_mapper
 
     async def run(self) -> None:
         try:
@@ -64,7 +66,13 @@ class TlsConnection(Connection):
                 return False
             if not self.info.gated:
                 cert = self.tls_stream.getpeercert()
-                self.info.principal = principal_from_certificate(cert)
+                try:
+                    self.info.principal = principal_from_certificate(cert, self.principal_mapper)
+                except NoMatchingRule as exc:
+                    # As Kafka's principal builder fails: the client is not authenticated.
+                    METRICS.authentications.labels("SSL", "failure").inc()
+                    logs.warn("connection.closed", reason=str(exc), client=client, conn=self.info.conn_id)
+                    return False
                 if cert:
                     METRICS.authentications.labels("SSL", "success").inc()
             return True

@@ -28,8 +28,9 @@ class SecurityContext:
         if any(spec.tls for spec in config.listeners):
             try:
                 self.ssl_context = tls.server_context(config.values)
-            except (OSError, ssl.SSLError) as exc:
+            except (OSError, ssl.SSLError, tls.KeystoreError) as exc:
                 raise SystemExit(f"kcoord: cannot load the TLS keystore or truststore: {exc}") from None
+        self.principal_mapper = tls.PrincipalMapper(config["ssl.principal.mapping.rules"])
         self.handshake_timeout = config["ssl.handshake.timeout.ms"] / 1000
         self.max_unauthenticated_bytes: int = config["sasl.server.max.receive.size"]
         self.authorizer: Authorizer | None = None

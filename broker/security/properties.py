@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from broker.security.listeners import ListenerSpec
+from broker.security.tls import PrincipalMapper
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")
@@ -49,6 +50,7 @@ def check_security(values: Mapping[str, Any], listeners: list[ListenerSpec]) -> 
         if values["ssl.client.auth"] != "none" and not (values["ssl.truststore.location"]
                                                         or values["ssl.truststore.certificates"]):
             raise ValueError("ssl.client.auth needs ssl.truststore.location or ssl.truststore.certificates")
+    PrincipalMapper(str(values["ssl.principal.mapping.rules"]))  # raises ValueError naming the property
     authorizer = str(values["authorizer.class.name"]).strip()
     if authorizer and authorizer not in AUTHORIZERS:
         raise ValueError(f"authorizer.class.name: {authorizer!r} is not one of {', '.join(AUTHORIZERS)} (or empty)")

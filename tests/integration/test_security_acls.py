@@ -292,6 +292,12 @@ def test_configs_cluster_and_offsets_show_only_what_the_principal_may_describe(s
         assert denied.value.args[0].code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED,
                                                KafkaError.CLUSTER_AUTHORIZATION_FAILED)
         assert admin.describe_configs([resource])[resource].result(10)
+    # Passwords and keys are sensitive: named, never shown, even to a super user.
+    broker_resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+    shown = admin.describe_configs([broker_resource])[broker_resource].result(10)
+    assert shown["sasl.bootstrap.users"].is_sensitive and shown["sasl.bootstrap.users"].value is None
+    assert shown["ssl.keystore.location"].value and not shown["ssl.keystore.location"].is_sensitive
+    assert not any("admin-secret" in (entry.value or "") for entry in shown.values())
 
     # DescribeCluster answers everyone; the cluster's operations are empty for alice.
     assert not alice.describe_cluster(include_authorized_operations=True).result(10).authorized_operations
