@@ -40,4 +40,4 @@ class SecurityContext:
         self.etcd_store: EtcdSecurityStore | None = None
         if etcd is not None:
             self.etcd_store = EtcdSecurityStore(etcd[0], etcd[1], self.authorizer, self.credentials,
-                                                bootstrap_users(config.values))
+                                                bootstrap_users(config.values), data_dir)

@@ -8,6 +8,11 @@ Keys under ``etcd.prefix`` (no lease: they outlive every node):
 - ``security/scram/<user>/<mechanism>``: one SCRAM credential (salt, iterations, StoredKey,
   ServerKey, base64), the same form the single-node file keeps.
 
+- ``security/imported-files``: present once the files of a former single node (``kcoord-acls.json``,
+  ``kcoord-scram-credentials.json`` in the data dir) were imported; they are imported once, by
+  the first node to start, and never again (an ACL deleted in the cluster must not come back from
+  an old file when a node restarts).
+
 A change is a transaction in etcd, committed (durable on a quorum) before the request that made it
 is answered; the node that made it applies it at once. Every node reads the whole ``security/``
 key space every ``POLL_INTERVAL_S`` and replaces its rules and users with what etcd holds, so a
@@ -17,6 +22,7 @@ node's own last write is ignored (it could not contain it)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import trio
@@ -35,12 +41,14 @@ MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 
 class EtcdSecurityStore:
     def __init__(self, client: EtcdClient, prefix: str, authorizer: Authorizer | None,
-                 credentials: CredentialStore, bootstrap_users: list[tuple[str, str]]) -> None:
+                 credentials: CredentialStore, bootstrap_users: list[tuple[str, str]],
+                 data_dir: Path | None = None) -> None:
         self.client = client
         self.root = prefix.rstrip("/") + "/security/"
         self.authorizer = authorizer
         self.credentials = credentials
         self.bootstrap_users = bootstrap_users
+        self.data_dir = data_dir
         self.applied_revision = 0
         self.stopping = False
 
@@ -79,6 +87,7 @@ class EtcdSecurityStore:
         (no request is authorized against rules not read yet), then follows etcd."""
         while True:
             try:
+                await self._import_files()
                 await self._bootstrap()
                 await self.load()
                 break
@@ -95,6 +104,28 @@ class EtcdSecurityStore:
             except EtcdError as exc:
                 # Keep enforcing what was last read; etcd being away changes no rule.
                 logs.warn("security.etcd_load_failed", error=str(exc)[:200])
+
+    async def _import_files(self) -> None:
+        """The ACLs and users a single node kept in its data dir, created in etcd where absent
+        (what etcd holds wins), once for the cluster. The marker is written last: a node that dies
+        half way leaves it absent, and the next node imports again, idempotently."""
+        if self.data_dir is None:
+            return
+        marker = self.root + "imported-files"
+        kvs, _ = await self.client.get_prefix(marker)
+        if any(kv.key == marker for kv in kvs):
+            return
+        acls = Authorizer(self.data_dir, frozenset(), False).acls
+        users = CredentialStore(self.data_dir).users
+        for binding in acls:
+            await self.client.create_if_absent(self.acl_key(binding), "1", 0)
+        for user, mechanisms in users.items():
+            for mechanism, credential in mechanisms.items():
+                await self.client.create_if_absent(self.scram_key(user, mechanism),
+                                                   json.dumps(encode_credential(credential)), 0)
+        await self.client.create_if_absent(marker, json.dumps({"acls": len(acls), "users": len(users)}), 0)
+        if acls or users:
+            logs.event("security.files_imported", acls=len(acls), users=len(users))
 
     async def _bootstrap(self) -> None:
         for user, password in self.bootstrap_users:

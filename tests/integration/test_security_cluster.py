@@ -121,3 +121,46 @@ def test_acls_and_users_created_on_one_node_hold_on_the_other_and_after_restarts
                                                   AclOperation.ANY, AclPermissionType.ANY)])
     assert [len(f.result(10)) for f in deleted.values()] == [1]
     _eventually(lambda: _find_coordinator_error(a) == ErrorCode.GROUP_AUTHORIZATION_FAILED, 5)
+
+
+def test_a_former_single_nodes_acls_and_users_are_imported_once(cluster: SecureCluster, tmp_path: Path) -> None:
+    """A single node's ACL and user files, put in the shared data dir, are in etcd after the first
+    node starts; an ACL deleted in the cluster stays deleted when a node restarts."""
+    single = BrokerProcess(tmp_path / "single", {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:admin", "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.bootstrap.users": "admin:admin-secret"})
+    single.sasl_port = free_port()  # type: ignore[attr-defined]
+    single.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{single.port},SASL_PLAINTEXT://127.0.0.1:{single.sasl_port}"  # type: ignore[attr-defined]
+    single.overrides["advertised.listeners"] = ""
+    single.start()
+    try:
+        admin = AdminClient(_sasl(single, "admin", "admin-secret"))
+        acl = AclBinding(ResourceType.GROUP, GROUP, ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                         AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+        for future in admin.create_acls([acl]).values():
+            future.result(10)
+        upsert = UserScramCredentialUpsertion("dave", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
+                                              b"dave-secret")
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(10)
+    finally:
+        assert single.stop() == 0
+    cluster.data_dir.mkdir(parents=True, exist_ok=True)
+    for name in ("kcoord-acls.json", "kcoord-scram-credentials.json"):
+        (cluster.data_dir / name).write_bytes((tmp_path / "single" / name).read_bytes())
+
+    a = cluster.start_node(1)
+    assert _find_coordinator_error(a) != ErrorCode.GROUP_AUTHORIZATION_FAILED
+    assert _authenticates(a, "dave", "dave-secret")
+    assert "security.files_imported acls=1 users=2" in a.log()
+
+    admin = AdminClient(_sasl(a, "admin", "admin-secret"))
+    deleted = admin.delete_acls([AclBindingFilter(ResourceType.GROUP, GROUP, ResourcePatternType.LITERAL, None, None,
+                                                  AclOperation.ANY, AclPermissionType.ANY)])
+    assert [len(f.result(10)) for f in deleted.values()] == [1]
+    cluster.stop_all()
+    cluster.nodes.clear()
+    b = cluster.start_node(2)
+    assert _find_coordinator_error(b) == ErrorCode.GROUP_AUTHORIZATION_FAILED  # not imported a second time
+    assert _authenticates(b, "dave", "dave-secret")
