@@ -1,18 +1,21 @@
 """The rebalance journal beside ``__consumer_offsets``: its events, the ``rebalances`` and
 ``doctor`` tables built from them, and the report's per-group timeline of stalls.
 
-The journal (``__kcoord_group_events-0`` in the data dir) holds a few records per rebalance, so
-the driver reads it whole (local paths or any URI pyarrow opens, like the segments) and Spark gets
+The journal (``__kcoord_group_events-<p>`` in the data dir: one partition from a single broker,
+one per ``__consumer_offsets`` partition from a cluster) holds a few records per rebalance, so
+the driver reads every partition of it whole (local paths or any URI pyarrow opens, like the segments) and Spark gets
 the rows; the doctor's rules are the broker's own (``protocol.group_doctor``).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterable
 from typing import Any
 
-from analytics.segments import SegmentHealth, _walk, iter_batches, open_bytes
+from analytics.segments import SegmentHealth, _is_local, _local, _remote, _walk, iter_batches, open_bytes
 from protocol.group_doctor import diagnose
 from protocol.group_events import EVENTS_TOPIC, decode_event
 from protocol.record_batch import decode_records
@@ -31,21 +34,44 @@ DOCTOR_COLUMNS = [
 ]
 
 
-def read_events(data_dir: str) -> list[dict[str, Any]]:
-    """Every event in the journal under ``data_dir`` (none when it has no journal), oldest first."""
+def journal_dirs(data_dir: str) -> list[str]:
+    """The journal's partition directories directly under ``data_dir`` (``<topic>-<n>``), in
+    partition order; none when it has no journal."""
     base = data_dir.rstrip("/")
-    walked = _walk(f"{base}/{EVENTS_TOPIC}-0")
-    if walked is None:
-        return []
+    pattern = re.compile(re.escape(EVENTS_TOPIC) + r"-(\d+)$")
+    if _is_local(base):
+        local = _local(base)
+        names = os.listdir(local) if os.path.isdir(local) else []
+        found = [(n, f"{base}/{n}") for n in names if os.path.isdir(os.path.join(local, n))]
+    else:
+        from pyarrow import fs
+
+        filesystem, inner, prefix = _remote(base)
+        try:
+            infos = filesystem.get_file_info(fs.FileSelector(inner, allow_not_found=True))
+        except (ValueError, OSError):
+            return []
+        found = [(i.base_name, prefix + i.path) for i in infos if i.type == fs.FileType.Directory]
+    chosen = [(int(m.group(1)), path) for name, path in found if (m := pattern.match(name))]
+    return [path for _, path in sorted(chosen)]
+
+
+def read_events(data_dir: str) -> list[dict[str, Any]]:
+    """Every event in the journal under ``data_dir`` (none when it has no journal), every
+    partition of it, oldest first."""
     events: list[dict[str, Any]] = []
-    for path, _size in sorted(walked[1]):
-        if not path.endswith(".log"):
+    for directory in journal_dirs(data_dir):
+        walked = _walk(directory)
+        if walked is None:
             continue
-        for batch in iter_batches(open_bytes(path), SegmentHealth()):
-            for record in decode_records(batch):
-                event = decode_event(record.value)
-                if event is not None:
-                    events.append(event)
+        for path, _size in sorted(walked[1]):
+            if not path.endswith(".log"):
+                continue
+            for batch in iter_batches(open_bytes(path), SegmentHealth()):
+                for record in decode_records(batch):
+                    event = decode_event(record.value)
+                    if event is not None:
+                        events.append(event)
     events.sort(key=lambda e: int(e.get("timestamp", 0)))
     return events
 

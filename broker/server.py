@@ -40,7 +40,7 @@ from broker.observability.state_metrics import doctor_families, state_families
 from broker.security.context import SecurityContext
 from broker.security.listeners import ListenerSpec
 from broker.security.sasl import SaslState
-from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog, TopicError
+from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, Topic, TopicCatalog, TopicError
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
 from broker.transactions.markers import MarkerWriter
 from broker.transactions.service import TransactionService
@@ -144,11 +144,12 @@ class Broker:
         self.logs = self._make_log_runtime()
         if self.cluster is not None:
             self.logs.may_write = self.cluster.may_write
-        # One writer per log: in cluster mode, where every node coordinates some shards, the journal
-        # (one partition) is not kept yet.
+        # One writer per log: in cluster mode the journal has a partition per __consumer_offsets
+        # partition, written by the node that owns that shard (``ClusterListener``).
         self.journal = JournalWriter(self.logs, self.catalog, retention_ms=config["group.events.retention.ms"],
-                                     segment_bytes=config["log.segment.bytes"],
-                                     enabled=config["group.events.enable"] and self.cluster is None)
+                                     segment_bytes=config["log.segment.bytes"], enabled=config["group.events.enable"],
+                                     partitions=1 if self.cluster is None else config["offsets.topic.num.partitions"],
+                                     clustered=self.cluster is not None)
         self.shards = self._make_shards()
         # Created, grown and deleted topics, as the group coordinator must follow them.
         self.topic_changes = TopicChanges()
@@ -489,7 +490,10 @@ class Broker:
                 for p in range(change.partitions):
                     self.topic_logs.lose((change.topic, p))
             self.topic_changes.publish(change)
-        return [(topic.name, p) for topic in list(self.catalog.topics.values()) for p in range(topic.partitions)]
+        # The journal's partitions are not owned of their own: each follows the __consumer_offsets
+        # partition of the same index.
+        return [(topic.name, p) for topic in list(self.catalog.topics.values()) if topic.name != EVENTS_TOPIC
+                for p in range(topic.partitions)]
 
     async def stop_serving(self) -> None:
         """Controlled shutdown of a cluster node: hand every partition over now."""
@@ -521,6 +525,8 @@ class ClusterListener:
     def on_gain(self, partition: tuple[str, int], epoch: int) -> None:
         topic, index = partition
         if topic == OFFSETS_TOPIC:
+            # The journal partition first: the shard's load already writes events to it.
+            self.broker.journal.gain(index, epoch)
             self.broker.shards.runtimes[index].gain(epoch)
         else:
             self.broker.logs.spawn(self.broker.topic_logs.gain, partition, epoch)
@@ -529,6 +535,7 @@ class ClusterListener:
         topic, index = partition
         if topic == OFFSETS_TOPIC:
             await self.broker.shards.runtimes[index].release()
+            await self.broker.journal.release(index)
         else:
             await self.broker.topic_logs.release(partition)
 
@@ -536,6 +543,7 @@ class ClusterListener:
         topic, index = partition
         if topic == OFFSETS_TOPIC:
             self.broker.shards.runtimes[index].lose()
+            self.broker.journal.lose(index)
         else:
             self.broker.topic_logs.lose(partition)
 

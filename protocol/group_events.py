@@ -6,6 +6,11 @@ Key: the JSON object ``{"version": 1, "group": <group id>}``. Value: one JSON ob
 ``state_before``, ``state_after``, ``timestamp`` (ms), ``cause`` (one of ``CAUSES``) and the kind's
 own fields (README, "The rebalance journal"). A reader skips a record whose version it does not
 know rather than guess at it.
+
+Partitions: a single broker keeps one (every group's events in partition 0); a cluster keeps as
+many as ``__consumer_offsets`` has, and a group's events go to the partition of the same index as
+its ``__consumer_offsets`` partition (``broker.coordinator.partitioning.journal_partition``),
+written by the node that coordinates the group.
 """
 
 from __future__ import annotations

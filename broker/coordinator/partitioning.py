@@ -1,6 +1,9 @@
-"""Which ``__consumer_offsets`` partition owns a group: Kafka's ``partitionFor``."""
+"""Which ``__consumer_offsets`` partition owns a group: Kafka's ``partitionFor``; and which
+partition of the rebalance journal holds its events."""
 
 from __future__ import annotations
+
+import functools
 
 _INT_MIN = -(2**31)
 
@@ -19,3 +22,12 @@ def partition_for(group_id: str, num_partitions: int = 50) -> int:
     # Kafka's Utils.abs maps Integer.MIN_VALUE to 0 where Math.abs would stay negative.
     positive = 0 if h == _INT_MIN else abs(h)
     return positive % num_partitions
+
+
+@functools.lru_cache(maxsize=8192)
+def journal_partition(group_id: str, partitions: int) -> int:
+    """The partition of the rebalance journal (``__kcoord_group_events``) that holds ``group_id``'s
+    events, in a journal of ``partitions`` partitions: 0 in the one-partition layout of a single
+    broker; in a cluster's, which has as many partitions as ``__consumer_offsets``, the index of the
+    group's ``__consumer_offsets`` partition, so that the node coordinating the group writes it."""
+    return 0 if partitions <= 1 else partition_for(group_id, partitions)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from broker.config import SECRET_PROPERTIES
 from broker.coordinator.partitioning import partition_for
 from broker.network.router import ConnectionInfo, Request
-from broker.topics.catalog import OFFSETS_TOPIC, TopicError, validate_topic_name
+from broker.topics.catalog import OFFSETS_TOPIC, TopicError, owning_partition, validate_topic_name
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
@@ -46,7 +46,7 @@ def register(broker: Broker) -> None:
         """(leader node, leader epoch) of a partition; (-1, -1) while nobody owns it."""
         if cluster is None:
             return broker.node_id, 0
-        owner = cluster.owner_of((topic, partition))
+        owner = cluster.owner_of(owning_partition(topic, partition))
         if owner is None:
             return -1, -1
         return owner[0], owner[1] & 0x7FFFFFFF

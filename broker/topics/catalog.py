@@ -31,6 +31,13 @@ _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 
 
+def owning_partition(topic: str, partition: int) -> tuple[str, int]:
+    """The partition whose owner (cluster mode) serves ``topic``'s ``partition``: itself, but a
+    rebalance-journal partition follows the ``__consumer_offsets`` partition of the same index
+    (the node coordinating those groups writes their events)."""
+    return (OFFSETS_TOPIC, partition) if topic == EVENTS_TOPIC else (topic, partition)
+
+
 class TopicError(ValueError):
     def __init__(self, error_code: int, message: str) -> None:
         super().__init__(message)
@@ -172,15 +179,21 @@ class TopicCatalog:
             os.close(dir_fd)
 
     def ensure_internal(self, name: str, partitions: int, configs: dict[str, str]) -> Topic:
-        """The internal topic ``name``, created (and persisted) the first time it is asked for."""
-        topic = self.topics.get(name)
-        if topic is None or topic.configs != configs:
-            if topic is None:
-                topic = Topic(name, uuid.uuid4().bytes, partitions, dict(configs), internal=True)
-                self._add(topic)
-            else:
-                topic.configs = dict(configs)
-            self._save()
+        """The internal topic ``name``, created (and persisted) the first time it is asked for, and
+        grown to ``partitions`` if it has fewer (never shrunk: its logs stay readable). In shared
+        mode under the catalog's lock, so that nodes starting together agree on one topic id."""
+        with self._exclusive():
+            topic = self.topics.get(name)
+            if topic is None or topic.configs != configs or topic.partitions < partitions:
+                if topic is None:
+                    topic = Topic(name, uuid.uuid4().bytes, partitions, dict(configs), internal=True)
+                    self._add(topic)
+                else:
+                    topic.configs = dict(configs)
+                    if topic.partitions < partitions:
+                        topic.partitions = partitions
+                        self.version += 1
+                self._save()
         return topic
 
     def get(self, name: str) -> Topic | None:

@@ -20,7 +20,7 @@ import trio
 from broker.cluster.node import ClusterNode
 from broker.log_runtime.runtime import BatchWrite, LogRuntime, Partition
 from broker.observability import logs
-from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog
+from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog, owning_partition
 from broker.topics.partition_txns import PartitionTxns
 from broker.topics.producer_state import ProducerIdAllocator, ProducerStateTable, last_sequence
 from protocol.errors import ErrorCode
@@ -214,7 +214,7 @@ class TopicLogs:
         if topic.internal:
             if not 0 <= partition < topic.partitions:
                 return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            if self.cluster is not None and not self.cluster.owns((topic.name, partition)):
+            if self.cluster is not None and not self.cluster.owns(owning_partition(topic.name, partition)):
                 return ErrorCode.NOT_LEADER_OR_FOLLOWER
             part = self.runtime.get(topic.name, partition)
             # Not open yet: its shard is loading (or the journal is switched off).

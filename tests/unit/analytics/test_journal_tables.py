@@ -36,3 +36,25 @@ def test_a_journal_in_a_data_dir_becomes_rows_and_a_report_section(tmp_path: Pat
 
 def test_a_data_dir_without_a_journal_has_no_events(tmp_path: Path) -> None:
     assert read_events(str(tmp_path)) == []
+
+
+def test_every_partition_of_a_clusters_journal_is_read(tmp_path: Path) -> None:
+    """A cluster keeps one journal partition per __consumer_offsets partition: each group's events
+    lie in its own, and the analysis reads them all, oldest first."""
+    written = []
+    for partition, group in ((0, "zero"), (7, "seven"), (12, "twelve")):
+        h = Harness()
+        h.sleep(partition * 10)
+        h.stable(group=group)
+        log, _ = PartitionLog.open(tmp_path / f"{EVENTS_TOPIC}-{partition}", LogConfig())
+        log.append([encode_event(e) for e in h.events])
+        log.close()
+        written += h.events
+    # A partition directory being deleted is not part of the journal.
+    log, _ = PartitionLog.open(tmp_path / f"{EVENTS_TOPIC}-3.abc-delete", LogConfig())
+    log.append([encode_event(e) for e in written])
+    log.close()
+    events = read_events(str(tmp_path))
+    assert sorted(e["group"] for e in events) == sorted(e.group for e in written)
+    assert {r["group"] for r in rebalance_rows(events)} == {"zero", "seven", "twelve"}
+    assert [e["timestamp"] for e in events] == sorted(e["timestamp"] for e in events)
