@@ -61,6 +61,9 @@ def topic_log_config(defaults: LogConfig, configs: dict[str, str]) -> LogConfig:
     return LogConfig.from_kafka(known, defaults)
 
 
+# Partition logs a new topic opens between two turns of the event loop (~5 ms of work).
+_OPEN_PER_TURN = 2
+
 class PartitionState:
     """One partition of an ordinary topic as the data plane sees it. Touched only on the trio
     thread (the log itself is thread-safe)."""
@@ -232,16 +235,34 @@ class TopicLogs:
         if self.cluster is not None:
             self.cluster.poke()  # the owners claim the new partitions and open them
             return
-        for p in range(topic.partitions):
-            self.get(topic.name, p)
+        self._open_soon(topic, 0)
 
     def grow_topic(self, topic: Topic, old_count: int) -> None:
         """Opens the logs of the partitions ``topic`` gained beyond ``old_count``."""
         if self.cluster is not None:
             self.cluster.poke()
             return
-        for p in range(old_count, topic.partitions):
+        self._open_soon(topic, old_count)
+
+    def _open_soon(self, topic: Topic, start: int) -> None:
+        """Opens a new topic's partition logs from ``start`` on, a few at a time in a task of its
+        own: opened in one go, a topic of 1,000 partitions held the event loop (every group's
+        heartbeats) for seconds. A request for a partition not opened yet opens it on the spot
+        (``get``); opening twice is a no-op."""
+        if self.runtime.nursery is None:  # not serving (tools, tests of the registry alone)
+            for p in range(start, topic.partitions):
+                self.get(topic.name, p)
+            return
+        self.runtime.spawn(self._open_range, topic, start)
+
+    async def _open_range(self, topic: Topic, start: int) -> None:
+        for p in range(start, topic.partitions):
+            current = self.catalog.get(topic.name)
+            if current is None or current.topic_id != topic.topic_id or p >= current.partitions:
+                return  # deleted (or deleted and created again) meanwhile
             self.get(topic.name, p)
+            if p % _OPEN_PER_TURN == _OPEN_PER_TURN - 1:
+                await trio.sleep(0)
 
     def delete_topic(self, name: str) -> None:
         for tp in [tp for tp in self.states if tp[0] == name]:

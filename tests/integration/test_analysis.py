@@ -32,7 +32,8 @@ from tests.conftest import BrokerProcess  # noqa: E402
 from tests.integration.clients import ThreadedConsumer, create_topic, wait_for  # noqa: E402
 from tests.unit.analytics import kafka_bytes as kb  # noqa: E402
 
-pytestmark = [pytest.mark.spark, pytest.mark.timeout(300)]
+# The first test also builds the module's story and runs the analysis (minutes on a loaded 2-core machine).
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 TOPIC = "orders"
 

@@ -139,3 +139,40 @@ def test_a_running_classic_group_consumes_partitions_added_by_the_admin_client(b
     finally:
         for c in consumers:
             c.close()
+
+
+def test_a_topic_of_many_partitions_does_not_hold_up_other_clients(broker: Any) -> None:
+    """Its logs open in the background: other clients are answered meanwhile (opened in one go,
+    1,000 partitions held every connection for 4-10 s), a partition not opened yet is written on
+    the spot, and a topic deleted while its logs open leaves none behind."""
+    import threading
+    import time
+
+    from protocol.messages.delete_topics import DeleteTopicsRequest
+
+    slowest: list[float] = []
+    done = threading.Event()
+
+    def ping() -> None:
+        with WireClient("127.0.0.1", broker.port) as c:
+            while not done.is_set():
+                started = time.monotonic()
+                c.call(18, 0, ApiVersionsRequest())
+                slowest.append(time.monotonic() - started)
+                time.sleep(0.01)
+
+    pinger = threading.Thread(target=ping)
+    pinger.start()
+    try:
+        with WireClient("127.0.0.1", broker.port) as c:
+            create(c, "wide", 1000)
+            assert produce(c, "wide", records(1), partition=999).error_code == 0
+            create(c, "short-lived", 1000)
+            deleted = c.call(20, 4, DeleteTopicsRequest(topic_names=["short-lived"], timeout_ms=5000))
+            assert deleted.responses[0].error_code == 0
+            wait_for(lambda: len(list(broker.data_dir.glob("wide-*"))) == 1000, 60, "every log of the topic to open")
+    finally:
+        done.set()
+        pinger.join(10)
+    assert max(slowest) < 2.0, max(slowest)
+    assert not [p for p in broker.data_dir.glob("short-lived-*") if not p.name.endswith("-delete")]

@@ -25,8 +25,15 @@ pytestmark = pytest.mark.timeout(120)
 
 HEARTBEAT_MS = 300
 # The client learns of a rebalance at its next heartbeat and of its end when its SyncGroup returns:
-# a client's own view of a stall is the journal's within a heartbeat interval (and scheduling).
-TOLERANCE_MS = HEARTBEAT_MS + 250
+# its own view of a stall (revoke to assign) is inside the journal's, shorter by up to a heartbeat
+# interval plus the time its rejoin takes on a loaded machine.
+EARLY_MS, LATE_MS = 250, HEARTBEAT_MS + 1000
+
+
+def stall_matches(journal_ms: float, client_ms: float) -> bool:
+    """The journal's stall covers the client's, and is longer by no more than the client's delay
+    in noticing the rebalance (a stall computed from the wrong event is off by seconds)."""
+    return -EARLY_MS <= journal_ms - client_ms <= LATE_MS
 
 
 class TimedConsumer(ThreadedConsumer):
@@ -123,7 +130,7 @@ def member_closing_with_a_reason(broker: BrokerProcess) -> Seen:
     assert r["cause_detail"]["client_reason"] == "deploying version 2"
     assert r["cause_detail"]["client_id"] == "billing-worker"
     assert r["moved_count"] == 2
-    assert abs(r["stall_ms"] - a.last_stall_ms()) <= TOLERANCE_MS, (r["stall_ms"], a.last_stall_ms())
+    assert stall_matches(r["stall_ms"], a.last_stall_ms()), (r["stall_ms"], a.last_stall_ms())
     text = history(broker, "close-g")
     assert "member-left" in text and "deploying version 2" in text
     stall = a.last_stall_ms()
@@ -145,7 +152,7 @@ def member_killed_with_sigkill(broker: BrokerProcess) -> Seen:
     [r] = rebalances(broker, "kill-g", since)
     assert r["cause"] == "session-timeout"
     assert r["cause_detail"]["last_heartbeat_age_ms"] >= 6000
-    assert abs(r["stall_ms"] - a.last_stall_ms()) <= TOLERANCE_MS, (r["stall_ms"], a.last_stall_ms())
+    assert stall_matches(r["stall_ms"], a.last_stall_ms()), (r["stall_ms"], a.last_stall_ms())
     assert "session-timeout" in history(broker, "kill-g")
     stall = a.last_stall_ms()
     a.close()
@@ -163,7 +170,7 @@ def member_stops_polling(broker: BrokerProcess) -> Seen:
     assert r["cause"] == "rebalance-timeout", r
     assert r["cause_detail"]["trigger"] == "new-member-joined"
     assert r["join_phase_ms"] >= 7000
-    assert abs(r["stall_ms"] - a.last_stall_ms()) <= TOLERANCE_MS, (r["stall_ms"], a.last_stall_ms())
+    assert stall_matches(r["stall_ms"], a.last_stall_ms()), (r["stall_ms"], a.last_stall_ms())
     assert "rebalance-timeout" in history(broker, "poll-g")
     stall = a.last_stall_ms()
     for m in (a, b, c):

@@ -18,11 +18,11 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
 from analytics.job import AnalyzeOptions, analyze, build_session
 from tests.conftest import BrokerProcess
 from tests.integration.test_rebalance_journal import (
-    TOLERANCE_MS,
     member_closing_with_a_reason,
     member_killed_with_sigkill,
     member_stops_polling,
     partition_count_change,
+    stall_matches,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
@@ -45,7 +45,7 @@ def test_the_rebalances_and_doctor_tables(broker: BrokerProcess, tmp_path: Any) 
                       key=lambda r: r["started_ms"])
         assert mine, (s, [(r["group"], r["cause"]) for r in rows])
         if s.client_stall_ms is not None:
-            assert abs(mine[-1]["stall_ms"] - s.client_stall_ms) <= TOLERANCE_MS, (s, mine[-1])
+            assert stall_matches(mine[-1]["stall_ms"], s.client_stall_ms), (s, mine[-1])
     close = next(r for r in rows if r["group"] == "close-g" and r["cause"] == "member-left")
     assert close["client_reason"] == "deploying version 2" and close["moved_count"] == 2
     assert result.tables["rebalances"] == len(rows) and result.tables["doctor"] == len(findings)
