@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -10,12 +11,17 @@ class RequestContext(NamedTuple):
     """The request being handled: its reply token, the API version it was sent with and who sent it.
 
     ``client_host`` is stored verbatim in member metadata; Kafka writes it as ``/<ip>``.
+    ``may_describe_topic`` says whether the sender may Describe a topic (the broker's authorizer,
+    read when the request arrives); None when the authorizer is off and every topic may be seen.
+    It is an input like the others: what the coordinator decides with it is written in records,
+    so replay never calls it.
     """
 
     token: int
     api_version: int
     client_id: str
     client_host: str
+    may_describe_topic: Callable[[str], bool] | None = None
 
 
 @dataclass(frozen=True)

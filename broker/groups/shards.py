@@ -220,16 +220,19 @@ class ShardRuntime:
     # ---- the request path -------------------------------------------------------------------
 
     def execute(self, op: Op, deliver: Callable[[Any], None], ctx_fields: tuple[int, str, str],
-                on_error: ErrorBuilder, group: str | None = None) -> None:
+                on_error: ErrorBuilder, group: str | None = None,
+                may_describe_topic: Callable[[str], bool] | None = None) -> None:
         """Runs ``op`` on the shard now; ``deliver`` gets its response once its records, and every
         write queued before them, are durable (or later still, when the coordinator parks it).
 
         ``group`` names the one group the operation reads and writes: when the operation writes
-        nothing, its replies wait only for that group's writes in flight (see ``settled_for``)."""
+        nothing, its replies wait only for that group's writes in flight (see ``settled_for``).
+        ``may_describe_topic`` is the sender's Describe right on topics (None: no authorizer)."""
         token = next(self.manager.tokens)
         self.parked[token] = Parked(deliver, on_error)
         version, client_id, client_host = ctx_fields
-        ctx = RequestContext(token=token, api_version=version, client_id=client_id, client_host=client_host)
+        ctx = RequestContext(token=token, api_version=version, client_id=client_id, client_host=client_host,
+                             may_describe_topic=may_describe_topic)
         now = self.manager.clock()
         started = time.perf_counter()
         result = op(self.shard, ctx, now)

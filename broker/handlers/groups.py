@@ -142,6 +142,7 @@ def register(broker: Broker) -> None:
         return runtime
 
     max_record_bytes = broker.config["message.max.bytes"]
+    authorizer = broker.security.authorizer
 
     def single_group(request_message: Any, op_name: str, empty_id_invalid: bool = True,
                      loading_code: int = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
@@ -172,9 +173,13 @@ def register(broker: Broker) -> None:
             def op(shard: Any, ctx: Any, now: int) -> Result:
                 return getattr(shard, op_name)(body, ctx, now)
 
+            # The sender's Describe right on topics: a consumer group's regular expressions that its
+            # request resolves leave out the topics it may not describe.
+            may_describe = (None if authorizer is None
+                            else authorizer.describable_topics(req.conn.principal, req.conn.client_host))
             # Kafka records the client's address as InetAddress.toString() does: "/127.0.0.1".
             runtime.execute(op, req.reply.set, (req.version, req.header.client_id, "/" + req.conn.client_host),
-                            lambda code: build_error(req, code), group_id)
+                            lambda code: build_error(req, code), group_id, may_describe)
 
         return handle
 

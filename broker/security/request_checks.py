@@ -329,10 +329,33 @@ class RequestChecks:
             DescribeGroupsResponse(groups=[]))
 
     def _consumer_group_describe(self, req: Request[Any]) -> bool:
+        """Describe on each group; then (Kafka 4.0, KAFKA-18813) a described group whose members
+        subscribe to, own or are to own a topic the principal may not describe is answered
+        TOPIC_AUTHORIZATION_FAILED without its members, which would show that topic."""
         G = ConsumerGroupDescribeResponse.DescribedGroup
-        return self._described(req, list(req.body.group_ids), "group_ids", lambda g: G(
-            error_code=GROUP_DENIED, error_message="Not authorized to access group", group_id=g),
-            ConsumerGroupDescribeResponse(groups=[]))
+        if self._described(req, list(req.body.group_ids), "group_ids", lambda g: G(
+                error_code=GROUP_DENIED, error_message="Not authorized to access group", group_id=g),
+                ConsumerGroupDescribeResponse(groups=[])):
+            return True
+        groups_checked = req.reply.amend
+        describable: dict[str, bool] = {}
+
+        def may_describe(topic: str) -> bool:
+            ok = describable.get(topic)
+            if ok is None:
+                ok = describable[topic] = self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC, topic)
+            return ok
+
+        def amend(response: Any) -> Any:
+            for group in response.groups:
+                if not group.error_code and not all(may_describe(t) for t in _described_topics(group)):
+                    group.error_code = TOPIC_DENIED
+                    group.error_message = "The group has described topic(s) that the client is not authorized to describe."
+                    group.members = []
+            return groups_checked(response) if groups_checked is not None else response
+
+        req.reply.amend = amend
+        return False
 
     def _list_groups(self, req: Request[Any]) -> bool:
         if self.allowed(req, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
@@ -665,6 +688,18 @@ class RequestChecks:
 
         req.reply.amend = amend
         return False
+
+
+def _described_topics(group: Any) -> list[str]:
+    """The topics a described consumer group shows: its members' subscribed topic names and the
+    topics of their current and target assignments, in order of appearance."""
+    names: dict[str, None] = {}
+    for member in group.members:
+        names.update(dict.fromkeys(member.subscribed_topic_names or ()))
+        for assignment in (member.assignment, member.target_assignment):
+            if assignment is not None:
+                names.update(dict.fromkeys(tp.topic_name for tp in assignment.topic_partitions))
+    return list(names)
 
 
 def _has_transactional_records(topics: list[Any]) -> bool:

@@ -328,6 +328,83 @@ def test_a_consumer_group_member_needs_describe_on_its_subscribed_topics(secure:
     assert join() == 0
 
 
+def _sasl_wire_client(secure: SecureBroker, user: str) -> Any:
+    """A raw protocol client on the SASL_PLAINTEXT listener, authenticated as ``user`` with PLAIN."""
+    from broker.tools.wire_client import WireClient
+    from protocol.messages import ApiKey
+    from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+    from protocol.messages.sasl_handshake import SaslHandshakeRequest
+    from tests.integration.security_setup import USERS
+
+    c = WireClient("127.0.0.1", secure.ports["SASL_PLAINTEXT"])
+    assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+    assert c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(
+        auth_bytes=f"\0{user}\0{USERS[user]}".encode())).error_code == 0
+    return c
+
+
+def test_a_regex_subscription_is_resolved_to_the_topics_its_member_may_describe(secure: SecureBroker) -> None:
+    from broker.tools.wire_client import WireClient
+    from protocol.messages import ApiKey
+    from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+    from protocol.messages.metadata import MetadataRequest
+
+    prefix, group = f"rx-{SUFFIX}-", f"rx-{SUFFIX}"
+    shown, hidden = prefix + "shown", prefix + "hidden"
+    admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
+    for future in admin.create_topics([NewTopic(shown, 2, 1), NewTopic(hidden, 2, 1)]).values():
+        future.result(15)
+    for future in admin.create_acls([_acl(ResourceType.GROUP, group, "User:ANONYMOUS", AclOperation.READ),
+                                     _acl(ResourceType.TOPIC, shown, "User:ANONYMOUS",
+                                          AclOperation.DESCRIBE)]).values():
+        future.result(10)
+    with _sasl_wire_client(secure, "admin") as c:
+        metadata = c.call(ApiKey.Metadata, 12, MetadataRequest(topics=[MetadataRequest.Topic(name=shown),
+                                                                        MetadataRequest.Topic(name=hidden)]))
+    ids = {t.name: t.topic_id for t in metadata.topics}
+    assert set(ids) == {shown, hidden}
+
+    with WireClient("127.0.0.1", secure.ports["PLAINTEXT"]) as c:  # User:ANONYMOUS
+        joined = c.call(ApiKey.ConsumerGroupHeartbeat, 1, ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=uuid.uuid4().hex, member_epoch=0, rebalance_timeout_ms=10_000,
+            subscribed_topic_regex=prefix + ".*", topic_partitions=[]))
+    # Both topics match; the member may describe one, and only that one is assigned to it.
+    assert joined.error_code == 0
+    assert [(tp.topic_id, list(tp.partitions)) for tp in joined.assignment.topic_partitions] == [(ids[shown], [0, 1])]
+
+
+def test_consumer_group_describe_refuses_a_group_over_topics_the_client_may_not_describe(
+        secure: SecureBroker) -> None:
+    from broker.tools.wire_client import WireClient
+    from protocol.messages import ApiKey
+    from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+    from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+
+    topic, group = f"cgd-topic-{SUFFIX}", f"cgd-{SUFFIX}"
+    admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    for future in admin.create_acls([_acl(ResourceType.GROUP, group, "User:ANONYMOUS", AclOperation.READ),
+                                     _acl(ResourceType.TOPIC, topic, "User:ANONYMOUS", AclOperation.DESCRIBE),
+                                     _acl(ResourceType.GROUP, group, "User:alice", AclOperation.DESCRIBE)]).values():
+        future.result(10)
+    with WireClient("127.0.0.1", secure.ports["PLAINTEXT"]) as c:  # User:ANONYMOUS
+        assert c.call(ApiKey.ConsumerGroupHeartbeat, 0, ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id="", member_epoch=0, rebalance_timeout_ms=10_000,
+            subscribed_topic_names=[topic], topic_partitions=[])).error_code == 0
+
+    def describe(user: str) -> Any:
+        with _sasl_wire_client(secure, user) as c:
+            return c.call(ApiKey.ConsumerGroupDescribe, 0, ConsumerGroupDescribeRequest(group_ids=[group])).groups[0]
+
+    refused = describe("alice")  # may describe the group, not its topic
+    assert (refused.error_code, refused.error_message, refused.members) == (
+        KafkaError.TOPIC_AUTHORIZATION_FAILED,
+        "The group has described topic(s) that the client is not authorized to describe.", [])
+    described = describe("admin")
+    assert described.error_code == 0
+    assert [m.subscribed_topic_names for m in described.members] == [[topic]]
+
+
 def test_acls_are_managed_by_admins_only_and_survive_a_restart(secure: SecureBroker) -> None:
     alice_admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="alice"))
     extra = _acl(ResourceType.GROUP, f"extra-{SUFFIX}", "User:bob", AclOperation.READ)

@@ -80,6 +80,19 @@ def _eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
         time.sleep(0.1)
 
 
+def _let_anonymous_describe_and_add_user(b: BrokerProcess, user: str, password: str) -> None:
+    """Through ``b``'s admin API: an ACL letting User:ANONYMOUS describe GROUP, and a SCRAM user."""
+    admin = AdminClient(_sasl(b, "admin", "admin-secret"))
+    acl = AclBinding(ResourceType.GROUP, GROUP, ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
+                     AclOperation.DESCRIBE, AclPermissionType.ALLOW)
+    for future in admin.create_acls([acl]).values():
+        future.result(10)
+    upsert = UserScramCredentialUpsertion(user, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
+                                          password.encode())
+    for future in admin.alter_user_scram_credentials([upsert]).values():
+        future.result(10)
+
+
 @pytest.fixture
 def cluster(etcd: EtcdProcess, tmp_path: Path) -> Iterator[SecureCluster]:
     c = SecureCluster(etcd, tmp_path)
@@ -92,15 +105,7 @@ def test_acls_and_users_created_on_one_node_hold_on_the_other_and_after_restarts
     assert _find_coordinator_error(b) == ErrorCode.GROUP_AUTHORIZATION_FAILED
     assert not _authenticates(b, "carol", "carol-secret")
 
-    admin = AdminClient(_sasl(a, "admin", "admin-secret"))
-    acl = AclBinding(ResourceType.GROUP, GROUP, ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
-                     AclOperation.DESCRIBE, AclPermissionType.ALLOW)
-    for future in admin.create_acls([acl]).values():
-        future.result(10)
-    upsert = UserScramCredentialUpsertion("carol", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
-                                          b"carol-secret")
-    for future in admin.alter_user_scram_credentials([upsert]).values():
-        future.result(10)
+    _let_anonymous_describe_and_add_user(a, "carol", "carol-secret")
 
     _eventually(lambda: _find_coordinator_error(b) != ErrorCode.GROUP_AUTHORIZATION_FAILED, 5)
     assert _authenticates(b, "carol", "carol-secret")
@@ -135,15 +140,7 @@ def test_a_former_single_nodes_acls_and_users_are_imported_once(cluster: SecureC
     single.overrides["advertised.listeners"] = ""
     single.start()
     try:
-        admin = AdminClient(_sasl(single, "admin", "admin-secret"))
-        acl = AclBinding(ResourceType.GROUP, GROUP, ResourcePatternType.LITERAL, "User:ANONYMOUS", "*",
-                         AclOperation.DESCRIBE, AclPermissionType.ALLOW)
-        for future in admin.create_acls([acl]).values():
-            future.result(10)
-        upsert = UserScramCredentialUpsertion("dave", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
-                                              b"dave-secret")
-        for future in admin.alter_user_scram_credentials([upsert]).values():
-            future.result(10)
+        _let_anonymous_describe_and_add_user(single, "dave", "dave-secret")
     finally:
         assert single.stop() == 0
     cluster.data_dir.mkdir(parents=True, exist_ok=True)

@@ -39,7 +39,7 @@ from broker.coordinator.consumer.reconcile import FencedMemberEpochError, reconc
 from broker.coordinator.consumer.subscriptions import (
     InvalidRegularExpression,
     compile_regex,
-    matching_topics,
+    describable_matches,
     member_topic_names,
     metadata_hash,
     resolve,
@@ -216,10 +216,10 @@ class MemberOperation:
             members[member_id] = updated
             return members
 
-        self._record_regexes(group, member, updated)
+        resolved = self._record_regexes(group, member, members_after())
         epoch = group.group_epoch
         if subscription_changed or replaced not in (None, member_id) or group.topics_version != topics.version:
-            names = {n for m in members_after().values() for n in member_topic_names(m, topics)}
+            names = {n for m in members_after().values() for n in member_topic_names(m, resolved)}
             new_hash = metadata_hash(names, topics)
             if subscription_changed or new_hash != group.metadata_hash:
                 epoch += 1
@@ -227,14 +227,14 @@ class MemberOperation:
             self.checked_topics_version = topics.version
 
         if epoch > group.assignment_epoch:
-            target = self._new_target(group, epoch, members_after(), updated)
+            target = self._new_target(group, epoch, members_after(), updated, resolved)
             target_epoch = epoch
         else:
             target = group.member_target(member_id, updated.instance_id if replaced != member_id else None)
             target_epoch = group.assignment_epoch
 
         if subscription_changed or not updated.is_reconciled_to(target_epoch):
-            subscribed = resolve(member_topic_names(updated, topics), topics)
+            subscribed = resolve(member_topic_names(updated, resolved), topics)
             try:
                 reconciled = reconcile(updated, target_epoch, target, group.owner_epoch, owned,
                                        subscribed_topics=subscribed, subscription_changed=subscription_changed)
@@ -266,27 +266,44 @@ class MemberOperation:
         return replacement
 
     def _record_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                        updated: ConsumerGroupMember) -> None:
-        """Kafka keeps what each subscribed expression matched as a ConsumerGroupRegularExpression
-        record (resolved again when the topics change) and deletes it when no member uses the
-        expression any more."""
+                        members: Mapping[str, ConsumerGroupMember]) -> dict[str, frozenset[str]]:
+        """Kafka keeps what each subscribed expression resolved to as a ConsumerGroupRegularExpression
+        record and deletes it when no member uses the expression any more. Returns the group's
+        resolutions as they stand after this request (``members``: the members after it).
+
+        A refresh resolves every expression of the group, when one is not resolved yet or the
+        topics changed since the group last looked, and (Kafka 4.0, KAFKA-18813) leaves out the
+        topics that the sender of the request that triggered it may not Describe. Kafka does the
+        same: it resolves the group's expressions as a whole, with the context of the heartbeat that
+        started the refresh. Between refreshes the recorded resolution is what counts: a member that
+        joins with an expression already resolved, a member removed by its session timeout, the
+        group rebuilt on restart, all use the filter of the last member whose heartbeat refreshed,
+        until the next refresh. That is Kafka's rule and the simplest faithful one: the resolution
+        depends on one recorded fact, not on who happens to be in the group later, and the
+        coordinator never needs to ask about a principal that is not sending the request. (A
+        changed ACL alone does not refresh: it counts from the next refresh.)"""
         gid, topics = group.group_id, self.st.topics
-        regex = updated.subscribed_topic_regex
-        if regex and (regex not in group.resolved_regexes or group.topics_version != topics.version):
-            matched = matching_topics(regex, topics)
-            if group.resolved_regexes.get(regex) != matched:
-                self.records.append(rec.regular_expression(gid, regex, matched, topics.version, self.now))
+        resolved = dict(group.resolved_regexes)
+        in_use = {m.subscribed_topic_regex for m in members.values() if m.subscribed_topic_regex}
+        if in_use and (group.topics_version != topics.version or not in_use <= resolved.keys()):
+            for regex in sorted(in_use):
+                matched = describable_matches(regex, topics, self.ctx.may_describe_topic)
+                if resolved.get(regex) != matched:
+                    self.records.append(rec.regular_expression(gid, regex, matched, topics.version, self.now))
+                    resolved[regex] = matched
         old = member.subscribed_topic_regex
-        if old and old != regex and group.regex_subscribers(old) <= 1 and old in group.resolved_regexes:
+        if old and old not in in_use and old in resolved:
             self.records.append(rec.regular_expression_tombstone(gid, old))
+            del resolved[old]
+        return resolved
 
     def _new_target(self, group: ConsumerGroup, epoch: int, members: dict[str, ConsumerGroupMember],
-                    updated: ConsumerGroupMember) -> Assignment:
+                    updated: ConsumerGroupMember, resolved: Mapping[str, frozenset[str]]) -> Assignment:
         gid = group.group_id
         asked = Counter(m.server_assignor_name for m in members.values() if m.server_assignor_name is not None)
         assignor_name = most_asked_for(asked) or self.config.consumer_assignors[0]
         topics = self.st.topics
-        subscriptions = {mid: resolve(member_topic_names(m, topics), topics) for mid, m in members.items()}
+        subscriptions = {mid: resolve(member_topic_names(m, resolved), topics) for mid, m in members.items()}
         try:
             result = build_target_assignment(
                 group_epoch=epoch, members=members, subscriptions=subscriptions, topics=describer(topics),
@@ -550,7 +567,8 @@ def remove_members(state: CoordinatorState, out: Result, group: ConsumerGroup, m
     gone = set(member_ids)
     remaining = [m for mid, m in group.members.items() if mid not in gone]
     topics = state.topics
-    names = {n for m in remaining for n in member_topic_names(m, topics)}
+    # The recorded resolutions: no one sends a request here whose rights could filter a refresh.
+    names = {n for m in remaining for n in member_topic_names(m, group.resolved_regexes)}
     epoch = group.group_epoch + 1
     records.append(rec.group_epoch(gid, epoch, metadata_hash(names, topics)))
     if not remaining:

@@ -5,13 +5,18 @@ here too, so an expression means the same and a pathological one cannot stall th
 The assignor works on topic ids of topics that exist; a topic created later that a member names
 or matches, or a partition count that grows, changes the group's metadata hash, which bumps the
 group epoch and so computes a new target assignment (Kafka 4.1, KIP-1101).
+
+What an expression subscribes to is what the group recorded it resolved to (its
+ConsumerGroupRegularExpression record), not a match against the topics of the moment: the
+resolution leaves out the topics the member that triggered it may not Describe (Kafka 4.0,
+KAFKA-18813), which a live match could not know, and replay rebuilds it from the record.
 """
 
 from __future__ import annotations
 
 import hashlib
 import struct
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from typing import Any
 
@@ -45,11 +50,23 @@ def matching_topics(pattern: str, topics: TopicView) -> frozenset[str]:
     return frozenset(name for name in topics.topic_names() if regex.fullmatch(name) is not None)
 
 
-def member_topic_names(member: ConsumerGroupMember, topics: TopicView) -> frozenset[str]:
-    names = set(member.subscribed_topic_names)
-    if member.subscribed_topic_regex:
-        names |= matching_topics(member.subscribed_topic_regex, topics)
-    return frozenset(names)
+def describable_matches(pattern: str, topics: TopicView,
+                        may_describe: Callable[[str], bool] | None) -> frozenset[str]:
+    """The topics the expression matches that the principal may Describe (all of them when
+    ``may_describe`` is None: no authorizer)."""
+    matched = matching_topics(pattern, topics)
+    if may_describe is None:
+        return matched
+    return frozenset(name for name in matched if may_describe(name))
+
+
+def member_topic_names(member: ConsumerGroupMember, resolved: Mapping[str, frozenset[str]]) -> frozenset[str]:
+    """The topic names a member subscribes to: those it names, and what its expression resolved to
+    in ``resolved`` (the group's recorded resolutions, as they stand after the change being made)."""
+    regex = member.subscribed_topic_regex
+    if not regex:
+        return member.subscribed_topic_names
+    return member.subscribed_topic_names | resolved.get(regex, frozenset())
 
 
 def resolve(names: Iterable[str], topics: TopicView) -> frozenset[TopicId]:

@@ -4,6 +4,7 @@ static instance; Kafka's errors; and a restart rebuilds every consumer group fro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from broker.coordinator import CoordinatorConfig
@@ -20,9 +21,11 @@ class Member:
     """A consumer-protocol client: sends what it owns, applies what it is given."""
 
     def __init__(self, h: Harness, member_id: str, group: str = "g", topics: tuple[str, ...] = ("t",),
-                 instance_id: str | None = None, regex: str | None = None) -> None:
+                 instance_id: str | None = None, regex: str | None = None,
+                 may_describe: Callable[[str], bool] | None = None) -> None:
         self.h, self.member_id, self.group = h, member_id, group
         self.topics, self.instance_id, self.regex = topics, instance_id, regex
+        self.may_describe = may_describe  # the principal's Describe right on topics; None: no authorizer
         self.epoch = 0
         self.owned: dict[bytes, list[int]] = {}
 
@@ -40,7 +43,7 @@ class Member:
         )
         for name, value in fields.items():
             setattr(req, name, value)
-        ctx = self.h.ctx(1)
+        ctx = self.h.ctx(1)._replace(may_describe_topic=self.may_describe)
         self.h.op(self.h.shard.consumer_group_heartbeat(req, ctx, self.h.now))
         resp = self.h.response(ctx.token)
         if resp.error_code == 0 and (epoch is None or epoch >= 0):
@@ -198,3 +201,78 @@ def test_what_an_expression_matched_is_written_as_kafka_writes_it() -> None:
     h.restart()
     assert group_view(h) == before
     assert h.shard.state.consumer_groups["g"].resolved_regexes == {}
+
+
+def _written_regexes(h: Harness) -> list[tuple[str, object]]:
+    from protocol.offsets_log_records import ConsumerGroupRegularExpressionRecord
+
+    return [(r.regular_expression, None if r.value is None else r.value.topics)
+            for r in h.records() if isinstance(r, ConsumerGroupRegularExpressionRecord)]
+
+
+def _partitions(*topics: tuple[str, int]) -> set[tuple[bytes, int]]:
+    return {(Topics.id_of(name), p) for name, count in topics for p in range(count)}
+
+
+def test_a_regex_leaves_out_the_topics_its_member_may_not_describe_and_replay_keeps_them_out() -> None:
+    h = Harness(CONFIG, topics={"orders-eu": 2, "orders-us": 2, "other": 2})
+    m = Member(h, "m", regex="orders-.*", may_describe=lambda topic: topic != "orders-us")
+    m.beat()
+    assert m.held() == _partitions(("orders-eu", 2))
+    assert _written_regexes(h) == [("orders-.*", ["orders-eu"])]
+    group = h.shard.state.consumer_groups["g"]
+    assert group.resolved_regexes == {"orders-.*": frozenset({"orders-eu"})}
+    assert "orders-us" not in group.subscribed_topic_names()
+    converge([m], rounds=3)
+    assert m.held() == _partitions(("orders-eu", 2))
+    before = group_view(h)
+    h.restart()
+    assert group_view(h) == before
+    assert h.shard.state.consumer_groups["g"].resolved_regexes == {"orders-.*": frozenset({"orders-eu"})}
+    converge([m], rounds=2)  # the same member refreshing after the restart finds the same
+    assert m.held() == _partitions(("orders-eu", 2))
+
+
+def test_a_refresh_is_filtered_by_the_member_whose_heartbeat_triggered_it_until_the_next_refresh() -> None:
+    h = Harness(CONFIG, topics={"orders-eu": 4})
+    everything = Member(h, "a", regex="orders-.*", may_describe=lambda topic: True)
+    eu_only = Member(h, "b", regex="orders-.*", may_describe=lambda topic: topic == "orders-eu")
+    converge([everything, eu_only])
+    assert everything.held() | eu_only.held() == _partitions(("orders-eu", 4))
+
+    # A new topic; b's heartbeat is the first to see it: the group's expression is resolved with
+    # b's rights, for every member, and a's later heartbeats do not resolve it again.
+    h.topics.set("orders-us", 2)
+    eu_only.beat()
+    converge([everything, eu_only], rounds=4)
+    assert _written_regexes(h)[-1] == ("orders-.*", ["orders-eu"])
+    assert everything.held() | eu_only.held() == _partitions(("orders-eu", 4))
+
+    # b goes silent and is removed by its session timeout: no refresh, the resolution recorded
+    # with b's rights still counts for the member left.
+    for _ in range(14):
+        h.sleep(500)
+        everything.beat()
+    assert set(h.shard.state.consumer_groups["g"].members) == {"a"}
+    assert everything.held() == _partitions(("orders-eu", 4))
+
+    # The next change of topics is refreshed by a's heartbeat, with a's rights.
+    h.topics.set("orders-asia", 1)
+    converge([everything], rounds=3)
+    assert _written_regexes(h)[-1] == ("orders-.*", ["orders-asia", "orders-eu", "orders-us"])
+    assert everything.held() == _partitions(("orders-eu", 4), ("orders-us", 2), ("orders-asia", 1))
+    before = group_view(h)
+    h.restart()
+    assert group_view(h) == before
+
+
+def test_a_member_subscribing_by_name_refreshes_the_groups_expressions_with_its_rights() -> None:
+    h = Harness(CONFIG, topics={"orders-eu": 2, "t": 2})
+    by_regex = Member(h, "r", regex="orders-.*", may_describe=lambda topic: True)
+    by_name = Member(h, "n", topics=("t",), may_describe=lambda topic: topic != "orders-us")
+    converge([by_regex, by_name])
+    h.topics.set("orders-us", 2)
+    by_name.beat()  # first to see the new topic: it may not describe orders-us
+    converge([by_regex, by_name], rounds=3)
+    assert h.shard.state.consumer_groups["g"].resolved_regexes == {"orders-.*": frozenset({"orders-eu"})}
+    assert by_regex.held() == _partitions(("orders-eu", 2))
