@@ -80,6 +80,10 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=1),
     Property("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "How often the "
              "transaction coordinator aborts transactions open longer than their timeout.", minimum=1),
+    Property("transactional.id.expiration.ms", int, 604800000, "A transactional id with no transaction open "
+             "and no change for this long is forgotten (its producer id and epoch with it).", minimum=1),
+    Property("transactions.remove.expired.transaction.cleanup.interval.ms", int, 3600000, "How often the "
+             "transaction coordinator looks for transactional ids to forget.", minimum=1),
     Property("group.max.size", int, 2147483647, "Most members a group may have.", minimum=1),
     Property("group.consumer.session.timeout.ms", int, 45000, "Session timeout of consumer-protocol (KIP-848) "
              "members: the broker decides it, not the client.", minimum=1),

@@ -264,10 +264,12 @@ class Broker:
             min_compaction_lag_ms=c["log.cleaner.min.compaction.lag.ms"],
             min_cleanable_dirty_ratio=c["log.cleaner.min.cleanable.ratio"],
         )
-        coordinator = TransactionCoordinator(self.topic_logs.producer_ids.next_id, c["transaction.max.timeout.ms"])
+        coordinator = TransactionCoordinator(self.topic_logs.producer_ids.next_id, c["transaction.max.timeout.ms"],
+                                             c["transactional.id.expiration.ms"])
         return TransactionService(self.logs, coordinator, MarkerWriter(self.topic_logs, self.shards),
                                   c["transaction.state.log.num.partitions"], log_config, self.clock,
-                                  c["transaction.abort.timed.out.transaction.cleanup.interval.ms"])
+                                  c["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
+                                  c["transactions.remove.expired.transaction.cleanup.interval.ms"])
 
     # ---- topics -----------------------------------------------------------------------------
 

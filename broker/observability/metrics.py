@@ -72,6 +72,9 @@ class Metrics:
                                             "Transactions completed with CompleteAbort (markers written).")
         self.transactions_timed_out = Counter("kcoord_transactions_timed_out",
                                               "Transactions the coordinator aborted for exceeding their timeout.")
+        self.transactional_ids_expired = Counter("kcoord_transactional_ids_expired",
+                                                 "Transactional ids forgotten after transactional.id.expiration.ms "
+                                                 "without a transaction.")
         self.flush_seconds = Histogram("kcoord_log_flush_seconds",
                                        "Time to write and fdatasync one group-commit batch.",
                                        buckets=_FLUSH_BUCKETS)

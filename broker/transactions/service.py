@@ -41,7 +41,7 @@ RELOAD_DELAY_S = 0.1
 class TransactionService:
     def __init__(self, runtime: LogRuntime, coordinator: TransactionCoordinator, markers: MarkerWriter,
                  num_partitions: int, log_config: LogConfig, clock: Callable[[], int],
-                 abort_check_interval_ms: int) -> None:
+                 abort_check_interval_ms: int, id_expiry_check_interval_ms: int = 3_600_000) -> None:
         self.runtime = runtime
         self.coordinator = coordinator
         self.markers = markers
@@ -49,6 +49,7 @@ class TransactionService:
         self.log_config = log_config
         self.clock = clock
         self.abort_check_interval_ms = abort_check_interval_ms
+        self.id_expiry_check_interval_ms = id_expiry_check_interval_ms
         self.parts: dict[int, Partition] = {}
         self.loaded = False
         self.in_flight: set[tuple[str, int, int]] = set()  # marker jobs being written
@@ -232,9 +233,27 @@ class TransactionService:
     # ---- running ----------------------------------------------------------------------------
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        """Loads, then aborts expired transactions every ``abort_check_interval_ms``."""
+        """Loads, then aborts expired transactions every ``abort_check_interval_ms`` and forgets
+        expired transactional ids every ``id_expiry_check_interval_ms``."""
         task_status.started()
         await self.load()
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._forget_expired_ids)
+            await self._abort_expired_transactions()
+
+    async def _forget_expired_ids(self) -> None:
+        while True:
+            await trio.sleep(self.id_expiry_check_interval_ms / 1000)
+            if not self.loaded:
+                continue
+            result = self.coordinator.expire_transactional_ids(self.clock())
+            if result.records:
+                METRICS.transactional_ids_expired.inc(len(result.records))
+                logs.event("transactions.ids_expired", count=len(result.records),
+                           transactional_ids=",".join(r.transactional_id for r in result.records[:10]))
+                self.apply(result, None, lambda ok: None)
+
+    async def _abort_expired_transactions(self) -> None:
         while True:
             await trio.sleep(self.abort_check_interval_ms / 1000)
             if not self.loaded:

@@ -32,6 +32,9 @@ from protocol.errors import ErrorCode
 from protocol.transaction_log_records import TransactionRecord
 
 DEFAULT_MAX_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms
+DEFAULT_ID_EXPIRATION_MS = 604_800_000  # transactional.id.expiration.ms: 7 days
+# Kafka removes an idle transactional id only in these states (TransactionStateManager).
+_EXPIRABLE = frozenset({TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT})
 
 
 @dataclass(frozen=True)
@@ -61,10 +64,12 @@ def _epoch_exhausted(epoch: int) -> bool:
 
 
 class TransactionCoordinator:
-    def __init__(self, new_producer_id: Callable[[], int], max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS) -> None:
+    def __init__(self, new_producer_id: Callable[[], int], max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
+                 id_expiration_ms: int = DEFAULT_ID_EXPIRATION_MS) -> None:
         """``new_producer_id()`` hands out a producer id never used before (the broker's allocator)."""
         self.new_producer_id = new_producer_id
         self.max_timeout_ms = max_timeout_ms
+        self.id_expiration_ms = id_expiration_ms
         self.txns: dict[str, TxnMetadata] = {}
 
     # ---- persistence ------------------------------------------------------------------------
@@ -229,6 +234,18 @@ class TransactionCoordinator:
         for meta in list(self.txns.values()):
             if meta.state is TxnState.ONGOING and meta.start_ms + meta.timeout_ms < now:
                 self._fence_and_abort(out, meta, now)
+        return out
+
+    def expire_transactional_ids(self, now: int) -> TxnResult:
+        """Forgets every transactional id with no transaction open whose last change is
+        ``transactional.id.expiration.ms`` old, with a tombstone each (Kafka's
+        removeExpiredTransactionalIds): its producer id and epoch go, and the next InitProducerId
+        for it starts afresh with a new producer id."""
+        out = TxnResult()
+        for meta in list(self.txns.values()):
+            if meta.state in _EXPIRABLE and meta.last_update_ms <= now - self.id_expiration_ms:
+                del self.txns[meta.transactional_id]
+                out.records.append(TransactionRecord(meta.transactional_id, None))
         return out
 
     # ---- admin ------------------------------------------------------------------------------

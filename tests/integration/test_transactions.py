@@ -220,3 +220,43 @@ def test_a_consumer_protocol_member_commits_offsets_in_a_transaction(broker: Any
     c.close()
     assert sorted(read_all(bs, "kip848-out")) == sorted(b"v%d" % i for i in range(40))
     assert sum(committed(bs, "kip848", "kip848-in").values()) == 40
+
+
+def test_an_idle_transactional_id_is_forgotten_and_starts_afresh(broker_factory: Any) -> None:
+    """After transactional.id.expiration.ms without a transaction the id is gone (DescribeTransactions
+    answers TRANSACTIONAL_ID_NOT_FOUND, also after a restart), and the next producer with it
+    gets a new producer id."""
+    from broker.tools.wire_client import WireClient
+    from protocol.messages import ApiKey
+    from protocol.messages.describe_transactions import DescribeTransactionsRequest
+
+    b = broker_factory({"transactional.id.expiration.ms": "1500",
+                        "transactions.remove.expired.transaction.cleanup.interval.ms": "200"})
+    create_topic(b.bootstrap, "expiring-out", 1)
+
+    def described() -> tuple[int, int]:
+        with WireClient("127.0.0.1", b.port) as c:
+            [state] = c.call(ApiKey.DescribeTransactions, 0,
+                             DescribeTransactionsRequest(transactional_ids=["expiring"])).transaction_states
+            return int(state.error_code), int(state.producer_id)
+
+    p = txn_producer(b.bootstrap, "expiring")
+    p.begin_transaction()
+    p.produce("expiring-out", value=b"once")
+    p.commit_transaction(30)
+    error, first_pid = described()
+    assert error == 0
+    deadline = time.monotonic() + 15
+    while described()[0] == 0:
+        assert time.monotonic() < deadline, "the idle transactional id was not forgotten"
+        time.sleep(0.2)
+    assert described()[0] == 105  # TRANSACTIONAL_ID_NOT_FOUND
+    assert "transactions.ids_expired" in b.log()
+    b.stop()
+    b.start()
+    b.wait_loaded()
+    assert described()[0] == 105  # the tombstone is durable
+    p = txn_producer(b.bootstrap, "expiring")
+    error, second_pid = described()
+    assert error == 0 and second_pid != first_pid
+    assert read_all(b.bootstrap, "expiring-out") == [b"once"]

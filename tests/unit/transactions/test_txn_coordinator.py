@@ -136,3 +136,26 @@ def test_listing_filters_by_state_producer_and_duration() -> None:
     assert [m.transactional_id for m in c.listed(set(), {100}, -1, NOW)] == ["a"]
     assert [m.transactional_id for m in c.listed(set(), set(), 500, NOW + 1_000)] == ["b"]
     assert c.listed(set(), set(), 5_000, NOW + 1_000) == []
+
+
+def test_an_idle_transactional_id_is_forgotten_after_its_expiration_and_stays_forgotten_on_replay() -> None:
+    log = Log()
+    c = log.coordinator
+    c.id_expiration_ms = 10_000
+    log(c.init_producer_id("idle", 60_000, -1, -1, NOW))  # Empty since NOW
+    log(c.init_producer_id("done", 60_000, -1, -1, NOW))
+    log(c.add_partitions("done", 101, 0, [("a", 0)], NOW))
+    [job] = log(c.end_txn("done", 101, 0, True, NOW + 1)).markers
+    log(c.markers_written(job, NOW + 2))  # CompleteCommit since NOW + 2
+    log(c.init_producer_id("open", 60_000, -1, -1, NOW))
+    log(c.add_partitions("open", 102, 0, [("a", 1)], NOW))  # Ongoing: never forgotten here
+
+    assert not log(c.expire_transactional_ids(NOW + 9_999)).records
+    expired = log(c.expire_transactional_ids(NOW + 10_000))
+    assert [(r.transactional_id, r.value) for r in expired.records] == [("idle", None)]
+    expired = log(c.expire_transactional_ids(NOW + 10_002))
+    assert [(r.transactional_id, r.value) for r in expired.records] == [("done", None)]
+    assert set(c.txns) == {"open"} and set(log.replayed().txns) == {"open"}
+    # The next InitProducerId for a forgotten id starts afresh: a new producer id, epoch 0.
+    again = log(c.init_producer_id("idle", 60_000, -1, -1, NOW + 20_000))
+    assert (again.error, again.producer_epoch) == (0, 0) and again.producer_id not in (100, 101, 102)
