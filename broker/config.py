@@ -80,6 +80,9 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=1),
     Property("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "How often the "
              "transaction coordinator aborts transactions open longer than their timeout.", minimum=1),
+    Property("transaction.partition.verification.enable", bool, True, "Take the first transactional batch of "
+             "a transaction on a partition only if the transaction coordinator has the partition in that "
+             "transaction (KIP-890 part 1); refused, it answers INVALID_TXN_STATE."),
     Property("transactional.id.expiration.ms", int, 604800000, "A transactional id with no transaction open "
              "and no change for this long is forgotten (its producer id and epoch with it).", minimum=1),
     Property("transactions.remove.expired.transaction.cleanup.interval.ms", int, 3600000, "How often the "

@@ -122,11 +122,37 @@ def _check_keys(batch: RecordBatch) -> None:
         raise Rejected(ErrorCode.INVALID_RECORD, "Compacted topic cannot accept message without key")
 
 
+# What a failed check that a partition is in its transaction answers (Kafka's ReplicaManager):
+# the coordinator not able to tell yet is retriable, the rest as the coordinator said.
+_VERIFY_RETRIABLE = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                               ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
+
+# (producer id, producer epoch) -> error code: is this partition in the producer's open transaction?
+TxnVerifier = Callable[[int, int], int]
+
+
+def _verify_transaction(verify: TxnVerifier, producer_id: int, epoch: int) -> None:
+    code = verify(producer_id, epoch)
+    if code == ErrorCode.INVALID_TXN_STATE:
+        raise Rejected(code, "Partition was not added to the transaction")
+    if code in _VERIFY_RETRIABLE:
+        raise Rejected(ErrorCode.NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added to the "
+                       "transaction. Underlying error: " + ErrorCode(code).name)
+    if code:
+        raise Rejected(code, ErrorCode(code).name)
+
+
 def submit(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any,
-           on_done: Callable[[], None]) -> BatchWrite | int | None:
+           on_done: Callable[[], None], verify: TxnVerifier | None = None) -> BatchWrite | int | None:
     """Validates one partition's batch and queues it, filling ``resp`` as far as known now.
     Returns the queued ``BatchWrite``; for a duplicate, the last offset of the original (whose
-    durability the answer waits for); None when there is nothing to wait for."""
+    durability the answer waits for); None when there is nothing to wait for.
+
+    ``verify`` (KIP-890 part 1, ``transaction.partition.verification.enable``): the first
+    transactional batch of a producer's transaction on this partition is taken only if the
+    transaction coordinator has the partition in that transaction; a batch that a hanging
+    transaction would otherwise leave open for ever (sent after its transaction ended, or never
+    added) is refused."""
     batch = inspect_batch(raw, state.max_message_bytes)
     log = state.log
     if log.config.compact:
@@ -143,6 +169,8 @@ def submit(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any,
             resp.log_start_offset = log.log_start_offset
             last = check.duplicate.last_offset
             return last if last >= state.high_watermark else None
+        if batch.is_transactional and verify is not None and pid not in state.txns.ongoing:
+            _verify_transaction(verify, pid, batch.producer_epoch)
     if state.log_append_time:
         now = int(time.time() * 1000)
         raw = stamp_log_append_time(raw, now)
@@ -195,6 +223,23 @@ def register(broker: Broker) -> None:
             return None, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic.name}"
         return topic, 0, ""
 
+    verification = broker.config["transaction.partition.verification.enable"]
+
+    def verifier(body: Any, topic: str, partition: int) -> TxnVerifier | None:
+        service = broker.transactions
+        txn_id = body.transactional_id
+        if not verification or not txn_id or broker.cluster is not None:
+            return None  # (a cluster runs no transaction coordinator yet)
+
+        def verify(producer_id: int, epoch: int) -> int:
+            if not service.loaded:
+                return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            result = service.coordinator.add_partitions(txn_id, producer_id, epoch, [(topic, partition)],
+                                                        broker.clock(), verify_only=True)
+            return result.partition_errors.get((topic, partition), result.error)
+
+        return verify
+
     def produce(req: Request) -> None:
         body = req.body
         acks = body.acks
@@ -241,7 +286,7 @@ def register(broker: Broker) -> None:
                         raise Rejected(topic_logs.not_served(topic, pd.index),
                                        "This server does not host this topic-partition.")
                     raw = pd.records if req.version >= 3 else from_old_producer(pd.records)
-                    queued = submit(topic_logs, state, raw, resp, done)
+                    queued = submit(topic_logs, state, raw, resp, done, verifier(body, topic.name, pd.index))
                     if isinstance(queued, BatchWrite):
                         outstanding += 1
                         appends.append((resp, state, queued))

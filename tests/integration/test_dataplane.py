@@ -291,3 +291,45 @@ def test_consumer_offsets_can_be_fetched_and_decoded(client: WireClient) -> None
     offsets_id = meta.topics[0].topic_id
     by_id = fetch(client, "", 0, partition=shard, version=13, topic_id=offsets_id).responses[0].partitions[0]
     assert by_id.records == part.records
+
+
+def test_a_transactional_batch_for_a_partition_not_in_its_transaction_is_refused(client: WireClient) -> None:
+    """KIP-890 part 1: the first transactional batch of a transaction on a partition is taken
+    only when the coordinator has the partition in that transaction; a batch sent after the
+    transaction ended (which would hang the partition's last stable offset) is refused too."""
+    from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+    from protocol.messages.end_txn import EndTxnRequest
+
+    create(client, "verified", 2)
+    init = client.call(INIT_PID, 4, InitProducerIdRequest(transactional_id="verifier", transaction_timeout_ms=60000,
+                                                          producer_id=-1, producer_epoch=-1))
+    assert init.error_code == 0
+    pid, epoch = init.producer_id, init.producer_epoch
+
+    def send(partition: int, sequence: int) -> Any:
+        return produce(client, "verified", records(1, producer_id=pid, producer_epoch=epoch, base_sequence=sequence,
+                                                   transactional=True), partition=partition,
+                       transactional_id="verifier")
+
+    def add(partition: int) -> None:
+        added = client.call(24, 3, AddPartitionsToTxnRequest(
+            v3_and_below_transactional_id="verifier", v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+            v3_and_below_topics=[AddPartitionsToTxnRequest.Topic(name="verified", partitions=[partition])]))
+        assert [p.partition_error_code for t in added.results_by_topic_v3_and_below for p in t.results_by_partition] == [0]
+
+    refused = send(0, 0)
+    assert refused.error_code == ErrorCode.INVALID_TXN_STATE
+    assert refused.error_message == "Partition was not added to the transaction"
+    add(0)
+    assert send(0, 0).error_code == 0
+    assert send(0, 1).error_code == 0  # the transaction is open on the partition: no second check
+    assert send(1, 0).error_code == ErrorCode.INVALID_TXN_STATE  # the other partition was never added
+    assert client.call(26, 3, EndTxnRequest(transactional_id="verifier", producer_id=pid, producer_epoch=epoch,
+                                            committed=True)).error_code == 0
+    deadline = time.monotonic() + 10  # the COMMIT marker closes the transaction on partition 0
+    while send(0, 2).error_code != ErrorCode.INVALID_TXN_STATE:
+        assert time.monotonic() < deadline, "a batch after the transaction ended was taken"
+        time.sleep(0.1)
+    part = fetch(client, "verified", 0).responses[0].partitions[0]
+    # The transaction's two batches and its marker; nothing after it, so nothing left open.
+    assert (part.high_watermark, part.last_stable_offset) == (3, 3)
