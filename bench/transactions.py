@@ -1,6 +1,7 @@
 """Transactions per second of a read-process-write loop, beside the same loop with plain commits.
 
     python bench/transactions.py [--records 10000] [--per-txn 100] [--rounds 3] [--flush sync|interval]
+                                 [--compare PROPERTY=VALUE]
 
 Each round pre-fills an input topic (3 partitions), then runs confluent-kafka loops of
 ``--per-txn`` records each, against a fresh broker with the given flush policy (``sync``, the
@@ -12,6 +13,9 @@ durable default, by default):
   ``commit`` of the consumer's offsets (at-least-once with the same durability of each step).
 
 Prints batches/s and records/s of each, the ratio, and broker CPU; the last lines are medians.
+``--compare`` runs every round a second time against a broker with that property set (A/B in one
+run, alternating which goes first) and prints the medians of both, e.g.
+``--compare transaction.partition.verification.enable=false``.
 """
 
 from __future__ import annotations
@@ -96,42 +100,56 @@ def run_loop(bootstrap: str, topic: str, count: int, per_txn: int, transactional
     return seconds, batches
 
 
+def one_round(args: argparse.Namespace, overrides: dict[str, str]) -> dict[str, float]:
+    broker = Broker(log_flush_policy=args.flush, **overrides)
+    try:
+        bs = f"127.0.0.1:{broker.port}"
+        prefill(bs, "in-txn", args.records)
+        prefill(bs, "in-plain", args.records)
+        cpu0 = broker.cpu()
+        t_secs, t_batches = run_loop(bs, "in-txn", args.records, args.per_txn, transactional=True)
+        cpu1 = broker.cpu()
+        p_secs, p_batches = run_loop(bs, "in-plain", args.records, args.per_txn, transactional=False)
+        cpu2 = broker.cpu()
+    finally:
+        broker.stop()
+    txn_rate, plain_rate = t_batches / t_secs, p_batches / p_secs
+    return {"txn/s": txn_rate, "plain batches/s": plain_rate, "ratio": txn_rate / plain_rate,
+            "txn records/s": args.records / t_secs, "plain records/s": args.records / p_secs,
+            "txn broker cores": (cpu1 - cpu0) / t_secs, "plain broker cores": (cpu2 - cpu1) / p_secs}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--records", type=int, default=10_000)
     ap.add_argument("--per-txn", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--flush", default="sync", choices=["sync", "interval"])
+    ap.add_argument("--compare", default=None, help="PROPERTY=VALUE: also run each round with this set")
     args = ap.parse_args()
-    rows: dict[str, list[float]] = {"txn/s": [], "plain batches/s": [], "ratio": [], "txn records/s": [],
-                                    "plain records/s": []}
+    variants: list[tuple[str, dict[str, str]]] = [("default", {})]
+    if args.compare:
+        name, _, value = args.compare.partition("=")
+        variants.append((args.compare, {name.replace(".", "_"): value}))
+    rows: dict[str, dict[str, list[float]]] = {label: {} for label, _ in variants}
     for r in range(args.rounds):
-        broker = Broker(log_flush_policy=args.flush)
-        try:
-            bs = f"127.0.0.1:{broker.port}"
-            prefill(bs, "in-txn", args.records)
-            prefill(bs, "in-plain", args.records)
-            cpu0 = broker.cpu()
-            t_secs, t_batches = run_loop(bs, "in-txn", args.records, args.per_txn, transactional=True)
-            cpu1 = broker.cpu()
-            p_secs, p_batches = run_loop(bs, "in-plain", args.records, args.per_txn, transactional=False)
-            cpu2 = broker.cpu()
-        finally:
-            broker.stop()
-        txn_rate, plain_rate = t_batches / t_secs, p_batches / p_secs
-        rows["txn/s"].append(txn_rate)
-        rows["plain batches/s"].append(plain_rate)
-        rows["ratio"].append(txn_rate / plain_rate)
-        rows["txn records/s"].append(args.records / t_secs)
-        rows["plain records/s"].append(args.records / p_secs)
-        print(f"round {r + 1}: transactional {txn_rate:.1f} txn/s ({args.records / t_secs:.0f} records/s, "
-              f"broker {(cpu1 - cpu0) / t_secs:.2f} cores); plain {plain_rate:.1f} batches/s "
-              f"({args.records / p_secs:.0f} records/s, broker {(cpu2 - cpu1) / p_secs:.2f} cores); "
-              f"ratio {txn_rate / plain_rate:.2f}", flush=True)
+        for label, overrides in (variants if r % 2 == 0 else variants[::-1]):
+            got = one_round(args, overrides)
+            for key, value in got.items():
+                rows[label].setdefault(key, []).append(value)
+            print(f"round {r + 1} [{label}]: transactional {got['txn/s']:.1f} txn/s ({got['txn records/s']:.0f} "
+                  f"records/s, broker {got['txn broker cores']:.2f} cores); plain {got['plain batches/s']:.1f} "
+                  f"batches/s ({got['plain records/s']:.0f} records/s, broker {got['plain broker cores']:.2f} "
+                  f"cores); ratio {got['ratio']:.2f}", flush=True)
     print(f"median over {args.rounds} rounds, {args.per_txn} records per transaction, "
           f"log.flush.policy={args.flush}:")
-    for name, values in rows.items():
-        print(f"  {name}: {statistics.median(values):.2f}")
+    for label, _ in variants:
+        print(f"  [{label}]")
+        for name, values in rows[label].items():
+            print(f"    {name}: {statistics.median(values):.2f}")
+    if args.compare:
+        base, other = rows["default"], rows[args.compare]
+        print(f"  txn/s, default / {args.compare}: {statistics.median(base['txn/s']) / statistics.median(other['txn/s']):.3f}")
 
 
 if __name__ == "__main__":
