@@ -86,6 +86,9 @@ def move(p: Producer, c: Consumer, msgs: list[Any], out_topic: str, commit: bool
     if commit:
         p.commit_transaction(30)
     else:
+        # abort_transaction drops what librdkafka has not sent yet: the records are sent first, so
+        # that the log holds them, marked aborted.
+        assert p.flush(30) == 0
         p.abort_transaction(30)
 
 
