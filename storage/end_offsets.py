@@ -7,26 +7,11 @@ import contextlib
 import os
 from pathlib import Path
 
-from protocol.record_batch import HEADER, HEADER_SIZE, LOG_OVERHEAD
+from protocol.record_batch import HEADER_SIZE
 from storage.layout import LOG, OFFSETS_TOPIC, parse_partition_dir, parse_segment_file, segment_path
+from storage.segment_scan import batch_headers, index_position
 
 TopicPartition = tuple[str, int]
-
-
-def _last_index_position(path: Path, log_size: int) -> int:
-    """Position of the last usable ``.index`` entry (0 without one). Entries are (relative
-    offset, position) int32 pairs; preallocated space is zero-filled."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return 0
-    best = 0
-    for i in range(0, len(data) - len(data) % 8, 8):
-        pos = int.from_bytes(data[i + 4 : i + 8], "big")
-        if pos <= best or pos >= log_size:
-            break
-        best = pos
-    return best
 
 
 def _segment_end(path: Path) -> int | None:
@@ -34,22 +19,12 @@ def _segment_end(path: Path) -> int | None:
     size = path.stat().st_size
     if size < HEADER_SIZE:
         return None
-    start = _last_index_position(path.with_suffix(".index"), size)
+    start = index_position(path.with_suffix(".index"), size)
     end: int | None = None
     with open(path, "rb") as fh:
         for begin in (start, 0) if start else (0,):
-            pos = begin
-            while pos + HEADER_SIZE <= size:
-                fh.seek(pos)
-                head = fh.read(HEADER_SIZE)
-                if len(head) < HEADER_SIZE:
-                    break
-                h = HEADER.unpack_from(head)
-                length = h[1] + LOG_OVERHEAD
-                if length < HEADER_SIZE or pos + length > size:
-                    break
+            for _pos, h, _length in batch_headers(fh, begin, size):
                 end = h[0] + h[6] + 1
-                pos += length
             if end is not None:
                 break
     return end

@@ -13,40 +13,15 @@ from pathlib import Path
 from typing import BinaryIO
 
 from protocol.errors import DecodeError
-from protocol.record_batch import HEADER, HEADER_SIZE, LOG_OVERHEAD, decode_records, read_batch
+from protocol.record_batch import decode_records, read_batch
 from storage.layout import INDEX, LOG, parse_segment_file, segment_path
-
-
-def _index_position(path: Path, relative: int, log_size: int) -> int:
-    """Position of the last ``.index`` entry at or before ``relative`` (0 without one). Entries
-    are (relative offset, position) int32 pairs; preallocated space is zero-filled."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return 0
-    best = 0
-    for i in range(0, len(data) - len(data) % 8, 8):
-        rel = int.from_bytes(data[i : i + 4], "big")
-        pos = int.from_bytes(data[i + 4 : i + 8], "big")
-        if rel > relative or pos <= best or pos >= log_size:
-            break
-        best = pos
-    return best
+from storage.segment_scan import batch_headers, index_position
 
 
 def _first_in_segment(fh: BinaryIO, start: int, size: int, offset: int, end: int) -> tuple[int | None, bool]:
     """(timestamp of the first record at or after ``offset`` below ``end``, whether the scan
     reached ``end``) within one segment file."""
-    pos = start
-    while pos + HEADER_SIZE <= size:
-        fh.seek(pos)
-        head = fh.read(HEADER_SIZE)
-        if len(head) < HEADER_SIZE:
-            break
-        h = HEADER.unpack_from(head)
-        length = h[1] + LOG_OVERHEAD
-        if length < HEADER_SIZE or pos + length > size:
-            break
+    for pos, h, length in batch_headers(fh, start, size):
         base, last = h[0], h[0] + h[6]
         if base >= end:
             return None, True
@@ -59,7 +34,6 @@ def _first_in_segment(fh: BinaryIO, start: int, size: int, offset: int, end: int
                     if offset <= at < end:
                         ts = batch.max_timestamp if batch.log_append_time else batch.base_timestamp + r.timestamp_delta
                         return ts, True
-        pos += length
     return None, False
 
 
@@ -79,7 +53,7 @@ def first_timestamp_at(directory: str | os.PathLike[str], offset: int, end: int)
         try:
             with open(path, "rb") as fh:
                 size = os.fstat(fh.fileno()).st_size
-                start = _index_position(segment_path(root, base, INDEX), offset - base, size) if offset > base else 0
+                start = index_position(segment_path(root, base, INDEX), size, offset - base) if offset > base else 0
                 ts, done = _first_in_segment(fh, start, size, offset, end)
         except (OSError, DecodeError, ValueError):
             return None

@@ -14,6 +14,7 @@ from broker.security import tls
 from broker.security.authorizer import Authorizer
 from broker.security.credentials import CredentialStore
 from broker.security.etcd_store import EtcdSecurityStore
+from broker.security.keystores import KeystoreError
 from broker.security.properties import bootstrap_users, enabled_mechanisms, super_users
 
 
@@ -28,7 +29,7 @@ class SecurityContext:
         if any(spec.tls for spec in config.listeners):
             try:
                 self.ssl_context = tls.server_context(config.values)
-            except (OSError, ssl.SSLError, tls.KeystoreError) as exc:
+            except (OSError, ssl.SSLError, KeystoreError) as exc:
                 raise SystemExit(f"kcoord: cannot load the TLS keystore or truststore: {exc}") from None
         self.principal_mapper = tls.PrincipalMapper(config["ssl.principal.mapping.rules"])
         self.handshake_timeout = config["ssl.handshake.timeout.ms"] / 1000

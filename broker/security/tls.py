@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from broker.security.keystores import KeystoreError, read_keystore, read_truststore
+from broker.security.keystores import read_keystore, read_truststore
 
 ANONYMOUS = "User:ANONYMOUS"
 _VERIFY = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required": ssl.CERT_REQUIRED}
@@ -54,9 +54,6 @@ def server_context(values: Mapping[str, Any]) -> ssl.SSLContext:
         ctx.load_verify_locations(cadata=values["ssl.truststore.certificates"])
     ctx.verify_mode = _VERIFY[values["ssl.client.auth"]]
     return ctx
-
-
-__all__ = ["KeystoreError", "server_context"]
 
 
 def _load_inline_chain(ctx: ssl.SSLContext, chain: str, key: str, password: str | None) -> None:

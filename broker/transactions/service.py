@@ -238,30 +238,30 @@ class TransactionService:
         task_status.started()
         await self.load()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._forget_expired_ids)
-            await self._abort_expired_transactions()
+            nursery.start_soon(self._every, self.id_expiry_check_interval_ms, self._forget_expired_ids)
+            await self._every(self.abort_check_interval_ms, self._abort_expired_transactions)
 
-    async def _forget_expired_ids(self) -> None:
+    async def _every(self, interval_ms: int, step: Callable[[int], TxnResult]) -> None:
+        """Runs ``step(now)`` every ``interval_ms`` once loaded, and writes the records it returns."""
         while True:
-            await trio.sleep(self.id_expiry_check_interval_ms / 1000)
-            if not self.loaded:
-                continue
-            result = self.coordinator.expire_transactional_ids(self.clock())
-            if result.records:
-                METRICS.transactional_ids_expired.inc(len(result.records))
-                logs.event("transactions.ids_expired", count=len(result.records),
-                           transactional_ids=",".join(r.transactional_id for r in result.records[:10]))
-                self.apply(result, None, lambda ok: None)
+            await trio.sleep(interval_ms / 1000)
+            if self.loaded:
+                result = step(self.clock())
+                if result.records:
+                    self.apply(result, None, lambda ok: None)
 
-    async def _abort_expired_transactions(self) -> None:
-        while True:
-            await trio.sleep(self.abort_check_interval_ms / 1000)
-            if not self.loaded:
-                continue
-            result = self.coordinator.expire(self.clock())
-            for job in result.markers:
-                METRICS.transactions_timed_out.inc()
-                logs.event("transactions.timed_out", transactional_id=job.transactional_id,
-                           producer_id=job.producer_id, producer_epoch=job.producer_epoch)
-            if result.records:
-                self.apply(result, None, lambda ok: None)
+    def _forget_expired_ids(self, now: int) -> TxnResult:
+        result = self.coordinator.expire_transactional_ids(now)
+        if result.records:
+            METRICS.transactional_ids_expired.inc(len(result.records))
+            logs.event("transactions.ids_expired", count=len(result.records),
+                       transactional_ids=",".join(r.transactional_id for r in result.records[:10]))
+        return result
+
+    def _abort_expired_transactions(self, now: int) -> TxnResult:
+        result = self.coordinator.expire(now)
+        for job in result.markers:
+            METRICS.transactions_timed_out.inc()
+            logs.event("transactions.timed_out", transactional_id=job.transactional_id,
+                       producer_id=job.producer_id, producer_epoch=job.producer_epoch)
+        return result
