@@ -2,8 +2,16 @@
 write (a transactional batch of offset commits, or a marker).
 
 ``PendingTxnOffsets`` is the whole of the pending state: producer id -> (group, topic, partition)
--> the OffsetCommit record written. It changes only by replay (of transactional batches and of
-markers), so a restart rebuilds it from the log, and a snapshot of a shard must carry it.
+-> the OffsetCommit record written. It changes only by replay (of transactional batches, plain
+commits and markers), so a restart rebuilds it from the log, and a snapshot of a shard must carry it.
+
+When transactional and plain commits of one partition interleave, the most recent *record* wins,
+not the last marker: a COMMIT marker applies a pending offset only when no offset written after it
+has been applied since (Kafka compares record offsets). Otherwise a plain commit made while a
+transaction was open would be overwritten by the older transactional one at the marker, and after
+compaction (which keeps only the newest record of the key) a restart would show the plain one: a
+read would have shown a value that the log does not hold. Replay happens in log order, so an order
+number given at replay stands in for the record offset.
 """
 
 from __future__ import annotations
@@ -41,13 +49,29 @@ class PendingTxnOffsets:
         self.by_producer: dict[int, dict[PendingKey, OffsetCommitRecord]] = {}
         # group -> producer ids with pending offsets of the group (KIP-447 lookups are per group).
         self.open_by_group: dict[str, set[int]] = {}
+        # The replay order of each pending record, and, for partitions with pending records, the
+        # order of the record whose offset was applied last (absent: applied before any pending one).
+        self._order = 0
+        self._added_at: dict[tuple[int, PendingKey], int] = {}
+        self._applied_at: dict[PendingKey, int] = {}
 
     def add(self, producer_id: int, record: OffsetCommitRecord) -> None:
-        self.by_producer.setdefault(producer_id, {})[(record.group, record.topic, record.partition)] = record
+        key = (record.group, record.topic, record.partition)
+        self.by_producer.setdefault(producer_id, {})[key] = record
         self.open_by_group.setdefault(record.group, set()).add(producer_id)
+        self._order += 1
+        self._added_at[(producer_id, key)] = self._order
 
-    def complete(self, producer_id: int) -> list[OffsetCommitRecord]:
-        """Removes and returns the producer's pending offsets (empty when it has none)."""
+    def note_applied(self, group: str, topic: str, partition: int) -> None:
+        """A plain (non-transactional) commit of the partition was applied: it is newer than every
+        pending record of the partition, none of which may replace it at its marker."""
+        self._order += 1
+        if group in self.open_by_group and self.is_pending(group, topic, partition):
+            self._applied_at[(group, topic, partition)] = self._order
+
+    def complete(self, producer_id: int, commit: bool = True) -> list[OffsetCommitRecord]:
+        """Removes the producer's pending offsets (none when it has none) and returns, for a
+        COMMIT, those to apply: each one newer than the offset applied last to its partition."""
         pending = self.by_producer.pop(producer_id, None)
         if not pending:
             return []
@@ -57,16 +81,27 @@ class PendingTxnOffsets:
                 producers.discard(producer_id)
                 if not producers:
                     del self.open_by_group[group]
-        return list(pending.values())
+        applied = []
+        for key, record in pending.items():
+            order = self._added_at.pop((producer_id, key))
+            if commit and order > self._applied_at.get(key, 0):
+                applied.append(record)
+                self._applied_at[key] = order
+        for key in pending:
+            if not self.is_pending(*key):
+                self._applied_at.pop(key, None)
+        return applied
 
     def remove_partition(self, group: str, topic: str, partition: int) -> None:
         """A tombstone of the offset drops the pending offsets of that partition too (as Kafka's replay does)."""
         producers = self.open_by_group.get(group)
         if not producers:
             return
+        self._applied_at.pop((group, topic, partition), None)
         for producer_id in list(producers):
             pending = self.by_producer.get(producer_id, {})
-            pending.pop((group, topic, partition), None)
+            if pending.pop((group, topic, partition), None) is not None:
+                del self._added_at[(producer_id, (group, topic, partition))]
             if not any(key[0] == group for key in pending):
                 producers.discard(producer_id)
             if not pending:

@@ -89,9 +89,8 @@ class CoordinatorState:
 
     def replay_marker(self, producer_id: int, commit: bool) -> None:
         """A COMMIT marker applies the producer's pending offsets; an ABORT marker drops them."""
-        for record in self.pending_txn.complete(producer_id):
-            if commit:
-                self._replay_offset(record)
+        for record in self.pending_txn.complete(producer_id, commit):
+            self._put_offset(record)
 
     def classic_group_deletion(self, group_id: str) -> list[AnyRecord]:
         """The records that delete an empty classic group (its offsets stay), as Kafka writes when
@@ -106,6 +105,11 @@ class CoordinatorState:
             self.offsets.remove(record.group, record.topic, record.partition)
             self.pending_txn.remove_partition(record.group, record.topic, record.partition)
             return
+        self.pending_txn.note_applied(record.group, record.topic, record.partition)
+        self._put_offset(record)
+
+    def _put_offset(self, record: OffsetCommitRecord) -> None:
+        assert record.value is not None
         if record.group not in self.groups and record.group not in self.consumer_groups:
             # Commits without group membership make a "simple" group: Empty, no protocol type.
             self.groups[record.group] = ClassicGroup(

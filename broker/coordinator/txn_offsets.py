@@ -5,7 +5,8 @@ A transactional commit is written as OffsetCommit records in a batch that carrie
 id and epoch and the transactional bit. Until the transaction's marker reaches the partition the
 offsets are *pending*: held per producer id, invisible to OffsetFetch, and they make OffsetFetch
 with ``require_stable`` answer UNSTABLE_OFFSET_COMMIT for their partitions. A COMMIT marker moves
-them into the committed offsets; an ABORT marker drops them. A restart replays the batches and
+them into the committed offsets, each unless a newer record's offset has been applied since (the
+newest record wins, as in Kafka); an ABORT marker drops them. A restart replays the batches and
 markers in log order, so what was still pending at the end of the log is pending again.
 
 ``PendingTxnOffsets`` is the whole of that state: producer id -> (group, topic, partition) -> the
