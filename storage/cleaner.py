@@ -36,7 +36,18 @@ from protocol.record_batch import (
     decode_keys,
     decode_records,
 )
-from storage.layout import CLEANED, DELETED, INDEX, LOG, SWAP, TIME_INDEX, fsync_dir, remove_quietly
+from storage import txn_index
+from storage.layout import (
+    CLEANED,
+    DELETED,
+    INDEX,
+    LOG,
+    SWAP,
+    TIME_INDEX,
+    TXN_INDEX,
+    fsync_dir,
+    remove_quietly,
+)
 from storage.partition_log import PartitionLog
 from storage.segment import INT32_MAX, Segment
 
@@ -221,12 +232,12 @@ def swap_steps(new: Segment, old: list[Segment]) -> list[Callable[[], None]]:
     """The renames that put ``new`` (written as ``.cleaned``) in place of ``old``, one file per
     step, in an order recovery can finish or undo after a crash between any two."""
     steps: list[Callable[[], None]] = []
-    for suffix in (INDEX, TIME_INDEX, LOG):  # the .log.swap rename is the commit point
+    for suffix in (INDEX, TIME_INDEX, TXN_INDEX, LOG):  # the .log.swap rename is the commit point
         steps.append(partial(_rename, new.path(suffix), _with_temp(new, suffix, SWAP)))
     for seg in old:
         for path in seg.files():
             steps.append(partial(_rename, path, path.with_name(path.name + DELETED)))
-    for suffix in (INDEX, TIME_INDEX, LOG):
+    for suffix in (INDEX, TIME_INDEX, TXN_INDEX, LOG):
         steps.append(partial(_rename, _with_temp(new, suffix, SWAP), _with_temp(new, suffix, "")))
     steps.append(partial(new.set_temp_suffix, ""))
     steps.append(partial(fsync_dir, new.directory))
@@ -253,6 +264,11 @@ def write_cleaned(log: PartitionLog, job: Compaction, group: list[Segment], fds:
                     new.append(out)
         new.deactivate()
         new.sync(with_indexes=True)
+        # Aborted transactions stay in the index even when cleaning removed their records, as
+        # Kafka's cleaner keeps them (a fetch from an older offset may still need them).
+        aborted = [txn for seg in group for txn in txn_index.read(seg.path(TXN_INDEX)) or []]
+        if aborted:
+            txn_index.rewrite(new.path(TXN_INDEX), aborted)
     except BaseException:
         discard(new)
         raise

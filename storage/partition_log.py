@@ -27,13 +27,15 @@ from protocol.record_batch import (
     iter_batches,
     rewrite_header,
 )
+from storage import txn_index
 from storage.config import LogConfig
 from storage.errors import LogClosedError, OffsetOutOfRangeError
-from storage.layout import fsync_dir, remove_quietly
+from storage.layout import TXN_INDEX, fsync_dir, remove_quietly
 from storage.leader_epochs import LeaderEpochCache
 from storage.log_coverage import LogCoverage
 from storage.recovery import RecoveryReport, recover
 from storage.segment import Segment
+from storage.txn_index import AbortedTxn
 
 Clock = Callable[[], int]
 _READ_CHUNK = 4 << 20
@@ -450,6 +452,41 @@ class PartitionLog:
             self._bases = [s.base_offset for s in self._segments]
             self._dir_dirty = True
             return True
+
+    # ---- the transaction index ---------------------------------------------------------------
+
+    def add_aborted_txn(self, txn: AbortedTxn) -> None:
+        """Note in the ``.txnindex`` of the segment holding its ABORT marker a transaction aborted
+        by a marker already in the log. Not synced: a crash may lose the entry, and the next open
+        (``reconcile_txn_index``) writes it again from the log."""
+        with self._lock:
+            self._check_open()
+            if txn.last_offset < self._log_start or txn.last_offset >= self.end_offset:
+                return
+            seg = self._segments[bisect.bisect_right(self._bases, txn.last_offset) - 1]
+            txn_index.append(seg.path(TXN_INDEX), txn)
+
+    def reconcile_txn_index(self, aborted: Sequence[AbortedTxn]) -> int:
+        """Make every segment's ``.txnindex`` hold exactly the transactions of ``aborted`` (all
+        of the partition's, in marker order, as its log shows them) whose marker it holds.
+        Returns how many files were rewritten."""
+        with self._lock:
+            self._check_open()
+            segments = list(self._segments)
+            bases = list(self._bases)
+        wanted: dict[int, list[AbortedTxn]] = {}
+        for txn in aborted:
+            i = bisect.bisect_right(bases, txn.last_offset) - 1
+            if i >= 0 and txn.last_offset < segments[i].next_offset:
+                wanted.setdefault(bases[i], []).append(txn)
+        rewritten = 0
+        for seg in segments:
+            path = seg.path(TXN_INDEX)
+            entries = wanted.get(seg.base_offset, [])
+            if txn_index.read(path) != entries:
+                txn_index.rewrite(path, entries)
+                rewritten += 1
+        return rewritten
 
     def close(self) -> None:
         """Flush, trim the active segment's indexes and close every file."""

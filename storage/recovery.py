@@ -227,11 +227,16 @@ def _finish_interrupted_cleaning(directory: Path, report: RecoveryReport) -> Non
         if temp != SWAP or suffix != LOG:
             continue
         upto = max(base + 1, _next_offset(directory / name, base))
-        for other, (obase, _osuffix, otemp) in parsed.items():
+        for other, (obase, osuffix, otemp) in parsed.items():
+            if (obase == base and osuffix == TXN_INDEX and otemp == ""
+                    and not segment_path(directory, base, TXN_INDEX + SWAP).exists()):
+                # Already moved into place: every old file was renamed .deleted before that step
+                # (an old one still here would have its compacted copy in a .swap beside it).
+                continue
             if otemp in ("", DELETED) and base <= obase < upto and (directory / other).exists():
                 remove_quietly(directory / other)
                 report.leftovers.append((other, "removed: replaced by a compacted segment"))
-        for s in (INDEX, TIME_INDEX, LOG):
+        for s in (INDEX, TIME_INDEX, TXN_INDEX, LOG):
             swap = segment_path(directory, base, s + SWAP)
             if swap.exists():
                 os.replace(swap, segment_path(directory, base, s))
@@ -257,7 +262,11 @@ def _next_offset(path: Path, base: int) -> int:
 
 def _remove_orphan_indexes(directory: Path, bases: set[int], report: RecoveryReport) -> None:
     for name in os.listdir(directory):
+        if name.endswith(TXN_INDEX + ".tmp"):  # a rewrite of the transaction index cut short
+            remove_quietly(directory / name)
+            report.leftovers.append((name, "removed unfinished transaction index"))
+            continue
         p = parse_segment_file(name)
-        if p and not p[2] and p[1] in (INDEX, TIME_INDEX) and p[0] not in bases:
+        if p and not p[2] and p[1] in (INDEX, TIME_INDEX, TXN_INDEX) and p[0] not in bases:
             remove_quietly(directory / name)
             report.leftovers.append((name, f"removed index without {segment_name(p[0])}{LOG}"))

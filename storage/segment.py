@@ -67,7 +67,7 @@ class Segment:
     @classmethod
     def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, temp_suffix: str = "") -> Segment:
         seg = cls(directory, base_offset, config, now_ms, temp_suffix)
-        for suffix in (INDEX, TIME_INDEX):
+        for suffix in (INDEX, TIME_INDEX, TXN_INDEX):
             remove_quietly(seg.path(suffix))
         seg.fd = os.open(seg.path(LOG), os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         seg.offset_index.open()

@@ -12,15 +12,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable
-from typing import NamedTuple
 
-
-class AbortedTxn(NamedTuple):
-    """A transaction aborted on this partition: its first offset and the offset of its ABORT marker."""
-
-    producer_id: int
-    first_offset: int
-    last_offset: int
+from storage.txn_index import AbortedTxn
 
 
 class PartitionTxns:
@@ -35,16 +28,24 @@ class PartitionTxns:
         """A transactional data batch of ``producer_id`` starting at ``first_offset``."""
         self.ongoing.setdefault(producer_id, first_offset)
 
-    def on_marker(self, producer_id: int, marker_offset: int, commit: bool) -> None:
+    def on_marker(self, producer_id: int, marker_offset: int, commit: bool) -> AbortedTxn | None:
         """The producer's marker at ``marker_offset`` ends its transaction here (a marker for a
-        producer with nothing open, as written again after a coordinator restart, changes nothing)."""
+        producer with nothing open, as written again after a coordinator restart, changes nothing).
+        Returns the transaction if the marker aborted it."""
         first = self.ongoing.get(producer_id)
         if first is None or first > marker_offset:
-            return
+            return None
         del self.ongoing[producer_id]
-        if not commit:
-            self.aborted.append(AbortedTxn(producer_id, first, marker_offset))
-            self._aborted_last.append(marker_offset)
+        if commit:
+            return None
+        # The last stable offset right after the marker, as Kafka's index records it: the oldest
+        # other transaction open before the marker, else the offset after the marker. (Batches
+        # queued behind the marker are noted already but were not in the log yet.)
+        older = [f for f in self.ongoing.values() if f < marker_offset]
+        txn = AbortedTxn(producer_id, first, marker_offset, min(older, default=marker_offset + 1))
+        self.aborted.append(txn)
+        self._aborted_last.append(marker_offset)
+        return txn
 
     def last_stable_offset(self, high_watermark: int) -> int:
         """Below it every transaction is decided: the first offset of the oldest open one, or the

@@ -34,7 +34,7 @@ from protocol.record_batch import (
 )
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.config import LogConfig
-from storage.errors import StorageError
+from storage.errors import LogClosedError, StorageError
 from storage.partition_log import PartitionLog
 
 TopicPartition = tuple[str, int]
@@ -137,6 +137,13 @@ def _rebuild_producers(state: PartitionState, now_ms: int) -> None:
                 base = h[0]
                 table.record(pid, h[10], h[11], last_sequence(h[11], h[6]), base, base + h[6], h[8])
     state.txns = PartitionTxns.rebuild(events)
+    try:
+        rewritten = state.log.reconcile_txn_index(state.txns.aborted)
+    except OSError as exc:  # only the index is at stake; the next open tries again
+        logs.warn("log.txn_index_failed", topic=state.topic, partition=state.partition, error=str(exc))
+        return
+    if rewritten:
+        logs.event("log.txn_index_rewritten", topic=state.topic, partition=state.partition, segments=rewritten)
 
 
 class TopicLogs:
@@ -298,7 +305,13 @@ class TopicLogs:
         def finished() -> None:
             ok = write.error is None
             if ok:
-                state.txns.on_marker(producer_id, write.first, commit)
+                aborted = state.txns.on_marker(producer_id, write.first, commit)
+                if aborted is not None:
+                    try:
+                        state.log.add_aborted_txn(aborted)
+                    except (LogClosedError, OSError) as exc:  # the index is rewritten from the log at open
+                        logs.warn("log.txn_index_failed", topic=state.topic, partition=state.partition,
+                                  error=str(exc))
                 state.producers.note_marker(producer_id, producer_epoch)
             done(ok)
 

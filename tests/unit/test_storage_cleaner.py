@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from protocol.record_batch import build_end_txn_marker, build_simple_batch, decode_records, iter_batches
+from storage import txn_index
 from storage.cleaner import Compaction, clean, cleanable_segments, dirty_ratio, swap_steps, write_cleaned
 from storage.config import LogConfig
+from storage.layout import TXN_INDEX
 from storage.partition_log import PartitionLog
 
 CFG = LogConfig(
@@ -124,7 +126,7 @@ def test_aborted_transaction_records_go_and_do_not_hide_older_values(tmp_path: P
     log.close()
 
 
-@pytest.mark.parametrize("stop", range(21))
+@pytest.mark.parametrize("stop", range(23))
 def test_crash_at_each_swap_step_leaves_a_loadable_log(tmp_path: Path, stop: int) -> None:
     log = make_log(tmp_path, updates=200, keys=7)
     log.append([(b"key-3", None, 5000)])
@@ -136,9 +138,11 @@ def test_crash_at_each_swap_step_leaves_a_loadable_log(tmp_path: Path, stop: int
     assert fds is not None
     job = Compaction(log, NOW)
     job.build_map(segments, fds, 0)
+    aborted = txn_index.AbortedTxn(9, group[1].base_offset, group[1].base_offset + 1, group[1].base_offset + 2)
+    txn_index.rewrite(group[1].path(TXN_INDEX), [aborted])
     new = write_cleaned(log, job, group, fds[:3])
     steps = swap_steps(new, group)
-    assert len(steps) == 20  # 3 renames to .swap, 3 x 4 to .deleted, 3 into place, rename in memory, fsync
+    assert len(steps) == 22  # 4 renames to .swap, 3 x 4 to .deleted, 4 into place, rename in memory, fsync
     for step in steps[:stop]:
         step()
     # the process dies here: nothing else is closed or flushed
@@ -149,6 +153,10 @@ def test_crash_at_each_swap_step_leaves_a_loadable_log(tmp_path: Path, stop: int
     assert [o for o, _, _ in got] == sorted({o for o, _, _ in got})
     names = os.listdir(tmp_path)
     assert not [n for n in names if n.endswith((".cleaned", ".swap", ".deleted"))]
+    # The aborted transaction is still indexed (by the old segment, the compacted one, or both
+    # when recovery keeps an old segment the compacted one has no records of), and nothing else is.
+    indexes = [n for n in names if n.endswith(TXN_INDEX)]
+    assert indexes and all(txn_index.read(tmp_path / n) == [aborted] for n in indexes)
     stats = clean(reopened, NOW, force=True)  # and it can be cleaned again afterwards
     assert stats is not None and latest(reopened) == before
     reopened.close()

@@ -35,6 +35,7 @@ from storage.config import LogConfig
 from storage.errors import LogClosedError, OffsetOutOfRangeError
 from storage.partition_log import Clock, wall_clock_ms
 from storage.recovery import RecoveryReport
+from storage.txn_index import AbortedTxn
 
 _HEADER_FIELDS = 13  # a RecordBatch starts with the batch header's fields, as the log's segments scan them
 # A held flush that nobody releases fails after this long instead of blocking a sync thread forever.
@@ -225,6 +226,7 @@ class FakeLog:
         # Nothing is ever there: the shards find no replay snapshot, and since ``coverage`` offers
         # none they never write one.
         self.directory = Path("/nonexistent-fake-disk") / name
+        self.txn_index: list[AbortedTxn] = []  # the partition's .txnindex entries, all segments'
 
     @property
     def size_bytes(self) -> int:
@@ -263,6 +265,14 @@ class FakeLog:
     def covers(self, coverage: object) -> bool:
         del coverage
         return False
+
+    def add_aborted_txn(self, txn: AbortedTxn) -> None:
+        self.txn_index.append(txn)
+
+    def reconcile_txn_index(self, aborted: Sequence[AbortedTxn]) -> int:
+        changed = list(aborted) != self.txn_index
+        self.txn_index = list(aborted)
+        return int(changed)
 
     def segments(self) -> list[FakeSegment]:
         with self.lock:
