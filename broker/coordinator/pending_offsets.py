@@ -49,11 +49,12 @@ class PendingTxnOffsets:
         self.by_producer: dict[int, dict[PendingKey, OffsetCommitRecord]] = {}
         # group -> producer ids with pending offsets of the group (KIP-447 lookups are per group).
         self.open_by_group: dict[str, set[int]] = {}
-        # The replay order of each pending record, and, for partitions with pending records, the
-        # order of the record whose offset was applied last (absent: applied before any pending one).
+        # The replay order of each pending record and, per group with pending records, the order
+        # of the record whose offset was applied last to each partition (absent: applied before
+        # the group's oldest pending record, so older than all of them).
         self._order = 0
         self._added_at: dict[tuple[int, PendingKey], int] = {}
-        self._applied_at: dict[PendingKey, int] = {}
+        self._applied_at: dict[str, dict[tuple[str, int], int]] = {}
 
     def add(self, producer_id: int, record: OffsetCommitRecord) -> None:
         key = (record.group, record.topic, record.partition)
@@ -66,8 +67,8 @@ class PendingTxnOffsets:
         """A plain (non-transactional) commit of the partition was applied: it is newer than every
         pending record of the partition, none of which may replace it at its marker."""
         self._order += 1
-        if group in self.open_by_group and self.is_pending(group, topic, partition):
-            self._applied_at[(group, topic, partition)] = self._order
+        if group in self.open_by_group:
+            self._applied_at.setdefault(group, {})[(topic, partition)] = self._order
 
     def complete(self, producer_id: int, commit: bool = True) -> list[OffsetCommitRecord]:
         """Removes the producer's pending offsets (none when it has none) and returns, for a
@@ -75,21 +76,21 @@ class PendingTxnOffsets:
         pending = self.by_producer.pop(producer_id, None)
         if not pending:
             return []
+        applied = []
+        for key, record in pending.items():
+            order = self._added_at.pop((producer_id, key))
+            group, topic, partition = key
+            if commit:
+                latest = self._applied_at.setdefault(group, {})
+                if order > latest.get((topic, partition), 0):
+                    applied.append(record)
+                    latest[(topic, partition)] = order
         for group in {key[0] for key in pending}:
             producers = self.open_by_group.get(group)
             if producers is not None:
                 producers.discard(producer_id)
                 if not producers:
-                    del self.open_by_group[group]
-        applied = []
-        for key, record in pending.items():
-            order = self._added_at.pop((producer_id, key))
-            if commit and order > self._applied_at.get(key, 0):
-                applied.append(record)
-                self._applied_at[key] = order
-        for key in pending:
-            if not self.is_pending(*key):
-                self._applied_at.pop(key, None)
+                    self._close_group(group)
         return applied
 
     def remove_partition(self, group: str, topic: str, partition: int) -> None:
@@ -97,7 +98,7 @@ class PendingTxnOffsets:
         producers = self.open_by_group.get(group)
         if not producers:
             return
-        self._applied_at.pop((group, topic, partition), None)
+        self._applied_at.get(group, {}).pop((topic, partition), None)
         for producer_id in list(producers):
             pending = self.by_producer.get(producer_id, {})
             if pending.pop((group, topic, partition), None) is not None:
@@ -107,7 +108,12 @@ class PendingTxnOffsets:
             if not pending:
                 self.by_producer.pop(producer_id, None)
         if not producers:
-            del self.open_by_group[group]
+            self._close_group(group)
+
+    def _close_group(self, group: str) -> None:
+        """The group has no pending records left: any later one is newer than every applied offset."""
+        del self.open_by_group[group]
+        self._applied_at.pop(group, None)
 
     def is_pending(self, group: str, topic: str, partition: int) -> bool:
         for producer_id in self.open_by_group.get(group, ()):
