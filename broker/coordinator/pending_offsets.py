@@ -65,9 +65,10 @@ class PendingTxnOffsets:
 
     def note_applied(self, group: str, topic: str, partition: int) -> None:
         """A plain (non-transactional) commit of the partition was applied: it is newer than every
-        pending record of the partition, none of which may replace it at its marker."""
-        self._order += 1
+        pending record of the partition, none of which may replace it at its marker. (Without
+        pending records in its group a commit needs no order: every later record is newer.)"""
         if group in self.open_by_group:
+            self._order += 1
             self._applied_at.setdefault(group, {})[(topic, partition)] = self._order
 
     def complete(self, producer_id: int, commit: bool = True) -> list[OffsetCommitRecord]:

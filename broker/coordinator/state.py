@@ -90,7 +90,7 @@ class CoordinatorState:
     def replay_marker(self, producer_id: int, commit: bool) -> None:
         """A COMMIT marker applies the producer's pending offsets; an ABORT marker drops them."""
         for record in self.pending_txn.complete(producer_id, commit):
-            self._put_offset(record)
+            self._replay_offset(record, plain=False)
 
     def classic_group_deletion(self, group_id: str) -> list[AnyRecord]:
         """The records that delete an empty classic group (its offsets stay), as Kafka writes when
@@ -100,22 +100,21 @@ class CoordinatorState:
     def note_assignment(self, group_id: str, epoch: int, assignor: str, members: int) -> None:
         self.assignments.append((group_id, epoch, assignor, members))
 
-    def _replay_offset(self, record: OffsetCommitRecord) -> None:
-        if record.value is None:
-            self.offsets.remove(record.group, record.topic, record.partition)
-            self.pending_txn.remove_partition(record.group, record.topic, record.partition)
+    def _replay_offset(self, record: OffsetCommitRecord, plain: bool = True) -> None:
+        """Applies an OffsetCommit record: a plain one as it is replayed, a transactional one
+        (``plain`` False) at its COMMIT marker."""
+        value = record.value
+        group = record.group
+        if value is None:
+            self.offsets.remove(group, record.topic, record.partition)
+            self.pending_txn.remove_partition(group, record.topic, record.partition)
             return
-        self.pending_txn.note_applied(record.group, record.topic, record.partition)
-        self._put_offset(record)
-
-    def _put_offset(self, record: OffsetCommitRecord) -> None:
-        assert record.value is not None
-        if record.group not in self.groups and record.group not in self.consumer_groups:
+        if plain and group in self.pending_txn.open_by_group:  # else no pending record is older
+            self.pending_txn.note_applied(group, record.topic, record.partition)
+        if group not in self.groups and group not in self.consumer_groups:
             # Commits without group membership make a "simple" group: Empty, no protocol type.
-            self.groups[record.group] = ClassicGroup(
-                record.group, state=GroupState.EMPTY, state_timestamp=record.value.commit_timestamp
-            )
-        self.offsets.put(record.group, record.topic, record.partition, stored_offset(record.value))
+            self.groups[group] = ClassicGroup(group, state=GroupState.EMPTY, state_timestamp=value.commit_timestamp)
+        self.offsets.put(group, record.topic, record.partition, stored_offset(value))
 
     def _replay_group(self, record: GroupMetadataRecord) -> None:
         if record.value is None:
