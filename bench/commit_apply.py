@@ -39,12 +39,12 @@ def measure(records: int) -> dict[str, float]:
             offset=i, leader_epoch=-1, metadata="", commit_timestamp=i, expire_timestamp=-1)) for i in range(records)]
 
     out = {}
+    recs = commits("g")
     for case in ("plain", "with-open-transactions"):
         shard = GroupCoordinatorShard(0, CoordinatorConfig(), Topics(), lambda p: p)  # type: ignore[arg-type]
-        recs = commits("g")
         if case != "plain":
             for pid in range(4):  # four producers each with pending offsets of every partition of the group
-                for rec in commits("g")[:64]:
+                for rec in recs[:64]:
                     shard.replay_txn_offset(rec, pid)
         started = time.perf_counter()
         for rec in recs:

@@ -228,10 +228,9 @@ def _finish_interrupted_cleaning(directory: Path, report: RecoveryReport) -> Non
             continue
         upto = max(base + 1, _next_offset(directory / name, base))
         for other, (obase, osuffix, otemp) in parsed.items():
-            if (obase == base and osuffix == TXN_INDEX and otemp == ""
-                    and not segment_path(directory, base, TXN_INDEX + SWAP).exists()):
+            if obase == base and otemp == "" and not segment_path(directory, base, osuffix + SWAP).exists():
                 # Already moved into place: every old file was renamed .deleted before that step
-                # (an old one still here would have its compacted copy in a .swap beside it).
+                # (an old one still here has its compacted counterpart in a .swap beside it).
                 continue
             if otemp in ("", DELETED) and base <= obase < upto and (directory / other).exists():
                 remove_quietly(directory / other)

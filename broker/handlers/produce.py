@@ -127,12 +127,13 @@ def _check_keys(batch: RecordBatch) -> None:
 _VERIFY_RETRIABLE = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                                ErrorCode.COORDINATOR_NOT_AVAILABLE, ErrorCode.NOT_COORDINATOR})
 
-# (producer id, producer epoch) -> error code: is this partition in the producer's open transaction?
-TxnVerifier = Callable[[int, int], int]
+# (topic, partition, producer id, producer epoch) -> error code: is the partition in the
+# producer's open transaction?
+TxnVerifier = Callable[[str, int, int, int], int]
 
 
-def _verify_transaction(verify: TxnVerifier, producer_id: int, epoch: int) -> None:
-    code = verify(producer_id, epoch)
+def _verify_transaction(verify: TxnVerifier, state: PartitionState, producer_id: int, epoch: int) -> None:
+    code = verify(state.topic, state.partition, producer_id, epoch)
     if code == ErrorCode.INVALID_TXN_STATE:
         raise Rejected(code, "Partition was not added to the transaction")
     if code in _VERIFY_RETRIABLE:
@@ -170,7 +171,7 @@ def submit(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any,
             last = check.duplicate.last_offset
             return last if last >= state.high_watermark else None
         if batch.is_transactional and verify is not None and pid not in state.txns.ongoing:
-            _verify_transaction(verify, pid, batch.producer_epoch)
+            _verify_transaction(verify, state, pid, batch.producer_epoch)
     if state.log_append_time:
         now = int(time.time() * 1000)
         raw = stamp_log_append_time(raw, now)
@@ -225,13 +226,14 @@ def register(broker: Broker) -> None:
 
     verification = broker.config["transaction.partition.verification.enable"]
 
-    def verifier(body: Any, topic: str, partition: int) -> TxnVerifier | None:
+    def verifier(body: Any) -> TxnVerifier | None:
+        """The request's check, built once per request and only for a transactional producer."""
         service = broker.transactions
         txn_id = body.transactional_id
         if not verification or not txn_id or broker.cluster is not None:
             return None  # (a cluster runs no transaction coordinator yet)
 
-        def verify(producer_id: int, epoch: int) -> int:
+        def verify(topic: str, partition: int, producer_id: int, epoch: int) -> int:
             if not service.loaded:
                 return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
             result = service.coordinator.add_partitions(txn_id, producer_id, epoch, [(topic, partition)],
@@ -243,6 +245,7 @@ def register(broker: Broker) -> None:
     def produce(req: Request) -> None:
         body = req.body
         acks = body.acks
+        verify = verifier(body)
         appends: list[tuple[Any, PartitionState, BatchWrite]] = []
         duplicates: list[tuple[Any, PartitionState, int]] = []
         failed = False
@@ -286,7 +289,7 @@ def register(broker: Broker) -> None:
                         raise Rejected(topic_logs.not_served(topic, pd.index),
                                        "This server does not host this topic-partition.")
                     raw = pd.records if req.version >= 3 else from_old_producer(pd.records)
-                    queued = submit(topic_logs, state, raw, resp, done, verifier(body, topic.name, pd.index))
+                    queued = submit(topic_logs, state, raw, resp, done, verify)
                     if isinstance(queued, BatchWrite):
                         outstanding += 1
                         appends.append((resp, state, queued))
