@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Sets up everything the tests need (Debian packages, the Python test and analysis extras,
-# the Node client) and runs lint, type checks and the whole test suite. Idempotent.
+# the Node client, Apache Kafka through Maven) and runs lint, type checks and the whole test suite. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -30,6 +30,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 scripts/setup.sh "test,analysis"
+
+# Apache Kafka, the reference broker of the differential tests, with its tools, Java clients and
+# Kafka Streams: fetched through Maven into a cache outside the work tree (once; offline after).
+if kafka_libs=$(scripts/kafka.sh); then
+  export KCOORD_KAFKA_LIBS="$kafka_libs" KCOORD_REQUIRE_KAFKA=1
+else
+  echo "note: could not fetch Apache Kafka through Maven; the tests that need it will be skipped"
+fi
 
 if [ -f tests/js/package.json ] && command -v npm >/dev/null; then
   (cd tests/js && { [ -d node_modules ] || npm install --silent --no-audit --no-fund >/dev/null; })

@@ -229,3 +229,29 @@ def etcd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EtcdProcess]:
     server = EtcdProcess(tmp_path_factory.mktemp("etcd") / "data").start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def kafka_libs() -> Path:
+    """Apache Kafka's jars (broker, tools, Java clients, Streams), fetched by scripts/kafka.sh.
+    scripts/test.sh fetches them and sets KCOORD_REQUIRE_KAFKA=1: there, their absence fails."""
+    from testkit.kafka import java
+    from testkit.kafka import kafka_libs as find_libs
+
+    libs = find_libs()
+    if libs is None or java() is None:
+        message = "Apache Kafka is not fetched (bash scripts/kafka.sh) or java is missing"
+        if os.environ.get("KCOORD_REQUIRE_KAFKA") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return libs
+
+
+@pytest.fixture(scope="session")
+def kafka(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One real Apache Kafka broker for the whole session, the reference of the differential tests."""
+    from testkit.kafka import KafkaProcess
+
+    server = KafkaProcess(kafka_libs, tmp_path_factory.mktemp("apache-kafka")).start()
+    yield server
+    server.stop()

@@ -1,0 +1,1 @@
+"""What tests and benchmarks share to run real processes: ports, and the reference Apache Kafka."""

@@ -1,0 +1,172 @@
+"""Apache Kafka itself, the reference broker: a single-node KRaft broker on loopback, run from the
+jars `scripts/kafka.sh` fetched through Maven, and Kafka's own command-line tools.
+
+The differential tests drive the same scenario against it and against kcoord; the tool and Java
+client tests run Kafka's programs from the same jars.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+from testkit.ports import api_versions_ok, free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# The broker's heap: enough for the tests' few groups and topics, little on a 2-core, 24 GB machine.
+HEAP = "-Xmx768m"
+
+# Kafka's defaults where a test broker needs others. Each is also what kcoord's test brokers use
+# (group.initial.rebalance.delay.ms=0) or what a one-node broker must have (replication factors 1).
+TEST_PROPERTIES = {
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "auto.create.topics.enable": "true",
+    "num.partitions": "1",
+}
+
+LOG4J2 = """Configuration:
+  Appenders:
+    Console:
+      name: STDOUT
+      PatternLayout:
+        pattern: "[%d] %p %m (%c)%n"
+  Loggers:
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: STDOUT
+"""
+
+
+def kafka_libs() -> Path | None:
+    """The directory of Kafka's jars, fetched by scripts/kafka.sh; None when it has not run."""
+    explicit = os.environ.get("KCOORD_KAFKA_LIBS")
+    if explicit:
+        return Path(explicit) if Path(explicit).is_dir() else None
+    pom = (ROOT / "reference" / "pom.xml").read_text()
+    version = pom.split("<kafka.version>", 1)[1].split("<", 1)[0]
+    cache = Path(os.environ.get("KCOORD_CACHE", Path.home() / ".cache" / "kcoord"))
+    libs = cache / f"kafka-{version}" / "libs"
+    return libs if any(cache.glob(f"kafka-{version}/.complete-*")) and libs.is_dir() else None
+
+
+def java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and (Path(home) / "bin" / "java").exists():
+        return str(Path(home) / "bin" / "java")
+    return shutil.which("java")
+
+
+def classpath(libs: Path) -> str:
+    return str(libs / "*")
+
+
+class KafkaProcess:
+    """A real Apache Kafka broker (KRaft, broker and controller in one process) on loopback."""
+
+    def __init__(self, libs: Path, work_dir: Path, properties: dict[str, str] | None = None) -> None:
+        self.libs = libs
+        self.work_dir = work_dir
+        self.port = free_port()
+        self.controller_port = free_port()
+        self.node_id = 1
+        self.properties = {
+            "process.roles": "broker,controller",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": f"{self.node_id}@127.0.0.1:{self.controller_port}",
+            "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+            "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+            "log.dirs": str(work_dir / "data"),
+            **TEST_PROPERTIES,
+            **(properties or {}),
+        }
+        self.log_path = work_dir / "kafka.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def data_dir(self) -> Path:
+        return Path(self.properties["log.dirs"])
+
+    def _java(self, main: str, *args: str, heap: str = "-Xmx256m") -> list[str]:
+        binary = java()
+        if binary is None:
+            raise RuntimeError("java is not installed")
+        return [binary, heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.yaml'}",
+                "-cp", classpath(self.libs), main, *args]
+
+    def start(self, wait: float = 90.0) -> KafkaProcess:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        (self.work_dir / "log4j2.yaml").write_text(LOG4J2)
+        config = self.work_dir / "server.properties"
+        config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
+        cluster_id_text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        formatted = subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id_text,
+                                              "-c", str(config)),
+                                   capture_output=True, text=True, timeout=120)
+        if formatted.returncode != 0:
+            raise RuntimeError(f"kafka-storage format failed:\n{formatted.stdout}\n{formatted.stderr}")
+        binary = java()
+        assert binary is not None
+        args = [binary, HEAP, "-Xms256m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+                "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.yaml'}",
+                "-cp", classpath(self.libs), "kafka.Kafka", str(config)]
+        with open(self.log_path, "ab") as log:
+            self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"kafka exited with {self.proc.returncode}:\n{self.log()[-4000:]}")
+            if api_versions_ok(self.port):
+                return self
+            time.sleep(0.2)
+        raise RuntimeError(f"kafka did not answer within {wait}s:\n{self.log()[-4000:]}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+    def tool(self, main: str, *args: str, timeout: float = 120.0,
+             input: str | None = None) -> subprocess.CompletedProcess[str]:
+        """Runs one of Kafka's command-line tools (its main class, e.g.
+        ``org.apache.kafka.tools.consumer.group.ConsumerGroupCommand``) to completion."""
+        return run_tool(self.libs, main, *args, timeout=timeout, input=input, work_dir=self.work_dir)
+
+
+def run_tool(libs: Path, main: str, *args: str, timeout: float = 120.0, input: str | None = None,
+             work_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """One of Kafka's tools, against whichever broker its arguments name (Kafka or kcoord)."""
+    binary = java()
+    if binary is None:
+        raise RuntimeError("java is not installed")
+    command = [binary, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+               "-Dlog4j2.level=WARN", "-cp", classpath(libs), main, *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, input=input,
+                          cwd=work_dir)

@@ -1,0 +1,24 @@
+"""Loopback ports for the servers tests and benchmarks start."""
+
+from __future__ import annotations
+
+import socket
+
+
+def free_port() -> int:
+    """A port on 127.0.0.1 that nothing listens on at the moment of asking."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def api_versions_ok(port: int, timeout: float = 1.0) -> bool:
+    """Sends ApiVersions v0 and expects an answer with the same correlation id: the broker serves."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+            body = b"\x00\x12\x00\x00\x00\x00\x00\x07\x00\x04ping"
+            s.sendall(len(body).to_bytes(4, "big") + body)
+            head = s.recv(8)
+            return len(head) == 8 and head[4:8] == b"\x00\x00\x00\x07"
+    except OSError:
+        return False
