@@ -21,7 +21,10 @@ measurement to the next, so that both see much the same machine:
   (``bench/members.py``), and 5,000 with ``--with-5000``;
 * RSS idle (after startup and topic creation) and its peak under all that load.
 
-Prints a table: kcoord, Kafka and kcoord/Kafka. Kafka acknowledges writes once they are in the page
+Beside them, the broker's CPU per request (what the work costs, whatever else runs) and the time
+its threads spent runnable but waiting for a CPU (on a loaded machine, how much of the latency is
+the scheduler's: a single event-loop thread gets a smaller share of busy cores than a JVM's dozens
+of threads). Prints a table: kcoord, Kafka and kcoord/Kafka. Kafka acknowledges writes once they are in the page
 cache (it relies on replication, not fsync); kcoord's default acknowledges after fdatasync.
 ``--kcoord-flush interval`` runs kcoord the way Kafka writes.
 """
@@ -88,6 +91,18 @@ def started_at(pid: int) -> float:
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def cpu_wait_seconds(pid: int) -> float:
+    """Seconds the process's threads have spent runnable but waiting for a CPU (their run-queue
+    delay, /proc/<pid>/task/*/schedstat), summed over the threads."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[1])
+        except (OSError, IndexError):
+            continue
+    return total / 1e9
 
 
 def rss_mb(pid: int) -> float:
@@ -286,22 +301,21 @@ def _commit_child(port: int, committers: list[commits.Committer], in_flight: int
 def offset_commits(subject: Subject, seconds: float, warmup: float) -> None:
     ctx = multiprocessing.get_context("fork")
 
-    def run(committers: list[commits.Committer], in_flight: int, length: float) -> tuple[float, float, float]:
+    def run(committers: list[commits.Committer], in_flight: int, length: float) -> tuple[int, float, float]:
         results: Any = ctx.Queue()
         child = ctx.Process(target=_commit_child, args=(subject.port, committers, in_flight, length, results))
         child.start()
         done, latencies, _cpu = results.get()
         child.join()
         latencies.sort()
-        return (done / length, members.percentile(latencies, 0.5) * 1000,
-                members.percentile(latencies, 0.99) * 1000)
+        return done, members.percentile(latencies, 0.5) * 1000, members.percentile(latencies, 0.99) * 1000
 
     simple: list[commits.Committer] = [(f"bench-simple-{i}", -1, "") for i in range(4)]
     if warmup:
         run(simple, 8, warmup)  # not counted: Kafka's JIT compiles the path, kcoord's heap settles
     b0, t0 = subject.cpu(), time.perf_counter()
-    rate, p50, p99 = run(simple, 8, seconds)
-    cores = (subject.cpu() - b0) / (time.perf_counter() - t0)
+    done, p50, p99 = run(simple, 8, seconds)
+    cpu, wall = subject.cpu() - b0, time.perf_counter() - t0
     _, one_p50, one_p99 = run(simple[:1], 1, max(2.0, seconds / 2))
     # The load generator does not read answers; check here that the commits were taken.
     r = call(subject.port, ApiKey.OffsetFetch, 8, OffsetFetchRequest(
@@ -312,29 +326,32 @@ def offset_commits(subject: Subject, seconds: float, warmup: float) -> None:
     if not expected <= {k for k, v in committed.items() if v >= 0}:
         raise RuntimeError(f"{subject.name}: OffsetCommit load left offsets missing: {sorted(committed.items())}")
     subject.results.update({
-        "commit_rps": rate, "commit_p50_ms": p50, "commit_p99_ms": p99, "commit_broker_cores": cores,
+        "commit_rps": done / seconds, "commit_p50_ms": p50, "commit_p99_ms": p99, "commit_broker_cores": cpu / wall,
+        "commit_cpu_us": cpu / done * 1e6,
         "commit_one_p50_ms": one_p50, "commit_one_p99_ms": one_p99})
 
 
-async def _heartbeats(port: int, n: int, seconds: float, warmup: float, group: str) -> tuple[int, int]:
-    """(heartbeats answered, answers carrying an error) while ``n`` formed members of one classic
-    group heartbeat back to back, each on its own connection with one request in flight; the
-    first ``warmup`` seconds are not counted."""
+async def _heartbeats(port: int, n: int, seconds: float, warmup: float, group: str,
+                      broker_cpu: Callable[[], float]) -> tuple[int, int, float]:
+    """(heartbeats answered, answers carrying an error, broker CPU µs per heartbeat) while ``n``
+    formed members of one classic group heartbeat back to back, each on its own connection with
+    one request in flight; the first ``warmup`` seconds are not counted."""
     formed, _start, stop, body = await groups.form_group(port, n, group, 0.05)  # type: ignore[misc]
     async with trio.open_nursery() as nursery:
         nursery.start_soon(body)
         while not (len({m.generation for m in formed}) == 1 and all(m.assignment for m in formed)):
             await trio.sleep(0.001)
         stop.set()
-    count = errors = 0
+    count = errors = answered = 0
 
     async def hammer(m: groups.Member, counted_from: float, deadline: float) -> None:
-        nonlocal count, errors
+        nonlocal count, errors, answered
         data = m.client.encode(ApiKey.Heartbeat, 4, HeartbeatRequest(
             group_id=m.group, generation_id=m.generation, member_id=m.member_id))
         while (sent := time.perf_counter()) < deadline:
             await m.client.send_raw(data)
             frame = await m.client.recv_frame()
+            answered += 1
             # Response header (correlation id, tag block), throttle_time_ms, then the error code.
             if frame[9:11] != b"\x00\x00":
                 errors += 1
@@ -343,19 +360,24 @@ async def _heartbeats(port: int, n: int, seconds: float, warmup: float, group: s
 
     counted_from = time.perf_counter() + warmup
     deadline = counted_from + seconds
+    cpu0 = broker_cpu()
     async with trio.open_nursery() as inner:
         for m in formed:
             inner.start_soon(hammer, m, counted_from, deadline)
+    cpu_us = (broker_cpu() - cpu0) / max(answered, 1) * 1e6
     for m in formed:
         await m.client.stream.aclose()
-    return count, errors
+    return count, errors, cpu_us
 
 
 def heartbeats(subject: Subject, seconds: float, warmup: float) -> None:
-    count, errors = trio.run(_heartbeats, subject.port, 50, seconds, warmup, "versus-heartbeats")
+    w0, t0 = cpu_wait_seconds(subject.pid), time.perf_counter()
+    count, errors, cpu_us = trio.run(_heartbeats, subject.port, 50, seconds, warmup, "versus-heartbeats",
+                                     subject.cpu)
     if errors:
         raise RuntimeError(f"{subject.name}: {errors} heartbeats answered an error")
-    subject.results["heartbeat_rps"] = count / seconds
+    subject.results.update({"heartbeat_rps": count / seconds, "heartbeat_cpu_us": cpu_us,
+                            "heartbeat_cpu_wait": (cpu_wait_seconds(subject.pid) - w0) / (time.perf_counter() - t0)})
 
 
 def formation(subject: Subject, rounds: int) -> None:
@@ -380,11 +402,11 @@ def many_members(subject: Subject, n: int, seconds: float, warmup: float) -> Non
     load.connect_all()
     form_s = load.form(wave=100, timeout=max(120.0, n / 20))
     load.steady(time.perf_counter() + warmup)
-    c0, w0 = subject.cpu(), time.perf_counter()
+    c0, q0, w0 = subject.cpu(), cpu_wait_seconds(subject.pid), time.perf_counter()
     load.measuring_from, load.measuring_until = w0, w0 + seconds
     load.steady(load.measuring_until)
     wall = time.perf_counter() - w0
-    cores = (subject.cpu() - c0) / wall
+    cpu, queued = subject.cpu() - c0, cpu_wait_seconds(subject.pid) - q0
     load.drain(60)
     good, checked = load.check_offsets()
     load.close()
@@ -399,7 +421,9 @@ def many_members(subject: Subject, n: int, seconds: float, warmup: float) -> Non
         f"members{n}_hb_p50_ms": members.percentile(hb, 0.5) * 1000,
         f"members{n}_hb_p99_ms": members.percentile(hb, 0.99) * 1000,
         f"members{n}_commit_p99_ms": members.percentile(cm, 0.99) * 1000,
-        f"members{n}_cores": cores,
+        f"members{n}_cores": cpu / wall,
+        f"members{n}_cpu_us": cpu / max(load.answers_in_window, 1) * 1e6,
+        f"members{n}_cpu_wait": queued / wall,
         f"members{n}_spurious": float(spurious),
         f"members{n}_offsets_wrong": float(checked - good),
     })
@@ -416,9 +440,12 @@ ROWS: list[tuple[str, str, str, bool]] = [
     ("commit_p50_ms", "  latency p50 under that load", "ms", False),
     ("commit_p99_ms", "  latency p99 under that load", "ms", False),
     ("commit_broker_cores", "  broker CPU under that load", "cores", False),
+    ("commit_cpu_us", "  broker CPU per OffsetCommit", "µs", False),
     ("commit_one_p50_ms", "OffsetCommit p50, one in flight", "ms", False),
     ("commit_one_p99_ms", "OffsetCommit p99, one in flight", "ms", False),
     ("heartbeat_rps", "heartbeats/s, 50 members back to back", "/s", True),
+    ("heartbeat_cpu_us", "  broker CPU per heartbeat", "µs", False),
+    ("heartbeat_cpu_wait", "  broker threads waiting for a CPU meanwhile", "s/s", False),
     ("form_100_s", "100 members form a classic group (median of 3)", "s", False),
     ("produce_mb_s", "produce, 1 KiB messages (confluent-kafka)", "MB/s", True),
     ("fetch_mb_s", "fetch, the same messages", "MB/s", True),
@@ -432,6 +459,8 @@ def member_rows(n: int) -> list[tuple[str, str, str, bool]]:
         (f"members{n}_hb_p99_ms", f"{n:,} members: heartbeat p99", "ms", False),
         (f"members{n}_commit_p99_ms", f"{n:,} members: commit p99", "ms", False),
         (f"members{n}_cores", f"{n:,} members: broker CPU", "cores", False),
+        (f"members{n}_cpu_us", f"{n:,} members: broker CPU per request", "µs", False),
+        (f"members{n}_cpu_wait", f"{n:,} members: broker threads waiting for a CPU", "s/s", False),
         (f"members{n}_spurious", f"{n:,} members: spurious rebalances", "", False),
     ]
 
