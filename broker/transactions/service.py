@@ -252,7 +252,7 @@ class TransactionService:
             self.loaded_parts.add(index)
             unfinished = loaded.unfinished()
             ongoing = sum(1 for meta in loaded.txns.values() if meta.state is TxnState.ONGOING)
-            logs.event("transactions.took_over", partition=index, epoch=epoch, records=replayed,
+            (logs.event if replayed else logs.debug)("transactions.took_over", partition=index, epoch=epoch, records=replayed,
                        transactional_ids=len(loaded.txns), unfinished=len(unfinished), ongoing=ongoing,
                        seconds=round(time.perf_counter() - started, 4))
             for job in unfinished:
