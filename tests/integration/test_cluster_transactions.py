@@ -6,7 +6,10 @@ read-process-write application."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import threading
 import time
 import urllib.request
 import uuid
@@ -272,3 +275,78 @@ def test_the_coordinators_node_killed_mid_transaction_loses_nothing_and_duplicat
         c.close()
     assert committed == ends, (committed, ends)
     assert failover_s < 60
+
+
+def test_an_open_transaction_of_a_dead_coordinator_is_aborted_by_the_new_one_at_its_timeout(
+        cluster: Cluster) -> None:
+    bootstrap = start(cluster, {1, 2, 3})
+    create_topic(bootstrap, "orphan-out", 3)
+    wait_topic_spread(cluster, "orphan-out", {1, 2, 3})
+    victim = 3
+    txn_id = txn_id_on(cluster, victim, "orphan")
+    orphan = producer(bootstrap, txn_id, **{"transaction.timeout.ms": 5000})
+    orphan.begin_transaction()
+    for part in range(3):
+        orphan.produce("orphan-out", value=b"open", partition=part)
+    assert orphan.flush(15) == 0
+    # The coordinator's node dies and the producer never comes back to end its transaction.
+    cluster.nodes[victim].kill()
+    survivors = ",".join(b.bootstrap for b in cluster.alive())
+    later = producer(survivors, f"{txn_id}-later")
+    later.begin_transaction()
+    for part in range(3):
+        later.produce("orphan-out", value=b"later", partition=part)
+    later.commit_transaction(30)
+    # What committed behind the open transaction becomes readable only once the new coordinator
+    # has aborted it (its timeout) and written the markers on every partition.
+    deadline = time.monotonic() + 30
+    values = read_all(survivors, "orphan-out", quiet_s=1.0)
+    while values.count(b"later") < 3 and time.monotonic() < deadline:
+        values = read_all(survivors, "orphan-out", quiet_s=1.0)
+    assert sorted(values) == [b"later"] * 3
+    # The transactional id starts afresh on the survivors.
+    again = producer(survivors, txn_id)
+    again.begin_transaction()
+    again.produce("orphan-out", value=b"again", partition=0)
+    again.commit_transaction(30)
+    assert sorted(read_all(survivors, "orphan-out")) == [b"again"] + [b"later"] * 3
+    del orphan
+
+
+def test_a_commit_prepared_by_a_dead_coordinator_is_completed_by_the_new_one(cluster: Cluster) -> None:
+    bootstrap = start(cluster, {1, 2, 3})
+    create_topic(bootstrap, "prep-out", 3)
+    wait_topic_spread(cluster, "prep-out", {1, 2, 3})
+    coordinator, stalled = 2, 3
+    txn_id = txn_id_on(cluster, coordinator, "prep")
+    p = producer(bootstrap, txn_id, **{"transaction.timeout.ms": 30000})
+    p.begin_transaction()
+    for part in range(3):
+        p.produce("prep-out", value=b"prepared", partition=part)
+    assert p.flush(15) == 0
+    # Node 3 stops answering: the coordinator's marker to it waits, the commit stays prepared...
+    proc = cluster.nodes[stalled].proc
+    assert proc is not None
+    os.kill(proc.pid, signal.SIGSTOP)
+    outcome: list[BaseException | None] = []
+    committer = threading.Thread(target=lambda: outcome.append(_call(p.commit_transaction, 60)), daemon=True)
+    committer.start()
+    time.sleep(1.5)
+    # ...when the coordinator's node dies; then node 3 comes back.
+    cluster.nodes[coordinator].kill()
+    time.sleep(4)
+    os.kill(proc.pid, signal.SIGCONT)
+    committer.join(60)
+    assert outcome == [None], outcome
+    survivors = ",".join(b.bootstrap for b in cluster.alive())
+    assert read_all(survivors, "prep-out") == [b"prepared"] * 3
+    logs = "".join(b.log_path.read_text() for b in cluster.nodes.values())
+    assert re.search(r"transactions\.took_over .*unfinished=1", logs), "no node found the prepared commit"
+
+
+def _call(fn: Any, *args: Any) -> BaseException | None:
+    try:
+        fn(*args)
+    except BaseException as exc:  # handed to the test thread
+        return exc
+    return None
