@@ -43,6 +43,7 @@ from protocol.transaction_log_records import (
     encode_transaction_record,
 )
 from storage.config import LogConfig
+from storage.layout import partition_dir_name
 
 MARKER_RETRY_S = 0.2
 RELOAD_DELAY_S = 0.1
@@ -211,13 +212,16 @@ class TransactionService:
             for waiter in self.completion_waiters.pop(key):
                 waiter(False)
 
-    def _open_and_replay_one(self, index: int, epoch: int) -> tuple[Partition, TransactionCoordinator, int]:
-        """Opens partition ``index`` (creating it if new) at owner ``epoch`` and replays it into a
-        coordinator of its own (merged on the trio thread). Blocking."""
-        part = self.runtime.open(TRANSACTION_STATE_TOPIC, index, self.log_config, owner=_PartitionOwner(self, index))
-        part.log.begin_epoch(epoch)
+    def _open_and_replay_one(self, index: int, epoch: int) -> tuple[Partition | None, TransactionCoordinator, int]:
+        """Opens partition ``index`` at owner ``epoch`` and replays it into a coordinator of its own
+        (merged on the trio thread). A partition never written has no log yet: it is created on
+        its first write (``_part``). Blocking."""
         loaded = TransactionCoordinator(self.coordinator.new_producer_id, self.coordinator.max_timeout_ms,
                                         self.coordinator.id_expiration_ms)
+        if not (self.runtime.manager.log_dir / partition_dir_name(TRANSACTION_STATE_TOPIC, index)).is_dir():
+            return None, loaded, 0
+        part = self.runtime.open(TRANSACTION_STATE_TOPIC, index, self.log_config, owner=_PartitionOwner(self, index))
+        part.log.begin_epoch(epoch)
         replayed = 0
         for batch in part.log.batches():
             if batch.is_control:
@@ -244,10 +248,12 @@ class TransactionService:
             part, loaded, replayed = await trio.to_thread.run_sync(self._open_and_replay_one, index, epoch)
             if self.tenure.get(index) != tenure or index not in self.owned:
                 # Lost while loading: close what was opened, coordinate nothing.
-                part.log.close()
-                self.runtime.manager.forget(TRANSACTION_STATE_TOPIC, index)
+                if part is not None:
+                    part.log.close()
+                    self.runtime.manager.forget(TRANSACTION_STATE_TOPIC, index)
                 return
-            self.parts[index] = self.runtime.adopt(part)
+            if part is not None:
+                self.parts[index] = self.runtime.adopt(part)
             self.coordinator.txns.update(loaded.txns)
             self.loaded_parts.add(index)
             unfinished = loaded.unfinished()
@@ -263,7 +269,13 @@ class TransactionService:
     def _part(self, index: int) -> Partition:
         part = self.parts.get(index)
         if part is None:
-            part = self.runtime.adopt(self.runtime.open(TRANSACTION_STATE_TOPIC, index, self.log_config, owner=self))
+            if self.cluster is None:
+                part = self.runtime.open(TRANSACTION_STATE_TOPIC, index, self.log_config, owner=self)
+            else:
+                part = self.runtime.open(TRANSACTION_STATE_TOPIC, index, self.log_config,
+                                         owner=_PartitionOwner(self, index))
+                part.log.begin_epoch(self.owned[index])
+            part = self.runtime.adopt(part)
             self.parts[index] = part
         return part
 
@@ -278,8 +290,9 @@ class TransactionService:
             key, value = encode_transaction_record(record)
             by_partition.setdefault(self.partition_for(record.transactional_id), []).append((key, value, now))
         waits: list[Partition] = []
-        if self.cluster is not None and any(index not in self.loaded_parts for index in by_partition):
-            done(False)  # the partition was lost meanwhile: its new owner answers the retry
+        if self.cluster is not None and any(index not in self.loaded_parts or index not in self.owned
+                                            for index in by_partition):
+            done(False)  # the partition was lost (or is being handed over): its new owner answers the retry
             return
         for index, entries in by_partition.items():
             part = self._part(index)
