@@ -361,3 +361,29 @@ def _call(fn: Any, *args: Any) -> BaseException | None:
     except BaseException as exc:  # handed to the test thread
         return exc
     return None
+
+
+def test_init_transactions_on_the_survivors_fences_the_old_producer_and_aborts_what_it_left(
+        cluster: Cluster) -> None:
+    bootstrap = start(cluster, {1, 2, 3})
+    create_topic(bootstrap, "succ-out", 3)
+    wait_topic_spread(cluster, "succ-out", {1, 2, 3})
+    victim = 1
+    txn_id = txn_id_on(cluster, victim, "succ")
+    old = producer(bootstrap, txn_id, **{"transaction.timeout.ms": 60000})  # no timeout in this test
+    old.begin_transaction()
+    for part in range(3):
+        old.produce("succ-out", value=b"old", partition=part)
+    assert old.flush(15) == 0
+    cluster.nodes[victim].kill()
+    survivors = ",".join(b.bootstrap for b in cluster.alive())
+    # The successor: its init_transactions reaches the new coordinator, which fences the old
+    # producer and aborts its open transaction before answering.
+    new = producer(survivors, txn_id, **{"transaction.timeout.ms": 60000})
+    new.begin_transaction()
+    for part in range(3):
+        new.produce("succ-out", value=b"new", partition=part)
+    new.commit_transaction(30)
+    with pytest.raises(KafkaException):
+        old.commit_transaction(30)
+    assert sorted(read_all(survivors, "succ-out")) == [b"new"] * 3
