@@ -179,7 +179,11 @@ class PeerClient:
             logs.debug("cluster.peer_request_failed", node=node_id, api_key=api_key, error=repr(exc)[:200])
         if not answered[0] and conn is not None:
             conn.close()  # no answer in time: what follows on it would be out of step
-        on_answer(result[0] if answered[0] else None)
+        try:
+            on_answer(result[0] if answered[0] else None)
+        except Exception:
+            # What the answer set going failed; the other requests between the nodes go on.
+            logs.event("cluster.peer_answer_failed", 40, exc_info=True, node=node_id, api_key=api_key)
 
     async def _connection(self, node_id: int) -> _Connection:
         address = self.cluster.nodes.get(node_id)
