@@ -164,8 +164,10 @@ class TransactionService:
     # ---- ownership (cluster mode) ---------------------------------------------------------------
 
     def gain(self, index: int, epoch: int) -> None:
-        """This node now owns ``__transaction_state`` partition ``index``: load it from storage."""
+        """This node now owns ``__transaction_state`` partition ``index``: load it from storage
+        (whatever an earlier tenure left in memory is dropped first)."""
         self.tenure[index] = self.tenure.get(index, 0) + 1
+        self._unload(index)
         self.owned[index] = epoch
         self.runtime.spawn(self._load_partition, index)
 
