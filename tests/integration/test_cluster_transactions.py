@@ -6,6 +6,7 @@ read-process-write application."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -152,6 +153,7 @@ def test_a_new_producer_with_the_same_transactional_id_fences_the_old_one(cluste
     with pytest.raises(KafkaException) as info:
         old.produce("fence-out", value=b"zombie-2", partition=0)
         old.commit_transaction(15)
+    old.purge()
     error: KafkaError = info.value.args[0]
     assert error.fatal() or error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
                                              KafkaError.INVALID_PRODUCER_EPOCH), error
@@ -160,6 +162,9 @@ def test_a_new_producer_with_the_same_transactional_id_fences_the_old_one(cluste
         new.produce("fence-out", value=b"live", partition=part)
     new.commit_transaction(15)
     assert read_all(bootstrap, "fence-out") == [b"live"] * 4
+
+
+TXN_TIMEOUT_MS = 15000
 
 
 class ReadProcessWrite:
@@ -177,7 +182,8 @@ class ReadProcessWrite:
                                   "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
         self.tps = [TopicPartition(src, p) for p in range(partitions)]
         self.consumer.assign(self.tps)
-        self.producer = producer(bootstrap, txn_id, **{"transaction.timeout.ms": 10000})
+        self.producer = producer(bootstrap, txn_id, **{"transaction.timeout.ms": TXN_TIMEOUT_MS})
+        self.retired: list[Producer] = []
         self.committed_txns = 0
         self.aborted_txns = 0
         self.new_producers = 0
@@ -214,7 +220,12 @@ class ReadProcessWrite:
                 self.producer.abort_transaction(30)
                 self.aborted_txns += 1
             else:
-                self.producer = producer(self.bootstrap, self.txn_id, **{"transaction.timeout.ms": 10000})
+                # Fenced: what the old producer still holds is dropped (destroying a producer with
+                # records left waits for their delivery timeout) and a new one takes over.
+                with contextlib.suppress(KafkaException):
+                    self.producer.purge()
+                self.retired.append(self.producer)
+                self.producer = producer(self.bootstrap, self.txn_id, **{"transaction.timeout.ms": TXN_TIMEOUT_MS})
                 self.new_producers += 1
             self.rewind()
 
@@ -227,6 +238,7 @@ class ReadProcessWrite:
     def close(self) -> None:
         self.consumer.close()
         self.producer.flush(5)
+        self.producer.purge()
 
 
 def test_the_coordinators_node_killed_mid_transaction_loses_nothing_and_duplicates_nothing(
@@ -386,4 +398,5 @@ def test_init_transactions_on_the_survivors_fences_the_old_producer_and_aborts_w
     new.commit_transaction(30)
     with pytest.raises(KafkaException):
         old.commit_transaction(30)
+    old.purge()
     assert sorted(read_all(survivors, "succ-out")) == [b"new"] * 3
