@@ -25,6 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from broker.tools.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
+from protocol.messages.describe_transactions import DescribeTransactionsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from tests.conftest import EtcdProcess
@@ -356,7 +357,10 @@ def test_a_commit_prepared_by_a_dead_coordinator_is_completed_by_the_new_one(clu
     outcome: list[BaseException | None] = []
     committer = threading.Thread(target=lambda: outcome.append(_call(p.commit_transaction, 60)), daemon=True)
     committer.start()
-    time.sleep(1.5)
+    deadline = time.monotonic() + 20
+    while txn_state(cluster, coordinator, txn_id) != "PrepareCommit":
+        assert time.monotonic() < deadline, txn_state(cluster, coordinator, txn_id)
+        time.sleep(0.1)
     # ...when the coordinator's node dies; then node 3 comes back.
     cluster.nodes[coordinator].kill()
     time.sleep(4)
@@ -367,6 +371,13 @@ def test_a_commit_prepared_by_a_dead_coordinator_is_completed_by_the_new_one(clu
     assert read_all(survivors, "prep-out") == [b"prepared"] * 3
     logs = "".join(b.log_path.read_text() for b in cluster.nodes.values())
     assert re.search(r"transactions\.took_over .*unfinished=1", logs), "no node found the prepared commit"
+
+
+def txn_state(cluster: Cluster, node: int, txn_id: str) -> str:
+    """The state of ``txn_id``'s transaction as ``node`` (its coordinator) describes it."""
+    with WireClient("127.0.0.1", cluster.nodes[node].port, timeout=5) as c:
+        r = c.call(ApiKey.DescribeTransactions, 0, DescribeTransactionsRequest(transactional_ids=[txn_id]))
+    return str(r.transaction_states[0].transaction_state)
 
 
 def _call(fn: Any, *args: Any) -> BaseException | None:
