@@ -22,6 +22,7 @@ import trio
 from broker import heap
 from broker.cluster.etcd import EtcdClient
 from broker.cluster.node import ClusterNode
+from broker.cluster.peers import PeerClient, PeerSecret
 from broker.config import BrokerConfig
 from broker.coordinator.context import CoordinatorConfig
 from broker.groups.journal_writer import JournalWriter
@@ -46,6 +47,7 @@ from broker.transactions.markers import MarkerWriter
 from broker.transactions.service import TransactionService
 from broker.txn_coordinator.coordinator import TransactionCoordinator
 from protocol.errors import ErrorCode
+from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.config import LogConfig
 from storage.dir_lock import DataDirError, DirLock, acquire, open_data_dir
 from storage.log_manager import LogOpener
@@ -132,6 +134,10 @@ class Broker:
             self.cluster = ClusterNode(EtcdClient(config["etcd.endpoints"]), prefix, self.node_id,
                                        config.advertised.host, config.advertised.port,
                                        config["broker.session.timeout.ms"], self._all_partitions)
+        # Requests to the other nodes (transaction markers, KIP-890 checks), and the secret that
+        # proves them to come from a node.
+        self.peer_secret = PeerSecret()
+        self.peers = None if self.cluster is None else PeerClient(self.cluster, self.peer_secret)
         self.router = Router()
         self.security = SecurityContext(config, self.data_dir, None if self.cluster is None else (
             EtcdClient(config["etcd.endpoints"]), self.cluster.prefix))
@@ -266,10 +272,12 @@ class Broker:
         )
         coordinator = TransactionCoordinator(self.topic_logs.producer_ids.next_id, c["transaction.max.timeout.ms"],
                                              c["transactional.id.expiration.ms"])
-        return TransactionService(self.logs, coordinator, MarkerWriter(self.topic_logs, self.shards),
+        return TransactionService(self.logs, coordinator,
+                                  MarkerWriter(self.topic_logs, self.shards, self.cluster, self.peers),
                                   c["transaction.state.log.num.partitions"], log_config, self.clock,
                                   c["transaction.abort.timed.out.transaction.cleanup.interval.ms"],
-                                  c["transactions.remove.expired.transaction.cleanup.interval.ms"])
+                                  c["transactions.remove.expired.transaction.cleanup.interval.ms"],
+                                  cluster=self.cluster)
 
     # ---- topics -----------------------------------------------------------------------------
 
@@ -437,12 +445,11 @@ class Broker:
                 # The cluster's users and ACLs, read before any client is served.
                 await nursery.start(self.security.etcd_store.run)
             await nursery.start(self.shards.run)
-            if self.cluster is None:
-                # In a cluster the transaction coordinator does not run: its __transaction_state
-                # logs would have no owner, so its APIs answer COORDINATOR_LOAD_IN_PROGRESS and
-                # FindCoordinator says transactions need a single-node broker.
-                await nursery.start(self.transactions.run)
-            if self.cluster is not None:
+            # In a cluster the coordinator loads each __transaction_state partition as it is claimed.
+            await nursery.start(self.transactions.run)
+            if self.cluster is not None and self.peers is not None:
+                await self.peer_secret.load(self.cluster.client, self.cluster.prefix)
+                await nursery.start(self.peers.run)
                 self.cluster.address = self.advertised
                 self.cluster.listener_addresses = dict(self.advertised_by_listener)
                 self.cluster.listener = ClusterListener(self)
@@ -493,9 +500,11 @@ class Broker:
                     self.topic_logs.lose((change.topic, p))
             self.topic_changes.publish(change)
         # The journal's partitions are not owned of their own: each follows the __consumer_offsets
-        # partition of the same index.
+        # partition of the same index. The transaction coordinator's partitions are owned like the
+        # group coordinator's.
         return [(topic.name, p) for topic in list(self.catalog.topics.values()) if topic.name != EVENTS_TOPIC
-                for p in range(topic.partitions)]
+                for p in range(topic.partitions)] + \
+            [(TRANSACTION_STATE_TOPIC, p) for p in range(self.transactions.num_partitions)]
 
     async def stop_serving(self) -> None:
         """Controlled shutdown of a cluster node: hand every partition over now."""
@@ -526,7 +535,9 @@ class ClusterListener:
 
     def on_gain(self, partition: tuple[str, int], epoch: int) -> None:
         topic, index = partition
-        if topic == OFFSETS_TOPIC:
+        if topic == TRANSACTION_STATE_TOPIC:
+            self.broker.transactions.gain(index, epoch)
+        elif topic == OFFSETS_TOPIC:
             # The journal partition first: the shard's load already writes events to it.
             self.broker.journal.gain(index, epoch)
             self.broker.shards.runtimes[index].gain(epoch)
@@ -535,7 +546,9 @@ class ClusterListener:
 
     async def on_release(self, partition: tuple[str, int]) -> None:
         topic, index = partition
-        if topic == OFFSETS_TOPIC:
+        if topic == TRANSACTION_STATE_TOPIC:
+            await self.broker.transactions.release(index)
+        elif topic == OFFSETS_TOPIC:
             await self.broker.shards.runtimes[index].release()
             await self.broker.journal.release(index)
         else:
@@ -543,7 +556,9 @@ class ClusterListener:
 
     def on_lose(self, partition: tuple[str, int]) -> None:
         topic, index = partition
-        if topic == OFFSETS_TOPIC:
+        if topic == TRANSACTION_STATE_TOPIC:
+            self.broker.transactions.lose(index)
+        elif topic == OFFSETS_TOPIC:
             self.broker.shards.runtimes[index].lose()
             self.broker.journal.lose(index)
         else:

@@ -16,6 +16,7 @@ from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeC
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
+from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 
 if TYPE_CHECKING:
     from broker.server import Broker
@@ -30,6 +31,7 @@ def register(broker: Broker) -> None:
     router = broker.router
     cluster = broker.cluster
     offsets_partitions = broker.config["offsets.topic.num.partitions"]
+    txn_partitions = broker.config["transaction.state.log.num.partitions"]
 
     def live_nodes(conn: ConnectionInfo) -> list[tuple[int, str, int]]:
         """(node id, host, port) of every node clients may talk to: this one alone, or every node
@@ -124,6 +126,17 @@ def register(broker: Broker) -> None:
             cluster_authorized_operations=_NOT_REQUESTED,
         ))
 
+    def owner_entry(key: str, node: int, addresses: dict[int, tuple[str, int]],
+                    no_owner: str) -> FindCoordinatorResponse.Coordinator:
+        if node not in addresses:
+            # Between owners (a node died and its lease has not expired yet): ask again.
+            return FindCoordinatorResponse.Coordinator(key=key, node_id=-1, host="", port=-1,
+                                                       error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                                       error_message=no_owner)
+        host, port = addresses[node]
+        return FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port, error_code=0,
+                                                   error_message=None)
+
     def find_coordinator(req: Request[FindCoordinatorRequest]) -> None:
         body = req.body
         keys = body.coordinator_keys if req.version >= 4 else [body.key]
@@ -135,9 +148,9 @@ def register(broker: Broker) -> None:
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
                     error_message="the transactional id is empty"))
             elif body.key_type == KEY_TYPE_TRANSACTION and cluster is not None:
-                entries.append(FindCoordinatorResponse.Coordinator(
-                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
-                    error_message="transactions are served by a single-node broker only, not in cluster mode"))
+                # The owner of the transactional id's __transaction_state partition coordinates it.
+                entries.append(owner_entry(key, leader(TRANSACTION_STATE_TOPIC, partition_for(key, txn_partitions))[0],
+                                           addresses, "the transactional id's partition has no owner at the moment"))
             elif body.key_type == KEY_TYPE_TRANSACTION and not broker.transactions.loaded:
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
@@ -152,16 +165,8 @@ def register(broker: Broker) -> None:
                     error_message="kcoord coordinates consumer groups and transactions only (key types 0 "
                                   "and 1); share groups are not supported"))
             else:
-                node, _epoch = leader(OFFSETS_TOPIC, partition_for(key, offsets_partitions))
-                if node not in addresses:
-                    # Between owners (a node died and its lease has not expired yet): ask again.
-                    entries.append(FindCoordinatorResponse.Coordinator(
-                        key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE,
-                        error_message="the group's partition has no owner at the moment"))
-                    continue
-                host, port = addresses[node]
-                entries.append(FindCoordinatorResponse.Coordinator(
-                    key=key, node_id=node, host=host, port=port, error_code=0, error_message=None))
+                entries.append(owner_entry(key, leader(OFFSETS_TOPIC, partition_for(key, offsets_partitions))[0],
+                                           addresses, "the group's partition has no owner at the moment"))
         if req.version >= 4:
             req.reply.set(FindCoordinatorResponse(coordinators=entries))
             return

@@ -230,22 +230,35 @@ def register(broker: Broker) -> None:
         """The request's check, built once per request and only for a transactional producer."""
         service = broker.transactions
         txn_id = body.transactional_id
-        if not verification or not txn_id or broker.cluster is not None:
-            return None  # (a cluster runs no transaction coordinator yet)
+        if not verification or not txn_id:
+            return None
 
         def verify(topic: str, partition: int, producer_id: int, epoch: int) -> int:
-            if not service.loaded:
-                return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+            code = service.error_for(txn_id)
+            if code:
+                return code
             result = service.coordinator.add_partitions(txn_id, producer_id, epoch, [(topic, partition)],
                                                         broker.clock(), verify_only=True)
             return result.partition_errors.get((topic, partition), result.error)
 
         return verify
 
+    # In a cluster, a transactional id coordinated by another node is checked there.
+    remote = None
+    if verification and broker.cluster is not None and broker.peers is not None:
+        from broker.transactions.verification import RemoteVerification
+
+        remote = RemoteVerification(broker.transactions, broker.cluster, broker.peers, topic_logs, verifier)
+
     def produce(req: Request) -> None:
+        if remote is not None and (req.body.transactional_id or req.conn.conn_id in remote.queues):
+            remote.submit(req.conn.conn_id, req.body, lambda verify: serve(req, verify))
+        else:
+            serve(req, verifier(req.body))
+
+    def serve(req: Request, verify: TxnVerifier | None) -> None:
         body = req.body
         acks = body.acks
-        verify = verifier(body)
         appends: list[tuple[Any, PartitionState, BatchWrite]] = []
         duplicates: list[tuple[Any, PartitionState, int]] = []
         failed = False

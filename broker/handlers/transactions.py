@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.partitioning import partition_for
 from broker.handlers import init_producer_id as init_producer_id_handler
+from broker.handlers import write_txn_markers
 from broker.network.router import Request
 from broker.topics.catalog import OFFSETS_TOPIC
 from broker.txn_coordinator.coordinator import TxnResult
@@ -68,8 +69,9 @@ def register(broker: Broker) -> None:
             req.reply.set(InitProducerIdResponse(throttle_time_ms=0, error_code=fenced_code(error, req.version, 4),
                                                  producer_id=pid, producer_epoch=epoch))
 
-        if not service.loaded:
-            reply(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        code = service.error_for(txn_id)
+        if code:
+            reply(code)
             return
         result = coordinator.init_producer_id(txn_id, body.transaction_timeout_ms, body.producer_id,
                                               body.producer_epoch, broker.clock())
@@ -95,8 +97,9 @@ def register(broker: Broker) -> None:
                 {k: fenced_code(v, req.version, 2) for k, v in errors.items()}, body.v3_and_below_topics)))
 
         wanted = [(t.name, p) for t in body.v3_and_below_topics for p in t.partitions]
-        if not service.loaded:
-            reply(dict.fromkeys(wanted, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+        code = service.error_for(body.v3_and_below_transactional_id)
+        if code:
+            reply(dict.fromkeys(wanted, code))
             return
         unknown = {tp for tp in wanted if not _known(tp)}
         if unknown:
@@ -133,8 +136,9 @@ def register(broker: Broker) -> None:
             return
         for i, txn in enumerate(body.transactions):
             wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
-            if not service.loaded:
-                settle(i, txn, dict.fromkeys(wanted, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            code = service.error_for(txn.transactional_id)
+            if code:
+                settle(i, txn, dict.fromkeys(wanted, code))
                 continue
             unknown = {tp for tp in wanted if not _known(tp)}
             if unknown:
@@ -156,8 +160,9 @@ def register(broker: Broker) -> None:
         def reply(error: int) -> None:
             req.reply.set(AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=fenced_code(error, req.version, 2)))
 
-        if not service.loaded:
-            reply(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        code = service.error_for(body.transactional_id)
+        if code:
+            reply(code)
             return
         tp = (OFFSETS_TOPIC, partition_for(body.group_id, offsets_partitions))
         result = coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch, [tp],
@@ -171,8 +176,9 @@ def register(broker: Broker) -> None:
         def reply(error: int) -> None:
             req.reply.set(EndTxnResponse(throttle_time_ms=0, error_code=fenced_code(error, req.version, 2)))
 
-        if not service.loaded:
-            reply(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS)
+        code = service.error_for(body.transactional_id)
+        if code:
+            reply(code)
             return
         result = coordinator.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed,
                                      broker.clock())
@@ -188,9 +194,10 @@ def register(broker: Broker) -> None:
         State = DescribeTransactionsResponse.TransactionState
         out = []
         for txn_id in req.body.transactional_ids:
-            meta = coordinator.txns.get(txn_id) if service.loaded else None
-            if not service.loaded or not txn_id or meta is None or meta.state is TxnState.DEAD:
-                code = (ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if not service.loaded else
+            serving = service.error_for(txn_id) if txn_id else ErrorCode.NONE
+            meta = coordinator.txns.get(txn_id) if not serving else None
+            if serving or not txn_id or meta is None or meta.state is TxnState.DEAD:
+                code = (serving if serving else
                         ErrorCode.INVALID_REQUEST if not txn_id else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
                 out.append(State(error_code=code, transactional_id=txn_id, transaction_state="",
                                  transaction_timeout_ms=0, transaction_start_time_ms=-1, producer_id=-1,
@@ -252,6 +259,7 @@ def register(broker: Broker) -> None:
             part.when_durable(one)
 
     init_producer_id_handler.register(broker, init_producer_id)
+    write_txn_markers.register(broker)
     router.register(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, add_partitions,
                     versions=(0, ADD_PARTITIONS_MAX_VERSION))
     router.register(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, add_offsets)

@@ -81,6 +81,8 @@ class RequestChecks:
     def __init__(self, broker: Broker, authorizer: Authorizer) -> None:
         self.catalog = broker.catalog
         self.authorizer = authorizer
+        # Requests another node of the cluster sends (broker.cluster.peers) pass as a broker's would.
+        self.peer_secret = broker.peer_secret
         self.checks: dict[int, Check] = {
             ApiKey.JoinGroup: self._group_read(lambda r: JoinGroupResponse(error_code=GROUP_DENIED,
                                                                            member_id=r.body.member_id)),
@@ -611,7 +613,8 @@ class RequestChecks:
     def _add_partitions_to_txn(self, req: Request[Any]) -> bool:
         body = req.body
         if req.version >= 4:  # from brokers only (KIP-890)
-            if self.allowed(req, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+            if self.peer_secret.is_peer(req.header.client_id) or \
+                    self.allowed(req, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
                 return False
             return self._deny(req, AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED, results_by_transaction=[]))
         T = AddPartitionsToTxnResponse.TopicResult

@@ -57,6 +57,7 @@ from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAut
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from protocol.schema import Message
 
 
@@ -84,6 +85,7 @@ class ApiKey(IntEnum):
     AddPartitionsToTxn = 24
     AddOffsetsToTxn = 25
     EndTxn = 26
+    WriteTxnMarkers = 27
     TxnOffsetCommit = 28
     DescribeAcls = 29
     CreateAcls = 30
@@ -124,6 +126,7 @@ _PAIRS: list[tuple[Message, Message]] = [
     (AddPartitionsToTxnRequest, AddPartitionsToTxnResponse),
     (AddOffsetsToTxnRequest, AddOffsetsToTxnResponse),
     (EndTxnRequest, EndTxnResponse),
+    (WriteTxnMarkersRequest, WriteTxnMarkersResponse),
     (TxnOffsetCommitRequest, TxnOffsetCommitResponse),
     (DescribeAclsRequest, DescribeAclsResponse),
     (CreateAclsRequest, CreateAclsResponse),

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from broker.cluster.assignment import desired_owners
 from broker.coordinator.partitioning import partition_for
 from broker.tools.wire_client import WireClient
-from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
@@ -35,6 +35,8 @@ from tests.integration.cluster_helpers import (
     fetch_offset,
 )
 from tests.integration.test_dataplane_clients import confluent_group, confluent_produce, kafka_python_group
+
+TXN_STATE = "__transaction_state"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -58,6 +60,7 @@ def test_three_nodes_spread_the_groups_and_real_clients_work_across_them(cluster
         cluster.start_node(node)
     leaders = cluster.wait_spread({1, 2, 3})
     shares = Counter(leaders.values())
+    txn_shares = Counter(desired_owners([(TXN_STATE, p) for p in range(50)], [1, 2, 3]).values())
     assert max(shares.values()) - min(shares.values()) <= 1, shares
     # Each node tells its share: `kcoord health` and its own metrics.
     for node, b in cluster.nodes.items():
@@ -69,7 +72,8 @@ def test_three_nodes_spread_the_groups_and_real_clients_work_across_them(cluster
         with urllib.request.urlopen(f"http://127.0.0.1:{b.metrics_port}/metrics", timeout=10) as response:
             metrics = response.read().decode()
         assert "kcoord_cluster_nodes 3.0" in metrics
-        assert f"kcoord_cluster_partitions_owned {float(shares[node])}" in metrics
+        # Its share of __consumer_offsets and of __transaction_state.
+        assert f"kcoord_cluster_partitions_owned {float(shares[node] + txn_shares[node])}" in metrics
         assert "kcoord_cluster_lease_renewals_total" in metrics
         assert "kcoord_cluster_takeover_load_seconds_count" in metrics
     bootstrap = ",".join(b.bootstrap for b in cluster.alive())
@@ -86,10 +90,13 @@ def test_three_nodes_spread_the_groups_and_real_clients_work_across_them(cluster
             assert sum(offsets.values()) == 300, (group, offsets)
     # The topic's partitions are led by every node, evenly.
     assert Counter(cluster.leaders(topic="orders").values()) == {1: 2, 2: 2, 3: 2}
-    # Transactions need a single-node broker: a cluster says so rather than leaving clients waiting.
-    with WireClient("127.0.0.1", cluster.nodes[1].port) as c:
-        answer = c.call(ApiKey.FindCoordinator, 3, FindCoordinatorRequest(key="txn", key_type=1))
-    assert answer.error_code == ErrorCode.INVALID_REQUEST
+    # A transactional id is coordinated by the owner of its __transaction_state partition; every
+    # node names the same one.
+    txn_owner = desired_owners([(TXN_STATE, partition_for("txn", 50))], [1, 2, 3])[(TXN_STATE, partition_for("txn", 50))]
+    for b in cluster.alive():
+        with WireClient("127.0.0.1", b.port) as c:
+            answer = c.call(ApiKey.FindCoordinator, 3, FindCoordinatorRequest(key="txn", key_type=1))
+        assert (answer.error_code, answer.node_id, answer.port) == (0, txn_owner, cluster.nodes[txn_owner].port)
 
 
 def test_kill_9_during_a_commit_storm_loses_no_acknowledged_commit(cluster: Cluster) -> None:

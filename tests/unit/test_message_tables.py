@@ -62,6 +62,7 @@ EXPECTED_VALID = {
     "AddPartitionsToTxn": "0-5",
     "AddOffsetsToTxn": "0-4",
     "EndTxn": "0-5",
+    "WriteTxnMarkers": "0-2",
     "TxnOffsetCommit": "0-5",
     "DescribeConfigs": "0-4",
     "CreatePartitions": "0-3",

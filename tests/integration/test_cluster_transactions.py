@@ -1,0 +1,415 @@
+"""Transactions against a kcoord cluster (etcd and several nodes on one shared data dir), with
+confluent-kafka's transactional producer and read_committed consumers: the coordinator of a
+transactional id on one node, the output partitions on every node (markers and KIP-890 checks
+cross nodes), a zombie producer fenced, and the coordinator's node killed in the middle of a
+read-process-write application."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import threading
+import time
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+
+from broker.tools.wire_client import WireClient
+from protocol.errors import ErrorCode
+from protocol.messages import ApiKey
+from protocol.messages.describe_transactions import DescribeTransactionsRequest
+from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+from tests.conftest import EtcdProcess
+from tests.integration.clients import create_topic
+from tests.integration.cluster_helpers import Cluster
+from tests.integration.test_transactions import produce_plain, read_all
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+
+@pytest.fixture
+def cluster(etcd: EtcdProcess, tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(etcd, tmp_path, **{"transaction.abort.timed.out.transaction.cleanup.interval.ms": "500"})
+    yield c
+    c.stop_all()
+
+
+def txn_coordinator(cluster: Cluster, txn_id: str) -> int:
+    """The node FindCoordinator names for ``txn_id`` (-1 while nobody owns its partition)."""
+    with WireClient("127.0.0.1", cluster.alive()[0].port, timeout=5) as c:
+        r = c.call(ApiKey.FindCoordinator, 3, FindCoordinatorRequest(key=txn_id, key_type=1))
+    return int(r.node_id) if r.error_code == 0 else -1
+
+
+def txn_id_on(cluster: Cluster, node: int, prefix: str) -> str:
+    for i in range(1000):
+        txn_id = f"{prefix}-{i}"
+        if txn_coordinator(cluster, txn_id) == node:
+            return txn_id
+    raise AssertionError(f"no transactional id coordinated by node {node}")
+
+
+def start(cluster: Cluster, nodes: set[int]) -> str:
+    for node in sorted(nodes):
+        cluster.start_node(node)
+    cluster.wait_spread(nodes)
+    return ",".join(b.bootstrap for b in cluster.alive())
+
+
+def wait_topic_spread(cluster: Cluster, topic: str, nodes: set[int], timeout: float = 20.0) -> dict[int, int]:
+    deadline = time.monotonic() + timeout
+    while True:
+        leaders = cluster.leaders(topic=topic)
+        if set(leaders.values()) == nodes:
+            return leaders
+        assert time.monotonic() < deadline, leaders
+        time.sleep(0.2)
+
+
+def producer(bootstrap: str, txn_id: str, **conf: Any) -> Producer:
+    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 5, **conf})
+    p.init_transactions(30)
+    return p
+
+
+def test_a_transaction_spans_partitions_on_every_node_and_read_committed_sees_only_commits(
+        cluster: Cluster) -> None:
+    bootstrap = start(cluster, {1, 2})
+    create_topic(bootstrap, "spread-out", 6)
+    leaders = wait_topic_spread(cluster, "spread-out", {1, 2})
+    txn_id = txn_id_on(cluster, 1, "spread")
+    p = producer(bootstrap, txn_id)
+    p.begin_transaction()
+    for part in range(6):
+        p.produce("spread-out", value=b"c%d" % part, partition=part)
+    p.commit_transaction(30)
+    p.begin_transaction()
+    for part in range(6):
+        p.produce("spread-out", value=b"a%d" % part, partition=part)
+    assert p.flush(30) == 0  # in the logs of both nodes, then aborted
+    p.abort_transaction(30)
+    p.begin_transaction()
+    for part in range(6):
+        p.produce("spread-out", value=b"d%d" % part, partition=part)
+    p.commit_transaction(30)
+    p.flush(10)
+    assert sorted(read_all(bootstrap, "spread-out")) == sorted([b"c%d" % i for i in range(6)] +
+                                                               [b"d%d" % i for i in range(6)])
+    # The partitions of node 2 got their markers from node 1's coordinator: a read_committed
+    # consumer reads past the aborted records (last stable offset moved) on every partition.
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"lso-{uuid.uuid4()}",
+                  "isolation.level": "read_committed"})
+    try:
+        for part, node in leaders.items():
+            _low, high = c.get_watermark_offsets(TopicPartition("spread-out", part), timeout=10)
+            assert high == 6, (part, node, high)  # 3 records and 3 markers on each partition
+    finally:
+        c.close()
+    # Node 2 wrote the markers of its partitions at node 1's request, after node 1 had told it
+    # that those partitions were in the transaction (KIP-890).
+    assert requests_served(cluster, 2, "WriteTxnMarkers", 1) >= 3
+    assert requests_served(cluster, 1, "AddPartitionsToTxn", 4) >= 3
+
+
+def requests_served(cluster: Cluster, node: int, api: str, version: int) -> float:
+    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.nodes[node].metrics_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    found = re.search(rf'^kcoord_requests_total{{api="{api}",version="{version}"}} (\S+)$', text, re.M)
+    return float(found.group(1)) if found else 0.0
+
+
+def test_write_txn_markers_is_refused_to_anyone_but_a_node(cluster: Cluster) -> None:
+    start(cluster, {1, 2})
+    create_topic(cluster.nodes[1].bootstrap, "guarded", 2)
+    leaders = wait_topic_spread(cluster, "guarded", {1, 2})
+    Marker = WriteTxnMarkersRequest.WritableTxnMarker
+    for part, node in leaders.items():
+        with WireClient("127.0.0.1", cluster.nodes[node].port, client_id="kcoord-node-1/00") as c:
+            r = c.call(ApiKey.WriteTxnMarkers, 1, WriteTxnMarkersRequest(markers=[Marker(
+                producer_id=7, producer_epoch=0, transaction_result=True, coordinator_epoch=0,
+                topics=[Marker.WritableTxnMarkerTopic(name="guarded", partition_indexes=[part])])]))
+        assert r.markers[0].topics[0].partitions[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_a_new_producer_with_the_same_transactional_id_fences_the_old_one(cluster: Cluster) -> None:
+    bootstrap = start(cluster, {1, 2})
+    create_topic(bootstrap, "fence-out", 4)
+    wait_topic_spread(cluster, "fence-out", {1, 2})
+    txn_id = txn_id_on(cluster, 2, "fence")
+    old = producer(bootstrap, txn_id)
+    old.begin_transaction()
+    for part in range(4):
+        old.produce("fence-out", value=b"zombie", partition=part)
+    assert old.flush(15) == 0
+    new = producer(bootstrap, txn_id)  # fences the old one and aborts its open transaction
+    with pytest.raises(KafkaException) as info:
+        old.produce("fence-out", value=b"zombie-2", partition=0)
+        old.commit_transaction(15)
+    old.purge()
+    error: KafkaError = info.value.args[0]
+    assert error.fatal() or error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                                             KafkaError.INVALID_PRODUCER_EPOCH), error
+    new.begin_transaction()
+    for part in range(4):
+        new.produce("fence-out", value=b"live", partition=part)
+    new.commit_transaction(15)
+    assert read_all(bootstrap, "fence-out") == [b"live"] * 4
+
+
+TXN_TIMEOUT_MS = 15000
+
+
+class ReadProcessWrite:
+    """An exactly-once application: reads ``src`` (read_committed), writes each record's value to
+    ``dst`` and commits the consumer's offsets in the same transaction. On an abortable error it
+    aborts and rewinds to the committed offsets; on a fatal one (fenced) it starts a new producer
+    with the same transactional id, whose init_transactions finishes what the old one left."""
+
+    def __init__(self, bootstrap: str, txn_id: str, group: str, src: str, dst: str, partitions: int) -> None:
+        self.bootstrap = bootstrap
+        self.txn_id = txn_id
+        self.group = group
+        self.dst = dst
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                                  "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
+        self.tps = [TopicPartition(src, p) for p in range(partitions)]
+        self.consumer.assign(self.tps)
+        self.producer = producer(bootstrap, txn_id, **{"transaction.timeout.ms": TXN_TIMEOUT_MS})
+        self.retired: list[Producer] = []
+        self.committed_txns = 0
+        self.aborted_txns = 0
+        self.new_producers = 0
+
+    def batch(self, want: int) -> list[Any]:
+        out: list[Any] = []
+        deadline = time.monotonic() + 5
+        while len(out) < want and time.monotonic() < deadline:
+            m = self.consumer.poll(0.1)
+            if m is not None and not m.error():
+                out.append(m)
+        return out
+
+    def rewind(self) -> None:
+        for tp in self.consumer.committed(self.tps, 30):
+            self.consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
+
+    def begin(self, msgs: list[Any]) -> None:
+        self.producer.begin_transaction()
+        for m in msgs:
+            self.producer.produce(self.dst, key=m.key(), value=m.value())
+        nxt = {(m.topic(), m.partition()): m.offset() + 1 for m in msgs}
+        self.producer.send_offsets_to_transaction([TopicPartition(t, p, o) for (t, p), o in nxt.items()],
+                                                  self.consumer.consumer_group_metadata(), 30)
+
+    def finish(self, action: Any) -> None:
+        """Runs ``action`` (the rest of the transaction), handling errors as an application must."""
+        try:
+            action()
+            self.committed_txns += 1
+        except KafkaException as exc:
+            error: KafkaError = exc.args[0]
+            if error.txn_requires_abort():
+                self.producer.abort_transaction(30)
+                self.aborted_txns += 1
+            else:
+                # Fenced: what the old producer still holds is dropped (destroying a producer with
+                # records left waits for their delivery timeout) and a new one takes over.
+                with contextlib.suppress(KafkaException):
+                    self.producer.purge()
+                self.retired.append(self.producer)
+                self.producer = producer(self.bootstrap, self.txn_id, **{"transaction.timeout.ms": TXN_TIMEOUT_MS})
+                self.new_producers += 1
+            self.rewind()
+
+    def step(self, want: int = 10) -> int:
+        msgs = self.batch(want)
+        if msgs:
+            self.finish(lambda: (self.begin(msgs), self.producer.commit_transaction(30)))
+        return len(msgs)
+
+    def close(self) -> None:
+        self.consumer.close()
+        self.producer.flush(5)
+        self.producer.purge()
+
+
+def test_the_coordinators_node_killed_mid_transaction_loses_nothing_and_duplicates_nothing(
+        cluster: Cluster) -> None:
+    bootstrap = start(cluster, {1, 2, 3})
+    create_topic(bootstrap, "rpw-in", 4)
+    create_topic(bootstrap, "rpw-out", 4)
+    wait_topic_spread(cluster, "rpw-out", {1, 2, 3})
+    produce_plain(bootstrap, "rpw-in", 300)
+    victim = 2
+    txn_id = txn_id_on(cluster, victim, "rpw")
+    app = ReadProcessWrite(bootstrap, txn_id, f"rpw-{uuid.uuid4()}", "rpw-in", "rpw-out", 4)
+    try:
+        for _ in range(3):
+            app.step()
+        # An aborted transaction: its records are in the logs of every node, marked aborted; the
+        # application rewinds and moves the same input again (a duplicate if the abort leaked).
+        aborted = app.batch(10)
+        app.begin(aborted)
+        assert app.producer.flush(15) == 0
+        app.producer.abort_transaction(30)
+        app.rewind()
+        for _ in range(2):
+            app.step()
+        # A transaction in the middle: records written on every node and offsets sent, then the
+        # coordinator's node dies before the commit.
+        msgs = app.batch(20)
+        assert msgs
+        app.begin(msgs)
+        assert app.producer.flush(15) == 0
+        cluster.nodes[victim].kill()
+        killed_at = time.monotonic()
+        app.finish(lambda: app.producer.commit_transaction(45))
+        ended_s = time.monotonic() - killed_at
+        took_over = txn_coordinator(cluster, txn_id)
+        assert took_over in (1, 3), took_over
+        deadline = time.monotonic() + 40
+        while time.monotonic() < deadline:
+            if app.step(20) == 0:
+                break
+        failover_s = time.monotonic() - killed_at
+    finally:
+        app.close()
+    values = read_all(",".join(b.bootstrap for b in cluster.alive()), "rpw-out", quiet_s=2.0, limit_s=30)
+    counts = Counter(values)
+    duplicates = {v: n for v, n in counts.items() if n > 1}
+    assert not duplicates, (len(duplicates), list(duplicates)[:5])
+    assert set(values) == {b"v%d" % i for i in range(300)}, (len(values), app.aborted_txns, app.new_producers)
+    # The offsets committed with the transactions: the whole input, each record once.
+    survivors = ",".join(b.bootstrap for b in cluster.alive())
+    c = Consumer({"bootstrap.servers": survivors, "group.id": app.group, "isolation.level": "read_committed"})
+    try:
+        committed = {tp.partition: tp.offset for tp in c.committed(app.tps, 30)}
+        ends = {tp.partition: c.get_watermark_offsets(tp, timeout=10)[1] for tp in app.tps}
+    finally:
+        c.close()
+    assert committed == ends, (committed, ends)
+    assert failover_s < 60
+    print(f"the interrupted transaction ended {ended_s:.1f} s after the kill; "
+          f"failover and catch-up {failover_s:.1f} s: {app.committed_txns} transactions committed, "
+          f"{app.aborted_txns} aborted, {app.new_producers} new producers")
+
+
+def test_an_open_transaction_of_a_dead_coordinator_is_aborted_by_the_new_one_at_its_timeout(
+        cluster: Cluster) -> None:
+    bootstrap = start(cluster, {1, 2, 3})
+    create_topic(bootstrap, "orphan-out", 3)
+    wait_topic_spread(cluster, "orphan-out", {1, 2, 3})
+    victim = 3
+    txn_id = txn_id_on(cluster, victim, "orphan")
+    orphan = producer(bootstrap, txn_id, **{"transaction.timeout.ms": 5000})
+    orphan.begin_transaction()
+    for part in range(3):
+        orphan.produce("orphan-out", value=b"open", partition=part)
+    assert orphan.flush(15) == 0
+    # The coordinator's node dies and the producer never comes back to end its transaction.
+    cluster.nodes[victim].kill()
+    survivors = ",".join(b.bootstrap for b in cluster.alive())
+    later = producer(survivors, f"{txn_id}-later")
+    later.begin_transaction()
+    for part in range(3):
+        later.produce("orphan-out", value=b"later", partition=part)
+    later.commit_transaction(30)
+    # What committed behind the open transaction becomes readable only once the new coordinator
+    # has aborted it (its timeout) and written the markers on every partition.
+    deadline = time.monotonic() + 30
+    values = read_all(survivors, "orphan-out", quiet_s=1.0)
+    while values.count(b"later") < 3 and time.monotonic() < deadline:
+        values = read_all(survivors, "orphan-out", quiet_s=1.0)
+    assert sorted(values) == [b"later"] * 3
+    # The transactional id starts afresh on the survivors.
+    again = producer(survivors, txn_id)
+    again.begin_transaction()
+    again.produce("orphan-out", value=b"again", partition=0)
+    again.commit_transaction(30)
+    assert sorted(read_all(survivors, "orphan-out")) == [b"again"] + [b"later"] * 3
+    del orphan
+
+
+def test_a_commit_prepared_by_a_dead_coordinator_is_completed_by_the_new_one(cluster: Cluster) -> None:
+    bootstrap = start(cluster, {1, 2, 3})
+    create_topic(bootstrap, "prep-out", 3)
+    wait_topic_spread(cluster, "prep-out", {1, 2, 3})
+    coordinator, stalled = 2, 3
+    txn_id = txn_id_on(cluster, coordinator, "prep")
+    p = producer(bootstrap, txn_id, **{"transaction.timeout.ms": 30000})
+    p.begin_transaction()
+    for part in range(3):
+        p.produce("prep-out", value=b"prepared", partition=part)
+    assert p.flush(15) == 0
+    # Node 3 stops answering: the coordinator's marker to it waits, the commit stays prepared...
+    proc = cluster.nodes[stalled].proc
+    assert proc is not None
+    os.kill(proc.pid, signal.SIGSTOP)
+    outcome: list[BaseException | None] = []
+    committer = threading.Thread(target=lambda: outcome.append(_call(p.commit_transaction, 60)), daemon=True)
+    committer.start()
+    deadline = time.monotonic() + 20
+    while txn_state(cluster, coordinator, txn_id) != "PrepareCommit":
+        assert time.monotonic() < deadline, txn_state(cluster, coordinator, txn_id)
+        time.sleep(0.1)
+    # ...when the coordinator's node dies; then node 3 comes back.
+    cluster.nodes[coordinator].kill()
+    time.sleep(4)
+    os.kill(proc.pid, signal.SIGCONT)
+    committer.join(60)
+    assert outcome == [None], outcome
+    survivors = ",".join(b.bootstrap for b in cluster.alive())
+    assert read_all(survivors, "prep-out") == [b"prepared"] * 3
+    logs = "".join(b.log_path.read_text() for b in cluster.nodes.values())
+    assert re.search(r"transactions\.took_over .*unfinished=1", logs), "no node found the prepared commit"
+
+
+def txn_state(cluster: Cluster, node: int, txn_id: str) -> str:
+    """The state of ``txn_id``'s transaction as ``node`` (its coordinator) describes it."""
+    with WireClient("127.0.0.1", cluster.nodes[node].port, timeout=5) as c:
+        r = c.call(ApiKey.DescribeTransactions, 0, DescribeTransactionsRequest(transactional_ids=[txn_id]))
+    return str(r.transaction_states[0].transaction_state)
+
+
+def _call(fn: Any, *args: Any) -> BaseException | None:
+    try:
+        fn(*args)
+    except BaseException as exc:  # handed to the test thread
+        return exc
+    return None
+
+
+def test_init_transactions_on_the_survivors_fences_the_old_producer_and_aborts_what_it_left(
+        cluster: Cluster) -> None:
+    bootstrap = start(cluster, {1, 2, 3})
+    create_topic(bootstrap, "succ-out", 3)
+    wait_topic_spread(cluster, "succ-out", {1, 2, 3})
+    victim = 1
+    txn_id = txn_id_on(cluster, victim, "succ")
+    old = producer(bootstrap, txn_id, **{"transaction.timeout.ms": 60000})  # no timeout in this test
+    old.begin_transaction()
+    for part in range(3):
+        old.produce("succ-out", value=b"old", partition=part)
+    assert old.flush(15) == 0
+    cluster.nodes[victim].kill()
+    survivors = ",".join(b.bootstrap for b in cluster.alive())
+    # The successor: its init_transactions reaches the new coordinator, which fences the old
+    # producer and aborts its open transaction before answering.
+    new = producer(survivors, txn_id, **{"transaction.timeout.ms": 60000})
+    new.begin_transaction()
+    for part in range(3):
+        new.produce("succ-out", value=b"new", partition=part)
+    new.commit_transaction(30)
+    with pytest.raises(KafkaException):
+        old.commit_transaction(30)
+    old.purge()
+    assert sorted(read_all(survivors, "succ-out")) == [b"new"] * 3
