@@ -37,7 +37,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.commits import Committer, commit_frames, generate, join_member
 from bench.harness import cpu_seconds, free_port
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.frames import RequestHeader, frame_request
 from protocol.messages import ApiKey
 from protocol.messages.find_coordinator import FindCoordinatorRequest

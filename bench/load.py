@@ -103,7 +103,7 @@ def free_port() -> int:
 
 def restart_seconds(data_dir: Path) -> float:
     """Launch of ``kcoord serve`` to ListGroups answering (every shard loaded); then SIGTERM."""
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages.list_groups import ListGroupsRequest
 
     port = free_port()

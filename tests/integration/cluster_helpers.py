@@ -11,13 +11,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
-from tests.conftest import BrokerProcess, EtcdProcess
+from testkit.etcd import EtcdProcess
+from testkit.kcoord import BrokerProcess
 
 OFFSETS = "__consumer_offsets"
 

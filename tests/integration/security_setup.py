@@ -10,7 +10,8 @@ from typing import Any
 
 import trustme
 
-from tests.conftest import BrokerProcess, free_port
+from testkit.kcoord import BrokerProcess
+from testkit.ports import free_port
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
 CLIENT_CN = "orders-service"

@@ -17,14 +17,14 @@ from pathlib import Path
 import pytest
 
 from broker.coordinator.partitioning import partition_for
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.record_batch import iter_batches
 from storage.checkpoints import read_leader_epochs
-from tests.conftest import EtcdProcess
+from testkit.etcd import EtcdProcess
 from tests.integration.clients import create_topic
 from tests.integration.cluster_helpers import (
     OFFSETS,

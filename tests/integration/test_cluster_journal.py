@@ -15,11 +15,11 @@ import pytest
 from confluent_kafka import Consumer
 
 from broker.coordinator.partitioning import partition_for
-from broker.tools.group_history import read_events
+from kclient.group_history import read_events
 from kcoord.cli import main
 from protocol.group_events import EVENTS_TOPIC, decode_event
 from protocol.record_batch import decode_records, iter_batches
-from tests.conftest import EtcdProcess
+from testkit.etcd import EtcdProcess
 from tests.integration.clients import create_topic, wait_for
 from tests.integration.cluster_helpers import OFFSETS, Cluster
 
@@ -127,7 +127,7 @@ def test_each_node_journals_its_groups_and_the_survivor_goes_on_after_kill_9(clu
 
 def cluster_offsets_epochs(cluster: Cluster, via: Any) -> dict[int, int]:
     """Partition -> leader epoch of `__consumer_offsets`, as Metadata tells it."""
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.metadata import MetadataRequest
 

@@ -10,7 +10,7 @@ import pytest
 
 from broker.coordinator.partitioning import partition_for
 from broker.coordinator.records import OffsetCommitRecord, decode_record
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest

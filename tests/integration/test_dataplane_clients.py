@@ -312,7 +312,7 @@ class DroppingProxy:
 def test_idempotent_producer_retries_do_not_duplicate_records(broker_factory: Any) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from tests.conftest import free_port
+    from testkit.ports import free_port
 
     proxy_port = free_port()
     broker = broker_factory({"advertised.listeners": f"PLAINTEXT://127.0.0.1:{proxy_port}"})

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest

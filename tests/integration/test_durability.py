@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from broker.coordinator.partitioning import partition_for
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.consumer_protocol import encode_assignment, encode_subscription
 from protocol.messages import ApiKey
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.offset_commit import OffsetCommitRequest

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from testkit.kcoord import ROOT
 from tests.integration.clients import create_topic
 from tests.integration.test_topic_deletion_offsets import committed
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.describe_groups import DescribeGroupsRequest

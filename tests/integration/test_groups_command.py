@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kcoord.cli import main
-from tests.conftest import KCOORD, ROOT
+from testkit.kcoord import KCOORD, ROOT
 from tests.integration.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(120)

@@ -19,8 +19,8 @@ from confluent_kafka import TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.coordinator.partitioning import partition_for
-from broker.tools.dump_log import dump_file
-from broker.tools.wire_client import WireClient
+from kclient.dump_log import dump_file
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
@@ -29,7 +29,8 @@ from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.sync_group import SyncGroupRequest
-from tests.conftest import ROOT, BrokerProcess, free_port
+from testkit.kcoord import ROOT, BrokerProcess
+from testkit.ports import free_port
 from tests.integration.clients import ThreadedConsumer, create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(120)

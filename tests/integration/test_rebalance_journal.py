@@ -16,9 +16,9 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions
 from kafka import KafkaConsumer
 
-from broker.tools.group_history import read_events
+from kclient.group_history import read_events
 from kcoord.cli import build_parser
-from tests.conftest import BrokerProcess
+from testkit.kcoord import BrokerProcess
 from tests.integration.clients import ThreadedConsumer, create_topic, start_consumer_process, wait_for
 
 pytestmark = pytest.mark.timeout(120)

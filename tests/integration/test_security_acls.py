@@ -157,7 +157,7 @@ def _admin_sees_only_its_commit(secure: SecureBroker) -> None:
 
 def test_each_group_api_refuses_group_b_on_the_wire(secure: SecureBroker) -> None:
     """Request by request, as the broker answers them (the coordinator lookup aside)."""
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.delete_groups import DeleteGroupsRequest
     from protocol.messages.describe_groups import DescribeGroupsRequest
@@ -306,7 +306,7 @@ def test_configs_cluster_and_offsets_show_only_what_the_principal_may_describe(s
 
 
 def test_a_consumer_group_member_needs_describe_on_its_subscribed_topics(secure: SecureBroker) -> None:
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 
@@ -330,7 +330,7 @@ def test_a_consumer_group_member_needs_describe_on_its_subscribed_topics(secure:
 
 def _sasl_wire_client(secure: SecureBroker, user: str) -> Any:
     """A raw protocol client on the SASL_PLAINTEXT listener, authenticated as ``user`` with PLAIN."""
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
     from protocol.messages.sasl_handshake import SaslHandshakeRequest
@@ -344,7 +344,7 @@ def _sasl_wire_client(secure: SecureBroker, user: str) -> Any:
 
 
 def test_a_regex_subscription_is_resolved_to_the_topics_its_member_may_describe(secure: SecureBroker) -> None:
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
     from protocol.messages.metadata import MetadataRequest
@@ -375,7 +375,7 @@ def test_a_regex_subscription_is_resolved_to_the_topics_its_member_may_describe(
 
 def test_consumer_group_describe_refuses_a_group_over_topics_the_client_may_not_describe(
         secure: SecureBroker) -> None:
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
     from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest

@@ -23,11 +23,13 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.find_coordinator import FindCoordinatorRequest
-from tests.conftest import BrokerProcess, EtcdProcess, free_port
+from testkit.etcd import EtcdProcess
+from testkit.kcoord import BrokerProcess
+from testkit.ports import free_port
 from tests.integration.cluster_helpers import Cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]

@@ -13,7 +13,7 @@ from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartiti
 from confluent_kafka.admin import AdminClient
 
 from broker.coordinator.partitioning import partition_for
-from tests.conftest import ROOT
+from testkit.kcoord import ROOT
 from tests.integration.clients import create_topic
 
 pytestmark = pytest.mark.timeout(120)

@@ -229,7 +229,7 @@ def test_an_idle_transactional_id_is_forgotten_and_starts_afresh(broker_factory:
     """After transactional.id.expiration.ms without a transaction the id is gone (DescribeTransactions
     answers TRANSACTIONAL_ID_NOT_FOUND, also after a restart), and the next producer with it
     gets a new producer id."""
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.describe_transactions import DescribeTransactionsRequest
 

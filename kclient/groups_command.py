@@ -14,9 +14,9 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from broker.tools import group_history
-from broker.tools.admin_client import AdminError, GroupDescription, KafkaAdmin, TopicPartition, error_name
-from broker.tools.groups_output import (
+from kclient import group_history
+from kclient.admin_client import AdminError, GroupDescription, KafkaAdmin, TopicPartition, error_name
+from kclient.groups_output import (
     MISSING,
     OffsetRow,
     export_csv,
@@ -28,7 +28,7 @@ from broker.tools.groups_output import (
     print_offsets,
     print_state,
 )
-from broker.tools.offset_reset import SCENARIOS, UsageError, partitions_to_reset, plan_reset
+from kclient.offset_reset import SCENARIOS, UsageError, partitions_to_reset, plan_reset
 
 STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
 TYPES = ("Consumer", "Classic", "Share")
@@ -156,7 +156,7 @@ _DELETE_OFFSETS_ERRORS = {
 
 
 def delete_offsets(admin: KafkaAdmin, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    from broker.tools.offset_reset import parse_topic_arg
+    from kclient.offset_reset import parse_topic_arg
 
     group_id = args.group[0]
     partitions: list[TopicPartition] = []
@@ -186,7 +186,7 @@ def delete_offsets(admin: KafkaAdmin, args: argparse.Namespace, out: TextIO, err
 
 
 def history(admin: KafkaAdmin, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    """kcoord only: the group's rebalance journal (``broker/tools/group_history.py``)."""
+    """kcoord only: the group's rebalance journal (``kclient/group_history.py``)."""
     return group_history.show(args.bootstrap_server, args.group[0], history=True, doctor=False, out=out)
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.consumer_protocol import decode_assignment
 from protocol.errors import ErrorCode
 from protocol.messages import REQUESTS, ApiKey

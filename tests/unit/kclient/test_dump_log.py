@@ -13,7 +13,7 @@ from analytics.synthetic import commit_record, encode_batch
 from protocol.record import Record
 from protocol.record_batch import build_batch
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 T0 = 1_700_000_000_000
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from storage.dir_lock import LOCK_FILE, DataDirError, acquire, open_data_dir
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 # Another process tries the lock and says what happened; with "hold" it keeps the lock until killed.
 _TRY = """

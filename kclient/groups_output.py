@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass
 from typing import TextIO
 
-from broker.tools.admin_client import GroupDescription, GroupListing, Member, TopicPartition
+from kclient.admin_client import GroupDescription, GroupListing, Member, TopicPartition
 
 MISSING = "-"
 REBALANCING = ("PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")

@@ -6,7 +6,7 @@ import pytest
 
 from broker.config import PROPERTIES, BrokerConfig, ConfigError, render_example_toml, render_markdown_table
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_defaults_are_kafkas() -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.list_groups import ListGroupsRequest

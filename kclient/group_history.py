@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any, TextIO
 
 from broker.coordinator.partitioning import journal_partition
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.group_doctor import Finding, diagnose
 from protocol.group_events import EVENTS_TOPIC, decode_event
 from protocol.messages.fetch import FetchRequest

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from broker.config import PROPERTIES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 README = (ROOT / "README.md").read_text()
 
 

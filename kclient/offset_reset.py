@@ -11,7 +11,7 @@ import time
 from datetime import datetime
 from typing import Any, TextIO
 
-from broker.tools.admin_client import EARLIEST, LATEST, KafkaAdmin, TopicPartition
+from kclient.admin_client import EARLIEST, LATEST, KafkaAdmin, TopicPartition
 
 SCENARIOS = ("to_offset", "to_datetime", "by_duration", "to_earliest", "to_latest", "to_current", "shift_by")
 

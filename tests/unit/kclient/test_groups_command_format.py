@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from broker.tools import groups_command
-from broker.tools.admin_client import GroupDescription, Member, Node
-from broker.tools.groups_output import OffsetRow, print_members, print_offsets, print_state
-from broker.tools.offset_reset import UsageError, parse_datetime_ms, parse_duration_ms, parse_topic_arg
+from kclient import groups_command
+from kclient.admin_client import GroupDescription, Member, Node
+from kclient.groups_output import OffsetRow, print_members, print_offsets, print_state
+from kclient.offset_reset import UsageError, parse_datetime_ms, parse_duration_ms, parse_topic_arg
 
 
 def parse(*argv: str) -> argparse.Namespace:
