@@ -1,6 +1,6 @@
 """Compaction inside a running broker: MB/s of the cleaner and the commit latency it causes.
 
-    python bench/compaction_under_load.py [--mb 400]
+    python -m bench.compaction_under_load [--mb 400]
 
 Writes a __consumer_offsets partition of --mb megabytes where a few keys are committed over and over
 (what a long-lived consumer group leaves behind), starts kcoord on it with the cleaner due at once,
@@ -13,12 +13,9 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.commits import generate
 from bench.harness import Broker

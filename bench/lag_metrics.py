@@ -6,13 +6,9 @@ timestamps), and a heartbeat's round trip measured while scrapes run back to bac
 from __future__ import annotations
 
 import statistics
-import sys
 import threading
 import time
 import urllib.request
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import Broker, free_port
 from kclient.wire_client import WireClient
