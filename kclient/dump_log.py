@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,10 +30,9 @@ from protocol.record_batch import (
 from protocol.schema import UUID, Field, Primitive, Struct
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC, VALUE_VERSION, decode_transaction_record
 from storage.checkpoints import topic_id_to_str
+from storage.layout import OFFSETS_TOPIC, parse_partition_dir
 
 _CODECS = {0: "NONE", 1: "GZIP", 2: "SNAPPY", 3: "LZ4", 4: "ZSTD"}
-_TOPIC_PARTITION_DIR = re.compile(r"(?P<topic>.+)-(?P<partition>\d+)")
-_OFFSETS_TOPIC = "__consumer_offsets"
 # How a process killed by SIGPIPE exits: what `kcoord dump-log ... | head` would get from a C tool.
 _BROKEN_PIPE_STATUS = 128 + 13
 
@@ -106,13 +104,13 @@ def is_topic_partition_segment(path: Path) -> bool:
     """Whether ``path`` lies in a topic partition's directory (not ``__consumer_offsets``'s nor
     ``__transaction_state``'s); a segment anywhere else is taken to be an offsets log, as the tool
     always did."""
-    m = _TOPIC_PARTITION_DIR.fullmatch(path.parent.name)
-    return m is not None and m.group("topic") not in (_OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
+    parsed = parse_partition_dir(path.parent.name)
+    return parsed is not None and parsed[0] not in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)
 
 
 def is_transaction_log_segment(path: Path) -> bool:
-    m = _TOPIC_PARTITION_DIR.fullmatch(path.parent.name)
-    return m is not None and m.group("topic") == TRANSACTION_STATE_TOPIC
+    parsed = parse_partition_dir(path.parent.name)
+    return parsed is not None and parsed[0] == TRANSACTION_STATE_TOPIC
 
 
 def transaction_record_fields(rec: Record) -> dict[str, Any]:

@@ -13,10 +13,9 @@ import time
 from collections.abc import Iterable
 from typing import Any, TextIO
 
-from broker.coordinator.partitioning import journal_partition
+from doctor import Finding, diagnose
 from kclient.wire_client import WireClient
-from protocol.group_doctor import Finding, diagnose
-from protocol.group_events import EVENTS_TOPIC, decode_event
+from protocol.group_events import EVENTS_TOPIC, decode_event, journal_partition
 from protocol.messages.fetch import FetchRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.record_batch import decode_records, iter_batches

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from broker.coordinator import journal
+from doctor import Thresholds, diagnose
 from protocol import group_events
-from protocol.group_doctor import Thresholds, diagnose
 
 
 def member(ts: int, cause: str, member_id: str = "m", **kw: Any) -> dict[str, Any]:
@@ -27,8 +27,15 @@ def rules(events: list[dict[str, Any]]) -> list[str]:
     return [f.rule for f in diagnose(events)]
 
 
-def test_the_vocabulary_is_one() -> None:
-    assert journal.CAUSES == group_events.CAUSES
+def test_every_cause_the_coordinator_names_is_in_the_vocabulary() -> None:
+    reasons = ["member-joined", "static-member-joined", "member-rejoined", "metadata-changed", "leader-rejoined",
+               "static-member-protocol-changed", "static-member-replaced", "member-left", "session-timeout",
+               "sync-timeout", "over-capacity", "deleted", "offsets-expired", "member m-1 joined", "member left",
+               "member m-1 fenced: session timeout", "member m-1 fenced: rebalance timeout",
+               "topics changed", "something else"]
+    causes = {journal.cause_of_reason(r) for r in reasons}
+    assert causes <= set(group_events.CAUSES)
+    assert len(set(group_events.CAUSES)) == len(group_events.CAUSES) == 12
 
 
 def test_repeated_rebalance_timeout_evictions() -> None:

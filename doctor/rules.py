@@ -1,9 +1,8 @@
-"""The doctor: findings, with evidence and a concrete recommendation, from a group's journal events
-(``protocol.group_events``).
+"""The doctor's rules: findings, with evidence and a concrete recommendation, from a group's
+journal events as readers decode them (``protocol.group_events``, whose vocabulary they use).
 
 Pure functions over decoded events, so that the broker (its metrics), ``kcoord groups --doctor``
-and the Spark job apply the very same rules; it sits beside the journal's format because both of
-those may depend on ``protocol`` and neither on the other.
+and the Spark job apply the very same rules.
 
 The rules and their thresholds (``Thresholds``):
 - ``rebalance-timeout-evictions``: members removed for not rejoining in time (or leaving because
@@ -28,6 +27,15 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from protocol.group_events import (
+    MEMBER,
+    MEMBER_LEFT,
+    NEW_MEMBER,
+    REBALANCE,
+    REBALANCE_TIMEOUT,
+    SESSION_TIMEOUT,
+)
 
 RULES = ("rebalance-timeout-evictions", "session-timeout-cluster", "member-churn", "eager-rebalances",
          "slow-joiner", "rebalance-storm")
@@ -64,12 +72,12 @@ class Finding:
 def is_poll_eviction(event: dict[str, Any]) -> bool:
     """A member removed because its poll loop stalled: evicted by the rebalance timeout, or leaving
     on its own with a KIP-800 reason that says so (clients leave when max.poll.interval.ms lapses)."""
-    if event.get("kind") != "member":
+    if event.get("kind") != MEMBER:
         return False
-    if event.get("cause") == "rebalance-timeout":
+    if event.get("cause") == REBALANCE_TIMEOUT:
         return True
     reason = str(event.get("client_reason") or "").lower()
-    return event.get("cause") == "member-left" and any(w in reason for w in _POLL_WORDS)
+    return event.get("cause") == MEMBER_LEFT and any(w in reason for w in _POLL_WORDS)
 
 
 def diagnose(events: Iterable[dict[str, Any]], limits: Thresholds = Thresholds()) -> list[Finding]:
@@ -86,8 +94,8 @@ def diagnose(events: Iterable[dict[str, Any]], limits: Thresholds = Thresholds()
 
 def _diagnose_group(group: str, evs: list[dict[str, Any]], t: Thresholds) -> list[Finding]:
     out: list[Finding] = []
-    members = [e for e in evs if e.get("kind") == "member"]
-    rebalances = [e for e in evs if e.get("kind") == "rebalance"]
+    members = [e for e in evs if e.get("kind") == MEMBER]
+    rebalances = [e for e in evs if e.get("kind") == REBALANCE]
     configs = _member_configs(members)
 
     evicted = [e for e in members if is_poll_eviction(e)]
@@ -103,7 +111,7 @@ def _diagnose_group(group: str, evs: list[dict[str, Any]], t: Thresholds) -> lis
             "max.poll.records so that each poll() returns sooner",
             [int(e["timestamp"]) for e in evicted], _ids(evicted)))
 
-    expired = [e for e in members if e.get("cause") == "session-timeout"]
+    expired = [e for e in members if e.get("cause") == SESSION_TIMEOUT]
     cluster = _densest(expired, t.session_cluster_window_ms)
     if len(cluster) >= t.session_cluster:
         span = int(cluster[-1]["timestamp"]) - int(cluster[0]["timestamp"])
@@ -117,7 +125,7 @@ def _diagnose_group(group: str, evs: list[dict[str, Any]], t: Thresholds) -> lis
 
     joins: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in members:
-        if e.get("cause") == "new-member-joined" and not e.get("instance_id") and e.get("client_id"):
+        if e.get("cause") == NEW_MEMBER and not e.get("instance_id") and e.get("client_id"):
             joins[str(e["client_id"])].append(e)
     for client_id, js in sorted(joins.items()):
         if len(js) >= t.churn:
@@ -170,7 +178,7 @@ def _diagnose_group(group: str, evs: list[dict[str, Any]], t: Thresholds) -> lis
 def _member_configs(members: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     configs: dict[str, dict[str, Any]] = {}
     for e in members:
-        if e.get("cause") == "new-member-joined" and e.get("member_id"):
+        if e.get("cause") == NEW_MEMBER and e.get("member_id"):
             configs[str(e["member_id"])] = e
     return configs
 
