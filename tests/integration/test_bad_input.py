@@ -16,7 +16,7 @@ from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
-from tests.integration.clients import create_topic
+from tests.integration.helpers.clients import create_topic
 
 pytestmark = pytest.mark.timeout(60)
 

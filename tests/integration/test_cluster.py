@@ -11,7 +11,6 @@ import sys
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,8 +24,8 @@ from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.record_batch import iter_batches
 from storage.checkpoints import read_leader_epochs
 from testkit.etcd import EtcdProcess
-from tests.integration.clients import create_topic
-from tests.integration.cluster_helpers import (
+from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.cluster import (
     OFFSETS,
     Cluster,
     Committer,
@@ -34,16 +33,9 @@ from tests.integration.cluster_helpers import (
     commit_request,
     fetch_offset,
 )
-from tests.integration.test_dataplane_clients import confluent_group, confluent_produce, kafka_python_group
+from tests.integration.helpers.dataplane_clients import confluent_group, confluent_produce, kafka_python_group
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
-
-
-@pytest.fixture
-def cluster(etcd: EtcdProcess, tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(etcd, tmp_path)
-    yield c
-    c.stop_all()
 
 
 def committed(cluster: Cluster, group: str) -> dict[tuple[str, int], int]:

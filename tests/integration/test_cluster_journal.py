@@ -7,7 +7,6 @@ shards over and journals the moved groups into the same partitions, at its own o
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,19 +18,14 @@ from kclient.group_history import read_events
 from kcoord.cli import main
 from protocol.group_events import EVENTS_TOPIC, decode_event
 from protocol.record_batch import decode_records, iter_batches
-from testkit.etcd import EtcdProcess
-from tests.integration.clients import create_topic, wait_for
-from tests.integration.cluster_helpers import OFFSETS, Cluster
+from tests.integration.helpers.clients import create_topic, wait_for
+from tests.integration.helpers.cluster import OFFSETS, Cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
-@pytest.fixture
-def cluster(etcd: EtcdProcess, tmp_path: Path) -> Iterator[Cluster]:
-    # Journal events become readable at the periodic flush: a short one keeps the test short.
-    c = Cluster(etcd, tmp_path, **{"log.flush.interval.ms": "200"})
-    yield c
-    c.stop_all()
+# Journal events become readable at the periodic flush: a short one keeps the test short.
+CLUSTER_OVERRIDES = {"log.flush.interval.ms": "200"}
 
 
 def join_and_leave(bootstrap: str, group: str, topic: str) -> None:

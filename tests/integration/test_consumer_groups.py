@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient
 
-from tests.integration.clients import (
+from tests.integration.helpers.clients import (
     ThreadedConsumer,
     covers_exactly,
     create_topic,

@@ -29,7 +29,7 @@ from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from testkit.kcoord import ROOT
 from testkit.ports import api_versions_ok, free_port
-from tests.integration.clients import create_topic
+from tests.integration.helpers.clients import create_topic
 
 pytestmark = pytest.mark.timeout(180)
 

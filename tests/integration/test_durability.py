@@ -28,7 +28,7 @@ from protocol.messages.offsets_log import (
     OffsetCommitValue,
 )
 from protocol.messages.sync_group import SyncGroupRequest
-from tests.integration.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
+from tests.integration.helpers.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(240)
 

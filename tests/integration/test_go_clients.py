@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from testkit.kcoord import ROOT
-from tests.integration.clients import create_topic
-from tests.integration.test_topic_deletion_offsets import committed
+from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.offsets import committed
 
 pytestmark = pytest.mark.timeout(300)
 

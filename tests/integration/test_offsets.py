@@ -13,7 +13,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
-from tests.integration.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
+from tests.integration.helpers.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

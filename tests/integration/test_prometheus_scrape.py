@@ -22,7 +22,7 @@ from confluent_kafka import TopicPartition
 
 from testkit.kcoord import ROOT, BrokerProcess
 from testkit.ports import free_port
-from tests.integration.clients import ThreadedConsumer, create_topic, wait_for
+from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -17,7 +17,7 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
 
 from analytics.job import AnalyzeOptions, analyze, build_session
 from testkit.kcoord import BrokerProcess
-from tests.integration.test_rebalance_journal import (
+from tests.integration.helpers.journal import (
     member_closing_with_a_reason,
     member_killed_with_sigkill,
     member_stops_polling,

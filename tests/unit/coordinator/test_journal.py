@@ -150,7 +150,7 @@ def test_switched_off_it_records_nothing() -> None:
 
 
 def test_a_consumer_group_rebalance_is_recorded_with_its_epoch_and_moves() -> None:
-    from tests.unit.coordinator.consumer.test_consumer_group_heartbeat import CONFIG, Member, converge
+    from tests.unit.coordinator.consumer.members import CONFIG, Member, converge
 
     h = Harness(CONFIG, topics={"t": 4})
     a = Member(h, "a")
