@@ -25,7 +25,8 @@ from typing import Any
 
 import trio
 
-from bench.harness import AsyncWireClient, Broker
+from bench.harness import Broker
+from kclient.wire_client import AsyncWireClient
 from protocol.frames import RequestHeader, frame_request
 from protocol.messages import ApiKey
 from protocol.messages.join_group import JoinGroupRequest

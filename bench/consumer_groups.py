@@ -24,8 +24,8 @@ from typing import Any
 import trio
 
 from bench.groups import heartbeat_rate
-from bench.harness import AsyncWireClient, Broker
-from kclient.wire_client import decode_response
+from bench.harness import Broker
+from kclient.wire_client import AsyncWireClient, decode_response
 from protocol.messages import ApiKey
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest

@@ -24,13 +24,14 @@ from typing import Any
 
 import trio
 
-from bench.harness import ROOT, Broker, free_port
+from bench.harness import ROOT, Broker
 from protocol.frames import frame_response, parse_request_header, peek_header, response_header_flexible
 from protocol.messages import REQUESTS
 from protocol.messages.api_versions import ApiVersionsResponse
 from protocol.messages.init_producer_id import InitProducerIdResponse
 from protocol.messages.metadata import MetadataResponse
 from protocol.messages.produce import ProduceResponse
+from testkit.ports import free_port
 
 MESSAGE = 1024
 MB = 1 << 20

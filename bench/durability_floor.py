@@ -24,8 +24,8 @@ from typing import Any
 
 import trio
 
-from bench.harness import free_port
 from broker.log_runtime.sync_threads import SyncThreads
+from testkit.ports import free_port
 
 RECORD = b"x" * 200
 REQUEST = struct.pack(">i", 8) + b"r" * 8

@@ -24,7 +24,8 @@ from typing import Any
 
 import trio
 
-from bench.harness import AsyncWireClient, Broker
+from bench.harness import Broker
+from kclient.wire_client import AsyncWireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.heartbeat import HeartbeatRequest

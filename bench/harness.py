@@ -9,11 +9,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from kclient.wire_client import AsyncWireClient
 from testkit.kcoord import ROOT, BrokerProcess
-from testkit.ports import free_port
 
-__all__ = ["CLK_TCK", "ROOT", "AsyncWireClient", "Broker", "cpu_seconds", "free_port", "rss_mb"]
+__all__ = ["CLK_TCK", "ROOT", "Broker", "cpu_seconds", "rss_mb"]
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

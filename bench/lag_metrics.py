@@ -10,13 +10,14 @@ import threading
 import time
 import urllib.request
 
-from bench.harness import Broker, free_port
+from bench.harness import Broker
 from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.produce import ProduceRequest
 from protocol.record_batch import build_simple_batch
+from testkit.ports import free_port
 
 GROUPS, PARTITIONS, RECORDS = 2000, 5, 20
 

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.harness import Broker, free_port
+from bench.harness import Broker
 from kclient.wire_client import WireClient
 from protocol.frames import RequestHeader, frame_request
 from protocol.messages import ApiKey
@@ -34,6 +34,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from testkit.ports import free_port
 
 CONNECTIONS = 4
 IN_FLIGHT = 8

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import trio
 
-from bench.harness import AsyncWireClient, Broker, cpu_seconds, rss_mb
+from bench.harness import Broker, cpu_seconds, rss_mb
+from kclient.wire_client import AsyncWireClient
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +48,11 @@ def _no_client_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[Non
             consumer.close()  # idempotent; quick even when its broker is gone
 
 
+BrokerFactory = Callable[..., BrokerProcess]
+
+
 @pytest.fixture
-def broker_factory(tmp_path: Path) -> Iterator[object]:
+def broker_factory(tmp_path: Path) -> Iterator[BrokerFactory]:
     started: list[BrokerProcess] = []
 
     def make(overrides: dict[str, str] | None = None, data_dir: Path | None = None,
@@ -57,8 +60,7 @@ def broker_factory(tmp_path: Path) -> Iterator[object]:
         b = BrokerProcess(data_dir or tmp_path / f"data{len(started)}", overrides)
         started.append(b)
         if start:
-            b.start()
-            b.wait_loaded()
+            b.start_loaded()
         return b
 
     yield make
@@ -67,8 +69,8 @@ def broker_factory(tmp_path: Path) -> Iterator[object]:
 
 
 @pytest.fixture
-def broker(broker_factory: object) -> BrokerProcess:
-    return broker_factory()  # type: ignore[operator, no-any-return]
+def broker(broker_factory: BrokerFactory) -> BrokerProcess:
+    return broker_factory()
 
 
 @pytest.fixture(scope="session")
