@@ -18,6 +18,8 @@ COPY protocol/ protocol/
 COPY storage/ storage/
 COPY broker/ broker/
 COPY analytics/ analytics/
+COPY doctor/ doctor/
+COPY kclient/ kclient/
 COPY kcoord/ kcoord/
 RUN python3 -m pip wheel --no-cache-dir --wheel-dir /wheels .
 

@@ -132,7 +132,7 @@ def ship_code(spark: Any) -> None:
     fd, path = tempfile.mkstemp(suffix=".zip", prefix="kcoord-analytics-")
     os.close(fd)
     with zipfile.ZipFile(path, "w") as zf:
-        for pkg in ("analytics", "protocol"):
+        for pkg in ("analytics", "doctor", "protocol", "storage"):
             for f in sorted((root / pkg).rglob("*.py")):
                 zf.write(f, f.relative_to(root).as_posix())
     spark.sparkContext.addPyFile(path)

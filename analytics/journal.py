@@ -4,21 +4,30 @@
 The journal (``__kcoord_group_events-<p>`` in the data dir: one partition from a single broker,
 one per ``__consumer_offsets`` partition from a cluster) holds a few records per rebalance, so
 the driver reads every partition of it whole (local paths or any URI pyarrow opens, like the segments) and Spark gets
-the rows; the doctor's rules are the broker's own (``protocol.group_doctor``).
+the rows; the doctor's rules are the broker's own (``doctor``).
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable
 from typing import Any
 
-from analytics.segments import SegmentHealth, _is_local, _local, _remote, _walk, iter_batches, open_bytes
-from protocol.group_doctor import diagnose
+from analytics.segments import (
+    SegmentHealth,
+    _is_local,
+    _local,
+    _remote,
+    _walk,
+    iter_batches,
+    log_segment_base,
+    open_bytes,
+)
+from doctor import diagnose
 from protocol.group_events import EVENTS_TOPIC, decode_event
 from protocol.record_batch import decode_records
+from storage.layout import parse_partition_dir
 
 REBALANCE_COLUMNS = [
     ("group", "string"), ("group_type", "string"), ("generation", "long"), ("cause", "string"),
@@ -38,7 +47,6 @@ def journal_dirs(data_dir: str) -> list[str]:
     """The journal's partition directories directly under ``data_dir`` (``<topic>-<n>``), in
     partition order; none when it has no journal."""
     base = data_dir.rstrip("/")
-    pattern = re.compile(re.escape(EVENTS_TOPIC) + r"-(\d+)$")
     if _is_local(base):
         local = _local(base)
         names = os.listdir(local) if os.path.isdir(local) else []
@@ -52,7 +60,8 @@ def journal_dirs(data_dir: str) -> list[str]:
         except (ValueError, OSError):
             return []
         found = [(i.base_name, prefix + i.path) for i in infos if i.type == fs.FileType.Directory]
-    chosen = [(int(m.group(1)), path) for name, path in found if (m := pattern.match(name))]
+    chosen = [(parsed[1], path) for name, path in found
+              if (parsed := parse_partition_dir(name)) is not None and parsed[0] == EVENTS_TOPIC]
     return [path for _, path in sorted(chosen)]
 
 
@@ -65,7 +74,7 @@ def read_events(data_dir: str) -> list[dict[str, Any]]:
         if walked is None:
             continue
         for path, _size in sorted(walked[1]):
-            if not path.endswith(".log"):
+            if log_segment_base(path.rsplit("/", 1)[-1]) is None:
                 continue
             for batch in iter_batches(open_bytes(path), SegmentHealth()):
                 for record in decode_records(batch):

@@ -9,7 +9,6 @@ rebuild them, so only the ``.log`` bytes are trusted.
 from __future__ import annotations
 
 import os
-import re
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -17,10 +16,9 @@ from typing import Any
 
 from protocol import record_batch
 from protocol.record_batch import CorruptBatchError, RecordBatch
+from storage.layout import LOG, OFFSETS_TOPIC, parse_partition_dir, parse_segment_file
 
-TOPIC = "__consumer_offsets"
-_PARTITION_DIR = re.compile(r"^__consumer_offsets-(\d+)$")
-_SEGMENT = re.compile(r"^(\d{20})\.log$")
+TOPIC = OFFSETS_TOPIC
 
 _LEN_PREFIX = struct.Struct(">qi")
 
@@ -51,8 +49,14 @@ class NoSegments(Exception):
 def partition_of(path: str) -> int:
     """The offsets-topic partition a segment belongs to, from its directory's name."""
     parts = path.rstrip("/").split("/")
-    m = _PARTITION_DIR.match(parts[-2]) if len(parts) > 1 else None
-    return int(m.group(1)) if m else -1
+    parsed = parse_partition_dir(parts[-2]) if len(parts) > 1 else None
+    return parsed[1] if parsed is not None and parsed[0] == OFFSETS_TOPIC else -1
+
+
+def log_segment_base(name: str) -> int | None:
+    """The base offset a live ``.log`` segment file's name gives, else None."""
+    parsed = parse_segment_file(name)
+    return parsed[0] if parsed is not None and parsed[1:] == (LOG, "") else None
 
 
 def _is_local(path: str) -> bool:
@@ -122,21 +126,21 @@ def list_segments(path: str) -> list[SegmentFile]:
         raise NoSegments(f"{path}: no such file or directory")
     kind, files = walked
     if kind == "file":
-        m = _SEGMENT.match(path.rsplit("/", 1)[-1])
-        return [SegmentFile(path, partition_of(path), int(m.group(1)) if m else 0, files[0][1])]
+        base = log_segment_base(path.rsplit("/", 1)[-1])
+        return [SegmentFile(path, partition_of(path), base or 0, files[0][1])]
     root_name = path.rstrip("/").rsplit("/", 1)[-1]
     found: list[SegmentFile] = []
     for file_path, size in files:
         parts = file_path.rsplit("/", 2)
-        m = _SEGMENT.match(parts[-1])
-        if not m:
+        base = log_segment_base(parts[-1])
+        if base is None:
             continue
         log_partition = partition_of(file_path)
         # Inside a data dir only the offsets topic counts; files directly in the directory
         # given are read whatever it is called (a copied partition dir, say).
         if log_partition < 0 and (len(parts) < 2 or parts[-2] != root_name):
             continue
-        found.append(SegmentFile(file_path, log_partition, int(m.group(1)), size))
+        found.append(SegmentFile(file_path, log_partition, base, size))
     if not found:
         raise NoSegments(f"{path}: no {TOPIC} segment files (NNNNNNNNNNNNNNNNNNNN.log) found")
     found.sort(key=lambda s: (s.log_partition, s.base_offset, s.path))

@@ -32,7 +32,7 @@ from pyspark.sql.types import (
 )
 
 from analytics.decoder import CONSUMER_GROUP, GROUP_METADATA, KINDS, OFFSET_COMMIT, Decoded, decode_segment
-from analytics.segments import SegmentHealth, iter_batches, list_segments, open_bytes
+from analytics.segments import SegmentHealth, iter_batches, list_segments, log_segment_base, open_bytes
 
 NAME = "kafka_offsets_log"
 
@@ -258,7 +258,7 @@ def segment_summary(path: str, log_partition: int) -> dict[str, Any]:
         return row
     row["size_bytes"] = len(data)
     name = path.rsplit("/", 1)[-1]
-    row["base_offset"] = int(name[:-4]) if name.endswith(".log") and name[:-4].isdigit() else None
+    row["base_offset"] = log_segment_base(name)
     first_ts: int | None = None
     last_ts: int | None = None
     for b in iter_batches(data, health):

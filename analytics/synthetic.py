@@ -39,6 +39,7 @@ from protocol.offsets_log_records import (
     encode_value,
 )
 from protocol.record_batch import build_simple_batch
+from storage.layout import LOG, OFFSETS_TOPIC, partition_dir_name, segment_name
 
 Record = tuple[bytes, bytes | None]
 
@@ -187,7 +188,7 @@ def write_synthetic_log(data_dir: str | os.PathLike[str], commits: int, groups: 
         mine = [g for i, g in enumerate(names) if i % log_partitions == lp]
         if not mine:
             continue
-        pdir = os.path.join(os.fspath(data_dir), f"__consumer_offsets-{lp}")
+        pdir = os.path.join(os.fspath(data_dir), partition_dir_name(OFFSETS_TOPIC, lp))
         os.makedirs(pdir, exist_ok=True)
         out = bytearray()
         next_offset = 0
@@ -229,6 +230,6 @@ def write_synthetic_log(data_dir: str | os.PathLike[str], commits: int, groups: 
                     next_offset += len(chunk)
                 stats["commits"] += len(pending)
                 now += interval_ms
-        write_segment(os.path.join(pdir, "00000000000000000000.log"), [bytes(out)])
+        write_segment(os.path.join(pdir, segment_name(0) + LOG), [bytes(out)])
         stats["segments"] += 1
     return stats

@@ -1,6 +1,6 @@
 """End-to-end analysis benchmark: 1,000,000 offset-commit records, every table and the report.
 
-    python bench/analyze.py [--commits 1000000] [--master local[2]] [--runs 3]
+    python -m bench.analyze [--commits 1000000] [--master local[2]] [--runs 3]
 
 Prints the Spark start-up time once, then for each run the split between decoding (reading
 the segments and the first sort of the commits) and the queries (tables written as Parquet)
@@ -16,8 +16,6 @@ import shutil
 import sys
 import tempfile
 import time
-
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from analytics.job import AnalyzeOptions, analyze, build_session
 from analytics.synthetic import write_synthetic_log

@@ -1,6 +1,6 @@
 """Time of one target assignment for a large group, per server-side assignor.
 
-    python bench/assignors.py [--members 1000] [--topics 100] [--partitions 10]
+    python -m bench.assignors [--members 1000] [--topics 100] [--partitions 10]
 
 Every member subscribes to every topic. Printed per assignor: the first assignment (nobody holds
 anything), a re-run on its own result (nothing changes), and the run after one member joins.
@@ -14,9 +14,6 @@ import argparse
 import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from broker.coordinator.consumer.assignor_api import Assignment, Assignor, GroupSpec, MemberSpec, TopicId
 from broker.coordinator.consumer.assignors import ASSIGNORS

@@ -1,6 +1,6 @@
 """A kcoord cluster on this machine: throughput of one node against two, and failover time.
 
-    python bench/cluster.py [--seconds 5] [--rounds 3] [--failovers 5] [--lease-ms 9000]
+    python -m bench.cluster [--seconds 5] [--rounds 3] [--failovers 5] [--lease-ms 9000]
 
 Starts a real etcd (Debian's etcd-server) and kcoord nodes on one shared data dir, then:
 
@@ -24,7 +24,6 @@ import shutil
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -33,11 +32,9 @@ from typing import Any
 
 import trio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench.commits import Committer, commit_frames, generate, join_member
-from bench.harness import cpu_seconds, free_port
-from broker.tools.wire_client import WireClient
+from bench.harness import cpu_seconds
+from kclient.wire_client import WireClient
 from protocol.frames import RequestHeader, frame_request
 from protocol.messages import ApiKey
 from protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -45,57 +42,34 @@ from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
-
-ROOT = Path(__file__).resolve().parent.parent
-ETCD = "/usr/bin/etcd"
-
-
-class Etcd:
-    def __init__(self, tmp: Path) -> None:
-        self.port, peer = free_port(), free_port()
-        url, peer_url = f"http://127.0.0.1:{self.port}", f"http://127.0.0.1:{peer}"
-        self.proc = subprocess.Popen(
-            [ETCD, "--data-dir", str(tmp / "etcd"), "--listen-client-urls", url, "--advertise-client-urls", url,
-             "--listen-peer-urls", peer_url, "--initial-advertise-peer-urls", peer_url,
-             "--initial-cluster", f"default={peer_url}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        self.endpoint = url
-        import urllib.request
-
-        for _ in range(300):
-            try:
-                with urllib.request.urlopen(f"{url}/health", timeout=1):
-                    return
-            except OSError:
-                time.sleep(0.1)
-        raise RuntimeError("etcd did not start")
-
-    def stop(self) -> None:
-        self.proc.kill()
-        self.proc.wait()
+from testkit.etcd import ETCD_BINARY, EtcdProcess
+from testkit.kcoord import BrokerProcess
 
 
-class Node:
-    def __init__(self, etcd: Etcd, data_dir: Path, cluster_id: str, node_id: int, lease_ms: int) -> None:
-        self.node_id = node_id
-        self.port = free_port()
+class Node(BrokerProcess):
+    """One cluster node, started (not awaited: the cluster settles as a whole)."""
+
+    def __init__(self, etcd: EtcdProcess, data_dir: Path, cluster_id: str, node_id: int, lease_ms: int) -> None:
         props = {"node.id": node_id, "cluster.id": cluster_id, "etcd.endpoints": etcd.endpoint,
-                 "broker.session.timeout.ms": lease_ms, "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-                 "log.dirs": data_dir, "metrics.listener": "", "group.initial.rebalance.delay.ms": 0,
-                 "log.level": "WARNING"}
-        args = [sys.executable, "-m", "kcoord", "serve"]
-        for k, v in props.items():
-            args += ["--override", f"{k}={v}"]
+                 "broker.session.timeout.ms": lease_ms, "metrics.listener": "", "log.level": "WARNING"}
         data_dir.mkdir(parents=True, exist_ok=True)
-        with open(data_dir.parent / f"node{node_id}.log", "a") as log:
-            self.proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
+        super().__init__(data_dir, {k: str(v) for k, v in props.items()},
+                         log_path=data_dir.parent / f"node{node_id}.log")
+        self.node_id = node_id
+        self.start(wait=120)
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        assert self.proc is not None
+        return self.proc
 
     def cpu(self) -> float:
-        return cpu_seconds(self.proc.pid)
+        return cpu_seconds(self.process.pid)
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(60)
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+            self.process.wait(60)
 
 
 def leaders(port: int) -> dict[int, int]:
@@ -109,7 +83,7 @@ def wait_spread(nodes: list[Node], timeout: float = 60) -> None:
     want = {n.node_id for n in nodes}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if any(n.proc.poll() is not None for n in nodes):
+        if any(n.process.poll() is not None for n in nodes):
             raise RuntimeError("a node exited; see its log in the bench directory")
         try:
             views = [leaders(n.port) for n in nodes]
@@ -174,7 +148,7 @@ def load(targets: list[tuple[int, list[list[bytes]]]], seconds: float, nodes: li
     return done / seconds, (sum(n.cpu() for n in nodes) - c0) / wall
 
 
-def throughput(etcd: Etcd, tmp: Path, count: int, seconds: float, lease_ms: int) -> dict[str, tuple[float, float]]:
+def throughput(etcd: EtcdProcess, tmp: Path, count: int, seconds: float, lease_ms: int) -> dict[str, tuple[float, float]]:
     cid = "bench" + uuid.uuid4().hex[:8]
     data = tmp / cid
     nodes = [Node(etcd, data, cid, n, lease_ms) for n in range(1, count + 1)]
@@ -206,7 +180,7 @@ def throughput(etcd: Etcd, tmp: Path, count: int, seconds: float, lease_ms: int)
             n.kill(signal.SIGTERM)
 
 
-def failovers(etcd: Etcd, tmp: Path, rounds: int, lease_ms: int) -> list[float]:
+def failovers(etcd: EtcdProcess, tmp: Path, rounds: int, lease_ms: int) -> list[float]:
     data = tmp / "data-failover"
     cid = "bench" + uuid.uuid4().hex[:8]
     nodes = {n: Node(etcd, data, cid, n, lease_ms) for n in (1, 2, 3)}
@@ -262,10 +236,10 @@ def main() -> None:
     parser.add_argument("--failovers", type=int, default=5)
     parser.add_argument("--lease-ms", type=int, default=9000)
     args = parser.parse_args()
-    if not os.path.exists(ETCD):
+    if not os.path.exists(ETCD_BINARY):
         raise SystemExit("needs etcd (Debian package etcd-server)")
     tmp = Path(tempfile.mkdtemp(prefix="kcoord-cluster-bench-"))
-    etcd = Etcd(tmp)
+    etcd = EtcdProcess(tmp / "etcd", fsync=True).start()
     try:
         results: dict[tuple[int, str], list[tuple[float, float]]] = {}
         for _ in range(args.rounds):

@@ -1,6 +1,6 @@
 """Codec speed: µs per decode and per encode of hot messages, fast path vs the construct reference.
 
-    python bench/codec.py
+    python -m bench.codec
 
 Prints the median of several timing rounds for each case (numbers vary with machine load: compare
 ratios within one run).
@@ -9,13 +9,9 @@ ratios within one run).
 from __future__ import annotations
 
 import statistics
-import sys
 import timeit
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest

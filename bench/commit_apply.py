@@ -2,7 +2,7 @@
 shard (the step every commit takes live, and every record at load), plain only and with
 transactional commits of the same group open beside them.
 
-    python bench/commit_apply.py [--records 200000] [--runs 5] [--against CHECKOUT]
+    python -m bench.commit_apply [--records 200000] [--runs 5] [--against CHECKOUT]
 
 Each measurement runs in a fresh process. ``--against`` runs the same measurement, alternating,
 with another checkout's code (A/B); medians are printed for both.
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -54,9 +55,11 @@ def measure(records: int) -> dict[str, float]:
 
 
 def run(checkout: Path, records: int) -> dict[str, float]:
-    code = f"import sys; sys.path.insert(0, {str(checkout)!r}); sys.path.insert(1, {str(ROOT / 'bench')!r}); " \
-           f"import json, commit_apply; print(json.dumps(commit_apply.measure({records})))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=checkout)
+    """One measurement in a fresh process whose ``broker`` is the one of ``checkout``: this file run
+    by path (its own folder first on the path, not the checkout root), the checkout on PYTHONPATH."""
+    env = dict(os.environ, PYTHONPATH=str(checkout))
+    done = subprocess.run([sys.executable, __file__, "--measure", str(records)], capture_output=True, text=True,
+                          check=True, cwd=checkout, env=env)
     result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
 
@@ -66,7 +69,11 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--against", type=Path, default=None, help="another checkout, for an A/B comparison")
+    parser.add_argument("--measure", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.measure:
+        print(json.dumps(measure(args.measure)))
+        return
     variants = [("this", ROOT)] + ([("against", args.against.resolve())] if args.against else [])
     results: dict[str, list[dict[str, float]]] = {name: [] for name, _ in variants}
     for i in range(args.runs):

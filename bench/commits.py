@@ -1,6 +1,6 @@
 """OffsetCommit throughput and latency with raw pipelined clients.
 
-    python bench/commits.py [--seconds 5] [--rounds 3] [--flush sync|interval]
+    python -m bench.commits [--seconds 5] [--rounds 3] [--flush sync|interval]
 
 Runs (a) simple-consumer commits (generation -1) and (b) commits by members of a stable group,
 each with 4 connections x 8 requests in flight x 4 partitions per request, then (c) one
@@ -19,17 +19,14 @@ import selectors
 import socket
 import statistics
 import struct
-import sys
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import trio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.harness import AsyncClient, Broker
+from bench.harness import Broker
+from kclient.wire_client import AsyncWireClient
 from protocol.frames import RequestHeader, frame_request
 from protocol.messages import ApiKey
 from protocol.messages.join_group import JoinGroupRequest
@@ -56,8 +53,8 @@ def commit_frames(committer: Committer, conn: int) -> list[bytes]:
     return frames
 
 
-async def join_member(port: int, group: str) -> tuple[AsyncClient, int, str]:
-    c = await AsyncClient.connect(port, "member")
+async def join_member(port: int, group: str) -> tuple[AsyncWireClient, int, str]:
+    c = await AsyncWireClient.connect(port, "member")
     member = ""
     while True:
         j = await c.call(ApiKey.JoinGroup, 9, JoinGroupRequest(

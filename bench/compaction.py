@@ -1,7 +1,7 @@
 """Compaction speed: write a log with many updates per key over several segments, then run the
 cleaner once and report MB/s of log cleaned.
 
-    python bench/compaction.py [--records 1000000] [--keys 10000] [--segment-mb 16]
+    python -m bench.compaction [--records 1000000] [--keys 10000] [--segment-mb 16]
 
 Two shapes by default: few keys (most records removed) and all-distinct keys (nothing removed,
 every batch copied through), the cleaner's best and worst cases per byte.
@@ -10,12 +10,9 @@ every batch copied through), the cleaner's best and worst cases per byte.
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from storage.cleaner import clean
 from storage.config import LogConfig

@@ -1,6 +1,6 @@
 """Compaction inside a running broker: MB/s of the cleaner and the commit latency it causes.
 
-    python bench/compaction_under_load.py [--mb 400]
+    python -m bench.compaction_under_load [--mb 400]
 
 Writes a __consumer_offsets partition of --mb megabytes where a few keys are committed over and over
 (what a long-lived consumer group leaves behind), starts kcoord on it with the cleaner due at once,
@@ -13,17 +13,16 @@ from __future__ import annotations
 import argparse
 import re
 import shutil
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench.commits import generate
 from bench.harness import Broker
-from bench.load import write
+from bench.load import PARTITION, write
 from broker.coordinator.partitioning import partition_for
+from storage.config import LogConfig
+from storage.partition_log import PartitionLog
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -38,7 +37,9 @@ def main() -> None:
     records = args.mb * 1_000_000 // 57  # ~57 bytes a record in 100-record batches
     seed = Path(tempfile.mkdtemp(prefix="kcoord-compaction-"))
     started = time.perf_counter()
-    write(seed, records, groups=50, partitions=10)
+    log, _ = PartitionLog.open(seed / PARTITION, LogConfig.offsets_topic())
+    write(log, 0, records, groups=50, partitions=10)
+    log.close()
     print(f"wrote {records:,} records ({args.mb} MB) in {time.perf_counter() - started:.1f} s")
     broker = Broker(seed, log_cleaner_backoff_ms=500, log_cleaner_min_cleanable_ratio=0.1, log_level="INFO")
     try:

@@ -1,6 +1,6 @@
 """KIP-848 consumer groups with raw-protocol members (ConsumerGroupHeartbeat, no client library).
 
-    python bench/consumer_groups.py [--members 100 1000] [--interval-ms 500] [--seconds 5]
+    python -m bench.consumer_groups [--members 100 1000] [--interval-ms 500] [--seconds 5]
 
 1. convergence: N members join one consumer group at once (epoch 0, one connection each) and
    then behave as clients do: heartbeat every heartbeat interval (the broker's, set here to
@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import argparse
 import resource
-import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
 
 import trio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench.groups import heartbeat_rate
-from bench.harness import AsyncClient, Broker
-from protocol.messages import RESPONSES, ApiKey
+from bench.harness import Broker
+from kclient.wire_client import AsyncWireClient, decode_response
+from protocol.messages import ApiKey
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_topics import CreateTopicsRequest
@@ -45,11 +42,11 @@ def self_cpu() -> float:
 
 
 def decode(api_key: int, version: int, frame: bytes) -> Any:
-    return RESPONSES[api_key].decode(frame[5:], version)  # flexible header: correlation id + tags
+    return decode_response(api_key, version, frame)[1]
 
 
 class Member:
-    def __init__(self, client: AsyncClient, group: str, rebalance_timeout_ms: int) -> None:
+    def __init__(self, client: AsyncWireClient, group: str, rebalance_timeout_ms: int) -> None:
         self.client = client
         self.group = group
         self.member_id = str(uuid.uuid4())
@@ -94,7 +91,7 @@ class Member:
                 await self.beat()
 
 
-async def converged(admin: AsyncClient, group: str) -> bool:
+async def converged(admin: AsyncWireClient, group: str) -> bool:
     resp = await admin.call(ApiKey.ConsumerGroupDescribe, DESCRIBE_V, ConsumerGroupDescribeRequest(
         group_ids=[group], include_authorized_operations=False))
     (g,) = resp.groups
@@ -104,8 +101,8 @@ async def converged(admin: AsyncClient, group: str) -> bool:
 async def convergence(port: int, n: int, interval_ms: int) -> tuple[float, float]:
     """(ms from the last join answer until converged, that in heartbeat intervals)."""
     group = f"bench-cg-{n}"
-    clients = [await AsyncClient.connect(port, f"m{i}") for i in range(n)]
-    admin = await AsyncClient.connect(port, "admin")
+    clients = [await AsyncWireClient.connect(port, f"m{i}") for i in range(n)]
+    admin = await AsyncWireClient.connect(port, "admin")
     members = [Member(c, group, 60_000) for c in clients]
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -127,8 +124,8 @@ async def convergence(port: int, n: int, interval_ms: int) -> tuple[float, float
 
 async def consumer_heartbeat_rate(port: int, n: int, seconds: float, broker_cpu: Any) -> tuple[float, float]:
     group = "bench-cg-rate"
-    clients = [await AsyncClient.connect(port, f"r{i}") for i in range(n)]
-    admin = await AsyncClient.connect(port, "admin")
+    clients = [await AsyncWireClient.connect(port, f"r{i}") for i in range(n)]
+    admin = await AsyncWireClient.connect(port, "admin")
     members = [Member(c, group, 60_000) for c in clients]
     stop = trio.Event()
     async with trio.open_nursery() as nursery:
@@ -158,7 +155,7 @@ async def consumer_heartbeat_rate(port: int, n: int, seconds: float, broker_cpu:
 
 
 async def create_topic(port: int) -> None:
-    c = await AsyncClient.connect(port, "admin")
+    c = await AsyncWireClient.connect(port, "admin")
     await c.call(ApiKey.CreateTopics, 5, CreateTopicsRequest(
         topics=[CreateTopicsRequest.CreatableTopic(name=TOPIC, num_partitions=PARTITIONS, replication_factor=1,
                                                    assignments=[], configs=[])], timeout_ms=10_000))

@@ -1,6 +1,6 @@
 """Produce and fetch throughput with 1 KiB messages, confluent-kafka with its default batching.
 
-    python bench/dataplane.py [--messages 300000] [--partitions 4] [--policy sync interval]
+    python -m bench.dataplane [--messages 300000] [--partitions 4] [--policy sync interval]
 
 For each flush policy: produce (acks=1) then consume everything back, printing MB/s, the broker's
 CPU seconds and the client's. Beside them, the ceilings:
@@ -20,20 +20,18 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import trio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.harness import Broker, free_port
-from protocol.frames import frame_response, parse_request_header, peek_header
+from bench.harness import ROOT, Broker
+from protocol.frames import frame_response, parse_request_header, peek_header, response_header_flexible
 from protocol.messages import REQUESTS
 from protocol.messages.api_versions import ApiVersionsResponse
 from protocol.messages.init_producer_id import InitProducerIdResponse
 from protocol.messages.metadata import MetadataResponse
 from protocol.messages.produce import ProduceResponse
+from testkit.ports import free_port
 
 MESSAGE = 1024
 MB = 1 << 20
@@ -55,7 +53,7 @@ def sink_answer(frame: bytes, partitions: int, port: int, offsets: dict[tuple[st
     flexible = request.is_flexible(version)
     _header, pos = parse_request_header(frame, flexible)
     body = request.decode(frame[pos:], version)
-    flex_header = flexible and api_key != 18
+    flex_header = response_header_flexible(api_key, flexible)
     if api_key == 18:
         out: Any = ApiVersionsResponse(error_code=0, api_keys=[
             ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
@@ -196,7 +194,8 @@ def main() -> None:
         print(f"{'disk (1 MiB writes, fdatasync/8 MiB)':<34} {disk_ceiling(tmp):7.1f} MB/s", flush=True)
 
     port = free_port()
-    sink = subprocess.Popen([sys.executable, __file__, "--sink", str(port), str(args.partitions)])
+    sink = subprocess.Popen([sys.executable, "-m", "bench.dataplane", "--sink", str(port), str(args.partitions)],
+                            cwd=ROOT)
     try:
         time.sleep(1.0)
         seconds, cpu = produce(f"127.0.0.1:{port}", "sink", args.messages)

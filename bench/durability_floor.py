@@ -1,6 +1,6 @@
 """What one durable round trip costs on this machine before kcoord does any work.
 
-    python bench/durability_floor.py [--seconds 3]
+    python -m bench.durability_floor [--seconds 3]
 
 A minimal trio server answers 4-byte-framed requests, one in flight from a client in another
 process, after (a) nothing, (b) appending 200 bytes to a file and fdatasync-ing it on the event
@@ -18,18 +18,14 @@ import os
 import socket
 import statistics
 import struct
-import sys
 import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import trio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.harness import free_port
 from broker.log_runtime.sync_threads import SyncThreads
+from testkit.ports import free_port
 
 RECORD = b"x" * 200
 REQUEST = struct.pack(">i", 8) + b"r" * 8

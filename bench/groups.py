@@ -1,6 +1,6 @@
 """Consumer-group benchmarks with raw-protocol members (no client library in the way).
 
-    python bench/groups.py [--members 100 500] [--heartbeat-seconds 5]
+    python -m bench.groups [--members 100 500] [--heartbeat-seconds 5]
 
 1. formation: N members join an empty group (initial delay 0) until every member holds its
    SyncGroup assignment of one generation;
@@ -16,19 +16,16 @@ from __future__ import annotations
 import argparse
 import resource
 import statistics
-import sys
 import threading
 import time
 from collections.abc import Callable
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import trio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.harness import AsyncClient, Broker
+from bench.harness import Broker
+from kclient.wire_client import AsyncWireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.heartbeat import HeartbeatRequest
@@ -43,7 +40,7 @@ def self_cpu() -> float:
 
 
 class Member:
-    def __init__(self, client: AsyncClient, group: str, index: int) -> None:
+    def __init__(self, client: AsyncWireClient, group: str, index: int) -> None:
         self.client = client
         self.group = group
         self.index = index
@@ -95,7 +92,7 @@ class Member:
 
 
 async def form_group(port: int, n: int, group: str, interval_s: float) -> tuple[list[Member], float, trio.Event]:
-    clients = [await AsyncClient.connect(port, f"bench-{i}") for i in range(n)]
+    clients = [await AsyncWireClient.connect(port, f"bench-{i}") for i in range(n)]
     members = [Member(c, group, i) for i, c in enumerate(clients)]
     stop = trio.Event()
     done = trio.Event()
@@ -151,7 +148,7 @@ async def leave_rebalance(port: int, n: int, interval_ms: int) -> float:
         leaver = members[-1]
         leaver.leaving = True
         t0 = time.perf_counter()
-        other = await AsyncClient.connect(port, "leaver")
+        other = await AsyncWireClient.connect(port, "leaver")
         await other.call(ApiKey.LeaveGroup, 5, LeaveGroupRequest(
             group_id=leaver.group, members=[LeaveGroupRequest.MemberIdentity(member_id=leaver.member_id)]))
         rest = members[:-1]

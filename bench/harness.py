@@ -1,34 +1,19 @@
-"""Shared benchmark plumbing: a kcoord process on loopback, its CPU and RSS, raw async clients."""
+"""Shared benchmark plumbing: a kcoord process on loopback (testkit's, with a benchmark's
+defaults), its CPU and RSS."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
-import struct
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import trio
+from testkit.kcoord import ROOT, BrokerProcess
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from protocol.frames import RequestHeader, frame_request  # noqa: E402
-from protocol.messages import REQUESTS, RESPONSES  # noqa: E402
+__all__ = ["CLK_TCK", "ROOT", "Broker", "cpu_seconds", "rss_mb"]
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def cpu_seconds(pid: int) -> float:
@@ -43,88 +28,35 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
-class Broker:
-    def __init__(self, seed_dir: Path | None = None, root: Path | None = None, **overrides: Any) -> None:
-        """``seed_dir``: an existing data dir to serve (e.g. a prepared log) instead of a new one;
-        ``root``: the checkout whose kcoord runs (another revision, for A/B comparisons)."""
-        self.tmp = tempfile.mkdtemp(prefix="kcoord-bench-")
-        self.port = free_port()
-        data_dir = seed_dir or f"{self.tmp}/data"
-        props = {"listeners": f"PLAINTEXT://127.0.0.1:{self.port}", "log.dirs": str(data_dir),
-                 "metrics.listener": "", "group.initial.rebalance.delay.ms": "0", "log.level": "WARNING"}
-        props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
-        args = [sys.executable, "-m", "kcoord", "serve"]
-        for k, v in props.items():
-            args += ["--override", f"{k}={v}"]
-        with open(f"{self.tmp}/log", "w") as log:
-            self.proc = subprocess.Popen(args, cwd=root or ROOT, stdout=subprocess.DEVNULL, stderr=log)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        subprocess.run([sys.executable, "-m", "kcoord", "health", "--bootstrap", f"127.0.0.1:{self.port}"],
-                       cwd=ROOT, check=False, capture_output=True)
-        while subprocess.run([sys.executable, "-m", "kcoord", "health", "--bootstrap",
-                              f"127.0.0.1:{self.port}"], cwd=ROOT, capture_output=True).returncode:
-            time.sleep(0.1)
+class Broker(BrokerProcess):
+    """A started kcoord with every shard loaded, in a temporary directory removed by ``stop``;
+    no metrics listener, warnings only in its log."""
 
-    def log(self) -> str:
-        return Path(f"{self.tmp}/log").read_text(errors="replace")
+    def __init__(self, seed_dir: Path | None = None, root: Path | None = None, port: int | None = None,
+                 **overrides: Any) -> None:
+        """``seed_dir``: an existing data dir to serve (e.g. a prepared log) instead of a new one;
+        ``root``: the checkout whose kcoord runs (another revision, for A/B comparisons);
+        ``overrides``: broker properties with ``_`` for ``.`` (``log_flush_policy="interval"``)."""
+        self.tmp = Path(tempfile.mkdtemp(prefix="kcoord-bench-"))
+        props = {"metrics.listener": "", "log.level": "WARNING"}
+        props.update({k.replace("_", "."): str(v) for k, v in overrides.items()})
+        super().__init__(Path(seed_dir or self.tmp / "data"), props, port=port, root=root,
+                         log_path=self.tmp / "log")
+        self.start_loaded(wait=120, load=600)
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
 
     def cpu(self) -> float:
-        return cpu_seconds(self.proc.pid)
+        return cpu_seconds(self.pid)
 
     def rss(self) -> float:
-        return rss_mb(self.proc.pid)
+        return rss_mb(self.pid)
 
-    def stop(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
-        self.proc.wait(30)
-        shutil.rmtree(self.tmp, ignore_errors=True)
-
-
-class AsyncClient:
-    """One connection; send() pipelines, recv() returns responses in order."""
-
-    def __init__(self, stream: trio.SocketStream, client_id: str = "bench") -> None:
-        self.stream = stream
-        self.client_id = client_id
-        self.corr = 0
-        self.buf = bytearray()
-
-    @classmethod
-    async def connect(cls, port: int, client_id: str = "bench") -> AsyncClient:
-        return cls(await trio.open_tcp_stream("127.0.0.1", port), client_id)
-
-    def encode(self, api_key: int, version: int, body: Any) -> bytes:
-        self.corr += 1
-        req = REQUESTS[api_key]
-        flexible = req.is_flexible(version)
-        return frame_request(RequestHeader(api_key, version, self.corr, self.client_id),
-                             req.encode(body, version), flexible)
-
-    async def send_raw(self, data: bytes) -> None:
-        await self.stream.send_all(data)
-
-    async def recv_frame(self) -> bytes:
-        while True:
-            if len(self.buf) >= 4:
-                (size,) = struct.unpack_from(">i", self.buf, 0)
-                if len(self.buf) >= 4 + size:
-                    frame = bytes(self.buf[4 : 4 + size])
-                    del self.buf[: 4 + size]
-                    return frame
-            data = await self.stream.receive_some(1 << 16)
-            if not data:
-                raise ConnectionError("closed")
-            self.buf += data
-
-    async def call(self, api_key: int, version: int, body: Any) -> Any:
-        await self.stream.send_all(self.encode(api_key, version, body))
-        frame = await self.recv_frame()
-        resp = RESPONSES[api_key]
-        pos = 4 + (1 if resp.is_flexible(version) and api_key != 18 else 0)
-        return resp.decode(frame[pos:], version)
+    def stop(self, timeout: float = 30.0) -> int:
+        try:
+            return super().stop(timeout)
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)

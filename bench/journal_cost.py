@@ -1,7 +1,7 @@
 """What the rebalance journal costs: the same work against a broker with `group.events.enable` on
 and one with it off, in one run, rounds interleaved so both see the same machine.
 
-    python bench/journal_cost.py [--members 100 500] [--rounds 5] [--heartbeat-seconds 3]
+    python -m bench.journal_cost [--members 100 500] [--rounds 5] [--heartbeat-seconds 3]
 
 1. rebalance: N raw-protocol members form a group (N joins, one generation, every member holding
    its assignment): each join is a journal event, plus the phases and the summary;
@@ -15,12 +15,8 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
-from pathlib import Path
 
 import trio
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.groups import formation, heartbeat_rate
 from bench.harness import Broker

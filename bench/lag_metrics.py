@@ -6,21 +6,18 @@ timestamps), and a heartbeat's round trip measured while scrapes run back to bac
 from __future__ import annotations
 
 import statistics
-import sys
 import threading
 import time
 import urllib.request
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.harness import Broker, free_port
-from broker.tools.wire_client import WireClient
+from bench.harness import Broker
+from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.produce import ProduceRequest
 from protocol.record_batch import build_simple_batch
+from testkit.ports import free_port
 
 GROUPS, PARTITIONS, RECORDS = 2000, 5, 20
 

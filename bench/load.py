@@ -1,7 +1,7 @@
 """Loading a shard: how long a __consumer_offsets partition of 1,000,000 offset commits takes to
 load, replaying the whole log (A) versus from its replay snapshot (B), and a broker restart.
 
-    python bench/load.py [--records 1000000] [--groups 1000] [--partitions 100] [--runs 5]
+    python -m bench.load [--records 1000000] [--groups 1000] [--partitions 100] [--runs 5]
 
 Writes one partition of OffsetCommit records (100 per batch, Kafka's key/value schemas; by default
 1000 groups x 100 partitions = 100,000 keys, each committed 10 times), then loads it, each load in
@@ -27,16 +27,12 @@ import json
 import os
 import resource
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-# --load under --baseline runs the loading code of another checkout (the release before).
-sys.path.insert(0, os.environ.get("KCOORD_BENCH_CODE") or str(Path(__file__).resolve().parent.parent))
 
 from broker.coordinator.context import CoordinatorConfig
 from broker.coordinator.records import OffsetCommitRecord, encode_record
@@ -95,37 +91,18 @@ def load(data_dir: Path) -> None:
                       "offsets": shard.shard.state.offsets.count()}))
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def restart_seconds(data_dir: Path) -> float:
     """Launch of ``kcoord serve`` to ListGroups answering (every shard loaded); then SIGTERM."""
-    from broker.tools.wire_client import WireClient
-    from protocol.messages.list_groups import ListGroupsRequest
+    from testkit.kcoord import BrokerProcess
 
-    port = free_port()
-    args = [sys.executable, "-m", "kcoord.cli", "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-            "--override", f"log.dirs={data_dir}", "--override", "metrics.listener=",
-            "--override", "log.cleaner.enable=false"]
+    broker = BrokerProcess(data_dir, {"metrics.listener": "", "log.cleaner.enable": "false", "log.level": "WARNING"},
+                           log_path=data_dir.parent / "restart.log")
     started = time.perf_counter()
-    proc = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline:
-            try:
-                with WireClient("127.0.0.1", port) as c:
-                    if c.call(16, 0, ListGroupsRequest()).error_code == 0:
-                        return time.perf_counter() - started
-            except OSError:
-                pass
-            time.sleep(0.02)
-        raise RuntimeError("kcoord did not load in time")
+        broker.start_loaded(wait=120, load=120)
+        return time.perf_counter() - started
     finally:
-        proc.terminate()
-        proc.wait(60)
+        broker.stop(60)
 
 
 def summary(values: list[float]) -> str:
@@ -173,7 +150,9 @@ def main() -> None:
                 target.unlink(missing_ok=True)
                 if source is not None:
                     shutil.copyfile(source, target)
-                env = dict(os.environ, KCOORD_BENCH_CODE=str(args.baseline.resolve())) if mode == "before" else None
+                # This file run by path, its ``broker`` from PYTHONPATH: the baseline's for "before".
+                code = args.baseline.resolve() if mode == "before" else ROOT
+                env = dict(os.environ, PYTHONPATH=str(code))
                 out = subprocess.run([sys.executable, __file__, "--load", str(data)], check=True,
                                      capture_output=True, text=True, env=env).stdout
                 results[mode].append(json.loads(out.strip().splitlines()[-1]))

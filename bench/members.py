@@ -1,6 +1,6 @@
 """Many consumer-group members at a steady pace: heartbeat and commit latency against member count.
 
-    python bench/members.py [--members 2000 5000 10000] [--seconds 30] [--flush-policy sync|interval]
+    python -m bench.members [--members 2000 5000 10000] [--seconds 30] [--flush-policy sync|interval]
 
 Each member is a raw Kafka-protocol client on its own TCP connection (no client library), all of
 them driven by one epoll loop in this process; the broker is a separate ``kcoord serve`` process.
@@ -36,12 +36,11 @@ from collections import deque
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from bench.harness import CLK_TCK, Broker
+from kclient.wire_client import decode_response, encode_request
 from protocol.errors import ErrorCode
-from protocol.frames import RequestHeader, frame_request
-from protocol.messages import REQUESTS, RESPONSES, ApiKey
+from protocol.frames import response_header_size
+from protocol.messages import ApiKey
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
@@ -58,9 +57,10 @@ FORMING_HEARTBEAT_S = 0.5
 _SIZE = struct.Struct(">i")
 _OFFSET = struct.Struct(">q")
 _ERROR = struct.Struct(">h")
-# A flexible response header is the correlation id and an empty tag block; Heartbeat v4's body
-# starts with throttle_time_ms, then its error code.
-_HEARTBEAT_ERROR_AT = 4 + 1 + 4
+# Where an answer's body starts (the broker sends empty tag blocks); Heartbeat v4's body starts
+# with throttle_time_ms, then its error code.
+_HEARTBEAT_ERROR_AT = response_header_size(ApiKey.Heartbeat, True) + 4
+_COMMIT_BODY_AT = response_header_size(ApiKey.OffsetCommit, True)
 _OFFSET_SENTINEL = 0x0123456789ABCDEF
 
 # What a member is doing.
@@ -70,15 +70,11 @@ JOIN, SYNC, HEARTBEAT, COMMIT = 0, 1, 2, 3
 
 
 def encode(api_key: int, version: int, body: Any, correlation_id: int, client_id: str) -> bytes:
-    req = REQUESTS[api_key]
-    return frame_request(RequestHeader(api_key, version, correlation_id, client_id), req.encode(body, version),
-                         req.is_flexible(version))
+    return encode_request(api_key, version, correlation_id, client_id, body)
 
 
 def decode(api_key: int, version: int, frame: bytes) -> Any:
-    resp = RESPONSES[api_key]
-    pos = 4 + (1 if resp.is_flexible(version) and api_key != ApiKey.ApiVersions else 0)
-    return resp.decode(frame[pos:], version)
+    return decode_response(api_key, version, frame)[1]
 
 
 def blocking_call(sock: socket.socket, api_key: int, version: int, body: Any) -> Any:
@@ -332,7 +328,7 @@ class Load:
                     raise RuntimeError(f"heartbeat of {m.group.name}/{m.index}: {ErrorCode(code).name}")
         elif kind == COMMIT:
             self.measured(kind, sent)
-            if frame[5:] == m.commit_expected:
+            if frame[_COMMIT_BODY_AT:] == m.commit_expected:
                 m.acked_offset = offset
             else:
                 r = decode(ApiKey.OffsetCommit, COMMIT_V, frame)
@@ -432,7 +428,7 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
         wave: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0, timeline: bool = False,
         overrides: dict[str, str] | None = None) -> dict[str, Any]:
     broker = Broker(root=root, log_flush_policy=flush_policy, **(overrides or {}))
-    print(f"  broker pid {broker.proc.pid}", file=sys.stderr, flush=True)
+    print(f"  broker pid {broker.pid}", file=sys.stderr, flush=True)
     try:
         with socket.create_connection(("127.0.0.1", broker.port)) as admin:
             r = blocking_call(admin, ApiKey.CreateTopics, 5, CreateTopicsRequest(topics=[
@@ -452,11 +448,11 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
         gc.freeze()
         load.steady(time.perf_counter() + warmup)  # nothing is counted before the window
         print("  measuring", file=sys.stderr, flush=True)
-        (u0, s0), l0, w0 = user_system(broker.proc.pid), self_cpu(), time.perf_counter()
+        (u0, s0), l0, w0 = user_system(broker.pid), self_cpu(), time.perf_counter()
         load.measuring_from, load.measuring_until = w0, w0 + seconds
         load.steady(load.measuring_until)
         wall = time.perf_counter() - w0
-        u1, s1 = user_system(broker.proc.pid)
+        u1, s1 = user_system(broker.pid)
         broker_user, broker_system = u1 - u0, s1 - s0
         broker_cpu, load_cpu = broker_user + broker_system, self_cpu() - l0
         rss = broker.rss()

@@ -1,7 +1,7 @@
 """Replay speed: write a partition log of small records, then decode every record back with the
 struct fast path, as a coordinator does when it loads a shard.
 
-    python bench/replay.py [--records 1000000] [--batch 100] [--dir PATH]
+    python -m bench.replay [--records 1000000] [--batch 100] [--dir PATH]
 
 The read side runs in a fresh process so its peak RSS is its own.
 """
@@ -16,8 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from bench.harness import ROOT
 from protocol.record_batch import decode_records
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
@@ -78,7 +77,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         directory = args.dir or Path(tmp) / "__consumer_offsets-0"
         write(directory, args.records, args.batch, args.keys)
-        subprocess.run([sys.executable, __file__, "--read-only", "--dir", str(directory)], check=True)
+        subprocess.run([sys.executable, "-m", "bench.replay", "--read-only", "--dir", str(directory)], check=True,
+                       cwd=ROOT)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """OffsetCommit requests/s and heartbeats/s over SASL_SSL against PLAINTEXT, one broker, one run.
 
-    python bench/security.py [--seconds 5] [--rounds 3]
+    python -m bench.security [--seconds 5] [--rounds 3]
 
 One broker listens on PLAINTEXT and SASL_SSL (a test CA made with trustme). Each case keeps 4
 connections x 8 requests in flight for ``--seconds`` from a separate process (a thread per
@@ -18,18 +18,14 @@ import socket
 import ssl
 import statistics
 import struct
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.harness import free_port
-from broker.tools.wire_client import WireClient
+from bench.harness import Broker
+from kclient.wire_client import WireClient
 from protocol.frames import RequestHeader, frame_request
 from protocol.messages import ApiKey
 from protocol.messages.heartbeat import HeartbeatRequest
@@ -38,8 +34,8 @@ from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from testkit.ports import free_port
 
-ROOT = Path(__file__).resolve().parent.parent
 CONNECTIONS = 4
 IN_FLIGHT = 8
 P = OffsetCommitRequest.Topic.Partition
@@ -70,8 +66,7 @@ def connect(port: int, ca: str | None) -> socket.socket:
     if ca is None:
         return sock
     tls = ssl.create_default_context(cafile=ca).wrap_socket(sock, server_hostname="localhost")
-    client = WireClient.__new__(WireClient)
-    client.sock, client.client_id, client.correlation, client.buf = tls, "bench", 0, b""
+    client = WireClient.over(tls, "bench")
     assert client.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
     assert client.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(
         auth_bytes=b"\0bench\0bench-secret")).error_code == 0
@@ -158,18 +153,10 @@ def main() -> None:
     ca.cert_pem.write_to_path(str(tmp / "ca.pem"))
     ca.issue_cert("localhost").private_key_and_cert_chain_pem.write_to_path(str(tmp / "broker.pem"))
     plain, secure = free_port(), free_port()
-    props = {"listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{secure}",
-             "log.dirs": str(tmp / "data"), "metrics.listener": "", "group.initial.rebalance.delay.ms": "0",
-             "log.level": "WARNING", "ssl.keystore.location": str(tmp / "broker.pem"),
-             "sasl.bootstrap.users": "bench:bench-secret"}
-    argv = [sys.executable, "-m", "kcoord", "serve"]
-    for k, v in props.items():
-        argv += ["--override", f"{k}={v}"]
-    proc = subprocess.Popen(argv, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=open(tmp / "log", "w"))  # noqa: SIM115
+    listeners = f"PLAINTEXT://127.0.0.1:{plain},SASL_SSL://127.0.0.1:{secure}"
+    broker = Broker(port=plain, listeners=listeners, advertised_listeners=listeners,
+                    ssl_keystore_location=str(tmp / "broker.pem"), sasl_bootstrap_users="bench:bench-secret")
     try:
-        while subprocess.run([sys.executable, "-m", "kcoord", "health", "--bootstrap", f"127.0.0.1:{plain}"],
-                             cwd=ROOT, capture_output=True).returncode:
-            time.sleep(0.1)
         from confluent_kafka.admin import AdminClient, NewTopic
 
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{plain}"})
@@ -195,8 +182,7 @@ def main() -> None:
             print(f"  {api:12} PLAINTEXT {base:9,.0f} req/s   SASL_SSL {sec:9,.0f} req/s   "
                   f"SASL_SSL/PLAINTEXT {sec / base:.0%}", flush=True)
     finally:
-        proc.terminate()
-        proc.wait(30)
+        broker.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

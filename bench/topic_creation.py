@@ -2,7 +2,7 @@
 is held. A heartbeat is sent every 10 ms on its own connection; the slowest answers during the
 CreateTopics call are the stall every group on the broker sees.
 
-    python bench/topic_creation.py [--partitions 1000] [--runs 5] [--against REV_CHECKOUT]
+    python -m bench.topic_creation [--partitions 1000] [--runs 5] [--against REV_CHECKOUT]
 
 ``--against`` runs the same measurement, interleaved, against another checkout (A/B)."""
 
@@ -10,16 +10,13 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 from pathlib import Path
 
 import trio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from harness import AsyncClient, Broker, cpu_seconds, rss_mb
-
+from bench.harness import Broker, cpu_seconds, rss_mb
+from kclient.wire_client import AsyncWireClient
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 
@@ -33,8 +30,8 @@ async def _measure(broker: Broker, partitions: int, name: str) -> tuple[float, f
     answer meanwhile in ms, broker CPU seconds)."""
     latencies: list[float] = []
     done = trio.Event()
-    hb = await AsyncClient.connect(broker.port)
-    admin = await AsyncClient.connect(broker.port)
+    hb = await AsyncWireClient.connect(broker.port)
+    admin = await AsyncWireClient.connect(broker.port)
 
     async def heartbeats() -> None:
         while not done.is_set():
@@ -43,7 +40,7 @@ async def _measure(broker: Broker, partitions: int, name: str) -> tuple[float, f
             latencies.append((time.perf_counter() - started) * 1000)
             await trio.sleep(0.01)
 
-    cpu = cpu_seconds(broker.proc.pid)
+    cpu = cpu_seconds(broker.pid)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(heartbeats)
         await trio.sleep(0.2)
@@ -59,7 +56,7 @@ async def _measure(broker: Broker, partitions: int, name: str) -> tuple[float, f
         opened = time.perf_counter() - started
         await trio.sleep(0.1)
         done.set()
-    cpu = cpu_seconds(broker.proc.pid) - cpu
+    cpu = cpu_seconds(broker.pid) - cpu
     await hb.stream.aclose()
     await admin.stream.aclose()
     return took, opened, max(latencies), cpu
@@ -80,7 +77,7 @@ def main() -> None:
             broker = Broker(root=root)
             try:
                 measured = trio.run(_measure, broker, args.partitions, f"wide-{run}")
-                results[label].append((*measured, rss_mb(broker.proc.pid)))
+                results[label].append((*measured, rss_mb(broker.pid)))
             finally:
                 broker.stop()
     print(f"CreateTopics of {args.partitions} partitions while a heartbeat runs every 10 ms; medians of {args.runs}")

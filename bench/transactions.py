@@ -1,6 +1,6 @@
 """Transactions per second of a read-process-write loop, beside the same loop with plain commits.
 
-    python bench/transactions.py [--records 10000] [--per-txn 100] [--rounds 3] [--flush sync|interval]
+    python -m bench.transactions [--records 10000] [--per-txn 100] [--rounds 3] [--flush sync|interval]
                                  [--compare PROPERTY=VALUE]
 
 Each round pre-fills an input topic (3 partitions), then runs confluent-kafka loops of
@@ -22,13 +22,9 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import sys
 import time
 import uuid
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.harness import Broker
 

@@ -39,7 +39,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _health(args: argparse.Namespace) -> int:
-    from broker.tools.health import check
+    from kclient.health import check
 
     return check(args.bootstrap, args.timeout)
 
@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     health.set_defaults(func=_health)
 
     from analytics import cli as analytics_cli
-    from broker.tools import dump_log, groups_command
+    from kclient import dump_log, groups_command
 
     dump_log.add_parser(sub)
     groups_command.add_parser(sub)

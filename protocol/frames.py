@@ -74,6 +74,37 @@ def frame_response(correlation_id: int, body: bytes, flexible_header: bool) -> b
     return _SIZE_CORR.pack(len(body) + 4, correlation_id) + body
 
 
+def response_header_flexible(api_key: int, flexible: bool) -> bool:
+    """Whether the response to a request of ``api_key`` at a version that is ``flexible`` has header v1
+    (correlation id and a tagged-field block): every flexible API version but ApiVersions (KIP-511)."""
+    return flexible and api_key != API_VERSIONS_KEY
+
+
+def response_header_size(api_key: int, flexible: bool) -> int:
+    """Bytes of a response header whose tagged-field block is empty (as kcoord sends it): where the
+    body starts in a frame without its size prefix, for readers of pre-encoded answers."""
+    return 5 if response_header_flexible(api_key, flexible) else 4
+
+
+def parse_response_header(frame: bytes | memoryview, api_key: int, flexible: bool) -> tuple[int, int]:
+    """(correlation_id, offset of the body) of a response frame without its size prefix, to a request
+    of ``api_key`` at a version that is ``flexible``; a tagged-field block is skipped whatever it holds."""
+    try:
+        (correlation_id,) = struct.unpack_from(">i", frame, 0)
+        pos = 4
+        if response_header_flexible(api_key, flexible):
+            count, pos = read_uvarint(frame, pos)
+            for _ in range(count):
+                _tag, pos = read_uvarint(frame, pos)
+                size, pos = read_uvarint(frame, pos)
+                pos += size
+            if pos > len(frame):
+                raise DecodeError("ResponseHeader", 1, "tagged fields run past the end", api_key)
+    except (struct.error, VarintError) as exc:
+        raise DecodeError("ResponseHeader", 1 if flexible else 0, str(exc), api_key) from None
+    return correlation_id, pos
+
+
 def frame_request(header: RequestHeader, body: bytes, flexible: bool) -> bytes:
     payload = encode_request_header(header, flexible) + body
     return _SIZE.pack(len(payload)) + payload

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from storage.layout import write_atomically
+from storage.properties import PropertiesError, parse_properties
 
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 PARTITION_METADATA = "partition.metadata"
@@ -114,16 +115,10 @@ def read_meta_properties(log_dir: Path) -> dict[str, str]:
     path = log_dir / META_PROPERTIES
     if not path.exists():
         return {}
-    out = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise CheckpointError(f"{path}: cannot parse {line!r}")
-        out[key.strip()] = value.strip()
-    return out
+    try:
+        return parse_properties(path.read_text(encoding="utf-8"))
+    except PropertiesError as exc:
+        raise CheckpointError(f"{path}: {exc}") from None
 
 
 def write_meta_properties(log_dir: Path, props: dict[str, str]) -> None:

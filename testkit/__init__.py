@@ -1,1 +1,3 @@
-"""What tests and benchmarks share to run real processes: ports, and the reference Apache Kafka."""
+"""What tests and benchmarks share to run real processes: loopback ports (``ports``), kcoord
+itself (``kcoord``), etcd (``etcd``) and the reference Apache Kafka (``kafka``), each started and
+awaited until it serves."""

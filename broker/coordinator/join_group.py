@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from broker.coordinator import journal
 from broker.coordinator.classic_group import ClassicGroup, GroupState, Member, Parked, Protocols
 from broker.coordinator.consumer import classic_members
 from broker.coordinator.consumer import describe as consumer_describe
@@ -25,6 +24,7 @@ from broker.coordinator.responses import join_response, sync_response
 from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
 from broker.coordinator.timers import TimerTarget, heartbeat_key
+from protocol import group_events
 from protocol.errors import ErrorCode
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.offsets_log import GroupMetadataValue
@@ -248,7 +248,7 @@ def _update_member_and_rebalance(
     st.journal.joined(group.group_id, member.member_id, now)
     if group.state is GroupState.STABLE:
         # This JoinGroup starts the rebalance: say why.
-        cause = journal.LEADER_REJOINED if reason == "leader-rejoined" else journal.METADATA_CHANGED
+        cause = group_events.LEADER_REJOINED if reason == "leader-rejoined" else group_events.METADATA_CHANGED
         st.journal.rejoined(st, group, member, cause, spec.reason)
     maybe_prepare_rebalance_or_complete_join(st, group, out, now, reason)
 
@@ -278,7 +278,7 @@ def _add_member(
         group.new_member_added = True
     group.add(member, spec.parked)
     st.journal.joined(group.group_id, member_id, now)
-    st.journal.note(group.group_id, journal.NEW_MEMBER, member_id, client_id=ctx.client_id,
+    st.journal.note(group.group_id, group_events.NEW_MEMBER, member_id, client_id=ctx.client_id,
                     client_host=ctx.client_host, instance_id=spec.instance_id, client_reason=spec.reason,
                     session_timeout_ms=spec.session_timeout_ms, rebalance_timeout_ms=spec.rebalance_timeout_ms,
                     protocols=[name for name, _ in spec.protocols])
@@ -307,10 +307,10 @@ def _replace_static_member(
     group.set_awaiting_join(new, spec.parked)
     st.journal.joined(group.group_id, new_id, now)
     avoided = group.state is GroupState.STABLE and group.protocol_name == group.select_protocol()
-    st.journal.note(group.group_id, journal.STATIC_REJOINED, new_id, instance_id=spec.instance_id,
+    st.journal.note(group.group_id, group_events.STATIC_REJOINED, new_id, instance_id=spec.instance_id,
                     previous_member_id=old_id, avoided_rebalance=avoided, client_id=new.client_id,
                     client_reason=spec.reason)
-    st.journal.note(group.group_id, journal.FENCED, old_id, instance_id=spec.instance_id,
+    st.journal.note(group.group_id, group_events.FENCED, old_id, instance_id=spec.instance_id,
                     why="duplicate instance id: replaced by a new member id")
 
     if group.state is GroupState.STABLE:

@@ -7,7 +7,8 @@ turns them and the operation's state transitions into ``GroupEvent``s, which the
 ``__kcoord_group_events`` (``broker/groups/journal_writer.py``). Nothing here is persisted state:
 a restart starts with no rebalance in flight, as the groups themselves do.
 
-The causes are a fixed vocabulary (``CAUSES``); docs/journal.md documents it and the event encoding.
+The causes are a fixed vocabulary and the events have one encoding, both the journal format's
+(``protocol.group_events``); docs/journal.md documents them.
 """
 
 from __future__ import annotations
@@ -19,24 +20,23 @@ from typing import Any
 from broker.coordinator.result import Result
 from protocol.consumer_protocol import decode_assignment
 from protocol.errors import DecodeError
-
-ENCODING_VERSION = 1
-
-# The causes, in the order docs/journal.md lists them.
-NEW_MEMBER = "new-member-joined"
-STATIC_REJOINED = "static-member-rejoined"
-MEMBER_LEFT = "member-left"
-SESSION_TIMEOUT = "session-timeout"
-REBALANCE_TIMEOUT = "rebalance-timeout"
-SYNC_TIMEOUT = "sync-timeout"
-LEADER_REJOINED = "leader-rejoined"
-METADATA_CHANGED = "metadata-changed"
-PARTITIONS_CHANGED = "partition-count-changed"
-FENCED = "member-fenced"
-ADMIN = "removed-by-admin"
-SHARD_LOADED = "shard-loaded"
-CAUSES = (NEW_MEMBER, STATIC_REJOINED, MEMBER_LEFT, SESSION_TIMEOUT, REBALANCE_TIMEOUT, SYNC_TIMEOUT,
-          LEADER_REJOINED, METADATA_CHANGED, PARTITIONS_CHANGED, FENCED, ADMIN, SHARD_LOADED)
+from protocol.group_events import (
+    ADMIN,
+    LEADER_REJOINED,
+    MEMBER,
+    MEMBER_LEFT,
+    METADATA_CHANGED,
+    NEW_MEMBER,
+    PARTITIONS_CHANGED,
+    REBALANCE,
+    REBALANCE_TIMEOUT,
+    SESSION_TIMEOUT,
+    SHARD_LOADED,
+    STATE,
+    STATIC_REJOINED,
+    SYNC_TIMEOUT,
+    GroupEvent,
+)
 
 # The coordinator's transition reasons (classic groups) and their cause.
 _CLASSIC_REASONS = {
@@ -78,34 +78,6 @@ def cause_of_reason(reason: str) -> str:
     if reason.startswith("topics"):
         return PARTITIONS_CHANGED
     return METADATA_CHANGED
-
-
-@dataclass(frozen=True)
-class GroupEvent:
-    """One journal entry. ``kind`` is ``member`` (a membership change), ``state`` (a phase of a
-    rebalance: a state transition) or ``rebalance`` (the summary once the group settles)."""
-
-    kind: str
-    group: str
-    group_type: str
-    generation: int
-    state_before: str
-    state_after: str
-    timestamp: int
-    cause: str
-    member_id: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "version": ENCODING_VERSION, "kind": self.kind, "group": self.group, "group_type": self.group_type,
-            "generation": self.generation, "state_before": self.state_before, "state_after": self.state_after,
-            "timestamp": self.timestamp, "cause": self.cause,
-        }
-        if self.member_id is not None:
-            doc["member_id"] = self.member_id
-        doc.update(self.detail)
-        return doc
 
 
 @dataclass
@@ -185,7 +157,7 @@ class Journal:
         for n in notes:
             by_group.setdefault(n.group, []).append(n)
             gtype, gen, state = _describe(st, n.group)
-            events.append(GroupEvent("member", n.group, gtype, gen, state, state, now, n.cause, n.member_id,
+            events.append(GroupEvent(MEMBER, n.group, gtype, gen, state, state, now, n.cause, n.member_id,
                                      n.detail))
             trace = self.traces.get(n.group)
             if trace is not None:
@@ -200,7 +172,7 @@ class Journal:
                 trace = self._start(st, group, gtype, before, generation, reason, first, now)
                 trace.members_at_start = members
             cause = trace.cause if trace is not None else (first[0].cause if first else cause_of_reason(reason))
-            events.append(GroupEvent("state", group, gtype, generation, before, after, now, cause,
+            events.append(GroupEvent(STATE, group, gtype, generation, before, after, now, cause,
                                      detail={"reason": reason, "members": members}))
             if trace is None:
                 continue
@@ -278,7 +250,7 @@ class Journal:
             "also": trace.notes[:50],
         }
         del before
-        return GroupEvent("rebalance", group, gtype, generation, trace.state_before, after, now, cause,
+        return GroupEvent(REBALANCE, group, gtype, generation, trace.state_before, after, now, cause,
                           detail=detail)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from broker.coordinator import journal
 from broker.coordinator.classic_group import GroupState
 from broker.coordinator.consumer import classic_members
 from broker.coordinator.context import RequestContext
@@ -14,6 +13,7 @@ from broker.coordinator.rebalance import (
 )
 from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
+from protocol import group_events
 from protocol.errors import ErrorCode
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 
@@ -70,7 +70,7 @@ def _leave(
                 results.append((member_id, instance_id, ErrorCode.UNKNOWN_MEMBER_ID))
                 continue
             member = group.members[current]
-            st.journal.note(group_id, journal.ADMIN, current, instance_id=instance_id, client_id=member.client_id,
+            st.journal.note(group_id, group_events.ADMIN, current, instance_id=instance_id, client_id=member.client_id,
                             client_reason=reasons.get((member_id, instance_id)))
             remove_member(st, group, member, out)
         elif member_id in group.pending_members:
@@ -82,7 +82,7 @@ def _leave(
                 results.append((member_id, instance_id, error))
                 continue
             member = group.members[member_id]
-            st.journal.note(group_id, journal.MEMBER_LEFT, member_id, instance_id=instance_id,
+            st.journal.note(group_id, group_events.MEMBER_LEFT, member_id, instance_id=instance_id,
                             client_id=member.client_id, client_reason=reasons.get((member_id, instance_id)))
             remove_member(st, group, member, out)
         removed_any = True

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from broker.coordinator import journal
 from broker.coordinator.classic_group import ClassicGroup, GroupState, Member
 from broker.coordinator.records import GroupMetadataRecord
 from broker.coordinator.responses import join_response, sync_response
 from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
 from broker.coordinator.timers import TimerTarget, heartbeat_key, join_key, sync_key
+from protocol import group_events
 from protocol.errors import ErrorCode
 from protocol.messages.join_group import JoinGroupResponse
 from protocol.messages.sync_group import SyncGroupResponse
@@ -153,7 +153,7 @@ def on_join_timer(st: CoordinatorState, group: ClassicGroup, out: Result, now: i
 def complete_join_phase(st: CoordinatorState, group: ClassicGroup, out: Result, now: int) -> None:
     _cancel_join_timer(st, group, out)
     for member in [m for m in group.members.values() if m.awaiting_join is None and m.group_instance_id is None]:
-        st.journal.note(group.group_id, journal.REBALANCE_TIMEOUT, member.member_id, client_id=member.client_id,
+        st.journal.note(group.group_id, group_events.REBALANCE_TIMEOUT, member.member_id, client_id=member.client_id,
                         rebalance_timeout_ms=member.rebalance_timeout_ms,
                         why="did not rejoin within its rebalance timeout (max.poll.interval.ms)")
         cancel_heartbeat(st, group, member.member_id, out)
@@ -227,7 +227,7 @@ def on_sync_timer(st: CoordinatorState, group: ClassicGroup, out: Result, now: i
     for member_id in list(group.pending_sync):
         member = group.members.get(member_id)
         if member is not None:
-            st.journal.note(group.group_id, journal.SYNC_TIMEOUT, member_id, client_id=member.client_id,
+            st.journal.note(group.group_id, group_events.SYNC_TIMEOUT, member_id, client_id=member.client_id,
                             why="did not send SyncGroup within the rebalance timeout")
             remove_member(st, group, member, out)
         group.pending_sync.pop(member_id, None)
@@ -280,7 +280,7 @@ def on_heartbeat_timer(st: CoordinatorState, group: ClassicGroup, member_id: str
         return
     # The timer is re-armed at every heartbeat, so it fires a session timeout after the last one.
     timeout = NEW_MEMBER_JOIN_TIMEOUT_MS if member.is_new else member.session_timeout_ms
-    st.journal.note(group.group_id, journal.SESSION_TIMEOUT, member_id, client_id=member.client_id,
+    st.journal.note(group.group_id, group_events.SESSION_TIMEOUT, member_id, client_id=member.client_id,
                     last_heartbeat_age_ms=timeout, session_timeout_ms=member.session_timeout_ms)
     remove_member_and_update_group(st, group, member, out, now, "session-timeout")
 

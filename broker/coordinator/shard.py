@@ -49,6 +49,7 @@ from broker.coordinator.responses import join_response, sync_response
 from broker.coordinator.result import CoordinatorResponse, Result, SetTimer
 from broker.coordinator.state import CoordinatorState
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
+from protocol import group_events
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
@@ -102,7 +103,7 @@ class GroupCoordinatorShard:
         out = Result()
         for group in list(st.groups.values()):
             if group.members:
-                st.journal.note(group.group_id, journal.SHARD_LOADED, members=len(group.members),
+                st.journal.note(group.group_id, group_events.SHARD_LOADED, members=len(group.members),
                                 generation=group.generation)
             for member in group.members.values():
                 reschedule_heartbeat(st, group, member, out, now_ms)
@@ -112,7 +113,7 @@ class GroupCoordinatorShard:
         # revoking gets its rebalance timeout again.
         for cgroup in st.consumer_groups.values():
             if cgroup.members:
-                st.journal.note(cgroup.group_id, journal.SHARD_LOADED, members=len(cgroup.members),
+                st.journal.note(cgroup.group_id, group_events.SHARD_LOADED, members=len(cgroup.members),
                                 group_epoch=cgroup.group_epoch)
             for cmember in cgroup.members.values():
                 session_ms = (st.config.consumer_session_timeout_ms if cmember.classic is None
@@ -225,7 +226,7 @@ class GroupCoordinatorShard:
     def delete_group(self, group_id: str, now_ms: int) -> tuple[int, list[AnyRecord]]:
         st = self.state
         if group_id in st.groups or group_id in st.consumer_groups:
-            st.journal.note(group_id, journal.ADMIN, action="group deleted")
+            st.journal.note(group_id, group_events.ADMIN, action="group deleted")
         cgroup = st.consumer_groups.get(group_id)
         if cgroup is not None:
             offsets = [(topic, partition) for topic, partition, _ in st.offsets.all_of(group_id)]

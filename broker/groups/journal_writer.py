@@ -13,12 +13,8 @@ it hands the shard over (``release``: what is queued for it is written first) or
 write once the node's lease may have passed to another node. The partition a group's events go to
 is ``journal_partition`` over the topic's partition count, so a reader finds them the same way.
 
-Encoding (version 1): the record key is the JSON ``{"version": 1, "group": <group id>}``, the
-value one JSON object (``GroupEvent.to_json``: ``version``, ``kind``, ``group``, ``group_type``,
-``generation``, ``state_before``, ``state_after``, ``timestamp``, ``cause`` and the kind's own
-fields), the record timestamp the event's. JSON because every client and tool (kcat, the console
-consumer, Spark's JSON functions) reads it without a schema; ``version`` in key and value lets a
-later encoding change without breaking readers that check it.
+The encoding of the records and the partition of each group's events are the journal format's
+(``protocol.group_events``).
 
 The writes never hold a group operation: the shard hands them over and answers without waiting;
 the event loop only queues the events, and every 0.2 s a worker thread encodes what was queued
@@ -32,20 +28,17 @@ periodic flush (up to ``log.flush.interval.ms``).
 
 from __future__ import annotations
 
-import functools
-import json
 from collections import Counter, OrderedDict, deque
 from collections.abc import Sequence
 
 import trio
 
-from broker.coordinator.journal import ENCODING_VERSION, GroupEvent
-from broker.coordinator.partitioning import journal_partition
 from broker.log_runtime.runtime import Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.observability.metrics import METRICS
 from broker.topics.catalog import EVENTS_TOPIC, TopicCatalog
-from protocol.group_doctor import RULES, diagnose
+from doctor import RULES, diagnose
+from protocol.group_events import GroupEvent, encode_event, journal_partition
 from storage.config import LogConfig
 from storage.errors import StorageError
 
@@ -57,19 +50,6 @@ SEGMENT_MS = 86_400_000
 RECENT_GROUPS = 500
 RECENT_EVENTS = 100
 HAND_OVER_S = 0.2
-
-
-# One encoder for every event: json.dumps with options builds a new one per call.
-_VALUE_ENCODER = json.JSONEncoder(separators=(",", ":"), default=str)
-
-
-@functools.lru_cache(maxsize=4096)
-def _key(group: str) -> bytes:
-    return json.dumps({"version": ENCODING_VERSION, "group": group}, separators=(",", ":")).encode()
-
-
-def encode_event(event: GroupEvent) -> Entry:
-    return _key(event.group), _VALUE_ENCODER.encode(event.to_json()).encode(), event.timestamp
 
 
 def encode_events(events: Sequence[GroupEvent]) -> list[Entry]:

@@ -23,7 +23,6 @@ import trio
 
 from broker.cluster.node import ClusterNode
 from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
-from broker.coordinator.journal import GroupEvent
 from broker.coordinator.pending_offsets import TxnOffsetBatch
 from broker.coordinator.result import CancelTimer, Result, SetTimer
 from broker.coordinator.shard import GroupCoordinatorShard
@@ -37,6 +36,7 @@ from broker.observability.metrics import METRICS
 from broker.topics.catalog import OFFSETS_TOPIC
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChange, TopicCreated, TopicDeleted
 from protocol.errors import ErrorCode
+from protocol.group_events import GroupEvent
 from protocol.offsets_log_records import ConsumerGroupMetadataRecord, OffsetCommitRecord, encode_record
 from protocol.record_batch import build_end_txn_marker, build_simple_batch
 from storage.config import LogConfig

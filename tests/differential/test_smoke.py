@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.join_group import JoinGroupRequest
 

@@ -28,8 +28,8 @@ from confluent_kafka.admin import AdminClient  # noqa: E402
 
 from analytics.job import AnalyzeOptions, analyze, build_session, end_offsets_from_data_dir  # noqa: E402
 from analytics.source import NAME  # noqa: E402
-from tests.conftest import BrokerProcess  # noqa: E402
-from tests.integration.clients import ThreadedConsumer, create_topic, wait_for  # noqa: E402
+from testkit.kcoord import BrokerProcess  # noqa: E402
+from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for  # noqa: E402
 from tests.unit.analytics import kafka_bytes as kb  # noqa: E402
 
 # The first test also builds the module's story and runs the analysis (minutes on a loaded 2-core machine).

@@ -11,22 +11,21 @@ import sys
 import time
 import urllib.request
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from broker.cluster.assignment import desired_owners
 from broker.coordinator.partitioning import partition_for
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.record_batch import iter_batches
 from storage.checkpoints import read_leader_epochs
-from tests.conftest import EtcdProcess
-from tests.integration.clients import create_topic
-from tests.integration.cluster_helpers import (
+from testkit.etcd import EtcdProcess
+from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.cluster import (
     OFFSETS,
     Cluster,
     Committer,
@@ -34,18 +33,11 @@ from tests.integration.cluster_helpers import (
     commit_request,
     fetch_offset,
 )
-from tests.integration.test_dataplane_clients import confluent_group, confluent_produce, kafka_python_group
+from tests.integration.helpers.dataplane_clients import confluent_group, confluent_produce, kafka_python_group
 
 TXN_STATE = "__transaction_state"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
-
-
-@pytest.fixture
-def cluster(etcd: EtcdProcess, tmp_path: Path) -> Iterator[Cluster]:
-    c = Cluster(etcd, tmp_path)
-    yield c
-    c.stop_all()
 
 
 def committed(cluster: Cluster, group: str) -> dict[tuple[str, int], int]:

@@ -10,7 +10,7 @@ import trio
 
 from broker.cluster.etcd import EtcdClient
 from broker.cluster.node import ClusterNode
-from tests.conftest import EtcdProcess
+from testkit.etcd import EtcdProcess
 
 pytestmark = pytest.mark.trio
 

@@ -7,7 +7,6 @@ shards over and journals the moved groups into the same partitions, at its own o
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,23 +14,18 @@ import pytest
 from confluent_kafka import Consumer
 
 from broker.coordinator.partitioning import partition_for
-from broker.tools.group_history import read_events
+from kclient.group_history import read_events
 from kcoord.cli import main
 from protocol.group_events import EVENTS_TOPIC, decode_event
 from protocol.record_batch import decode_records, iter_batches
-from tests.conftest import EtcdProcess
-from tests.integration.clients import create_topic, wait_for
-from tests.integration.cluster_helpers import OFFSETS, Cluster
+from tests.integration.helpers.clients import create_topic, wait_for
+from tests.integration.helpers.cluster import OFFSETS, Cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 
-@pytest.fixture
-def cluster(etcd: EtcdProcess, tmp_path: Path) -> Iterator[Cluster]:
-    # Journal events become readable at the periodic flush: a short one keeps the test short.
-    c = Cluster(etcd, tmp_path, **{"log.flush.interval.ms": "200"})
-    yield c
-    c.stop_all()
+# Journal events become readable at the periodic flush: a short one keeps the test short.
+CLUSTER_OVERRIDES = {"log.flush.interval.ms": "200"}
 
 
 def join_and_leave(bootstrap: str, group: str, topic: str) -> None:
@@ -127,7 +121,7 @@ def test_each_node_journals_its_groups_and_the_survivor_goes_on_after_kill_9(clu
 
 def cluster_offsets_epochs(cluster: Cluster, via: Any) -> dict[int, int]:
     """Partition -> leader epoch of `__consumer_offsets`, as Metadata tells it."""
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.metadata import MetadataRequest
 

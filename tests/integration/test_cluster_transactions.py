@@ -22,15 +22,15 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.describe_transactions import DescribeTransactionsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest
-from tests.conftest import EtcdProcess
-from tests.integration.clients import create_topic
-from tests.integration.cluster_helpers import Cluster
+from testkit.etcd import EtcdProcess
+from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.cluster import Cluster
 from tests.integration.test_transactions import produce_plain, read_all
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]

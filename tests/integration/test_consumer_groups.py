@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient
 
-from tests.integration.clients import (
+from tests.integration.helpers.clients import (
     ThreadedConsumer,
     covers_exactly,
     create_topic,
@@ -76,7 +76,7 @@ def test_static_member_restart_keeps_partitions_without_rebalance(broker) -> Non
 
 
 def test_second_consumer_with_a_live_instance_id_fences_the_first(broker) -> None:
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.consumer_protocol import encode_assignment, encode_subscription
     from protocol.errors import ErrorCode
     from protocol.messages import ApiKey

@@ -14,7 +14,7 @@ from confluent_kafka import (
 )
 from confluent_kafka.admin import AdminClient, NewPartitions
 
-from tests.integration.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
+from tests.integration.helpers.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -24,11 +24,12 @@ from confluent_kafka import Consumer, TopicPartition
 
 from broker.config import PROPERTIES
 from broker.coordinator.partitioning import partition_for
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
-from tests.conftest import ROOT, api_versions_ok, free_port
-from tests.integration.clients import create_topic
+from testkit.kcoord import ROOT
+from testkit.ports import api_versions_ok, free_port
+from tests.integration.helpers.clients import create_topic
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -10,13 +10,13 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
 from protocol.messages.metadata import MetadataRequest
-from tests.integration.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
-from tests.integration.test_dataplane import create, fetch, list_offset, produce, records, values
+from tests.integration.helpers.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
+from tests.integration.helpers.dataplane import create, fetch, list_offset, produce, records, values
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -35,12 +35,6 @@ def partition_count(c: WireClient, topic: str) -> int:
     (t,) = c.call(3, 12, body).topics
     assert t.error_code == 0
     return len(t.partitions)
-
-
-@pytest.fixture
-def client(broker: Any) -> Any:
-    with WireClient("127.0.0.1", broker.port) as c:
-        yield c
 
 
 def test_advertised_in_api_versions(client: WireClient) -> None:

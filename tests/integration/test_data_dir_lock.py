@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import KCOORD, ROOT, BrokerProcess, api_versions_ok
+from testkit.kcoord import KCOORD, ROOT, BrokerProcess
+from testkit.ports import api_versions_ok
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Producer
 
-from tests.integration.clients import create_topic
+from tests.integration.helpers.clients import create_topic
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from storage.end_offsets import topic_end_offsets
-from tests.integration.test_dataplane import create, fetch, list_offset, produce, records, values
+from tests.integration.helpers.dataplane import create, fetch, list_offset, produce, records, values
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -181,7 +181,7 @@ def test_dockerignore_keeps_the_context_to_the_sources() -> None:
     lines = [ln.strip() for ln in (ROOT / ".dockerignore").read_text().splitlines()]
     rules = [ln for ln in lines if ln and not ln.startswith("#")]
     assert rules[0] == "*"
-    for needed in ("pyproject.toml", "protocol/", "storage/", "broker/", "analytics/"):
+    for needed in ("pyproject.toml", "protocol/", "storage/", "broker/", "analytics/", "doctor/", "kclient/"):
         assert f"!{needed}" in rules
 
 

@@ -13,7 +13,7 @@ import pytest
 from confluent_kafka import TopicPartition
 
 from broker.coordinator.partitioning import partition_for
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.consumer_protocol import encode_assignment, encode_subscription
 from protocol.messages import ApiKey
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
@@ -28,7 +28,7 @@ from protocol.messages.offsets_log import (
     OffsetCommitValue,
 )
 from protocol.messages.sync_group import SyncGroupRequest
-from tests.integration.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
+from tests.integration.helpers.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(240)
 

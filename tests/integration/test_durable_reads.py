@@ -16,12 +16,12 @@ import time
 
 import pytest
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
-from tests.integration.clients import create_topic
+from tests.integration.helpers.clients import create_topic
 
 pytestmark = pytest.mark.timeout(240)
 

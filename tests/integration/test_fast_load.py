@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from broker.groups.replay_snapshot import FILE_NAME
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
-from tests.conftest import BrokerProcess
-from tests.integration.clients import create_topic
+from testkit.kcoord import BrokerProcess
+from tests.integration.helpers.clients import create_topic
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.integration.clients import create_topic
-from tests.integration.test_topic_deletion_offsets import committed
+from testkit.kcoord import ROOT
+from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.offsets import committed
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.sync_group import SyncGroupRequest
-from tests.integration.clients import ThreadedConsumer, create_topic, wait_for
+from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(90)
 

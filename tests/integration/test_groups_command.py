@@ -12,8 +12,8 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kcoord.cli import main
-from tests.conftest import KCOORD, ROOT
-from tests.integration.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
+from testkit.kcoord import KCOORD, ROOT
+from tests.integration.helpers.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -223,7 +223,7 @@ def test_against_a_cluster_it_follows_coordinators_and_partition_leaders(etcd: A
                                                                           capsys: Any) -> None:
     """Three nodes: the group's coordinator and the partitions' leaders are different nodes, and
     the command, given one node, asks each of them what it owns."""
-    from tests.integration.cluster_helpers import Cluster
+    from tests.integration.helpers.cluster import Cluster
 
     cluster = Cluster(etcd, tmp_path)
     try:

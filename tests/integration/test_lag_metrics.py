@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.integration.clients import ThreadedConsumer, create_topic, wait_for
-from tests.integration.test_metrics import Scrape, scrape
+from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for
+from tests.integration.helpers.metrics import Scrape, scrape
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -9,18 +9,15 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from confluent_kafka import TopicPartition
-from prometheus_client.parser import text_string_to_metric_families
 
 from broker.coordinator.partitioning import partition_for
-from broker.tools.dump_log import dump_file
-from broker.tools.wire_client import WireClient
+from kclient.dump_log import dump_file
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
@@ -29,49 +26,18 @@ from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.sync_group import SyncGroupRequest
-from tests.conftest import ROOT, BrokerProcess, free_port
-from tests.integration.clients import ThreadedConsumer, create_topic, wait_for
+from testkit.kcoord import ROOT, BrokerProcess
+from testkit.ports import free_port
+from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for
+from tests.integration.helpers.metrics import Scrape, scrape
 
 pytestmark = pytest.mark.timeout(120)
 
 NUM_PARTITIONS = 50
 
 
-@dataclass
-class Scrape:
-    """One scrape of /metrics: family names as their TYPE lines give them, and every sample."""
-
-    types: dict[str, str] = field(default_factory=dict)
-    samples: dict[str, list[tuple[dict[str, str], float]]] = field(default_factory=dict)
-
-    def value(self, name: str, **labels: str) -> float | None:
-        for got, value in self.samples.get(name, []):
-            if got == labels:
-                return value
-        return None
-
-    def count(self, name: str, **labels: str) -> float:
-        """A counter's value; a label set never incremented is absent from the scrape, i.e. 0."""
-        return self.value(name, **labels) or 0.0
-
-    def by_label(self, name: str, label: str) -> dict[str, float]:
-        return {got[label]: value for got, value in self.samples.get(name, []) if label in got}
 
 
-def scrape(port: int) -> Scrape:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as response:
-        assert response.status == 200
-        assert response.headers["Content-Type"].startswith("text/plain")
-        text = response.read().decode()
-    out = Scrape()
-    for line in text.splitlines():
-        if line.startswith("# TYPE "):
-            _, _, name, kind = line.split(" ", 3)
-            out.types[name] = kind
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            out.samples.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
-    return out
 
 
 def wait_scrape(port: int, check: Callable[[Scrape], bool], what: str, timeout: float = 15.0) -> Scrape:

@@ -8,12 +8,12 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
-from tests.integration.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
+from tests.integration.helpers.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

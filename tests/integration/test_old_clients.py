@@ -17,13 +17,13 @@ from kafka.protocol.old import produce as old_produce
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.record import Record
 from protocol.record_batch import build_batch, decode_records, iter_batches
 from protocol.record_compression import GZIP, ZSTD
-from tests.integration.test_dataplane import create, fetch, produce
+from tests.integration.helpers.dataplane import create, fetch, produce
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -57,12 +57,6 @@ class OldClient:
             assert chunk, "the broker closed the connection"
             out += chunk
         return out
-
-
-@pytest.fixture
-def client(broker: Any) -> Any:
-    with WireClient("127.0.0.1", broker.port) as c:
-        yield c
 
 
 @pytest.fixture

@@ -20,8 +20,9 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 
-from tests.conftest import ROOT, BrokerProcess, free_port
-from tests.integration.clients import ThreadedConsumer, create_topic, wait_for
+from testkit.kcoord import ROOT, BrokerProcess
+from testkit.ports import free_port
+from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -188,7 +189,7 @@ def test_deploy_alert_rules_evaluate_against_the_broker_without_firing(broker: B
 def test_commit_failure_alert_expression_sees_failing_commits(broker: BrokerProcess, prometheus: Prometheus) -> None:
     """KcoordOffsetCommitErrors's expression, evaluated by Prometheus over real failing commits
     (to a topic that does not exist), is above its threshold; its `for:` is too long to wait out."""
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.offset_commit import OffsetCommitRequest
 

@@ -16,8 +16,8 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("Spark needs a Java runtime (java on PATH or JAVA_HOME)", allow_module_level=True)
 
 from analytics.job import AnalyzeOptions, analyze, build_session
-from tests.conftest import BrokerProcess
-from tests.integration.test_rebalance_journal import (
+from testkit.kcoord import BrokerProcess
+from tests.integration.helpers.journal import (
     member_closing_with_a_reason,
     member_killed_with_sigkill,
     member_stops_polling,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ from confluent_kafka.admin import (
 )
 from cryptography import x509
 
-from tests.integration.security_setup import SecureBroker, start_secure_broker
+from tests.integration.helpers.security import SecureBroker
 
 pytestmark = pytest.mark.timeout(90)
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -48,10 +47,12 @@ def _client_principal(secure: SecureBroker) -> str:
     return "User:" + cert.subject.rfc4514_string()
 
 
-@pytest.fixture(scope="module")
-def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
-    broker = start_secure_broker(tmp_path_factory.mktemp("acls"), {
-        "authorizer.class.name": AUTHORIZER, "super.users": "User:admin"})
+SECURE_OVERRIDES = {
+    "authorizer.class.name": AUTHORIZER, "super.users": "User:admin"}
+
+
+def prepare_secure(broker: SecureBroker) -> None:
+    """Once the module's broker serves: what every test of the module expects to find on it."""
     admin = AdminClient(broker.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
     admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(15)
     producer = Producer(broker.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
@@ -71,8 +72,6 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
     ]
     for future in admin.create_acls(bindings).values():
         future.result(10)
-    yield broker
-    broker.process.kill()
 
 
 def _commit_once_the_coordinator_is_known(consumer: Consumer, offsets: list[TopicPartition]) -> None:
@@ -157,7 +156,7 @@ def _admin_sees_only_its_commit(secure: SecureBroker) -> None:
 
 def test_each_group_api_refuses_group_b_on_the_wire(secure: SecureBroker) -> None:
     """Request by request, as the broker answers them (the coordinator lookup aside)."""
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.delete_groups import DeleteGroupsRequest
     from protocol.messages.describe_groups import DescribeGroupsRequest
@@ -306,7 +305,7 @@ def test_configs_cluster_and_offsets_show_only_what_the_principal_may_describe(s
 
 
 def test_a_consumer_group_member_needs_describe_on_its_subscribed_topics(secure: SecureBroker) -> None:
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 
@@ -330,11 +329,11 @@ def test_a_consumer_group_member_needs_describe_on_its_subscribed_topics(secure:
 
 def _sasl_wire_client(secure: SecureBroker, user: str) -> Any:
     """A raw protocol client on the SASL_PLAINTEXT listener, authenticated as ``user`` with PLAIN."""
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
     from protocol.messages.sasl_handshake import SaslHandshakeRequest
-    from tests.integration.security_setup import USERS
+    from tests.integration.helpers.security import USERS
 
     c = WireClient("127.0.0.1", secure.ports["SASL_PLAINTEXT"])
     assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
@@ -344,7 +343,7 @@ def _sasl_wire_client(secure: SecureBroker, user: str) -> Any:
 
 
 def test_a_regex_subscription_is_resolved_to_the_topics_its_member_may_describe(secure: SecureBroker) -> None:
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
     from protocol.messages.metadata import MetadataRequest
@@ -375,7 +374,7 @@ def test_a_regex_subscription_is_resolved_to_the_topics_its_member_may_describe(
 
 def test_consumer_group_describe_refuses_a_group_over_topics_the_client_may_not_describe(
         secure: SecureBroker) -> None:
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
     from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest

@@ -9,29 +9,24 @@ import socket
 import ssl
 import struct
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
-from tests.integration.security_setup import USERS, SecureBroker, start_secure_broker
+from tests.integration.helpers.security import USERS, SecureBroker
 
 pytestmark = pytest.mark.timeout(60)
 REAUTH_MS = 1500
 
 
-@pytest.fixture(scope="module")
-def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
-    broker = start_secure_broker(tmp_path_factory.mktemp("secure-bad"), {
-        "ssl.handshake.timeout.ms": "1000", "connections.max.reauth.ms": str(REAUTH_MS),
-        "connection.failed.authentication.delay.ms": "50"})
-    yield broker
-    broker.process.kill()
+SECURE_OVERRIDES = {
+    "ssl.handshake.timeout.ms": "1000", "connections.max.reauth.ms": str(REAUTH_MS),
+    "connection.failed.authentication.delay.ms": "50"}
 
 
 def _client(secure: SecureBroker, listener: str) -> WireClient:

@@ -11,14 +11,13 @@ import ssl
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from tests.integration.clients import create_topic
-from tests.integration.security_setup import USERS, SecureBroker, start_secure_broker
+from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.security import USERS, SecureBroker, start_secure_broker
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -28,11 +27,6 @@ WAYS = [("SSL", None), ("SASL_PLAINTEXT", "PLAIN"), ("SASL_PLAINTEXT", "SCRAM-SH
 WAY_IDS = [f"{listener}-{mechanism or 'cert'}" for listener, mechanism in WAYS]
 
 
-@pytest.fixture(scope="module")
-def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
-    broker = start_secure_broker(tmp_path_factory.mktemp("secure"))
-    yield broker
-    broker.process.kill()
 
 
 def _fresh_topic(secure: SecureBroker) -> tuple[str, str]:

@@ -23,12 +23,14 @@ from confluent_kafka.admin import (
     UserScramCredentialUpsertion,
 )
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.find_coordinator import FindCoordinatorRequest
-from tests.conftest import BrokerProcess, EtcdProcess, free_port
-from tests.integration.cluster_helpers import Cluster
+from testkit.etcd import EtcdProcess
+from testkit.kcoord import BrokerProcess
+from testkit.ports import free_port
+from tests.integration.helpers.cluster import Cluster
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 GROUP = "billing"
@@ -94,14 +96,14 @@ def _let_anonymous_describe_and_add_user(b: BrokerProcess, user: str, password: 
 
 
 @pytest.fixture
-def cluster(etcd: EtcdProcess, tmp_path: Path) -> Iterator[SecureCluster]:
+def secure_cluster(etcd: EtcdProcess, tmp_path: Path) -> Iterator[SecureCluster]:
     c = SecureCluster(etcd, tmp_path)
     yield c
     c.stop_all()
 
 
-def test_acls_and_users_created_on_one_node_hold_on_the_other_and_after_restarts(cluster: SecureCluster) -> None:
-    a, b = cluster.start_node(1), cluster.start_node(2)
+def test_acls_and_users_created_on_one_node_hold_on_the_other_and_after_restarts(secure_cluster: SecureCluster) -> None:
+    a, b = secure_cluster.start_node(1), secure_cluster.start_node(2)
     assert _find_coordinator_error(b) == ErrorCode.GROUP_AUTHORIZATION_FAILED
     assert not _authenticates(b, "carol", "carol-secret")
 
@@ -110,12 +112,12 @@ def test_acls_and_users_created_on_one_node_hold_on_the_other_and_after_restarts
     _eventually(lambda: _find_coordinator_error(b) != ErrorCode.GROUP_AUTHORIZATION_FAILED, 5)
     assert _authenticates(b, "carol", "carol-secret")
     assert not _authenticates(b, "carol", "wrong")
-    assert not (cluster.data_dir / "kcoord-acls.json").exists()
-    assert not (cluster.data_dir / "kcoord-scram-credentials.json").exists()
+    assert not (secure_cluster.data_dir / "kcoord-acls.json").exists()
+    assert not (secure_cluster.data_dir / "kcoord-scram-credentials.json").exists()
 
-    cluster.stop_all()
-    cluster.nodes.clear()
-    a, b = cluster.start_node(1), cluster.start_node(2)
+    secure_cluster.stop_all()
+    secure_cluster.nodes.clear()
+    a, b = secure_cluster.start_node(1), secure_cluster.start_node(2)
     assert _find_coordinator_error(a) != ErrorCode.GROUP_AUTHORIZATION_FAILED
     assert _find_coordinator_error(b) != ErrorCode.GROUP_AUTHORIZATION_FAILED
     assert _authenticates(a, "carol", "carol-secret")
@@ -128,7 +130,7 @@ def test_acls_and_users_created_on_one_node_hold_on_the_other_and_after_restarts
     _eventually(lambda: _find_coordinator_error(a) == ErrorCode.GROUP_AUTHORIZATION_FAILED, 5)
 
 
-def test_a_former_single_nodes_acls_and_users_are_imported_once(cluster: SecureCluster, tmp_path: Path) -> None:
+def test_a_former_single_nodes_acls_and_users_are_imported_once(secure_cluster: SecureCluster, tmp_path: Path) -> None:
     """A single node's ACL and user files, put in the shared data dir, are in etcd after the first
     node starts; an ACL deleted in the cluster stays deleted when a node restarts."""
     single = BrokerProcess(tmp_path / "single", {
@@ -143,11 +145,11 @@ def test_a_former_single_nodes_acls_and_users_are_imported_once(cluster: SecureC
         _let_anonymous_describe_and_add_user(single, "dave", "dave-secret")
     finally:
         assert single.stop() == 0
-    cluster.data_dir.mkdir(parents=True, exist_ok=True)
+    secure_cluster.data_dir.mkdir(parents=True, exist_ok=True)
     for name in ("kcoord-acls.json", "kcoord-scram-credentials.json"):
-        (cluster.data_dir / name).write_bytes((tmp_path / "single" / name).read_bytes())
+        (secure_cluster.data_dir / name).write_bytes((tmp_path / "single" / name).read_bytes())
 
-    a = cluster.start_node(1)
+    a = secure_cluster.start_node(1)
     assert _find_coordinator_error(a) != ErrorCode.GROUP_AUTHORIZATION_FAILED
     assert _authenticates(a, "dave", "dave-secret")
     assert "security.files_imported acls=1 users=2" in a.log()
@@ -156,8 +158,8 @@ def test_a_former_single_nodes_acls_and_users_are_imported_once(cluster: SecureC
     deleted = admin.delete_acls([AclBindingFilter(ResourceType.GROUP, GROUP, ResourcePatternType.LITERAL, None, None,
                                                   AclOperation.ANY, AclPermissionType.ANY)])
     assert [len(f.result(10)) for f in deleted.values()] == [1]
-    cluster.stop_all()
-    cluster.nodes.clear()
-    b = cluster.start_node(2)
+    secure_cluster.stop_all()
+    secure_cluster.nodes.clear()
+    b = secure_cluster.start_node(2)
     assert _find_coordinator_error(b) == ErrorCode.GROUP_AUTHORIZATION_FAILED  # not imported a second time
     assert _authenticates(b, "dave", "dave-secret")

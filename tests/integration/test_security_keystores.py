@@ -16,7 +16,8 @@ import trustme
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from tests.conftest import BrokerProcess, free_port
+from testkit.kcoord import BrokerProcess
+from testkit.ports import free_port
 
 pytestmark = [pytest.mark.timeout(90),
               pytest.mark.skipif(shutil.which("keytool") is None, reason="keytool (a Java runtime) is not installed")]

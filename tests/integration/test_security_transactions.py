@@ -6,7 +6,6 @@ describe."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,7 +20,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
@@ -32,7 +31,7 @@ from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.messages.list_transactions import ListTransactionsRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
-from tests.integration.security_setup import SecureBroker, start_secure_broker
+from tests.integration.helpers.security import SecureBroker
 
 pytestmark = pytest.mark.timeout(120)
 SUFFIX = uuid.uuid4().hex[:6]
@@ -47,11 +46,13 @@ def _acl(resource: ResourceType, name: str, operation: AclOperation, principal: 
     return AclBinding(resource, name, pattern, principal, "*", operation, AclPermissionType.ALLOW)
 
 
-@pytest.fixture(scope="module")
-def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
-    broker = start_secure_broker(tmp_path_factory.mktemp("txn-acls"), {
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:admin", "connection.failed.authentication.delay.ms": "0"})
+SECURE_OVERRIDES = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:admin", "connection.failed.authentication.delay.ms": "0"}
+
+
+def prepare_secure(broker: SecureBroker) -> None:
+    """Once the module's broker serves: what every test of the module expects to find on it."""
     admin = AdminClient(broker.confluent_conf("SASL_PLAINTEXT", "SCRAM-SHA-512", user="admin"))
     admin.create_topics([NewTopic(TOPIC, 1, 1)])[TOPIC].result(15)
     for future in admin.create_acls([
@@ -60,8 +61,6 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
         _acl(ResourceType.TRANSACTIONAL_ID, TXN_PREFIX, AclOperation.WRITE, pattern=ResourcePatternType.PREFIXED),
     ]).values():
         future.result(10)
-    yield broker
-    broker.process.kill()
 
 
 def _producer(secure: SecureBroker, txn_id: str) -> Producer:

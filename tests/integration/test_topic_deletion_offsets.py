@@ -9,12 +9,13 @@ import sys
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from broker.coordinator.partitioning import partition_for
-from tests.conftest import ROOT
-from tests.integration.clients import create_topic
+from testkit.kcoord import ROOT
+from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.offsets import committed
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -29,11 +30,6 @@ def commit(bootstrap: str, group: str, offsets: dict[tuple[str, int], int]) -> N
         consumer.close()
 
 
-def committed(bootstrap: str, group: str) -> dict[tuple[str, int], int]:
-    """Every offset the group has committed (OffsetFetch for all topics), as the admin client reads it."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(15)
-    return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
 
 
 def dumped_offsets(data_dir: Any, group: str) -> list[tuple[str, int, int | None]]:

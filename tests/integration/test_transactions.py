@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.integration.clients import create_topic
+from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.transactions import consumer, read_all, txn_producer
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -25,33 +26,10 @@ def produce_plain(bootstrap: str, topic: str, count: int) -> None:
     assert p.flush(30) == 0
 
 
-def consumer(bootstrap: str, group: str, **conf: Any) -> Consumer:
-    return Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                     "auto.offset.reset": "earliest", "isolation.level": "read_committed", **conf})
 
 
-def txn_producer(bootstrap: str, txn_id: str, **conf: Any) -> Producer:
-    p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, **conf})
-    p.init_transactions(30)
-    return p
 
 
-def read_all(bootstrap: str, topic: str, quiet_s: float = 2.0, limit_s: float = 20.0) -> list[bytes]:
-    """Every value a fresh read_committed consumer reads from ``topic`` until it goes quiet."""
-    c = consumer(bootstrap, f"reader-{uuid.uuid4()}")
-    c.subscribe([topic])
-    values: list[bytes] = []
-    last = time.monotonic()
-    deadline = last + limit_s
-    try:
-        while time.monotonic() < deadline and time.monotonic() - last < quiet_s:
-            m = c.poll(0.2)
-            if m is not None and not m.error():
-                values.append(m.value())
-                last = time.monotonic()
-    finally:
-        c.close()
-    return values
 
 
 def committed(bootstrap: str, group: str, topic: str) -> dict[int, int]:
@@ -229,7 +207,7 @@ def test_an_idle_transactional_id_is_forgotten_and_starts_afresh(broker_factory:
     """After transactional.id.expiration.ms without a transaction the id is gone (DescribeTransactions
     answers TRANSACTIONAL_ID_NOT_FOUND, also after a restart), and the next producer with it
     gets a new producer id."""
-    from broker.tools.wire_client import WireClient
+    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.describe_transactions import DescribeTransactionsRequest
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from tests.integration.clients import create_topic
-from tests.integration.test_transactions import read_all
+from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.transactions import read_all
 
 pytestmark = pytest.mark.timeout(120)
 

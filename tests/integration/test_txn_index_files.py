@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from protocol.record_batch import iter_batches
-from tests.integration.clients import create_topic
-from tests.integration.test_transactions import read_all, txn_producer
+from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.transactions import read_all, txn_producer
 
 pytestmark = pytest.mark.timeout(180)
 

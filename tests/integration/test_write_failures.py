@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.tools.wire_client import WireClient
+from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.offset_commit import OffsetCommitRequest
@@ -46,7 +46,7 @@ def _commit(c: WireClient, partition: int, offset: int, metadata: str) -> int:
 def test_full_disk_fails_commits_cleanly_and_recovers(broker_factory, small_disk: Path) -> None:
     b = broker_factory({"offsets.topic.num.partitions": "1", "log.cleaner.enable": "false"},
                        data_dir=small_disk / "data")
-    from tests.integration.clients import create_topic
+    from tests.integration.helpers.clients import create_topic
 
     create_topic(b.bootstrap, "t", 1)
     filler = small_disk / "filler"

@@ -17,8 +17,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from broker.coordinator import CoordinatorConfig
 from protocol.errors import ErrorCode
-from tests.unit.coordinator.consumer.test_consumer_group_heartbeat import Member
-from tests.unit.coordinator.consumer.test_migration import ALL, ClassicMember, _held, check_exclusive
+from tests.unit.coordinator.consumer.classic_members import ALL, ClassicMember, check_exclusive, held_by
+from tests.unit.coordinator.consumer.members import Member
 from tests.unit.coordinator.harness import Harness
 
 CONFIG = CoordinatorConfig(consumer_session_timeout_ms=6000, consumer_heartbeat_interval_ms=500,
@@ -142,7 +142,7 @@ class MigratingGroup(RuleBasedStateMachine):
                 check_exclusive(self.live)
             self.h.sleep(100)
         if self.live:
-            held = [_held(c) for c in self.live]
+            held = [held_by(c) for c in self.live]
             assert set().union(*held) == ALL and sum(len(x) for x in held) == len(ALL), held
         before = _view(self.h)
         self.h.restart()

@@ -28,7 +28,7 @@ from analytics.segments import SegmentHealth
 from broker.coordinator.context import CoordinatorConfig
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.groups.replay_plan import replay_log
-from broker.tools.dump_log import dump_file
+from kclient.dump_log import dump_file
 from protocol.offsets_log_records import (
     CONSUMER_GROUP_RECORD_TYPES,
     GROUP_METADATA,

@@ -51,9 +51,9 @@ from broker.coordinator.consumer.timers import (
     set_session_timeout,
 )
 from broker.coordinator.context import RequestContext, TopicView
-from broker.coordinator.journal import FENCED, MEMBER_LEFT, NEW_MEMBER
 from broker.coordinator.result import Result
 from protocol.errors import ErrorCode
+from protocol.group_events import FENCED, MEMBER_LEFT, NEW_MEMBER
 from protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,

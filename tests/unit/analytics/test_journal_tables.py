@@ -7,8 +7,7 @@ from pathlib import Path
 
 from analytics.journal import doctor_rows, read_events, rebalance_rows
 from analytics.journal_report import journal_sections
-from broker.groups.journal_writer import encode_event
-from protocol.group_events import EVENTS_TOPIC
+from protocol.group_events import EVENTS_TOPIC, encode_event
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
 from tests.unit.coordinator.harness import Harness

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from broker.coordinator import journal
 from broker.coordinator.context import CoordinatorConfig
-from broker.groups.journal_writer import encode_event
+from protocol import group_events
 from protocol.consumer_protocol import encode_assignment
+from protocol.group_events import encode_event
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment
 from protocol.messages.leave_group import LeaveGroupRequest
 from tests.unit.coordinator.harness import Harness
@@ -42,10 +42,10 @@ def two_members_with_partitions(h: Harness) -> tuple[str, str, int]:
 
 def test_forming_a_group_records_new_members_phases_and_the_stall(h: Harness) -> None:
     (a, b), gen = h.stable(n=2)
-    joined = members(h, journal.NEW_MEMBER)
+    joined = members(h, group_events.NEW_MEMBER)
     assert [e.member_id for e in joined] == [a, b] and joined[0].detail["client_id"] == "client"
     [summary] = rebalances(h)
-    assert summary.cause == journal.NEW_MEMBER and summary.generation == gen
+    assert summary.cause == group_events.NEW_MEMBER and summary.generation == gen
     assert summary.state_before == "Empty" and summary.state_after == "Stable"
     d = summary.detail
     assert d["stall_ms"] == d["join_phase_ms"] + d["sync_phase_ms"]
@@ -61,7 +61,7 @@ def test_a_leave_with_a_reason_is_the_cause_and_its_partitions_move(h: Harness) 
     req = LeaveGroupRequest(group_id="g", members=[
         LeaveGroupRequest.MemberIdentity(member_id=b, group_instance_id=None, reason="the consumer is closing")])
     h.op(h.shard.leave_group(req, h.ctx(5), h.now))
-    [left] = members(h, journal.MEMBER_LEFT)
+    [left] = members(h, group_events.MEMBER_LEFT)
     assert left.member_id == b and left.detail["client_reason"] == "the consumer is closing"
     h.sleep(200)
     h.join("g", a)
@@ -69,7 +69,7 @@ def test_a_leave_with_a_reason_is_the_cause_and_its_partitions_move(h: Harness) 
     h.sync("g", a, gen + 1, {a: assignment(0, 1, 2, 3)})
     [summary] = rebalances(h)
     d = summary.detail
-    assert summary.cause == journal.MEMBER_LEFT and d["cause_detail"]["client_reason"] == "the consumer is closing"
+    assert summary.cause == group_events.MEMBER_LEFT and d["cause_detail"]["client_reason"] == "the consumer is closing"
     assert d["stall_ms"] == 300 and d["waited_for"][0]["member_id"] == a
     assert d["moved_count"] == 2 and {(m["partition"], m["from"], m["to"]) for m in d["moved"]} == {
         (2, b, a), (3, b, a)}
@@ -84,10 +84,10 @@ def test_a_session_timeout_is_recorded_with_the_age_of_the_last_heartbeat(h: Har
         h.sleep(3_000)
         h.heartbeat("g", a, gen)
     h.sleep(2_000)
-    [expired] = members(h, journal.SESSION_TIMEOUT)
+    [expired] = members(h, group_events.SESSION_TIMEOUT)
     assert expired.member_id == b and expired.detail["last_heartbeat_age_ms"] == 10_000
     assert h.state("g") == "PreparingRebalance"
-    assert [e.cause for e in h.events if e.kind == "state"] == [journal.SESSION_TIMEOUT]
+    assert [e.cause for e in h.events if e.kind == "state"] == [group_events.SESSION_TIMEOUT]
 
 
 def test_a_member_that_does_not_rejoin_in_time_is_a_rebalance_timeout(h: Harness) -> None:
@@ -95,14 +95,14 @@ def test_a_member_that_does_not_rejoin_in_time_is_a_rebalance_timeout(h: Harness
     h.events.clear()
     h.join("g", a, rebalance=5_000, session=30_000)  # the leader starts a rebalance; b never rejoins
     h.sleep(5_000)
-    [evicted] = members(h, journal.REBALANCE_TIMEOUT)
+    [evicted] = members(h, group_events.REBALANCE_TIMEOUT)
     assert evicted.member_id == b and evicted.detail["rebalance_timeout_ms"] == 5_000
     h.sync("g", a, gen + 1, {a: b""})
     [summary] = rebalances(h)
-    assert summary.cause == journal.REBALANCE_TIMEOUT
+    assert summary.cause == group_events.REBALANCE_TIMEOUT
     assert summary.detail["cause_detail"]["member_id"] == b
-    assert summary.detail["cause_detail"]["trigger"] == journal.LEADER_REJOINED
-    assert [n["cause"] for n in summary.detail["also"]] == [journal.REBALANCE_TIMEOUT]
+    assert summary.detail["cause_detail"]["trigger"] == group_events.LEADER_REJOINED
+    assert [n["cause"] for n in summary.detail["also"]] == [group_events.REBALANCE_TIMEOUT]
     assert summary.detail["join_phase_ms"] == 5_000
 
 
@@ -114,9 +114,9 @@ def test_a_static_member_rejoining_in_a_stable_group_avoids_a_rebalance(h: Harne
     h.events.clear()
     again = h.response(h.join("g", instance_id="i-1"))
     assert again.error_code == 0
-    [rejoined] = members(h, journal.STATIC_REJOINED)
+    [rejoined] = members(h, group_events.STATIC_REJOINED)
     assert rejoined.detail["avoided_rebalance"] is True and rejoined.detail["previous_member_id"] == first.member_id
-    [fenced] = members(h, journal.FENCED)
+    [fenced] = members(h, group_events.FENCED)
     assert fenced.member_id == first.member_id
     assert not rebalances(h)
 
@@ -128,8 +128,8 @@ def test_a_leader_rejoining_after_a_topic_grew_names_the_partition_count_change(
     h.events.clear()
     h.join("g", a)
     state = next(e for e in h.events if e.kind == "state")
-    assert state.cause == journal.PARTITIONS_CHANGED
-    [note] = members(h, journal.PARTITIONS_CHANGED)
+    assert state.cause == group_events.PARTITIONS_CHANGED
+    [note] = members(h, group_events.PARTITIONS_CHANGED)
     assert note.detail["partitions"] == {"t": [4, 6]}
 
 
@@ -139,7 +139,7 @@ def test_events_encode_as_versioned_json() -> None:
     key, value, ts = encode_event(rebalances(h)[0])
     assert json.loads(key) == {"version": 1, "group": "g"}
     doc = json.loads(value)
-    assert doc["version"] == 1 and doc["kind"] == "rebalance" and doc["cause"] == journal.NEW_MEMBER
+    assert doc["version"] == 1 and doc["kind"] == "rebalance" and doc["cause"] == group_events.NEW_MEMBER
     assert doc["timestamp"] == ts and doc["group_type"] == "classic"
 
 
@@ -150,7 +150,7 @@ def test_switched_off_it_records_nothing() -> None:
 
 
 def test_a_consumer_group_rebalance_is_recorded_with_its_epoch_and_moves() -> None:
-    from tests.unit.coordinator.consumer.test_consumer_group_heartbeat import CONFIG, Member, converge
+    from tests.unit.coordinator.consumer.members import CONFIG, Member, converge
 
     h = Harness(CONFIG, topics={"t": 4})
     a = Member(h, "a")
@@ -158,10 +158,10 @@ def test_a_consumer_group_rebalance_is_recorded_with_its_epoch_and_moves() -> No
     h.events.clear()
     b = Member(h, "b")
     converge([a, b])
-    [joined] = members(h, journal.NEW_MEMBER)
+    [joined] = members(h, group_events.NEW_MEMBER)
     assert joined.member_id == "b" and joined.group_type == "consumer"
     [summary] = rebalances(h)
-    assert summary.cause == journal.NEW_MEMBER and summary.group_type == "consumer"
+    assert summary.cause == group_events.NEW_MEMBER and summary.group_type == "consumer"
     assert summary.generation == h.shard.state.consumer_groups["g"].group_epoch
     assert summary.state_after == "Stable" and summary.detail["moved_count"] == 2
     assert {m["from"] for m in summary.detail["moved"]} == {"a"} and {m["to"] for m in summary.detail["moved"]} == {"b"}
@@ -170,5 +170,5 @@ def test_a_consumer_group_rebalance_is_recorded_with_its_epoch_and_moves() -> No
     h.events.clear()
     b.beat(epoch=-1)
     converge([a])
-    [left] = members(h, journal.MEMBER_LEFT)
+    [left] = members(h, group_events.MEMBER_LEFT)
     assert left.member_id == "b"

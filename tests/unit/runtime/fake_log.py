@@ -94,7 +94,7 @@ class FakeDisk:
         self.opens = Counter(token)
         self.keep_unflushed = False  # whether a reopened log still holds what no flush made durable
         self.failing = False
-        self._held = False
+        self.held_by = False
         self._permits = 0  # held flushes that may still go through
         self._gate = threading.Condition()
         self._lock = threading.Lock()
@@ -105,7 +105,7 @@ class FakeDisk:
         """Every flush from now on blocks its thread until ``let_flushes_through`` or
         ``release_flushes``."""
         with self._gate:
-            self._held, self._permits = True, 0
+            self.held_by, self._permits = True, 0
 
     def let_flushes_through(self, count: int = 1) -> None:
         """The next ``count`` held flushes (waiting or yet to come) go on; later ones are held."""
@@ -115,7 +115,7 @@ class FakeDisk:
 
     def release_flushes(self) -> None:
         with self._gate:
-            self._held = False
+            self.held_by = False
             self._gate.notify_all()
 
     def fail_flushes(self, failing: bool = True) -> None:
@@ -179,9 +179,9 @@ class FakeDisk:
 
     def _pass_gate(self) -> None:
         with self._gate:
-            if not self._gate.wait_for(lambda: not self._held or self._permits > 0, _HOLD_LIMIT_S):
+            if not self._gate.wait_for(lambda: not self.held_by or self._permits > 0, _HOLD_LIMIT_S):
                 raise OSError(errno.EIO, "a held flush was never released")
-            if self._held:
+            if self.held_by:
                 self._permits -= 1
 
     def _appended(self, log: FakeLog, first: int, last: int) -> None:

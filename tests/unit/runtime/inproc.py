@@ -27,9 +27,10 @@ from broker.network.connection import Connection
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo
 from broker.server import Broker
+from kclient import wire_client as wire
+from kclient.wire_client import decode_response
 from protocol.consumer_protocol import encode_subscription
-from protocol.frames import RequestHeader, frame_request
-from protocol.messages import REQUESTS, RESPONSES, ApiKey
+from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_protocol import ConsumerProtocolSubscription
 from protocol.messages.describe_groups import DescribeGroupsRequest
@@ -129,14 +130,6 @@ def commit_code(response: Any) -> int:
     return int(response.topics[0].partitions[0].error_code)
 
 
-def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, Any]:
-    """(correlation id, body) of one response frame without its size prefix."""
-    (correlation,) = struct.unpack_from(">i", frame, 0)
-    message = RESPONSES[api_key]
-    pos = 5 if message.is_flexible(version) and api_key != ApiKey.ApiVersions else 4
-    return correlation, message.decode(frame[pos:], version)
-
-
 def decode_reply(api_key: int, reply: Reply) -> Any:
     """The body in a filled reply slot (as the connection would send it)."""
     assert reply.data is not None, "the reply slot is empty"
@@ -145,9 +138,7 @@ def decode_reply(api_key: int, reply: Reply) -> Any:
 
 def encode_request(correlation: int, call: Call, client_id: str = "inproc") -> bytes:
     api_key, version, body = call
-    request = REQUESTS[api_key]
-    header = RequestHeader(api_key, version, correlation, client_id)
-    return frame_request(header, request.encode(body, version), request.is_flexible(version))
+    return wire.encode_request(api_key, version, correlation, client_id, body)
 
 
 # ---- clients -----------------------------------------------------------------------------------

@@ -13,151 +13,31 @@ import pytest
 from broker.coordinator import CoordinatorConfig
 from broker.coordinator.classic_group import GroupState
 from protocol.consumer_protocol import (
-    decode_assignment,
-    decode_subscription,
-    encode_assignment,
     encode_subscription,
 )
 from protocol.errors import ErrorCode
-from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
-from tests.unit.coordinator.consumer.test_consumer_group_heartbeat import Member, group_view
+from protocol.messages.consumer_protocol import ConsumerProtocolSubscription
+from tests.unit.coordinator.consumer.classic_members import (
+    ALL,
+    ClassicMember,
+    assignment_bytes,
+    check_exclusive,
+    held_by,
+)
+from tests.unit.coordinator.consumer.members import Member, group_view
 from tests.unit.coordinator.harness import Harness, Topics
 
 CONFIG = CoordinatorConfig(consumer_session_timeout_ms=6000, consumer_heartbeat_interval_ms=500,
                            group_initial_rebalance_delay_ms=0)
 T = Topics.id_of("t")
-ALL = {("t", p) for p in range(4)}
 
 
-def _blob(partitions: set[tuple[str, int]]) -> bytes:
-    by_topic: dict[str, list[int]] = {}
-    for topic, p in sorted(partitions):
-        by_topic.setdefault(topic, []).append(p)
-    return encode_assignment(ConsumerProtocolAssignment(assigned_partitions=[
-        ConsumerProtocolAssignment.TopicPartition(topic=t, partitions=ps) for t, ps in by_topic.items()]), 1)
 
 
-class ClassicMember:
-    """A classic consumer client. Eager: it gives up everything before it rejoins. Cooperative: it
-    rejoins still owning its partitions (listed in its subscription) and gives up only what an
-    assignment takes away, then rejoins. As a classic group's leader it assigns round-robin."""
-
-    def __init__(self, h: Harness, group: str = "g", instance_id: str | None = None,
-                 cooperative: bool = False, session: int = 10_000, rebalance: int = 30_000) -> None:
-        self.h, self.group, self.instance_id, self.cooperative = h, group, instance_id, cooperative
-        self.session, self.rebalance = session, rebalance
-        self.member_id = ""
-        self.generation = -1
-        self.owned: set[tuple[str, int]] = set()
-        self.pending: tuple[str, int] | None = None  # ("join" | "sync", token) awaiting an answer
-        self.needs_join = True
-
-    def protocols(self) -> list[tuple[str, bytes]]:
-        owned = [ConsumerProtocolSubscription.TopicPartition(topic="t", partitions=sorted(p for _, p in self.owned))]
-        sub = ConsumerProtocolSubscription(topics=["t"], owned_partitions=owned if self.owned else [],
-                                           generation_id=self.generation)
-        name = "cooperative-sticky" if self.cooperative else "range"
-        return [(name, encode_subscription(sub, 1))]
-
-    def _join(self) -> None:
-        if not self.cooperative:
-            self.owned = set()  # eager: everything is given up before joining
-        token = self.h.join(self.group, self.member_id, instance_id=self.instance_id, protocols=self.protocols(),
-                            session=self.session, rebalance=self.rebalance)
-        self.pending = ("join", token)
-
-    def step(self) -> None:
-        """One move of the client: answer what came back, or heartbeat."""
-        if self.pending is None:
-            if self.needs_join:
-                self._join()
-            else:
-                err = self.h.heartbeat(self.group, self.member_id, self.generation, instance_id=self.instance_id)
-                if err == ErrorCode.REBALANCE_IN_PROGRESS:
-                    self.needs_join = True
-                elif err in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID):
-                    self._reset(err)
-            return
-        kind, token = self.pending
-        if not self.h.answered(token):
-            return
-        self.pending = None
-        resp = self.h.response(token)
-        if kind == "join":
-            if resp.error_code == ErrorCode.MEMBER_ID_REQUIRED:
-                self.member_id = resp.member_id
-                self._join()
-                return
-            if resp.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
-                self._join()
-                return
-            if resp.error_code != 0:
-                self._reset(resp.error_code)
-                return
-            self.member_id, self.generation = resp.member_id, resp.generation_id
-            assignments = None
-            if resp.leader == self.member_id and resp.members:
-                assignments = self._assign(resp.members)
-            sync = self.h.sync(self.group, self.member_id, self.generation, assignments, instance_id=self.instance_id,
-                               protocol_type="consumer", protocol_name=resp.protocol_name)
-            self.pending = ("sync", sync)
-        else:
-            if resp.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
-                self._join()
-                return
-            if resp.error_code != 0:
-                self._reset(resp.error_code)
-                return
-            given = {(tp.topic, p) for tp in decode_assignment(resp.assignment).assigned_partitions
-                     for p in tp.partitions}
-            lost = self.owned - given
-            self.owned = given
-            # A cooperative member that had to give something up rejoins at once.
-            self.needs_join = bool(lost) and self.cooperative
-
-    @staticmethod
-    def _assign(members: list[Any]) -> dict[str, bytes]:
-        """Round-robin over the members. Like a cooperative assignor, a partition some member says
-        it still owns goes to no one else in this round (it is revoked first)."""
-        ids = [m.member_id for m in members]
-        owner: dict[tuple[str, int], str] = {}
-        for m in members:
-            for tp in decode_subscription(m.metadata).owned_partitions:
-                for p in tp.partitions:
-                    owner[(tp.topic, p)] = m.member_id
-        out = {}
-        for i, mid in enumerate(ids):
-            mine = {("t", p) for p in range(4) if p % len(ids) == i}
-            out[mid] = _blob({tp for tp in mine if owner.get(tp, mid) == mid})
-        return out
-
-    def _reset(self, error: int) -> None:
-        # INCONSISTENT_GROUP_PROTOCOL: the group's classic members share no protocol with this one
-        # (eager and cooperative clients mixed); it stays out and tries again, as librdkafka does.
-        assert error in (ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.ILLEGAL_GENERATION, ErrorCode.FENCED_INSTANCE_ID,
-                         ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.INCONSISTENT_GROUP_PROTOCOL), error
-        self.owned = set()
-        if error == ErrorCode.UNKNOWN_MEMBER_ID:
-            self.member_id = ""
-        self.generation = -1
-        self.needs_join = True
-
-    def held(self) -> set[tuple[str, int]]:
-        return set(self.owned)
 
 
-def _held(m: Any) -> set[tuple[str, int]]:
-    if isinstance(m, ClassicMember):
-        return m.held()
-    return {("t", p) for _, p in m.held()}
 
 
-def check_exclusive(members: list[Any]) -> None:
-    owners: dict[tuple[str, int], int] = {}
-    for i, m in enumerate(members):
-        for tp in _held(m):
-            assert tp not in owners, f"{tp} held by members {owners[tp]} and {i}"
-            owners[tp] = i
 
 
 def run(h: Harness, members: list[Any], rounds: int = 40, sleep: int = 100) -> None:
@@ -172,7 +52,7 @@ def run(h: Harness, members: list[Any], rounds: int = 40, sleep: int = 100) -> N
 
 
 def spread(members: list[Any]) -> list[int]:
-    return sorted(len(_held(m)) for m in members)
+    return sorted(len(held_by(m)) for m in members)
 
 
 def classic_group(h: Harness, n: int = 2, cooperative: bool = False, **kw: Any) -> list[ClassicMember]:
@@ -199,7 +79,7 @@ def test_a_consumer_member_joining_a_classic_group_upgrades_it_without_sharing_a
     group = h.shard.state.consumer_groups["g"]
     assert group.state.value == "Stable"
     assert spread(members) == [1, 1, 2]
-    assert set().union(*(_held(m) for m in members)) == ALL
+    assert set().union(*(held_by(m) for m in members)) == ALL
     assert {m.uses_classic_protocol for m in group.members.values()} == {True, False}
     # The classic members commit with their generation (their member epoch).
     c = classic[0]
@@ -357,10 +237,10 @@ def test_static_members_roll_to_the_consumer_protocol_and_back_keeping_their_par
     new0 = Member(h2, "n0", instance_id="i0")
     resp = new0.beat()
     assert resp.error_code == 0
-    assert _held(new0) == mine["i0"]
+    assert held_by(new0) == mine["i0"]
     members: list[Any] = [new0, old[1]]
     run(h2, members)
-    assert _held(new0) == mine["i0"] and old[1].held() == mine["i1"]
+    assert held_by(new0) == mine["i0"] and old[1].held() == mine["i1"]
     # And back: i0 restarts on the classic protocol; it was the last consumer-protocol member, so
     # the group is classic again, and it keeps its partitions.
     back0 = ClassicMember(h2, instance_id="i0")
@@ -377,7 +257,7 @@ def test_an_upgrade_is_refused_when_the_classic_members_hold_the_same_partition(
     first = h.response(h.join("g", "", protocols=req_protocols))
     token_a = h.join("g", first.member_id, protocols=req_protocols)
     a = h.response(token_a)
-    both = _blob(ALL)
+    both = assignment_bytes(ALL)
     h.response(h.sync("g", a.member_id, a.generation_id, {a.member_id: both}))
     second = h.response(h.join("g", "", protocols=req_protocols))
     tb = h.join("g", second.member_id, protocols=req_protocols)

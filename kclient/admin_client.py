@@ -1,0 +1,344 @@
+"""A blocking admin client over the wire protocol, for `kcoord groups`: it works against kcoord and
+against any Kafka broker, so it asks each broker which versions it speaks (ApiVersions), finds
+group coordinators (FindCoordinator) and partition leaders (Metadata) and sends each request to
+the node that owns what it asks about, as Kafka's admin client does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kclient.wire_client import WireClient
+from protocol.consumer_protocol import decode_assignment
+from protocol.errors import ErrorCode
+from protocol.messages import REQUESTS, ApiKey
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from protocol.messages.delete_groups import DeleteGroupsRequest
+from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.list_offsets import ListOffsetsRequest
+from protocol.messages.metadata import MetadataRequest
+from protocol.messages.offset_commit import OffsetCommitRequest
+from protocol.messages.offset_delete import OffsetDeleteRequest
+from protocol.messages.offset_fetch import OffsetFetchRequest
+
+TopicPartition = tuple[str, int]
+LATEST, EARLIEST = -1, -2
+
+# Versions above these address topics by id (OffsetFetch/OffsetCommit v10), which this client
+# does not need: it names topics.
+_CEILING: dict[int, int] = {ApiKey.OffsetFetch: 9, ApiKey.OffsetCommit: 9}
+
+
+class AdminError(Exception):
+    """A request the broker refused: carries Kafka's error name, as the admin client reports it."""
+
+    def __init__(self, code: int, message: str | None = None) -> None:
+        self.code = code
+        self.name = error_name(code)
+        super().__init__(f"{self.name}: {message}" if message else self.name)
+
+
+def error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
+
+
+@dataclass
+class Node:
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass
+class Member:
+    member_id: str
+    instance_id: str | None
+    client_id: str
+    host: str
+    assignment: list[TopicPartition]
+
+
+@dataclass
+class GroupDescription:
+    group_id: str
+    state: str  # Kafka's spelling: Stable, Empty, Dead, PreparingRebalance, Assigning, ...
+    group_type: str  # "Classic" or "Consumer", as Kafka's GroupType prints
+    assignor: str
+    coordinator: Node
+    members: list[Member] = field(default_factory=list)
+
+
+@dataclass
+class GroupListing:
+    group_id: str
+    state: str
+    group_type: str
+
+
+class KafkaAdmin:
+    def __init__(self, bootstrap: str, timeout: float = 5.0, client_id: str = "kcoord-groups") -> None:
+        self.timeout = timeout
+        self.client_id = client_id
+        self._conns: dict[int, WireClient] = {}
+        self._versions: dict[int, dict[int, int]] = {}
+        self.nodes: dict[int, Node] = {}
+        self._bootstrap = self._connect_bootstrap(bootstrap)
+        self._refresh_nodes()
+
+    # ---- connections -------------------------------------------------------------------------
+
+    def _connect_bootstrap(self, bootstrap: str) -> WireClient:
+        errors = []
+        for server in bootstrap.split(","):
+            host, _, port = server.strip().rpartition(":")
+            try:
+                client = WireClient(host.strip("[]") or "127.0.0.1", int(port), self.client_id, self.timeout)
+            except (OSError, ValueError) as exc:
+                errors.append(f"{server}: {exc}")
+                continue
+            self._versions[-1] = self._api_versions(client)
+            return client
+        raise ConnectionError("no bootstrap server answered: " + "; ".join(errors))
+
+    def _api_versions(self, client: WireClient) -> dict[int, int]:
+        response = client.call(ApiKey.ApiVersions, 0, ApiVersionsRequest())
+        if response.error_code:
+            raise AdminError(response.error_code, "ApiVersions")
+        return {k.api_key: k.max_version for k in response.api_keys}
+
+    def _refresh_nodes(self) -> None:
+        metadata = self.call(-1, ApiKey.Metadata, lambda v: MetadataRequest(topics=[], allow_auto_topic_creation=False))
+        self.nodes = {b.node_id: Node(b.node_id, b.host, b.port) for b in metadata.brokers}
+
+    def _conn(self, node_id: int) -> WireClient:
+        if node_id == -1:
+            return self._bootstrap
+        conn = self._conns.get(node_id)
+        if conn is None:
+            node = self.nodes[node_id]
+            conn = WireClient(node.host, node.port, self.client_id, self.timeout)
+            self._versions[node_id] = self._api_versions(conn)
+            self._conns[node_id] = conn
+        return conn
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+        self._bootstrap.close()
+
+    def __enter__(self) -> KafkaAdmin:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def supports(self, node_id: int, api_key: int) -> bool:
+        self._conn(node_id)
+        return api_key in self._versions[node_id]
+
+    def version(self, node_id: int, api_key: int) -> int:
+        self._conn(node_id)
+        theirs = self._versions[node_id].get(api_key)
+        if theirs is None:
+            raise AdminError(ErrorCode.UNSUPPORTED_VERSION, f"the broker does not serve API {api_key}")
+        return min(theirs, REQUESTS[api_key].valid.high, _CEILING.get(api_key, 1 << 15))
+
+    def call(self, node_id: int, api_key: int, build: Any) -> Any:
+        """Sends ``build(version)`` to a node at the highest version both sides speak."""
+        conn = self._conn(node_id)
+        version = self.version(node_id, api_key)
+        return conn.call(api_key, version, build(version))
+
+    # ---- routing -----------------------------------------------------------------------------
+
+    def coordinator(self, group_id: str) -> Node:
+        def build(v: int) -> Any:
+            if v >= 4:
+                return FindCoordinatorRequest(key_type=0, coordinator_keys=[group_id])
+            return FindCoordinatorRequest(key=group_id, key_type=0)
+
+        response = self.call(-1, ApiKey.FindCoordinator, build)
+        if response.coordinators:
+            found = response.coordinators[0]
+            code, message, node = found.error_code, found.error_message, Node(found.node_id, found.host, found.port)
+        else:
+            code, message = response.error_code, response.error_message
+            node = Node(response.node_id, response.host, response.port)
+        if code:
+            raise AdminError(code, message)
+        self.nodes.setdefault(node.node_id, node)
+        return node
+
+    def partitions(self, topics: Iterable[str]) -> dict[str, list[int]]:
+        """Partition numbers of each topic; a topic that does not exist raises its error."""
+        names = sorted(set(topics))
+        if not names:
+            return {}
+        metadata = self.call(-1, ApiKey.Metadata, lambda v: MetadataRequest(
+            topics=[MetadataRequest.Topic(name=n) for n in names], allow_auto_topic_creation=False))
+        out = {}
+        for t in metadata.topics:
+            if t.error_code:
+                raise AdminError(t.error_code, f"topic {t.name}")
+            out[t.name] = sorted(p.partition_index for p in t.partitions)
+        return out
+
+    def _leaders(self, partitions: Iterable[TopicPartition]) -> dict[int, list[TopicPartition]]:
+        wanted = sorted(set(partitions))
+        topics = sorted({t for t, _ in wanted})
+        metadata = self.call(-1, ApiKey.Metadata, lambda v: MetadataRequest(
+            topics=[MetadataRequest.Topic(name=n) for n in topics], allow_auto_topic_creation=False))
+        for b in metadata.brokers:
+            self.nodes.setdefault(b.node_id, Node(b.node_id, b.host, b.port))
+        leader = {(t.name, p.partition_index): p.leader_id for t in metadata.topics for p in t.partitions
+                  if not p.error_code}
+        by_node: dict[int, list[TopicPartition]] = {}
+        for tp in wanted:
+            if tp in leader and leader[tp] >= 0:
+                by_node.setdefault(leader[tp], []).append(tp)
+        return by_node
+
+    # ---- groups ------------------------------------------------------------------------------
+
+    def list_groups(self, states: list[str] | None = None, types: list[str] | None = None) -> list[GroupListing]:
+        """Consumer groups (protocol type "consumer" or none) of every broker, as Kafka's
+        listConsumerGroups gathers them."""
+        out: dict[str, GroupListing] = {}
+        for node_id in sorted(self.nodes):
+            def build(v: int) -> Any:
+                return ListGroupsRequest(states_filter=list(states or []) if v >= 4 else [],
+                                         types_filter=list(types or []) if v >= 5 else [])
+
+            response = self.call(node_id, ApiKey.ListGroups, build)
+            if response.error_code:
+                raise AdminError(response.error_code, "ListGroups")
+            for g in response.groups:
+                if g.protocol_type not in ("consumer", ""):
+                    continue
+                listing = GroupListing(g.group_id, g.group_state or "Unknown",
+                                       (g.group_type or "Unknown").capitalize())
+                out[g.group_id] = listing
+        return list(out.values())
+
+    def describe_group(self, group_id: str) -> GroupDescription:
+        """ConsumerGroupDescribe first (a KIP-848 consumer group), DescribeGroups when the group is
+        a classic one or the broker predates KIP-848: the order Kafka 4's admin client uses."""
+        node = self.coordinator(group_id)
+        if self.supports(node.node_id, ApiKey.ConsumerGroupDescribe):
+            response = self.call(node.node_id, ApiKey.ConsumerGroupDescribe,
+                                 lambda v: ConsumerGroupDescribeRequest(group_ids=[group_id]))
+            g = response.groups[0]
+            if g.error_code == 0:
+                members = [Member(m.member_id, m.instance_id, m.client_id, m.client_host,
+                                  [(tp.topic_name, p) for tp in (m.assignment.topic_partitions if m.assignment else [])
+                                   for p in tp.partitions])
+                           for m in g.members]
+                return GroupDescription(group_id, g.group_state, "Consumer", g.assignor_name, node, members)
+            if g.error_code not in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION):
+                raise AdminError(g.error_code, g.error_message)
+        response = self.call(node.node_id, ApiKey.DescribeGroups, lambda v: DescribeGroupsRequest(groups=[group_id]))
+        d = response.groups[0]
+        if d.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return GroupDescription(group_id, "Dead", "Classic", "", node)
+        if d.error_code:
+            raise AdminError(d.error_code, d.error_message)
+        if d.protocol_type not in ("consumer", ""):
+            raise AdminError(ErrorCode.INVALID_GROUP_ID,
+                             f"GroupId {group_id} is not a consumer group ({d.protocol_type}).")
+        members = []
+        for m in d.members:
+            assigned = decode_assignment(m.member_assignment).assigned_partitions if m.member_assignment else []
+            members.append(Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                                  [(tp.topic, p) for tp in assigned for p in tp.partitions]))
+        return GroupDescription(group_id, d.group_state, "Classic", d.protocol_data, node, members)
+
+    def committed_offsets(self, group_id: str) -> dict[TopicPartition, int]:
+        """Every committed offset of the group (OffsetFetch for all topics)."""
+        node = self.coordinator(group_id)
+
+        def build(v: int) -> Any:
+            if v >= 8:
+                return OffsetFetchRequest(groups=[OffsetFetchRequest.Group(group_id=group_id, topics=None)])
+            return OffsetFetchRequest(group_id=group_id, topics=None)
+
+        response = self.call(node.node_id, ApiKey.OffsetFetch, build)
+        if response.groups:
+            group = response.groups[0]
+            code = group.error_code
+            rows = [(t.name, p) for t in group.topics for p in t.partitions]
+        else:
+            code = response.error_code
+            rows = [(t.name, p) for t in response.topics for p in t.partitions]
+        if code:
+            raise AdminError(code, f"OffsetFetch of group {group_id}")
+        out = {}
+        for topic, p in rows:
+            if p.error_code:
+                raise AdminError(p.error_code, f"OffsetFetch of {topic}-{p.partition_index}")
+            if p.committed_offset >= 0:
+                out[(topic, p.partition_index)] = p.committed_offset
+        return out
+
+    def alter_offsets(self, group_id: str, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Commits ``offsets`` as an admin (no generation, no member id); per-partition error codes."""
+        node = self.coordinator(group_id)
+        by_topic: dict[str, list[tuple[int, int]]] = {}
+        for (topic, partition), offset in sorted(offsets.items()):
+            by_topic.setdefault(topic, []).append((partition, offset))
+        topics = [OffsetCommitRequest.Topic(name=t, partitions=[
+            OffsetCommitRequest.Topic.Partition(partition_index=p, committed_offset=o, committed_metadata="")
+            for p, o in parts]) for t, parts in by_topic.items()]
+        response = self.call(node.node_id, ApiKey.OffsetCommit, lambda v: OffsetCommitRequest(
+            group_id=group_id, generation_id_or_member_epoch=-1, member_id="", topics=topics))
+        return {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+
+    def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        out = {}
+        for group_id in group_ids:
+            node = self.coordinator(group_id)
+            response = self.call(node.node_id, ApiKey.DeleteGroups,
+                                 lambda v, g=group_id: DeleteGroupsRequest(groups_names=[g]))
+            out[group_id] = response.results[0].error_code
+        return out
+
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> tuple[int, dict[TopicPartition, int]]:
+        node = self.coordinator(group_id)
+        by_topic: dict[str, list[int]] = {}
+        for topic, partition in sorted(partitions):
+            by_topic.setdefault(topic, []).append(partition)
+        response = self.call(node.node_id, ApiKey.OffsetDelete, lambda v: OffsetDeleteRequest(
+            group_id=group_id, topics=[OffsetDeleteRequest.Topic(name=t, partitions=[
+                OffsetDeleteRequest.Topic.Partition(partition_index=p) for p in ps]) for t, ps in by_topic.items()]))
+        return response.error_code, {(t.name, p.partition_index): p.error_code
+                                     for t in response.topics for p in t.partitions}
+
+    # ---- log offsets -------------------------------------------------------------------------
+
+    def list_offsets(self, partitions: Iterable[TopicPartition], timestamp: int) -> dict[TopicPartition, int]:
+        """ListOffsets at each partition's leader: ``LATEST``, ``EARLIEST`` or a timestamp (ms);
+        -1 where no record is at or after the timestamp. Partitions without a leader are left out."""
+        out: dict[TopicPartition, int] = {}
+        for node_id, tps in self._leaders(partitions).items():
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in tps:
+                by_topic.setdefault(topic, []).append(partition)
+            topics = [ListOffsetsRequest.Topic(name=t, partitions=[
+                ListOffsetsRequest.Topic.Partition(partition_index=p, timestamp=timestamp, max_num_offsets=1)
+                for p in ps]) for t, ps in by_topic.items()]
+            response = self.call(node_id, ApiKey.ListOffsets, lambda v, ts=topics: ListOffsetsRequest(
+                replica_id=-1, isolation_level=0, topics=ts))
+            for t in response.topics:
+                for p in t.partitions:
+                    if p.error_code:
+                        continue
+                    offset = p.offset if self.version(node_id, ApiKey.ListOffsets) >= 1 else (
+                        p.old_style_offsets[0] if p.old_style_offsets else -1)
+                    out[(t.name, p.partition_index)] = offset
+        return out

@@ -1,0 +1,229 @@
+"""``kcoord groups --history`` and ``--doctor``: the rebalance journal of a group, read with
+Metadata and Fetch from ``__kcoord_group_events`` like any client would (in a cluster, each
+partition from the node that leads it), and the doctor's findings on it.
+
+``show`` is what the command calls: ``read_events`` (wire), then ``render_history`` and
+``render_doctor`` (text, in the column style of ``kafka-consumer-groups.sh``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable
+from typing import Any, TextIO
+
+from doctor import Finding, diagnose
+from kclient.wire_client import WireClient
+from protocol.group_events import EVENTS_TOPIC, decode_event, journal_partition
+from protocol.messages.fetch import FetchRequest
+from protocol.messages.metadata import MetadataRequest
+from protocol.record_batch import decode_records, iter_batches
+
+FETCH = 1
+FETCH_VERSION = 4
+METADATA = 3
+METADATA_VERSION = 9
+LEADER_NOT_AVAILABLE = 5
+NOT_LEADER_OR_FOLLOWER = 6
+UNKNOWN_TOPIC_OR_PARTITION = 3
+# A partition whose owner is moving (a cluster node died or left) has no leader for a few seconds.
+_MOVING = (LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER)
+_RETRY_S = 0.5
+
+
+class JournalUnavailable(RuntimeError):
+    """The broker keeps no journal (not kcoord, or ``group.events.enable=false``)."""
+
+
+class _Moving(Exception):
+    """The partition's leader changed or is not known yet: read Metadata again."""
+
+
+def _address(bootstrap: str) -> tuple[str, int]:
+    host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
+    return host or "127.0.0.1", int(port)
+
+
+def read_events(bootstrap: str, group: str | None = None, *, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """Every event of ``group`` (all groups when None) the journal holds, oldest first.
+
+    Metadata says how many partitions the journal has and which node leads each (in a cluster,
+    the owner of the ``__consumer_offsets`` partition of the same index); a group's events are in
+    one partition (``journal_partition``), read from its leader."""
+    deadline = time.monotonic() + timeout
+    clients: dict[tuple[str, int], WireClient] = {}
+
+    def client_for(address: tuple[str, int]) -> WireClient:
+        client = clients.get(address)
+        if client is None:
+            client = clients[address] = WireClient(*address, client_id="kcoord-groups", timeout=timeout)
+        return client
+
+    try:
+        bootstrap_address = _address(bootstrap)
+        events: list[dict[str, Any]] = []
+        done: set[int] = set()
+        while True:
+            leaders = _leaders(client_for(bootstrap_address), bootstrap, bootstrap_address)
+            wanted = [journal_partition(group, len(leaders))] if group is not None else sorted(leaders)
+            try:
+                for partition in wanted:
+                    if partition in done:
+                        continue
+                    address = leaders[partition]
+                    if address is None:
+                        raise _Moving
+                    events += _read_partition(client_for(address), bootstrap, partition, group)
+                    done.add(partition)
+                break
+            except _Moving:
+                if time.monotonic() > deadline:
+                    raise JournalUnavailable(f"{EVENTS_TOPIC} has partitions without a leader (owners moving); "
+                                             "try again") from None
+                time.sleep(_RETRY_S)
+        if len(wanted) > 1:
+            events.sort(key=lambda e: int(e.get("timestamp", 0)))
+        return events
+    finally:
+        for client in clients.values():
+            client.close()
+
+
+def _leaders(client: WireClient, bootstrap: str, address: tuple[str, int]) -> dict[int, tuple[str, int] | None]:
+    """Each journal partition's leader address (None while it has none), from Metadata. A single
+    broker is read where it was reached (its advertised host may not resolve here)."""
+    meta = client.call(METADATA, METADATA_VERSION, MetadataRequest(
+        topics=[MetadataRequest.Topic(name=EVENTS_TOPIC)], allow_auto_topic_creation=False))
+    nodes = {b.node_id: (b.host, b.port) for b in meta.brokers}
+    if len(nodes) == 1:
+        nodes = dict.fromkeys(nodes, address)
+    topic = next((t for t in meta.topics if t.name == EVENTS_TOPIC), None)
+    if topic is None or topic.error_code == UNKNOWN_TOPIC_OR_PARTITION or not topic.partitions:
+        raise JournalUnavailable(f"{bootstrap} keeps no {EVENTS_TOPIC} (not kcoord, or the journal is off)")
+    if topic.error_code:
+        raise JournalUnavailable(f"Metadata of {EVENTS_TOPIC} failed with error {topic.error_code}")
+    return {p.partition_index: nodes.get(p.leader_id) for p in topic.partitions}
+
+
+def _read_partition(client: WireClient, bootstrap: str, partition: int, group: str | None) -> list[dict[str, Any]]:
+    """The events of ``group`` (every group when None) in one journal partition, from its leader."""
+    events: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        req = FetchRequest(
+            max_wait_ms=0, min_bytes=0, max_bytes=8 << 20, isolation_level=0,
+            topics=[FetchRequest.Topic(topic=EVENTS_TOPIC, partitions=[
+                FetchRequest.Topic.Partition(partition=partition, fetch_offset=offset, partition_max_bytes=8 << 20)])])
+        resp = client.call(FETCH, FETCH_VERSION, req)
+        part = resp.responses[0].partitions[0]
+        if part.error_code == UNKNOWN_TOPIC_OR_PARTITION:
+            raise JournalUnavailable(f"{bootstrap} keeps no {EVENTS_TOPIC} (not kcoord, or the journal is off)")
+        if part.error_code in _MOVING:
+            raise _Moving
+        if part.error_code:
+            raise JournalUnavailable(f"fetching {EVENTS_TOPIC}-{partition} failed with error {part.error_code}")
+        progressed = False
+        for batch in iter_batches(part.records or b"", allow_partial=True):
+            for record in decode_records(batch):
+                at = batch.base_offset + record.offset_delta
+                if at < offset:
+                    continue
+                event = decode_event(record.value)
+                if event is not None and (group is None or event.get("group") == group):
+                    events.append(event)
+            offset = batch.next_offset
+            progressed = True
+        if not progressed or offset >= part.high_watermark:
+            return events
+
+
+def _ts(ms: Any) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(int(ms) / 1000)) + f".{int(ms) % 1000:03d}Z"
+
+
+def _secs(ms: Any) -> str:
+    return "-" if ms is None else f"{int(ms) / 1000:.3f}s"
+
+
+def _table(header: list[str], rows: Iterable[list[str]]) -> str:
+    rows = [header, *rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join(" ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def _who(event: dict[str, Any]) -> str:
+    detail = event.get("cause_detail") or {}
+    member = event.get("member_id") or detail.get("member_id") or ""
+    client = event.get("client_id") or detail.get("client_id") or ""
+    return f"{client}/{member}" if client and member else (member or client or "-")
+
+
+def render_history(events: list[dict[str, Any]], group: str) -> str:
+    """Rebalances of ``group`` (one line each: cause, stall, phases, moves, who was waited for),
+    then every membership change, as ``kafka-consumer-groups.sh`` prints tables."""
+    mine = [e for e in events if e.get("group") == group]
+    if not mine:
+        return f"Consumer group '{group}' has no recorded history."
+    rebalances = [e for e in mine if e.get("kind") == "rebalance"]
+    lines = [f"GROUP {group}: {len(rebalances)} rebalances\n"]
+    rows = []
+    for r in rebalances:
+        waited = r.get("waited_for") or []
+        rows.append([
+            _ts(r.get("rebalance_start", r["timestamp"])), str(r.get("generation")), str(r.get("cause")),
+            str((r.get("cause_detail") or {}).get("client_reason") or "-")[:40],
+            _secs(r.get("stall_ms")), _secs(r.get("join_phase_ms")), _secs(r.get("sync_phase_ms")),
+            _secs(r.get("max_no_partitions_ms")), str(r.get("moved_count", 0)),
+            f"{r.get('members_before', '-')}->{r.get('members_after', '-')}",
+            (f"{waited[0]['member_id']} (+{_secs(waited[0]['join_delay_ms'])})" if waited else "-"),
+        ])
+    lines.append(_table(["STARTED", "GENERATION", "CAUSE", "CLIENT-REASON", "STALL", "JOIN", "SYNC",
+                         "NO-PARTITIONS", "MOVED", "MEMBERS", "WAITED-FOR"], rows))
+    members = [e for e in mine if e.get("kind") == "member"]
+    if members:
+        lines.append("\nMEMBERSHIP CHANGES\n")
+        lines.append(_table(["TIME", "CAUSE", "MEMBER", "DETAIL"], [
+            [_ts(e["timestamp"]), str(e.get("cause")), _who(e), _member_detail(e)] for e in members]))
+    return "\n".join(lines)
+
+
+def _member_detail(e: dict[str, Any]) -> str:
+    parts = []
+    for key in ("client_reason", "instance_id", "avoided_rebalance", "last_heartbeat_age_ms",
+                "rebalance_timeout_ms", "why", "partitions", "action"):
+        if e.get(key) is not None:
+            parts.append(f"{key}={e[key]}")
+    return " ".join(parts) or "-"
+
+
+def render_doctor(findings: list[Finding], group: str | None = None) -> str:
+    chosen = [f for f in findings if group is None or f.group == group]
+    if not chosen:
+        return "No findings: " + (f"group '{group}'" if group else "no group") + " shows a known rebalance problem."
+    blocks = []
+    for f in chosen:
+        blocks.append(f"[{f.rule}] group {f.group}: {f.evidence}\n"
+                      f"  seen {f.count} times, {_ts(min(f.timestamps))} .. {_ts(max(f.timestamps))}"
+                      + (f"; members: {', '.join(f.members[:5])}" if f.members else "")
+                      + f"\n  recommendation: {f.recommendation}")
+    return "\n\n".join(blocks)
+
+
+def show(bootstrap: str, group: str | None, *, history: bool, doctor: bool, out: TextIO | None = None) -> int:
+    """``--history`` (needs a group) and/or ``--doctor`` (one group, or all); returns the exit status."""
+    out = out or sys.stdout
+    if history and not group:
+        print("Error: --history needs --group", file=out)
+        return 1
+    try:
+        events = read_events(bootstrap, group)
+    except (JournalUnavailable, OSError) as exc:
+        print(f"Error: {exc}", file=out)
+        return 1
+    if history:
+        assert group is not None
+        print(render_history(events, group), file=out)
+    if doctor:
+        print(render_doctor(diagnose(events), group), file=out)
+    return 0

@@ -1,0 +1,82 @@
+"""A test CA with a broker certificate and a client certificate (trustme), and a kcoord broker with
+all four listener kinds at once: PLAINTEXT, SSL (client certificates requested), SASL_PLAINTEXT
+and SASL_SSL, with bootstrap SCRAM users."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trustme
+
+from testkit.kcoord import BrokerProcess
+from testkit.ports import free_port
+
+USERS = {"alice": "alice-secret", "bob": "bob-secret", "admin": "admin-secret"}
+CLIENT_CN = "orders-service"
+
+
+@dataclass
+class Pki:
+    ca: Path
+    server: Path
+    client_cert: Path
+    client_key: Path
+
+
+def make_pki(directory: Path) -> Pki:
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = trustme.CA(organization_name="kcoord test CA")
+    server = ca.issue_cert("localhost", "127.0.0.1")
+    client = ca.issue_cert(f"{CLIENT_CN}@example.test", common_name=CLIENT_CN, organization_name="Shop",
+                           organization_unit_name="Payments")
+    pki = Pki(directory / "ca.pem", directory / "server.pem", directory / "client.pem", directory / "client.key")
+    ca.cert_pem.write_to_path(str(pki.ca))
+    server.private_key_and_cert_chain_pem.write_to_path(str(pki.server))
+    client.cert_chain_pems[0].write_to_path(str(pki.client_cert))
+    client.private_key_pem.write_to_path(str(pki.client_key))
+    return pki
+
+
+@dataclass
+class SecureBroker:
+    process: BrokerProcess
+    pki: Pki
+    ports: dict[str, int]
+
+    def bootstrap(self, listener: str) -> str:
+        return f"127.0.0.1:{self.ports[listener]}"
+
+    def confluent_conf(self, listener: str, mechanism: str = "PLAIN", user: str = "alice",
+                       password: str | None = None, client_cert: bool = False) -> dict[str, Any]:
+        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap(listener), "security.protocol": listener}
+        if listener in ("SSL", "SASL_SSL"):
+            conf["ssl.ca.location"] = str(self.pki.ca)
+            if client_cert:
+                conf["ssl.certificate.location"] = str(self.pki.client_cert)
+                conf["ssl.key.location"] = str(self.pki.client_key)
+        if listener.startswith("SASL"):
+            conf.update({"sasl.mechanism": mechanism, "sasl.username": user,
+                         "sasl.password": USERS.get(user, "x") if password is None else password})
+        return conf
+
+
+def start_secure_broker(directory: Path, extra: dict[str, str] | None = None) -> SecureBroker:
+    pki = make_pki(directory / "pki")
+    ports = {name: free_port() for name in ("SSL", "SASL_PLAINTEXT", "SASL_SSL")}
+    process = BrokerProcess(directory / "data", {})
+    ports["PLAINTEXT"] = process.port
+    listeners = ",".join(f"{name}://127.0.0.1:{port}" for name, port in ports.items() if name != "PLAINTEXT")
+    process.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{process.port},{listeners}",
+        "advertised.listeners": "",
+        "ssl.keystore.location": str(pki.server),
+        "ssl.truststore.location": str(pki.ca),
+        "ssl.client.auth": "requested",
+        "sasl.bootstrap.users": ",".join(f"{u}:{p}" for u, p in USERS.items()),
+        **(extra or {}),
+    })
+    process.start()
+    process.wait_loaded()
+    return SecureBroker(process, pki, ports)
