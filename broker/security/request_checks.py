@@ -14,48 +14,37 @@ it to find its coordinator, describe or list it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from broker.network.router import Request
 from broker.observability.metrics import METRICS
 from broker.security.acl_model import CLUSTER_NAME, Operation, ResourceType
 from broker.security.authorizer import Authorizer
+from broker.topics.catalog import TopicCatalog
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse
-from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsResponse
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
-from protocol.messages.create_acls import CreateAclsResponse
 from protocol.messages.create_partitions import CreatePartitionsResponse
 from protocol.messages.create_topics import CreateTopicsResponse
-from protocol.messages.delete_acls import DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsResponse
-from protocol.messages.describe_acls import DescribeAclsResponse
 from protocol.messages.describe_configs import DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsResponse
 from protocol.messages.describe_transactions import DescribeTransactionsResponse
-from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsResponse
-from protocol.messages.end_txn import EndTxnResponse
 from protocol.messages.fetch import FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorResponse
-from protocol.messages.heartbeat import HeartbeatResponse
 from protocol.messages.init_producer_id import InitProducerIdResponse
-from protocol.messages.join_group import JoinGroupResponse
-from protocol.messages.leave_group import LeaveGroupResponse
 from protocol.messages.list_offsets import ListOffsetsResponse
 from protocol.messages.metadata import MetadataResponse
 from protocol.messages.offset_commit import OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchResponse
 from protocol.messages.produce import ProduceResponse
-from protocol.messages.sync_group import SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
-
-if TYPE_CHECKING:
-    from broker.server import Broker
+from protocol.schema import Data
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -74,77 +63,34 @@ _CONFIG_RESOURCES = {
 }
 _NOT_REQUESTED = -2147483648
 
-Check = Callable[[Request[Any]], bool]
+# How an API answers a request refused with an error code (its entry's ``refuse``, broker/apis.py).
+Refuse = Callable[[Request[Any], int], Data]
 
 
 class RequestChecks:
-    def __init__(self, broker: Broker, authorizer: Authorizer) -> None:
-        self.catalog = broker.catalog
-        self.authorizer = authorizer
-        self.checks: dict[int, Check] = {
-            ApiKey.JoinGroup: self._group_read(lambda r: JoinGroupResponse(error_code=GROUP_DENIED,
-                                                                           member_id=r.body.member_id)),
-            ApiKey.SyncGroup: self._group_read(lambda r: SyncGroupResponse(error_code=GROUP_DENIED)),
-            ApiKey.Heartbeat: self._group_read(lambda r: HeartbeatResponse(error_code=GROUP_DENIED)),
-            ApiKey.LeaveGroup: self._group_read(lambda r: LeaveGroupResponse(error_code=GROUP_DENIED)),
-            ApiKey.ConsumerGroupHeartbeat: self._consumer_group_heartbeat,
-            ApiKey.OffsetCommit: self._offset_commit,
-            ApiKey.OffsetFetch: self._offset_fetch,
-            ApiKey.OffsetDelete: self._offset_delete,
-            ApiKey.DescribeGroups: self._describe_groups,
-            ApiKey.ConsumerGroupDescribe: self._consumer_group_describe,
-            ApiKey.ListGroups: self._list_groups,
-            ApiKey.DeleteGroups: self._delete_groups,
-            ApiKey.FindCoordinator: self._find_coordinator,
-            ApiKey.Metadata: self._metadata,
-            ApiKey.Produce: self._produce,
-            ApiKey.Fetch: self._fetch,
-            ApiKey.ListOffsets: self._list_offsets,
-            ApiKey.CreateTopics: self._create_topics,
-            ApiKey.DeleteTopics: self._delete_topics,
-            ApiKey.CreatePartitions: self._create_partitions,
-            ApiKey.InitProducerId: self._init_producer_id,
-            ApiKey.AddPartitionsToTxn: self._add_partitions_to_txn,
-            ApiKey.AddOffsetsToTxn: self._add_offsets_to_txn,
-            ApiKey.EndTxn: self._txn_write(lambda r: EndTxnResponse(error_code=TXN_DENIED)),
-            ApiKey.TxnOffsetCommit: self._txn_offset_commit,
-            ApiKey.DescribeTransactions: self._describe_transactions,
-            ApiKey.DescribeConfigs: self._describe_configs,
-            ApiKey.DescribeCluster: self._describe_cluster,
-            ApiKey.ListTransactions: self._list_transactions,
-            ApiKey.DescribeAcls: self._cluster(Operation.DESCRIBE, lambda r: DescribeAclsResponse(
-                error_code=CLUSTER_DENIED, error_message="Cluster authorization failed", resources=[])),
-            ApiKey.CreateAcls: self._cluster(Operation.ALTER, lambda r: CreateAclsResponse(results=[
-                CreateAclsResponse.AclCreationResult(error_code=CLUSTER_DENIED, error_message=None)
-                for _ in r.body.creations])),
-            ApiKey.DeleteAcls: self._cluster(Operation.ALTER, lambda r: DeleteAclsResponse(filter_results=[
-                DeleteAclsResponse.FilterResult(error_code=CLUSTER_DENIED, error_message=None, matching_acls=[])
-                for _ in r.body.filters])),
-            ApiKey.DescribeUserScramCredentials: self._cluster(Operation.DESCRIBE, lambda r:
-                DescribeUserScramCredentialsResponse(error_code=CLUSTER_DENIED, error_message=None, results=[])),
-            ApiKey.AlterUserScramCredentials: self._cluster(Operation.ALTER, lambda r:
-                AlterUserScramCredentialsResponse(results=[
-                    AlterUserScramCredentialsResponse.Result(user=u, error_code=CLUSTER_DENIED, error_message=None)
-                    for u in dict.fromkeys([d.name for d in r.body.deletions] +
-                                           [u.name for u in r.body.upsertions])])),
-        }
+    """The authorization rules: one per API, named by that API's entry in the table (broker/apis.py).
+    A rule is given the request and how its API answers a refused request (``refuse``), and says
+    whether it answered it."""
 
-    def check(self, req: Request[Any]) -> bool:
-        """True when the request was answered here (denied) and its handler must not run."""
-        check = self.checks.get(req.header.api_key)
-        return check(req) if check is not None else False
+    def __init__(self, catalog: TopicCatalog, authorizer: Authorizer) -> None:
+        self.catalog = catalog
+        self.authorizer = authorizer
+
+    def open_to_all(self, req: Request[Any], refuse: Refuse) -> bool:
+        """The rule of APIs that every client may call (ApiVersions, the SASL exchange)."""
+        return False
 
     # ---- helpers --------------------------------------------------------------------------------
 
     def allowed(self, req: Request[Any], operation: int, resource_type: int, name: str) -> bool:
-        ok = self.authorizer.authorize(req.conn.principal, req.conn.client_host, operation, resource_type, name)
+        ok = self.authorizer.authorize(req.principal, req.client_host, operation, resource_type, name)
         if not ok:
-            METRICS.authorization_denials.labels(ApiKey(req.header.api_key).name,
+            METRICS.authorization_denials.labels(ApiKey(req.api_key).name,
                                                  ResourceType(resource_type).name).inc()
         return ok
 
     def operations(self, req: Request[Any], resource_type: int, name: str) -> int:
-        return self.authorizer.authorized_operations(req.conn.principal, req.conn.client_host, resource_type, name)
+        return self.authorizer.authorized_operations(req.principal, req.client_host, resource_type, name)
 
     def _topic_name(self, name: str | None, topic_id: bytes | None) -> str:
         if name:
@@ -157,19 +103,21 @@ class RequestChecks:
         req.reply.set(response)
         return True
 
-    def _group_read(self, denied: Callable[[Request[Any]], Any]) -> Check:
-        def check(req: Request[Any]) -> bool:
-            if self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
-                return False
-            return self._deny(req, denied(req))
-        return check
+    def group_read(self, req: Request[Any], refuse: Refuse) -> bool:
+        """Read on the request's group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."""
+        if self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
+            return False
+        return self._deny(req, refuse(req, GROUP_DENIED))
 
-    def _cluster(self, operation: int, denied: Callable[[Request[Any]], Any]) -> Check:
-        def check(req: Request[Any]) -> bool:
-            if self.allowed(req, operation, ResourceType.CLUSTER, CLUSTER_NAME):
-                return False
-            return self._deny(req, denied(req))
-        return check
+    def cluster_describe(self, req: Request[Any], refuse: Refuse) -> bool:
+        if self.allowed(req, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return False
+        return self._deny(req, refuse(req, CLUSTER_DENIED))
+
+    def cluster_alter(self, req: Request[Any], refuse: Refuse) -> bool:
+        if self.allowed(req, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+            return False
+        return self._deny(req, refuse(req, CLUSTER_DENIED))
 
     def _split(self, req: Request[Any], items: list[Any], allowed: Callable[[Any], bool], field: str,
                put_back: Callable[[Any, list[Any]], None]) -> bool:
@@ -188,7 +136,7 @@ class RequestChecks:
 
     # ---- groups ---------------------------------------------------------------------------------
 
-    def _consumer_group_heartbeat(self, req: Request[Any]) -> bool:
+    def consumer_group_heartbeat(self, req: Request[Any], refuse: Refuse) -> bool:
         """Read on the group, then (as Kafka 4.0 does) Describe on every subscribed topic: a
         member may not learn the partitions of a topic it may not describe."""
         body = req.body
@@ -203,7 +151,7 @@ class RequestChecks:
             error_code=TOPIC_DENIED, error_message=f"The group has subscribed to topics that it is not authorized "
                                                    f"to describe: {', '.join(hidden)}"))
 
-    def _offset_commit(self, req: Request[Any]) -> bool:
+    def offset_commit(self, req: Request[Any], refuse: Refuse) -> bool:
         body = req.body
         P = OffsetCommitResponse.Topic.Partition
 
@@ -223,7 +171,7 @@ class RequestChecks:
             return True
         return False
 
-    def _offset_fetch(self, req: Request[Any]) -> bool:
+    def offset_fetch(self, req: Request[Any], refuse: Refuse) -> bool:
         """Describe on the group; offsets only of topics the principal may describe (asked-for
         topics it may not get TOPIC_AUTHORIZATION_FAILED, "all topics" leaves them out)."""
         body = req.body
@@ -267,7 +215,7 @@ class RequestChecks:
         """Takes the topics the principal may not describe out of ``asked.topics``; returns what
         fixes the answer: those topics back with TOPIC_AUTHORIZATION_FAILED, or, when all topics
         were asked for, the answer without them."""
-        principal, host = req.conn.principal, req.conn.client_host
+        principal, host = req.principal, req.client_host
         if asked.topics is None:
             def drop(answer: Any) -> None:
                 answer.topics = [t for t in answer.topics if self.authorizer.authorize(
@@ -286,7 +234,7 @@ class RequestChecks:
                     for i in t.partition_indexes]))
         return put_back
 
-    def _offset_delete(self, req: Request[Any]) -> bool:
+    def offset_delete(self, req: Request[Any], refuse: Refuse) -> bool:
         body = req.body
         if not self.allowed(req, Operation.DELETE, ResourceType.GROUP, body.group_id):
             return self._deny(req, OffsetDeleteResponse(error_code=GROUP_DENIED, topics=[]))
@@ -322,13 +270,13 @@ class RequestChecks:
             return True
         return False
 
-    def _describe_groups(self, req: Request[Any]) -> bool:
+    def describe_groups(self, req: Request[Any], refuse: Refuse) -> bool:
         G = DescribeGroupsResponse.DescribedGroup
         return self._described(req, list(req.body.groups), "groups", lambda g: G(
             error_code=GROUP_DENIED, group_id=g, group_state="", protocol_type="", protocol_data="", members=[]),
             DescribeGroupsResponse(groups=[]))
 
-    def _consumer_group_describe(self, req: Request[Any]) -> bool:
+    def consumer_group_describe(self, req: Request[Any], refuse: Refuse) -> bool:
         """Describe on each group; then (Kafka 4.0, KAFKA-18813) a described group whose members
         subscribe to, own or are to own a topic the principal may not describe is answered
         TOPIC_AUTHORIZATION_FAILED without its members, which would show that topic."""
@@ -357,19 +305,19 @@ class RequestChecks:
         req.reply.amend = amend
         return False
 
-    def _list_groups(self, req: Request[Any]) -> bool:
+    def list_groups(self, req: Request[Any], refuse: Refuse) -> bool:
         if self.allowed(req, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
             return False
 
         def amend(response: Any) -> Any:
             response.groups = [g for g in response.groups if self.authorizer.authorize(
-                req.conn.principal, req.conn.client_host, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
+                req.principal, req.client_host, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
             return response
 
         req.reply.amend = amend
         return False
 
-    def _delete_groups(self, req: Request[Any]) -> bool:
+    def delete_groups(self, req: Request[Any], refuse: Refuse) -> bool:
         R = DeleteGroupsResponse.DeletableGroupResult
         if self._split(req, list(req.body.groups_names),
                        lambda g: self.allowed(req, Operation.DELETE, ResourceType.GROUP, g), "groups_names",
@@ -379,7 +327,7 @@ class RequestChecks:
             return True
         return False
 
-    def _find_coordinator(self, req: Request[Any]) -> bool:
+    def find_coordinator(self, req: Request[Any], refuse: Refuse) -> bool:
         body = req.body
         if body.key_type == 0:
             resource, code, message = ResourceType.GROUP, GROUP_DENIED, "Not authorized to access group"
@@ -404,11 +352,11 @@ class RequestChecks:
 
     # ---- topics -------------------------------------------------------------------------------
 
-    def _metadata(self, req: Request[Any]) -> bool:
+    def metadata(self, req: Request[Any], refuse: Refuse) -> bool:
         body = req.body
         include_topic_ops = req.version >= 8 and body.include_topic_authorized_operations
         include_cluster_ops = 8 <= req.version <= 10 and body.include_cluster_authorized_operations
-        principal, host = req.conn.principal, req.conn.client_host
+        principal, host = req.principal, req.client_host
         T = MetadataResponse.Topic
         denied: list[Any] = []
         unknown: list[str] = []
@@ -446,7 +394,7 @@ class RequestChecks:
         req.reply.amend = amend
         return False
 
-    def _produce(self, req: Request[Any]) -> bool:
+    def produce(self, req: Request[Any], refuse: Refuse) -> bool:
         R = ProduceResponse.TopicProduceResponse
         topics = req.body.topic_data
         if _has_transactional_records(topics) and not (
@@ -477,7 +425,7 @@ class RequestChecks:
             return True
         return False
 
-    def _fetch(self, req: Request[Any]) -> bool:
+    def fetch(self, req: Request[Any], refuse: Refuse) -> bool:
         def put_back(resp: Any, denied: list[Any]) -> None:
             topic_cls = FetchResponse.FetchableTopicResponse
             part_cls = topic_cls.PartitionData
@@ -494,7 +442,7 @@ class RequestChecks:
             return True
         return False
 
-    def _list_offsets(self, req: Request[Any]) -> bool:
+    def list_offsets(self, req: Request[Any], refuse: Refuse) -> bool:
         T = ListOffsetsResponse.Topic
         if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC,
                                                                     t.name), "topics",
@@ -505,7 +453,7 @@ class RequestChecks:
             return True
         return False
 
-    def _create_topics(self, req: Request[Any]) -> bool:
+    def create_topics(self, req: Request[Any], refuse: Refuse) -> bool:
         if self.allowed(req, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
             return False
         R = CreateTopicsResponse.CreatableTopicResult
@@ -518,7 +466,7 @@ class RequestChecks:
             return True
         return False
 
-    def _delete_topics(self, req: Request[Any]) -> bool:
+    def delete_topics(self, req: Request[Any], refuse: Refuse) -> bool:
         R = DeleteTopicsResponse.DeletableTopicResult
         if req.version < 6:
             if self._split(req, list(req.body.topic_names),
@@ -536,7 +484,7 @@ class RequestChecks:
             return True
         return False
 
-    def _create_partitions(self, req: Request[Any]) -> bool:
+    def create_partitions(self, req: Request[Any], refuse: Refuse) -> bool:
         R = CreatePartitionsResponse.TopicResult
         if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.ALTER, ResourceType.TOPIC,
                                                                     t.name), "topics",
@@ -546,23 +494,23 @@ class RequestChecks:
             return True
         return False
 
-    def _init_producer_id(self, req: Request[Any]) -> bool:
+    def init_producer_id(self, req: Request[Any], refuse: Refuse) -> bool:
         txn_id = req.body.transactional_id
         if txn_id is not None:
             if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
                 return False
             return self._deny(req, InitProducerIdResponse(error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1))
-        if self.authorizer.authorize(req.conn.principal, req.conn.client_host, Operation.IDEMPOTENT_WRITE,
+        if self.authorizer.authorize(req.principal, req.client_host, Operation.IDEMPOTENT_WRITE,
                                      ResourceType.CLUSTER, CLUSTER_NAME) or \
-                self.authorizer.authorize_any(req.conn.principal, req.conn.client_host, Operation.WRITE,
+                self.authorizer.authorize_any(req.principal, req.client_host, Operation.WRITE,
                                               ResourceType.TOPIC):
             return False
-        METRICS.authorization_denials.labels(ApiKey(req.header.api_key).name, ResourceType.CLUSTER.name).inc()
+        METRICS.authorization_denials.labels(ApiKey(req.api_key).name, ResourceType.CLUSTER.name).inc()
         return self._deny(req, InitProducerIdResponse(error_code=CLUSTER_DENIED, producer_id=-1, producer_epoch=-1))
 
     # ---- configs and the cluster ----------------------------------------------------------------
 
-    def _describe_configs(self, req: Request[Any]) -> bool:
+    def describe_configs(self, req: Request[Any], refuse: Refuse) -> bool:
         R = DescribeConfigsResponse.Result
 
         def allowed(r: Any) -> bool:
@@ -583,7 +531,7 @@ class RequestChecks:
             return True
         return False
 
-    def _describe_cluster(self, req: Request[Any]) -> bool:
+    def describe_cluster(self, req: Request[Any], refuse: Refuse) -> bool:
         """Kafka answers everyone; the cluster's authorized operations (when asked for) are 0 for
         a principal that may not describe it."""
         if not req.body.include_cluster_authorized_operations:
@@ -601,14 +549,13 @@ class RequestChecks:
 
     # ---- transactions ---------------------------------------------------------------------------
 
-    def _txn_write(self, denied: Callable[[Request[Any]], Any]) -> Check:
-        def check(req: Request[Any]) -> bool:
-            if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
-                return False
-            return self._deny(req, denied(req))
-        return check
+    def transactional_write(self, req: Request[Any], refuse: Refuse) -> bool:
+        """Write on the request's transactional id (EndTxn)."""
+        if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
+            return False
+        return self._deny(req, refuse(req, TXN_DENIED))
 
-    def _add_partitions_to_txn(self, req: Request[Any]) -> bool:
+    def add_partitions_to_txn(self, req: Request[Any], refuse: Refuse) -> bool:
         body = req.body
         if req.version >= 4:  # from brokers only (KIP-890)
             if self.allowed(req, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
@@ -630,14 +577,14 @@ class RequestChecks:
             return answer(lambda name: TOPIC_DENIED if name in denied else ErrorCode.OPERATION_NOT_ATTEMPTED)
         return False
 
-    def _add_offsets_to_txn(self, req: Request[Any]) -> bool:
+    def add_offsets_to_txn(self, req: Request[Any], refuse: Refuse) -> bool:
         if not self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
             return self._deny(req, AddOffsetsToTxnResponse(error_code=TXN_DENIED))
         if not self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
             return self._deny(req, AddOffsetsToTxnResponse(error_code=GROUP_DENIED))
         return False
 
-    def _txn_offset_commit(self, req: Request[Any]) -> bool:
+    def txn_offset_commit(self, req: Request[Any], refuse: Refuse) -> bool:
         body = req.body
         T = TxnOffsetCommitResponse.Topic
 
@@ -657,9 +604,9 @@ class RequestChecks:
 
     def _describable_topics(self, req: Request[Any], state: Any) -> None:
         state.topics = [t for t in state.topics if self.authorizer.authorize(
-            req.conn.principal, req.conn.client_host, Operation.DESCRIBE, ResourceType.TOPIC, t.topic)]
+            req.principal, req.client_host, Operation.DESCRIBE, ResourceType.TOPIC, t.topic)]
 
-    def _describe_transactions(self, req: Request[Any]) -> bool:
+    def describe_transactions(self, req: Request[Any], refuse: Refuse) -> bool:
         ids = list(req.body.transactional_ids)
         denied = [i for i in ids if not self.allowed(req, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, i)]
         State = DescribeTransactionsResponse.TransactionState
@@ -679,10 +626,10 @@ class RequestChecks:
             return True
         return False
 
-    def _list_transactions(self, req: Request[Any]) -> bool:
+    def list_transactions(self, req: Request[Any], refuse: Refuse) -> bool:
         def amend(response: Any) -> Any:
             response.transaction_states = [s for s in response.transaction_states if self.authorizer.authorize(
-                req.conn.principal, req.conn.client_host, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                req.principal, req.client_host, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                 s.transactional_id)]
             return response
 
