@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from broker.coordinator.events import ENCODING_VERSION as ENCODING_VERSION
+from broker.coordinator.events import GroupEvent as GroupEvent
 from broker.coordinator.result import Result
 from protocol.consumer_protocol import decode_assignment
 from protocol.errors import DecodeError
-
-ENCODING_VERSION = 1
 
 # The causes, in the order the README lists them.
 NEW_MEMBER = "new-member-joined"
@@ -78,34 +78,6 @@ def cause_of_reason(reason: str) -> str:
     if reason.startswith("topics"):
         return PARTITIONS_CHANGED
     return METADATA_CHANGED
-
-
-@dataclass(frozen=True)
-class GroupEvent:
-    """One journal entry. ``kind`` is ``member`` (a membership change), ``state`` (a phase of a
-    rebalance: a state transition) or ``rebalance`` (the summary once the group settles)."""
-
-    kind: str
-    group: str
-    group_type: str
-    generation: int
-    state_before: str
-    state_after: str
-    timestamp: int
-    cause: str
-    member_id: str | None = None
-    detail: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {
-            "version": ENCODING_VERSION, "kind": self.kind, "group": self.group, "group_type": self.group_type,
-            "generation": self.generation, "state_before": self.state_before, "state_after": self.state_after,
-            "timestamp": self.timestamp, "cause": self.cause,
-        }
-        if self.member_id is not None:
-            doc["member_id"] = self.member_id
-        doc.update(self.detail)
-        return doc
 
 
 @dataclass

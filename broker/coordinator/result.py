@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TypeAlias
 
+from broker.coordinator.events import GroupEvent
 from broker.coordinator.pending_offsets import TxnMarkerWrite, TxnOffsetBatch
 from broker.coordinator.records import AnyRecord
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
@@ -16,9 +17,6 @@ from protocol.messages.offset_commit import OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteResponse
 from protocol.messages.sync_group import SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
-
-if TYPE_CHECKING:
-    from broker.coordinator.journal import GroupEvent
 
 
 @dataclass(frozen=True)
