@@ -24,8 +24,6 @@ last stable offset in ``last_stable_offset``.
 
 from __future__ import annotations
 
-from typing import Any
-
 import trio
 
 from broker.log_runtime.runtime import Partition
@@ -41,6 +39,8 @@ from protocol.record_conversion import UnconvertibleBatchError, down_convert, fe
 from storage.errors import LogClosedError, OffsetOutOfRangeError
 
 PartitionData = FetchResponse.FetchableTopicResponse.PartitionData
+# What a plan answers until it is evaluated (never sent: evaluation replaces it).
+_EMPTY = FetchResponse(responses=[])
 READ_COMMITTED = 1
 
 
@@ -74,7 +74,7 @@ class Plan:
     __slots__ = ("response", "size", "error", "states")
 
     def __init__(self) -> None:
-        self.response: Any = None
+        self.response = _EMPTY
         self.size = 0
         self.error = False
         self.states: list[Partition] = []

@@ -39,6 +39,7 @@ from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteRes
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from protocol.schema import Data
 
 _NOT_REQUESTED = -2147483648
 _SHARD_CACHE_SIZE = 100_000
@@ -52,7 +53,7 @@ class GroupRequest(Protocol):
 
 
 GroupBody = TypeVar("GroupBody", bound=GroupRequest)
-GroupReply = TypeVar("GroupReply")
+GroupReply = TypeVar("GroupReply", bound=Data)
 
 
 # ---- error responses (loading, write failures) ------------------------------------------------

@@ -18,7 +18,6 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Callable
-from typing import Any
 
 from crc32c import crc32c
 
@@ -141,7 +140,7 @@ def _verify_transaction(verify: TxnVerifier, state: PartitionState, producer_id:
         raise Rejected(code, ErrorCode(code).name)
 
 
-def submit(topic_logs: TopicLogs, state: PartitionState, records: bytes | None, resp: Any,
+def submit(topic_logs: TopicLogs, state: PartitionState, records: bytes | None, resp: PartitionResponse,
            on_done: Callable[[], None], verify: TxnVerifier | None = None) -> BatchWrite | int | None:
     """Validates one partition's batch and queues it, filling ``resp`` as far as known now.
     Returns the queued ``BatchWrite``; for a duplicate, the last offset of the original (whose
@@ -253,12 +252,11 @@ class ProduceApi:
         body = req.body
         acks = body.acks
         verify = self.verifier(body)
-        appends: list[tuple[Any, PartitionState, BatchWrite]] = []
-        duplicates: list[tuple[Any, PartitionState, int]] = []
+        appends: list[tuple[PartitionResponse, PartitionState, BatchWrite]] = []
+        duplicates: list[tuple[PartitionResponse, PartitionState, int]] = []
         failed = False
         topics = []
         outstanding = 0
-        response: Any = None
 
         def done() -> None:
             nonlocal outstanding

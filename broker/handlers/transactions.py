@@ -14,10 +14,11 @@ the transactional id's ``__transaction_state`` partition, are durable. While the
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from broker.coordinator.partitioning import partition_for
+from broker.log_runtime.runtime import Partition
 from broker.network.router import Request
 from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog
 from broker.topics.producer_state import ProducerIdAllocator
@@ -40,6 +41,7 @@ ADD_PARTITIONS_MAX_VERSION = 5
 INIT_PRODUCER_ID_MAX_VERSION = 5
 
 TopicResult = AddPartitionsToTxnResponse.TopicResult
+AddPartitionsTransaction = AddPartitionsToTxnRequest.Transaction
 PartitionResult = TopicResult.PartitionResult
 
 
@@ -50,7 +52,10 @@ def fenced_code(error: int, version: int, first_version_with_fenced: int) -> int
     return error
 
 
-def _topic_results(errors: dict[tuple[str, int], int], topics: Any) -> list[Any]:
+def _topic_results(errors: dict[tuple[str, int], int],
+                   topics: Sequence[AddPartitionsToTxnRequest.Topic | AddPartitionsTransaction.Topic]) -> list[Any]:
+    """Each partition's error, in either layout (v3 and below, or one transaction's of v4+: the
+    same fields)."""
     return [TopicResult(name=t.name, results_by_partition=[
         PartitionResult(partition_index=p, partition_error_code=errors.get((t.name, p), 0)) for p in t.partitions])
         for t in topics]
@@ -134,15 +139,15 @@ class TransactionApis:
         """v4+: several transactions, each added to or only verified (KIP-890)."""
         body = req.body
         Result = AddPartitionsToTxnResponse.Result
-        results: list[Any] = [None] * len(body.transactions)
+        results: list[AddPartitionsToTxnResponse.Result | None] = [None] * len(body.transactions)
         left = [len(body.transactions)]
 
-        def settle(i: int, txn: Any, errors: dict[tuple[str, int], int]) -> None:
+        def settle(i: int, txn: AddPartitionsTransaction, errors: dict[tuple[str, int], int]) -> None:
             results[i] = Result(transactional_id=txn.transactional_id, topic_results=_topic_results(errors, txn.topics))
             left[0] -= 1
             if left[0] == 0:
-                req.reply.set(AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0,
-                                                         results_by_transaction=results))
+                req.reply.set(AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0, results_by_transaction=[
+                    r for r in results if r is not None]))
 
         if not body.transactions:
             req.reply.set(AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0, results_by_transaction=[]))
@@ -160,7 +165,7 @@ class TransactionApis:
             result: TxnResult = self.coordinator.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
                                                            wanted, self.clock(), verify_only=txn.verify_only)
 
-            def done(ok: bool, i: int = i, txn: Any = txn, result: TxnResult = result,
+            def done(ok: bool, i: int = i, txn: AddPartitionsTransaction = txn, result: TxnResult = result,
                      wanted: list[tuple[str, int]] = wanted) -> None:
                 settle(i, txn, result.partition_errors if ok else dict.fromkeys(wanted, ErrorCode.NOT_COORDINATOR))
 
@@ -251,7 +256,7 @@ class TransactionApis:
             throttle_time_ms=0, error_code=0, unknown_state_filters=unknown, transaction_states=states)))
 
     @staticmethod
-    def _after(parts: list[Any], send: Callable[[], None]) -> None:
+    def _after(parts: list[Partition], send: Callable[[], None]) -> None:
         """Reads answer once every write they could see is durable."""
         pending = [p for p in parts if not p.settled]
         left = [len(pending)]

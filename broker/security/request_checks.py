@@ -14,7 +14,7 @@ it to find its coordinator, describe or list it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, TypeAlias, TypeVar
 
 from broker.network.router import Request
 from broker.observability.metrics import METRICS
@@ -23,27 +23,36 @@ from broker.security.authorizer import Authorizer
 from broker.topics.catalog import TopicCatalog
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
-from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnResponse
-from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse
-from protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
-from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
-from protocol.messages.create_partitions import CreatePartitionsResponse
-from protocol.messages.create_topics import CreateTopicsResponse
-from protocol.messages.delete_groups import DeleteGroupsResponse
-from protocol.messages.delete_topics import DeleteTopicsResponse
-from protocol.messages.describe_configs import DescribeConfigsResponse
-from protocol.messages.describe_groups import DescribeGroupsResponse
-from protocol.messages.describe_transactions import DescribeTransactionsResponse
-from protocol.messages.fetch import FetchResponse
-from protocol.messages.find_coordinator import FindCoordinatorResponse
-from protocol.messages.init_producer_id import InitProducerIdResponse
-from protocol.messages.list_offsets import ListOffsetsResponse
-from protocol.messages.metadata import MetadataResponse
-from protocol.messages.offset_commit import OffsetCommitResponse
-from protocol.messages.offset_delete import OffsetDeleteResponse
-from protocol.messages.offset_fetch import OffsetFetchResponse
-from protocol.messages.produce import ProduceResponse
-from protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
+from protocol.messages.fetch import FetchRequest, FetchResponse
+from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from protocol.messages.list_transactions import ListTransactionsRequest
+from protocol.messages.metadata import MetadataRequest, MetadataResponse
+from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.schema import Data
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
@@ -64,7 +73,22 @@ _CONFIG_RESOURCES = {
 _NOT_REQUESTED = -2147483648
 
 # How an API answers a request refused with an error code (its entry's ``refuse``, broker/apis.py).
-Refuse = Callable[[Request[Any], int], Data]
+Body = TypeVar("Body")
+
+
+class GroupRequest(Protocol):
+    @property
+    def group_id(self) -> str: ...
+
+
+class TransactionalRequest(Protocol):
+    @property
+    def transactional_id(self) -> str: ...
+
+
+Refuse: TypeAlias = Callable[[Request[Body], int], Data]
+Group = TypeVar("Group", bound=GroupRequest)
+Transactional = TypeVar("Transactional", bound=TransactionalRequest)
 
 
 class RequestChecks:
@@ -76,7 +100,7 @@ class RequestChecks:
         self.catalog = catalog
         self.authorizer = authorizer
 
-    def open_to_all(self, req: Request[Any], refuse: Refuse) -> bool:
+    def open_to_all(self, req: Request[Body], refuse: Refuse[Body]) -> bool:
         """The rule of APIs that every client may call (ApiVersions, the SASL exchange)."""
         return False
 
@@ -103,18 +127,18 @@ class RequestChecks:
         req.reply.set(response)
         return True
 
-    def group_read(self, req: Request[Any], refuse: Refuse) -> bool:
+    def group_read(self, req: Request[Group], refuse: Refuse[Group]) -> bool:
         """Read on the request's group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."""
         if self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
             return False
         return self._deny(req, refuse(req, GROUP_DENIED))
 
-    def cluster_describe(self, req: Request[Any], refuse: Refuse) -> bool:
+    def cluster_describe(self, req: Request[Body], refuse: Refuse[Body]) -> bool:
         if self.allowed(req, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
             return False
         return self._deny(req, refuse(req, CLUSTER_DENIED))
 
-    def cluster_alter(self, req: Request[Any], refuse: Refuse) -> bool:
+    def cluster_alter(self, req: Request[Body], refuse: Refuse[Body]) -> bool:
         if self.allowed(req, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
             return False
         return self._deny(req, refuse(req, CLUSTER_DENIED))
@@ -136,7 +160,7 @@ class RequestChecks:
 
     # ---- groups ---------------------------------------------------------------------------------
 
-    def consumer_group_heartbeat(self, req: Request[Any], refuse: Refuse) -> bool:
+    def consumer_group_heartbeat(self, req: Request[ConsumerGroupHeartbeatRequest], refuse: Refuse[ConsumerGroupHeartbeatRequest]) -> bool:
         """Read on the group, then (as Kafka 4.0 does) Describe on every subscribed topic: a
         member may not learn the partitions of a topic it may not describe."""
         body = req.body
@@ -151,7 +175,7 @@ class RequestChecks:
             error_code=TOPIC_DENIED, error_message=f"The group has subscribed to topics that it is not authorized "
                                                    f"to describe: {', '.join(hidden)}"))
 
-    def offset_commit(self, req: Request[Any], refuse: Refuse) -> bool:
+    def offset_commit(self, req: Request[OffsetCommitRequest], refuse: Refuse[OffsetCommitRequest]) -> bool:
         body = req.body
         P = OffsetCommitResponse.Topic.Partition
 
@@ -171,7 +195,7 @@ class RequestChecks:
             return True
         return False
 
-    def offset_fetch(self, req: Request[Any], refuse: Refuse) -> bool:
+    def offset_fetch(self, req: Request[OffsetFetchRequest], refuse: Refuse[OffsetFetchRequest]) -> bool:
         """Describe on the group; offsets only of topics the principal may describe (asked-for
         topics it may not get TOPIC_AUTHORIZATION_FAILED, "all topics" leaves them out)."""
         body = req.body
@@ -234,7 +258,7 @@ class RequestChecks:
                     for i in t.partition_indexes]))
         return put_back
 
-    def offset_delete(self, req: Request[Any], refuse: Refuse) -> bool:
+    def offset_delete(self, req: Request[OffsetDeleteRequest], refuse: Refuse[OffsetDeleteRequest]) -> bool:
         body = req.body
         if not self.allowed(req, Operation.DELETE, ResourceType.GROUP, body.group_id):
             return self._deny(req, OffsetDeleteResponse(error_code=GROUP_DENIED, topics=[]))
@@ -270,13 +294,13 @@ class RequestChecks:
             return True
         return False
 
-    def describe_groups(self, req: Request[Any], refuse: Refuse) -> bool:
+    def describe_groups(self, req: Request[DescribeGroupsRequest], refuse: Refuse[DescribeGroupsRequest]) -> bool:
         G = DescribeGroupsResponse.DescribedGroup
         return self._described(req, list(req.body.groups), "groups", lambda g: G(
             error_code=GROUP_DENIED, group_id=g, group_state="", protocol_type="", protocol_data="", members=[]),
             DescribeGroupsResponse(groups=[]))
 
-    def consumer_group_describe(self, req: Request[Any], refuse: Refuse) -> bool:
+    def consumer_group_describe(self, req: Request[ConsumerGroupDescribeRequest], refuse: Refuse[ConsumerGroupDescribeRequest]) -> bool:
         """Describe on each group; then (Kafka 4.0, KAFKA-18813) a described group whose members
         subscribe to, own or are to own a topic the principal may not describe is answered
         TOPIC_AUTHORIZATION_FAILED without its members, which would show that topic."""
@@ -305,7 +329,7 @@ class RequestChecks:
         req.reply.amend = amend
         return False
 
-    def list_groups(self, req: Request[Any], refuse: Refuse) -> bool:
+    def list_groups(self, req: Request[ListGroupsRequest], refuse: Refuse[ListGroupsRequest]) -> bool:
         if self.allowed(req, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
             return False
 
@@ -317,7 +341,7 @@ class RequestChecks:
         req.reply.amend = amend
         return False
 
-    def delete_groups(self, req: Request[Any], refuse: Refuse) -> bool:
+    def delete_groups(self, req: Request[DeleteGroupsRequest], refuse: Refuse[DeleteGroupsRequest]) -> bool:
         R = DeleteGroupsResponse.DeletableGroupResult
         if self._split(req, list(req.body.groups_names),
                        lambda g: self.allowed(req, Operation.DELETE, ResourceType.GROUP, g), "groups_names",
@@ -327,7 +351,7 @@ class RequestChecks:
             return True
         return False
 
-    def find_coordinator(self, req: Request[Any], refuse: Refuse) -> bool:
+    def find_coordinator(self, req: Request[FindCoordinatorRequest], refuse: Refuse[FindCoordinatorRequest]) -> bool:
         body = req.body
         if body.key_type == 0:
             resource, code, message = ResourceType.GROUP, GROUP_DENIED, "Not authorized to access group"
@@ -352,7 +376,7 @@ class RequestChecks:
 
     # ---- topics -------------------------------------------------------------------------------
 
-    def metadata(self, req: Request[Any], refuse: Refuse) -> bool:
+    def metadata(self, req: Request[MetadataRequest], refuse: Refuse[MetadataRequest]) -> bool:
         body = req.body
         include_topic_ops = req.version >= 8 and body.include_topic_authorized_operations
         include_cluster_ops = 8 <= req.version <= 10 and body.include_cluster_authorized_operations
@@ -394,7 +418,7 @@ class RequestChecks:
         req.reply.amend = amend
         return False
 
-    def produce(self, req: Request[Any], refuse: Refuse) -> bool:
+    def produce(self, req: Request[ProduceRequest], refuse: Refuse[ProduceRequest]) -> bool:
         R = ProduceResponse.TopicProduceResponse
         topics = req.body.topic_data
         if _has_transactional_records(topics) and not (
@@ -425,7 +449,7 @@ class RequestChecks:
             return True
         return False
 
-    def fetch(self, req: Request[Any], refuse: Refuse) -> bool:
+    def fetch(self, req: Request[FetchRequest], refuse: Refuse[FetchRequest]) -> bool:
         def put_back(resp: Any, denied: list[Any]) -> None:
             topic_cls = FetchResponse.FetchableTopicResponse
             part_cls = topic_cls.PartitionData
@@ -442,7 +466,7 @@ class RequestChecks:
             return True
         return False
 
-    def list_offsets(self, req: Request[Any], refuse: Refuse) -> bool:
+    def list_offsets(self, req: Request[ListOffsetsRequest], refuse: Refuse[ListOffsetsRequest]) -> bool:
         T = ListOffsetsResponse.Topic
         if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC,
                                                                     t.name), "topics",
@@ -453,7 +477,7 @@ class RequestChecks:
             return True
         return False
 
-    def create_topics(self, req: Request[Any], refuse: Refuse) -> bool:
+    def create_topics(self, req: Request[CreateTopicsRequest], refuse: Refuse[CreateTopicsRequest]) -> bool:
         if self.allowed(req, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
             return False
         R = CreateTopicsResponse.CreatableTopicResult
@@ -466,7 +490,7 @@ class RequestChecks:
             return True
         return False
 
-    def delete_topics(self, req: Request[Any], refuse: Refuse) -> bool:
+    def delete_topics(self, req: Request[DeleteTopicsRequest], refuse: Refuse[DeleteTopicsRequest]) -> bool:
         R = DeleteTopicsResponse.DeletableTopicResult
         if req.version < 6:
             if self._split(req, list(req.body.topic_names),
@@ -484,7 +508,7 @@ class RequestChecks:
             return True
         return False
 
-    def create_partitions(self, req: Request[Any], refuse: Refuse) -> bool:
+    def create_partitions(self, req: Request[CreatePartitionsRequest], refuse: Refuse[CreatePartitionsRequest]) -> bool:
         R = CreatePartitionsResponse.TopicResult
         if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.ALTER, ResourceType.TOPIC,
                                                                     t.name), "topics",
@@ -494,7 +518,7 @@ class RequestChecks:
             return True
         return False
 
-    def init_producer_id(self, req: Request[Any], refuse: Refuse) -> bool:
+    def init_producer_id(self, req: Request[InitProducerIdRequest], refuse: Refuse[InitProducerIdRequest]) -> bool:
         txn_id = req.body.transactional_id
         if txn_id is not None:
             if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
@@ -510,7 +534,7 @@ class RequestChecks:
 
     # ---- configs and the cluster ----------------------------------------------------------------
 
-    def describe_configs(self, req: Request[Any], refuse: Refuse) -> bool:
+    def describe_configs(self, req: Request[DescribeConfigsRequest], refuse: Refuse[DescribeConfigsRequest]) -> bool:
         R = DescribeConfigsResponse.Result
 
         def allowed(r: Any) -> bool:
@@ -531,7 +555,7 @@ class RequestChecks:
             return True
         return False
 
-    def describe_cluster(self, req: Request[Any], refuse: Refuse) -> bool:
+    def describe_cluster(self, req: Request[DescribeClusterRequest], refuse: Refuse[DescribeClusterRequest]) -> bool:
         """Kafka answers everyone; the cluster's authorized operations (when asked for) are 0 for
         a principal that may not describe it."""
         if not req.body.include_cluster_authorized_operations:
@@ -549,13 +573,13 @@ class RequestChecks:
 
     # ---- transactions ---------------------------------------------------------------------------
 
-    def transactional_write(self, req: Request[Any], refuse: Refuse) -> bool:
+    def transactional_write(self, req: Request[Transactional], refuse: Refuse[Transactional]) -> bool:
         """Write on the request's transactional id (EndTxn)."""
         if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
             return False
         return self._deny(req, refuse(req, TXN_DENIED))
 
-    def add_partitions_to_txn(self, req: Request[Any], refuse: Refuse) -> bool:
+    def add_partitions_to_txn(self, req: Request[AddPartitionsToTxnRequest], refuse: Refuse[AddPartitionsToTxnRequest]) -> bool:
         body = req.body
         if req.version >= 4:  # from brokers only (KIP-890)
             if self.allowed(req, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
@@ -577,14 +601,14 @@ class RequestChecks:
             return answer(lambda name: TOPIC_DENIED if name in denied else ErrorCode.OPERATION_NOT_ATTEMPTED)
         return False
 
-    def add_offsets_to_txn(self, req: Request[Any], refuse: Refuse) -> bool:
+    def add_offsets_to_txn(self, req: Request[AddOffsetsToTxnRequest], refuse: Refuse[AddOffsetsToTxnRequest]) -> bool:
         if not self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
             return self._deny(req, AddOffsetsToTxnResponse(error_code=TXN_DENIED))
         if not self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
             return self._deny(req, AddOffsetsToTxnResponse(error_code=GROUP_DENIED))
         return False
 
-    def txn_offset_commit(self, req: Request[Any], refuse: Refuse) -> bool:
+    def txn_offset_commit(self, req: Request[TxnOffsetCommitRequest], refuse: Refuse[TxnOffsetCommitRequest]) -> bool:
         body = req.body
         T = TxnOffsetCommitResponse.Topic
 
@@ -606,7 +630,7 @@ class RequestChecks:
         state.topics = [t for t in state.topics if self.authorizer.authorize(
             req.principal, req.client_host, Operation.DESCRIBE, ResourceType.TOPIC, t.topic)]
 
-    def describe_transactions(self, req: Request[Any], refuse: Refuse) -> bool:
+    def describe_transactions(self, req: Request[DescribeTransactionsRequest], refuse: Refuse[DescribeTransactionsRequest]) -> bool:
         ids = list(req.body.transactional_ids)
         denied = [i for i in ids if not self.allowed(req, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, i)]
         State = DescribeTransactionsResponse.TransactionState
@@ -626,7 +650,7 @@ class RequestChecks:
             return True
         return False
 
-    def list_transactions(self, req: Request[Any], refuse: Refuse) -> bool:
+    def list_transactions(self, req: Request[ListTransactionsRequest], refuse: Refuse[ListTransactionsRequest]) -> bool:
         def amend(response: Any) -> Any:
             response.transaction_states = [s for s in response.transaction_states if self.authorizer.authorize(
                 req.principal, req.client_host, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
