@@ -106,14 +106,14 @@ class RequestChecks:
 
     # ---- helpers --------------------------------------------------------------------------------
 
-    def allowed(self, req: Request[Any], operation: int, resource_type: int, name: str) -> bool:
+    def allowed(self, req: Request[Body], operation: int, resource_type: int, name: str) -> bool:
         ok = self.authorizer.authorize(req.principal, req.client_host, operation, resource_type, name)
         if not ok:
             METRICS.authorization_denials.labels(ApiKey(req.api_key).name,
                                                  ResourceType(resource_type).name).inc()
         return ok
 
-    def operations(self, req: Request[Any], resource_type: int, name: str) -> int:
+    def operations(self, req: Request[Body], resource_type: int, name: str) -> int:
         return self.authorizer.authorized_operations(req.principal, req.client_host, resource_type, name)
 
     def _topic_name(self, name: str | None, topic_id: bytes | None) -> str:
@@ -123,7 +123,7 @@ class RequestChecks:
         return topic.name if topic is not None else ""
 
     @staticmethod
-    def _deny(req: Request[Any], response: Any) -> bool:
+    def _deny(req: Request[Body], response: Data) -> bool:
         req.reply.set(response)
         return True
 
@@ -143,7 +143,7 @@ class RequestChecks:
             return False
         return self._deny(req, refuse(req, CLUSTER_DENIED))
 
-    def _split(self, req: Request[Any], items: list[Any], allowed: Callable[[Any], bool], field: str,
+    def _split(self, req: Request[Body], items: list[Any], allowed: Callable[[Any], bool], field: str,
                put_back: Callable[[Any, list[Any]], None]) -> bool:
         """Keeps the allowed ``items`` in the request's ``field`` and has the denied ones put back
         into the response. True when nothing is left to serve (the caller answers)."""
@@ -235,7 +235,7 @@ class RequestChecks:
         req.reply.amend = amend
         return False
 
-    def _hide_topics(self, req: Request[Any], asked: Any, topic_cls: Any) -> Callable[[Any], None]:
+    def _hide_topics(self, req: Request[Body], asked: Any, topic_cls: Any) -> Callable[[Any], None]:
         """Takes the topics the principal may not describe out of ``asked.topics``; returns what
         fixes the answer: those topics back with TOPIC_AUTHORIZATION_FAILED, or, when all topics
         were asked for, the answer without them."""
@@ -271,7 +271,7 @@ class RequestChecks:
             return True
         return False
 
-    def _described(self, req: Request[Any], ids: list[str], field: str, make: Callable[[str], Any],
+    def _described(self, req: Request[Body], ids: list[str], field: str, make: Callable[[str], Any],
                    empty: Any) -> bool:
         """DescribeGroups and ConsumerGroupDescribe: Describe per group, and the authorized
         operations of each described group when asked."""
@@ -626,7 +626,7 @@ class RequestChecks:
             return True
         return False
 
-    def _describable_topics(self, req: Request[Any], state: Any) -> None:
+    def _describable_topics(self, req: Request[Body], state: Any) -> None:
         state.topics = [t for t in state.topics if self.authorizer.authorize(
             req.principal, req.client_host, Operation.DESCRIBE, ResourceType.TOPIC, t.topic)]
 
