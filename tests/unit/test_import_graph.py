@@ -100,3 +100,13 @@ def test_cycles_are_found() -> None:
 
 def test_broker_has_no_import_cycle() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_handlers_are_built_by_the_root_and_do_not_reach_back() -> None:
+    graph = import_graph()
+    root = {"broker.app", "broker.apis", "broker.server"}
+    for module, targets in graph.items():
+        if module.startswith(("broker.handlers", "broker.security", "broker.network")):
+            assert not targets & root, module
+    assert {m for m, targets in graph.items() if "broker.app" in targets} == {"broker.server"}
+    assert {m for m, targets in graph.items() if "broker.apis" in targets} == {"broker.app"}
