@@ -22,6 +22,9 @@ from broker.security.listeners import (
 )
 from broker.security.properties import check_security
 
+# What a property holds: its declared type.
+ConfigValue = bool | int | float | str
+
 
 class ConfigError(ValueError):
     """A property that is unknown, ill-typed or out of range."""
@@ -303,8 +306,34 @@ class BrokerConfig:
         if not all(entry.strip() for entry in values["log.dirs"].split(",")):
             raise ConfigError(f"log.dirs: {values['log.dirs']!r} is empty or has an empty entry; name a directory")
 
-    def __getitem__(self, name: str) -> Any:
+    def __getitem__(self, name: str) -> ConfigValue:
         return self.values[name]
+
+    # Typed reads of a property, for the property's declared type (a wrong one is a bug: raises).
+
+    def get_int(self, name: str) -> int:
+        value = self.values[name]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TypeError(f"{name} is not an int property")
+        return value
+
+    def get_str(self, name: str) -> str:
+        value = self.values[name]
+        if not isinstance(value, str):
+            raise TypeError(f"{name} is not a string property")
+        return value
+
+    def get_bool(self, name: str) -> bool:
+        value = self.values[name]
+        if not isinstance(value, bool):
+            raise TypeError(f"{name} is not a boolean property")
+        return value
+
+    def get_float(self, name: str) -> float:
+        value = self.values[name]
+        if not isinstance(value, float) or isinstance(value, bool):
+            raise TypeError(f"{name} is not a float property")
+        return value
 
     @property
     def data_dir(self) -> Path:

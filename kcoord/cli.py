@@ -21,7 +21,7 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"kcoord: configuration error: {exc}", file=sys.stderr)
         return 2
-    logs.configure(config["log.level"])
+    logs.configure(config.get_str("log.level"))
     # Flushes run in worker threads that need the GIL only briefly; with the default 5 ms switch
     # interval a busy event loop would make each of them wait that long before it can finish.
     sys.setswitchinterval(0.0002)

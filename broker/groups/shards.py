@@ -24,7 +24,7 @@ import trio
 from broker.cluster.node import ClusterNode
 from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
 from broker.coordinator.pending_offsets import TxnOffsetBatch
-from broker.coordinator.result import CancelTimer, Result, SetTimer
+from broker.coordinator.result import CancelTimer, Result, SetTimer, Transition
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
 from broker.groups import replay_snapshot
@@ -219,7 +219,7 @@ class ShardRuntime:
 
     # ---- the request path -------------------------------------------------------------------
 
-    def execute(self, op: Op, deliver: Callable[[Any], None], ctx_fields: tuple[int, str, str],
+    def execute(self, op: Op, deliver: Callable[[Any], None], version: int, client_id: str, client_host: str,
                 on_error: ErrorBuilder, group: str | None = None,
                 may_describe_topic: Callable[[str], bool] | None = None) -> None:
         """Runs ``op`` on the shard now; ``deliver`` gets its response once its records, and every
@@ -230,7 +230,6 @@ class ShardRuntime:
         ``may_describe_topic`` is the sender's Describe right on topics (None: no authorizer)."""
         token = next(self.manager.tokens)
         self.parked[token] = Parked(deliver, on_error)
-        version, client_id, client_host = ctx_fields
         ctx = RequestContext(token=token, api_version=version, client_id=client_id, client_host=client_host,
                              may_describe_topic=may_describe_topic)
         now = self.manager.clock()
@@ -448,7 +447,7 @@ def _always() -> bool:
 
 class ShardManager:
     def __init__(self, logs_runtime: LogRuntime, num_partitions: int, coordinator_config: CoordinatorConfig,
-                 topics: TopicView, log_config: LogConfig, on_transition: Callable[[Any], None],
+                 topics: TopicView, log_config: LogConfig, on_transition: Callable[[Transition], None],
                  clock: Callable[[], int] = wall_ms, cluster: ClusterNode | None = None,
                  journal: Callable[[Sequence[GroupEvent]], None] | None = None) -> None:
         self.logs = logs_runtime

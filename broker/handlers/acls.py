@@ -7,34 +7,37 @@ single node, in etcd in a cluster (the answer then waits for etcd's commit)."""
 from __future__ import annotations
 
 from itertools import groupby
-from typing import TYPE_CHECKING
 
 from broker.cluster.etcd import EtcdError
+from broker.log_runtime.runtime import Spawner
 from broker.network.router import Request
 from broker.observability import logs
 from broker.security.acl_model import AclBinding, AclFilter
+from broker.security.authorizer import Authorizer
+from broker.security.etcd_store import EtcdSecurityStore
 from protocol.errors import ErrorCode
 from protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 
-if TYPE_CHECKING:
-    from broker.server import Broker
-
 _DISABLED = "No Authorizer is configured on the broker"
 
 
-def register(broker: Broker) -> None:
-    authorizer = broker.security.authorizer
-    etcd_store = broker.security.etcd_store
+class AclApis:
+    """DescribeAcls, CreateAcls and DeleteAcls, over the authorizer (and, in a cluster, etcd)."""
 
-    def describe(req: Request[DescribeAclsRequest]) -> None:
-        if authorizer is None:
+    def __init__(self, authorizer: Authorizer | None, etcd_store: EtcdSecurityStore | None, tasks: Spawner) -> None:
+        self.authorizer = authorizer
+        self.etcd_store = etcd_store
+        self.tasks = tasks
+
+    def describe(self, req: Request[DescribeAclsRequest]) -> None:
+        if self.authorizer is None:
             req.reply.set(DescribeAclsResponse(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED,
                                                resources=[]))
             return
         b = req.body
-        found = authorizer.describe(AclFilter(b.resource_type_filter, b.resource_name_filter, b.pattern_type_filter,
+        found = self.authorizer.describe(AclFilter(b.resource_type_filter, b.resource_name_filter, b.pattern_type_filter,
                                               b.principal_filter, b.host_filter, b.operation, b.permission_type))
         Resource = DescribeAclsResponse.Resource
 
@@ -46,9 +49,9 @@ def register(broker: Broker) -> None:
             for a in group]) for (t, n, p), group in groupby(sorted(found, key=key), key=key)]
         req.reply.set(DescribeAclsResponse(error_code=ErrorCode.NONE, error_message=None, resources=resources))
 
-    def create(req: Request[CreateAclsRequest]) -> None:
+    def create(self, req: Request[CreateAclsRequest]) -> None:
         Result = CreateAclsResponse.AclCreationResult
-        if authorizer is None:
+        if self.authorizer is None:
             req.reply.set(CreateAclsResponse(results=[
                 Result(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED) for _ in req.body.creations]))
             return
@@ -62,19 +65,19 @@ def register(broker: Broker) -> None:
                 valid.append(binding)
             results.append(Result(error_code=ErrorCode.INVALID_REQUEST if problem else ErrorCode.NONE,
                                   error_message=problem))
-        if valid and etcd_store is not None:
-            broker.logs.spawn(create_in_etcd, req, valid, results)
+        if valid and self.etcd_store is not None:
+            self.tasks.spawn(self.create_in_etcd, req, valid, results)
             return
         if valid:
-            authorizer.add(valid)
+            self.authorizer.add(valid)
             logs.event("acls.created", count=len(valid), principal=req.conn.principal)
         req.reply.set(CreateAclsResponse(results=results))
 
-    async def create_in_etcd(req: Request[CreateAclsRequest], valid: list[AclBinding],
+    async def create_in_etcd(self, req: Request[CreateAclsRequest], valid: list[AclBinding],
                              results: list[CreateAclsResponse.AclCreationResult]) -> None:
-        assert etcd_store is not None
+        assert self.etcd_store is not None
         try:
-            await etcd_store.add_acls(valid)
+            await self.etcd_store.add_acls(valid)
         except EtcdError as exc:
             logs.warn("acls.etcd_write_failed", error=str(exc)[:200])
             for r in results:
@@ -84,35 +87,35 @@ def register(broker: Broker) -> None:
             logs.event("acls.created", count=len(valid), principal=req.conn.principal)
         req.reply.set(CreateAclsResponse(results=results))
 
-    def delete(req: Request[DeleteAclsRequest]) -> None:
+    def delete(self, req: Request[DeleteAclsRequest]) -> None:
         FilterResult = DeleteAclsResponse.FilterResult
-        if authorizer is None:
+        if self.authorizer is None:
             req.reply.set(DeleteAclsResponse(filter_results=[
                 FilterResult(error_code=ErrorCode.SECURITY_DISABLED, error_message=_DISABLED, matching_acls=[])
                 for _ in req.body.filters]))
             return
         filters = [AclFilter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
                              f.host_filter, f.operation, f.permission_type) for f in req.body.filters]
-        if etcd_store is not None:
-            broker.logs.spawn(delete_in_etcd, req, filters)
+        if self.etcd_store is not None:
+            self.tasks.spawn(self.delete_in_etcd, req, filters)
             return
-        answer_deleted(req, authorizer.remove(filters))
+        self.answer_deleted(req, self.authorizer.remove(filters))
 
-    async def delete_in_etcd(req: Request[DeleteAclsRequest], filters: list[AclFilter]) -> None:
-        assert etcd_store is not None and authorizer is not None
+    async def delete_in_etcd(self, req: Request[DeleteAclsRequest], filters: list[AclFilter]) -> None:
+        assert self.etcd_store is not None and self.authorizer is not None
         try:
-            await etcd_store.load()  # what other nodes created a moment ago is matched too
-            removed = authorizer.matching(filters)
-            await etcd_store.remove_acls([a for group in removed for a in dict.fromkeys(group)])
+            await self.etcd_store.load()  # what other nodes created a moment ago is matched too
+            removed = self.authorizer.matching(filters)
+            await self.etcd_store.remove_acls([a for group in removed for a in dict.fromkeys(group)])
         except EtcdError as exc:
             logs.warn("acls.etcd_write_failed", error=str(exc)[:200])
             req.reply.set(DeleteAclsResponse(filter_results=[DeleteAclsResponse.FilterResult(
                 error_code=ErrorCode.UNKNOWN_SERVER_ERROR, error_message="etcd is unavailable", matching_acls=[])
                 for _ in filters]))
             return
-        answer_deleted(req, removed)
+        self.answer_deleted(req, removed)
 
-    def answer_deleted(req: Request[DeleteAclsRequest], removed: list[list[AclBinding]]) -> None:
+    def answer_deleted(self, req: Request[DeleteAclsRequest], removed: list[list[AclBinding]]) -> None:
         FilterResult = DeleteAclsResponse.FilterResult
         Matching = FilterResult.MatchingAcl
         req.reply.set(DeleteAclsResponse(filter_results=[FilterResult(error_code=ErrorCode.NONE, error_message=None,
@@ -122,9 +125,3 @@ def register(broker: Broker) -> None:
                            for a in group]) for group in removed]))
         if any(removed):
             logs.event("acls.deleted", count=sum(map(len, removed)), principal=req.conn.principal)
-
-    broker.router.register(DescribeAclsRequest, DescribeAclsResponse, describe)
-    broker.router.register(CreateAclsRequest, CreateAclsResponse, create)
-    broker.router.register(DeleteAclsRequest, DeleteAclsResponse, delete)
-
-

@@ -4,12 +4,14 @@ what a client asks before it does anything else."""
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Mapping
 
-from broker.config import SECRET_PROPERTIES
+from broker.cluster.view import ClusterView
 from broker.coordinator.partitioning import partition_for
-from broker.network.router import ConnectionInfo, Request
-from broker.topics.catalog import OFFSETS_TOPIC, TopicError, owning_partition, validate_topic_name
+from broker.network.router import Request
+from broker.topics.admin import TopicAdmin
+from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog, TopicError, validate_topic_name
+from broker.transactions.service import TransactionService
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
@@ -18,42 +20,19 @@ from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoord
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 
-if TYPE_CHECKING:
-    from broker.server import Broker
-
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 _NOT_REQUESTED = -2147483648
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 
 
-def register(broker: Broker) -> None:
-    router = broker.router
-    cluster = broker.cluster
-    offsets_partitions = broker.config["offsets.topic.num.partitions"]
-    txn_partitions = broker.config["transaction.state.log.num.partitions"]
+class ApiVersionsApi:
+    """ApiVersions: the versions of every API in the table that the router serves."""
 
-    def live_nodes(conn: ConnectionInfo) -> list[tuple[int, str, int]]:
-        """(node id, host, port) of every node clients may talk to: this one alone, or every node
-        registered in the cluster. This node is given as the listener the client came in through."""
-        host, port = broker.advertised_for(conn)
-        if cluster is None:
-            return [(broker.node_id, host, port)]
-        nodes = {node: cluster.node_listeners.get(node, {}).get(conn.listener, address)
-                 for node, address in cluster.nodes.items()}
-        nodes[broker.node_id] = (host, port)
-        return [(node, h, p) for node, (h, p) in sorted(nodes.items())]
+    def __init__(self, advertised: Callable[[], list[tuple[int, int, int]]]) -> None:
+        self.advertised = advertised
 
-    def leader(topic: str, partition: int) -> tuple[int, int]:
-        """(leader node, leader epoch) of a partition; (-1, -1) while nobody owns it."""
-        if cluster is None:
-            return broker.node_id, 0
-        owner = cluster.owner_of(owning_partition(topic, partition))
-        if owner is None:
-            return -1, -1
-        return owner[0], owner[1] & 0x7FFFFFFF
-
-    def api_versions(req: Request[ApiVersionsRequest]) -> None:
+    def __call__(self, req: Request[ApiVersionsRequest]) -> None:
         body = req.body
         error = ErrorCode.NONE
         if req.version >= 3 and not (_SOFTWARE.match(body.client_software_name or "")
@@ -62,12 +41,32 @@ def register(broker: Broker) -> None:
         req.reply.set(ApiVersionsResponse(
             error_code=error,
             api_keys=[ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                      for k, lo, hi in router.advertised()],
+                      for k, lo, hi in self.advertised()],
         ))
 
-    def metadata(req: Request[MetadataRequest]) -> None:
+
+class ClusterApis:
+    """Metadata, DescribeCluster, FindCoordinator and DescribeConfigs, over the cluster view, the
+    topic catalog and the topic admin (which auto-creates topics)."""
+
+    def __init__(self, view: ClusterView, catalog: TopicCatalog, admin: TopicAdmin, transactions: TransactionService,
+                 *, auto_create_topics: bool, default_partitions: int, offsets_partitions: int,
+                 broker_configs: Mapping[str, str], secret_configs: frozenset[str]) -> None:
+        """``broker_configs`` is what DescribeConfigs shows of the broker, ``secret_configs`` the
+        properties it shows without their value."""
+        self.view = view
+        self.catalog = catalog
+        self.admin = admin
+        self.transactions = transactions
+        self.auto_create_topics = auto_create_topics
+        self.default_partitions = default_partitions
+        self.offsets_partitions = offsets_partitions
+        self.broker_configs = broker_configs
+        self.secret_configs = secret_configs
+
+    def metadata(self, req: Request[MetadataRequest]) -> None:
         body = req.body
-        catalog = broker.catalog
+        catalog = self.catalog
         unknown_ids: list[bytes] = []
         if body.topics is None or (req.version == 0 and not body.topics):
             names = list(catalog.topics)
@@ -83,14 +82,14 @@ def register(broker: Broker) -> None:
                         unknown_ids.append(t.topic_id)
                     else:
                         names.append(by_id.name)
-        allow_create = broker.config["auto.create.topics.enable"] and (req.version < 4 or
+        allow_create = self.auto_create_topics and (req.version < 4 or
                                                                          body.allow_auto_topic_creation)
         topics = []
         for name in names:
             topic = catalog.get(name)
             if topic is None and allow_create and validate_topic_name(name) is None:
                 try:
-                    topic = broker.create_topic(name, broker.config["num.partitions"], {})
+                    topic = self.admin.create_topic(name, self.default_partitions, {})
                 except TopicError:
                     topic = catalog.get(name)
             if topic is None:
@@ -100,7 +99,7 @@ def register(broker: Broker) -> None:
                 continue
             partitions = []
             for i in range(topic.partitions):
-                node, epoch = leader(topic.name, i)
+                node, epoch = self.view.leader(topic.name, i)
                 replicas = [node] if node >= 0 else []
                 partitions.append(MetadataResponse.Topic.Partition(
                     error_code=0 if node >= 0 else ErrorCode.LEADER_NOT_AVAILABLE, partition_index=i,
@@ -111,22 +110,22 @@ def register(broker: Broker) -> None:
             ))
         topics += [MetadataResponse.Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
                    for topic_id in unknown_ids]
-        nodes = live_nodes(req.conn)
+        nodes = self.view.live_nodes(req.listener)
         req.reply.set(MetadataResponse(
             brokers=[MetadataResponse.Broker(node_id=n, host=h, port=p, rack=None) for n, h, p in nodes],
-            cluster_id=broker.cluster_id, controller_id=nodes[0][0], topics=topics,
+            cluster_id=self.view.cluster_id, controller_id=nodes[0][0], topics=topics,
         ))
 
-    def describe_cluster(req: Request[DescribeClusterRequest]) -> None:
-        nodes = live_nodes(req.conn)
+    def describe_cluster(self, req: Request[DescribeClusterRequest]) -> None:
+        nodes = self.view.live_nodes(req.listener)
         req.reply.set(DescribeClusterResponse(
-            error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
+            error_code=0, error_message=None, endpoint_type=1, cluster_id=self.view.cluster_id,
             controller_id=nodes[0][0],
             brokers=[DescribeClusterResponse.Broker(broker_id=n, host=h, port=p, rack=None) for n, h, p in nodes],
             cluster_authorized_operations=_NOT_REQUESTED,
         ))
 
-    def owner_entry(key: str, node: int, addresses: dict[int, tuple[str, int]],
+    def owner_entry(self, key: str, node: int, addresses: dict[int, tuple[str, int]],
                     no_owner: str) -> FindCoordinatorResponse.Coordinator:
         if node not in addresses:
             # Between owners (a node died and its lease has not expired yet): ask again.
@@ -137,36 +136,39 @@ def register(broker: Broker) -> None:
         return FindCoordinatorResponse.Coordinator(key=key, node_id=node, host=host, port=port, error_code=0,
                                                    error_message=None)
 
-    def find_coordinator(req: Request[FindCoordinatorRequest]) -> None:
+    def find_coordinator(self, req: Request[FindCoordinatorRequest]) -> None:
         body = req.body
         keys = body.coordinator_keys if req.version >= 4 else [body.key]
-        addresses = {n: (h, p) for n, h, p in live_nodes(req.conn)}
+        addresses = {n: (h, p) for n, h, p in self.view.live_nodes(req.listener)}
         entries = []
         for key in keys:
             if body.key_type == KEY_TYPE_TRANSACTION and not key:
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
                     error_message="the transactional id is empty"))
-            elif body.key_type == KEY_TYPE_TRANSACTION and cluster is not None:
+            elif body.key_type == KEY_TYPE_TRANSACTION and self.view.clustered:
                 # The owner of the transactional id's __transaction_state partition coordinates it.
-                entries.append(owner_entry(key, leader(TRANSACTION_STATE_TOPIC, partition_for(key, txn_partitions))[0],
-                                           addresses, "the transactional id's partition has no owner at the moment"))
-            elif body.key_type == KEY_TYPE_TRANSACTION and not broker.transactions.loaded:
+                node, _epoch = self.view.leader(TRANSACTION_STATE_TOPIC,
+                                                partition_for(key, self.transactions.num_partitions))
+                entries.append(self.owner_entry(key, node, addresses,
+                                                "the transactional id's partition has no owner at the moment"))
+            elif body.key_type == KEY_TYPE_TRANSACTION and not self.transactions.loaded:
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                     error_message=None))
             elif body.key_type == KEY_TYPE_TRANSACTION:
-                host, port = broker.advertised
+                host, port = self.view.advertised
                 entries.append(FindCoordinatorResponse.Coordinator(
-                    key=key, node_id=broker.node_id, host=host, port=port, error_code=0, error_message=None))
+                    key=key, node_id=self.view.node_id, host=host, port=port, error_code=0, error_message=None))
             elif body.key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
                     error_message="kcoord coordinates consumer groups and transactions only (key types 0 "
                                   "and 1); share groups are not supported"))
             else:
-                entries.append(owner_entry(key, leader(OFFSETS_TOPIC, partition_for(key, offsets_partitions))[0],
-                                           addresses, "the group's partition has no owner at the moment"))
+                node, _epoch = self.view.leader(OFFSETS_TOPIC, partition_for(key, self.offsets_partitions))
+                entries.append(self.owner_entry(key, node, addresses,
+                                                "the group's partition has no owner at the moment"))
         if req.version >= 4:
             req.reply.set(FindCoordinatorResponse(coordinators=entries))
             return
@@ -174,23 +176,23 @@ def register(broker: Broker) -> None:
         req.reply.set(FindCoordinatorResponse(error_code=e.error_code, error_message=e.error_message,
                                               node_id=e.node_id, host=e.host, port=e.port))
 
-    def describe_configs(req: Request[DescribeConfigsRequest]) -> None:
+    def describe_configs(self, req: Request[DescribeConfigsRequest]) -> None:
         results = []
         for res in req.body.resources:
             configs: dict[str, str] = {}
             error, message = ErrorCode.NONE, None
             if res.resource_type == 2:  # topic
-                topic = broker.catalog.get(res.resource_name)
+                topic = self.catalog.get(res.resource_name)
                 if topic is None:
                     error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic"
                 else:
-                    configs = broker.topic_configs(topic)
+                    configs = self.admin.topic_configs(topic)
             elif res.resource_type == 4:  # broker
-                configs = {k: str(v) for k, v in broker.config.values.items()}
+                configs = dict(self.broker_configs)
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"resource type {res.resource_type} not supported"
             wanted = res.configuration_keys
-            secret = SECRET_PROPERTIES if res.resource_type == 4 else frozenset()
+            secret = self.secret_configs if res.resource_type == 4 else frozenset()
             entries = [DescribeConfigsResponse.Result.ResourceResult(
                 name=k, value=None if k in secret else v, read_only=False, config_source=5, is_sensitive=k in secret)
                 for k, v in sorted(configs.items()) if wanted is None or k in wanted]
@@ -198,9 +200,3 @@ def register(broker: Broker) -> None:
                 error_code=error, error_message=message, resource_type=res.resource_type,
                 resource_name=res.resource_name, configs=entries))
         req.reply.set(DescribeConfigsResponse(results=results))
-
-    router.register(ApiVersionsRequest, ApiVersionsResponse, api_versions)
-    router.register(MetadataRequest, MetadataResponse, metadata)
-    router.register(DescribeClusterRequest, DescribeClusterResponse, describe_cluster)
-    router.register(FindCoordinatorRequest, FindCoordinatorResponse, find_coordinator)
-    router.register(DescribeConfigsRequest, DescribeConfigsResponse, describe_configs)

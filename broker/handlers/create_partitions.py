@@ -10,15 +10,12 @@ and ListOffsets serve them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from broker.network.router import Request
-from broker.topics.catalog import TopicCatalog
+from broker.topics.catalog import Topic, TopicCatalog
 from protocol.errors import ErrorCode
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
-
-if TYPE_CHECKING:
-    from broker.server import Broker
 
 # Kafka's controller builds at most this many records per request (QuorumController's
 # MAX_RECORDS_PER_USER_OP, one record per new partition); more fails the topic that overflows.
@@ -91,8 +88,14 @@ def check_growth(catalog: TopicCatalog, node_id: int, topic: CreatePartitionsReq
     return additional
 
 
-def register(broker: Broker) -> None:
-    def create_partitions(req: Request[CreatePartitionsRequest]) -> None:
+class CreatePartitionsApi:
+    """CreatePartitions, over the topic catalog and the topic admin."""
+
+    def __init__(self, catalog: TopicCatalog, node_id: int, grow_topic: Callable[[str, int], Topic]) -> None:
+        self.catalog = catalog
+        self.node_id = node_id
+        self.grow_topic = grow_topic
+    def create_partitions(self, req: Request[CreatePartitionsRequest]) -> None:
         body = req.body
         seen: dict[str, int] = {}
         for t in body.topics:
@@ -106,9 +109,9 @@ def register(broker: Broker) -> None:
                 continue
             result = Result(name=t.name, error_code=ErrorCode.NONE, error_message=None)
             try:
-                budget -= check_growth(broker.catalog, broker.node_id, t, budget)
+                budget -= check_growth(self.catalog, self.node_id, t, budget)
                 if not body.validate_only:
-                    broker.grow_topic(t.name, t.count)
+                    self.grow_topic(t.name, t.count)
             except Refused as exc:
                 result.error_code, result.error_message = exc.error_code, exc.message
             except OSError as exc:
@@ -116,5 +119,3 @@ def register(broker: Broker) -> None:
                 result.error_message = f"the topic catalog could not be written: {exc}"
             results.append(result)
         req.reply.set(CreatePartitionsResponse(throttle_time_ms=0, results=results))
-
-    broker.router.register(CreatePartitionsRequest, CreatePartitionsResponse, create_partitions)

@@ -24,12 +24,12 @@ last stable offset in ``last_stable_offset``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import trio
 
 from broker.log_runtime.runtime import Partition
 from broker.network.router import Request
+from broker.topics.catalog import TopicCatalog
+from broker.topics.partitions import TopicLogs
 from protocol.errors import DecodeError, ErrorCode
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.record import CorruptBatchError
@@ -38,10 +38,9 @@ from protocol.record_compression import CompressionUnavailableError
 from protocol.record_conversion import UnconvertibleBatchError, down_convert, fetch_magic
 from storage.errors import LogClosedError, OffsetOutOfRangeError
 
-if TYPE_CHECKING:
-    from broker.server import Broker
-
 PartitionData = FetchResponse.FetchableTopicResponse.PartitionData
+# What a plan answers until it is evaluated (never sent: evaluation replaces it).
+_EMPTY = FetchResponse(responses=[])
 READ_COMMITTED = 1
 
 
@@ -75,17 +74,20 @@ class Plan:
     __slots__ = ("response", "size", "error", "states")
 
     def __init__(self) -> None:
-        self.response: Any = None
+        self.response = _EMPTY
         self.size = 0
         self.error = False
         self.states: list[Partition] = []
 
 
-def register(broker: Broker) -> None:
-    topic_logs = broker.topic_logs
-    catalog = broker.catalog
+class FetchApi:
+    """Fetch, over the topic logs."""
 
-    def evaluate(req: Request) -> Plan:
+    def __init__(self, topic_logs: TopicLogs, catalog: TopicCatalog) -> None:
+        self.topic_logs = topic_logs
+        self.catalog = catalog
+
+    def evaluate(self, req: Request[FetchRequest]) -> Plan:
         body = req.body
         plan = Plan()
         budget = body.max_bytes
@@ -94,7 +96,7 @@ def register(broker: Broker) -> None:
         magic = fetch_magic(req.version)
         topics = []
         for t in body.topics:
-            topic = catalog.by_id.get(t.topic_id) if req.version >= 13 else catalog.get(t.topic)
+            topic = self.catalog.by_id.get(t.topic_id) if req.version >= 13 else self.catalog.get(t.topic)
             missing = ErrorCode.UNKNOWN_TOPIC_ID if req.version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             parts = []
             for p in t.partitions:
@@ -103,7 +105,7 @@ def register(broker: Broker) -> None:
                                    aborted_transactions=[] if committed else None, preferred_read_replica=-1,
                                    records=b"")
                 parts.append(pd)
-                src = topic_logs.readable(topic, p.partition) if topic is not None else missing
+                src = self.topic_logs.readable(topic, p.partition) if topic is not None else missing
                 if isinstance(src, int):
                     pd.error_code = src
                     plan.error = True
@@ -113,7 +115,7 @@ def register(broker: Broker) -> None:
                 start = log.log_start_offset
                 txns = None
                 if topic is not None and not topic.internal:
-                    data_state = topic_logs.states.get((topic.name, p.partition))
+                    data_state = self.topic_logs.states.get((topic.name, p.partition))
                     txns = data_state.txns if data_state is not None else None
                 lso = hw if txns is None else txns.last_stable_offset(hw)
                 pd.high_watermark = hw
@@ -139,7 +141,7 @@ def register(broker: Broker) -> None:
                     plan.error = True
                     continue
                 if len(data) > limit and not first:
-                    continue  # a whole batch does not fit what is left; a later fetch gets it first
+                    continue  # a whole batch does not fit what is left; a later self.fetch gets it first
                 if magic < MAGIC and data:
                     converted = for_old_reader(data, magic, offset)
                     if isinstance(converted, int):
@@ -161,7 +163,7 @@ def register(broker: Broker) -> None:
         plan.response = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
         return plan
 
-    async def park(req: Request, deadline: float, states: list[Partition]) -> None:
+    async def park(self, req: Request[FetchRequest], deadline: float, states: list[Partition]) -> None:
         while True:
             woken = trio.Event()
             for s in states:
@@ -170,23 +172,21 @@ def register(broker: Broker) -> None:
                 await woken.wait()
             for s in states:
                 s.watchers.discard(woken)
-            plan = evaluate(req)
+            plan = self.evaluate(req)
             if plan.size >= req.body.min_bytes or plan.error or trio.current_time() >= deadline:
                 req.reply.set(plan.response)
                 return
             states = plan.states
 
-    def fetch(req: Request) -> None:
+    def fetch(self, req: Request[FetchRequest]) -> None:
         body = req.body
         if req.version >= 7 and (body.session_id != 0 or body.session_epoch not in (-1, 0)):
             # Incremental fetches need a session this broker never handed out.
             req.reply.set(FetchResponse(throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
                                         session_id=0, responses=[]))
             return
-        plan = evaluate(req)
+        plan = self.evaluate(req)
         if plan.size >= body.min_bytes or plan.error or body.max_wait_ms <= 0 or not body.topics:
             req.reply.set(plan.response)
             return
-        topic_logs.spawn(park, req, trio.current_time() + body.max_wait_ms / 1000, plan.states)
-
-    broker.router.register(FetchRequest, FetchResponse, fetch)
+        self.topic_logs.spawn(self.park, req, trio.current_time() + body.max_wait_ms / 1000, plan.states)

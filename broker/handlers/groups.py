@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, Protocol, TypeVar
 
-from broker.coordinator.consumer.heartbeat import error_response as consumer_heartbeat_error
+from broker.coordinator.consumer.heartbeat import error_response as consumer_heartbeat_response
 from broker.coordinator.context import RequestContext
 from broker.coordinator.partitioning import partition_for
 from broker.coordinator.result import Result
 from broker.coordinator.shard import GroupCoordinatorShard
-from broker.groups.shards import ShardRuntime
+from broker.groups.shards import ShardManager, ShardRuntime
 from broker.network.router import Request
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import (
@@ -39,59 +39,68 @@ from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteRes
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
-
-if TYPE_CHECKING:
-    from broker.server import Broker
+from protocol.schema import Data
 
 _NOT_REQUESTED = -2147483648
 _SHARD_CACHE_SIZE = 100_000
 
 
+class GroupRequest(Protocol):
+    """A request about one group."""
+
+    @property
+    def group_id(self) -> str: ...
+
+
+GroupBody = TypeVar("GroupBody", bound=GroupRequest)
+GroupReply = TypeVar("GroupReply", bound=Data)
+
+
 # ---- error responses (loading, write failures) ------------------------------------------------
 
-def join_error(req: Request, code: int) -> Any:
+def join_error(req: Request[JoinGroupRequest], code: int) -> JoinGroupResponse:
     return JoinGroupResponse(error_code=code, generation_id=-1, protocol_type=None,
                              protocol_name=None if req.version >= 7 else "", leader="",
                              member_id=req.body.member_id, members=[])
 
 
-def commit_error(req: Request, code: int) -> Any:
+def commit_error(req: Request[OffsetCommitRequest], code: int) -> OffsetCommitResponse:
     return OffsetCommitResponse(topics=[
         OffsetCommitResponse.Topic(name=t.name, topic_id=t.topic_id, partitions=[
             OffsetCommitResponse.Topic.Partition(partition_index=p.partition_index, error_code=code)
             for p in t.partitions]) for t in req.body.topics])
 
 
-def txn_commit_error(req: Request, code: int) -> Any:
+def txn_commit_error(req: Request[TxnOffsetCommitRequest], code: int) -> TxnOffsetCommitResponse:
     return TxnOffsetCommitResponse(topics=[
         TxnOffsetCommitResponse.Topic(name=t.name, partitions=[
             TxnOffsetCommitResponse.Topic.Partition(partition_index=p.partition_index, error_code=code)
             for p in t.partitions]) for t in req.body.topics])
 
 
-def leave_error(req: Request, code: int) -> Any:
+def leave_error(req: Request[LeaveGroupRequest], code: int) -> LeaveGroupResponse:
     return LeaveGroupResponse(error_code=code, members=[])
 
 
-def delete_offsets_error(req: Request, code: int) -> Any:
+def delete_offsets_error(req: Request[OffsetDeleteRequest], code: int) -> OffsetDeleteResponse:
     return OffsetDeleteResponse(error_code=code, topics=[])
 
 
-def describe_error(group_id: str, code: int) -> Any:
+def describe_error(group_id: str, code: int) -> DescribeGroupsResponse.DescribedGroup:
     return DescribeGroupsResponse.DescribedGroup(error_code=code, group_id=group_id, group_state="", protocol_type="",
                                                  protocol_data="", authorized_operations=_NOT_REQUESTED)
 
 
-def respond_offsets(req: Request, wanted: list[tuple[str, list[tuple[str, list[int]]] | None]],
-                    groups: list[tuple[str, int, list[Any]]]) -> None:
-    """Builds the OffsetFetch response of ``req`` (either layout) from each group's error and rows
+def offsets_response(version: int, wanted: list[tuple[str, list[tuple[str, list[int]]] | None]],
+                     groups: list[tuple[str, int, list[Any]]]) -> OffsetFetchResponse:
+    """The OffsetFetch response (either layout) from each group's error and rows
     ``(topic, partition, offset, leader epoch, metadata, error)``."""
     filled = []
     for (group_id, code, rows), (_, topics) in zip(groups, wanted):
         if code and topics is not None:
-            rows = [(t, p, -1, -1, "", code if req.version < 2 else 0) for t, ps in topics for p in ps]
+            rows = [(t, p, -1, -1, "", code if version < 2 else 0) for t, ps in topics for p in ps]
         filled.append((group_id, code, rows))
-    if req.version >= 8:
+    if version >= 8:
         out = []
         for group_id, code, rows in filled:
             by_topic: dict[str, list[Any]] = {}
@@ -101,89 +110,173 @@ def respond_offsets(req: Request, wanted: list[tuple[str, list[tuple[str, list[i
                     metadata=meta, error_code=err))
             out.append(OffsetFetchResponse.Group(group_id=group_id, error_code=code, topics=[
                 OffsetFetchResponse.Group.Topics(name=t, partitions=ps) for t, ps in by_topic.items()]))
-        req.reply.set(OffsetFetchResponse(groups=out))
-        return
+        return OffsetFetchResponse(groups=out)
     _group_id, code, rows = filled[0]
     by_topic = {}
     for topic, part, offset, epoch, meta, err in rows:
         by_topic.setdefault(topic, []).append(OffsetFetchResponse.Topic.Partition(
             partition_index=part, committed_offset=offset, committed_leader_epoch=epoch,
             metadata=meta, error_code=err))
-    req.reply.set(OffsetFetchResponse(
-        error_code=code if req.version >= 2 else 0,
-        topics=[OffsetFetchResponse.Topic(name=t, partitions=ps) for t, ps in by_topic.items()]))
+    return OffsetFetchResponse(
+        error_code=code if version >= 2 else 0,
+        topics=[OffsetFetchResponse.Topic(name=t, partitions=ps) for t, ps in by_topic.items()])
 
 
-_ERRORS: dict[Any, Callable[[Request, int], Any]] = {
-    JoinGroupRequest: join_error,
-    SyncGroupRequest: lambda req, code: SyncGroupResponse(error_code=code, assignment=b""),
-    HeartbeatRequest: lambda req, code: HeartbeatResponse(error_code=code),
-    LeaveGroupRequest: leave_error,
-    OffsetCommitRequest: commit_error,
-    TxnOffsetCommitRequest: txn_commit_error,
-    OffsetDeleteRequest: delete_offsets_error,
-    ConsumerGroupHeartbeatRequest: lambda req, code: consumer_heartbeat_error(code),
-}
+def sync_error(req: Request[SyncGroupRequest], code: int) -> SyncGroupResponse:
+    return SyncGroupResponse(error_code=code, assignment=b"")
 
 
-def register(broker: Broker) -> None:
-    shards = broker.shards
-    router = broker.router
+def heartbeat_error(req: Request[HeartbeatRequest], code: int) -> HeartbeatResponse:
+    return HeartbeatResponse(error_code=code)
 
-    shard_of: dict[str, ShardRuntime] = {}
 
-    def runtime_for(group_id: str) -> ShardRuntime:
-        # Every group request hashes its group id; remember the answer for the groups we see.
-        runtime = shard_of.get(group_id)
+def consumer_heartbeat_error(req: Request[ConsumerGroupHeartbeatRequest], code: int) -> ConsumerGroupHeartbeatResponse:
+    return consumer_heartbeat_response(code)
+
+
+def offset_fetch_error(req: Request[OffsetFetchRequest], code: int) -> OffsetFetchResponse:
+    """Every group asked for fails with ``code`` (its partitions, when named, with it)."""
+    body = req.body
+    if req.version >= 8:
+        wanted = [(g.group_id, None if g.topics is None else [(t.name, list(t.partition_indexes)) for t in g.topics])
+                  for g in body.groups]
+    else:
+        wanted = [(body.group_id, None if body.topics is None else
+                   [(t.name, list(t.partition_indexes)) for t in body.topics])]
+    return offsets_response(req.version, wanted, [(g, code, []) for g, _ in wanted])
+
+
+def describe_groups_error(req: Request[DescribeGroupsRequest], code: int) -> DescribeGroupsResponse:
+    return DescribeGroupsResponse(groups=[describe_error(g, code) for g in req.body.groups])
+
+
+def consumer_describe_failed(group_id: str, code: int) -> ConsumerGroupDescribeResponse.DescribedGroup:
+    return ConsumerGroupDescribeResponse.DescribedGroup(
+        error_code=code, error_message=None, group_id=group_id, group_state="", group_epoch=0, assignment_epoch=0,
+        assignor_name="", members=[])
+
+
+def consumer_describe_error(req: Request[ConsumerGroupDescribeRequest], code: int) -> ConsumerGroupDescribeResponse:
+    return ConsumerGroupDescribeResponse(groups=[consumer_describe_failed(g, code) for g in req.body.group_ids])
+
+
+def list_groups_error(req: Request[ListGroupsRequest], code: int) -> ListGroupsResponse:
+    return ListGroupsResponse(error_code=code, groups=[])
+
+
+def delete_groups_error(req: Request[DeleteGroupsRequest], code: int) -> DeleteGroupsResponse:
+    return DeleteGroupsResponse(results=[DeleteGroupsResponse.DeletableGroupResult(group_id=g, error_code=code)
+                                         for g in req.body.groups_names])
+
+
+class GroupRouting:
+    """Which shard runtime coordinates a group (by the hash of its id), remembered for the groups
+    seen: every group request asks."""
+
+    def __init__(self, shards: ShardManager) -> None:
+        self.shards = shards
+        self.shard_of: dict[str, ShardRuntime] = {}
+
+    def runtime_for(self, group_id: str) -> ShardRuntime:
+        runtime = self.shard_of.get(group_id)
         if runtime is None:
+            shard_of = self.shard_of
             if len(shard_of) >= _SHARD_CACHE_SIZE:
                 shard_of.clear()
+            shards = self.shards
             runtime = shard_of[group_id] = shards.runtimes[partition_for(group_id, shards.num_partitions)]
         return runtime
 
-    max_record_bytes = broker.config["message.max.bytes"]
-    authorizer = broker.security.authorizer
 
-    def single_group(request_message: Any, op_name: str, empty_id_invalid: bool = True,
-                     loading_code: int = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                     too_large: Callable[[Any], bool] | None = None) -> Callable[[Request], None]:
-        build_error = _ERRORS[request_message]
+class SingleGroupApi(Generic[GroupBody, GroupReply]):
+    """An API that reads and writes one group: the cheap checks Kafka makes before routing (group
+    id, owner, loading), then ``operation`` on the group's shard, answered once durable."""
 
-        def handle(req: Request) -> None:
-            group_id = req.body.group_id
-            if group_id is None or (empty_id_invalid and group_id == ""):
-                req.reply.set(build_error(req, ErrorCode.INVALID_GROUP_ID))
-                return
-            if too_large is not None and too_large(req.body):
-                # Kafka cannot write a record above the topic's max.message.bytes and answers the
-                # MESSAGE_TOO_LARGE of its log as UNKNOWN_SERVER_ERROR; the group is left as it was.
-                req.reply.set(build_error(req, ErrorCode.UNKNOWN_SERVER_ERROR))
-                return
-            runtime = runtime_for(group_id)
-            if not runtime.serving:
-                # Another node owns the group's partition (cluster mode): the client asks
-                # FindCoordinator again and follows the answer.
-                req.reply.set(build_error(req, ErrorCode.NOT_COORDINATOR))
-                return
-            if not runtime.loaded:
-                req.reply.set(build_error(req, loading_code))
-                return
-            body = req.body
+    __slots__ = ("runtime_for", "operation", "build_error", "empty_id_invalid", "loading_code", "too_large",
+                 "describable_topics")
 
-            def op(shard: Any, ctx: Any, now: int) -> Result:
-                return getattr(shard, op_name)(body, ctx, now)
+    def __init__(self, routing: GroupRouting,
+                 operation: Callable[[GroupCoordinatorShard, GroupBody, RequestContext, int], Result],
+                 build_error: Callable[[Request[GroupBody], int], GroupReply], *,
+                 describable_topics: Callable[[str, str], Callable[[str], bool]] | None,
+                 empty_id_invalid: bool = True, loading_code: int = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+                 too_large: Callable[[GroupBody], bool] | None = None) -> None:
+        self.runtime_for = routing.runtime_for
+        self.operation = operation
+        self.build_error = build_error
+        self.empty_id_invalid = empty_id_invalid
+        self.loading_code = loading_code
+        self.too_large = too_large
+        self.describable_topics = describable_topics
 
-            # The sender's Describe right on topics: a consumer group's regular expressions that its
-            # request resolves leave out the topics it may not describe.
-            may_describe = (None if authorizer is None
-                            else authorizer.describable_topics(req.conn.principal, req.conn.client_host))
-            # Kafka records the client's address as InetAddress.toString() does: "/127.0.0.1".
-            runtime.execute(op, req.reply.set, (req.version, req.header.client_id, "/" + req.conn.client_host),
-                            lambda code: build_error(req, code), group_id, may_describe)
+    def __call__(self, req: Request[GroupBody]) -> None:
+        group_id = req.body.group_id
+        build_error = self.build_error
+        if group_id is None or (self.empty_id_invalid and group_id == ""):
+            req.reply.set(build_error(req, ErrorCode.INVALID_GROUP_ID))
+            return
+        if self.too_large is not None and self.too_large(req.body):
+            # Kafka cannot write a record above the topic's max.message.bytes and answers the
+            # MESSAGE_TOO_LARGE of its log as UNKNOWN_SERVER_ERROR; the group is left as it was.
+            req.reply.set(build_error(req, ErrorCode.UNKNOWN_SERVER_ERROR))
+            return
+        runtime = self.runtime_for(group_id)
+        if not runtime.serving:
+            # Another node owns the group's partition (cluster mode): the client asks
+            # FindCoordinator again and follows the answer.
+            req.reply.set(build_error(req, ErrorCode.NOT_COORDINATOR))
+            return
+        if not runtime.loaded:
+            req.reply.set(build_error(req, self.loading_code))
+            return
+        body = req.body
+        operation = self.operation
 
-        return handle
+        def op(shard: GroupCoordinatorShard, ctx: RequestContext, now: int) -> Result:
+            return operation(shard, body, ctx, now)
 
-    def offset_fetch(req: Request) -> None:
+        # The sender's Describe right on topics: a consumer group's regular expressions that its
+        # request resolves leave out the topics it may not describe.
+        describable = self.describable_topics
+        may_describe = None if describable is None else describable(req.principal, req.client_host)
+        # Kafka records the client's address as InetAddress.toString() does: "/127.0.0.1".
+        runtime.execute(op, req.reply.set, req.version, req.client_id, "/" + req.client_host,
+                        lambda code: build_error(req, code), group_id, may_describe)
+
+
+class GroupApis:
+    """The group and offset APIs, over the shards of the group coordinator."""
+
+    def __init__(self, shards: ShardManager, max_record_bytes: int,
+                 describable_topics: Callable[[str, str], Callable[[str], bool]] | None) -> None:
+        self.shards = shards
+        self.routing = routing = GroupRouting(shards)
+        self.max_record_bytes = max_record_bytes
+        self.runtime_for = routing.runtime_for
+        Shard = GroupCoordinatorShard
+        self.join_group = SingleGroupApi(routing, Shard.join_group, join_error, describable_topics=describable_topics)
+        self.sync_group = SingleGroupApi(routing, Shard.sync_group, sync_error, describable_topics=describable_topics,
+                                         too_large=self._assignment_too_large)
+        # Heartbeats during a load answer NONE so that members are not kicked out by a failover.
+        self.heartbeat = SingleGroupApi(routing, Shard.heartbeat, heartbeat_error,
+                                        describable_topics=describable_topics, loading_code=ErrorCode.NONE)
+        self.leave_group = SingleGroupApi(routing, Shard.leave_group, leave_error,
+                                          describable_topics=describable_topics)
+        self.offset_commit = SingleGroupApi(routing, Shard.offset_commit, commit_error,
+                                            describable_topics=describable_topics, empty_id_invalid=False)
+        self.offset_delete = SingleGroupApi(routing, Shard.offset_delete, delete_offsets_error,
+                                            describable_topics=describable_topics)
+        self.txn_offset_commit = SingleGroupApi(routing, Shard.txn_offset_commit, txn_commit_error,
+                                                describable_topics=describable_topics)
+        # KIP-848: the group id is validated by the operation (INVALID_REQUEST, as Kafka answers).
+        self.consumer_group_heartbeat = SingleGroupApi(routing, Shard.consumer_group_heartbeat,
+                                                       consumer_heartbeat_error, describable_topics=describable_topics,
+                                                       empty_id_invalid=False)
+
+    def _assignment_too_large(self, body: SyncGroupRequest) -> bool:
+        return sum(len(a.assignment) + len(a.member_id) for a in body.assignments) > self.max_record_bytes
+
+    def offset_fetch(self, req: Request[OffsetFetchRequest]) -> None:
         body = req.body
         members: dict[str, tuple[str | None, int]] = {}
         if req.version >= 8:
@@ -198,7 +291,7 @@ def register(broker: Broker) -> None:
         groups: list[tuple[str, int, list[Any]]] = []
         read_from: list[tuple[ShardRuntime, str | None]] = []
         for group_id, topics in wanted:
-            runtime = runtime_for(group_id)
+            runtime = self.runtime_for(group_id)
             code: int
             rows: list[Any]
             if not runtime.serving:
@@ -215,17 +308,18 @@ def register(broker: Broker) -> None:
         def answer(durable: bool) -> None:
             if not durable:
                 # A write this read could see failed: the shard is rebuilding from its log.
-                respond_offsets(req, wanted, [(g, ErrorCode.NOT_COORDINATOR, []) for g, _, _ in groups])
+                req.reply.set(offsets_response(req.version, wanted,
+                                               [(g, ErrorCode.NOT_COORDINATOR, []) for g, _, _ in groups]))
             else:
-                respond_offsets(req, wanted, groups)
+                req.reply.set(offsets_response(req.version, wanted, groups))
 
-        shards.after_durable(read_from, answer)
+        self.shards.after_durable(read_from, answer)
 
-    def describe_groups(req: Request) -> None:
+    def describe_groups(self, req: Request[DescribeGroupsRequest]) -> None:
         out = []
         read_from: list[tuple[ShardRuntime, str | None]] = []
         for group_id in req.body.groups:
-            runtime = runtime_for(group_id)
+            runtime = self.runtime_for(group_id)
             if not runtime.serving:
                 out.append(describe_error(group_id, ErrorCode.NOT_COORDINATOR))
                 continue
@@ -239,22 +333,17 @@ def register(broker: Broker) -> None:
             groups = out if durable else [describe_error(g, ErrorCode.NOT_COORDINATOR) for g in req.body.groups]
             req.reply.set(DescribeGroupsResponse(groups=groups))
 
-        shards.after_durable(read_from, answer)
+        self.shards.after_durable(read_from, answer)
 
-    def consumer_group_describe(req: Request) -> None:
-        Described = ConsumerGroupDescribeResponse.DescribedGroup
-
-        def failed(group_id: str, code: int) -> Any:
-            return Described(error_code=code, error_message=None, group_id=group_id, group_state="", group_epoch=0,
-                             assignment_epoch=0, assignor_name="", members=[])
-
+    def consumer_group_describe(self, req: Request[ConsumerGroupDescribeRequest]) -> None:
+        failed = consumer_describe_failed
         out = []
         read_from: list[tuple[ShardRuntime, str | None]] = []
         for group_id in req.body.group_ids:
             if not group_id:
                 out.append(failed(group_id, ErrorCode.INVALID_GROUP_ID))
                 continue
-            runtime = runtime_for(group_id)
+            runtime = self.runtime_for(group_id)
             if not runtime.serving:
                 out.append(failed(group_id, ErrorCode.NOT_COORDINATOR))
                 continue
@@ -268,10 +357,10 @@ def register(broker: Broker) -> None:
             groups = out if durable else [failed(g, ErrorCode.NOT_COORDINATOR) for g in req.body.group_ids]
             req.reply.set(ConsumerGroupDescribeResponse(groups=groups))
 
-        shards.after_durable(read_from, answer)
+        self.shards.after_durable(read_from, answer)
 
-    def list_groups(req: Request) -> None:
-        if shards.loading:
+    def list_groups(self, req: Request[ListGroupsRequest]) -> None:
+        if self.shards.loading:
             req.reply.set(ListGroupsResponse(error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, groups=[]))
             return
         body = req.body
@@ -279,7 +368,7 @@ def register(broker: Broker) -> None:
         types = {t.lower() for t in body.types_filter} if req.version >= 5 and body.types_filter else None
         groups = []
         # The groups this node coordinates (in a cluster, clients ask every node and merge).
-        serving = shards.serving_runtimes()
+        serving = self.shards.serving_runtimes()
         for runtime in serving:
             groups.extend(runtime.shard.list_groups(states, types))
 
@@ -289,9 +378,9 @@ def register(broker: Broker) -> None:
             else:
                 req.reply.set(ListGroupsResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, groups=[]))
 
-        shards.after_durable([(runtime, None) for runtime in serving], answer)
+        self.shards.after_durable([(runtime, None) for runtime in serving], answer)
 
-    def delete_groups(req: Request) -> None:
+    def delete_groups(self, req: Request[DeleteGroupsRequest]) -> None:
         names = list(req.body.groups_names)
         results: list[Any] = [None] * len(names)
         remaining = [len(names)]
@@ -307,7 +396,7 @@ def register(broker: Broker) -> None:
             req.reply.set(DeleteGroupsResponse(results=[]))
             return
         for index, group_id in enumerate(names):
-            runtime = runtime_for(group_id)
+            runtime = self.runtime_for(group_id)
             if not runtime.serving:
                 done(index, Deleted(group_id=group_id, error_code=ErrorCode.NOT_COORDINATOR))
                 continue
@@ -322,29 +411,5 @@ def register(broker: Broker) -> None:
             def failed(code: int, gid: str = group_id) -> DeleteGroupsResponse.DeletableGroupResult:
                 return Deleted(group_id=gid, error_code=code)
 
-            runtime.execute(op, partial(done, index), (req.version, req.header.client_id, req.conn.client_host),
-                            failed, group_id)
+            runtime.execute(op, partial(done, index), req.version, req.client_id, req.client_host, failed, group_id)
 
-    router.register(JoinGroupRequest, JoinGroupResponse, single_group(JoinGroupRequest, "join_group"))
-    def assignment_too_large(body: Any) -> bool:
-        return sum(len(a.assignment) + len(a.member_id) for a in body.assignments) > max_record_bytes
-
-    router.register(SyncGroupRequest, SyncGroupResponse,
-                    single_group(SyncGroupRequest, "sync_group", too_large=assignment_too_large))
-    # Heartbeats during a load answer NONE so that members are not kicked out by a failover.
-    router.register(HeartbeatRequest, HeartbeatResponse,
-                    single_group(HeartbeatRequest, "heartbeat", loading_code=ErrorCode.NONE))
-    router.register(LeaveGroupRequest, LeaveGroupResponse, single_group(LeaveGroupRequest, "leave_group"))
-    router.register(OffsetCommitRequest, OffsetCommitResponse,
-                    single_group(OffsetCommitRequest, "offset_commit", empty_id_invalid=False), versions=(0, 9))
-    router.register(OffsetDeleteRequest, OffsetDeleteResponse, single_group(OffsetDeleteRequest, "offset_delete"))
-    router.register(TxnOffsetCommitRequest, TxnOffsetCommitResponse,
-                    single_group(TxnOffsetCommitRequest, "txn_offset_commit"), versions=(0, 4))
-    router.register(OffsetFetchRequest, OffsetFetchResponse, offset_fetch, versions=(0, 9))
-    router.register(DescribeGroupsRequest, DescribeGroupsResponse, describe_groups)
-    router.register(ListGroupsRequest, ListGroupsResponse, list_groups)
-    router.register(DeleteGroupsRequest, DeleteGroupsResponse, delete_groups)
-    # KIP-848: the group id is validated by the operation (INVALID_REQUEST, as Kafka answers).
-    router.register(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse,
-                    single_group(ConsumerGroupHeartbeatRequest, "consumer_group_heartbeat", empty_id_invalid=False))
-    router.register(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, consumer_group_describe)

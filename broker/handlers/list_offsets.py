@@ -12,18 +12,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from broker.network.router import Request
+from broker.topics.catalog import TopicCatalog
+from broker.topics.partitions import TopicLogs
 from protocol.errors import ErrorCode
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.record_batch import decode_records
 from storage.errors import StorageError
 from storage.layout import LOG
 from storage.partition_log import PartitionLog
-
-if TYPE_CHECKING:
-    from broker.server import Broker
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
 TIERED_ONLY = (-5, -6)
@@ -95,25 +94,28 @@ def legacy_offsets(log: PartitionLog, high_watermark: int, timestamp: int, max_n
     return found
 
 
-def register(broker: Broker) -> None:
-    topic_logs = broker.topic_logs
-    catalog = broker.catalog
+class ListOffsetsApi:
+    """ListOffsets, over the topic logs."""
 
-    def locate(name: str, partition: int, committed: bool) -> tuple[PartitionLog, int] | int:
+    def __init__(self, topic_logs: TopicLogs, catalog: TopicCatalog) -> None:
+        self.topic_logs = topic_logs
+        self.catalog = catalog
+
+    def locate(self, name: str, partition: int, committed: bool) -> tuple[PartitionLog, int] | int:
         """The log and the end of what the caller may see: the high watermark, or for
         read_committed (ListOffsets v2+) the last stable offset; or the partition's error code."""
-        topic = catalog.get(name)
+        topic = self.catalog.get(name)
         if topic is None:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        part = topic_logs.readable(topic, partition)
+        part = self.topic_logs.readable(topic, partition)
         if isinstance(part, int):
             # Another node leads it (cluster mode); a loading shard's log is as good as missing.
             return part if part == ErrorCode.NOT_LEADER_OR_FOLLOWER else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        state = topic_logs.states.get((name, partition)) if committed else None
+        state = self.topic_logs.states.get((name, partition)) if committed else None
         end = state.last_stable_offset if state is not None else part.high_watermark
         return part.log, end
 
-    def lookup(log: PartitionLog, hw: int, ts: int, version: int) -> tuple[int, int]:
+    def lookup(self, log: PartitionLog, hw: int, ts: int, version: int) -> tuple[int, int]:
         """(offset, timestamp) for one query; -1s when nothing matches."""
         if ts == LATEST:
             return hw, -1
@@ -129,7 +131,7 @@ def register(broker: Broker) -> None:
                 found = None
         return found if found is not None else (-1, -1)
 
-    def list_offsets(req: Request) -> None:
+    def list_offsets(self, req: Request[ListOffsetsRequest]) -> None:
         topics = []
         for t in req.body.topics:
             parts = []
@@ -138,7 +140,7 @@ def register(broker: Broker) -> None:
                                                                timestamp=-1, offset=-1, leader_epoch=-1,
                                                                old_style_offsets=[])
                 parts.append(out)
-                where = locate(t.name, p.partition_index, req.version >= 2 and req.body.isolation_level == 1)
+                where = self.locate(t.name, p.partition_index, req.version >= 2 and req.body.isolation_level == 1)
                 if isinstance(where, int):
                     out.error_code = where
                     continue
@@ -149,7 +151,7 @@ def register(broker: Broker) -> None:
                         out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
                 try:
-                    out.offset, out.timestamp = lookup(*where, p.timestamp, req.version)
+                    out.offset, out.timestamp = self.lookup(*where, p.timestamp, req.version)
                 except StorageError:
                     out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
@@ -157,5 +159,3 @@ def register(broker: Broker) -> None:
                     out.leader_epoch = LEADER_EPOCH
             topics.append(ListOffsetsResponse.Topic(name=t.name, partitions=parts))
         req.reply.set(ListOffsetsResponse(throttle_time_ms=0, topics=topics))
-
-    broker.router.register(ListOffsetsRequest, ListOffsetsResponse, list_offsets)

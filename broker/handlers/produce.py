@@ -18,15 +18,18 @@ from __future__ import annotations
 import struct
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from crc32c import crc32c
 
+from broker.cluster.node import ClusterNode
+from broker.cluster.peers import PeerClient
 from broker.log_runtime.runtime import BatchWrite
 from broker.network.router import Request
-from broker.topics.catalog import Topic
+from broker.topics.catalog import Topic, TopicCatalog
 from broker.topics.partitions import PartitionState, TopicLogs
 from broker.topics.producer_state import last_sequence
+from broker.transactions.service import TransactionService
+from broker.transactions.verification import RemoteVerification
 from protocol.errors import DecodeError, ErrorCode
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.record_batch import (
@@ -41,9 +44,6 @@ from protocol.record_batch import (
 from protocol.record_compression import CompressionUnavailableError
 from protocol.record_conversion import is_message_set, up_convert
 from storage.errors import StorageError
-
-if TYPE_CHECKING:
-    from broker.server import Broker
 
 PartitionResponse = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 _MAX_TIMESTAMP_OFFSET = 35
@@ -89,7 +89,7 @@ def inspect_batch(raw: bytes | None, max_message_bytes: int) -> RecordBatch:
     return batch
 
 
-def from_old_producer(raw: bytes) -> bytes:
+def from_old_producer(raw: bytes | None) -> bytes | None:
     """What a Produce v0-2 carries, as a record batch; raises ``Rejected``."""
     if not raw or not is_message_set(raw):
         return raw
@@ -143,7 +143,7 @@ def _verify_transaction(verify: TxnVerifier, state: PartitionState, producer_id:
         raise Rejected(code, ErrorCode(code).name)
 
 
-def submit(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any,
+def submit(topic_logs: TopicLogs, state: PartitionState, records: bytes | None, resp: PartitionResponse,
            on_done: Callable[[], None], verify: TxnVerifier | None = None) -> BatchWrite | int | None:
     """Validates one partition's batch and queues it, filling ``resp`` as far as known now.
     Returns the queued ``BatchWrite``; for a duplicate, the last offset of the original (whose
@@ -154,7 +154,9 @@ def submit(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any,
     transaction coordinator has the partition in that transaction; a batch that a hanging
     transaction would otherwise leave open for ever (sent after its transaction ended, or never
     added) is refused."""
-    batch = inspect_batch(raw, state.max_message_bytes)
+    batch = inspect_batch(records, state.max_message_bytes)
+    raw = records
+    assert raw is not None  # inspect_batch refuses a partition without records
     log = state.log
     if log.config.compact:
         _check_keys(batch)
@@ -207,64 +209,70 @@ def outcome(append: BatchWrite) -> tuple[int, str | None]:
     return ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write the log: {exc}"
 
 
-def register(broker: Broker) -> None:
-    topic_logs = broker.topic_logs
-    catalog = broker.catalog
+class ProduceApi:
+    """Produce, over the topic logs (and the transaction coordinator, which verifies transactional batches)."""
 
-    def resolve(req: Request, td: Any) -> tuple[Topic | None, int, str]:
+    def __init__(self, topic_logs: TopicLogs, catalog: TopicCatalog, transactions: TransactionService | None,
+                 clock: Callable[[], int], cluster: ClusterNode | None = None, peers: PeerClient | None = None) -> None:
+        """``transactions`` is None when transactional batches are not verified; in a cluster
+        (``cluster`` and ``peers``), a transactional id another node coordinates is verified there."""
+        self.topic_logs = topic_logs
+        self.catalog = catalog
+        self.transactions = transactions
+        self.clock = clock
+        self.remote: RemoteVerification | None = None
+        if transactions is not None and cluster is not None and peers is not None:
+            self.remote = RemoteVerification(transactions, cluster, peers, topic_logs, self.verifier)
+
+    def resolve(self, req: Request[ProduceRequest], td: ProduceRequest.TopicProduceData) -> tuple[Topic | None, int, str]:
         if req.version >= 13:
-            topic = catalog.by_id.get(td.topic_id)
+            topic = self.catalog.by_id.get(td.topic_id)
             if topic is None:
                 return None, ErrorCode.UNKNOWN_TOPIC_ID, "unknown topic id"
         else:
-            topic = catalog.get(td.name)
+            topic = self.catalog.get(td.name)
             if topic is None:
                 return None, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition."
         if topic.internal:
             return None, ErrorCode.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic.name}"
         return topic, 0, ""
 
-    verification = broker.config["transaction.partition.verification.enable"]
 
-    def verifier(body: Any) -> TxnVerifier | None:
+    def verifier(self, body: ProduceRequest) -> TxnVerifier | None:
         """The request's check, built once per request and only for a transactional producer."""
-        service = broker.transactions
+        service = self.transactions
         txn_id = body.transactional_id
-        if not verification or not txn_id:
+        if service is None or not txn_id:
             return None
+
+        clock = self.clock
 
         def verify(topic: str, partition: int, producer_id: int, epoch: int) -> int:
             code = service.error_for(txn_id)
             if code:
                 return code
             result = service.coordinator.add_partitions(txn_id, producer_id, epoch, [(topic, partition)],
-                                                        broker.clock(), verify_only=True)
+                                                        clock(), verify_only=True)
             return result.partition_errors.get((topic, partition), result.error)
 
         return verify
 
-    # In a cluster, a transactional id coordinated by another node is checked there.
-    remote = None
-    if verification and broker.cluster is not None and broker.peers is not None:
-        from broker.transactions.verification import RemoteVerification
-
-        remote = RemoteVerification(broker.transactions, broker.cluster, broker.peers, topic_logs, verifier)
-
-    def produce(req: Request) -> None:
+    def produce(self, req: Request[ProduceRequest]) -> None:
+        remote = self.remote
         if remote is not None and (req.body.transactional_id or req.conn.conn_id in remote.queues):
-            remote.submit(req.conn.conn_id, req.body, lambda verify: serve(req, verify))
+            # In a cluster, a transactional id coordinated by another node is checked there.
+            remote.submit(req.conn.conn_id, req.body, lambda verify: self.serve(req, verify))
         else:
-            serve(req, verifier(req.body))
+            self.serve(req, self.verifier(req.body))
 
-    def serve(req: Request, verify: TxnVerifier | None) -> None:
+    def serve(self, req: Request[ProduceRequest], verify: TxnVerifier | None) -> None:
         body = req.body
         acks = body.acks
-        appends: list[tuple[Any, PartitionState, BatchWrite]] = []
-        duplicates: list[tuple[Any, PartitionState, int]] = []
+        appends: list[tuple[PartitionResponse, PartitionState, BatchWrite]] = []
+        duplicates: list[tuple[PartitionResponse, PartitionState, int]] = []
         failed = False
         topics = []
         outstanding = 0
-        response: Any = None
 
         def done() -> None:
             nonlocal outstanding
@@ -283,10 +291,10 @@ def register(broker: Broker) -> None:
                         answer()
 
                 for state in waiting.values():
-                    topic_logs.when_durable(state, one)
+                    self.topic_logs.when_durable(state, one)
 
         for td in body.topic_data:
-            topic, topic_error, topic_message = resolve(req, td)
+            topic, topic_error, topic_message = self.resolve(req, td)
             parts = []
             for pd in td.partition_data:
                 resp = PartitionResponse(index=pd.index, error_code=0, base_offset=-1, log_append_time_ms=-1,
@@ -297,12 +305,12 @@ def register(broker: Broker) -> None:
                         raise Rejected(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {acks}")
                     if topic is None:
                         raise Rejected(topic_error, topic_message)
-                    state = topic_logs.get(topic.name, pd.index)
+                    state = self.topic_logs.get(topic.name, pd.index)
                     if state is None:
-                        raise Rejected(topic_logs.not_served(topic, pd.index),
+                        raise Rejected(self.topic_logs.not_served(topic, pd.index),
                                        "This server does not host this topic-partition.")
                     raw = pd.records if req.version >= 3 else from_old_producer(pd.records)
-                    queued = submit(topic_logs, state, raw, resp, done, verify)
+                    queued = submit(self.topic_logs, state, raw, resp, done, verify)
                     if isinstance(queued, BatchWrite):
                         outstanding += 1
                         appends.append((resp, state, queued))
@@ -343,5 +351,3 @@ def register(broker: Broker) -> None:
         if outstanding == 0:
             outstanding = 1
             done()
-
-    broker.router.register(ProduceRequest, ProduceResponse, produce, versions=(0, ProduceRequest.valid.high))

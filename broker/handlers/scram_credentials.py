@@ -5,11 +5,13 @@ etcd in a cluster); new credentials are used by the next authentication, on ever
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING
 
 from broker.cluster.etcd import EtcdError
+from broker.log_runtime.runtime import Spawner
 from broker.network.router import Request
 from broker.observability import logs
+from broker.security.credentials import CredentialStore
+from broker.security.etcd_store import EtcdSecurityStore
 from broker.security.scram import (
     MAX_ITERATIONS,
     MECHANISM_BY_CODE,
@@ -27,30 +29,31 @@ from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsResponse,
 )
 
-if TYPE_CHECKING:
-    from broker.server import Broker
 
+class ScramCredentialApis:
+    """DescribeUserScramCredentials and AlterUserScramCredentials, over the credential store."""
 
-def register(broker: Broker) -> None:
-    store = broker.security.credentials
-    etcd_store = broker.security.etcd_store
+    def __init__(self, store: CredentialStore, etcd_store: EtcdSecurityStore | None, tasks: Spawner) -> None:
+        self.store = store
+        self.etcd_store = etcd_store
+        self.tasks = tasks
 
-    def describe(req: Request[DescribeUserScramCredentialsRequest]) -> None:
+    def describe(self, req: Request[DescribeUserScramCredentialsRequest]) -> None:
         Result = DescribeUserScramCredentialsResponse.Result
         Info = Result.CredentialInfo
-        asked = sorted(store.users) if req.body.users is None else [u.name for u in req.body.users]
+        asked = sorted(self.store.users) if req.body.users is None else [u.name for u in req.body.users]
         counts = Counter(asked)
         results = []
         for user in dict.fromkeys(asked):
             if counts[user] > 1:
                 results.append(Result(user=user, error_code=ErrorCode.DUPLICATE_RESOURCE,
-                                      error_message=f"Cannot describe SCRAM credentials for the same user twice "
+                                      error_message=f"Cannot self.describe SCRAM credentials for the same user twice "
                                                     f"in a single request: {user}", credential_infos=[]))
                 continue
-            mechanisms = store.users.get(user)
+            mechanisms = self.store.users.get(user)
             if not mechanisms:
                 results.append(Result(user=user, error_code=ErrorCode.RESOURCE_NOT_FOUND,
-                                      error_message=f"Attempt to describe a user credential that does not "
+                                      error_message=f"Attempt to self.describe a user credential that does not "
                                                     f"exist: {user}", credential_infos=[]))
                 continue
             results.append(Result(user=user, error_code=ErrorCode.NONE, error_message=None, credential_infos=[
@@ -58,7 +61,7 @@ def register(broker: Broker) -> None:
         req.reply.set(DescribeUserScramCredentialsResponse(error_code=ErrorCode.NONE, error_message=None,
                                                            results=results))
 
-    def alter(req: Request[AlterUserScramCredentialsRequest]) -> None:
+    def alter(self, req: Request[AlterUserScramCredentialsRequest]) -> None:
         body = req.body
         errors: dict[str, tuple[int, str]] = {}
         seen = Counter([(d.name, d.mechanism) for d in body.deletions] +
@@ -70,7 +73,7 @@ def register(broker: Broker) -> None:
 
         for (user, mechanism), count in seen.items():
             if count > 1:
-                reject(user, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same "
+                reject(user, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be self.altered twice in the same "
                                                            "request")
             if not user:
                 reject(user, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
@@ -84,52 +87,49 @@ def register(broker: Broker) -> None:
                 reject(u.name, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty")
         for d in body.deletions:
             mechanism_name = MECHANISM_BY_CODE.get(d.mechanism)
-            if mechanism_name is not None and store.lookup(d.name, mechanism_name) is None:
+            if mechanism_name is not None and self.store.lookup(d.name, mechanism_name) is None:
                 reject(d.name, ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not "
                                                              "exist")
         deletes = [(d.name, MECHANISM_BY_CODE[d.mechanism]) for d in body.deletions if d.name not in errors]
         upserts = [(u.name, ScramCredential.from_salted_password(MECHANISM_BY_CODE[u.mechanism], u.salt, u.iterations,
                                                                  u.salted_password))
                    for u in body.upsertions if u.name not in errors]
-        if etcd_store is not None and (deletes or upserts):
-            broker.logs.spawn(alter_in_etcd, req, users, errors, deletes, upserts)
+        if self.etcd_store is not None and (deletes or upserts):
+            self.tasks.spawn(self.alter_in_etcd, req, users, errors, deletes, upserts)
             return
         changed = False
         for user, mechanism_name in deletes:
-            changed |= store.delete(user, mechanism_name)
+            changed |= self.store.delete(user, mechanism_name)
         for user, credential in upserts:
-            store.upsert(user, credential)
+            self.store.upsert(user, credential)
             changed = True
         if changed:
-            store.save()  # durable before the answer
-            altered(req, users, errors)
-        answer(req, users, errors)
+            self.store.save()  # durable before the self.answer
+            self.altered(req, users, errors)
+        self.answer(req, users, errors)
 
-    async def alter_in_etcd(req: Request[AlterUserScramCredentialsRequest], users: list[str],
+    async def alter_in_etcd(self, req: Request[AlterUserScramCredentialsRequest], users: list[str],
                             errors: dict[str, tuple[int, str]], deletes: list[tuple[str, str]],
                             upserts: list[tuple[str, ScramCredential]]) -> None:
-        assert etcd_store is not None
+        assert self.etcd_store is not None
         try:
-            await etcd_store.alter_credentials(upserts, deletes)  # committed in etcd before the answer
+            await self.etcd_store.alter_credentials(upserts, deletes)  # committed in etcd before the self.answer
         except EtcdError as exc:
             logs.warn("scram.etcd_write_failed", error=str(exc)[:200])
             for user in users:
                 errors.setdefault(user, (ErrorCode.UNKNOWN_SERVER_ERROR, "etcd is unavailable"))
         else:
-            altered(req, users, errors)
-        answer(req, users, errors)
+            self.altered(req, users, errors)
+        self.answer(req, users, errors)
 
-    def altered(req: Request[AlterUserScramCredentialsRequest], users: list[str],
+    def altered(self, req: Request[AlterUserScramCredentialsRequest], users: list[str],
                 errors: dict[str, tuple[int, str]]) -> None:
         logs.event("scram.credentials_altered", users=",".join(u for u in users if u not in errors),
                    principal=req.conn.principal)
 
-    def answer(req: Request[AlterUserScramCredentialsRequest], users: list[str],
+    def answer(self, req: Request[AlterUserScramCredentialsRequest], users: list[str],
                errors: dict[str, tuple[int, str]]) -> None:
         Result = AlterUserScramCredentialsResponse.Result
         req.reply.set(AlterUserScramCredentialsResponse(results=[
             Result(user=user, error_code=errors.get(user, (0, None))[0], error_message=errors.get(user, (0, None))[1])
             for user in users]))
-
-    broker.router.register(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, describe)
-    broker.router.register(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, alter)

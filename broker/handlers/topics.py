@@ -2,28 +2,30 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from broker.network.router import Request
-from broker.topics.catalog import TopicError
+from broker.topics.admin import TopicAdmin
+from broker.topics.catalog import TopicCatalog, TopicError
 from broker.topics.changes import Settlement
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 
-if TYPE_CHECKING:
-    from broker.server import Broker
 
+class TopicApis:
+    """CreateTopics and DeleteTopics, over the topic admin."""
 
-def register(broker: Broker) -> None:
-    def create_topics(req: Request[CreateTopicsRequest]) -> None:
+    def __init__(self, admin: TopicAdmin, catalog: TopicCatalog, default_partitions: int) -> None:
+        self.admin = admin
+        self.catalog = catalog
+        self.default_partitions = default_partitions
+    def create_topics(self, req: Request[CreateTopicsRequest]) -> None:
         results = []
         for t in req.body.topics:
             partitions = t.num_partitions
             if t.assignments:
                 partitions = len(t.assignments)
             if partitions == -1:
-                partitions = broker.config["num.partitions"]
+                partitions = self.default_partitions
             rf = t.replication_factor
             configs = {c.name: c.value for c in t.configs if c.value is not None}
             result = CreateTopicsResponse.CreatableTopicResult(name=t.name, error_code=0, error_message=None)
@@ -34,7 +36,7 @@ def register(broker: Broker) -> None:
                                        "are registered."
             else:
                 try:
-                    topic = broker.create_topic(t.name, partitions, configs, validate_only=req.body.validate_only)
+                    topic = self.admin.create_topic(t.name, partitions, configs, validate_only=req.body.validate_only)
                 except TopicError as exc:
                     result.error_code = exc.error_code
                     result.error_message = str(exc)
@@ -44,11 +46,11 @@ def register(broker: Broker) -> None:
                     result.replication_factor = 1
                     result.configs = [CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs(
                         name=k, value=v, read_only=False, config_source=5, is_sensitive=False)
-                        for k, v in sorted(broker.topic_configs(topic).items())]
+                        for k, v in sorted(self.admin.topic_configs(topic).items())]
             results.append(result)
         req.reply.set(CreateTopicsResponse(topics=results))
 
-    def delete_topics(req: Request[DeleteTopicsRequest]) -> None:
+    def delete_topics(self, req: Request[DeleteTopicsRequest]) -> None:
         body = req.body
         if req.version >= 6:
             wanted = [(t.name, t.topic_id) for t in body.topics]
@@ -61,7 +63,7 @@ def register(broker: Broker) -> None:
         settled = Settlement(lambda: req.reply.set(DeleteTopicsResponse(responses=results)))
         for name, topic_id in wanted:
             if name is None:
-                topic = broker.catalog.by_id.get(topic_id)
+                topic = self.catalog.by_id.get(topic_id)
                 name = topic.name if topic else None
             result = DeleteTopicsResponse.DeletableTopicResult(name=name, topic_id=topic_id, error_code=0)
             if name is None:
@@ -69,13 +71,10 @@ def register(broker: Broker) -> None:
                 result.error_message = "unknown topic id"
             else:
                 try:
-                    topic = broker.delete_topic(name, settled)
+                    topic = self.admin.delete_topic(name, settled)
                     result.topic_id = topic.topic_id
                 except TopicError as exc:
                     result.error_code = exc.error_code
                     result.error_message = str(exc)
             results.append(result)
         settled.close()
-
-    broker.router.register(CreateTopicsRequest, CreateTopicsResponse, create_topics)
-    broker.router.register(DeleteTopicsRequest, DeleteTopicsResponse, delete_topics)

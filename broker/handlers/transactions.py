@@ -1,6 +1,10 @@
-"""The transaction coordinator's APIs: InitProducerId with a transactional id, AddPartitionsToTxn,
-AddOffsetsToTxn, EndTxn, DescribeTransactions and ListTransactions (TxnOffsetCommit goes to the
-group coordinator, ``broker.handlers.groups``).
+"""The transaction coordinator's APIs: InitProducerId, AddPartitionsToTxn, AddOffsetsToTxn, EndTxn,
+DescribeTransactions and ListTransactions (TxnOffsetCommit goes to the group coordinator,
+``broker.handlers.groups``).
+
+InitProducerId without a transactional id gets a fresh producer id at epoch 0 on every call, as
+Kafka answers idempotent producers (an epoch bump request gets a new id too); with one, the
+transaction coordinator's answer. v6 (KIP-939, unstable in Kafka) is not advertised.
 
 Every answer leaves once the records of the operation, and whatever was queued before them on
 the transactional id's ``__transaction_state`` partition, are durable. While the coordinator loads
@@ -10,13 +14,15 @@ the transactional id's ``__transaction_state`` partition, are durable. While the
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from broker.coordinator.partitioning import partition_for
-from broker.handlers import init_producer_id as init_producer_id_handler
-from broker.handlers import write_txn_markers
+from broker.log_runtime.runtime import Partition
 from broker.network.router import Request
-from broker.topics.catalog import OFFSETS_TOPIC
+from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog
+from broker.topics.producer_state import ProducerIdAllocator
+from broker.transactions.service import TransactionService
 from broker.txn_coordinator.coordinator import TxnResult
 from broker.txn_coordinator.metadata import TxnState
 from protocol.errors import ErrorCode
@@ -27,16 +33,15 @@ from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 
-if TYPE_CHECKING:
-    from broker.server import Broker
-
 # EndTxn v5 belongs to transactions version 2 (KIP-890 part 2: the epoch rises with every
 # transaction), which this coordinator does not implement. AddPartitionsToTxn v5 only adds an error
 # code this coordinator never answers.
 END_TXN_MAX_VERSION = 4
 ADD_PARTITIONS_MAX_VERSION = 5
+INIT_PRODUCER_ID_MAX_VERSION = 5
 
 TopicResult = AddPartitionsToTxnResponse.TopicResult
+AddPartitionsTransaction = AddPartitionsToTxnRequest.Transaction
 PartitionResult = TopicResult.PartitionResult
 
 
@@ -47,20 +52,35 @@ def fenced_code(error: int, version: int, first_version_with_fenced: int) -> int
     return error
 
 
-def _topic_results(errors: dict[tuple[str, int], int], topics: Any) -> list[Any]:
+def _topic_results(errors: dict[tuple[str, int], int],
+                   topics: Sequence[AddPartitionsToTxnRequest.Topic | AddPartitionsTransaction.Topic]) -> list[Any]:
+    """Each partition's error, in either layout (v3 and below, or one transaction's of v4+: the
+    same fields)."""
     return [TopicResult(name=t.name, results_by_partition=[
         PartitionResult(partition_index=p, partition_error_code=errors.get((t.name, p), 0)) for p in t.partitions])
         for t in topics]
 
 
-def register(broker: Broker) -> None:
-    service = broker.transactions
-    coordinator = service.coordinator
-    router = broker.router
-    catalog = broker.catalog
-    offsets_partitions = broker.config["offsets.topic.num.partitions"]
+class TransactionApis:
+    """The transaction coordinator's APIs, over its service (broker/transactions/service.py)."""
 
-    def init_producer_id(req: Request[InitProducerIdRequest]) -> None:
+    def __init__(self, service: TransactionService, catalog: TopicCatalog, offsets_partitions: int,
+                 producer_ids: ProducerIdAllocator, clock: Callable[[], int]) -> None:
+        self.service = service
+        self.coordinator = service.coordinator
+        self.catalog = catalog
+        self.offsets_partitions = offsets_partitions
+        self.producer_ids = producer_ids
+        self.clock = clock
+
+    def init_producer_id(self, req: Request[InitProducerIdRequest]) -> None:
+        if req.body.transactional_id is None:
+            req.reply.set(InitProducerIdResponse(throttle_time_ms=0, error_code=0,
+                                                 producer_id=self.producer_ids.next_id(), producer_epoch=0))
+            return
+        self._init_transactional_producer(req)
+
+    def _init_transactional_producer(self, req: Request[InitProducerIdRequest]) -> None:
         body = req.body
         txn_id = body.transactional_id
         assert txn_id is not None
@@ -69,12 +89,12 @@ def register(broker: Broker) -> None:
             req.reply.set(InitProducerIdResponse(throttle_time_ms=0, error_code=fenced_code(error, req.version, 4),
                                                  producer_id=pid, producer_epoch=epoch))
 
-        code = service.error_for(txn_id)
+        code = self.service.error_for(txn_id)
         if code:
             reply(code)
             return
-        result = coordinator.init_producer_id(txn_id, body.transaction_timeout_ms, body.producer_id,
-                                              body.producer_epoch, broker.clock())
+        result = self.coordinator.init_producer_id(txn_id, body.transaction_timeout_ms, body.producer_id,
+                                              body.producer_epoch, self.clock())
 
         def done(ok: bool) -> None:
             if not ok:
@@ -84,12 +104,12 @@ def register(broker: Broker) -> None:
             else:
                 reply(0, result.producer_id, result.producer_epoch)
 
-        service.apply(result, txn_id, done)
+        self.service.apply(result, txn_id, done)
 
-    def add_partitions(req: Request[AddPartitionsToTxnRequest]) -> None:
+    def add_partitions(self, req: Request[AddPartitionsToTxnRequest]) -> None:
         body = req.body
         if req.version >= 4:
-            add_partitions_batched(req)
+            self.add_partitions_batched(req)
             return
 
         def reply(errors: dict[tuple[str, int], int]) -> None:
@@ -97,105 +117,105 @@ def register(broker: Broker) -> None:
                 {k: fenced_code(v, req.version, 2) for k, v in errors.items()}, body.v3_and_below_topics)))
 
         wanted = [(t.name, p) for t in body.v3_and_below_topics for p in t.partitions]
-        code = service.error_for(body.v3_and_below_transactional_id)
+        code = self.service.error_for(body.v3_and_below_transactional_id)
         if code:
             reply(dict.fromkeys(wanted, code))
             return
-        unknown = {tp for tp in wanted if not _known(tp)}
+        unknown = {tp for tp in wanted if not self._known(tp)}
         if unknown:
             # Kafka's answer: the unknown partitions fail, the others were not attempted.
             reply({tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
                    for tp in wanted})
             return
         txn_id = body.v3_and_below_transactional_id
-        result = coordinator.add_partitions(txn_id, body.v3_and_below_producer_id,
-                                            body.v3_and_below_producer_epoch, wanted, broker.clock())
-        service.apply(result, txn_id, lambda ok: reply(result.partition_errors if ok else
+        result = self.coordinator.add_partitions(txn_id, body.v3_and_below_producer_id,
+                                            body.v3_and_below_producer_epoch, wanted, self.clock())
+        self.service.apply(result, txn_id, lambda ok: reply(result.partition_errors if ok else
                                                        dict.fromkeys(wanted, ErrorCode.NOT_COORDINATOR)))
 
-    def _known(tp: tuple[str, int]) -> bool:
-        topic = catalog.get(tp[0])
+    def _known(self, tp: tuple[str, int]) -> bool:
+        topic = self.catalog.get(tp[0])
         return topic is not None and not topic.internal and 0 <= tp[1] < topic.partitions
 
-    def add_partitions_batched(req: Request[AddPartitionsToTxnRequest]) -> None:
+    def add_partitions_batched(self, req: Request[AddPartitionsToTxnRequest]) -> None:
         """v4+: several transactions, each added to or only verified (KIP-890)."""
         body = req.body
         Result = AddPartitionsToTxnResponse.Result
-        results: list[Any] = [None] * len(body.transactions)
+        results: list[AddPartitionsToTxnResponse.Result | None] = [None] * len(body.transactions)
         left = [len(body.transactions)]
 
-        def settle(i: int, txn: Any, errors: dict[tuple[str, int], int]) -> None:
+        def settle(i: int, txn: AddPartitionsTransaction, errors: dict[tuple[str, int], int]) -> None:
             results[i] = Result(transactional_id=txn.transactional_id, topic_results=_topic_results(errors, txn.topics))
             left[0] -= 1
             if left[0] == 0:
-                req.reply.set(AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0,
-                                                         results_by_transaction=results))
+                req.reply.set(AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0, results_by_transaction=[
+                    r for r in results if r is not None]))
 
         if not body.transactions:
             req.reply.set(AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0, results_by_transaction=[]))
             return
         for i, txn in enumerate(body.transactions):
             wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
-            code = service.error_for(txn.transactional_id)
+            code = self.service.error_for(txn.transactional_id)
             if code:
                 settle(i, txn, dict.fromkeys(wanted, code))
                 continue
-            unknown = {tp for tp in wanted if not _known(tp)}
+            unknown = {tp for tp in wanted if not self._known(tp)}
             if unknown:
                 settle(i, txn, {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
                                 else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted})
                 continue
-            result: TxnResult = coordinator.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
-                                                           wanted, broker.clock(), verify_only=txn.verify_only)
+            result: TxnResult = self.coordinator.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
+                                                           wanted, self.clock(), verify_only=txn.verify_only)
 
-            def done(ok: bool, i: int = i, txn: Any = txn, result: TxnResult = result,
+            def done(ok: bool, i: int = i, txn: AddPartitionsTransaction = txn, result: TxnResult = result,
                      wanted: list[tuple[str, int]] = wanted) -> None:
                 settle(i, txn, result.partition_errors if ok else dict.fromkeys(wanted, ErrorCode.NOT_COORDINATOR))
 
-            service.apply(result, txn.transactional_id, done)
+            self.service.apply(result, txn.transactional_id, done)
 
-    def add_offsets(req: Request[AddOffsetsToTxnRequest]) -> None:
+    def add_offsets(self, req: Request[AddOffsetsToTxnRequest]) -> None:
         body = req.body
 
         def reply(error: int) -> None:
             req.reply.set(AddOffsetsToTxnResponse(throttle_time_ms=0, error_code=fenced_code(error, req.version, 2)))
 
-        code = service.error_for(body.transactional_id)
+        code = self.service.error_for(body.transactional_id)
         if code:
             reply(code)
             return
-        tp = (OFFSETS_TOPIC, partition_for(body.group_id, offsets_partitions))
-        result = coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch, [tp],
-                                            broker.clock())
-        service.apply(result, body.transactional_id,
+        tp = (OFFSETS_TOPIC, partition_for(body.group_id, self.offsets_partitions))
+        result = self.coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch, [tp],
+                                            self.clock())
+        self.service.apply(result, body.transactional_id,
                       lambda ok: reply(result.error if ok else ErrorCode.NOT_COORDINATOR))
 
-    def end_txn(req: Request[EndTxnRequest]) -> None:
+    def end_txn(self, req: Request[EndTxnRequest]) -> None:
         body = req.body
 
         def reply(error: int) -> None:
             req.reply.set(EndTxnResponse(throttle_time_ms=0, error_code=fenced_code(error, req.version, 2)))
 
-        code = service.error_for(body.transactional_id)
+        code = self.service.error_for(body.transactional_id)
         if code:
             reply(code)
             return
-        result = coordinator.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed,
-                                     broker.clock())
+        result = self.coordinator.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed,
+                                     self.clock())
         # Kafka answers once PrepareCommit/PrepareAbort is durable and lets the producer's next
         # AddPartitionsToTxn meet CONCURRENT_TRANSACTIONS until the markers are written, which
         # costs the producer a retry backoff (100 ms in librdkafka) per transaction. Here EndTxn
         # answers once the transaction has completed: the markers take a few milliseconds and the
         # producer can begin the next transaction at once.
-        service.apply(result, body.transactional_id,
+        self.service.apply(result, body.transactional_id,
                       lambda ok: reply(result.error if ok else ErrorCode.NOT_COORDINATOR), until_complete=True)
 
-    def describe_transactions(req: Request[DescribeTransactionsRequest]) -> None:
+    def describe_transactions(self, req: Request[DescribeTransactionsRequest]) -> None:
         State = DescribeTransactionsResponse.TransactionState
         out = []
         for txn_id in req.body.transactional_ids:
-            serving = service.error_for(txn_id) if txn_id else ErrorCode.NONE
-            meta = coordinator.txns.get(txn_id) if not serving else None
+            serving = self.service.error_for(txn_id) if txn_id else ErrorCode.NONE
+            meta = self.coordinator.txns.get(txn_id) if not serving else None
             if serving or not txn_id or meta is None or meta.state is TxnState.DEAD:
                 code = (serving if serving else
                         ErrorCode.INVALID_REQUEST if not txn_id else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
@@ -210,20 +230,20 @@ def register(broker: Broker) -> None:
                              transaction_timeout_ms=meta.timeout_ms, transaction_start_time_ms=meta.start_ms,
                              producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
                              topics=[State.TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()]))
-        waits = list(service.parts.values())
-        _after(waits, lambda: req.reply.set(DescribeTransactionsResponse(throttle_time_ms=0,
+        waits = list(self.service.parts.values())
+        self._after(waits, lambda: req.reply.set(DescribeTransactionsResponse(throttle_time_ms=0,
                                                                           transaction_states=out)))
 
-    def list_transactions(req: Request[ListTransactionsRequest]) -> None:
+    def list_transactions(self, req: Request[ListTransactionsRequest]) -> None:
         body = req.body
-        if not service.loaded:
+        if not self.service.loaded:
             req.reply.set(ListTransactionsResponse(throttle_time_ms=0, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
                                                    unknown_state_filters=[], transaction_states=[]))
             return
         known = {s for s in body.state_filters if TxnState.from_name(s) is not None}
         unknown = [s for s in body.state_filters if s not in known]
         duration = body.duration_filter if req.version >= 1 else -1
-        listed = coordinator.listed(known, set(body.producer_id_filters), duration, broker.clock())
+        listed = self.coordinator.listed(known, set(body.producer_id_filters), duration, self.clock())
         pattern = body.transactional_id_pattern if req.version >= 2 else None
         if pattern:
             try:
@@ -238,10 +258,11 @@ def register(broker: Broker) -> None:
         states = [ListTransactionsResponse.TransactionState(transactional_id=m.transactional_id,
                                                             producer_id=m.producer_id,
                                                             transaction_state=m.state.kafka_name) for m in listed]
-        _after(list(service.parts.values()), lambda: req.reply.set(ListTransactionsResponse(
+        self._after(list(self.service.parts.values()), lambda: req.reply.set(ListTransactionsResponse(
             throttle_time_ms=0, error_code=0, unknown_state_filters=unknown, transaction_states=states)))
 
-    def _after(parts: list[Any], send: Any) -> None:
+    @staticmethod
+    def _after(parts: list[Partition], send: Callable[[], None]) -> None:
         """Reads answer once every write they could see is durable."""
         pending = [p for p in parts if not p.settled]
         left = [len(pending)]
@@ -257,13 +278,3 @@ def register(broker: Broker) -> None:
 
         for part in pending:
             part.when_durable(one)
-
-    init_producer_id_handler.register(broker, init_producer_id)
-    write_txn_markers.register(broker)
-    router.register(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, add_partitions,
-                    versions=(0, ADD_PARTITIONS_MAX_VERSION))
-    router.register(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, add_offsets)
-    router.register(EndTxnRequest, EndTxnResponse, end_txn, versions=(0, END_TXN_MAX_VERSION))
-    # ListTransactions v2's pattern is a Java regular expression; Python's agrees on the common forms.
-    router.register(DescribeTransactionsRequest, DescribeTransactionsResponse, describe_transactions)
-    router.register(ListTransactionsRequest, ListTransactionsResponse, list_transactions)

@@ -11,31 +11,38 @@ does not exist (no marker needed), KAFKA_STORAGE_ERROR when the write failed.
 from __future__ import annotations
 
 from functools import partial
-from typing import TYPE_CHECKING
 
+from broker.cluster.peers import PeerSecret
 from broker.network.router import Request
+from broker.transactions.markers import MarkerWriter
 from protocol.errors import ErrorCode
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
-
-if TYPE_CHECKING:
-    from broker.server import Broker
 
 MarkerResult = WriteTxnMarkersResponse.WritableTxnMarkerResult
 TopicResult = MarkerResult.WritableTxnMarkerTopicResult
 PartitionResult = TopicResult.WritableTxnMarkerPartitionResult
 
 
-def register(broker: Broker) -> None:
-    if broker.cluster is None:
-        return  # a single node's coordinator writes every marker itself
-    markers = broker.transactions.markers
-    peers = broker.peer_secret
+def refused(req: Request[WriteTxnMarkersRequest], code: int) -> WriteTxnMarkersResponse:
+    """Every partition of every marker answered ``code``."""
+    return WriteTxnMarkersResponse(markers=[MarkerResult(producer_id=m.producer_id, topics=[
+        TopicResult(name=t.name, partitions=[PartitionResult(partition_index=p, error_code=code)
+                                             for p in t.partition_indexes]) for t in m.topics])
+        for m in req.body.markers])
 
-    def write_txn_markers(req: Request[WriteTxnMarkersRequest]) -> None:
+
+class WriteTxnMarkersApi:
+    """WriteTxnMarkers over the transaction service's marker writer."""
+
+    def __init__(self, markers: MarkerWriter, peers: PeerSecret) -> None:
+        self.markers = markers
+        self.peers = peers
+
+    def __call__(self, req: Request[WriteTxnMarkersRequest]) -> None:
         body = req.body
-        allowed = peers.is_peer(req.header.client_id)
+        allowed = self.peers.is_peer(req.client_id)
         codes: list[dict[tuple[str, int], int]] = [{} for _ in body.markers]
-        left = [sum(len(t.partition_indexes) for m in body.markers for t in m.topics)]
+        left = sum(len(t.partition_indexes) for m in body.markers for t in m.topics)
 
         def answer() -> None:
             req.reply.set(WriteTxnMarkersResponse(markers=[MarkerResult(
@@ -46,15 +53,16 @@ def register(broker: Broker) -> None:
                 for i, m in enumerate(body.markers)]))
 
         def settle(i: int, tp: tuple[str, int], code: int) -> None:
+            nonlocal left
             codes[i][tp] = code
-            left[0] -= 1
-            if left[0] == 0:
+            left -= 1
+            if left == 0:
                 answer()
 
         def written(i: int, tp: tuple[str, int], ok: bool) -> None:
             settle(i, tp, ErrorCode.NONE if ok else ErrorCode.KAFKA_STORAGE_ERROR)
 
-        if left[0] == 0:
+        if left == 0:
             answer()
             return
         for i, marker in enumerate(body.markers):
@@ -63,12 +71,11 @@ def register(broker: Broker) -> None:
                     tp = (topic.name, p)
                     if not allowed:
                         settle(i, tp, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
-                    elif not markers.exists(tp):
+                    elif not self.markers.exists(tp):
                         settle(i, tp, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
-                    elif not markers.owned_here(tp):
+                    elif not self.markers.owned_here(tp):
                         settle(i, tp, ErrorCode.NOT_LEADER_OR_FOLLOWER)
                     else:
-                        markers.write_local(marker.producer_id, marker.producer_epoch, marker.transaction_result,
-                                            marker.coordinator_epoch, tp, partial(written, i, tp))
-
-    broker.router.register(WriteTxnMarkersRequest, WriteTxnMarkersResponse, write_txn_markers, versions=(1, 1))
+                        self.markers.write_local(marker.producer_id, marker.producer_epoch,
+                                                 marker.transaction_result, marker.coordinator_epoch, tp,
+                                                 partial(written, i, tp))

@@ -510,3 +510,9 @@ class LogRuntime:
         self.sync_threads.close()
         self.manager.close()
         self.partitions.clear()
+
+
+class Spawner(Protocol):
+    """Starts a background task beside the logs' (the log runtime, or the topic logs over it)."""
+
+    def spawn(self, fn: Callable[..., Awaitable[object]], *args: object) -> None: ...

@@ -56,27 +56,24 @@ class Reply:
         self.on_ready: Callable[[], None] | None = None
         # Changes the handler's response before it is encoded: the authorizer adds back, with
         # their authorization errors, the parts of a request it kept from the handler.
-        self.amend: Callable[[Any], Any] | None = None
+        self.amend: Callable[[Data], Data] | None = None
 
     @property
     def ready(self) -> bool:
         return self.data is not None or self.close
 
-    def set(self, response: Any) -> None:
+    def set(self, response: Data) -> None:
         """Encodes ``response`` for this slot's version and wakes the writer."""
         if self.ready:
             return
         assert self.message is not None
         if self.amend is not None:
             response = self.amend(response)
-        if isinstance(response, Data):
-            # A field check, not getattr: a missing attribute on a message object is an
-            # AttributeError built (and formatted) only to be thrown away. Only some messages have
-            # a top-level ``error_code``, so the type checker cannot see it on ``Data``.
-            unchecked: Any = response
-            code = unchecked.error_code if "error_code" in response._fields else first_error_code(response)
-        else:
-            code = getattr(response, "error_code", 0)
+        # A field check, not getattr: a missing attribute on a message object is an AttributeError
+        # built (and formatted) only to be thrown away. Only some messages have a top-level
+        # ``error_code``, so the type checker cannot see it on ``Data``.
+        unchecked: Any = response
+        code = unchecked.error_code if "error_code" in response._fields else first_error_code(response)
         self.error_code = code or 0
         self.data = frame_response(self.correlation_id, encode(self.message, response, self.version),
                                    self.flexible_header)

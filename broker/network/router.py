@@ -7,27 +7,25 @@ close the connection, as Kafka does; ApiVersions at an unknown version gets the 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from broker.network.reply import Reply
+from broker.network.reply import LatencyObserver, Reply
 from broker.observability import logs
 from broker.observability.metrics import METRICS
 from protocol.codec import MessageCodec, codec_for
 from protocol.errors import DecodeError, ErrorCode
-from protocol.frames import RequestHeader, parse_request_header, peek_header
+from protocol.frames import parse_request_header, peek_header
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsResponse
 from protocol.schema import Data, Message
 
 if TYPE_CHECKING:
-    from protocol.schema import MessageData
+    from broker.security.sasl import SaslState
 
 # The decoded body of a request; ``Request[JoinGroupRequest]`` in a handler's signature.
-Body = TypeVar("Body", bound=Data)
-# A request message as ``register`` takes it (a string bound: ``MessageData`` is for type checkers).
-RequestMessage = TypeVar("RequestMessage", bound="MessageData")
+Body = TypeVar("Body")
 
 
 ANONYMOUS = "User:ANONYMOUS"
@@ -47,7 +45,7 @@ class ConnectionInfo:
     authenticated: bool = True
     # Requests pass the SASL gate first: the connection is a SASL one (broker/security/sasl.py).
     gated: bool = False
-    sasl: Any = None
+    sasl: SaslState | None = None
     # time.monotonic() after which only re-authentication is served (KIP-368); 0 = never.
     session_expires: float = 0.0
     # After SaslHandshake v0 the next frames are bare SASL tokens, not requests.
@@ -59,22 +57,36 @@ class ConnectionInfo:
 
 @dataclass(slots=True)
 class Request(Generic[Body]):
-    header: RequestHeader
+    """One decoded request and its context: who sent it (principal, listener, client id and host, as
+    they were when it arrived), the API version, and the reply slot its answer goes into."""
+
     body: Body
-    conn: ConnectionInfo
     reply: Reply
-    received: float
+    api_key: int
+    version: int
+    client_id: str
+    principal: str
+    listener: str
+    client_host: str
+    # The connection itself: what the SASL exchange changes lives there.
+    conn: ConnectionInfo
 
-    @property
-    def version(self) -> int:
-        return self.header.api_version
+
+# What serves one API. The router passes each handler bodies of its own API only (decoded with its
+# request's codec), so a handler typed for ``Request[JoinGroupRequest]`` is stored as this.
+Handler = Callable[[Request[Data]], None]
+# With the authorizer on: True when the request was answered (denied) and its handler must not run.
+Authorize = Callable[[Request[Data]], bool]
 
 
-Handler = Callable[[Request[Any]], None]
+class Counter(Protocol):
+    def inc(self, amount: float = 1) -> None: ...
 
 
 @dataclass
 class Api:
+    """What the router keeps of one API of the table (broker/apis.py)."""
+
     key: int
     request: Message
     response: Message
@@ -82,17 +94,18 @@ class Api:
     max_version: int
     handler: Handler
     name: str
+    authorize: Authorize | None = None
     # Metric children, made on first use so only APIs and versions that were called show up.
-    counters: dict[int, Any] = field(default_factory=dict)
-    latency: Any = None
+    counters: dict[int, Counter] = field(default_factory=dict)
+    latency: LatencyObserver | None = None
 
-    def counter(self, version: int) -> Any:
+    def counter(self, version: int) -> Counter:
         counter = self.counters.get(version)
         if counter is None:
             counter = self.counters[version] = METRICS.requests.labels(self.name, str(version))
         return counter
 
-    def latency_observer(self) -> Any:
+    def latency_observer(self) -> LatencyObserver:
         if self.latency is None:
             self.latency = METRICS.request_seconds.labels(self.name)
         return self.latency
@@ -105,11 +118,12 @@ class Route:
 
     api: Api
     handler: Handler
+    authorize: Authorize | None
     decoder: MessageCodec
     flexible: bool
     flexible_header: bool
-    counter: Any
-    latency: Any
+    counter: Counter
+    latency: LatencyObserver
 
 
 class CloseConnection(Exception):
@@ -125,19 +139,14 @@ class Router:
         self.frames_done_hooks: list[Callable[[], None]] = []
         # A bare SASL token after SaslHandshake v0 (broker/handlers/sasl.py).
         self.raw_sasl_token: Callable[[bytes, ConnectionInfo], Reply] | None = None
-        # With the authorizer on: checks a decoded request before its handler runs; True when it
-        # answered the request itself (everything denied), so the handler must not run.
-        self.authorize: Callable[[Request[Any]], bool] | None = None
 
-    def register(self, request: type[RequestMessage], response: Message,
-                 handler: Callable[[Request[RequestMessage]], None],
-                 versions: tuple[int, int] | None = None) -> None:
-        """Serves ``request`` (its versions, or ``versions``) with ``handler``, which is typed for
-        that request's body."""
-        assert request.api_key is not None
-        lo, hi = versions or (request.valid.low, request.valid.high)
-        name = ApiKey(request.api_key).name
-        self.apis[request.api_key] = Api(request.api_key, request, response, lo, hi, handler, name)
+    def install(self, apis: Iterable[Api]) -> None:
+        """Serves these APIs (the table's, broker/apis.py), and no others."""
+        self.apis = {}
+        for api in apis:
+            if api.key in self.apis:
+                raise ValueError(f"{api.name} is served twice")
+            self.apis[api.key] = api
         self.routes.clear()
 
     def advertised(self) -> list[tuple[int, int, int]]:
@@ -165,11 +174,13 @@ class Router:
             body = route.decoder.decode_from(frame, pos)[0]
         except DecodeError as exc:
             raise CloseConnection(f"{route.api.name} v{version}: {exc.reason}") from None
-        received = time.perf_counter()
-        reply = Reply(route.api.response, version, correlation_id, route.flexible_header, received, route.latency)
+        reply = Reply(route.api.response, version, correlation_id, route.flexible_header, time.perf_counter(),
+                      route.latency)
         route.counter.inc()
-        request = Request(header, body, conn, reply, received)
-        if self.authorize is not None and self.authorize(request):
+        request = Request(body, reply, api_key, version, header.client_id, conn.principal, conn.listener,
+                          conn.client_host, conn)
+        authorize = route.authorize
+        if authorize is not None and authorize(request):
             return reply
         try:
             route.handler(request)
@@ -191,7 +202,7 @@ class Router:
             raise CloseConnection(f"unsupported version {version} of {api.name} "
                                   f"(supported {api.min_version}-{api.max_version})")
         route = Route(
-            api=api, handler=api.handler, decoder=codec_for(api.request, version),
+            api=api, handler=api.handler, authorize=api.authorize, decoder=codec_for(api.request, version),
             flexible=api.request.is_flexible(version),
             # ApiVersions responses always use header v0 (KIP-511).
             flexible_header=api.response.is_flexible(version) and api_key != ApiKey.ApiVersions,

@@ -6,20 +6,38 @@ them in etcd, loaded before the node serves (broker/security/etcd_store.py)."""
 from __future__ import annotations
 
 import ssl
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, Protocol
 
 from broker.cluster.etcd import EtcdClient
-from broker.config import BrokerConfig
 from broker.security import tls
 from broker.security.authorizer import Authorizer
 from broker.security.credentials import CredentialStore
 from broker.security.etcd_store import EtcdSecurityStore
 from broker.security.keystores import KeystoreError
+from broker.security.listeners import ListenerSpec
 from broker.security.properties import bootstrap_users, enabled_mechanisms, super_users
 
 
+class SecurityConfig(Protocol):
+    """The broker's configuration as security reads it (``broker.config.BrokerConfig``)."""
+
+    @property
+    def values(self) -> Mapping[str, Any]: ...
+
+    @property
+    def listeners(self) -> list[ListenerSpec]: ...
+
+    def get_str(self, name: str) -> str: ...
+
+    def get_int(self, name: str) -> int: ...
+
+    def get_bool(self, name: str) -> bool: ...
+
+
 class SecurityContext:
-    def __init__(self, config: BrokerConfig, data_dir: Path, etcd: tuple[EtcdClient, str] | None = None) -> None:
+    def __init__(self, config: SecurityConfig, data_dir: Path, etcd: tuple[EtcdClient, str] | None = None) -> None:
         self.mechanisms = enabled_mechanisms(config.values)
         files = data_dir if etcd is None else None
         self.credentials = CredentialStore(files)
@@ -31,13 +49,13 @@ class SecurityContext:
                 self.ssl_context = tls.server_context(config.values)
             except (OSError, ssl.SSLError, KeystoreError) as exc:
                 raise SystemExit(f"kcoord: cannot load the TLS keystore or truststore: {exc}") from None
-        self.principal_mapper = tls.PrincipalMapper(config["ssl.principal.mapping.rules"])
-        self.handshake_timeout = config["ssl.handshake.timeout.ms"] / 1000
-        self.max_unauthenticated_bytes: int = config["sasl.server.max.receive.size"]
+        self.principal_mapper = tls.PrincipalMapper(config.get_str("ssl.principal.mapping.rules"))
+        self.handshake_timeout = config.get_int("ssl.handshake.timeout.ms") / 1000
+        self.max_unauthenticated_bytes = config.get_int("sasl.server.max.receive.size")
         self.authorizer: Authorizer | None = None
-        if str(config["authorizer.class.name"]).strip():
+        if config.get_str("authorizer.class.name").strip():
             self.authorizer = Authorizer(files, super_users(config.values),
-                                         config["allow.everyone.if.no.acl.found"])
+                                         config.get_bool("allow.everyone.if.no.acl.found"))
         self.etcd_store: EtcdSecurityStore | None = None
         if etcd is not None:
             self.etcd_store = EtcdSecurityStore(etcd[0], etcd[1], self.authorizer, self.credentials,

@@ -14,48 +14,47 @@ it to find its coordinator, describe or list it."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol, TypeAlias, TypeVar
 
+from broker.cluster.peers import PeerSecret
 from broker.network.router import Request
 from broker.observability.metrics import METRICS
 from broker.security.acl_model import CLUSTER_NAME, Operation, ResourceType
 from broker.security.authorizer import Authorizer
+from broker.topics.catalog import TopicCatalog
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
-from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnResponse
-from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse
-from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsResponse
-from protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse
-from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
-from protocol.messages.create_acls import CreateAclsResponse
-from protocol.messages.create_partitions import CreatePartitionsResponse
-from protocol.messages.create_topics import CreateTopicsResponse
-from protocol.messages.delete_acls import DeleteAclsResponse
-from protocol.messages.delete_groups import DeleteGroupsResponse
-from protocol.messages.delete_topics import DeleteTopicsResponse
-from protocol.messages.describe_acls import DescribeAclsResponse
-from protocol.messages.describe_configs import DescribeConfigsResponse
-from protocol.messages.describe_groups import DescribeGroupsResponse
-from protocol.messages.describe_transactions import DescribeTransactionsResponse
-from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsResponse
-from protocol.messages.end_txn import EndTxnResponse
-from protocol.messages.fetch import FetchResponse
-from protocol.messages.find_coordinator import FindCoordinatorResponse
-from protocol.messages.heartbeat import HeartbeatResponse
-from protocol.messages.init_producer_id import InitProducerIdResponse
-from protocol.messages.join_group import JoinGroupResponse
-from protocol.messages.leave_group import LeaveGroupResponse
-from protocol.messages.list_offsets import ListOffsetsResponse
-from protocol.messages.metadata import MetadataResponse
-from protocol.messages.offset_commit import OffsetCommitResponse
-from protocol.messages.offset_delete import OffsetDeleteResponse
-from protocol.messages.offset_fetch import OffsetFetchResponse
-from protocol.messages.produce import ProduceResponse
-from protocol.messages.sync_group import SyncGroupResponse
-from protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
-
-if TYPE_CHECKING:
-    from broker.server import Broker
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
+from protocol.messages.fetch import FetchRequest, FetchResponse
+from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from protocol.messages.list_transactions import ListTransactionsRequest
+from protocol.messages.metadata import MetadataRequest, MetadataResponse
+from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from protocol.schema import Data
 
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
@@ -74,79 +73,51 @@ _CONFIG_RESOURCES = {
 }
 _NOT_REQUESTED = -2147483648
 
-Check = Callable[[Request[Any]], bool]
+# How an API answers a request refused with an error code (its entry's ``refuse``, broker/apis.py).
+Body = TypeVar("Body")
+
+
+class GroupRequest(Protocol):
+    @property
+    def group_id(self) -> str: ...
+
+
+class TransactionalRequest(Protocol):
+    @property
+    def transactional_id(self) -> str: ...
+
+
+Refuse: TypeAlias = Callable[[Request[Body], int], Data]
+Group = TypeVar("Group", bound=GroupRequest)
+Transactional = TypeVar("Transactional", bound=TransactionalRequest)
 
 
 class RequestChecks:
-    def __init__(self, broker: Broker, authorizer: Authorizer) -> None:
-        self.catalog = broker.catalog
+    """The authorization rules: one per API, named by that API's entry in the table (broker/apis.py).
+    A rule is given the request and how its API answers a refused request (``refuse``), and says
+    whether it answered it."""
+
+    def __init__(self, catalog: TopicCatalog, authorizer: Authorizer, peer_secret: PeerSecret) -> None:
+        self.catalog = catalog
         self.authorizer = authorizer
         # Requests another node of the cluster sends (broker.cluster.peers) pass as a broker's would.
-        self.peer_secret = broker.peer_secret
-        self.checks: dict[int, Check] = {
-            ApiKey.JoinGroup: self._group_read(lambda r: JoinGroupResponse(error_code=GROUP_DENIED,
-                                                                           member_id=r.body.member_id)),
-            ApiKey.SyncGroup: self._group_read(lambda r: SyncGroupResponse(error_code=GROUP_DENIED)),
-            ApiKey.Heartbeat: self._group_read(lambda r: HeartbeatResponse(error_code=GROUP_DENIED)),
-            ApiKey.LeaveGroup: self._group_read(lambda r: LeaveGroupResponse(error_code=GROUP_DENIED)),
-            ApiKey.ConsumerGroupHeartbeat: self._consumer_group_heartbeat,
-            ApiKey.OffsetCommit: self._offset_commit,
-            ApiKey.OffsetFetch: self._offset_fetch,
-            ApiKey.OffsetDelete: self._offset_delete,
-            ApiKey.DescribeGroups: self._describe_groups,
-            ApiKey.ConsumerGroupDescribe: self._consumer_group_describe,
-            ApiKey.ListGroups: self._list_groups,
-            ApiKey.DeleteGroups: self._delete_groups,
-            ApiKey.FindCoordinator: self._find_coordinator,
-            ApiKey.Metadata: self._metadata,
-            ApiKey.Produce: self._produce,
-            ApiKey.Fetch: self._fetch,
-            ApiKey.ListOffsets: self._list_offsets,
-            ApiKey.CreateTopics: self._create_topics,
-            ApiKey.DeleteTopics: self._delete_topics,
-            ApiKey.CreatePartitions: self._create_partitions,
-            ApiKey.InitProducerId: self._init_producer_id,
-            ApiKey.AddPartitionsToTxn: self._add_partitions_to_txn,
-            ApiKey.AddOffsetsToTxn: self._add_offsets_to_txn,
-            ApiKey.EndTxn: self._txn_write(lambda r: EndTxnResponse(error_code=TXN_DENIED)),
-            ApiKey.TxnOffsetCommit: self._txn_offset_commit,
-            ApiKey.DescribeTransactions: self._describe_transactions,
-            ApiKey.DescribeConfigs: self._describe_configs,
-            ApiKey.DescribeCluster: self._describe_cluster,
-            ApiKey.ListTransactions: self._list_transactions,
-            ApiKey.DescribeAcls: self._cluster(Operation.DESCRIBE, lambda r: DescribeAclsResponse(
-                error_code=CLUSTER_DENIED, error_message="Cluster authorization failed", resources=[])),
-            ApiKey.CreateAcls: self._cluster(Operation.ALTER, lambda r: CreateAclsResponse(results=[
-                CreateAclsResponse.AclCreationResult(error_code=CLUSTER_DENIED, error_message=None)
-                for _ in r.body.creations])),
-            ApiKey.DeleteAcls: self._cluster(Operation.ALTER, lambda r: DeleteAclsResponse(filter_results=[
-                DeleteAclsResponse.FilterResult(error_code=CLUSTER_DENIED, error_message=None, matching_acls=[])
-                for _ in r.body.filters])),
-            ApiKey.DescribeUserScramCredentials: self._cluster(Operation.DESCRIBE, lambda r:
-                DescribeUserScramCredentialsResponse(error_code=CLUSTER_DENIED, error_message=None, results=[])),
-            ApiKey.AlterUserScramCredentials: self._cluster(Operation.ALTER, lambda r:
-                AlterUserScramCredentialsResponse(results=[
-                    AlterUserScramCredentialsResponse.Result(user=u, error_code=CLUSTER_DENIED, error_message=None)
-                    for u in dict.fromkeys([d.name for d in r.body.deletions] +
-                                           [u.name for u in r.body.upsertions])])),
-        }
+        self.peer_secret = peer_secret
 
-    def check(self, req: Request[Any]) -> bool:
-        """True when the request was answered here (denied) and its handler must not run."""
-        check = self.checks.get(req.header.api_key)
-        return check(req) if check is not None else False
+    def open_to_all(self, req: Request[Body], refuse: Refuse[Body]) -> bool:
+        """The rule of APIs that every client may call (ApiVersions, the SASL exchange)."""
+        return False
 
     # ---- helpers --------------------------------------------------------------------------------
 
-    def allowed(self, req: Request[Any], operation: int, resource_type: int, name: str) -> bool:
-        ok = self.authorizer.authorize(req.conn.principal, req.conn.client_host, operation, resource_type, name)
+    def allowed(self, req: Request[Body], operation: int, resource_type: int, name: str) -> bool:
+        ok = self.authorizer.authorize(req.principal, req.client_host, operation, resource_type, name)
         if not ok:
-            METRICS.authorization_denials.labels(ApiKey(req.header.api_key).name,
+            METRICS.authorization_denials.labels(ApiKey(req.api_key).name,
                                                  ResourceType(resource_type).name).inc()
         return ok
 
-    def operations(self, req: Request[Any], resource_type: int, name: str) -> int:
-        return self.authorizer.authorized_operations(req.conn.principal, req.conn.client_host, resource_type, name)
+    def operations(self, req: Request[Body], resource_type: int, name: str) -> int:
+        return self.authorizer.authorized_operations(req.principal, req.client_host, resource_type, name)
 
     def _topic_name(self, name: str | None, topic_id: bytes | None) -> str:
         if name:
@@ -155,25 +126,27 @@ class RequestChecks:
         return topic.name if topic is not None else ""
 
     @staticmethod
-    def _deny(req: Request[Any], response: Any) -> bool:
+    def _deny(req: Request[Body], response: Data) -> bool:
         req.reply.set(response)
         return True
 
-    def _group_read(self, denied: Callable[[Request[Any]], Any]) -> Check:
-        def check(req: Request[Any]) -> bool:
-            if self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
-                return False
-            return self._deny(req, denied(req))
-        return check
+    def group_read(self, req: Request[Group], refuse: Refuse[Group]) -> bool:
+        """Read on the request's group (JoinGroup, SyncGroup, Heartbeat, LeaveGroup)."""
+        if self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
+            return False
+        return self._deny(req, refuse(req, GROUP_DENIED))
 
-    def _cluster(self, operation: int, denied: Callable[[Request[Any]], Any]) -> Check:
-        def check(req: Request[Any]) -> bool:
-            if self.allowed(req, operation, ResourceType.CLUSTER, CLUSTER_NAME):
-                return False
-            return self._deny(req, denied(req))
-        return check
+    def cluster_describe(self, req: Request[Body], refuse: Refuse[Body]) -> bool:
+        if self.allowed(req, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
+            return False
+        return self._deny(req, refuse(req, CLUSTER_DENIED))
 
-    def _split(self, req: Request[Any], items: list[Any], allowed: Callable[[Any], bool], field: str,
+    def cluster_alter(self, req: Request[Body], refuse: Refuse[Body]) -> bool:
+        if self.allowed(req, Operation.ALTER, ResourceType.CLUSTER, CLUSTER_NAME):
+            return False
+        return self._deny(req, refuse(req, CLUSTER_DENIED))
+
+    def _split(self, req: Request[Body], items: list[Any], allowed: Callable[[Any], bool], field: str,
                put_back: Callable[[Any, list[Any]], None]) -> bool:
         """Keeps the allowed ``items`` in the request's ``field`` and has the denied ones put back
         into the response. True when nothing is left to serve (the caller answers)."""
@@ -190,7 +163,7 @@ class RequestChecks:
 
     # ---- groups ---------------------------------------------------------------------------------
 
-    def _consumer_group_heartbeat(self, req: Request[Any]) -> bool:
+    def consumer_group_heartbeat(self, req: Request[ConsumerGroupHeartbeatRequest], refuse: Refuse[ConsumerGroupHeartbeatRequest]) -> bool:
         """Read on the group, then (as Kafka 4.0 does) Describe on every subscribed topic: a
         member may not learn the partitions of a topic it may not describe."""
         body = req.body
@@ -205,7 +178,7 @@ class RequestChecks:
             error_code=TOPIC_DENIED, error_message=f"The group has subscribed to topics that it is not authorized "
                                                    f"to describe: {', '.join(hidden)}"))
 
-    def _offset_commit(self, req: Request[Any]) -> bool:
+    def offset_commit(self, req: Request[OffsetCommitRequest], refuse: Refuse[OffsetCommitRequest]) -> bool:
         body = req.body
         P = OffsetCommitResponse.Topic.Partition
 
@@ -225,7 +198,7 @@ class RequestChecks:
             return True
         return False
 
-    def _offset_fetch(self, req: Request[Any]) -> bool:
+    def offset_fetch(self, req: Request[OffsetFetchRequest], refuse: Refuse[OffsetFetchRequest]) -> bool:
         """Describe on the group; offsets only of topics the principal may describe (asked-for
         topics it may not get TOPIC_AUTHORIZATION_FAILED, "all topics" leaves them out)."""
         body = req.body
@@ -265,11 +238,11 @@ class RequestChecks:
         req.reply.amend = amend
         return False
 
-    def _hide_topics(self, req: Request[Any], asked: Any, topic_cls: Any) -> Callable[[Any], None]:
+    def _hide_topics(self, req: Request[Body], asked: Any, topic_cls: Any) -> Callable[[Any], None]:
         """Takes the topics the principal may not describe out of ``asked.topics``; returns what
         fixes the answer: those topics back with TOPIC_AUTHORIZATION_FAILED, or, when all topics
         were asked for, the answer without them."""
-        principal, host = req.conn.principal, req.conn.client_host
+        principal, host = req.principal, req.client_host
         if asked.topics is None:
             def drop(answer: Any) -> None:
                 answer.topics = [t for t in answer.topics if self.authorizer.authorize(
@@ -288,7 +261,7 @@ class RequestChecks:
                     for i in t.partition_indexes]))
         return put_back
 
-    def _offset_delete(self, req: Request[Any]) -> bool:
+    def offset_delete(self, req: Request[OffsetDeleteRequest], refuse: Refuse[OffsetDeleteRequest]) -> bool:
         body = req.body
         if not self.allowed(req, Operation.DELETE, ResourceType.GROUP, body.group_id):
             return self._deny(req, OffsetDeleteResponse(error_code=GROUP_DENIED, topics=[]))
@@ -301,7 +274,7 @@ class RequestChecks:
             return True
         return False
 
-    def _described(self, req: Request[Any], ids: list[str], field: str, make: Callable[[str], Any],
+    def _described(self, req: Request[Body], ids: list[str], field: str, make: Callable[[str], Any],
                    empty: Any) -> bool:
         """DescribeGroups and ConsumerGroupDescribe: Describe per group, and the authorized
         operations of each described group when asked."""
@@ -324,13 +297,13 @@ class RequestChecks:
             return True
         return False
 
-    def _describe_groups(self, req: Request[Any]) -> bool:
+    def describe_groups(self, req: Request[DescribeGroupsRequest], refuse: Refuse[DescribeGroupsRequest]) -> bool:
         G = DescribeGroupsResponse.DescribedGroup
         return self._described(req, list(req.body.groups), "groups", lambda g: G(
             error_code=GROUP_DENIED, group_id=g, group_state="", protocol_type="", protocol_data="", members=[]),
             DescribeGroupsResponse(groups=[]))
 
-    def _consumer_group_describe(self, req: Request[Any]) -> bool:
+    def consumer_group_describe(self, req: Request[ConsumerGroupDescribeRequest], refuse: Refuse[ConsumerGroupDescribeRequest]) -> bool:
         """Describe on each group; then (Kafka 4.0, KAFKA-18813) a described group whose members
         subscribe to, own or are to own a topic the principal may not describe is answered
         TOPIC_AUTHORIZATION_FAILED without its members, which would show that topic."""
@@ -359,19 +332,19 @@ class RequestChecks:
         req.reply.amend = amend
         return False
 
-    def _list_groups(self, req: Request[Any]) -> bool:
+    def list_groups(self, req: Request[ListGroupsRequest], refuse: Refuse[ListGroupsRequest]) -> bool:
         if self.allowed(req, Operation.DESCRIBE, ResourceType.CLUSTER, CLUSTER_NAME):
             return False
 
         def amend(response: Any) -> Any:
             response.groups = [g for g in response.groups if self.authorizer.authorize(
-                req.conn.principal, req.conn.client_host, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
+                req.principal, req.client_host, Operation.DESCRIBE, ResourceType.GROUP, g.group_id)]
             return response
 
         req.reply.amend = amend
         return False
 
-    def _delete_groups(self, req: Request[Any]) -> bool:
+    def delete_groups(self, req: Request[DeleteGroupsRequest], refuse: Refuse[DeleteGroupsRequest]) -> bool:
         R = DeleteGroupsResponse.DeletableGroupResult
         if self._split(req, list(req.body.groups_names),
                        lambda g: self.allowed(req, Operation.DELETE, ResourceType.GROUP, g), "groups_names",
@@ -381,7 +354,7 @@ class RequestChecks:
             return True
         return False
 
-    def _find_coordinator(self, req: Request[Any]) -> bool:
+    def find_coordinator(self, req: Request[FindCoordinatorRequest], refuse: Refuse[FindCoordinatorRequest]) -> bool:
         body = req.body
         if body.key_type == 0:
             resource, code, message = ResourceType.GROUP, GROUP_DENIED, "Not authorized to access group"
@@ -406,11 +379,11 @@ class RequestChecks:
 
     # ---- topics -------------------------------------------------------------------------------
 
-    def _metadata(self, req: Request[Any]) -> bool:
+    def metadata(self, req: Request[MetadataRequest], refuse: Refuse[MetadataRequest]) -> bool:
         body = req.body
         include_topic_ops = req.version >= 8 and body.include_topic_authorized_operations
         include_cluster_ops = 8 <= req.version <= 10 and body.include_cluster_authorized_operations
-        principal, host = req.conn.principal, req.conn.client_host
+        principal, host = req.principal, req.client_host
         T = MetadataResponse.Topic
         denied: list[Any] = []
         unknown: list[str] = []
@@ -448,7 +421,7 @@ class RequestChecks:
         req.reply.amend = amend
         return False
 
-    def _produce(self, req: Request[Any]) -> bool:
+    def produce(self, req: Request[ProduceRequest], refuse: Refuse[ProduceRequest]) -> bool:
         R = ProduceResponse.TopicProduceResponse
         topics = req.body.topic_data
         if _has_transactional_records(topics) and not (
@@ -479,7 +452,7 @@ class RequestChecks:
             return True
         return False
 
-    def _fetch(self, req: Request[Any]) -> bool:
+    def fetch(self, req: Request[FetchRequest], refuse: Refuse[FetchRequest]) -> bool:
         def put_back(resp: Any, denied: list[Any]) -> None:
             topic_cls = FetchResponse.FetchableTopicResponse
             part_cls = topic_cls.PartitionData
@@ -496,7 +469,7 @@ class RequestChecks:
             return True
         return False
 
-    def _list_offsets(self, req: Request[Any]) -> bool:
+    def list_offsets(self, req: Request[ListOffsetsRequest], refuse: Refuse[ListOffsetsRequest]) -> bool:
         T = ListOffsetsResponse.Topic
         if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC,
                                                                     t.name), "topics",
@@ -507,7 +480,7 @@ class RequestChecks:
             return True
         return False
 
-    def _create_topics(self, req: Request[Any]) -> bool:
+    def create_topics(self, req: Request[CreateTopicsRequest], refuse: Refuse[CreateTopicsRequest]) -> bool:
         if self.allowed(req, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME):
             return False
         R = CreateTopicsResponse.CreatableTopicResult
@@ -520,7 +493,7 @@ class RequestChecks:
             return True
         return False
 
-    def _delete_topics(self, req: Request[Any]) -> bool:
+    def delete_topics(self, req: Request[DeleteTopicsRequest], refuse: Refuse[DeleteTopicsRequest]) -> bool:
         R = DeleteTopicsResponse.DeletableTopicResult
         if req.version < 6:
             if self._split(req, list(req.body.topic_names),
@@ -538,7 +511,7 @@ class RequestChecks:
             return True
         return False
 
-    def _create_partitions(self, req: Request[Any]) -> bool:
+    def create_partitions(self, req: Request[CreatePartitionsRequest], refuse: Refuse[CreatePartitionsRequest]) -> bool:
         R = CreatePartitionsResponse.TopicResult
         if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.ALTER, ResourceType.TOPIC,
                                                                     t.name), "topics",
@@ -548,23 +521,23 @@ class RequestChecks:
             return True
         return False
 
-    def _init_producer_id(self, req: Request[Any]) -> bool:
+    def init_producer_id(self, req: Request[InitProducerIdRequest], refuse: Refuse[InitProducerIdRequest]) -> bool:
         txn_id = req.body.transactional_id
         if txn_id is not None:
             if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
                 return False
             return self._deny(req, InitProducerIdResponse(error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1))
-        if self.authorizer.authorize(req.conn.principal, req.conn.client_host, Operation.IDEMPOTENT_WRITE,
+        if self.authorizer.authorize(req.principal, req.client_host, Operation.IDEMPOTENT_WRITE,
                                      ResourceType.CLUSTER, CLUSTER_NAME) or \
-                self.authorizer.authorize_any(req.conn.principal, req.conn.client_host, Operation.WRITE,
+                self.authorizer.authorize_any(req.principal, req.client_host, Operation.WRITE,
                                               ResourceType.TOPIC):
             return False
-        METRICS.authorization_denials.labels(ApiKey(req.header.api_key).name, ResourceType.CLUSTER.name).inc()
+        METRICS.authorization_denials.labels(ApiKey(req.api_key).name, ResourceType.CLUSTER.name).inc()
         return self._deny(req, InitProducerIdResponse(error_code=CLUSTER_DENIED, producer_id=-1, producer_epoch=-1))
 
     # ---- configs and the cluster ----------------------------------------------------------------
 
-    def _describe_configs(self, req: Request[Any]) -> bool:
+    def describe_configs(self, req: Request[DescribeConfigsRequest], refuse: Refuse[DescribeConfigsRequest]) -> bool:
         R = DescribeConfigsResponse.Result
 
         def allowed(r: Any) -> bool:
@@ -585,7 +558,7 @@ class RequestChecks:
             return True
         return False
 
-    def _describe_cluster(self, req: Request[Any]) -> bool:
+    def describe_cluster(self, req: Request[DescribeClusterRequest], refuse: Refuse[DescribeClusterRequest]) -> bool:
         """Kafka answers everyone; the cluster's authorized operations (when asked for) are 0 for
         a principal that may not describe it."""
         if not req.body.include_cluster_authorized_operations:
@@ -603,17 +576,24 @@ class RequestChecks:
 
     # ---- transactions ---------------------------------------------------------------------------
 
-    def _txn_write(self, denied: Callable[[Request[Any]], Any]) -> Check:
-        def check(req: Request[Any]) -> bool:
-            if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
-                return False
-            return self._deny(req, denied(req))
-        return check
+    def transactional_write(self, req: Request[Transactional], refuse: Refuse[Transactional]) -> bool:
+        """Write on the request's transactional id (EndTxn)."""
+        if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
+            return False
+        return self._deny(req, refuse(req, TXN_DENIED))
 
-    def _add_partitions_to_txn(self, req: Request[Any]) -> bool:
+    def cluster_peer(self, req: Request[Body], refuse: Refuse[Body]) -> bool:
+        """Requests only the cluster's other nodes send (WriteTxnMarkers): a node proves itself with
+        the cluster's secret (broker.cluster.peers), or a principal with ClusterAction passes."""
+        if self.peer_secret.is_peer(req.client_id) or \
+                self.allowed(req, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+            return False
+        return self._deny(req, refuse(req, CLUSTER_DENIED))
+
+    def add_partitions_to_txn(self, req: Request[AddPartitionsToTxnRequest], refuse: Refuse[AddPartitionsToTxnRequest]) -> bool:
         body = req.body
         if req.version >= 4:  # from brokers only (KIP-890)
-            if self.peer_secret.is_peer(req.header.client_id) or \
+            if self.peer_secret.is_peer(req.client_id) or \
                     self.allowed(req, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
                 return False
             return self._deny(req, AddPartitionsToTxnResponse(error_code=CLUSTER_DENIED, results_by_transaction=[]))
@@ -633,14 +613,14 @@ class RequestChecks:
             return answer(lambda name: TOPIC_DENIED if name in denied else ErrorCode.OPERATION_NOT_ATTEMPTED)
         return False
 
-    def _add_offsets_to_txn(self, req: Request[Any]) -> bool:
+    def add_offsets_to_txn(self, req: Request[AddOffsetsToTxnRequest], refuse: Refuse[AddOffsetsToTxnRequest]) -> bool:
         if not self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id):
             return self._deny(req, AddOffsetsToTxnResponse(error_code=TXN_DENIED))
         if not self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
             return self._deny(req, AddOffsetsToTxnResponse(error_code=GROUP_DENIED))
         return False
 
-    def _txn_offset_commit(self, req: Request[Any]) -> bool:
+    def txn_offset_commit(self, req: Request[TxnOffsetCommitRequest], refuse: Refuse[TxnOffsetCommitRequest]) -> bool:
         body = req.body
         T = TxnOffsetCommitResponse.Topic
 
@@ -658,11 +638,11 @@ class RequestChecks:
             return True
         return False
 
-    def _describable_topics(self, req: Request[Any], state: Any) -> None:
+    def _describable_topics(self, req: Request[Body], state: Any) -> None:
         state.topics = [t for t in state.topics if self.authorizer.authorize(
-            req.conn.principal, req.conn.client_host, Operation.DESCRIBE, ResourceType.TOPIC, t.topic)]
+            req.principal, req.client_host, Operation.DESCRIBE, ResourceType.TOPIC, t.topic)]
 
-    def _describe_transactions(self, req: Request[Any]) -> bool:
+    def describe_transactions(self, req: Request[DescribeTransactionsRequest], refuse: Refuse[DescribeTransactionsRequest]) -> bool:
         ids = list(req.body.transactional_ids)
         denied = [i for i in ids if not self.allowed(req, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, i)]
         State = DescribeTransactionsResponse.TransactionState
@@ -682,10 +662,10 @@ class RequestChecks:
             return True
         return False
 
-    def _list_transactions(self, req: Request[Any]) -> bool:
+    def list_transactions(self, req: Request[ListTransactionsRequest], refuse: Refuse[ListTransactionsRequest]) -> bool:
         def amend(response: Any) -> Any:
             response.transaction_states = [s for s in response.transaction_states if self.authorizer.authorize(
-                req.conn.principal, req.conn.client_host, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
+                req.principal, req.client_host, Operation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                 s.transactional_id)]
             return response
 

@@ -216,7 +216,7 @@ class Node:
         conn_id = next(self._conn_ids)
         stream = trio.SocketStream(trio.socket.from_stdlib_socket(ours))
         conn = Connection(stream, self.broker.router, ConnectionInfo(conn_id, "127.0.0.1", 40_000 + conn_id),
-                          self.broker.config["socket.request.max.bytes"], self.broker._on_response,
+                          self.broker.config.get_int("socket.request.max.bytes"), self.broker._on_response,
                           self.broker.readiness)
         self.nursery.start_soon(conn.run)
         client = Client(theirs, conn)
@@ -240,7 +240,7 @@ class Node:
         await self.until(asleep, f"a task to sleep until {at}")
 
     async def until_loaded(self) -> None:
-        await self.until(lambda: self.broker.shards.loading == 0, "the shards to load")
+        await self.until(lambda: self.broker.app.shards.loading == 0, "the shards to load")
 
 
 @asynccontextmanager
@@ -257,11 +257,11 @@ async def running_broker(tmp_path: Path, clock: trio.testing.MockClock,
     config = BrokerConfig.load(overrides=[f"{k}={v}" for k, v in settings.items()], environ={})
     disk = FakeDisk(clock.current_time)
     broker = Broker(config, log_opener=disk.open, clock=mock_wall_ms)
-    broker.catalog.create(TOPIC, 4)
+    broker.app.catalog.create(TOPIC, 4)
     try:
         async with trio.open_nursery() as nursery:
-            await nursery.start(broker.logs.run)
-            await nursery.start(broker.shards.run)
+            await nursery.start(broker.app.logs.run)
+            await nursery.start(broker.app.shards.run)
             nursery.start_soon(broker.readiness.run)
             node = Node(broker, disk, nursery)
             await node.until_loaded()

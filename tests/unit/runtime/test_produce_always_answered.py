@@ -19,7 +19,7 @@ pytestmark = pytest.mark.timeout(60)
 @pytest.mark.trio
 async def test_produce_after_a_failed_flush_is_answered(tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
     async with running_broker(tmp_path, mock_clock) as node:
-        node.broker.create_topic("u", 1, {})
+        node.broker.app.admin.create_topic("u", 1, {})
         client = node.connect()
         assert produced(await client.call(produce("u", b"one"))) == (0, 0)
 
@@ -51,7 +51,7 @@ async def test_produce_after_a_failed_flush_is_answered(tmp_path: Path, mock_clo
 async def test_produce_pipelined_with_the_deletion_of_its_topic_is_answered(
         tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
     async with running_broker(tmp_path, mock_clock) as node:
-        node.broker.create_topic("u", 1, {})
+        node.broker.app.admin.create_topic("u", 1, {})
         client = node.connect()
         assert produced(await client.call(produce("u", b"one"))) == (0, 0)
 

@@ -1,0 +1,268 @@
+"""Every API kcoord serves, declared once: its request and response, the versions served, the
+handler, the authorization rule, and how a refused or failed request is answered.
+
+The router serves exactly these APIs (``router_apis``), ApiVersions advertises them, and the
+authorizer checks each request with its entry's rule before the handler runs. Adding an API is
+one ``api(...)`` entry here, its handler (a method of a class in ``broker/handlers/``, given the
+services it needs by ``broker/app.py``) and its tests.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar, cast
+
+from broker.handlers import refusals
+from broker.handlers.acls import AclApis
+from broker.handlers.cluster import ApiVersionsApi, ClusterApis
+from broker.handlers.create_partitions import CreatePartitionsApi
+from broker.handlers.fetch import FetchApi
+from broker.handlers.groups import (
+    GroupApis,
+    commit_error,
+    consumer_describe_error,
+    consumer_heartbeat_error,
+    delete_groups_error,
+    delete_offsets_error,
+    describe_groups_error,
+    heartbeat_error,
+    join_error,
+    leave_error,
+    list_groups_error,
+    offset_fetch_error,
+    sync_error,
+    txn_commit_error,
+)
+from broker.handlers.list_offsets import ListOffsetsApi
+from broker.handlers.produce import ProduceApi
+from broker.handlers.sasl import SaslApis
+from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.topics import TopicApis
+from broker.handlers.transactions import (
+    ADD_PARTITIONS_MAX_VERSION,
+    END_TXN_MAX_VERSION,
+    INIT_PRODUCER_ID_MAX_VERSION,
+    TransactionApis,
+)
+from broker.handlers.write_txn_markers import WriteTxnMarkersApi
+from broker.handlers.write_txn_markers import refused as write_txn_markers_refused
+from broker.network.router import Api, Authorize, Handler, Request
+from broker.security.request_checks import RequestChecks
+from protocol.messages import ApiKey
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
+from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_user_scram_credentials import (
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
+)
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
+from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
+from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
+from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
+from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
+from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
+from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
+from protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
+from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
+from protocol.messages.fetch import FetchRequest, FetchResponse
+from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
+from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
+from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
+from protocol.messages.metadata import MetadataRequest, MetadataResponse
+from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
+from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
+from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
+from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from protocol.schema import Data, Message
+
+if TYPE_CHECKING:
+    from protocol.schema import MessageData
+
+# The request of one entry (a string bound: ``MessageData`` exists for type checkers only).
+R = TypeVar("R", bound="MessageData")
+# How an API answers a request refused (by the authorizer) or failed as a whole, with one error code.
+ErasedRefuse = Callable[[Request[Data], int], Data]
+# An authorization rule: the checks, the request and how its API refuses; True when it answered.
+ErasedRule = Callable[[RequestChecks, Request[Data], ErasedRefuse], bool]
+
+# The rule of APIs that every client may call.
+OPEN_TO_ALL = RequestChecks.open_to_all
+
+
+@dataclass(frozen=True, slots=True)
+class ApiEntry:
+    """One API as the table declares it (``api`` builds it, typed for its request)."""
+
+    key: int
+    name: str
+    request: Message
+    response: Message
+    versions: tuple[int, int]
+    handler: Handler
+    authorize: ErasedRule
+    refuse: ErasedRefuse
+
+
+def api(request: type[R], response: Message, handler: Callable[[Request[R]], None], *,
+        authorize: Callable[[RequestChecks, Request[R], Callable[[Request[R], int], Data]], bool],
+        refuse: Callable[[Request[R], int], Data], versions: tuple[int, int] | None = None) -> ApiEntry:
+    """One entry. The handler, the rule and the refusal are typed for this API's request; the
+    router hands each of them requests of this API only, decoded with its codec, which is what
+    makes the erased forms it keeps them in sound."""
+    assert request.api_key is not None
+    lo, hi = versions or (request.valid.low, request.valid.high)
+    return ApiEntry(request.api_key, ApiKey(request.api_key).name, request, response, (lo, hi),
+                    cast(Handler, handler), cast(ErasedRule, authorize), cast(ErasedRefuse, refuse))
+
+
+@dataclass(frozen=True)
+class Handlers:
+    """The objects that serve the APIs, each over the services it needs (built by broker/app.py)."""
+
+    api_versions: ApiVersionsApi
+    cluster: ClusterApis
+    topics: TopicApis
+    create_partitions: CreatePartitionsApi
+    groups: GroupApis
+    produce: ProduceApi
+    fetch: FetchApi
+    list_offsets: ListOffsetsApi
+    transactions: TransactionApis
+    sasl: SaslApis
+    scram: ScramCredentialApis
+    acls: AclApis
+    # Only in a cluster: the markers another node's transaction coordinator has this node write.
+    write_txn_markers: WriteTxnMarkersApi | None = None
+
+
+def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
+    """Every API served: one entry each."""
+    checks = RequestChecks
+    g, t = h.groups, h.transactions
+    return (
+        # ---- what a client asks first ----------------------------------------------------------
+        api(ApiVersionsRequest, ApiVersionsResponse, h.api_versions, authorize=OPEN_TO_ALL,
+            refuse=refusals.api_versions),
+        api(MetadataRequest, MetadataResponse, h.cluster.metadata, authorize=checks.metadata,
+            refuse=refusals.metadata),
+        api(DescribeClusterRequest, DescribeClusterResponse, h.cluster.describe_cluster,
+            authorize=checks.describe_cluster, refuse=refusals.describe_cluster),
+        api(FindCoordinatorRequest, FindCoordinatorResponse, h.cluster.find_coordinator,
+            authorize=checks.find_coordinator, refuse=refusals.find_coordinator),
+        api(DescribeConfigsRequest, DescribeConfigsResponse, h.cluster.describe_configs,
+            authorize=checks.describe_configs, refuse=refusals.describe_configs),
+        # ---- topics ----------------------------------------------------------------------------
+        api(CreateTopicsRequest, CreateTopicsResponse, h.topics.create_topics, authorize=checks.create_topics,
+            refuse=refusals.create_topics),
+        api(DeleteTopicsRequest, DeleteTopicsResponse, h.topics.delete_topics, authorize=checks.delete_topics,
+            refuse=refusals.delete_topics),
+        api(CreatePartitionsRequest, CreatePartitionsResponse, h.create_partitions.create_partitions,
+            authorize=checks.create_partitions, refuse=refusals.create_partitions),
+        # ---- groups and offsets ----------------------------------------------------------------
+        api(JoinGroupRequest, JoinGroupResponse, g.join_group, authorize=checks.group_read, refuse=join_error),
+        api(SyncGroupRequest, SyncGroupResponse, g.sync_group, authorize=checks.group_read, refuse=sync_error),
+        api(HeartbeatRequest, HeartbeatResponse, g.heartbeat, authorize=checks.group_read, refuse=heartbeat_error),
+        api(LeaveGroupRequest, LeaveGroupResponse, g.leave_group, authorize=checks.group_read, refuse=leave_error),
+        api(OffsetCommitRequest, OffsetCommitResponse, g.offset_commit, authorize=checks.offset_commit,
+            refuse=commit_error, versions=(0, 9)),
+        api(OffsetFetchRequest, OffsetFetchResponse, g.offset_fetch, authorize=checks.offset_fetch,
+            refuse=offset_fetch_error, versions=(0, 9)),
+        api(OffsetDeleteRequest, OffsetDeleteResponse, g.offset_delete, authorize=checks.offset_delete,
+            refuse=delete_offsets_error),
+        api(TxnOffsetCommitRequest, TxnOffsetCommitResponse, g.txn_offset_commit,
+            authorize=checks.txn_offset_commit, refuse=txn_commit_error, versions=(0, 4)),
+        api(DescribeGroupsRequest, DescribeGroupsResponse, g.describe_groups, authorize=checks.describe_groups,
+            refuse=describe_groups_error),
+        api(ListGroupsRequest, ListGroupsResponse, g.list_groups, authorize=checks.list_groups,
+            refuse=list_groups_error),
+        api(DeleteGroupsRequest, DeleteGroupsResponse, g.delete_groups, authorize=checks.delete_groups,
+            refuse=delete_groups_error),
+        api(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, g.consumer_group_heartbeat,
+            authorize=checks.consumer_group_heartbeat, refuse=consumer_heartbeat_error),
+        api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, g.consumer_group_describe,
+            authorize=checks.consumer_group_describe, refuse=consumer_describe_error),
+        # ---- the data plane --------------------------------------------------------------------
+        api(ProduceRequest, ProduceResponse, h.produce.produce, authorize=checks.produce, refuse=refusals.produce),
+        api(FetchRequest, FetchResponse, h.fetch.fetch, authorize=checks.fetch, refuse=refusals.fetch),
+        api(ListOffsetsRequest, ListOffsetsResponse, h.list_offsets.list_offsets, authorize=checks.list_offsets,
+            refuse=refusals.list_offsets),
+        # ---- transactions ----------------------------------------------------------------------
+        api(InitProducerIdRequest, InitProducerIdResponse, t.init_producer_id, authorize=checks.init_producer_id,
+            refuse=refusals.init_producer_id, versions=(0, INIT_PRODUCER_ID_MAX_VERSION)),
+        api(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, t.add_partitions,
+            authorize=checks.add_partitions_to_txn, refuse=refusals.add_partitions_to_txn,
+            versions=(0, ADD_PARTITIONS_MAX_VERSION)),
+        api(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, t.add_offsets, authorize=checks.add_offsets_to_txn,
+            refuse=refusals.add_offsets_to_txn),
+        api(EndTxnRequest, EndTxnResponse, t.end_txn, authorize=checks.transactional_write,
+            refuse=refusals.end_txn, versions=(0, END_TXN_MAX_VERSION)),
+        # ListTransactions v2's pattern is a Java regular expression; Python's agrees on the common forms.
+        api(DescribeTransactionsRequest, DescribeTransactionsResponse, t.describe_transactions,
+            authorize=checks.describe_transactions, refuse=refusals.describe_transactions),
+        api(ListTransactionsRequest, ListTransactionsResponse, t.list_transactions,
+            authorize=checks.list_transactions, refuse=refusals.list_transactions),
+        # ---- security --------------------------------------------------------------------------
+        api(SaslHandshakeRequest, SaslHandshakeResponse, h.sasl.handshake, authorize=OPEN_TO_ALL,
+            refuse=refusals.sasl_handshake),
+        api(SaslAuthenticateRequest, SaslAuthenticateResponse, h.sasl.authenticate, authorize=OPEN_TO_ALL,
+            refuse=refusals.sasl_authenticate),
+        api(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, h.scram.describe,
+            authorize=checks.cluster_describe, refuse=refusals.describe_user_scram_credentials),
+        api(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, h.scram.alter,
+            authorize=checks.cluster_alter, refuse=refusals.alter_user_scram_credentials),
+        api(DescribeAclsRequest, DescribeAclsResponse, h.acls.describe, authorize=checks.cluster_describe,
+            refuse=refusals.describe_acls),
+        api(CreateAclsRequest, CreateAclsResponse, h.acls.create, authorize=checks.cluster_alter,
+            refuse=refusals.create_acls),
+        api(DeleteAclsRequest, DeleteAclsResponse, h.acls.delete, authorize=checks.cluster_alter,
+            refuse=refusals.delete_acls),
+    ) + (() if h.write_txn_markers is None else (
+        # ---- between the nodes of a cluster ----------------------------------------------------
+        api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, h.write_txn_markers, authorize=checks.cluster_peer,
+            refuse=write_txn_markers_refused, versions=(1, 1)),
+    ))
+
+
+def router_apis(table: tuple[ApiEntry, ...], checks: RequestChecks | None) -> list[Api]:
+    """What the router keeps of the table: with the authorizer on (``checks``), each API's rule
+    bound to the checks and to how the API refuses, once, not per request."""
+    return [Api(e.key, e.request, e.response, e.versions[0], e.versions[1], e.handler, e.name,
+                _bind(e, checks)) for e in table]
+
+
+def _bind(entry: ApiEntry, checks: RequestChecks | None) -> Authorize | None:
+    if checks is None or entry.authorize is OPEN_TO_ALL:
+        return None
+    rule, refuse = entry.authorize, entry.refuse
+
+    def authorize(req: Request[Data]) -> bool:
+        return rule(checks, req, refuse)
+
+    return authorize

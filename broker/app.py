@@ -1,0 +1,397 @@
+"""The composition root: builds every service of a broker from its configuration and hands each
+part only what it needs.
+
+Services: the log runtime (every partition log), the topic catalog and the topic logs, topic
+administration, the cluster view (nodes and partition leaders), the group coordinator's shards and
+the rebalance journal, the transaction coordinator, the authorizer and the credentials, the
+metrics. The handlers are built over those services, the table of APIs (broker/apis.py) over the
+handlers, and the router over the table. ``broker/server.py`` listens and accepts connections and
+hands their requests to the router; this module starts and stops what serves them.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+import uuid
+from base64 import urlsafe_b64encode
+from collections.abc import Callable
+from pathlib import Path
+
+import trio
+
+from broker import heap
+from broker.apis import Handlers, api_table, router_apis
+from broker.cluster.etcd import EtcdClient
+from broker.cluster.node import ClusterNode
+from broker.cluster.peers import PeerClient, PeerSecret
+from broker.cluster.view import ClusterView
+from broker.config import SECRET_PROPERTIES, BrokerConfig
+from broker.coordinator.context import CoordinatorConfig
+from broker.coordinator.result import Transition
+from broker.groups.journal_writer import JournalWriter
+from broker.groups.shards import ShardManager
+from broker.groups.timers import wall_ms
+from broker.handlers.acls import AclApis
+from broker.handlers.cluster import ApiVersionsApi, ClusterApis
+from broker.handlers.create_partitions import CreatePartitionsApi
+from broker.handlers.fetch import FetchApi
+from broker.handlers.groups import GroupApis
+from broker.handlers.list_offsets import ListOffsetsApi
+from broker.handlers.produce import ProduceApi
+from broker.handlers.sasl import SaslApis
+from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.topics import TopicApis
+from broker.handlers.transactions import TransactionApis
+from broker.handlers.write_txn_markers import WriteTxnMarkersApi
+from broker.log_runtime.runtime import LogRuntime
+from broker.network.router import Router
+from broker.observability import logs
+from broker.observability.lag_metrics import LagMetrics
+from broker.observability.metrics import METRICS, install_state_collector
+from broker.observability.metrics_http import parse_metrics_listener, serve_metrics
+from broker.observability.state_metrics import doctor_families, state_families
+from broker.security.context import SecurityContext
+from broker.security.request_checks import RequestChecks
+from broker.topics.admin import TopicAdmin
+from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, TopicCatalog
+from broker.topics.changes import TopicChanges, TopicDeleted
+from broker.topics.partitions import TopicLogs
+from broker.transactions.markers import MarkerWriter
+from broker.transactions.service import TransactionService
+from broker.txn_coordinator.coordinator import TransactionCoordinator
+from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
+from storage.config import LogConfig
+from storage.dir_lock import DataDirError, DirLock, acquire, open_data_dir
+from storage.log_manager import LogOpener
+from storage.partition_log import PartitionLog
+
+
+def _load_cluster_id(data_dir: Path, configured: str, node_id: int) -> str:
+    """Kafka keeps node and cluster ids in meta.properties; a configured cluster.id must match it."""
+    path = data_dir / "meta.properties"
+    props: dict[str, str] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            if "=" in line and not line.startswith("#"):
+                k, _, v = line.partition("=")
+                props[k.strip()] = v.strip()
+    existing = props.get("cluster.id")
+    if existing and configured and existing != configured:
+        raise SystemExit(f"cluster.id {configured!r} does not match {existing!r} in {path}")
+    cluster_id = existing or configured or urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    if not existing:
+        path.write_text(f"#\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\n")
+    return cluster_id
+
+
+def _lock_data_dir(data_dir: Path, cluster_node: int | None) -> list[DirLock]:
+    """A single node locks the directory for itself. The nodes of a cluster share it (a shared
+    lock, which still keeps out a single-node broker or Kafka), and each locks a file named after
+    its node id, so that two processes configured with the same node.id cannot both run on it.
+    Which node writes which partition is then decided by ownership in etcd."""
+    try:
+        if cluster_node is None:
+            return [open_data_dir(data_dir)]
+        shared = open_data_dir(data_dir, shared=True)
+        try:
+            return [shared, acquire(data_dir, name=f".lock-node-{cluster_node}")]
+        except DataDirError:
+            shared.release()
+            raise
+    except DataDirError as exc:
+        raise SystemExit(f"kcoord: log.dirs: {exc}") from None
+
+
+def coordinator_config(c: BrokerConfig) -> CoordinatorConfig:
+    return CoordinatorConfig(
+        group_min_session_timeout_ms=c.get_int("group.min.session.timeout.ms"),
+        group_max_session_timeout_ms=c.get_int("group.max.session.timeout.ms"),
+        group_initial_rebalance_delay_ms=c.get_int("group.initial.rebalance.delay.ms"),
+        group_max_size=c.get_int("group.max.size"),
+        offsets_retention_ms=c.get_int("offsets.retention.minutes") * 60_000,
+        offsets_retention_check_interval_ms=c.get_int("offsets.retention.check.interval.ms"),
+        offset_metadata_max_bytes=c.get_int("offset.metadata.max.bytes"),
+        num_partitions=c.get_int("offsets.topic.num.partitions"),
+        consumer_session_timeout_ms=c.get_int("group.consumer.session.timeout.ms"),
+        consumer_heartbeat_interval_ms=c.get_int("group.consumer.heartbeat.interval.ms"),
+        consumer_max_size=c.get_int("group.consumer.max.size"),
+        consumer_assignors=tuple(n.strip() for n in c.get_str("group.consumer.assignors").split(",") if n.strip()),
+        consumer_migration_policy=c.get_str("group.consumer.migration.policy").strip().lower(),
+        group_events_enable=c.get_bool("group.events.enable"),
+    )
+
+
+def _compacted_log_config(c: BrokerConfig, segment_bytes: int) -> LogConfig:
+    """The settings of an internal, compacted log (__consumer_offsets, __transaction_state)."""
+    return LogConfig(
+        segment_bytes=segment_bytes,
+        cleanup_policy="compact",
+        delete_retention_ms=c.get_int("log.cleaner.delete.retention.ms"),
+        min_compaction_lag_ms=c.get_int("log.cleaner.min.compaction.lag.ms"),
+        min_cleanable_dirty_ratio=c.get_float("log.cleaner.min.cleanable.ratio"),
+    )
+
+
+class RebalanceMetrics:
+    """Counts rebalances and times them, from the transitions of groups the shards report."""
+
+    def __init__(self) -> None:
+        self._started: dict[str, float] = {}
+
+    def on_transition(self, transition: Transition) -> None:
+        group, old, new, generation, members, reason = transition
+        logs.event("group.transition", group=group, from_state=old, to_state=new, generation=generation,
+                   members=members, reason=reason)
+        # A classic group rebalances from PreparingRebalance; a consumer group (KIP-848) from the
+        # moment it leaves Stable or Empty for a new assignment (Assigning, usually straight on to
+        # Reconciling: the coordinator computes the assignment in the same operation).
+        converging = ("Assigning", "Reconciling")
+        if new == "PreparingRebalance" or (new in converging and old not in converging):
+            METRICS.rebalances.labels(str(reason).split(":")[0][:60]).inc()
+            self._started.setdefault(group, time.perf_counter())
+        elif new in ("Stable", "Empty", "Dead"):
+            started = self._started.pop(group, None)
+            if started is not None and new == "Stable":
+                METRICS.rebalance_seconds.observe(time.perf_counter() - started)
+
+
+class BrokerApp:
+    """Every service of one broker, built from its configuration, and their start and stop."""
+
+    def __init__(self, config: BrokerConfig, *, log_opener: LogOpener = PartitionLog.open,
+                 clock: Callable[[], int] = wall_ms) -> None:
+        """``log_opener`` opens every partition log and ``clock`` is the coordinator's wall clock
+        in ms; both are replaceable so that the whole shell can run in one process against logs
+        and time that a test controls."""
+        c = self.config = config
+        self.clock = clock
+        self.node_id = c.get_int("node.id")
+        self.data_dir = config.data_dir
+        endpoints = c.get_str("etcd.endpoints")
+        clustered = bool(endpoints.strip())
+        # First, before meta.properties or any log is read or written: a second broker on this
+        # directory must stop here, having changed nothing that the first one owns.
+        self.dir_locks = _lock_data_dir(self.data_dir, self.node_id if clustered else None)
+        self.cluster_id = _load_cluster_id(self.data_dir, c.get_str("cluster.id"), self.node_id)
+        offsets_partitions = c.get_int("offsets.topic.num.partitions")
+        self.catalog = TopicCatalog(self.data_dir, offsets_partitions, shared=clustered)
+        self.cluster: ClusterNode | None = None
+        if clustered:
+            prefix = c.get_str("etcd.prefix").strip() or f"/kcoord/{self.cluster_id}"
+            self.cluster = ClusterNode(EtcdClient(endpoints), prefix, self.node_id, config.advertised.host,
+                                       config.advertised.port, c.get_int("broker.session.timeout.ms"),
+                                       self._all_partitions)
+        # Requests to the other nodes (transaction markers, KIP-890 checks), and the secret that
+        # proves them to come from a node.
+        self.peer_secret = PeerSecret()
+        self.peers = None if self.cluster is None else PeerClient(self.cluster, self.peer_secret)
+        self.view = ClusterView(self.node_id, self.cluster_id, self.cluster,
+                                (config.advertised.host, config.advertised.port), dict(config.advertised_by_listener))
+        self.security = SecurityContext(config, self.data_dir, None if self.cluster is None else (
+            EtcdClient(endpoints), self.cluster.prefix))
+        # The one runtime that owns every partition log, with the flush policy, the cleaner and
+        # retention settings that apply to all of them (per-topic configs override the defaults).
+        self.logs = LogRuntime(
+            self.data_dir, LogConfig(segment_bytes=c.get_int("log.segment.bytes"), retention_ms=c.get_int("log.retention.ms"),
+                                     retention_bytes=c.get_int("log.retention.bytes")),
+            sync_flush=c.get_str("log.flush.policy") == "sync", flush_interval_ms=c.get_int("log.flush.interval.ms"),
+            cleaner_backoff_ms=c.get_int("log.cleaner.backoff.ms") if c.get_bool("log.cleaner.enable") else None,
+            retention_check_ms=c.get_int("log.retention.check.interval.ms"), opener=log_opener, shared=clustered)
+        if self.cluster is not None:
+            self.logs.may_write = self.cluster.may_write
+        # One writer per log: in cluster mode the journal has a partition per __consumer_offsets
+        # partition, written by the node that owns that shard (``ClusterListener``).
+        self.journal = JournalWriter(self.logs, self.catalog, retention_ms=c.get_int("group.events.retention.ms"),
+                                     segment_bytes=c.get_int("log.segment.bytes"), enabled=c.get_bool("group.events.enable"),
+                                     partitions=1 if self.cluster is None else offsets_partitions,
+                                     clustered=self.cluster is not None)
+        self.rebalances = RebalanceMetrics()
+        self.shards = ShardManager(self.logs, offsets_partitions, coordinator_config(c), self.catalog,
+                                   _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")),
+                                   on_transition=self.rebalances.on_transition, clock=clock, cluster=self.cluster,
+                                   journal=self.journal.write)
+        # Created, grown and deleted topics, as the group coordinator must follow them.
+        self.topic_changes = TopicChanges()
+        self.topic_changes.subscribe(self.shards.on_topic_change)
+        install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal)))
+        self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=c.get_int("message.max.bytes"),
+                                    cluster=self.cluster)
+        self.admin = TopicAdmin(self.catalog, self.topic_logs, self.topic_changes, {
+            "cleanup.policy": "delete",
+            "retention.ms": str(c.get_int("log.retention.ms")),
+            "retention.bytes": str(c.get_int("log.retention.bytes")),
+            "segment.bytes": str(c.get_int("log.segment.bytes")),
+            "max.message.bytes": str(c.get_int("message.max.bytes")),
+        })
+        self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
+                              c.get_str("metrics.lag.groups"), c.get_int("metrics.lag.max.partitions"))
+        coordinator = TransactionCoordinator(self.topic_logs.producer_ids.next_id, c.get_int("transaction.max.timeout.ms"),
+                                             c.get_int("transactional.id.expiration.ms"))
+        self.transactions = TransactionService(
+            self.logs, coordinator, MarkerWriter(self.topic_logs, self.shards, self.cluster, self.peers),
+            c.get_int("transaction.state.log.num.partitions"),
+            _compacted_log_config(c, c.get_int("transaction.state.log.segment.bytes")), clock,
+            c.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+            c.get_int("transactions.remove.expired.transaction.cleanup.interval.ms"),
+            cluster=self.cluster)
+        self.router = Router()
+        self.router.frames_done_hooks.append(self.logs.kick)
+        self.handlers = self._make_handlers()
+        self.router.raw_sasl_token = self.handlers.sasl.raw_token
+        authorizer = self.security.authorizer
+        self.table = api_table(self.handlers)
+        self.router.install(router_apis(self.table, None if authorizer is None else
+                                        RequestChecks(self.catalog, authorizer, self.peer_secret)))
+        self.metrics_port: int | None = None
+
+    def _make_handlers(self) -> Handlers:
+        c = self.config
+        security = self.security
+        authorizer = security.authorizer
+        offsets_partitions = c.get_int("offsets.topic.num.partitions")
+        verify_transactions = c.get_bool("transaction.partition.verification.enable")
+        return Handlers(
+            api_versions=ApiVersionsApi(self.router.advertised),
+            cluster=ClusterApis(self.view, self.catalog, self.admin, self.transactions,
+                                auto_create_topics=c.get_bool("auto.create.topics.enable"),
+                                default_partitions=c.get_int("num.partitions"), offsets_partitions=offsets_partitions,
+                                broker_configs={k: str(v) for k, v in c.values.items()},
+                                secret_configs=SECRET_PROPERTIES),
+            topics=TopicApis(self.admin, self.catalog, c.get_int("num.partitions")),
+            create_partitions=CreatePartitionsApi(self.catalog, self.node_id, self.admin.grow_topic),
+            groups=GroupApis(self.shards, c.get_int("message.max.bytes"),
+                             None if authorizer is None else authorizer.describable_topics),
+            produce=ProduceApi(self.topic_logs, self.catalog, self.transactions if verify_transactions else None,
+                               self.clock, self.cluster, self.peers),
+            fetch=FetchApi(self.topic_logs, self.catalog),
+            list_offsets=ListOffsetsApi(self.topic_logs, self.catalog),
+            transactions=TransactionApis(self.transactions, self.catalog, offsets_partitions,
+                                         self.topic_logs.producer_ids, self.clock),
+            sasl=SaslApis(security.mechanisms, security.credentials, c.get_int("connections.max.reauth.ms"),
+                          c.get_int("connection.failed.authentication.delay.ms") / 1000),
+            scram=ScramCredentialApis(security.credentials, security.etcd_store, self.logs),
+            acls=AclApis(authorizer, security.etcd_store, self.logs),
+            write_txn_markers=None if self.cluster is None else
+            WriteTxnMarkersApi(self.transactions.markers, self.peer_secret),
+        )
+
+    # ---- running ------------------------------------------------------------------------------
+
+    async def start(self, nursery: trio.Nursery) -> None:
+        """Starts every service in ``nursery``, in order, returning once clients may be served."""
+        await nursery.start(self.logs.run)
+        await trio.to_thread.run_sync(self.journal.open)
+        nursery.start_soon(self.journal.run)
+        await nursery.start(self.topic_logs.run)
+        endpoint = parse_metrics_listener(self.config.get_str("metrics.listener"), self.config.listener.host)
+        if endpoint is not None:
+            try:
+                self.metrics_port = await nursery.start(serve_metrics, *endpoint, self.lag.render)
+            except OSError as exc:
+                # Metrics are for operators; a busy port must not keep the broker from serving clients.
+                logs.warn("metrics.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))
+        if self.security.etcd_store is not None:
+            # The cluster's users and ACLs, read before any client is served.
+            await nursery.start(self.security.etcd_store.run)
+        await nursery.start(self.shards.run)
+        # In a cluster the coordinator loads each __transaction_state partition as it is claimed.
+        await nursery.start(self.transactions.run)
+        if self.cluster is not None and self.peers is not None:
+            await self.peer_secret.load(self.cluster.client, self.cluster.prefix)
+            await nursery.start(self.peers.run)
+            self.cluster.address = self.view.advertised
+            self.cluster.listener_addresses = dict(self.view.advertised_by_listener)
+            self.cluster.listener = ClusterListener(self.shards, self.journal, self.topic_logs, self.logs,
+                                                    self.transactions)
+            await nursery.start(self.cluster.run)
+        nursery.start_soon(self._settle_heap)
+
+    async def _settle_heap(self) -> None:
+        """What exists once every shard has replayed its log lives as long as the broker: keep it
+        out of later garbage collections (broker/heap.py)."""
+        while self.shards.loading:
+            await trio.sleep(0.05)
+        heap.settle()
+
+    def _all_partitions(self) -> list[tuple[str, int]]:
+        """Every partition a cluster spreads over its nodes; publishes what other nodes changed
+        in the topic catalog on the way (this runs a few times a second)."""
+        self.catalog.refresh()
+        changes, self.catalog.changes = self.catalog.changes, []
+        for change in changes:
+            if isinstance(change, TopicDeleted):
+                for p in range(change.partitions):
+                    self.topic_logs.lose((change.topic, p))
+            self.topic_changes.publish(change)
+        # The journal's partitions are not owned of their own: each follows the __consumer_offsets
+        # partition of the same index. The transaction coordinator's partitions are owned like the
+        # group coordinator's.
+        return [(topic.name, p) for topic in list(self.catalog.topics.values()) if topic.name != EVENTS_TOPIC
+                for p in range(topic.partitions)] + \
+            [(TRANSACTION_STATE_TOPIC, p) for p in range(self.transactions.num_partitions)]
+
+    async def stop_serving(self) -> None:
+        """Controlled shutdown of a cluster node: hand every partition over now."""
+        if self.cluster is not None:
+            with trio.move_on_after(10):
+                await self.cluster.shutdown()
+
+    def close(self) -> None:
+        """Flushes and closes everything the broker opened (called after serving stops)."""
+        try:
+            try:
+                # Before the logs close: the snapshots are built from their durable bytes.
+                self.shards.write_snapshots()
+            finally:
+                self.journal.close()
+                self.logs.close()
+        finally:
+            # Last, so that the next broker on this directory starts only after every file is closed.
+            for lock in reversed(self.dir_locks):
+                lock.release()
+
+
+class ClusterListener:
+    """What this node does when it gains, must hand over, or loses a partition: a shard of the
+    group coordinator with its journal partition, a partition of the transaction coordinator, or a
+    topic partition."""
+
+    def __init__(self, shards: ShardManager, journal: JournalWriter, topic_logs: TopicLogs,
+                 logs_runtime: LogRuntime, transactions: TransactionService) -> None:
+        self.transactions = transactions
+        self.shards = shards
+        self.journal = journal
+        self.topic_logs = topic_logs
+        self.logs = logs_runtime
+
+    def on_gain(self, partition: tuple[str, int], epoch: int) -> None:
+        topic, index = partition
+        if topic == TRANSACTION_STATE_TOPIC:
+            self.transactions.gain(index, epoch)
+        elif topic == OFFSETS_TOPIC:
+            # The journal partition first: the shard's load already writes events to it.
+            self.journal.gain(index, epoch)
+            self.shards.runtimes[index].gain(epoch)
+        else:
+            self.logs.spawn(self.topic_logs.gain, partition, epoch)
+
+    async def on_release(self, partition: tuple[str, int]) -> None:
+        topic, index = partition
+        if topic == TRANSACTION_STATE_TOPIC:
+            await self.transactions.release(index)
+        elif topic == OFFSETS_TOPIC:
+            await self.shards.runtimes[index].release()
+            await self.journal.release(index)
+        else:
+            await self.topic_logs.release(partition)
+
+    def on_lose(self, partition: tuple[str, int]) -> None:
+        topic, index = partition
+        if topic == TRANSACTION_STATE_TOPIC:
+            self.transactions.lose(index)
+        elif topic == OFFSETS_TOPIC:
+            self.shards.runtimes[index].lose()
+            self.journal.lose(index)
+        else:
+            self.topic_logs.lose(partition)

@@ -1,0 +1,63 @@
+"""Topic administration: creating, growing and deleting topics, as CreateTopics, CreatePartitions,
+DeleteTopics and auto-creation do it. The catalog records the change, the topic logs follow it, and
+the group coordinator (a subscriber of ``TopicChanges``) learns of it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from broker.observability import logs
+from broker.topics.catalog import Topic, TopicCatalog, TopicError
+from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
+from broker.topics.partitions import TopicLogs, topic_log_config
+from protocol.errors import ErrorCode
+
+
+class TopicAdmin:
+    def __init__(self, catalog: TopicCatalog, topic_logs: TopicLogs, changes: TopicChanges,
+                 config_defaults: Mapping[str, str]) -> None:
+        """``config_defaults`` are the broker's defaults of the topic configs a topic shows
+        (DescribeConfigs, CreateTopics), which its own configs override."""
+        self.catalog = catalog
+        self.topic_logs = topic_logs
+        self.changes = changes
+        self.config_defaults = dict(config_defaults)
+
+    def create_topic(self, name: str, partitions: int, configs: dict[str, str],
+                     validate_only: bool = False) -> Topic:
+        try:
+            topic_log_config(self.topic_logs.defaults, configs)
+        except (ValueError, TypeError) as exc:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"invalid topic config: {exc}") from None
+        topic = self.catalog.create(name, partitions, configs, validate_only=validate_only)
+        if not validate_only:
+            self.topic_logs.create_topic(topic)
+            logs.event("topic.created", topic=name, partitions=partitions)
+            self.changes.publish(TopicCreated(name, topic.topic_id, partitions))
+        return topic
+
+    def grow_topic(self, name: str, count: int) -> Topic:
+        """Raises a topic's partition count (validated by the caller). Once the catalog has
+        persisted it, Metadata lists the new partitions and the data plane serves them."""
+        old = self.catalog.partition_count(name)
+        assert old is not None
+        topic = self.catalog.grow(name, count)
+        self.topic_logs.grow_topic(topic, old)
+        logs.event("topic.partitions_added", topic=name, partitions=count, previous=old)
+        self.changes.publish(PartitionsAdded(name, topic.topic_id, old, count))
+        return topic
+
+    def delete_topic(self, name: str, settlement: Settlement | None = None) -> Topic:
+        """Deletes a topic, its logs and (through the group coordinator, which subscribes to
+        topic changes) every group's committed offsets of it; ``settlement`` learns when those
+        offset tombstones are durable."""
+        topic = self.catalog.delete(name)
+        self.topic_logs.delete_topic(name)
+        logs.event("topic.deleted", topic=name)
+        self.changes.publish(TopicDeleted(name, topic.topic_id, topic.partitions), settlement)
+        return topic
+
+    def topic_configs(self, topic: Topic) -> dict[str, str]:
+        configs = dict(self.config_defaults)
+        configs.update(topic.configs)
+        return configs
