@@ -61,6 +61,7 @@ from broker.transactions.markers import MarkerWriter
 from broker.transactions.service import TransactionService
 from broker.txn_coordinator.coordinator import TransactionCoordinator
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
+from storage.checkpoints import CheckpointError, read_meta_properties, write_meta_properties
 from storage.config import LogConfig
 from storage.dir_lock import DataDirError, DirLock, acquire, open_data_dir
 from storage.log_manager import LogOpener
@@ -69,19 +70,16 @@ from storage.partition_log import PartitionLog
 
 def _load_cluster_id(data_dir: Path, configured: str, node_id: int) -> str:
     """Kafka keeps node and cluster ids in meta.properties; a configured cluster.id must match it."""
-    path = data_dir / "meta.properties"
-    props: dict[str, str] = {}
-    if path.exists():
-        for line in path.read_text().splitlines():
-            if "=" in line and not line.startswith("#"):
-                k, _, v = line.partition("=")
-                props[k.strip()] = v.strip()
+    try:
+        props = read_meta_properties(data_dir)
+    except CheckpointError as exc:
+        raise SystemExit(str(exc)) from None
     existing = props.get("cluster.id")
     if existing and configured and existing != configured:
-        raise SystemExit(f"cluster.id {configured!r} does not match {existing!r} in {path}")
+        raise SystemExit(f"cluster.id {configured!r} does not match {existing!r} in {data_dir / 'meta.properties'}")
     cluster_id = existing or configured or urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
     if not existing:
-        path.write_text(f"#\nversion=1\nnode.id={node_id}\ncluster.id={cluster_id}\n")
+        write_meta_properties(data_dir, {"version": "1", "node.id": str(node_id), "cluster.id": cluster_id})
     return cluster_id
 
 

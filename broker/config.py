@@ -21,6 +21,7 @@ from broker.security.listeners import (
     parse_listeners,
 )
 from broker.security.properties import check_security
+from storage.properties import PropertiesError, parse_properties
 
 # What a property holds: its declared type.
 ConfigValue = bool | int | float | str
@@ -233,16 +234,10 @@ def _read_file(path: Path) -> dict[str, Any]:
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: {exc}") from None
         return dict(_flatten(data))
-    values: dict[str, Any] = {}
-    for lineno, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line[0] in "#!":
-            continue
-        sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
-        if sep < 0:
-            raise ConfigError(f"{path}:{lineno}: expected name=value")
-        values[line[:sep].strip()] = line[sep + 1 :].strip()
-    return values
+    try:
+        return dict(parse_properties(text))
+    except PropertiesError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}: expected name=value") from None
 
 
 def _flatten(data: Mapping[str, Any], prefix: str = "") -> Any:

@@ -16,7 +16,7 @@ from broker.observability import logs
 from broker.observability.metrics import METRICS
 from protocol.codec import MessageCodec, codec_for
 from protocol.errors import DecodeError, ErrorCode
-from protocol.frames import parse_request_header, peek_header
+from protocol.frames import parse_request_header, peek_header, response_header_flexible
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsResponse
 from protocol.schema import Data, Message
@@ -204,8 +204,7 @@ class Router:
         route = Route(
             api=api, handler=api.handler, authorize=api.authorize, decoder=codec_for(api.request, version),
             flexible=api.request.is_flexible(version),
-            # ApiVersions responses always use header v0 (KIP-511).
-            flexible_header=api.response.is_flexible(version) and api_key != ApiKey.ApiVersions,
+            flexible_header=response_header_flexible(api_key, api.response.is_flexible(version)),
             counter=api.counter(version), latency=api.latency_observer())
         self.routes[(api_key << 16) | (version & 0xFFFF)] = route
         return route
