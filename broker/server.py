@@ -309,16 +309,20 @@ class Broker:
         self.topic_changes.publish(TopicDeleted(name, topic.topic_id, topic.partitions), settlement)
         return topic
 
-    def topic_configs(self, topic: Topic) -> dict[str, str]:
-        defaults = {
-            "cleanup.policy": "delete",
-            "retention.ms": str(self.config["log.retention.ms"]),
-            "retention.bytes": str(self.config["log.retention.bytes"]),
-            "segment.bytes": str(self.config["log.segment.bytes"]),
-            "max.message.bytes": str(self.config["message.max.bytes"]),
+    def topic_config_defaults(self) -> dict[str, tuple[str, str]]:
+        """What a topic's configs are when it sets none: topic config -> (broker property, value)."""
+        return {
+            "cleanup.policy": ("log.cleanup.policy", "delete"),
+            "retention.ms": ("log.retention.ms", str(self.config["log.retention.ms"])),
+            "retention.bytes": ("log.retention.bytes", str(self.config["log.retention.bytes"])),
+            "segment.bytes": ("log.segment.bytes", str(self.config["log.segment.bytes"])),
+            "max.message.bytes": ("message.max.bytes", str(self.config["message.max.bytes"])),
         }
-        defaults.update(topic.configs)
-        return defaults
+
+    def topic_configs(self, topic: Topic) -> dict[str, str]:
+        configs = {name: value for name, (_broker_name, value) in self.topic_config_defaults().items()}
+        configs.update(topic.configs)
+        return configs
 
     # ---- serving ----------------------------------------------------------------------------
 

@@ -22,6 +22,18 @@ if TYPE_CHECKING:
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 _NOT_REQUESTED = -2147483648
+# DescribeConfigs' config sources, Kafka's numbers.
+DYNAMIC_TOPIC_CONFIG = 1
+DEFAULT_CONFIG = 5
+
+
+def config_text(value: object) -> str:
+    """A property's value as Kafka's DescribeConfigs writes it: booleans `true`/`false`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 
@@ -171,24 +183,39 @@ def register(broker: Broker) -> None:
 
     def describe_configs(req: Request[DescribeConfigsRequest]) -> None:
         results = []
+        synonyms = req.version >= 1 and req.body.include_synonyms
+        Entry = DescribeConfigsResponse.Result.ResourceResult
         for res in req.body.resources:
-            configs: dict[str, str] = {}
+            # (name, value, source, synonyms as (name, value, source)) of each config
+            configs: list[tuple[str, str, int, list[tuple[str, str, int]]]] = []
             error, message = ErrorCode.NONE, None
             if res.resource_type == 2:  # topic
                 topic = broker.catalog.get(res.resource_name)
                 if topic is None:
                     error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic"
                 else:
-                    configs = broker.topic_configs(topic)
+                    defaults = broker.topic_config_defaults()
+                    for name, value in sorted(broker.topic_configs(topic).items()):
+                        below = [(defaults[name][0], defaults[name][1], DEFAULT_CONFIG)] if name in defaults else []
+                        if name in topic.configs:  # set on the topic, as Kafka's dynamic topic configs
+                            configs.append((name, value, DYNAMIC_TOPIC_CONFIG,
+                                            [(name, value, DYNAMIC_TOPIC_CONFIG), *below]))
+                        else:
+                            configs.append((name, value, DEFAULT_CONFIG, below))
             elif res.resource_type == 4:  # broker
-                configs = {k: str(v) for k, v in broker.config.values.items()}
+                for name, value in sorted(broker.config.values.items()):
+                    text = config_text(value)
+                    configs.append((name, text, DEFAULT_CONFIG, [(name, text, DEFAULT_CONFIG)]))
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"resource type {res.resource_type} not supported"
             wanted = res.configuration_keys
             secret = SECRET_PROPERTIES if res.resource_type == 4 else frozenset()
-            entries = [DescribeConfigsResponse.Result.ResourceResult(
-                name=k, value=None if k in secret else v, read_only=False, config_source=5, is_sensitive=k in secret)
-                for k, v in sorted(configs.items()) if wanted is None or k in wanted]
+            entries = [Entry(
+                name=k, value=None if k in secret else v, read_only=False, config_source=source,
+                is_default=source == DEFAULT_CONFIG, is_sensitive=k in secret,
+                synonyms=[Entry.Synonym(name=n, value=None if k in secret else sv, source=s)
+                          for n, sv, s in below] if synonyms else [])
+                for k, v, source, below in configs if wanted is None or k in wanted]
             results.append(DescribeConfigsResponse.Result(
                 error_code=error, error_message=message, resource_type=res.resource_type,
                 resource_name=res.resource_name, configs=entries))
