@@ -100,13 +100,17 @@ NEWER_THAN_KCOORD = {
 _RECORD = re.compile(r"^\| offset: (\d+) .*? key: (.*?) payload: ?(.*)$")
 
 
-def kafka_dump(libs: Path, files: list[Path]) -> dict[tuple[str, int], dict[str, Any]]:
-    """DumpLogSegments --offsets-decoder over the files: (file, offset) -> key and payload."""
+def kafka_dump_text(libs: Path, files: list[Path]) -> str:
     done = run_tool(libs, DUMP_LOG, "--offsets-decoder", "--files", ",".join(map(str, files)), timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
+def kafka_dump(libs: Path, files: list[Path], text: str | None = None) -> dict[tuple[str, int], dict[str, Any]]:
+    """DumpLogSegments --offsets-decoder over the files: (file, offset) -> key and payload."""
     records: dict[tuple[str, int], dict[str, Any]] = {}
     current = ""
-    for line in done.stdout.splitlines():
+    for line in (text if text is not None else kafka_dump_text(libs, files)).splitlines():
         if line.startswith("Dumping "):
             current = str(Path(line.removeprefix("Dumping ")).resolve())
         m = _RECORD.match(line)
@@ -115,6 +119,11 @@ def kafka_dump(libs: Path, files: list[Path]) -> dict[tuple[str, int], dict[str,
             payload = json.loads(m.group(3)) if m.group(3).startswith("{") else None  # "<DELETE>": a tombstone
             records[(current, int(m.group(1)))] = {"key": key, "payload": payload}
     return records
+
+
+def dump_lines(text: str) -> list[str]:
+    """kafka-dump-log's text: file, batch and record lines, each record's cut before its key."""
+    return [line.split(" key: ", 1)[0] for line in text.splitlines() if line.strip()]
 
 
 def kcoord_dump(files: list[Path]) -> dict[tuple[str, int], dict[str, Any]]:
@@ -195,7 +204,14 @@ def test_kafka_dump_log_segments_reads_kcoord_offsets_log(kafka_libs: Path, brok
         member.close()
 
     files = offsets_segments(broker.data_dir)
-    theirs, ours = kafka_dump(kafka_libs, files), kcoord_dump(files)
+    kafka_text = kafka_dump_text(kafka_libs, files)
+    theirs, ours = kafka_dump(kafka_libs, files, kafka_text), kcoord_dump(files)
+
+    # The text of `kcoord dump-log` is Kafka's, line for line, up to the decoded key and value
+    # (whose field names Kafka spells in camelCase).
+    ours_text = subprocess.run([sys.executable, "-m", "kcoord", "dump-log", *map(str, files)], cwd=ROOT,
+                               capture_output=True, text=True, timeout=120, check=True).stdout
+    assert dump_lines(ours_text) == dump_lines(kafka_text)
 
     assert ours.keys() == theirs.keys() and ours
     mismatches = {where: found for where in sorted(ours)
