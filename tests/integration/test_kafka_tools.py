@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from tests.conftest import BrokerProcess, free_port
+from tests.integration.clients import ThreadedConsumer, covers_exactly, wait_for
 from tests.integration.kafka_programs import (
     ACLS,
     CONFIGS,
@@ -210,6 +211,37 @@ def test_console_clients_get_offsets_and_consumer_groups(tools: Tools, reference
     gone = on_both(tools, reference, lambda t: t.out(GROUPS, "--delete", "--group", group))
     assert gone[0] == gone[1] == f"Deletion of requested consumer groups ('{group}') was successful."
     assert group not in tools.out(GROUPS, "--list").splitlines()
+
+
+def test_consumer_groups_describe_a_group_with_members(tools: Tools, reference: Tools) -> None:
+    """Two members in a classic group, one commit each: kafka-consumer-groups' offsets, members and
+    state tables are the same on both brokers but for member ids and the coordinator's address."""
+    topic, group = f"tools-members-{SUFFIX}", f"tools-members-{SUFFIX}"
+    members: list[ThreadedConsumer] = []
+    try:
+        for bootstrap in (tools.bootstrap, reference.bootstrap):
+            create(bootstrap, topic, 4)
+            pair = [ThreadedConsumer(bootstrap, group, [topic], **{"client.id": name}) for name in ("alpha", "beta")]
+            members += pair
+            wait_for(lambda pair=pair: covers_exactly(pair, topic, 4), 60, "the members to share the partitions")
+            for member in pair:
+                member.commit([TopicPartition(topic, p, 0) for _, p in sorted(member.held())][:1])
+
+        offsets, listed, states = (on_both(tools, reference, lambda t, extra=extra: table(
+            t.out(GROUPS, "--describe", "--group", group, *extra), "GROUP"))
+            for extra in ((), ("--members",), ("--state",)))
+        rows = [sorted((r["TOPIC"], r["PARTITION"], r["CURRENT-OFFSET"], r["LOG-END-OFFSET"], r["LAG"], r["HOST"],
+                        r["CONSUMER-ID"].startswith(r["CLIENT-ID"]), r["CLIENT-ID"] in ("alpha", "beta"))
+                       for r in side) for side in offsets]
+        assert rows[0] == rows[1] and len(rows[0]) == 4
+        assert sorted(r[2] for r in rows[0]) == ["-", "-", "0", "0"]  # one committed partition per member
+        described = [sorted((r["CLIENT-ID"], r["HOST"], r["#PARTITIONS"]) for r in side) for side in listed]
+        assert described[0] == described[1] == [("alpha", "/127.0.0.1", "2"), ("beta", "/127.0.0.1", "2")]
+        state = [[(r["GROUP"], r["ASSIGNMENT-STRATEGY"], r["STATE"], r["#MEMBERS"]) for r in side] for side in states]
+        assert state[0] == state[1] == [(group, "range", "Stable", "2")]
+    finally:
+        for member in members:
+            member.close()
 
 
 @pytest.fixture(scope="module")
