@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic
 
 from tests.conftest import BrokerProcess, free_port
 from tests.integration.clients import ThreadedConsumer, covers_exactly, wait_for
@@ -147,6 +147,25 @@ def test_kafka_configs_describe_topic_and_broker(tools: Tools, reference: Tools)
     assert every["auto.create.topics.enable"].startswith("auto.create.topics.enable=true ")
     assert every["offsets.topic.num.partitions"].startswith("offsets.topic.num.partitions=50 ")
     assert every["num.partitions"] == "num.partitions=1 sensitive=false synonyms={DEFAULT_CONFIG:num.partitions=1}"
+
+
+def test_describe_configs_sources_as_kafka_reports_them(kcoord: BrokerProcess) -> None:
+    """What kafka-configs shows rests on DescribeConfigs' sources (here through librdkafka, no JVM):
+    a config the topic was created with is a dynamic topic config, the others defaults; broker
+    booleans are written as Java writes them."""
+    topic = f"tools-sources-{SUFFIX}"
+    create(kcoord.bootstrap, topic, 1, {"retention.ms": "3600000"})
+    admin = AdminClient({"bootstrap.servers": kcoord.bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, topic)
+    configs = admin.describe_configs([resource])[resource].result(15)
+    assert (configs["retention.ms"].value, configs["retention.ms"].source) == (
+        "3600000", ConfigSource.DYNAMIC_TOPIC_CONFIG.value)
+    assert set(configs["retention.ms"].synonyms) == {"retention.ms", "log.retention.ms"}
+    assert configs["segment.bytes"].source == ConfigSource.DEFAULT_CONFIG.value and configs["segment.bytes"].is_default
+    broker = ConfigResource(ConfigResource.Type.BROKER, "1")
+    shown = admin.describe_configs([broker])[broker].result(15)
+    assert shown["auto.create.topics.enable"].value == "true"
+    assert shown["allow.everyone.if.no.acl.found"].value == "false"
 
 
 @pytest.mark.xfail(strict=True, reason="kafka-configs --alter needs IncrementalAlterConfigs, not served by "
