@@ -33,7 +33,7 @@ from broker.groups.journal_writer import JournalWriter
 from broker.groups.shards import ShardManager
 from broker.groups.timers import wall_ms
 from broker.handlers.acls import AclApis
-from broker.handlers.cluster import ApiVersionsApi, ClusterApis
+from broker.handlers.cluster import ApiVersionsApi, ClusterApis, config_text
 from broker.handlers.create_partitions import CreatePartitionsApi
 from broker.handlers.fetch import FetchApi
 from broker.handlers.groups import GroupApis
@@ -254,7 +254,7 @@ class BrokerApp:
             cluster=ClusterApis(self.view, self.catalog, self.admin, self.transactions,
                                 auto_create_topics=c.get_bool("auto.create.topics.enable"),
                                 default_partitions=c.get_int("num.partitions"), offsets_partitions=offsets_partitions,
-                                broker_configs={k: str(v) for k, v in c.values.items()},
+                                broker_configs={k: config_text(v) for k, v in c.values.items()},
                                 secret_configs=SECRET_PROPERTIES),
             topics=TopicApis(self.admin, self.catalog, c.get_int("num.partitions")),
             create_partitions=CreatePartitionsApi(self.catalog, self.node_id, self.admin.grow_topic),

@@ -168,6 +168,7 @@ def dump_file(path: Path) -> Iterator[dict[str, Any]]:
                     "CreateTime": batch.base_timestamp + rec.timestamp_delta,
                     "keySize": -1 if rec.key is None else len(rec.key),
                     "valueSize": -1 if rec.value is None else len(rec.value),
+                    "sequence": _sequence(batch.base_sequence, rec.offset_delta),
                     "headerKeys": [k for k, _ in rec.headers],
                 }
                 if not batch.is_control:
@@ -186,6 +187,14 @@ def dump_file(path: Path) -> Iterator[dict[str, Any]]:
         yield {"error": str(exc), "position": exc.position, "kind": exc.kind}
 
 
+def _sequence(base_sequence: int, offset_delta: int) -> int:
+    """A record's producer sequence: its batch's base sequence plus its offset delta, wrapping
+    past 2^31 - 1 to 0 as producers do; -1 in a batch without sequences."""
+    if base_sequence < 0:
+        return -1
+    return (base_sequence + offset_delta) % (1 << 31)
+
+
 def _print_text(path: Path, out: TextIO) -> None:
     out.write(f"Dumping {path}\n")
     if path.suffix == ".log":
@@ -196,10 +205,16 @@ def _print_text(path: Path, out: TextIO) -> None:
                       f"({item['kind']}); the rest of this file is skipped\n")
             continue
         records = item.pop("records")
+        # As Kafka's tool prints them: its codec names in lower case, an absent delete horizon as
+        # the Java OptionalLong it is.
+        item["compresscodec"] = str(item["compresscodec"]).lower()
+        horizon = item["deleteHorizonMs"]
+        item["deleteHorizonMs"] = "OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]"
         out.write(" ".join(f"{k}: {_text(v)}" for k, v in item.items()) + "\n")
         for rec in records:
             parts = [f"offset: {rec['offset']}", f"CreateTime: {rec['CreateTime']}", f"keySize: {rec['keySize']}",
-                     f"valueSize: {rec['valueSize']}", f"headerKeys: {rec['headerKeys']}"]
+                     f"valueSize: {rec['valueSize']}", f"sequence: {rec['sequence']}",
+                     f"headerKeys: {rec['headerKeys']}"]
             if "key" in rec:
                 parts.append(f"key: {json.dumps(rec['key'], separators=(',', ':'))}")
                 parts.append(f"payload: {json.dumps(rec['payload'], separators=(',', ':'))}")

@@ -85,7 +85,8 @@ class _Gen:
             size = {"h": 2, "i": 4}[width]
             out.append(f"{ind}({var},) = unpack_from('>{width}', buf, pos); pos += {size}")
 
-    def dec_value(self, out: list[str], ind: str, typ: Any, target: str, nullable: bool, what: str) -> None:
+    def dec_value(self, out: list[str], ind: str, typ: Any, target: str, nullable: bool, what: str,
+                  tagged: bool = False) -> None:
         if isinstance(typ, Primitive):
             if typ.name in _FIXED:
                 fmt, size = _FIXED[typ.name]
@@ -111,10 +112,12 @@ class _Gen:
         if isinstance(typ, Struct) and not typ.many:
             fn = self.struct_decoder(typ)
             if nullable:
-                # Kafka writes a nullable struct as an int8 presence marker.
+                # Kafka writes a nullable struct as an int8 presence marker (-1 null, 1 present);
+                # inside a tagged field as an unsigned varint (0 null, 1 present): Kafka 4.4 writes
+                # ConsumerGroupMemberMetadataValue's null ClassicMemberMetadata as tag 0 holding 0x00.
                 flag = self.tmp("p")
                 out.append(f"{ind}({flag},) = unpack_from('>b', buf, pos); pos += 1")
-                out.append(f"{ind}if {flag} < 0: {target} = None")
+                out.append(f"{ind}if {flag} {'<=' if tagged else '<'} 0: {target} = None")
                 out.append(f"{ind}else: {target}, pos = {fn}(buf, pos, blen)")
             else:
                 out.append(f"{ind}{target}, pos = {fn}(buf, pos, blen)")
@@ -180,7 +183,7 @@ class _Gen:
             out.append("        if end > blen: raise _Short('tagged field runs past the end')")
             for fl in tagged:
                 out.append(f"        if tag == {fl.tag}:")
-                self.dec_value(out, "            ", fl.type, f"o.{fl.name}", v in fl.nullable, fl.name)
+                self.dec_value(out, "            ", fl.type, f"o.{fl.name}", v in fl.nullable, fl.name, tagged=True)
             out.append("        pos = end")
         out.append("    return o, pos")
         return "\n".join(out)
@@ -212,7 +215,8 @@ class _Gen:
         else:
             out.append(f"{ind}out += pack('>{width}', {expr})")
 
-    def enc_value(self, out: list[str], ind: str, typ: Any, src: str, nullable: bool, what: str) -> None:
+    def enc_value(self, out: list[str], ind: str, typ: Any, src: str, nullable: bool, what: str,
+                  tagged: bool = False) -> None:
         if isinstance(typ, Primitive):
             if typ.name in _FIXED:
                 fmt, _ = _FIXED[typ.name]
@@ -237,7 +241,8 @@ class _Gen:
             val = self.tmp("v")
             out.append(f"{ind}{val} = {src}")
             if nullable:
-                out.append(f"{ind}if {val} is None: out += b'\\xff'")
+                null = "\\x00" if tagged else "\\xff"  # the presence markers dec_value reads
+                out.append(f"{ind}if {val} is None: out += b'{null}'")
                 out.append(f"{ind}else:")
                 out.append(f"{ind}    out += b'\\x01'")
                 out.append(f"{ind}    {fn}({val}, out)")
@@ -293,7 +298,7 @@ class _Gen:
                     dflt = self.const(fl.default_value())
                     out.append(f"    if o.{fl.name} != {dflt}:")
                     out.append("        outer = out; out = bytearray()")
-                    self.enc_value(out, "        ", fl.type, f"o.{fl.name}", v in fl.nullable, fl.name)
+                    self.enc_value(out, "        ", fl.type, f"o.{fl.name}", v in fl.nullable, fl.name, tagged=True)
                     out.append(f"        tags.append(({fl.tag}, out)); out = outer")
                 out.append("    out += encode_uvarint(len(tags))")
                 out.append("    for tag, data in tags:")

@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from broker.cluster.view import ClusterView
 from broker.coordinator.partitioning import partition_for
 from broker.network.router import Request
-from broker.topics.admin import TopicAdmin
+from broker.topics.admin import TOPIC_CONFIG_SYNONYMS, TopicAdmin
 from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog, TopicError, validate_topic_name
 from broker.transactions.service import TransactionService
 from protocol.errors import ErrorCode
@@ -22,6 +22,18 @@ from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 _NOT_REQUESTED = -2147483648
+# DescribeConfigs' config sources, Kafka's numbers.
+DYNAMIC_TOPIC_CONFIG = 1
+DEFAULT_CONFIG = 5
+
+
+def config_text(value: object) -> str:
+    """A property's value as Kafka's DescribeConfigs writes it: booleans `true`/`false`."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 
@@ -178,24 +190,39 @@ class ClusterApis:
 
     def describe_configs(self, req: Request[DescribeConfigsRequest]) -> None:
         results = []
+        synonyms = req.version >= 1 and req.body.include_synonyms
+        Entry = DescribeConfigsResponse.Result.ResourceResult
         for res in req.body.resources:
-            configs: dict[str, str] = {}
+            # (name, value, source, synonyms as (name, value, source)) of each config
+            configs: list[tuple[str, str, int, list[tuple[str, str, int]]]] = []
             error, message = ErrorCode.NONE, None
             if res.resource_type == 2:  # topic
                 topic = self.catalog.get(res.resource_name)
                 if topic is None:
                     error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic"
                 else:
-                    configs = self.admin.topic_configs(topic)
+                    defaults = self.admin.config_defaults
+                    for name, value in sorted(self.admin.topic_configs(topic).items()):
+                        below = ([(TOPIC_CONFIG_SYNONYMS.get(name, name), defaults[name], DEFAULT_CONFIG)]
+                                 if name in defaults else [])
+                        if name in topic.configs:  # set on the topic, as Kafka's dynamic topic configs
+                            configs.append((name, value, DYNAMIC_TOPIC_CONFIG,
+                                            [(name, value, DYNAMIC_TOPIC_CONFIG), *below]))
+                        else:
+                            configs.append((name, value, DEFAULT_CONFIG, below))
             elif res.resource_type == 4:  # broker
-                configs = dict(self.broker_configs)
+                for name, text in sorted(self.broker_configs.items()):
+                    configs.append((name, text, DEFAULT_CONFIG, [(name, text, DEFAULT_CONFIG)]))
             else:
                 error, message = ErrorCode.INVALID_REQUEST, f"resource type {res.resource_type} not supported"
             wanted = res.configuration_keys
             secret = self.secret_configs if res.resource_type == 4 else frozenset()
-            entries = [DescribeConfigsResponse.Result.ResourceResult(
-                name=k, value=None if k in secret else v, read_only=False, config_source=5, is_sensitive=k in secret)
-                for k, v in sorted(configs.items()) if wanted is None or k in wanted]
+            entries = [Entry(
+                name=k, value=None if k in secret else v, read_only=False, config_source=source,
+                is_default=source == DEFAULT_CONFIG, is_sensitive=k in secret,
+                synonyms=[Entry.Synonym(name=n, value=None if k in secret else sv, source=s)
+                          for n, sv, s in below] if synonyms else [])
+                for k, v, source, below in configs if wanted is None or k in wanted]
             results.append(DescribeConfigsResponse.Result(
                 error_code=error, error_message=message, resource_type=res.resource_type,
                 resource_name=res.resource_name, configs=entries))

@@ -45,7 +45,8 @@ class TopicApis:
                     result.num_partitions = topic.partitions
                     result.replication_factor = 1
                     result.configs = [CreateTopicsResponse.CreatableTopicResult.CreatableTopicConfigs(
-                        name=k, value=v, read_only=False, config_source=5, is_sensitive=False)
+                        name=k, value=v, read_only=False, config_source=1 if k in topic.configs else 5,
+                        is_sensitive=False)
                         for k, v in sorted(self.admin.topic_configs(topic).items())]
             results.append(result)
         req.reply.set(CreateTopicsResponse(topics=results))

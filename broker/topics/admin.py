@@ -12,6 +12,15 @@ from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, Top
 from broker.topics.partitions import TopicLogs, topic_log_config
 from protocol.errors import ErrorCode
 
+# The broker property behind each topic config a topic shows (DescribeConfigs' synonyms).
+TOPIC_CONFIG_SYNONYMS = {
+    "cleanup.policy": "log.cleanup.policy",
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes",
+    "max.message.bytes": "message.max.bytes",
+}
+
 
 class TopicAdmin:
     def __init__(self, catalog: TopicCatalog, topic_logs: TopicLogs, changes: TopicChanges,

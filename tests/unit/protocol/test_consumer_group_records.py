@@ -150,6 +150,20 @@ def test_a_classic_member_carries_its_protocols_in_tag_0() -> None:
     assert isinstance(back, ConsumerGroupMemberMetadataRecord) and back.value == value
 
 
+def test_a_null_classic_member_metadata_in_tag_0_as_kafka_writes_it() -> None:
+    """Kafka 4.4 writes a consumer-protocol member's null ClassicMemberMetadata as tag 0 holding a
+    varint 0 (its generator compares the field with an empty struct, not with null); a nullable
+    struct inside a tagged field has a varint presence marker, not the int8 -1 of other fields."""
+    key = i16(5) + s16("probe848") + s16("OuACKnaWQBu5G2qkAy6OQA")
+    kafka_bytes = bytes.fromhex("000000000872646b61666b610b2f3132372e302e302e310203743201000493e00001000100")
+    rec = decode_record(key, kafka_bytes)
+    assert rec == ConsumerGroupMemberMetadataRecord("probe848", "OuACKnaWQBu5G2qkAy6OQA", ConsumerGroupMemberMetadataValue(
+        instance_id=None, rack_id=None, client_id="rdkafka", client_host="/127.0.0.1", subscribed_topic_names=["t2"],
+        subscribed_topic_regex="", rebalance_timeout_ms=300000, server_assignor=None, classic_member_metadata=None))
+    # kcoord leaves the tag out for null (the default); both read back the same.
+    assert decode_record(*encode_record(rec)) == rec
+
+
 def test_a_value_from_a_newer_kafka_reads_with_the_v0_layout() -> None:
     """A later Kafka adds fields to v0 as tags (as 4.3 did with an assignment timestamp); one that
     also bumped the version is read the pre-4.0 way: v0's layout, unknown tags and trailing bytes

@@ -1,0 +1,184 @@
+"""Kafka 4.4's Java clients against kcoord and, as the reference, against a real Kafka: two
+KafkaConsumers sharing a topic (group.protocol classic and consumer), a read-process-write loop of
+transactions with an aborted one that read_committed readers never see, and the Admin client's
+topic, cluster and group calls. The same program runs against both brokers at once and what it
+reports is compared.
+
+The program is ``tests/java/KafkaClients.java``; it is compiled once with javac against Kafka's
+jars into pytest's cache directory, under a hash of the sources, the jars and the compiler, and
+prints one JSON object per line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from testkit.kafka import classpath, java
+from testkit.kcoord import ROOT, BrokerProcess
+from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.offsets import committed
+
+pytestmark = [pytest.mark.timeout(240), pytest.mark.differential]
+
+SOURCES = ROOT / "tests" / "java"
+MAIN = "KafkaClients"
+Events = list[dict[str, Any]]
+
+
+@pytest.fixture(scope="session")
+def java_classes(kafka_libs: Path, request: pytest.FixtureRequest) -> Path:
+    """The compiled programs, built once per change of the sources, the jars or the compiler."""
+    javac = shutil.which("javac")
+    if javac is None:
+        pytest.skip("javac is not installed (a JDK, e.g. Debian's default-jdk-headless)")
+    sources = sorted(SOURCES.glob("*.java"))
+    version = subprocess.run([javac, "-version"], capture_output=True, text=True, check=True)
+    digest = hashlib.sha256()
+    for source in sources:
+        digest.update(source.name.encode() + source.read_bytes())
+    digest.update(repr(sorted((j.name, j.stat().st_size) for j in kafka_libs.glob("*.jar"))).encode())
+    digest.update((version.stdout + version.stderr).encode())
+    pytest_cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
+    cache = pytest_cache.mkdir("java-clients") if pytest_cache is not None else None
+    if cache is None:
+        cache = Path(request.getfixturevalue("tmp_path_factory").mktemp("java-clients"))
+    classes = cache / f"classes-{digest.hexdigest()[:16]}"
+    if (classes / f"{MAIN}.class").exists():
+        return classes
+    partial = cache / f"classes-{digest.hexdigest()[:16]}.{os.getpid()}.tmp"
+    shutil.rmtree(partial, ignore_errors=True)
+    built = subprocess.run([javac, "-cp", classpath(kafka_libs), "-d", str(partial), *map(str, sources)],
+                           capture_output=True, text=True, timeout=240)
+    assert built.returncode == 0, f"javac failed:\n{built.stdout}\n{built.stderr}"
+    try:
+        partial.rename(classes)  # atomic: a parallel run sees either nothing or every class
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)  # another run got there first
+    return classes
+
+
+def run_java(classes: Path, libs: Path, *args: str) -> Events:
+    binary = java()
+    assert binary is not None
+    done = subprocess.run([binary, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=WARN",
+                           "-cp", f"{classes}{os.pathsep}{classpath(libs)}", MAIN, *args],
+                          capture_output=True, text=True, timeout=180)
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    errors = [e for e in events if e["event"] == "error"]
+    assert done.returncode == 0 and not errors, \
+        f"{' '.join(args[:1])} exited {done.returncode}: {errors}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    return events
+
+
+def on_both(kcoord: BrokerProcess, kafka: Any, scenario: Any) -> tuple[Events, Events]:
+    """The scenario (a function of the bootstrap address) against kcoord and Kafka at once."""
+    with ThreadPoolExecutor(2) as pool:
+        ours, theirs = pool.submit(scenario, kcoord.bootstrap), pool.submit(scenario, kafka.bootstrap)
+        return ours.result(), theirs.result()
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[tuple[str, int], int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "end-offsets-reader"})
+    try:
+        return {(topic, p): consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=15)[1]
+                for p in range(partitions)}
+    finally:
+        consumer.close()
+
+
+def assert_at_log_end(offsets: dict[tuple[str, int], int], ends: dict[tuple[str, int], int]) -> None:
+    """Every partition's committed offset is its log end (the Java client also commits the
+    position 0 of a partition it was assigned and never read from, or nothing for it)."""
+    assert set(offsets) <= set(ends), offsets
+    assert {tp: offsets.get(tp, 0) for tp in ends} == ends
+
+
+def named(events: Events, name: str) -> Events:
+    return [e for e in events if e["event"] == name]
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_two_consumers_share_a_topic(java_classes: Path, kafka_libs: Path, broker: BrokerProcess, kafka: Any,
+                                     protocol: str) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    topic, group, records = f"java-{protocol}-{suffix}", f"java-{protocol}-{suffix}", 200
+    for b in (broker, kafka):
+        create_topic(b.bootstrap, topic, 4)
+
+    results = on_both(broker, kafka, lambda bootstrap: run_java(
+        java_classes, kafka_libs, "group", bootstrap, topic, group, protocol, str(records)))
+
+    for b, events in zip((broker, kafka), results):
+        shared = named(events, "shared")[0]["held"]
+        held = [{p for _, p in member} for member in shared]
+        assert all(held) and held[0].isdisjoint(held[1]) and held[0] | held[1] == {0, 1, 2, 3}
+        consumed = named(events, "record")
+        assert sorted(r["value"] for r in consumed) == sorted(f"v{i}" for i in range(records))  # each once
+        assert all(r["partition"] in held[r["member"]] for r in consumed)
+        assert named(events, "done")[0]["consumed"] == records
+        assert {e["member"] for e in named(events, "closing")} == {0, 1}
+        # Every record's offset was committed before the members left: the group is at the log end.
+        ends = end_offsets(b.bootstrap, topic, 4)
+        assert sum(ends.values()) == records
+        assert_at_log_end(committed(b.bootstrap, group), ends)
+    # KIP-848 members are told their partitions incrementally; classic (eager) members get all of
+    # theirs at once: the same shape of events on both brokers.
+    shapes = [sorted((e["member"], len(e["partitions"]) > 0) for e in named(events, "assigned")) for events in results]
+    if protocol == "classic":
+        assert shapes[0] == shapes[1]
+
+
+def test_read_process_write_transactions_and_an_abort(java_classes: Path, kafka_libs: Path, broker: BrokerProcess,
+                                                      kafka: Any) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    source, sink, group, records = f"rpw-in-{suffix}", f"rpw-out-{suffix}", f"rpw-{suffix}", 40
+    for b in (broker, kafka):
+        create_topic(b.bootstrap, source, 2)
+        create_topic(b.bootstrap, sink, 2)
+
+    results = on_both(broker, kafka, lambda bootstrap: run_java(
+        java_classes, kafka_libs, "transactions", bootstrap, source, sink, group, str(records)))
+
+    for b, events in zip((broker, kafka), results):
+        processed = named(events, "processed")[0]
+        assert processed["records"] == records and processed["transactions"] >= records // 7
+        read = {e["isolation"]: e for e in named(events, "read")}
+        upper = sorted(f"IN-{i}" for i in range(records))
+        assert sorted(read["read_committed"]["values"]) == upper
+        assert sorted(read["read_uncommitted"]["values"]) == sorted([*upper, *(f"aborted-{i}" for i in range(5))])
+        # The offsets went with the transactions: the group resumes after the last record.
+        assert_at_log_end(committed(b.bootstrap, group), end_offsets(b.bootstrap, source, 2))
+
+
+def test_admin_client(java_classes: Path, kafka_libs: Path, broker: BrokerProcess, kafka: Any) -> None:
+    suffix = uuid.uuid4().hex[:6]
+    topic, group = f"java-admin-{suffix}", f"java-admin-{suffix}"
+
+    ours, theirs = on_both(broker, kafka, lambda bootstrap: run_java(java_classes, kafka_libs, "admin", bootstrap,
+                                                                      topic, group))
+
+    cluster = named(ours, "cluster")[0]
+    assert cluster["nodes"] == [[1, "127.0.0.1", broker.port]] and cluster["controller"] == 1
+    assert len(named(theirs, "cluster")[0]["nodes"]) == 1
+    for events in (ours, theirs):
+        for e in named(events, "described_active"):
+            for member in e["members"]:
+                member["partitions"].sort()
+    assert named(ours, "described_active") == [{
+        "event": "described_active", "state": "Stable", "listed": [[group, "Classic", "consumer"]],
+        "members": [{"client_id": f"consumer-{group}-1",
+                     "partitions": [[topic, 0], [topic, 1], [topic, 2]]}]}]
+    assert named(ours, "altered")[0]["offsets"] == {"0": 1, "1": 3, "2": 1}
+    assert named(ours, "deleted") == [{"event": "deleted", "listed": [], "committed": {}}]
+    without_cluster = [[e for e in events if e["event"] != "cluster"] for events in (ours, theirs)]
+    assert without_cluster[0] == without_cluster[1]
