@@ -42,9 +42,6 @@ def sync_group(st: CoordinatorState, req: SyncGroupRequest, ctx: RequestContext,
         out.replies.append((ctx.token, sync_response(error)))
         return out
 
-    if ctx.api_version >= 5 and (req.protocol_type is None or req.protocol_name is None):
-        # Mandatory from v5: Kafka refuses a request without them before looking at the group.
-        return reply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL)
     if not req.group_id:
         return reply(ErrorCode.INVALID_GROUP_ID)
     consumer_group = st.consumer_groups.get(req.group_id)

@@ -146,10 +146,14 @@ def register(broker: Broker) -> None:
 
     def single_group(request_message: Any, op_name: str, empty_id_invalid: bool = True,
                      loading_code: int = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                     too_large: Callable[[Any], bool] | None = None) -> Callable[[Request], None]:
+                     too_large: Callable[[Any], bool] | None = None,
+                     refused: Callable[[Request], int] | None = None) -> Callable[[Request], None]:
         build_error = _ERRORS[request_message]
 
         def handle(req: Request) -> None:
+            if refused is not None and (code := refused(req)):
+                req.reply.set(build_error(req, code))
+                return
             group_id = req.body.group_id
             if group_id is None or (empty_id_invalid and group_id == ""):
                 req.reply.set(build_error(req, ErrorCode.INVALID_GROUP_ID))
@@ -329,8 +333,15 @@ def register(broker: Broker) -> None:
     def assignment_too_large(body: Any) -> bool:
         return sum(len(a.assignment) + len(a.member_id) for a in body.assignments) > max_record_bytes
 
+    def sync_without_protocol(req: Request) -> int:
+        # Mandatory from v5: Kafka refuses a SyncGroup without them before it looks at the group.
+        if req.version >= 5 and (req.body.protocol_type is None or req.body.protocol_name is None):
+            return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        return ErrorCode.NONE
+
     router.register(SyncGroupRequest, SyncGroupResponse,
-                    single_group(SyncGroupRequest, "sync_group", too_large=assignment_too_large))
+                    single_group(SyncGroupRequest, "sync_group", too_large=assignment_too_large,
+                                 refused=sync_without_protocol))
     # Heartbeats during a load answer NONE so that members are not kicked out by a failover.
     router.register(HeartbeatRequest, HeartbeatResponse,
                     single_group(HeartbeatRequest, "heartbeat", loading_code=ErrorCode.NONE))

@@ -24,6 +24,10 @@ The normalizations (docs/differential.md lists them and why each is legitimate):
 - A list of groups (elements with a ``group_id``: DescribeGroups, DeleteGroups, OffsetFetch v8)
   is sorted by group id: Kafka answers a request about several groups coordinator shard by
   coordinator shard, so its order follows the hash of the ids, not the request.
+- Lists of partitions (elements with a ``partition_index``) are sorted by index, lists of topics
+  (elements with a ``name`` and ``partitions``) by name: Kafka answers the partitions it refuses
+  up front (unknown topics and partitions) before those its coordinator answered, whatever their
+  order in the request; a client finds each by its key.
 - Timestamps the broker takes from its clock (``log_append_time_ms`` when set, ``*_timestamp`` of
   described state) become ``<time>``.
 """
@@ -107,7 +111,7 @@ class Normalizer:
         self.names: dict[str, dict[object, str]] = {}
 
     def rename(self, kind: str, value: object) -> object:
-        if value in ("", None, -1, ZERO_UUID):
+        if value in ("", None, -1, ZERO_UUID, bytes(16)):
             return value
         names = self.names.setdefault(kind, {})
         if value not in names:
@@ -125,6 +129,10 @@ class Normalizer:
             if items and all(isinstance(i, dict) and "member_id" in i for i in items):
                 # Groups keep members in hash maps: a list of members is a set.
                 items.sort(key=lambda i: str(i["member_id"]))  # type: ignore[index]
+            elif items and all(isinstance(i, dict) and "partition_index" in i for i in items):
+                items.sort(key=lambda i: i["partition_index"])  # type: ignore[index]
+            elif items and all(isinstance(i, dict) and "name" in i and "partitions" in i for i in items):
+                items.sort(key=lambda i: str(i["name"]))  # type: ignore[index]
             elif items and all(isinstance(i, dict) and "group_id" in i for i in items):
                 # Kafka answers a request about several groups shard by shard, not in request order.
                 items.sort(key=lambda i: str(i["group_id"]))  # type: ignore[index]

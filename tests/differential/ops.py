@@ -88,7 +88,7 @@ def stable_member(c: WireClient, group: str, assignment: bytes = b"assigned", **
 
 def create_topic(c: WireClient, name: str, partitions: int = 1, version: int = 7) -> CreateTopicsResponse:
     answer: CreateTopicsResponse = c.call(19, version, CreateTopicsRequest(
-        topics=[CreateTopicsRequest.Topic(name=name, num_partitions=partitions, replication_factor=1)],
+        topics=[CreateTopicsRequest.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)],
         timeout_ms=30000))
     assert answer.topics[0].error_code == 0, answer
     wait_topic(c, name, partitions)
