@@ -275,8 +275,11 @@ class Broker:
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str],
                      validate_only: bool = False) -> Topic:
-        from broker.topics.partitions import topic_log_config
+        from broker.topics.partitions import KAFKA_TOPIC_CONFIGS, topic_log_config
 
+        unknown = sorted(set(configs) - KAFKA_TOPIC_CONFIGS)
+        if unknown:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
         try:
             topic_log_config(self.topic_logs.defaults, configs)
         except (ValueError, TypeError) as exc:

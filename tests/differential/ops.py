@@ -11,6 +11,7 @@ from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGro
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.record import Record
@@ -105,7 +106,13 @@ def wait_topic(c: WireClient, name: str, partitions: int, timeout: float = 30.0)
         topic = answer.topics[0]
         if topic.error_code == 0 and len(topic.partitions) == partitions and all(
                 p.error_code == 0 and p.leader_id >= 0 for p in topic.partitions):
-            return answer
+            # Kafka's Metadata can name the leader a moment before its partition serves requests.
+            listed: ListOffsetsResponse = c.call(2, 7, ListOffsetsRequest(replica_id=-1, topics=[
+                ListOffsetsRequest.Topic(name=name, partitions=[
+                    ListOffsetsRequest.Topic.Partition(partition_index=i, timestamp=-1)
+                    for i in range(partitions)])]))
+            if all(p.error_code == 0 for p in listed.topics[0].partitions):
+                return answer
         if time.monotonic() > deadline:
             raise AssertionError(f"topic {name} not ready: {answer}")
         time.sleep(0.1)
