@@ -19,6 +19,7 @@ from broker.coordinator.result import Result
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.groups.shards import ShardRuntime
 from broker.network.router import Request
+from broker.topics.catalog import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -349,8 +350,27 @@ def register(broker: Broker) -> None:
     router.register(OffsetCommitRequest, OffsetCommitResponse,
                     single_group(OffsetCommitRequest, "offset_commit", empty_id_invalid=False), versions=(0, 9))
     router.register(OffsetDeleteRequest, OffsetDeleteResponse, single_group(OffsetDeleteRequest, "offset_delete"))
+    verification = broker.config["transaction.partition.verification.enable"]
+    offsets_partitions = broker.config["offsets.topic.num.partitions"]
+
+    def txn_commit_unverified(req: Request) -> int:
+        # KIP-890 (transaction.partition.verification.enable): Kafka writes a transactional offset
+        # commit only once the transaction coordinator confirms that the group's offsets partition
+        # is in the producer's ongoing transaction with that epoch; a fenced epoch is answered
+        # INVALID_PRODUCER_EPOCH there.
+        service = getattr(broker, "transactions", None)
+        if not verification or broker.cluster is not None or service is None or not service.loaded:
+            return ErrorCode.NONE
+        body = req.body
+        tp = (OFFSETS_TOPIC, partition_for(body.group_id, offsets_partitions))
+        result = service.coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch,
+                                                    [tp], broker.clock(), verify_only=True)
+        code = result.partition_errors.get(tp, result.error)
+        return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
+
     router.register(TxnOffsetCommitRequest, TxnOffsetCommitResponse,
-                    single_group(TxnOffsetCommitRequest, "txn_offset_commit"), versions=(0, 4))
+                    single_group(TxnOffsetCommitRequest, "txn_offset_commit", refused=txn_commit_unverified),
+                    versions=(0, 4))
     router.register(OffsetFetchRequest, OffsetFetchResponse, offset_fetch, versions=(0, 9))
     router.register(DescribeGroupsRequest, DescribeGroupsResponse, describe_groups)
     router.register(ListGroupsRequest, ListGroupsResponse, list_groups)

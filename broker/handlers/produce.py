@@ -51,9 +51,12 @@ _CORRUPT_KINDS = {"crc", "length", "compression"}
 
 
 class Rejected(Exception):
-    def __init__(self, error_code: int, message: str) -> None:
+    def __init__(self, error_code: int, message: str, log_start_offset: int = -1) -> None:
         super().__init__(message)
         self.error_code = error_code
+        # Kafka answers the log's start offset with the errors its log raised while appending (a
+        # producer's sequence or epoch refused, a record invalid), -1 with those found before.
+        self.log_start_offset = log_start_offset
 
 
 def inspect_batch(raw: bytes | None, max_message_bytes: int) -> RecordBatch:
@@ -139,6 +142,9 @@ def _verify_transaction(verify: TxnVerifier, state: PartitionState, producer_id:
     if code in _VERIFY_RETRIABLE:
         raise Rejected(ErrorCode.NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added to the "
                        "transaction. Underlying error: " + ErrorCode(code).name)
+    if code == ErrorCode.PRODUCER_FENCED:
+        # Kafka's verification answers a fenced epoch as INVALID_PRODUCER_EPOCH.
+        raise Rejected(ErrorCode.INVALID_PRODUCER_EPOCH, "Producer epoch is fenced")
     if code:
         raise Rejected(code, ErrorCode(code).name)
 
@@ -157,14 +163,22 @@ def submit(topic_logs: TopicLogs, state: PartitionState, raw: bytes, resp: Any,
     batch = inspect_batch(raw, state.max_message_bytes)
     log = state.log
     if log.config.compact:
-        _check_keys(batch)
+        try:
+            _check_keys(batch)
+        except Rejected as exc:
+            exc.log_start_offset = log.log_start_offset
+            raise
     pid = batch.producer_id
     first_seq = batch.base_sequence
     last_seq = last_sequence(first_seq, batch.last_offset_delta)
     if pid >= 0:
         check = state.producers.check(pid, batch.producer_epoch, first_seq, last_seq)
         if check.error_code:
-            raise Rejected(check.error_code, check.message or "")
+            if batch.is_transactional and verify is not None and pid not in state.txns.ongoing:
+                # Kafka verifies with the transaction coordinator before its log checks the
+                # producer's epoch and sequence: a refusal there comes first.
+                _verify_transaction(verify, state, pid, batch.producer_epoch)
+            raise Rejected(check.error_code, check.message or "", log.log_start_offset)
         if check.duplicate is not None:
             resp.base_offset = check.duplicate.first_offset
             resp.log_start_offset = log.log_start_offset
@@ -299,6 +313,7 @@ def register(broker: Broker) -> None:
                     failed = True
                     resp.error_code = exc.error_code
                     resp.error_message = str(exc)
+                    resp.log_start_offset = exc.log_start_offset
             topics.append(ProduceResponse.TopicProduceResponse(name=td.name, topic_id=td.topic_id,
                                                               partition_responses=parts))
         response = ProduceResponse(responses=topics, throttle_time_ms=0)

@@ -15,6 +15,7 @@ from broker.tools.wire_client import WireClient
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from tests.conftest import BrokerProcess
 from tests.differential.harness import (
     COORDINATOR_LOAD_IN_PROGRESS,
@@ -50,6 +51,11 @@ def wait_ready(port: int) -> None:
             lambda: c.call(15, 5, DescribeGroupsRequest(groups=groups)),
             lambda r: all(g.error_code not in NOT_READY for g in r.groups))
         assert all(g.error_code not in NOT_READY for g in described.groups), described
+        # An idempotent producer's id comes from a block Kafka's controller hands out on first use.
+        ids: InitProducerIdResponse = retry(
+            lambda: c.call(22, 4, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)),
+            lambda r: r.error_code == 0)
+        assert ids.error_code == 0, ids
         txn: DescribeTransactionsResponse = retry(
             lambda: c.call(65, 0, DescribeTransactionsRequest(transactional_ids=txns)),
             lambda r: all(t.error_code == TRANSACTIONAL_ID_NOT_FOUND for t in r.transaction_states))

@@ -25,7 +25,7 @@ The normalizations (docs/differential.md lists them and why each is legitimate):
   is sorted by group id: Kafka answers a request about several groups coordinator shard by
   coordinator shard, so its order follows the hash of the ids, not the request.
 - Lists of partitions (elements with a ``partition_index``) are sorted by index, lists of topics
-  (elements with a ``name`` and ``partitions``) by name: Kafka answers the partitions it refuses
+  (elements with a ``name`` and a list of partitions) by name: Kafka answers the partitions it refuses
   up front (unknown topics and partitions) before those its coordinator answered, whatever their
   order in the request; a client finds each by its key.
 - With ``epochs=True`` (the KIP-848 scenarios), positive member, group and assignment epochs are
@@ -136,7 +136,8 @@ class Normalizer:
                 items.sort(key=lambda i: str(i["member_id"]))  # type: ignore[index]
             elif items and all(isinstance(i, dict) and "partition_index" in i for i in items):
                 items.sort(key=lambda i: i["partition_index"])  # type: ignore[index]
-            elif items and all(isinstance(i, dict) and "name" in i and "partitions" in i for i in items):
+            elif items and all(isinstance(i, dict) and "name" in i
+                               and any(isinstance(v, list) for v in i.values()) for i in items):
                 items.sort(key=lambda i: str(i["name"]))  # type: ignore[index]
             elif items and all(isinstance(i, dict) and "group_id" in i for i in items):
                 # Kafka answers a request about several groups shard by shard, not in request order.
