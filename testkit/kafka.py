@@ -121,7 +121,9 @@ class KafkaProcess:
         (self.work_dir / "log4j2.yaml").write_text(LOG4J2)
         config = self.work_dir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.properties.items()))
-        cluster_id_text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id_text = "-"
+        while cluster_id_text.startswith("-"):  # as Kafka's own ids: one starting "-" reads as an option
+            cluster_id_text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         formatted = subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id_text,
                                               "-c", str(config)),
                                    capture_output=True, text=True, timeout=120)
