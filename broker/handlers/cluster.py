@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from broker.config import SECRET_PROPERTIES
 from broker.coordinator.partitioning import partition_for
 from broker.network.router import ConnectionInfo, Request
+from broker.security.acl_model import ResourceType, all_operations
 from broker.topics.catalog import OFFSETS_TOPIC, TopicError, owning_partition, validate_topic_name
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
@@ -81,6 +82,10 @@ def register(broker: Broker) -> None:
                         unknown_ids.append(t.topic_id)
                     else:
                         names.append(by_id.name)
+        # Without an authorizer Kafka reports every operation when asked (with one, the request
+        # checks put the principal's own in their place).
+        topic_ops = (all_operations(ResourceType.TOPIC) if req.version >= 8 and body.include_topic_authorized_operations
+                     else _NOT_REQUESTED)
         allow_create = broker.config["auto.create.topics.enable"] and (req.version < 4 or
                                                                          body.allow_auto_topic_creation)
         topics = []
@@ -105,7 +110,7 @@ def register(broker: Broker) -> None:
                     leader_id=node, leader_epoch=epoch, replica_nodes=replicas, isr_nodes=replicas))
             topics.append(MetadataResponse.Topic(
                 error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
-                partitions=partitions, topic_authorized_operations=_NOT_REQUESTED,
+                partitions=partitions, topic_authorized_operations=topic_ops,
             ))
         topics += [MetadataResponse.Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
                    for topic_id in unknown_ids]
@@ -113,6 +118,8 @@ def register(broker: Broker) -> None:
         req.reply.set(MetadataResponse(
             brokers=[MetadataResponse.Broker(node_id=n, host=h, port=p, rack=None) for n, h, p in nodes],
             cluster_id=broker.cluster_id, controller_id=nodes[0][0], topics=topics,
+            cluster_authorized_operations=(all_operations(ResourceType.CLUSTER) if 8 <= req.version <= 10
+                                           and body.include_cluster_authorized_operations else _NOT_REQUESTED),
         ))
 
     def describe_cluster(req: Request[DescribeClusterRequest]) -> None:
@@ -121,7 +128,8 @@ def register(broker: Broker) -> None:
             error_code=0, error_message=None, endpoint_type=1, cluster_id=broker.cluster_id,
             controller_id=nodes[0][0],
             brokers=[DescribeClusterResponse.Broker(broker_id=n, host=h, port=p, rack=None) for n, h, p in nodes],
-            cluster_authorized_operations=_NOT_REQUESTED,
+            cluster_authorized_operations=(all_operations(ResourceType.CLUSTER)
+                                           if req.body.include_cluster_authorized_operations else _NOT_REQUESTED),
         ))
 
     def find_coordinator(req: Request[FindCoordinatorRequest]) -> None:

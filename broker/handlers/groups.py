@@ -19,6 +19,7 @@ from broker.coordinator.result import Result
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.groups.shards import ShardRuntime
 from broker.network.router import Request
+from broker.security.acl_model import ResourceType, all_operations
 from broker.topics.catalog import OFFSETS_TOPIC
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import (
@@ -242,6 +243,12 @@ def register(broker: Broker) -> None:
 
         def answer(durable: bool) -> None:
             groups = out if durable else [describe_error(g, ErrorCode.NOT_COORDINATOR) for g in req.body.groups]
+            if req.version >= 3 and req.body.include_authorized_operations:
+                # Without an authorizer Kafka reports every group operation (with one, the
+                # request checks put the principal's own in their place).
+                for group in groups:
+                    if group.error_code == 0:
+                        group.authorized_operations = all_operations(ResourceType.GROUP)
             req.reply.set(DescribeGroupsResponse(groups=groups))
 
         shards.after_durable(read_from, answer)
@@ -271,6 +278,10 @@ def register(broker: Broker) -> None:
 
         def answer(durable: bool) -> None:
             groups = out if durable else [failed(g, ErrorCode.NOT_COORDINATOR) for g in req.body.group_ids]
+            if req.body.include_authorized_operations:
+                for group in groups:
+                    if group.error_code == 0:
+                        group.authorized_operations = all_operations(ResourceType.GROUP)
             req.reply.set(ConsumerGroupDescribeResponse(groups=groups))
 
         shards.after_durable(read_from, answer)

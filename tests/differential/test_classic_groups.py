@@ -298,3 +298,33 @@ def test_delete_groups(pair: Pair) -> None:
 
     answers = pair.compare(scenario)
     assert [r["error_code"] for r in answers[0]] == [69, 68, 0, 69]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_old_join_versions(pair: Pair, version: int) -> None:
+    group = unique("old-join")
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        joined = join(c, group, "", version)
+        synced = sync(c, group, joined.generation_id, joined.member_id, {joined.member_id: b"x"}, version=0,
+                      protocol_type=None, protocol_name=None)
+        return [joined, synced, heartbeat(c, group, joined.generation_id, joined.member_id, version=0),
+                leave(c, group, (joined.member_id, None), version=3), describe(c, group, version=3)]
+
+    answers = pair.compare(scenario)
+    assert answers[0]["error_code"] == 0  # type: ignore[index]
+
+
+def test_describe_with_authorized_operations(pair: Pair) -> None:
+    group, unknown = unique("ops"), unique("ops-none")
+
+    def scenario(t: Target) -> object:
+        from protocol.messages.describe_groups import DescribeGroupsRequest
+
+        c = t.client()
+        stable_member(c, group)
+        return c.call(15, 5, DescribeGroupsRequest(groups=[group, unknown], include_authorized_operations=True))
+
+    answers = pair.compare(scenario)
+    assert [g["authorized_operations"] for g in answers["groups"]] == [3400, 3400]  # type: ignore[index]

@@ -316,3 +316,38 @@ def test_offset_commit_with_member_epochs(pair: Pair) -> None:
                 commit(m.epoch, member_id("stranger")), commit(-1, ""), commit(m.epoch, m.mid, version=8)]
 
     pair.compare(scenario, epochs=True)
+
+
+def test_protocols_meet_on_one_group_id(pair: Pair) -> None:
+    classic, modern, topic = unique("kip848-meet-classic"), unique("kip848-meet-modern"), unique("kip848-meet-t")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {topic: 1})
+        stable_member(c, classic)
+        m = Member(c, modern, member_id(modern), topics=[topic])
+        joined = assignment_by_name(c, m.heartbeat())
+        on_classic = assignment_by_name(c, Member(c, classic, member_id(classic), topics=[topic]).heartbeat())
+        from protocol.messages.list_groups import ListGroupsRequest
+        from tests.differential.ops import describe as describe_classic
+
+        listed = c.call(16, 5, ListGroupsRequest())
+        mine = sorted((g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed.groups
+                      if g.group_id in (classic, modern))
+        return {"joined": joined, "consumer_heartbeat_on_classic_group": on_classic,
+                "classic_describe_of_consumer_group": describe_classic(c, modern),
+                "listed": mine}
+
+    pair.compare(scenario, epochs=True)
+
+
+def test_describe_with_authorized_operations(pair: Pair) -> None:
+    group, topic = unique("kip848-ops"), unique("kip848-ops-t")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {topic: 1})
+        Member(c, group, member_id(group), topics=[topic]).heartbeat()
+        return c.call(69, 0, ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=True))
+
+    pair.compare(scenario, epochs=True, extra_dropped=frozenset({"topic_id"}))

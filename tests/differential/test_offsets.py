@@ -213,3 +213,15 @@ def test_offset_delete(pair: Pair) -> None:
 
     answers = pair.compare(scenario)
     assert answers[0]["topics"][0]["partitions"][0]["error_code"] == 86  # type: ignore[index]
+
+
+def test_commit_to_the_empty_group_id(pair: Pair) -> None:
+    topic = unique("empty-group-topic")
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        create_topic(c, topic, 1)
+        return [commit(c, "", {topic: [P(partition_index=0, committed_offset=9)]}, version=2),
+                fetch(c, "", {topic: [0]}, 1), fetch(c, "", {topic: [0]}, 7)]
+
+    pair.compare(scenario)

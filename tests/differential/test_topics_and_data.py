@@ -213,3 +213,23 @@ def test_list_offsets(pair: Pair) -> None:
                 offsets(7, -1, partition=1), offsets(7, -3, partition=1), offsets(7, -1, partition=9)]
 
     pair.compare(scenario)
+
+
+def test_authorized_operations_without_an_authorizer(pair: Pair) -> None:
+    topic = unique("ops-topic")
+
+    def scenario(t: Target) -> object:
+        from protocol.messages.describe_cluster import DescribeClusterRequest
+
+        c = t.client()
+        create_topic(c, topic, 1)
+        return [c.call(3, 10, MetadataRequest(topics=[MetadataRequest.Topic(name=topic)],
+                                              allow_auto_topic_creation=False,
+                                              include_cluster_authorized_operations=True,
+                                              include_topic_authorized_operations=True)),
+                c.call(3, 12, MetadataRequest(topics=[MetadataRequest.Topic(name=topic)],
+                                              include_topic_authorized_operations=True)),
+                c.call(60, 1, DescribeClusterRequest(include_cluster_authorized_operations=True)),
+                c.call(60, 0, DescribeClusterRequest())]
+
+    pair.compare(scenario)
