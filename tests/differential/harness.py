@@ -28,9 +28,6 @@ The normalizations (docs/differential.md lists them and why each is legitimate):
   (elements with a ``name`` and a list of partitions) by name: Kafka answers the partitions it refuses
   up front (unknown topics and partitions) before those its coordinator answered, whatever their
   order in the request; a client finds each by its key.
-- With ``epochs=True`` (the KIP-848 scenarios), positive member, group and assignment epochs are
-  renamed ``epoch-0``… in order of appearance (0, -1 and -2 keep their meaning): Kafka 4.4 gives a
-  subscribed member's first epoch as 2 where kcoord gives 1; the order of epochs is compared.
 - Timestamps the broker takes from its clock (``log_append_time_ms`` when set, ``*_timestamp`` of
   described state) become ``<time>``.
 """
@@ -92,14 +89,13 @@ RENAMED = {
     "assignor_member_id": "member",
     "node_id": "node", "leader_id": "node", "controller_id": "node", "broker_id": "node",
     "coordinator_id": "node", "replica_nodes": "node", "isr_nodes": "node", "offline_replicas": "node",
-    "replicas": "node", "isr": "node", "leader_epoch_id": "node",
+    "replicas": "node", "isr": "node",
     "host": "host", "port": "port",
     "topic_id": "topic-id",
     "producer_id": "producer",
 }
 CLUSTER = "<cluster>"
 TIME = "<time>"
-EPOCHS = frozenset({"member_epoch", "group_epoch", "assignment_epoch"})
 TIMES = frozenset({"log_append_time_ms", "transaction_start_time_ms"})
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -109,9 +105,8 @@ class Normalizer:
     normalizer per broker per scenario gives both the same names when they behave alike."""
 
     def __init__(self, dropped: frozenset[str] = DROPPED, renamed: Mapping[str, str] = RENAMED,
-                 extra_dropped: frozenset[str] = frozenset(), epochs: bool = False) -> None:
+                 extra_dropped: frozenset[str] = frozenset()) -> None:
         self.dropped = dropped | extra_dropped
-        self.epochs = epochs
         self.renamed = dict(renamed)
         self.names: dict[str, dict[object, str]] = {}
 
@@ -145,8 +140,6 @@ class Normalizer:
             return items
         if key in self.renamed:
             return self.rename(self.renamed[key], value)
-        if self.epochs and key in EPOCHS and isinstance(value, int) and value > 0:
-            return self.rename("epoch", value)
         if key == "cluster_id" and value is not None:
             return CLUSTER
         if key in TIMES and isinstance(value, int) and value > 0:
@@ -187,21 +180,18 @@ class Pair:
     kafka: Target
     kcoord: Target
 
-    def run(self, scenario: Scenario, extra_dropped: frozenset[str] = frozenset(),
-            epochs: bool = False) -> tuple[Plain, Plain]:
+    def run(self, scenario: Scenario, extra_dropped: frozenset[str] = frozenset()) -> tuple[Plain, Plain]:
         results = []
         for target in (self.kafka, self.kcoord):
             with target.session():
                 raw = scenario(target)
-            results.append(Normalizer(extra_dropped=extra_dropped, epochs=epochs)(raw))
+            results.append(Normalizer(extra_dropped=extra_dropped)(raw))
         return results[0], results[1]
 
-    def compare(self, scenario: Scenario, extra_dropped: frozenset[str] = frozenset(),
-                epochs: bool = False) -> Plain:
+    def compare(self, scenario: Scenario, extra_dropped: frozenset[str] = frozenset()) -> Plain:
         """Runs the scenario on both, fails on any difference, returns Kafka's normalized result
-        (for assertions that the scenario saw what it meant to provoke). ``epochs`` renames the
-        positive epochs of consumer groups (KIP-848) in order of appearance."""
-        kafka, kcoord = self.run(scenario, extra_dropped, epochs)
+        (for assertions that the scenario saw what it meant to provoke)."""
+        kafka, kcoord = self.run(scenario, extra_dropped)
         diff = differences(kafka, kcoord)
         if diff:
             raise AssertionError("Kafka and kcoord differ:\n  " + "\n  ".join(diff)

@@ -131,7 +131,7 @@ def test_one_member_gets_every_partition(pair: Pair) -> None:
         steady = assignment_by_name(c, m.heartbeat())
         return [joined, steady, describe(c, group)]
 
-    answers = pair.compare(scenario, epochs=True)
+    answers = pair.compare(scenario)
     assert answers[0]["assignment"] == {one: [0, 1], two: [0, 1, 2]}  # type: ignore[index]
 
 
@@ -153,7 +153,7 @@ def test_two_members_share_the_partitions(pair: Pair) -> None:
                  ("b", assignment_by_name(b_conn, b.heartbeat()))]
         return {"member_ids": [a.mid, b.mid], "steps": steps, "described": describe(a_conn, group)}
 
-    answers = pair.compare(scenario, epochs=True)
+    answers = pair.compare(scenario)
     final = answers["described"]["groups"][0]  # type: ignore[index]
     assert final["group_state"] == "Stable"
     assert sorted(len(m["assignment"]["topic_partitions"][0]["partitions"]) for m in final["members"]) == [3, 3]
@@ -218,7 +218,7 @@ def test_heartbeat_errors(pair: Pair) -> None:
             "described": describe(c, group),
         }
 
-    answers = pair.compare(scenario, epochs=True)
+    answers = pair.compare(scenario)
     assert answers["unknown_member"]["error_code"] == 25  # type: ignore[index]
     assert answers["fenced_epoch"]["error_code"] == 110  # type: ignore[index]
 
@@ -235,7 +235,7 @@ def test_leave_with_epoch_minus_one(pair: Pair) -> None:
         after = assignment_by_name(c, m.heartbeat(epoch=joined["member_epoch"]))  # type: ignore[index]
         return [joined, left, after, describe(c, group)]
 
-    answers = pair.compare(scenario, epochs=True)
+    answers = pair.compare(scenario)
     assert answers[1]["member_epoch"] == -1  # type: ignore[index]
 
 
@@ -256,7 +256,7 @@ def test_static_member_leaves_and_rejoins(pair: Pair) -> None:
                 "described": described, "rejoined": rejoined,
                 "duplicate": assignment_by_name(c, duplicate.heartbeat()), "after": describe(c, group)}
 
-    pair.compare(scenario, epochs=True)
+    pair.compare(scenario)
 
 
 def test_regex_subscription(pair: Pair) -> None:
@@ -294,7 +294,7 @@ def test_describe_unknown_and_classic_groups(pair: Pair) -> None:
         stable_member(c, classic)
         return describe(c, classic, unknown, "")
 
-    pair.compare(scenario, epochs=True)
+    pair.compare(scenario)
 
 
 def test_offset_commit_with_member_epochs(pair: Pair) -> None:
@@ -315,7 +315,7 @@ def test_offset_commit_with_member_epochs(pair: Pair) -> None:
         return [commit(m.epoch, m.mid), commit(m.epoch + 1, m.mid), commit(m.epoch - 1, m.mid),
                 commit(m.epoch, member_id("stranger")), commit(-1, ""), commit(m.epoch, m.mid, version=8)]
 
-    pair.compare(scenario, epochs=True)
+    pair.compare(scenario)
 
 
 def test_protocols_meet_on_one_group_id(pair: Pair) -> None:
@@ -338,7 +338,7 @@ def test_protocols_meet_on_one_group_id(pair: Pair) -> None:
                 "classic_describe_of_consumer_group": describe_classic(c, modern),
                 "listed": mine}
 
-    pair.compare(scenario, epochs=True)
+    pair.compare(scenario)
 
 
 def test_describe_with_authorized_operations(pair: Pair) -> None:
@@ -350,4 +350,4 @@ def test_describe_with_authorized_operations(pair: Pair) -> None:
         Member(c, group, member_id(group), topics=[topic]).heartbeat()
         return c.call(69, 0, ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=True))
 
-    pair.compare(scenario, epochs=True, extra_dropped=frozenset({"topic_id"}))
+    pair.compare(scenario, extra_dropped=frozenset({"topic_id"}))

@@ -67,5 +67,5 @@ def test_consumer_group_refuses_a_third_member(small_pair: Pair) -> None:
             str(i): {k: v for k, v in a.items() if k != "assignment"}  # type: ignore[attr-defined]
             for i, a in enumerate(answers)}}
 
-    answers = small_pair.compare(scenario, epochs=True)
+    answers = small_pair.compare(scenario)
     assert answers["answers"]["2"]["error_code"] == 81  # type: ignore[index]
