@@ -351,3 +351,24 @@ def test_describe_with_authorized_operations(pair: Pair) -> None:
         return c.call(69, 0, ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=True))
 
     pair.compare(scenario, extra_dropped=frozenset({"topic_id"}))
+
+
+def test_first_epochs_of_new_groups(pair: Pair) -> None:
+    topic, missing = unique("kip848-first"), unique("kip848-first-missing")
+    empty, absent, subscribed = unique("kip848-empty"), unique("kip848-absent"), unique("kip848-subscribed")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {topic: 1})
+        nobody = Member(c, empty, member_id(empty), topics=[])
+        out = {"empty": assignment_by_name(c, nobody.heartbeat())}
+        nobody.topics = [topic]
+        out["then_subscribed"] = assignment_by_name(c, nobody.heartbeat(full=True))
+        out["missing_topic"] = assignment_by_name(c, Member(c, absent, member_id(absent), topics=[missing]).heartbeat())
+        out["subscribed"] = assignment_by_name(c, Member(c, subscribed, member_id(subscribed),
+                                                         topics=[topic]).heartbeat())
+        out["described"] = describe(c, empty, absent, subscribed)
+        return out
+
+    answers = pair.compare(scenario)
+    assert answers["subscribed"]["member_epoch"] == 2  # type: ignore[index]
