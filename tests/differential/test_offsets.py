@@ -15,6 +15,7 @@ from tests.differential.harness import Pair, Target, retry, unique
 from tests.differential.ops import (
     create_topic,
     describe,
+    heartbeat,
     join,
     join_member,
     join_request,
@@ -225,3 +226,28 @@ def test_commit_to_the_empty_group_id(pair: Pair) -> None:
                 fetch(c, "", {topic: [0]}, 1), fetch(c, "", {topic: [0]}, 7)]
 
     pair.compare(scenario)
+
+
+def test_commit_and_heartbeat_while_the_group_awaits_its_assignment(pair: Pair) -> None:
+    group, topic = unique("completing"), unique("completing-topic")
+
+    def scenario(t: Target) -> object:
+        a, b = t.client("a"), t.client("b")
+        create_topic(a, topic, 1)
+        first = stable_member(a, group)
+        required = join(b, group, "")
+        pending = b.send(11, 9, join_request(group, required.member_id))
+        retry(lambda: describe(a, group), lambda d: d.groups[0].group_state == "PreparingRebalance", 10)
+        rejoined = join(a, group, first.member_id)
+        second = b.recv(11, 9, pending)
+        one = {topic: [P(partition_index=0, committed_offset=4)]}
+        # Both joined, no SyncGroup yet: the group waits for the leader's assignment.
+        return {"member_ids": [first.member_id, second.member_id],
+                "state": describe(a, group).groups[0].group_state,
+                "commit": commit(a, group, one, generation=rejoined.generation_id, member=rejoined.member_id),
+                "old_generation_commit": commit(a, group, one, generation=first.generation_id,
+                                                member=first.member_id),
+                "heartbeat": heartbeat(a, group, rejoined.generation_id, rejoined.member_id)}
+
+    answers = pair.compare(scenario)
+    assert answers["commit"]["topics"][0]["partitions"][0]["error_code"] == 27  # type: ignore[index]
