@@ -90,7 +90,9 @@ def respond_offsets(req: Request, wanted: list[tuple[str, list[tuple[str, list[i
     ``(topic, partition, offset, leader epoch, metadata, error)``."""
     filled = []
     for (group_id, code, rows), (_, topics) in zip(groups, wanted):
-        if code and topics is not None:
+        if code and req.version >= 8:
+            rows = []  # as Kafka: a group refused whole is answered with its error alone
+        elif code and topics is not None:
             rows = [(t, p, -1, -1, "", code if req.version < 2 else 0) for t, ps in topics for p in ps]
         filled.append((group_id, code, rows))
     if req.version >= 8:

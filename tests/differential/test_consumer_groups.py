@@ -372,3 +372,32 @@ def test_first_epochs_of_new_groups(pair: Pair) -> None:
 
     answers = pair.compare(scenario)
     assert answers["subscribed"]["member_epoch"] == 2  # type: ignore[index]
+
+
+def test_offset_fetch_with_member_epochs_and_group_deletion(pair: Pair) -> None:
+    group, topic = unique("kip848-fetch"), unique("kip848-fetch-t")
+
+    def scenario(t: Target) -> object:
+        from protocol.messages.delete_groups import DeleteGroupsRequest
+        from protocol.messages.offset_fetch import OffsetFetchRequest
+
+        c = t.client("consumer")
+        create_topics(c, {topic: 1})
+        m = Member(c, group, member_id(group), topics=[topic])
+        m.heartbeat()
+
+        def fetch(member: str | None, epoch: int) -> object:
+            return c.call(9, 9, OffsetFetchRequest(groups=[OffsetFetchRequest.Group(
+                group_id=group, member_id=member, member_epoch=epoch,
+                topics=[OffsetFetchRequest.Group.Topics(name=topic, partition_indexes=[0])])]))
+
+        out = {"current": fetch(m.mid, m.epoch), "stale": fetch(m.mid, m.epoch - 1),
+               "unknown": fetch(member_id("stranger"), m.epoch), "admin": fetch(None, -1),
+               "delete_busy": c.call(42, 2, DeleteGroupsRequest(groups_names=[group]))}
+        m.heartbeat(epoch=-1)
+        out["delete_empty"] = c.call(42, 2, DeleteGroupsRequest(groups_names=[group]))
+        out["described"] = describe(c, group)
+        return out
+
+    answers = pair.compare(scenario)
+    assert answers["delete_busy"]["results"][0]["error_code"] == 68  # type: ignore[index]
