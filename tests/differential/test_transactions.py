@@ -15,6 +15,7 @@ from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, A
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from protocol.messages.list_offsets import ListOffsetsRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from tests.differential.harness import Pair, Target, unique
@@ -180,7 +181,13 @@ def test_transaction_with_offsets_and_read_committed(pair: Pair, commit: bool) -
             transactional_id=txn, group_id=group, producer_id=pid, producer_epoch=epoch + 1, generation_id=-1,
             member_id="", topics=[TxnOffsetCommitRequest.Topic(name=topic, partitions=[
                 TxnOffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=2)])]))
+        def latest(isolation: int) -> object:
+            return c.call(2, 7, ListOffsetsRequest(replica_id=-1, isolation_level=isolation, topics=[
+                ListOffsetsRequest.Topic(name=topic, partitions=[
+                    ListOffsetsRequest.Topic.Partition(partition_index=p, timestamp=-1) for p in (0, 1)])]))
+
         during = {
+            "latest_committed": latest(1), "latest_uncommitted": latest(0),
             "describe": describe(c, txn),
             "read_committed": fetch(c, topic, [0, 1], isolation=1),
             "read_uncommitted": fetch(c, topic, [0, 1]),
@@ -192,6 +199,7 @@ def test_transaction_with_offsets_and_read_committed(pair: Pair, commit: bool) -
         ended = end(c, txn, pid, epoch, commit)
         done = completed(c, txn)
         after = {
+            "latest_committed": latest(1), "latest_uncommitted": latest(0),
             "read_committed": fetch(c, topic, [0, 1], isolation=1),
             "read_uncommitted": fetch(c, topic, [0, 1]),
             "offsets": c.call(9, 7, OffsetFetchRequest(group_id=group, require_stable=True, topics=[
