@@ -233,3 +233,26 @@ def test_authorized_operations_without_an_authorizer(pair: Pair) -> None:
                 c.call(60, 0, DescribeClusterRequest())]
 
     pair.compare(scenario)
+
+
+def test_produce_without_acknowledgement(pair: Pair) -> None:
+    topic = unique("acks0")
+
+    def scenario(t: Target) -> object:
+        import time
+
+        c = t.client()
+        create_topic(c, topic, 1)
+        # acks=0: no answer comes; the next request on the connection is answered first.
+        c.send(0, 9, ProduceRequest(acks=0, timeout_ms=10000, topic_data=[ProduceRequest.TopicProduceData(
+            name=topic, partition_data=[ProduceRequest.TopicProduceData.PartitionProduceData(
+                index=0, records=batch(b"fire", b"forget"))])]))
+        deadline = time.monotonic() + 10
+        while True:  # the append is asynchronous: wait for it (setup), then compare what is read
+            answer = fetch(c, topic, [0])
+            if answer["responses"][0]["partitions"][0]["records"] or time.monotonic() > deadline:  # type: ignore[index]
+                return answer
+            time.sleep(0.05)
+
+    answers = pair.compare(scenario)
+    assert answers["responses"][0]["partitions"][0]["high_watermark"] == 2  # type: ignore[index]
