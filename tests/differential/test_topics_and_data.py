@@ -256,3 +256,32 @@ def test_produce_without_acknowledgement(pair: Pair) -> None:
 
     answers = pair.compare(scenario)
     assert answers["responses"][0]["partitions"][0]["high_watermark"] == 2  # type: ignore[index]
+
+
+def test_idempotent_producer_and_compacted_topic_errors(pair: Pair) -> None:
+    topic, compacted = unique("idempotent"), unique("compacted")
+
+    def scenario(t: Target) -> object:
+        from protocol.messages.init_producer_id import InitProducerIdRequest
+
+        c = t.client()
+        create_topic(c, topic, 1)
+        made = c.call(19, 7, CreateTopicsRequest(timeout_ms=30000, topics=[
+            Topic(name=compacted, num_partitions=1, replication_factor=1,
+                  configs=[Config(name="cleanup.policy", value="compact")])]))
+        wait_topic(c, compacted, 1)
+        ids = c.call(22, 4, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000))
+
+        def send(sequence: int, *values: bytes, epoch: int | None = None, pid: int | None = None) -> object:
+            return produce(c, topic, 0, batch(*values, producer_id=ids.producer_id if pid is None else pid,
+                                              producer_epoch=ids.producer_epoch if epoch is None else epoch,
+                                              base_sequence=sequence))
+
+        return {"made": made, "ids": ids, "first": send(0, b"a", b"b"), "duplicate": send(0, b"a", b"b"),
+                "gap": send(5, b"c"), "next": send(2, b"c"), "old_epoch": send(3, b"d", epoch=ids.producer_epoch - 1)
+                if ids.producer_epoch > 0 else None,
+                "fetched": fetch(c, topic, [0]),
+                "no_key": produce(c, compacted, 0, batch(b"keyless")),
+                "keyed": produce(c, compacted, 0, batch(b"v", key=b"k"))}
+
+    pair.compare(scenario, extra_dropped=frozenset({"configs"}))
