@@ -401,3 +401,31 @@ def test_offset_fetch_with_member_epochs_and_group_deletion(pair: Pair) -> None:
 
     answers = pair.compare(scenario)
     assert answers["delete_busy"]["results"][0]["error_code"] == 68  # type: ignore[index]
+
+
+def test_classic_member_joins_a_consumer_group(pair: Pair) -> None:
+    group, topic = unique("kip848-mixed"), unique("kip848-mixed-t")
+
+    def scenario(t: Target) -> object:
+        from protocol.consumer_protocol import decode_assignment, encode_subscription
+        from protocol.messages.consumer_protocol import ConsumerProtocolSubscription
+        from tests.differential.ops import heartbeat, join, sync
+
+        c, classic = t.client("consumer"), t.client("classic")
+        create_topics(c, {topic: 2})
+        m = Member(c, group, member_id(group), topics=[topic])
+        first = assignment_by_name(c, m.heartbeat())
+        subscription = encode_subscription(ConsumerProtocolSubscription(topics=[topic]), 1)
+        required = join(classic, group, "", metadata=subscription)
+        joined = join(classic, group, required.member_id, metadata=subscription)
+        synced = sync(classic, group, joined.generation_id, joined.member_id)
+        assigned = decode_assignment(synced.assignment) if synced.error_code == 0 and synced.assignment else None
+        return {"member_ids": [m.mid, required.member_id], "first": first, "required": required,
+                "joined": joined, "synced_error": synced.error_code,
+                "classic_assignment": None if assigned is None else sorted(
+                    (tp.topic, sorted(tp.partitions)) for tp in assigned.assigned_partitions),
+                "beat": heartbeat(classic, group, joined.generation_id, joined.member_id),
+                "consumer_after": assignment_by_name(c, m.heartbeat()),
+                "described": describe(c, group)}
+
+    pair.compare(scenario)
