@@ -88,8 +88,12 @@ def stable_member(c: WireClient, group: str, assignment: bytes = b"assigned", **
 
 
 def create_topic(c: WireClient, name: str, partitions: int = 1, version: int = 7) -> CreateTopicsResponse:
+    # The scenarios' records carry fixed timestamps, long past: without this, time retention (on its
+    # own schedule) would delete them in the middle of a test.
+    keep = [CreateTopicsRequest.CreatableTopic.CreatableTopicConfig(name="retention.ms", value="-1")]
     answer: CreateTopicsResponse = c.call(19, version, CreateTopicsRequest(
-        topics=[CreateTopicsRequest.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1)],
+        topics=[CreateTopicsRequest.CreatableTopic(name=name, num_partitions=partitions, replication_factor=1,
+                                                   configs=keep)],
         timeout_ms=30000))
     assert answer.topics[0].error_code == 0, answer
     wait_topic(c, name, partitions)
