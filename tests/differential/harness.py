@@ -20,7 +20,8 @@ The normalizations (docs/differential.md lists them and why each is legitimate):
 - A list of members (elements with a ``member_id``) is sorted by the renamed ids: Kafka keeps a
   group's members in hash maps, so their order in JoinGroup and DescribeGroups answers carries no
   meaning. A scenario that returns its member ids first, in the order of their roles, names them
-  alike on both brokers.
+  alike on both brokers; one that returns a sequence of answers naming members (heartbeat answers)
+  keys them by position in a dict, or the sequence would be compared as a set.
 - A list of groups (elements with a ``group_id``: DescribeGroups, DeleteGroups, OffsetFetch v8)
   is sorted by group id: Kafka answers a request about several groups coordinator shard by
   coordinator shard, so its order follows the hash of the ids, not the request.
