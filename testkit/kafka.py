@@ -34,6 +34,9 @@ TEST_PROPERTIES = {
     "share.coordinator.state.topic.min.isr": "1",
     "auto.create.topics.enable": "true",
     "num.partitions": "1",
+    # Kafka 4.3+ computes a consumer group's target assignment at most once a second, in the
+    # background; kcoord (like Kafka before) computes it in the heartbeat that needs it.
+    "group.consumer.assignment.interval.ms": "0",
 }
 
 LOG4J2 = """Configuration:

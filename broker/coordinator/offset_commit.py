@@ -161,9 +161,14 @@ def offset_delete(st: CoordinatorState, req: OffsetDeleteRequest, ctx: RequestCo
     topics = []
     for topic in req.topics:
         partitions = []
+        # Kafka answers partitions of topics it does not know before asking the group coordinator
+        # (and drops them when the group itself is refused, as above).
+        count = st.topics.partition_count(topic.name)
         for p in topic.partitions:
             error = ErrorCode.NONE
-            if group.is_subscribed_to_topic(topic.name):
+            if count is None or not 0 <= p.partition_index < count:
+                error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif group.is_subscribed_to_topic(topic.name):
                 error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
             elif (st.offsets.get(req.group_id, topic.name, p.partition_index) is not None
                   or st.pending_txn.is_pending(req.group_id, topic.name, p.partition_index)):

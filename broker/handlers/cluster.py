@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping
 from broker.cluster.view import ClusterView
 from broker.coordinator.partitioning import partition_for
 from broker.network.router import Request
+from broker.security.acl_model import ResourceType, all_operations
 from broker.topics.admin import TOPIC_CONFIG_SYNONYMS, TopicAdmin
 from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog, TopicError, validate_topic_name
 from broker.transactions.service import TransactionService
@@ -94,6 +95,10 @@ class ClusterApis:
                         unknown_ids.append(t.topic_id)
                     else:
                         names.append(by_id.name)
+        # Without an authorizer Kafka reports every operation when asked (with one, the request
+        # checks put the principal's own in their place).
+        topic_ops = (all_operations(ResourceType.TOPIC) if req.version >= 8 and body.include_topic_authorized_operations
+                     else _NOT_REQUESTED)
         allow_create = self.auto_create_topics and (req.version < 4 or
                                                                          body.allow_auto_topic_creation)
         topics = []
@@ -118,7 +123,7 @@ class ClusterApis:
                     leader_id=node, leader_epoch=epoch, replica_nodes=replicas, isr_nodes=replicas))
             topics.append(MetadataResponse.Topic(
                 error_code=0, name=topic.name, topic_id=topic.topic_id, is_internal=topic.internal,
-                partitions=partitions, topic_authorized_operations=_NOT_REQUESTED,
+                partitions=partitions, topic_authorized_operations=topic_ops,
             ))
         topics += [MetadataResponse.Topic(error_code=ErrorCode.UNKNOWN_TOPIC_ID, name=None, topic_id=topic_id)
                    for topic_id in unknown_ids]
@@ -126,6 +131,8 @@ class ClusterApis:
         req.reply.set(MetadataResponse(
             brokers=[MetadataResponse.Broker(node_id=n, host=h, port=p, rack=None) for n, h, p in nodes],
             cluster_id=self.view.cluster_id, controller_id=nodes[0][0], topics=topics,
+            cluster_authorized_operations=(all_operations(ResourceType.CLUSTER) if 8 <= req.version <= 10
+                                           and body.include_cluster_authorized_operations else _NOT_REQUESTED),
         ))
 
     def describe_cluster(self, req: Request[DescribeClusterRequest]) -> None:
@@ -134,7 +141,8 @@ class ClusterApis:
             error_code=0, error_message=None, endpoint_type=1, cluster_id=self.view.cluster_id,
             controller_id=nodes[0][0],
             brokers=[DescribeClusterResponse.Broker(broker_id=n, host=h, port=p, rack=None) for n, h, p in nodes],
-            cluster_authorized_operations=_NOT_REQUESTED,
+            cluster_authorized_operations=(all_operations(ResourceType.CLUSTER)
+                                           if req.body.include_cluster_authorized_operations else _NOT_REQUESTED),
         ))
 
     def owner_entry(self, key: str, node: int, addresses: dict[int, tuple[str, int]],

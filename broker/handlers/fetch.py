@@ -107,7 +107,10 @@ class FetchApi:
                 parts.append(pd)
                 src = self.topic_logs.readable(topic, p.partition) if topic is not None else missing
                 if isinstance(src, int):
+                    # Kafka builds an unknown partition's answer from the defaults: no aborted
+                    # transactions is an empty list there, whatever the isolation level.
                     pd.error_code = src
+                    pd.aborted_transactions = []
                     plan.error = True
                     continue
                 log, hw = src.log, src.high_watermark
@@ -124,7 +127,9 @@ class FetchApi:
                 pd.log_start_offset = start
                 offset = p.fetch_offset
                 if offset < start or offset > log.end_offset:
+                    # As Kafka: an out-of-range answer carries no offsets of the log.
                     pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                    pd.high_watermark = pd.last_stable_offset = pd.log_start_offset = -1
                     plan.error = True
                     continue
                 if offset >= visible or (budget <= 0 and not first):

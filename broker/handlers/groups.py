@@ -19,6 +19,9 @@ from broker.coordinator.result import Result
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.groups.shards import ShardManager, ShardRuntime
 from broker.network.router import Request
+from broker.security.acl_model import ResourceType, all_operations
+from broker.topics.catalog import OFFSETS_TOPIC
+from broker.transactions.service import TransactionService
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -97,7 +100,9 @@ def offsets_response(version: int, wanted: list[tuple[str, list[tuple[str, list[
     ``(topic, partition, offset, leader epoch, metadata, error)``."""
     filled = []
     for (group_id, code, rows), (_, topics) in zip(groups, wanted):
-        if code and topics is not None:
+        if code and version >= 8:
+            rows = []  # as Kafka: a group refused whole is answered with its error alone
+        elif code and topics is not None:
             rows = [(t, p, -1, -1, "", code if version < 2 else 0) for t, ps in topics for p in ps]
         filled.append((group_id, code, rows))
     if version >= 8:
@@ -188,19 +193,30 @@ class GroupRouting:
         return runtime
 
 
+def _sync_without_protocol(req: Request[SyncGroupRequest]) -> int:
+    """Mandatory from v5: Kafka refuses a SyncGroup without them before it looks at the group."""
+    if req.version >= 5 and (req.body.protocol_type is None or req.body.protocol_name is None):
+        return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    return ErrorCode.NONE
+
+
 class SingleGroupApi(Generic[GroupBody, GroupReply]):
     """An API that reads and writes one group: the cheap checks Kafka makes before routing (group
     id, owner, loading), then ``operation`` on the group's shard, answered once durable."""
 
     __slots__ = ("runtime_for", "operation", "build_error", "empty_id_invalid", "loading_code", "too_large",
-                 "describable_topics")
+                 "describable_topics", "refused")
 
     def __init__(self, routing: GroupRouting,
                  operation: Callable[[GroupCoordinatorShard, GroupBody, RequestContext, int], Result],
                  build_error: Callable[[Request[GroupBody], int], GroupReply], *,
                  describable_topics: Callable[[str, str], Callable[[str], bool]] | None,
                  empty_id_invalid: bool = True, loading_code: int = ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
-                 too_large: Callable[[GroupBody], bool] | None = None) -> None:
+                 too_large: Callable[[GroupBody], bool] | None = None,
+                 refused: Callable[[Request[GroupBody]], int] | None = None) -> None:
+        """``refused`` is a check Kafka makes before it looks at the group: its non-zero code
+        answers the request."""
+        self.refused = refused
         self.runtime_for = routing.runtime_for
         self.operation = operation
         self.build_error = build_error
@@ -212,6 +228,9 @@ class SingleGroupApi(Generic[GroupBody, GroupReply]):
     def __call__(self, req: Request[GroupBody]) -> None:
         group_id = req.body.group_id
         build_error = self.build_error
+        if self.refused is not None and (code := self.refused(req)):
+            req.reply.set(build_error(req, code))
+            return
         if group_id is None or (self.empty_id_invalid and group_id == ""):
             req.reply.set(build_error(req, ErrorCode.INVALID_GROUP_ID))
             return
@@ -248,15 +267,21 @@ class GroupApis:
     """The group and offset APIs, over the shards of the group coordinator."""
 
     def __init__(self, shards: ShardManager, max_record_bytes: int,
-                 describable_topics: Callable[[str, str], Callable[[str], bool]] | None) -> None:
+                 describable_topics: Callable[[str, str], Callable[[str], bool]] | None, *,
+                 transactions: TransactionService | None = None, clock: Callable[[], int] = lambda: 0,
+                 offsets_partitions: int = 50) -> None:
+        """``transactions`` verifies transactional offset commits (None: not verified)."""
         self.shards = shards
+        self.transactions = transactions
+        self.clock = clock
+        self.offsets_partitions = offsets_partitions
         self.routing = routing = GroupRouting(shards)
         self.max_record_bytes = max_record_bytes
         self.runtime_for = routing.runtime_for
         Shard = GroupCoordinatorShard
         self.join_group = SingleGroupApi(routing, Shard.join_group, join_error, describable_topics=describable_topics)
         self.sync_group = SingleGroupApi(routing, Shard.sync_group, sync_error, describable_topics=describable_topics,
-                                         too_large=self._assignment_too_large)
+                                         too_large=self._assignment_too_large, refused=_sync_without_protocol)
         # Heartbeats during a load answer NONE so that members are not kicked out by a failover.
         self.heartbeat = SingleGroupApi(routing, Shard.heartbeat, heartbeat_error,
                                         describable_topics=describable_topics, loading_code=ErrorCode.NONE)
@@ -267,11 +292,27 @@ class GroupApis:
         self.offset_delete = SingleGroupApi(routing, Shard.offset_delete, delete_offsets_error,
                                             describable_topics=describable_topics)
         self.txn_offset_commit = SingleGroupApi(routing, Shard.txn_offset_commit, txn_commit_error,
-                                                describable_topics=describable_topics)
+                                                describable_topics=describable_topics,
+                                                refused=self._txn_commit_unverified)
         # KIP-848: the group id is validated by the operation (INVALID_REQUEST, as Kafka answers).
         self.consumer_group_heartbeat = SingleGroupApi(routing, Shard.consumer_group_heartbeat,
                                                        consumer_heartbeat_error, describable_topics=describable_topics,
                                                        empty_id_invalid=False)
+
+    def _txn_commit_unverified(self, req: Request[TxnOffsetCommitRequest]) -> int:
+        """KIP-890 (transaction.partition.verification.enable): Kafka writes a transactional offset
+        commit only once the transaction coordinator confirms that the group's offsets partition is
+        in the producer's ongoing transaction with that epoch; a fenced epoch is answered
+        INVALID_PRODUCER_EPOCH. Checked here when this node coordinates the transactional id."""
+        service = self.transactions
+        body = req.body
+        if service is None or service.error_for(body.transactional_id):
+            return ErrorCode.NONE
+        tp = (OFFSETS_TOPIC, partition_for(body.group_id, self.offsets_partitions))
+        result = service.coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch,
+                                                    [tp], self.clock(), verify_only=True)
+        code = result.partition_errors.get(tp, result.error)
+        return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
 
     def _assignment_too_large(self, body: SyncGroupRequest) -> bool:
         return sum(len(a.assignment) + len(a.member_id) for a in body.assignments) > self.max_record_bytes
@@ -331,6 +372,12 @@ class GroupApis:
 
         def answer(durable: bool) -> None:
             groups = out if durable else [describe_error(g, ErrorCode.NOT_COORDINATOR) for g in req.body.groups]
+            if req.version >= 3 and req.body.include_authorized_operations:
+                # Without an authorizer Kafka reports every group operation (with one, the
+                # request checks put the principal's own in their place).
+                for group in groups:
+                    if group.error_code == 0:
+                        group.authorized_operations = all_operations(ResourceType.GROUP)
             req.reply.set(DescribeGroupsResponse(groups=groups))
 
         self.shards.after_durable(read_from, answer)
@@ -355,6 +402,10 @@ class GroupApis:
 
         def answer(durable: bool) -> None:
             groups = out if durable else [failed(g, ErrorCode.NOT_COORDINATOR) for g in req.body.group_ids]
+            if req.body.include_authorized_operations:
+                for group in groups:
+                    if group.error_code == 0:
+                        group.authorized_operations = all_operations(ResourceType.GROUP)
             req.reply.set(ConsumerGroupDescribeResponse(groups=groups))
 
         self.shards.after_durable(read_from, answer)

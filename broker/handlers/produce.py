@@ -51,9 +51,15 @@ _CORRUPT_KINDS = {"crc", "length", "compression"}
 
 
 class Rejected(Exception):
-    def __init__(self, error_code: int, message: str) -> None:
+    def __init__(self, error_code: int, message: str, log_start_offset: int = -1,
+                 record_errors: list[tuple[int, str]] | None = None) -> None:
         super().__init__(message)
         self.error_code = error_code
+        # Kafka answers the log's start offset with the errors its log raised while appending (a
+        # producer's sequence or epoch refused, a record invalid), -1 with those found before.
+        self.log_start_offset = log_start_offset
+        # (index in the batch, message) of each invalid record, as Kafka lists them.
+        self.record_errors = record_errors or []
 
 
 def inspect_batch(raw: bytes | None, max_message_bytes: int) -> RecordBatch:
@@ -113,13 +119,15 @@ def stamp_log_append_time(raw: bytes, now_ms: int) -> bytes:
     return bytes(out)
 
 
-def _check_keys(batch: RecordBatch) -> None:
+def _check_keys(batch: RecordBatch, topic: str, partition: int) -> None:
     try:
         records = decode_records(batch)
     except CorruptBatchError as exc:
         raise Rejected(ErrorCode.INVALID_RECORD, f"invalid record batch: {exc.reason}") from None
-    if any(r.key is None for r in records):
-        raise Rejected(ErrorCode.INVALID_RECORD, "Compacted topic cannot accept message without key")
+    keyless = [i for i, r in enumerate(records) if r.key is None]
+    if keyless:
+        message = f"Compacted topic cannot accept message without key in topic partition {topic}-{partition}"
+        raise Rejected(ErrorCode.INVALID_RECORD, message, record_errors=[(i, message) for i in keyless])
 
 
 # What a failed check that a partition is in its transaction answers (Kafka's ReplicaManager):
@@ -139,6 +147,9 @@ def _verify_transaction(verify: TxnVerifier, state: PartitionState, producer_id:
     if code in _VERIFY_RETRIABLE:
         raise Rejected(ErrorCode.NOT_ENOUGH_REPLICAS, "Unable to verify the partition has been added to the "
                        "transaction. Underlying error: " + ErrorCode(code).name)
+    if code == ErrorCode.PRODUCER_FENCED:
+        # Kafka's verification answers a fenced epoch as INVALID_PRODUCER_EPOCH.
+        raise Rejected(ErrorCode.INVALID_PRODUCER_EPOCH, "Producer epoch is fenced")
     if code:
         raise Rejected(code, ErrorCode(code).name)
 
@@ -159,32 +170,44 @@ def submit(topic_logs: TopicLogs, state: PartitionState, records: bytes | None, 
     assert raw is not None  # inspect_batch refuses a partition without records
     log = state.log
     if log.config.compact:
-        _check_keys(batch)
+        try:
+            _check_keys(batch, state.topic, state.partition)
+        except Rejected as exc:
+            exc.log_start_offset = log.log_start_offset
+            raise
     pid = batch.producer_id
     first_seq = batch.base_sequence
     last_seq = last_sequence(first_seq, batch.last_offset_delta)
     if pid >= 0:
         check = state.producers.check(pid, batch.producer_epoch, first_seq, last_seq)
         if check.error_code:
-            raise Rejected(check.error_code, check.message or "")
+            if batch.is_transactional and verify is not None and pid not in state.txns.ongoing:
+                # Kafka verifies with the transaction coordinator before its log checks the
+                # producer's epoch and sequence: a refusal there comes first.
+                _verify_transaction(verify, state, pid, batch.producer_epoch)
+            raise Rejected(check.error_code, check.message or "", log.log_start_offset)
         if check.duplicate is not None:
             resp.base_offset = check.duplicate.first_offset
+            # Kafka answers a duplicate with the original batch's timestamp as its append time.
+            resp.log_append_time_ms = check.duplicate.timestamp
             resp.log_start_offset = log.log_start_offset
             last = check.duplicate.last_offset
             return last if last >= state.high_watermark else None
         if batch.is_transactional and verify is not None and pid not in state.txns.ongoing:
             _verify_transaction(verify, state, pid, batch.producer_epoch)
+    max_timestamp = batch.max_timestamp  # what the log keeps: the append time on such topics
     if state.log_append_time:
         now = int(time.time() * 1000)
         raw = stamp_log_append_time(raw, now)
         resp.log_append_time_ms = now
+        max_timestamp = now
     first = state.next_offset
     last = first + batch.last_offset_delta
     state.next_offset = last + 1
     if pid >= 0:
         # Noted now, with the offsets the batch will get, so a retry arriving while it is still
         # queued is already recognised.
-        state.producers.record(pid, batch.producer_epoch, first_seq, last_seq, first, last, batch.max_timestamp)
+        state.producers.record(pid, batch.producer_epoch, first_seq, last_seq, first, last, max_timestamp)
         if batch.is_transactional:
             state.txns.on_batch(pid, first)
     write = BatchWrite(raw, first, on_done)
@@ -320,6 +343,10 @@ class ProduceApi:
                     failed = True
                     resp.error_code = exc.error_code
                     resp.error_message = str(exc)
+                    resp.log_start_offset = exc.log_start_offset
+                    resp.record_errors = [ProduceResponse.TopicProduceResponse.PartitionProduceResponse
+                                          .BatchIndexAndErrorMessage(batch_index=i, batch_index_error_message=m)
+                                          for i, m in exc.record_errors]
             topics.append(ProduceResponse.TopicProduceResponse(name=td.name, topic_id=td.topic_id,
                                                               partition_responses=parts))
         response = ProduceResponse(responses=topics, throttle_time_ms=0)

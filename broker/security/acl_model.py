@@ -66,11 +66,22 @@ IMPLIED_BY = {
 OPERATIONS_OF = {
     ResourceType.TOPIC: (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DELETE, Operation.ALTER,
                          Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS),
-    ResourceType.GROUP: (Operation.READ, Operation.DELETE, Operation.DESCRIBE),
+    ResourceType.GROUP: (Operation.READ, Operation.DELETE, Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS,
+                         Operation.ALTER_CONFIGS),
     ResourceType.TRANSACTIONAL_ID: (Operation.WRITE, Operation.DESCRIBE),
     ResourceType.CLUSTER: (Operation.CREATE, Operation.ALTER, Operation.DESCRIBE, Operation.CLUSTER_ACTION,
                            Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE),
 }
+
+
+
+def all_operations(resource_type: int) -> int:
+    """The authorized-operations bit field without an authorizer: every operation of the resource
+    type, as Kafka answers when no authorizer is configured."""
+    bits = 0
+    for operation in OPERATIONS_OF.get(resource_type, ()):  # type: ignore[call-overload]
+        bits |= 1 << operation
+    return bits
 
 
 @dataclass(frozen=True)

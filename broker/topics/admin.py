@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from broker.observability import logs
 from broker.topics.catalog import Topic, TopicCatalog, TopicError
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
-from broker.topics.partitions import TopicLogs, topic_log_config
+from broker.topics.partitions import KAFKA_TOPIC_CONFIGS, TopicLogs, topic_log_config
 from protocol.errors import ErrorCode
 
 # The broker property behind each topic config a topic shows (DescribeConfigs' synonyms).
@@ -34,6 +34,9 @@ class TopicAdmin:
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str],
                      validate_only: bool = False) -> Topic:
+        unknown = sorted(set(configs) - KAFKA_TOPIC_CONFIGS)
+        if unknown:
+            raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
         try:
             topic_log_config(self.topic_logs.defaults, configs)
         except (ValueError, TypeError) as exc:

@@ -44,6 +44,22 @@ REOPEN_DELAY_S = 0.1
 _LOG_CONFIG_NAMES = {f.name.replace("_", "."): f.name for f in fields(LogConfig)}
 
 
+# Every topic config Apache Kafka 4.4 knows (what DescribeConfigs lists for a topic): a topic is
+# created only with these, as Kafka refuses any other name with INVALID_CONFIG.
+KAFKA_TOPIC_CONFIGS = frozenset({
+    "cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type",
+    "compression.zstd.level", "delete.retention.ms", "errors.deadletterqueue.group.enable",
+    "file.delete.delay.ms", "flush.messages", "flush.ms", "follower.replication.throttled.replicas",
+    "index.interval.bytes", "leader.replication.throttled.replicas", "local.retention.bytes",
+    "local.retention.ms", "max.compaction.lag.ms", "max.decompressed.message.bytes", "max.message.bytes",
+    "message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type",
+    "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "min.insync.replicas", "preallocate",
+    "remote.copy.lag.bytes", "remote.copy.lag.ms", "remote.log.copy.disable", "remote.log.delete.on.disable",
+    "remote.storage.enable", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes",
+    "segment.jitter.ms", "segment.ms", "unclean.leader.election.enable",
+})
+
+
 def topic_log_config(defaults: LogConfig, configs: dict[str, str]) -> LogConfig:
     """A topic's log settings: broker defaults overridden by the topic's own configs (other
     topic configs, such as ``max.message.bytes``, are read elsewhere). Raises ``ValueError``."""

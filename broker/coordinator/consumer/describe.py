@@ -35,6 +35,15 @@ def _assignment(assignment: Mapping[bytes, frozenset[int]], topics: TopicView) -
     return _Assignment(topic_partitions=parts)
 
 
+def _holding(member: ConsumerGroupMember) -> Mapping[bytes, frozenset[int]]:
+    if not member.partitions_pending_revocation:
+        return member.assigned_partitions
+    held = dict(member.assigned_partitions)
+    for topic_id, partitions in member.partitions_pending_revocation.items():
+        held[topic_id] = held.get(topic_id, frozenset()) | partitions
+    return held
+
+
 def _member(member: ConsumerGroupMember, target: Mapping[bytes, frozenset[int]], topics: TopicView) -> Any:
     return _Member(
         member_id=member.member_id,
@@ -44,8 +53,10 @@ def _member(member: ConsumerGroupMember, target: Mapping[bytes, frozenset[int]],
         client_id=member.client_id,
         client_host=member.client_host,
         subscribed_topic_names=sorted(member.subscribed_topic_names),
-        subscribed_topic_regex=member.subscribed_topic_regex,
-        assignment=_assignment(member.assigned_partitions, topics),
+        # Kafka keeps "" for a member without a regular expression, and describes it so.
+        subscribed_topic_regex=member.subscribed_topic_regex or "",
+        # What the member holds: Kafka 4.4 describes the partitions it has yet to revoke with them.
+        assignment=_assignment(_holding(member), topics),
         target_assignment=_assignment(target, topics),
         member_type=MEMBER_TYPE_CLASSIC if member.uses_classic_protocol else MEMBER_TYPE_CONSUMER,
     )

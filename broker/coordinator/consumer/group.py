@@ -59,8 +59,9 @@ class ConsumerGroupState(Enum):
 class ConsumerGroup:
     def __init__(self, group_id: str) -> None:
         self.group_id = group_id
-        # Bumped on every change of membership, subscription or subscribed topics' metadata.
-        self.group_epoch = 0
+        # Bumped on every change of membership, subscription or subscribed topics' metadata. A new
+        # group starts at 1, as in Kafka 4.4 (its first member's first epoch is then 2).
+        self.group_epoch = 1
         # Hash of the subscribed topics' metadata (KIP-1101): a change means a new assignment.
         self.metadata_hash = 0
         # The group epoch the target assignment was computed for; below the group epoch means

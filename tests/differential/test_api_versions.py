@@ -1,0 +1,49 @@
+"""ApiVersions of Apache Kafka and kcoord: every API kcoord serves Kafka serves too, and where
+their version ranges differ is a known, listed difference (kcoord keeps older versions Kafka 4
+dropped, and does not serve the newest versions of the transaction, offset and ApiVersions
+requests): a change on either side fails here, so the versions the differential tests send stay
+ones both brokers serve."""
+
+from __future__ import annotations
+
+import pytest
+
+from protocol.messages.api_versions import ApiVersionsRequest
+from tests.differential.harness import Pair, Target
+
+pytestmark = pytest.mark.differential
+
+# api key: ((kcoord min, max), (Kafka min, max)) where they differ.
+KNOWN = {
+    1: ((0, 18), (4, 18)),  # Fetch: Kafka 4 dropped v0-v3
+    2: ((0, 11), (1, 11)),  # ListOffsets
+    8: ((0, 9), (2, 10)),  # OffsetCommit: v10 names topics by id (KIP-848 follow-up)
+    9: ((0, 9), (1, 10)),  # OffsetFetch: likewise
+    18: ((0, 4), (0, 5)),  # ApiVersions
+    19: ((0, 7), (2, 7)),  # CreateTopics
+    20: ((0, 6), (1, 6)),  # DeleteTopics
+    26: ((0, 4), (0, 5)),  # EndTxn: v5 is transactions version 2 (KIP-890)
+    28: ((0, 4), (0, 6)),  # TxnOffsetCommit: v5+ are transactions version 2
+    29: ((0, 3), (1, 3)),  # DescribeAcls
+    30: ((0, 3), (1, 3)),  # CreateAcls
+    31: ((0, 3), (1, 3)),  # DeleteAcls
+    32: ((0, 4), (1, 4)),  # DescribeConfigs
+    42: ((0, 2), (0, 3)),  # DeleteGroups
+}
+
+
+def served(t: Target) -> dict[int, tuple[int, int]]:
+    answer = t.client().call(18, 3, ApiVersionsRequest(client_software_name="differential",
+                                                       client_software_version="1"))
+    assert answer.error_code == 0
+    return {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys}
+
+
+def test_versions_served(pair: Pair) -> None:
+    with pair.kafka.session():
+        kafka = served(pair.kafka)
+    with pair.kcoord.session():
+        ours = served(pair.kcoord)
+    assert set(ours) <= set(kafka), f"kcoord serves APIs Kafka does not: {sorted(set(ours) - set(kafka))}"
+    differ = {key: (ours[key], kafka[key]) for key in ours if ours[key] != kafka[key]}
+    assert differ == KNOWN

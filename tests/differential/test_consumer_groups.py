@@ -1,0 +1,431 @@
+"""The consumer group protocol of KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe) against
+Apache Kafka and kcoord: epochs, errors and the partitions each member is given, compared.
+
+Members name themselves (ConsumerGroupHeartbeat v1), with the same ids on both brokers, so the
+server-side assignors see the same members and must give each the same partitions. Assignments
+are compared by topic name (each broker makes its own topic ids)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from kclient.wire_client import WireClient
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
+from protocol.messages.consumer_group_heartbeat import (
+    ConsumerGroupHeartbeatRequest,
+    ConsumerGroupHeartbeatResponse,
+)
+from protocol.messages.offset_commit import OffsetCommitRequest
+from tests.differential.harness import Pair, Target, unique
+from tests.differential.ops import create_topic, stable_member
+
+pytestmark = pytest.mark.differential
+
+HB_V = 1
+TP = ConsumerGroupHeartbeatRequest.TopicPartitions
+
+
+def member_id(seed: str) -> str:
+    """A member id as the Java client makes one (a base64 UUID), the same on both brokers."""
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid5(uuid.NAMESPACE_OID, seed).bytes).decode().rstrip("=")
+
+
+class Member:
+    """One KIP-848 consumer: its id, epoch and the partitions it owns (by topic id)."""
+
+    def __init__(self, c: WireClient, group: str, mid: str, topics: list[str] | None = None,
+                 regex: str | None = None, instance: str | None = None) -> None:
+        self.c, self.group, self.mid = c, group, mid
+        self.topics, self.regex, self.instance = topics, regex, instance
+        self.epoch = 0
+        self.owned: list[TP] = []
+
+    def heartbeat(self, *, full: bool = False, epoch: int | None = None, **fields: object) -> ConsumerGroupHeartbeatResponse:
+        joining = self.epoch == 0 or full
+        request = ConsumerGroupHeartbeatRequest(
+            group_id=self.group, member_id=self.mid, member_epoch=self.epoch if epoch is None else epoch,
+            instance_id=self.instance, rebalance_timeout_ms=30000 if joining else -1,
+            subscribed_topic_names=self.topics if joining else None,
+            subscribed_topic_regex=self.regex if joining else None,
+            server_assignor=None, topic_partitions=self.owned if joining or self.epoch else None)
+        for k, v in fields.items():
+            setattr(request, k, v)
+        answer: ConsumerGroupHeartbeatResponse = self.c.call(68, HB_V, request)
+        if answer.error_code == 0 and epoch is None:
+            self.epoch = answer.member_epoch
+            if answer.assignment is not None:
+                # The member takes what it is given at once (it has nothing to commit first).
+                self.owned = [TP(topic_id=t.topic_id, partitions=sorted(t.partitions))
+                              for t in answer.assignment.topic_partitions]
+        return answer
+
+
+def topic_names(c: WireClient) -> dict[bytes, str]:
+    from protocol.messages.metadata import MetadataRequest
+
+    meta = c.call(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False))
+    return {t.topic_id: t.name for t in meta.topics}
+
+
+def create_topics(c: WireClient, topics: dict[str, int]) -> None:
+    """Creates the topics and waits until the group coordinator sees them: Kafka's coordinator
+    learns of a new topic a little after Metadata shows it, and a member joining in between would
+    get a smaller assignment and one more epoch bump. A throwaway member subscribed to them
+    heartbeats until it is given every partition, then leaves (setup, not comparison)."""
+    import time
+
+    for name, partitions in topics.items():
+        create_topic(c, name, partitions)
+    probe = unique("probe")
+    m = Member(c, probe, member_id(probe), topics=sorted(topics))
+    deadline = time.monotonic() + 20
+    while True:
+        m.heartbeat()
+        names = topic_names(c)
+        owned = {names.get(t.topic_id): len(t.partitions) for t in m.owned}
+        if owned == topics or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    m.heartbeat(epoch=-1)
+    assert owned == topics, f"the group coordinator does not see {topics}: {owned}"
+
+
+def assignment_by_name(c: WireClient, answer: ConsumerGroupHeartbeatResponse) -> object:
+    """The heartbeat answer with its assignment as {topic name: partitions}."""
+    names = topic_names(c) if answer.assignment is not None else {}
+    return {"error_code": answer.error_code, "member_id": answer.member_id, "member_epoch": answer.member_epoch,
+            "heartbeat_interval_ms": answer.heartbeat_interval_ms,
+            "assignment": None if answer.assignment is None else {
+                names.get(t.topic_id, "?"): sorted(t.partitions) for t in answer.assignment.topic_partitions}}
+
+
+def describe(c: WireClient, *groups: str) -> ConsumerGroupDescribeResponse:
+    answer: ConsumerGroupDescribeResponse = c.call(69, 0, ConsumerGroupDescribeRequest(group_ids=list(groups)))
+    for g in answer.groups:
+        for m in g.members:
+            for a in (m.assignment, m.target_assignment):
+                if a is not None:
+                    a.topic_partitions.sort(key=lambda t: t.topic_name)
+                    for t in a.topic_partitions:
+                        t.partitions.sort()
+                        t.topic_id = b""  # compared by name: each broker makes its own ids
+            m.subscribed_topic_names.sort()
+    return answer
+
+
+def test_one_member_gets_every_partition(pair: Pair) -> None:
+    group, one, two = unique("kip848"), unique("kip848-a"), unique("kip848-b")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {one: 2, two: 3})
+        m = Member(c, group, member_id(group), topics=[one, two])
+        joined = assignment_by_name(c, m.heartbeat())
+        steady = assignment_by_name(c, m.heartbeat())
+        return [joined, steady, describe(c, group)]
+
+    answers = pair.compare(scenario)
+    assert answers[0]["assignment"] == {one: [0, 1], two: [0, 1, 2]}  # type: ignore[index]
+
+
+def test_two_members_share_the_partitions(pair: Pair) -> None:
+    # One topic: with several, the uniform assignor orders topics by their ids, which each broker
+    # draws at random, so which member gets which topic may legitimately differ.
+    group, one = unique("kip848-two"), unique("kip848-two-a")
+
+    def scenario(t: Target) -> object:
+        a_conn, b_conn = t.client("a"), t.client("b")
+        create_topics(a_conn, {one: 6})
+        a = Member(a_conn, group, member_id(group + "a"), topics=[one])
+        b = Member(b_conn, group, member_id(group + "b"), topics=[one])
+        steps = [("a", assignment_by_name(a_conn, a.heartbeat())),
+                 ("b", assignment_by_name(b_conn, b.heartbeat())),
+                 ("a", assignment_by_name(a_conn, a.heartbeat())),
+                 ("b", assignment_by_name(b_conn, b.heartbeat())),
+                 ("a", assignment_by_name(a_conn, a.heartbeat())),
+                 ("b", assignment_by_name(b_conn, b.heartbeat()))]
+        return {"member_ids": [a.mid, b.mid], "steps": steps, "described": describe(a_conn, group)}
+
+    answers = pair.compare(scenario)
+    final = answers["described"]["groups"][0]  # type: ignore[index]
+    assert final["group_state"] == "Stable"
+    assert sorted(len(m["assignment"]["topic_partitions"][0]["partitions"]) for m in final["members"]) == [3, 3]
+
+
+def test_two_members_share_two_topics_evenly(pair: Pair) -> None:
+    group, one, two = unique("kip848-even"), unique("kip848-even-a"), unique("kip848-even-b")
+
+    def scenario(t: Target) -> object:
+        a_conn, b_conn = t.client("a"), t.client("b")
+        create_topics(a_conn, {one: 3, two: 3})
+        a = Member(a_conn, group, member_id(group + "a"), topics=[one, two])
+        b = Member(b_conn, group, member_id(group + "b"), topics=[one, two])
+        codes = [a.heartbeat().error_code, b.heartbeat().error_code, a.heartbeat().error_code,
+                 b.heartbeat().error_code, a.heartbeat().error_code, b.heartbeat().error_code]
+        described = describe(a_conn, group).groups[0]
+        # How many partitions each member holds, and that together they hold all (which topic
+        # goes to whom follows the topics' ids, drawn by each broker).
+        shares = sorted(sum(len(tp.partitions) for tp in m.assignment.topic_partitions)  # type: ignore[union-attr]
+                        for m in described.members)
+        return {"codes": codes, "state": described.group_state, "shares": shares,
+                "epochs_agree": len({m.member_epoch for m in described.members}) == 1}
+
+    answers = pair.compare(scenario)
+    assert answers["shares"] == [3, 3]  # type: ignore[index]
+
+
+def test_heartbeat_errors(pair: Pair) -> None:
+    group, topic = unique("kip848-errors"), unique("kip848-errors-t")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {topic: 1})
+        m = Member(c, group, member_id(group), topics=[topic])
+        m.heartbeat()
+        base = {"group_id": group, "member_id": m.mid, "rebalance_timeout_ms": -1}
+
+        def hb(**fields: object) -> object:
+            request = ConsumerGroupHeartbeatRequest(**{**base, **fields})  # type: ignore[arg-type]
+            return assignment_by_name(c, c.call(68, HB_V, request))
+
+        return {
+            "unknown_member": hb(member_id=member_id("nobody"), member_epoch=1),
+            "fenced_epoch": hb(member_epoch=m.epoch + 5),
+            "rejoin_without_fields": hb(member_epoch=0),
+            "join_without_subscription": hb(member_id=member_id("new"), member_epoch=0, rebalance_timeout_ms=30000,
+                                            topic_partitions=[]),
+            "join_without_rebalance_timeout": hb(member_id=member_id("new2"), member_epoch=0,
+                                                 subscribed_topic_names=[topic], topic_partitions=[]),
+            "join_without_owned_partitions": hb(member_id=member_id("new3"), member_epoch=0,
+                                                rebalance_timeout_ms=30000, subscribed_topic_names=[topic]),
+            "bad_epoch": hb(member_epoch=-3),
+            "empty_member_id": hb(member_id="", member_epoch=0, rebalance_timeout_ms=30000,
+                                  subscribed_topic_names=[topic], topic_partitions=[]),
+            "empty_group": hb(group_id="", member_epoch=0, rebalance_timeout_ms=30000,
+                              subscribed_topic_names=[topic], topic_partitions=[]),
+            "unknown_assignor": hb(member_id=member_id("new4"), member_epoch=0, rebalance_timeout_ms=30000,
+                                   subscribed_topic_names=[topic], topic_partitions=[], server_assignor="nope"),
+            "bad_regex": hb(member_id=member_id("new5"), member_epoch=0, rebalance_timeout_ms=30000,
+                            subscribed_topic_regex="[", topic_partitions=[]),
+            "static_leave_unknown": hb(member_id=member_id("new6"), member_epoch=-2, instance_id="nobody"),
+            "described": describe(c, group),
+        }
+
+    answers = pair.compare(scenario)
+    assert answers["unknown_member"]["error_code"] == 25  # type: ignore[index]
+    assert answers["fenced_epoch"]["error_code"] == 110  # type: ignore[index]
+
+
+def test_leave_with_epoch_minus_one(pair: Pair) -> None:
+    group, topic = unique("kip848-leave"), unique("kip848-leave-t")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {topic: 2})
+        m = Member(c, group, member_id(group), topics=[topic])
+        joined = assignment_by_name(c, m.heartbeat())
+        left = assignment_by_name(c, m.heartbeat(epoch=-1))
+        after = assignment_by_name(c, m.heartbeat(epoch=joined["member_epoch"]))  # type: ignore[index]
+        return [joined, left, after, describe(c, group)]
+
+    answers = pair.compare(scenario)
+    assert answers[1]["member_epoch"] == -1  # type: ignore[index]
+
+
+def test_static_member_leaves_and_rejoins(pair: Pair) -> None:
+    group, topic = unique("kip848-static"), unique("kip848-static-t")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {topic: 2})
+        m = Member(c, group, member_id(group), topics=[topic], instance="instance-1")
+        joined = assignment_by_name(c, m.heartbeat())
+        left = assignment_by_name(c, m.heartbeat(epoch=-2))
+        described = describe(c, group)
+        again = Member(c, group, member_id(group + "again"), topics=[topic], instance="instance-1")
+        rejoined = assignment_by_name(c, again.heartbeat())
+        duplicate = Member(c, group, member_id(group + "dup"), topics=[topic], instance="instance-1")
+        return {"member_ids": [m.mid, again.mid, duplicate.mid], "joined": joined, "left": left,
+                "described": described, "rejoined": rejoined,
+                "duplicate": assignment_by_name(c, duplicate.heartbeat()), "after": describe(c, group)}
+
+    pair.compare(scenario)
+
+
+def test_regex_subscription(pair: Pair) -> None:
+    group, prefix = unique("kip848-regex"), unique("rx")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {prefix + "-one": 1, prefix + "-two": 2, prefix + "x-other": 1})
+        m = Member(c, group, member_id(group), regex=prefix + r"-.*")
+        first = assignment_by_name(c, m.heartbeat())
+        # Kafka resolves regular expressions in the background: heartbeat until the assignment
+        # covers the matching topics, then compare where both ended.
+        import time
+
+        deadline = time.monotonic() + 20
+        owned: dict[str, list[int]] = {}
+        while time.monotonic() < deadline:
+            m.heartbeat()
+            names = topic_names(c)
+            owned = {names.get(t.topic_id, "?"): t.partitions for t in m.owned}
+            if len(owned) == 2:
+                break
+            time.sleep(0.3)
+        return {"first_error": first["error_code"], "owned": owned, "described": describe(c, group)}
+
+    answers = pair.compare(scenario, extra_dropped=frozenset({"group_epoch", "assignment_epoch", "member_epoch"}))
+    assert answers["owned"] == {prefix + "-one": [0], prefix + "-two": [0, 1]}  # type: ignore[index]
+
+
+def test_describe_unknown_and_classic_groups(pair: Pair) -> None:
+    classic, unknown = unique("kip848-classic"), unique("kip848-unknown")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        stable_member(c, classic)
+        return describe(c, classic, unknown, "")
+
+    pair.compare(scenario)
+
+
+def test_offset_commit_with_member_epochs(pair: Pair) -> None:
+    group, topic = unique("kip848-commit"), unique("kip848-commit-t")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {topic: 1})
+        m = Member(c, group, member_id(group), topics=[topic])
+        m.heartbeat()
+
+        def commit(epoch: int, member: str, version: int = 9) -> object:
+            return c.call(8, version, OffsetCommitRequest(
+                group_id=group, generation_id_or_member_epoch=epoch, member_id=member,
+                topics=[OffsetCommitRequest.Topic(name=topic, partitions=[
+                    OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=7)])]))
+
+        return [commit(m.epoch, m.mid), commit(m.epoch + 1, m.mid), commit(m.epoch - 1, m.mid),
+                commit(m.epoch, member_id("stranger")), commit(-1, ""), commit(m.epoch, m.mid, version=8)]
+
+    pair.compare(scenario)
+
+
+def test_protocols_meet_on_one_group_id(pair: Pair) -> None:
+    classic, modern, topic = unique("kip848-meet-classic"), unique("kip848-meet-modern"), unique("kip848-meet-t")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {topic: 1})
+        stable_member(c, classic)
+        m = Member(c, modern, member_id(modern), topics=[topic])
+        joined = assignment_by_name(c, m.heartbeat())
+        on_classic = assignment_by_name(c, Member(c, classic, member_id(classic), topics=[topic]).heartbeat())
+        from protocol.messages.list_groups import ListGroupsRequest
+        from tests.differential.ops import describe as describe_classic
+
+        listed = c.call(16, 5, ListGroupsRequest())
+        mine = sorted((g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed.groups
+                      if g.group_id in (classic, modern))
+        return {"joined": joined, "consumer_heartbeat_on_classic_group": on_classic,
+                "classic_describe_of_consumer_group": describe_classic(c, modern),
+                "listed": mine}
+
+    pair.compare(scenario)
+
+
+def test_describe_with_authorized_operations(pair: Pair) -> None:
+    group, topic = unique("kip848-ops"), unique("kip848-ops-t")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {topic: 1})
+        Member(c, group, member_id(group), topics=[topic]).heartbeat()
+        return c.call(69, 0, ConsumerGroupDescribeRequest(group_ids=[group], include_authorized_operations=True))
+
+    pair.compare(scenario, extra_dropped=frozenset({"topic_id"}))
+
+
+def test_first_epochs_of_new_groups(pair: Pair) -> None:
+    topic, missing = unique("kip848-first"), unique("kip848-first-missing")
+    empty, absent, subscribed = unique("kip848-empty"), unique("kip848-absent"), unique("kip848-subscribed")
+
+    def scenario(t: Target) -> object:
+        c = t.client("consumer")
+        create_topics(c, {topic: 1})
+        nobody = Member(c, empty, member_id(empty), topics=[])
+        out = {"empty": assignment_by_name(c, nobody.heartbeat())}
+        nobody.topics = [topic]
+        out["then_subscribed"] = assignment_by_name(c, nobody.heartbeat(full=True))
+        out["missing_topic"] = assignment_by_name(c, Member(c, absent, member_id(absent), topics=[missing]).heartbeat())
+        out["subscribed"] = assignment_by_name(c, Member(c, subscribed, member_id(subscribed),
+                                                         topics=[topic]).heartbeat())
+        out["described"] = describe(c, empty, absent, subscribed)
+        return out
+
+    answers = pair.compare(scenario)
+    assert answers["subscribed"]["member_epoch"] == 2  # type: ignore[index]
+
+
+def test_offset_fetch_with_member_epochs_and_group_deletion(pair: Pair) -> None:
+    group, topic = unique("kip848-fetch"), unique("kip848-fetch-t")
+
+    def scenario(t: Target) -> object:
+        from protocol.messages.delete_groups import DeleteGroupsRequest
+        from protocol.messages.offset_fetch import OffsetFetchRequest
+
+        c = t.client("consumer")
+        create_topics(c, {topic: 1})
+        m = Member(c, group, member_id(group), topics=[topic])
+        m.heartbeat()
+
+        def fetch(member: str | None, epoch: int) -> object:
+            return c.call(9, 9, OffsetFetchRequest(groups=[OffsetFetchRequest.Group(
+                group_id=group, member_id=member, member_epoch=epoch,
+                topics=[OffsetFetchRequest.Group.Topics(name=topic, partition_indexes=[0])])]))
+
+        out = {"current": fetch(m.mid, m.epoch), "stale": fetch(m.mid, m.epoch - 1),
+               "unknown": fetch(member_id("stranger"), m.epoch), "admin": fetch(None, -1),
+               "delete_busy": c.call(42, 2, DeleteGroupsRequest(groups_names=[group]))}
+        m.heartbeat(epoch=-1)
+        out["delete_empty"] = c.call(42, 2, DeleteGroupsRequest(groups_names=[group]))
+        out["described"] = describe(c, group)
+        return out
+
+    answers = pair.compare(scenario)
+    assert answers["delete_busy"]["results"][0]["error_code"] == 68  # type: ignore[index]
+
+
+def test_classic_member_joins_a_consumer_group(pair: Pair) -> None:
+    group, topic = unique("kip848-mixed"), unique("kip848-mixed-t")
+
+    def scenario(t: Target) -> object:
+        from protocol.consumer_protocol import decode_assignment, encode_subscription
+        from protocol.messages.consumer_protocol import ConsumerProtocolSubscription
+        from tests.differential.ops import heartbeat, join, sync
+
+        c, classic = t.client("consumer"), t.client("classic")
+        create_topics(c, {topic: 2})
+        m = Member(c, group, member_id(group), topics=[topic])
+        first = assignment_by_name(c, m.heartbeat())
+        subscription = encode_subscription(ConsumerProtocolSubscription(topics=[topic]), 1)
+        required = join(classic, group, "", metadata=subscription)
+        joined = join(classic, group, required.member_id, metadata=subscription)
+        synced = sync(classic, group, joined.generation_id, joined.member_id)
+        assigned = decode_assignment(synced.assignment) if synced.error_code == 0 and synced.assignment else None
+        return {"member_ids": [m.mid, required.member_id], "first": first, "required": required,
+                "joined": joined, "synced_error": synced.error_code,
+                "classic_assignment": None if assigned is None else sorted(
+                    (tp.topic, sorted(tp.partitions)) for tp in assigned.assigned_partitions),
+                "beat": heartbeat(classic, group, joined.generation_id, joined.member_id),
+                "consumer_after": assignment_by_name(c, m.heartbeat()),
+                "described": describe(c, group)}
+
+    pair.compare(scenario)
