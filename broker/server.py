@@ -40,7 +40,14 @@ from broker.observability.state_metrics import doctor_families, state_families
 from broker.security.context import SecurityContext
 from broker.security.listeners import ListenerSpec
 from broker.security.sasl import SaslState
-from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, Topic, TopicCatalog, TopicError
+from broker.topics.catalog import (
+    EVENTS_TOPIC,
+    OFFSETS_TOPIC,
+    Topic,
+    TopicCatalog,
+    TopicError,
+    owning_partition,
+)
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
 from broker.transactions.markers import MarkerWriter
 from broker.transactions.service import TransactionService
@@ -48,6 +55,7 @@ from broker.txn_coordinator.coordinator import TransactionCoordinator
 from protocol.errors import ErrorCode
 from storage.config import LogConfig
 from storage.dir_lock import DataDirError, DirLock, acquire, open_data_dir
+from storage.fencing import Fence
 from storage.log_manager import LogOpener
 from storage.partition_log import PartitionLog
 
@@ -144,6 +152,7 @@ class Broker:
         self.logs = self._make_log_runtime()
         if self.cluster is not None:
             self.logs.may_write = self.cluster.may_write
+            self.logs.fence_for = self._fence_for
         # One writer per log: in cluster mode the journal has a partition per __consumer_offsets
         # partition, written by the node that owns that shard (``ClusterListener``).
         self.journal = JournalWriter(self.logs, self.catalog, retention_ms=config["group.events.retention.ms"],
@@ -160,6 +169,11 @@ class Broker:
         self.bound_port: int | None = None
         self.metrics_port: int | None = None
         self._register_handlers()
+
+    def _fence_for(self, topic: str, index: int) -> Fence | None:
+        """This node's right to change the files of a partition it owns (cluster mode)."""
+        assert self.cluster is not None
+        return self.cluster.fence_for(owning_partition(topic, index))
 
     def _make_shards(self) -> ShardManager:
         c = self.config
