@@ -47,6 +47,7 @@ def own_etcd(tmp_path: Path) -> Iterator[EtcdProcess]:
 
     if not Path(ETCD_BINARY).exists():
         pytest.skip("etcd is not installed (Debian package etcd-server)")
+    (tmp_path / "etcd").mkdir()
     server = EtcdProcess(tmp_path / "etcd" / "data").start()
     yield server
     server.stop()
