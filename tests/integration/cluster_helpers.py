@@ -250,6 +250,7 @@ class AckedProducer(threading.Thread):
         self.in_flight = in_flight
         self.acked: dict[int, bytes] = {}
         self.ack_times: list[float] = []
+        self.ack_offsets: list[int] = []  # beside ack_times
         self.sent = 0
         self.failed = 0
         self.lock = threading.Lock()
@@ -272,6 +273,7 @@ class AckedProducer(threading.Thread):
             with self.lock:
                 self.acked[msg.offset()] = msg.value()
                 self.ack_times.append(time.monotonic())
+                self.ack_offsets.append(msg.offset())
 
         try:
             while not self.stop_flag.is_set():
@@ -297,6 +299,14 @@ class AckedProducer(threading.Thread):
     def first_ack_after(self, moment: float) -> float | None:
         with self.lock:
             return next((t for t in self.ack_times if t > moment), None)
+
+    def first_new_ack_after(self, moment: float, margin: float = 0.5) -> float | None:
+        """When the first record written after ``moment`` was acknowledged: beyond every offset
+        acknowledged up to ``margin`` after it (replies a stopped node had already sent arrive
+        within that margin; a node taking over cannot answer that soon: it waits for a lease)."""
+        with self.lock:
+            old = max((o for t, o in zip(self.ack_times, self.ack_offsets) if t <= moment + margin), default=-1)
+            return next((t for t, o in zip(self.ack_times, self.ack_offsets) if t > moment and o > old), None)
 
 
 def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: float = 60.0) -> tuple[dict[int, bytes], int]:

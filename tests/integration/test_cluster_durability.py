@@ -96,12 +96,14 @@ def _verify(cluster: Cluster, producer: AckedProducer, committers: list[Committe
 
 def _wait_serving(cluster: Cluster, producer: AckedProducer, committers: list[Committer], since: float,
                   timeout: float = 40) -> float:
-    """Waits until records and every committer's commits are acknowledged again after ``since``;
-    returns the time of the first acknowledged record."""
-    wait_for(lambda: producer.acks_after(since) >= 100, timeout, "acknowledged records")
-    wait_for(lambda: all(c.first_success_after(since) is not None for c in committers), timeout,
+    """Waits until records and every committer's commits are acknowledged again after ``since``
+    (replies sent before it, read within half a second, do not count); returns the time of the
+    first record written and acknowledged since."""
+    wait_for(lambda: producer.first_new_ack_after(since) is not None and producer.acks_after(since + 0.5) >= 100,
+             timeout, "acknowledged records")
+    wait_for(lambda: all(c.first_success_after(since + 0.5) is not None for c in committers), timeout,
              "acknowledged commits")
-    first = producer.first_ack_after(since)
+    first = producer.first_new_ack_after(since)
     assert first is not None
     return first
 
