@@ -23,6 +23,15 @@ from tests.conftest import BrokerProcess, EtcdProcess
 OFFSETS = "__consumer_offsets"
 
 
+def _prefixed(prefix: list[str]) -> type[BrokerProcess]:
+    class Prefixed(BrokerProcess):
+        def command(self) -> tuple[list[str], dict[str, str]]:
+            args, env = super().command()
+            return [*prefix, *args], env
+
+    return Prefixed
+
+
 class Cluster:
     def __init__(self, etcd: EtcdProcess, tmp_path: Path, session_timeout_ms: int = 3000,
                  **overrides: str) -> None:
@@ -34,6 +43,9 @@ class Cluster:
         self.overrides = overrides
         self.nodes: dict[int, BrokerProcess] = {}
         self.paused: set[int] = set()
+        # Run a node's command under a prefix (``ip netns exec <ns>``), and on a port chosen first.
+        self.command_prefix: dict[int, list[str]] = {}
+        self.ports: dict[int, int] = {}
 
     def pause(self, node_id: int) -> None:
         """SIGSTOP: the node stops dead (mid-write, perhaps), as a host or VM that hangs does."""
@@ -49,9 +61,13 @@ class Cluster:
         self.paused.discard(node_id)
 
     def start_node(self, node_id: int) -> BrokerProcess:
-        b = BrokerProcess(self.data_dir, {
+        prefix = self.command_prefix.get(node_id)
+        b = (BrokerProcess if prefix is None else _prefixed(prefix))(self.data_dir, {
             "node.id": str(node_id), "etcd.endpoints": self.etcd.endpoint, "cluster.id": self.cluster_id,
             "broker.session.timeout.ms": str(self.session_timeout_ms), **self.overrides})
+        if node_id in self.ports:
+            b.port = self.ports[node_id]
+            b.overrides["listeners"] = b.overrides["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{b.port}"
         b.log_path = self.tmp_path / f"node{node_id}.log"
         b.start()
         self.nodes[node_id] = b
@@ -343,6 +359,14 @@ def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: floa
 def lost_records(acked: dict[int, bytes], stored: dict[int, bytes]) -> list[tuple[int, bytes, bytes | None]]:
     """Acknowledged records not read back with their value: (offset, acknowledged, read)."""
     return [(o, v, stored.get(o)) for o, v in sorted(acked.items()) if stored.get(o) != v]
+
+
+def leader_seen_by(cluster: Cluster, node: int, topic: str, partition: int = 0) -> int:
+    """The leader of the partition as ``node`` tells it (-1 if it cannot be asked)."""
+    try:
+        return cluster.leaders(cluster.nodes[node], topic).get(partition, -1)
+    except (OSError, IndexError):
+        return -1
 
 
 def partition_leader(cluster: Cluster, topic: str, partition: int = 0) -> int:

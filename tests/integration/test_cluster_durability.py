@@ -20,11 +20,13 @@ from tests.integration.cluster_helpers import (
     Cluster,
     Committer,
     fetch_offset,
+    leader_seen_by,
     lost_records,
     partition_leader,
     read_partition,
     wait_for,
 )
+from tests.integration.netns import Namespace, Relay, netns_available
 
 pytestmark = [pytest.mark.timeout(180)]
 
@@ -191,3 +193,89 @@ def test_etcd_restarted_under_load_loses_nothing(own_etcd: EtcdProcess, tmp_path
         _verify(cluster, producer, committers, bootstrap)
     finally:
         cluster.stop_all()
+
+
+# ---- network partitions: each node in a network namespace of its own ------------------------------
+
+
+@pytest.fixture
+def partitioned(etcd: EtcdProcess, tmp_path: Path) -> Iterator[tuple[Cluster, dict[int, dict[str, Relay]]]]:
+    """Two nodes, each in a network namespace with only its loopback; the test relays their
+    client port from its own namespace and etcd's port into theirs: ``relays[node]["clients"]``
+    and ``relays[node]["etcd"]`` cut and heal each path."""
+    if not netns_available():
+        pytest.skip("network namespaces need root (ip netns)")
+    from tests.conftest import free_port
+
+    cluster = Cluster(etcd, tmp_path, **{"log.segment.bytes": SEGMENT_BYTES})
+    namespaces: list[Namespace] = []
+    relays: dict[int, dict[str, Relay]] = {}
+    try:
+        for node in (1, 2):
+            ns = Namespace()
+            namespaces.append(ns)
+            port = free_port()
+            cluster.ports[node] = port
+            cluster.command_prefix[node] = ns.wrap([])
+            relays[node] = {"clients": Relay(port, None, ns.name), "etcd": Relay(etcd.client_port, ns.name, None)}
+            for relay in relays[node].values():
+                relay.start()
+        yield cluster, relays
+    finally:
+        cluster.stop_all()
+        for by_path in relays.values():
+            for relay in by_path.values():
+                relay.close()
+        for ns in namespaces:
+            ns.delete()
+
+
+@pytest.mark.slow
+def test_a_leader_cut_off_from_etcd_but_not_its_clients_acknowledges_nothing_more(
+        partitioned: tuple[Cluster, dict[int, dict[str, Relay]]]) -> None:
+    cluster, relays = partitioned
+    producer, bootstrap = _start(cluster)
+    leader = partition_leader(cluster, TOPIC)
+    other = next(n for n in cluster.nodes if n != leader)
+    committers = _committers(cluster, leader, 2, "no-etcd")
+    relays[leader]["etcd"].set_cut(True)
+    cut = time.monotonic()
+    try:
+        # The cut-off node still answers its clients, but stops writing and acknowledging within
+        # its lease; the other node takes over once etcd expires the lease.
+        wait_for(lambda: leader_seen_by(cluster, other, TOPIC) == other, 30, "a takeover")
+        _wait_serving(cluster, producer, committers, cut)
+        time.sleep(2)
+    finally:
+        relays[leader]["etcd"].set_cut(False)
+    healed = time.monotonic()
+    wait_for(lambda: partition_leader(cluster, TOPIC) == leader, 40, "the healed node leading again")
+    _wait_serving(cluster, producer, committers, healed)
+    _verify(cluster, producer, committers, bootstrap)
+    log = cluster.nodes[leader].log()
+    assert "cluster.partition_lost" in log and "lease" in log
+
+
+@pytest.mark.slow
+def test_a_leader_cut_off_from_its_clients_but_not_etcd_keeps_its_partitions_and_loses_nothing(
+        partitioned: tuple[Cluster, dict[int, dict[str, Relay]]]) -> None:
+    cluster, relays = partitioned
+    producer, bootstrap = _start(cluster)
+    leader = partition_leader(cluster, TOPIC)
+    other = next(n for n in cluster.nodes if n != leader)
+    committers = _committers(cluster, leader, 2, "no-clients")
+    relays[leader]["clients"].set_cut(True)
+    cut = time.monotonic()
+    try:
+        time.sleep(2 * cluster.session_timeout_ms / 1000)
+        # Its lease holds: the partition stays its own, and nothing moves while clients cannot
+        # reach it (only what it acknowledged before the cut, read within the margin, arrives).
+        assert leader_seen_by(cluster, other, TOPIC) == leader
+        assert producer.acks_after(cut + 1.0) == 0
+    finally:
+        relays[leader]["clients"].set_cut(False)
+    healed = time.monotonic()
+    _wait_serving(cluster, producer, committers, healed)
+    assert partition_leader(cluster, TOPIC) == leader
+    _verify(cluster, producer, committers, bootstrap)
+    assert "cluster.partition_lost" not in cluster.nodes[leader].log()
