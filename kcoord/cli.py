@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     analytics_cli.add_parser(sub)  # imports Spark only when the command runs
 
     config = sub.add_parser("config", help="print every property with its default (TOML)")
-    config.add_argument("--markdown", action="store_true", help="print the README table instead")
+    config.add_argument("--markdown", action="store_true", help="print the Markdown table of docs/configuration.md instead")
     config.set_defaults(func=_config)
 
     return parser

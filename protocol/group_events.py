@@ -4,7 +4,7 @@ Key: the JSON object ``{"version": 1, "group": <group id>}``. Value: one JSON ob
 ``version``, ``kind`` (``member``, ``state`` or ``rebalance``), ``group``, ``group_type``
 (``classic`` or ``consumer``), ``generation`` (the group epoch for consumer groups),
 ``state_before``, ``state_after``, ``timestamp`` (ms), ``cause`` (one of ``CAUSES``) and the kind's
-own fields (README, "The rebalance journal"). A reader skips a record whose version it does not
+own fields (docs/journal.md). A reader skips a record whose version it does not
 know rather than guess at it.
 
 Partitions: a single broker keeps one (every group's events in partition 0); a cluster keeps as

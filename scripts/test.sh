@@ -7,15 +7,20 @@ cd "$(dirname "$0")/.."
 # Go and the Debian-packaged Sarama and kafka-go sources: the Go client tests build against them
 # offline (GO111MODULE=off, GOPATH=/usr/share/gocode).
 # etcd-server: the cluster tests start a real etcd.
-apt_packages=(kcat prometheus etcd-server docker-compose buildah mmdebstrap golang-go golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev)
+apt_packages=(kcat prometheus etcd-server docker-compose buildah mmdebstrap golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
 done
+# A Go toolchain installed outside Debian (any Go since 1.19 builds the tests in GOPATH mode) is
+# used as it is; Debian's only when there is none.
+command -v go >/dev/null 2>&1 || missing+=(golang-go)
 # Node.js (for the kafkajs client test) may come from elsewhere than Debian; only add it if absent.
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
-# Spark (the analysis tests) needs a Java runtime.
-command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+# Spark (the analysis tests) needs a Java runtime; the Java client tests compile with javac; Maven
+# fetches Apache Kafka (scripts/kafka.sh).
+command -v javac >/dev/null 2>&1 || missing+=(default-jdk-headless)
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     export DEBIAN_FRONTEND=noninteractive

@@ -7,7 +7,7 @@ turns them and the operation's state transitions into ``GroupEvent``s, which the
 ``__kcoord_group_events`` (``broker/groups/journal_writer.py``). Nothing here is persisted state:
 a restart starts with no rebalance in flight, as the groups themselves do.
 
-The causes are a fixed vocabulary (``CAUSES``); the README documents it and the event encoding.
+The causes are a fixed vocabulary (``CAUSES``); docs/journal.md documents it and the event encoding.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from protocol.errors import DecodeError
 
 ENCODING_VERSION = 1
 
-# The causes, in the order the README lists them.
+# The causes, in the order docs/journal.md lists them.
 NEW_MEMBER = "new-member-joined"
 STATIC_REJOINED = "static-member-rejoined"
 MEMBER_LEFT = "member-left"

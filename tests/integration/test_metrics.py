@@ -1,5 +1,5 @@
 """What `/metrics` says after real traffic is what happened: requests, errors, connections, groups,
-offsets and the offsets log, as a user reads them; the README's Metrics table names exactly the
+offsets and the offsets log, as a user reads them; the Metrics table of docs/operations.md names exactly the
 families the broker exports; `kcoord health` tells a loaded broker from a closed port."""
 
 from __future__ import annotations
@@ -293,12 +293,12 @@ def test_startup_load_and_process_metrics(broker: BrokerProcess) -> None:
     assert settled.count("kcoord_gc_pause_seconds_sum", generation="2") > 0
 
 
-# ---- the README is the contract ------------------------------------------------------------------
+# ---- the documentation is the contract -------------------------------------------------------------
 
 
-def readme_metrics() -> dict[str, set[str]]:
-    """Metric family -> label names, from the README's Metrics table."""
-    text = (ROOT / "README.md").read_text()
+def documented_metrics() -> dict[str, set[str]]:
+    """Metric family -> label names, from the Metrics table of docs/operations.md."""
+    text = (ROOT / "docs" / "operations.md").read_text()
     section = text.split("\n## Metrics", 1)[1].split("\n## ", 1)[0]
     out: dict[str, set[str]] = {}
     for line in section.splitlines():
@@ -355,10 +355,10 @@ def _exercise_security_families(broker: BrokerProcess, sasl_port: int) -> None:
         assert join.error_code == ErrorCode.GROUP_AUTHORIZATION_FAILED
 
 
-def test_readme_metrics_table_names_exactly_what_the_broker_exports(
+def test_documented_metrics_table_names_exactly_what_the_broker_exports(
         broker_factory: Callable[..., BrokerProcess]) -> None:
-    documented = readme_metrics()
-    assert len(documented) >= 25, "the README's Metrics table was not found"
+    documented = documented_metrics()
+    assert len(documented) >= 25, "the Metrics table of docs/operations.md was not found"
     # Authorization on, allowing everything no ACL names: the ordinary traffic is served as before.
     sasl_port = free_port()
     broker = broker_factory(start=False)
@@ -375,14 +375,14 @@ def test_readme_metrics_table_names_exactly_what_the_broker_exports(
                     and bool(s.samples.get("kcoord_connections_closed_bad_request_total")),
                     "the group to settle and the bad connection to be counted")
     exported = {name for name in s.types if name.startswith("kcoord_")}
-    assert sorted(exported - set(documented)) == [], "exported but not in the README"
-    assert sorted(set(documented) - exported) == [], "in the README but not exported"
+    assert sorted(exported - set(documented)) == [], "exported but not in docs/operations.md"
+    assert sorted(set(documented) - exported) == [], "in docs/operations.md but not exported"
     for name, labels in documented.items():
         suffix = "_bucket" if s.types[name] == "histogram" else ""
         series = s.samples.get(name + suffix, [])
         assert series, f"{name} has no samples after traffic that should produce them"
         for got, _ in series:
-            assert set(got) - {"le"} == labels, f"{name}: labels {sorted(got)} vs README {sorted(labels)}"
+            assert set(got) - {"le"} == labels, f"{name}: labels {sorted(got)} vs docs/operations.md {sorted(labels)}"
     assert s.types["kcoord_requests_total"] == "counter"
     assert s.types["kcoord_request_duration_seconds"] == "histogram"
     assert s.types["kcoord_groups"] == "gauge"

@@ -45,3 +45,23 @@ def test_auto_created_topics_are_said_to_have_their_real_partition_count() -> No
     assert default == 1
     text = section("Pointing clients at it")
     assert "**one** by default" in text and "kcat -G" in text
+
+
+def test_prerequisites_name_the_reference_kafka_and_what_fetches_it() -> None:
+    text = " ".join(section("Prerequisites").split())
+    pom = (ROOT / "reference" / "pom.xml").read_text()
+    version = re.search(r"<kafka\.version>(.*?)</kafka\.version>", pom)
+    assert version is not None
+    assert f"Apache Kafka {version.group(1)}" in text
+    for needed in ("JDK 17", "Maven", "`scripts/kafka.sh`", "`~/.cache/kcoord`", "nothing of it is committed"):
+        assert needed in text, needed
+    for part in ("kafka_2.13", "kafka-tools", "kafka-clients", "kafka-streams"):
+        assert f"<artifactId>{part}</artifactId>" in pom, part
+    assert "differential tests" in text
+
+
+def test_the_two_commands_are_the_front_page() -> None:
+    text = section("The two commands")
+    assert "```sh\nbash scripts/run.sh\n```" in text
+    assert "```sh\nbash scripts/test.sh\n```" in text
+    assert len(README.encode()) <= 30_000, "the README is a front page; move detail into docs/"
