@@ -122,6 +122,10 @@ class ClusterNode:
         owner = self.owners.get(partition)
         if owner is None or owner.node_id not in self.nodes:
             return None
+        if owner.node_id == self.node_id:
+            # Ours in etcd's last word but not served (fenced, lost, or being released): naming this
+            # node would send clients back here for a NOT_LEADER_OR_FOLLOWER, over and over.
+            return None
         return owner.node_id, owner.epoch
 
     def fence_for(self, partition: PartitionKey) -> Fence:

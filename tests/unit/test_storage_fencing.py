@@ -213,3 +213,20 @@ def test_a_runtime_partition_tells_when_its_claim_has_ended(tmp_path: Path) -> N
     fence.revoke()
     assert part.fenced
     log.close()
+
+
+def test_a_fenced_node_does_not_name_itself_leader_of_what_it_no_longer_serves() -> None:
+    from broker.cluster.etcd import EtcdClient
+    from broker.cluster.node import Owner
+
+    node = ClusterNode(EtcdClient("127.0.0.1:1"), "/k", 1, "127.0.0.1", 9092, 3000, lambda: [])
+    node.renewed_at = node.clock()
+    node.nodes = {1: ("127.0.0.1", 9092), 2: ("127.0.0.1", 9093)}
+    node.owners = {("t", 0): Owner(1, 40), ("t", 1): Owner(2, 41)}
+    node.mine = {("t", 0): 40}
+    node.fences[("t", 0)] = Fence("t-0", 40, node.may_write)
+    assert node.owner_of(("t", 0)) == (1, 40)
+    assert node.owner_of(("t", 1)) == (2, 41)
+    node._lose_everything("lease not renewed in time")  # etcd still says node 1: it could not be read
+    assert node.owner_of(("t", 0)) is None
+    assert node.owner_of(("t", 1)) == (2, 41)
