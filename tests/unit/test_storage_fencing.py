@@ -230,3 +230,30 @@ def test_a_fenced_node_does_not_name_itself_leader_of_what_it_no_longer_serves()
     node._lose_everything("lease not renewed in time")  # etcd still says node 1: it could not be read
     assert node.owner_of(("t", 0)) is None
     assert node.owner_of(("t", 1)) == (2, 41)
+
+
+def test_a_late_roll_by_a_replaced_owner_cannot_empty_the_new_owners_segment(tmp_path: Path) -> None:
+    """The loss seen in a cluster: the old owner, stopped between its ownership check and its
+    write, resumes after another node took over at the old end offset; its write rolls a segment at
+    that same base. Created with O_TRUNC it emptied the new owner's segment; it must fail instead."""
+    old, _ = PartitionLog.open(tmp_path, SMALL)
+    fill(old, 12)
+    old.flush()
+    assert old.active_segment.size > 0  # the next batch, as large as a segment, rolls
+    end = old.end_offset
+    new, _ = PartitionLog.open(tmp_path, SMALL)
+    new.fence = Fence("t-0", 2)
+    new.begin_epoch(2)
+    fill(new, 5)
+    new.flush()
+    written = (tmp_path / f"{end:020d}.log").read_bytes()
+    assert written
+    # The old owner's check passed before it stopped (as if no fence were held at all).
+    with pytest.raises(FileExistsError):
+        old.append([(b"late", b"x" * 1990, 1)])
+    assert (tmp_path / f"{end:020d}.log").read_bytes() == written
+    old.abandon()
+    new.close()
+    reopened, _ = PartitionLog.open(tmp_path, SMALL)
+    assert reopened.end_offset == end + 5
+    reopened.close()
