@@ -257,3 +257,29 @@ def test_a_late_roll_by_a_replaced_owner_cannot_empty_the_new_owners_segment(tmp
     reopened, _ = PartitionLog.open(tmp_path, SMALL)
     assert reopened.end_offset == end + 5
     reopened.close()
+
+
+def test_a_torn_late_append_in_an_old_segment_costs_the_segments_after_it_nothing(tmp_path: Path) -> None:
+    """A replaced owner's late append into its old active segment, cut short by a crash: what the
+    next owner wrote after it (in the following segments) is the log and stays."""
+    old, _ = PartitionLog.open(tmp_path, SMALL)
+    fill(old, 3)
+    old.flush()
+    end = old.end_offset
+    new, _ = PartitionLog.open(tmp_path, SMALL)
+    new.begin_epoch(2)
+    fill(new, 30)
+    new.flush()
+    expected = [(b.base_offset, bytes(b.raw)) for b in new.batches()]
+    new.close()
+    # Half a batch at the end of the old segment (its header says offset ``end``).
+    late = old.read(0, 1)
+    torn = bytearray(late[: len(late) // 2])
+    torn[0:8] = end.to_bytes(8, "big")
+    with open(tmp_path / f"{0:020d}.log", "ab") as f:
+        f.write(torn)
+    old.abandon()
+    reopened, report = PartitionLog.open(tmp_path, SMALL)
+    assert [(b.base_offset, bytes(b.raw)) for b in reopened.batches()] == expected
+    assert [t.kind for t in report.truncations] == ["stale-owner"]
+    reopened.close()
