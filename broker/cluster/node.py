@@ -137,6 +137,15 @@ class ClusterNode:
         if fence is not None:
             fence.revoke()
 
+    def relinquish(self, partition: PartitionKey, reason: str) -> None:
+        """The broker stopped serving ``partition`` on its own (a write refused while the lease
+        could have expired, which then turned out to be alive): drop the claim too, so that its
+        owner key, still ours, is handed back and the partition claimed afresh from its files,
+        rather than held here unserved."""
+        if partition in self.mine:
+            self._lose(partition, reason)
+        self.poke()
+
     def poke(self) -> None:
         """Look at etcd again now (a topic was created, say) rather than at the next tick."""
         self._poke.set()

@@ -385,6 +385,10 @@ class ShardRuntime:
         self.unload()
         if self.serving:
             self.manager.logs.spawn(self.reload)
+        elif self.owned and self.manager.cluster is not None:
+            # Refused because the lease could have expired: give the claim up too (it is claimed
+            # afresh if the lease turns out to hold), rather than stay owned and unloaded.
+            self.manager.cluster.relinquish((OFFSETS_TOPIC, self.partition), "write refused: not certainly the owner")
 
     def unload(self) -> None:
         """Stop serving: every parked request and queued broker operation hears NOT_COORDINATOR

@@ -332,8 +332,10 @@ class TopicLogs:
         _rebuild_producers(state, int(time.time() * 1000))
 
     def _recover(self, state: PartitionState) -> None:
-        if self.cluster is not None and not self.cluster.owns((state.topic, state.partition)):
-            self.lose((state.topic, state.partition))
+        key = (state.topic, state.partition)
+        if self.cluster is not None and not self.cluster.owns(key):
+            self.lose(key)
+            self.cluster.relinquish(key, "write refused: not certainly the owner")
             return
         self.runtime.spawn(self._reopen, state)
 

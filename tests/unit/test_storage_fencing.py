@@ -283,3 +283,22 @@ def test_a_torn_late_append_in_an_old_segment_costs_the_segments_after_it_nothin
     assert [(b.base_offset, bytes(b.raw)) for b in reopened.batches()] == expected
     assert [t.kind for t in report.truncations] == ["stale-owner"]
     reopened.close()
+
+
+def test_a_partition_the_broker_stops_serving_on_its_own_is_handed_back() -> None:
+    """A write refused while the lease could have expired, the lease then renewed after all: the
+    broker dropped the partition, so the claim goes too (its key is then handed back and the
+    partition claimed afresh), instead of staying owned here and served by nobody."""
+    from broker.cluster.etcd import EtcdClient
+
+    node = ClusterNode(EtcdClient("127.0.0.1:1"), "/k", 1, "127.0.0.1", 9092, 3000, lambda: [])
+    node.renewed_at = node.clock()
+    listener = _Listener(node)
+    node.listener = listener
+    node.mine[("t", 0)] = 40
+    fence = node.fences[("t", 0)] = Fence("t-0", 40, node.may_write)
+    node.relinquish(("t", 0), "write refused")
+    assert ("t", 0) not in node.mine
+    assert not fence.ok and listener.seen == [False]
+    node.relinquish(("t", 0), "again")  # nothing left to give up
+    assert listener.seen == [False]
