@@ -54,7 +54,7 @@ from broker.observability.state_metrics import doctor_families, state_families
 from broker.security.context import SecurityContext
 from broker.security.request_checks import RequestChecks
 from broker.topics.admin import TopicAdmin
-from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, TopicCatalog
+from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, TopicCatalog, owning_partition
 from broker.topics.changes import TopicChanges, TopicDeleted
 from broker.topics.partitions import TopicLogs
 from broker.transactions.markers import MarkerWriter
@@ -64,6 +64,7 @@ from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.checkpoints import CheckpointError, read_meta_properties, write_meta_properties
 from storage.config import LogConfig
 from storage.dir_lock import DataDirError, DirLock, acquire, open_data_dir
+from storage.fencing import Fence
 from storage.log_manager import LogOpener
 from storage.partition_log import PartitionLog
 
@@ -198,6 +199,7 @@ class BrokerApp:
             retention_check_ms=c.get_int("log.retention.check.interval.ms"), opener=log_opener, shared=clustered)
         if self.cluster is not None:
             self.logs.may_write = self.cluster.may_write
+            self.logs.fence_for = self._fence_for
         # One writer per log: in cluster mode the journal has a partition per __consumer_offsets
         # partition, written by the node that owns that shard (``ClusterListener``).
         self.journal = JournalWriter(self.logs, self.catalog, retention_ms=c.get_int("group.events.retention.ms"),
@@ -306,6 +308,11 @@ class BrokerApp:
                                                     self.transactions)
             await nursery.start(self.cluster.run)
         nursery.start_soon(self._settle_heap)
+
+    def _fence_for(self, topic: str, index: int) -> Fence | None:
+        """This node's right to change the files of a partition it owns (cluster mode)."""
+        assert self.cluster is not None
+        return self.cluster.fence_for(owning_partition(topic, index))
 
     async def _settle_heap(self) -> None:
         """What exists once every shard has replayed its log lives as long as the broker: keep it

@@ -47,6 +47,7 @@ from storage.layout import (
     TXN_INDEX,
     fsync_dir,
     remove_quietly,
+    segment_path,
 )
 from storage.partition_log import PartitionLog
 from storage.segment import INT32_MAX, Segment
@@ -255,7 +256,16 @@ def _rename(src: Path, dst: Path) -> None:
 
 def write_cleaned(log: PartitionLog, job: Compaction, group: list[Segment], fds: list[int]) -> Segment:
     """Write the cleaned version of ``group`` as ``.cleaned`` files, synced."""
-    new = Segment.create(log.directory, group[0].base_offset, log.config, job.now, temp_suffix=CLEANED)
+    log.check_fence()
+    try:
+        new = Segment.create(log.directory, group[0].base_offset, log.config, job.now, temp_suffix=CLEANED)
+    except FileExistsError:
+        # Output of a cleaning that never finished (the owner's recovery removes such files, but a
+        # fenced node may have left one since): only this owner's cleaner writes here now.
+        for suffix in (INDEX, TIME_INDEX, TXN_INDEX, LOG):
+            remove_quietly(segment_path(log.directory, group[0].base_offset, suffix + CLEANED))
+        log.check_fence()
+        new = Segment.create(log.directory, group[0].base_offset, log.config, job.now, temp_suffix=CLEANED)
     try:
         for seg, fd in zip(group, fds):
             for batch in segment_batches(seg, fd):

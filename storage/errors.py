@@ -19,3 +19,8 @@ class OffsetOutOfRangeError(StorageError):
 
 class LogClosedError(StorageError):
     """The log was closed (its topic deleted or the broker stopping)."""
+
+
+class FencedError(StorageError):
+    """This process may no longer change the partition's files: another node owns it now, or may
+    (its cluster lease could have expired). Nothing was written."""

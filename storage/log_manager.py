@@ -26,6 +26,7 @@ from storage.checkpoints import (
     write_partition_metadata,
 )
 from storage.config import LogConfig
+from storage.fencing import Fence
 from storage.layout import DELETE_DIR_SUFFIX, fsync_dir, parse_partition_dir, partition_dir_name
 from storage.partition_log import Clock, PartitionLog, wall_clock_ms
 from storage.recovery import RecoveryReport
@@ -87,14 +88,25 @@ class LogManager:
             return self._logs.get((topic, partition))
 
     def get_or_create(
-        self, topic: str, partition: int, config: LogConfig | None = None, topic_id: bytes | None = None
+        self, topic: str, partition: int, config: LogConfig | None = None, topic_id: bytes | None = None,
+        fence: Fence | None = None,
     ) -> PartitionLog:
-        """The open log of a partition, opening (and recovering) or creating it as needed."""
+        """The open log of a partition, opening (and recovering) or creating it as needed.
+
+        With a ``fence`` (a cluster node's claim of the partition) the log is always opened afresh
+        from its files, whatever this process had open before (which is let go of untouched), and
+        carries the fence: nothing of an earlier tenure (segment list, end offset, indexes, epoch
+        cache) survives into a new one. Raises ``FencedError`` if the claim is already over."""
         tp = (topic, partition)
         with self._lock:
             log = self._logs.get(tp)
-            if log is not None:
+            if log is not None and fence is None:
                 return log
+            if log is not None:
+                del self._logs[tp]
+                log.abandon()
+            if fence is not None:
+                fence.check()
             directory = self.log_dir / partition_dir_name(topic, partition)
             created = not directory.exists()
             log, report = self.opener(
@@ -102,6 +114,13 @@ class LogManager:
                 log_start_offset=self._log_starts.get(tp), clock=self.clock,
             )
             log.cleaner_checkpoint = max(log.log_start_offset, self._cleaner_offsets.get(tp, 0))
+            if fence is not None:
+                log.fence = fence
+                try:
+                    fence.check()
+                except BaseException:
+                    log.abandon()
+                    raise
             if topic_id is not None and (created or read_partition_metadata(directory) is None):
                 write_partition_metadata(directory, topic_id)
             if created:

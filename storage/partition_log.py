@@ -5,11 +5,17 @@ it takes the lock only to note what needs syncing and fsyncs outside it, so appe
 while the disk works. Segment removal (retention, compaction swaps, close) also takes a flush
 lock so that no descriptor is closed under a running fsync. Readers copy a descriptor with
 ``dup`` while holding the lock and read outside it, for the same reason.
+
+On a shared volume (a cluster) the log carries its owner's ``fence``: every change of a file
+(append, roll, epoch start, flush reported as a success, segment deletion, compaction swap,
+transaction-index writes, index trimming at close) checks it under the lock, right before the
+change, and a log whose fence has fallen is closed without touching its files.
 """
 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import os
 import threading
 import time
@@ -29,7 +35,8 @@ from protocol.record_batch import (
 )
 from storage import txn_index
 from storage.config import LogConfig
-from storage.errors import LogClosedError, OffsetOutOfRangeError
+from storage.errors import FencedError, LogClosedError, OffsetOutOfRangeError
+from storage.fencing import Fence
 from storage.layout import TXN_INDEX, fsync_dir, remove_quietly
 from storage.leader_epochs import LeaderEpochCache
 from storage.log_coverage import LogCoverage
@@ -65,6 +72,8 @@ class PartitionLog:
         self._flush_lock = threading.Lock()
         self._dir_dirty = False
         self._closed = False
+        # Cluster mode: the owner's right to change the files (None: a single broker's log).
+        self.fence: Fence | None = None
 
     @classmethod
     def open(
@@ -176,6 +185,7 @@ class PartitionLog:
             return base, self.end_offset - 1
 
     def _write(self, raw: bytes | bytearray) -> None:
+        self.check_fence()
         fields = HEADER.unpack_from(raw, 0)
         last = self.end_offset - 1
         max_ts = -1
@@ -191,6 +201,7 @@ class PartitionLog:
         old = self._segments[-1]
         if old.size == 0:
             return old
+        self.check_fence()
         old.deactivate()
         seg = Segment.create(self.directory, base_offset, self.config, self.clock())
         seg.activate()
@@ -208,6 +219,7 @@ class PartitionLog:
         reads). Returns the epoch in force: above every epoch the log has seen."""
         with self._lock:
             self._check_open()
+            self.check_fence()
             latest = self.epochs.latest_epoch
             if latest is not None and epoch <= latest:
                 epoch = latest + 1
@@ -247,6 +259,7 @@ class PartitionLog:
                     s.unsynced = False
                 dir_dirty, self._dir_dirty = self._dir_dirty, False
             try:
+                self.check_fence()
                 for s in todo:
                     s.sync(with_indexes=not s.active)
                 if dir_dirty:
@@ -257,6 +270,9 @@ class PartitionLog:
                 self._dir_dirty = self._dir_dirty or dir_dirty
                 raise
             with self._lock:
+                # A flush is a success only for an owner: the bytes may be on the disk, but a node
+                # that lost the partition meanwhile must not report them durable (or acknowledge).
+                self.check_fence()
                 self._recovery_point = max(self._recovery_point, end)
                 return self._recovery_point
 
@@ -414,6 +430,7 @@ class PartitionLog:
             self._check_open()
             if count <= 0:
                 return []
+            self.check_fence()
             if count >= len(self._segments):
                 if self._segments[-1].size == 0:
                     count = len(self._segments) - 1
@@ -429,8 +446,9 @@ class PartitionLog:
                 seg.close_files()
                 renamed += seg.rename_to_deleted()
             self._dir_dirty = True
-        for path in renamed:
-            remove_quietly(path)
+        if not self.fenced:  # else the next owner's recovery removes the .deleted files
+            for path in renamed:
+                remove_quietly(path)
         return [s.base_offset for s in gone]
 
     def replace_segments(self, old: list[Segment], new: Segment, steps: Sequence[Callable[[], None]]) -> bool:
@@ -445,6 +463,7 @@ class PartitionLog:
             if self._segments[i : i + len(old)] != old or i + len(old) >= len(self._segments):
                 return False
             for step in steps:
+                self.check_fence()  # a swap cut short is what recovery finishes or rolls back
                 step()
             for seg in old:
                 seg.close_files()
@@ -461,6 +480,7 @@ class PartitionLog:
         (``reconcile_txn_index``) writes it again from the log."""
         with self._lock:
             self._check_open()
+            self.check_fence()
             if txn.last_offset < self._log_start or txn.last_offset >= self.end_offset:
                 return
             seg = self._segments[bisect.bisect_right(self._bases, txn.last_offset) - 1]
@@ -484,20 +504,51 @@ class PartitionLog:
             path = seg.path(TXN_INDEX)
             entries = wanted.get(seg.base_offset, [])
             if txn_index.read(path) != entries:
+                self.check_fence()
                 txn_index.rewrite(path, entries)
                 rewritten += 1
         return rewritten
 
     def close(self) -> None:
-        """Flush, trim the active segment's indexes and close every file."""
+        """Flush, trim the active segment's indexes and close every file. A fenced log (its owner
+        is another node now) is only let go of: its files are not touched."""
         if self._closed:
             return
-        self.flush()
+        with contextlib.suppress(FencedError):
+            self.flush()
         with self._flush_lock, self._lock:
+            if self._closed:
+                return
+            fenced = self.fenced
             for seg in self._segments:
-                seg.close()
+                if fenced:
+                    seg.close_files()
+                else:
+                    seg.close()
+            self._closed = True
+
+    def abandon(self) -> None:
+        """Close every descriptor without writing, trimming or syncing anything: the files are
+        someone else's now, or about to be read afresh."""
+        with self._flush_lock, self._lock:
+            if self._closed:
+                return
+            for seg in self._segments:
+                seg.close_files()
             self._closed = True
 
     def _check_open(self) -> None:
         if self._closed:
             raise LogClosedError(str(self.directory))
+
+    def check_fence(self) -> None:
+        """Right before a file of the log changes: raises ``FencedError`` if this process is no
+        longer (or may no longer be) the partition's owner."""
+        fence = self.fence
+        if fence is not None:
+            fence.check()
+
+    @property
+    def fenced(self) -> bool:
+        fence = self.fence
+        return fence is not None and not fence.ok

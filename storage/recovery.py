@@ -174,6 +174,13 @@ def _scan(seg: Segment, expected_offset: int, active: bool, why: str, report: Re
             valid_end = position + batch.size
     except CorruptBatchError as exc:
         error = exc
+    if error is not None and limit is not None and expected_offset >= limit:
+        # Whatever follows a segment that reaches the next one's base offset is no part of the log,
+        # a batch torn or not: a replaced owner's late append (cluster mode) cut short by a crash.
+        # The segments after it are the log: they stay.
+        stale = CorruptBatchError(f"{error.kind} bytes beyond the next segment ({limit}), appended by a replaced "
+                                  "owner", error.position, "stale-owner")
+        error = None
     expected_offsets = seg.offset_index.entries()
     expected_times = seg.time_index.entries()
     closed_times = expected_times

@@ -66,10 +66,13 @@ class Segment:
 
     @classmethod
     def create(cls, directory: Path, base_offset: int, config: LogConfig, now_ms: int, temp_suffix: str = "") -> Segment:
+        """A new, empty segment. The ``.log`` is created exclusively: a segment that exists is never
+        truncated (``FileExistsError``), whoever made it (on a shared volume, another node that owns
+        the partition now). Index files left without their ``.log`` are stale and replaced."""
         seg = cls(directory, base_offset, config, now_ms, temp_suffix)
+        seg.fd = os.open(seg.path(LOG), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         for suffix in (INDEX, TIME_INDEX, TXN_INDEX):
             remove_quietly(seg.path(suffix))
-        seg.fd = os.open(seg.path(LOG), os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         seg.offset_index.open()
         seg.time_index.open()
         return seg

@@ -91,7 +91,8 @@ class EtcdClient:
             try:
                 with trio.fail_after(self.timeout_s):
                     answer = await self._post(self.endpoints[index], path, body)
-            except (OSError, trio.TooSlowError, ValueError, EtcdError) as exc:
+            except (OSError, trio.TooSlowError, trio.BrokenResourceError, ValueError, IndexError, EtcdError) as exc:
+                # BrokenResourceError: the connection was reset mid-answer (etcd restarting).
                 errors.append(f"{self.endpoints[index][0]}:{self.endpoints[index][1]}: {exc!r}")
                 continue
             self._current = index

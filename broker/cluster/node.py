@@ -15,9 +15,17 @@ partitions and revokes its lease at once.
 
 **Fencing.** The lease is renewed every third of its TTL. etcd expires it at the earliest TTL after
 it received the last renewal, so TTL after the *sending* of the last successful renewal is a
-deadline no other node can beat. ``may_write`` turns false a margin before it (measured on the
-monotonic clock, which keeps running while the process is paused): from then on the node writes
+deadline no other node can beat. ``may_write`` turns false a margin before it, measured on
+``CLOCK_BOOTTIME``, which keeps running while the process is stopped (SIGSTOP) and while the host
+or VM is suspended (``CLOCK_MONOTONIC`` stops during a suspend): from then on the node writes
 nothing and acknowledges nothing, whatever it still believes it owns.
+
+Each claim of a partition gets a ``Fence`` (``storage.fencing``), the right to change the
+partition's files for that tenure: valid while ``may_write`` holds and until it is revoked. The log
+checks it right before every change of a file, so a node resuming after a pause (mid-append,
+mid-roll, mid-compaction) refuses the change before it has heard anything from etcd. Losing a
+partition revokes its fence first, synchronously, before anything else is done about it; a
+controlled release revokes it once what was queued is durable, before the owner key is deleted.
 """
 
 from __future__ import annotations
@@ -34,9 +42,21 @@ from broker.cluster.assignment import PartitionKey, desired_owners
 from broker.cluster.etcd import EtcdClient, EtcdError
 from broker.observability import logs
 from broker.observability.metrics import METRICS
+from storage.fencing import REVOKED, Fence
 
 SYNC_INTERVAL_S = 0.2
 RETRY_S = 0.5
+
+
+_BOOTTIME: int | None = getattr(time, "CLOCK_BOOTTIME", None)
+
+
+def boottime() -> float:
+    """Seconds on a clock that counts time the host was suspended (Linux ``CLOCK_BOOTTIME``;
+    elsewhere the monotonic clock, the best there is)."""
+    if _BOOTTIME is None:
+        return time.monotonic()
+    return time.clock_gettime(_BOOTTIME)
 
 
 class OwnershipListener(Protocol):
@@ -58,7 +78,7 @@ class Owner:
 
 class ClusterNode:
     def __init__(self, client: EtcdClient, prefix: str, node_id: int, host: str, port: int, ttl_ms: int,
-                 partitions: Callable[[], Iterable[PartitionKey]], clock: Callable[[], float] = time.monotonic) -> None:
+                 partitions: Callable[[], Iterable[PartitionKey]], clock: Callable[[], float] = boottime) -> None:
         self.client = client
         self.prefix = prefix.rstrip("/")
         self.node_id = node_id
@@ -79,6 +99,8 @@ class ClusterNode:
         self.node_listeners: dict[int, dict[str, tuple[str, int]]] = {}
         self.owners: dict[PartitionKey, Owner] = {}
         self.mine: dict[PartitionKey, int] = {}  # partition -> epoch (the owner key's create revision)
+        # The fence of each claim held (see the module's docstring).
+        self.fences: dict[PartitionKey, Fence] = {}
         self.releasing: set[PartitionKey] = set()
         self.stopping = False
         self._poke = trio.Event()
@@ -100,7 +122,29 @@ class ClusterNode:
         owner = self.owners.get(partition)
         if owner is None or owner.node_id not in self.nodes:
             return None
+        if owner.node_id == self.node_id:
+            # Ours in etcd's last word but not served (fenced, lost, or being released): naming this
+            # node would send clients back here for a NOT_LEADER_OR_FOLLOWER, over and over.
+            return None
         return owner.node_id, owner.epoch
+
+    def fence_for(self, partition: PartitionKey) -> Fence:
+        """The fence of this node's current claim of ``partition`` (a revoked one without a claim)."""
+        return self.fences.get(partition, REVOKED)
+
+    def _revoke(self, partition: PartitionKey) -> None:
+        fence = self.fences.pop(partition, None)
+        if fence is not None:
+            fence.revoke()
+
+    def relinquish(self, partition: PartitionKey, reason: str) -> None:
+        """The broker stopped serving ``partition`` on its own (a write refused while the lease
+        could have expired, which then turned out to be alive): drop the claim too, so that its
+        owner key, still ours, is handed back and the partition claimed afresh from its files,
+        rather than held here unserved."""
+        if partition in self.mine:
+            self._lose(partition, reason)
+        self.poke()
 
     def poke(self) -> None:
         """Look at etcd again now (a topic was created, say) rather than at the next tick."""
@@ -152,10 +196,14 @@ class ClusterNode:
                 await trio.sleep(RETRY_S)
 
     def _lose_everything(self, reason: str) -> None:
+        # Every fence first: no file of any of them changes from here on, whatever runs next.
+        for partition in list(self.fences):
+            self._revoke(partition)
         for partition in list(self.mine):
             self._lose(partition, reason)
 
     def _lose(self, partition: PartitionKey, reason: str) -> None:
+        self._revoke(partition)
         self.mine.pop(partition, None)
         self.releasing.discard(partition)
         logs.warn("cluster.partition_lost", node=self.node_id, topic=partition[0], partition=partition[1],
@@ -221,6 +269,7 @@ class ClusterNode:
         revision = await self.client.create_if_absent(self._key("owners", *partition), value, self.lease)
         if revision is None or not self.may_write():
             return
+        self.fences[partition] = Fence(f"{partition[0]}-{partition[1]}", revision, self.may_write)
         self.mine[partition] = revision
         self.owners[partition] = Owner(self.node_id, revision)
         self.takeovers += 1
@@ -235,6 +284,8 @@ class ClusterNode:
         self.releasing.add(partition)
         if self.listener is not None:
             await self.listener.on_release(partition)
+        # What was queued is durable and the partition closed: no file of it changes any more.
+        self._revoke(partition)
         self.releasing.discard(partition)
         self.mine.pop(partition, None)
         try:
@@ -273,6 +324,8 @@ class ClusterNode:
                 await self._release(partition)
             except EtcdError:
                 break
+        for partition in list(self.fences):
+            self._revoke(partition)
         try:
             await self.client.revoke(self.lease)
         except EtcdError as exc:

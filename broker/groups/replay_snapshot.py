@@ -195,4 +195,5 @@ def encode_batches(selected: list[Selected]) -> bytes:
 
 
 def write(log: PartitionLog, snapshot: ReplaySnapshot) -> None:
+    log.check_fence()  # one writer per partition directory: its owner
     write_checked(path_of(log), KIND, snapshot.to_bytes())

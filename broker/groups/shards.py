@@ -143,7 +143,16 @@ class ShardRuntime:
     async def _load(self) -> None:
         started = time.perf_counter()
         tenure = self.tenure
-        part, count = await trio.to_thread.run_sync(self._open_and_replay)
+        try:
+            part, count = await trio.to_thread.run_sync(self._open_and_replay)
+        except (OSError, StorageError) as exc:
+            # Fenced (the claim ended while opening) or the disk failed: what the replay built is
+            # dropped; a shard still owned tries again from its files.
+            self.shard = self.manager.new_shard(self.partition)
+            logs.warn("shard.load_failed", partition=self.partition, error=repr(exc))
+            if tenure == self.tenure and self.serving:
+                self.manager.logs.spawn(self.reload)
+            return
         if tenure != self.tenure or not self.owned:
             # Lost while loading: another node owns it now; close what we opened, serve nothing.
             part.log.close()
@@ -375,6 +384,10 @@ class ShardRuntime:
         self.unload()
         if self.serving:
             self.manager.logs.spawn(self.reload)
+        elif self.owned and self.manager.cluster is not None:
+            # Refused because the lease could have expired: give the claim up too (it is claimed
+            # afresh if the lease turns out to hold), rather than stay owned and unloaded.
+            self.manager.cluster.relinquish((OFFSETS_TOPIC, self.partition), "write refused: not certainly the owner")
 
     def unload(self) -> None:
         """Stop serving: every parked request and queued broker operation hears NOT_COORDINATOR

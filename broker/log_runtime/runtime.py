@@ -38,7 +38,8 @@ from broker.observability import logs
 from broker.observability.metrics import METRICS
 from storage.cleaner import clean
 from storage.config import LogConfig
-from storage.errors import LogClosedError, StorageError
+from storage.errors import FencedError, LogClosedError, StorageError
+from storage.fencing import Fence
 from storage.log_manager import LogManager, LogOpener
 from storage.partition_log import PartitionLog
 from storage.retention import apply_retention
@@ -67,8 +68,12 @@ def _always() -> bool:
     return True
 
 
-class FencedError(StorageError):
-    """This node may no longer write (its cluster lease could have passed to another node)."""
+def _no_fence(topic: str, index: int) -> Fence | None:
+    del topic, index
+    return None
+
+
+__all__ = ["BatchWrite", "Entry", "FencedError", "LogRuntime", "Partition", "PartitionOwner"]
 
 
 class BatchWrite:
@@ -92,7 +97,7 @@ class Partition:
     (the ``PartitionLog`` itself is thread-safe)."""
 
     __slots__ = ("topic", "index", "log", "owner", "high_watermark", "records", "batches", "queued_bytes",
-                 "queued_seq", "durable_seq", "waiters", "watchers", "failed", "closed", "lazy")
+                 "queued_seq", "durable_seq", "waiters", "watchers", "failed", "closed", "lazy", "fence")
 
     def __init__(self, topic: str, index: int, log: PartitionLog, owner: PartitionOwner | None) -> None:
         self.topic = topic
@@ -112,6 +117,13 @@ class Partition:
         # A lazy log (the rebalance journal) is written in the passes but never holds one up for an
         # fdatasync: it is flushed every ``log.flush.interval.ms``, its high watermark moving then.
         self.lazy = False
+        # Cluster mode: this node's claim of the partition, which its log also holds.
+        self.fence: Fence | None = None
+
+    @property
+    def fenced(self) -> bool:
+        """Its claim has ended (or its lease may have): nothing more is written or acknowledged."""
+        return self.fence is not None and not self.fence.ok
 
     @property
     def settled(self) -> bool:
@@ -160,8 +172,9 @@ class _Job:
         log = self.part.log
         # Checked as late as possible, right before the bytes go out: a node whose lease may have
         # passed to another node must not write into a log the other node now owns.
-        if not self.may_write():
-            raise FencedError(f"{self.part.topic}-{self.part.index}: the cluster lease was not renewed in time")
+        if not self.may_write() or self.part.fenced:
+            raise FencedError(f"{self.part.topic}-{self.part.index}: no longer owned here, or the cluster lease "
+                              "was not renewed in time")
         if self.records:
             log.append(self.records)
         for write in self.batches:
@@ -196,14 +209,22 @@ class LogRuntime:
         # Cluster mode: false once this node's lease could have passed to another node. Nothing is
         # then written, flushed as a success, compacted or acknowledged.
         self.may_write: Callable[[], bool] = _always
+        # Cluster mode: the fence of this node's current claim of a partition (``storage.fencing``),
+        # given to its log when it is opened; every change of the log's files checks it.
+        self.fence_for: Callable[[str, int], Fence | None] = _no_fence
 
     # ---- partitions ---------------------------------------------------------------------------
 
     def open(self, topic: str, index: int, config: LogConfig | None = None, topic_id: bytes | None = None,
              owner: PartitionOwner | None = None) -> Partition:
         """The partition, opening (recovering) or creating its log. Blocking: may run on a worker
-        thread, but registering the result happens on the trio thread in ``adopt``."""
-        return Partition(topic, index, self.manager.get_or_create(topic, index, config, topic_id), owner)
+        thread, but registering the result happens on the trio thread in ``adopt``. In cluster mode
+        the log is opened afresh from its files under this node's current claim of the partition
+        (``FencedError`` without one)."""
+        fence = self.fence_for(topic, index)
+        part = Partition(topic, index, self.manager.get_or_create(topic, index, config, topic_id, fence), owner)
+        part.fence = fence
+        return part
 
     def adopt(self, part: Partition) -> Partition:
         self.partitions[(part.topic, part.index)] = part
@@ -339,7 +360,7 @@ class LogRuntime:
             part = job.part
             records += len(job.records) + len(job.batches)
             try:
-                if job.error is None and not self.may_write():
+                if job.error is None and (not self.may_write() or part.fenced):
                     # Written and flushed, but the lease lapsed meanwhile: acknowledge nothing.
                     job.error = FencedError(f"{part.topic}-{part.index}: the cluster lease lapsed during the write")
                 if job.error is not None:

@@ -348,8 +348,10 @@ class TopicLogs:
         _rebuild_producers(state, int(time.time() * 1000))
 
     def _recover(self, state: PartitionState) -> None:
-        if self.cluster is not None and not self.cluster.owns((state.topic, state.partition)):
-            self.lose((state.topic, state.partition))
+        key = (state.topic, state.partition)
+        if self.cluster is not None and not self.cluster.owns(key):
+            self.lose(key)
+            self.cluster.relinquish(key, "write refused: not certainly the owner")
             return
         self.runtime.spawn(self._reopen, state)
 
@@ -377,7 +379,15 @@ class TopicLogs:
             part.log.begin_epoch(epoch)
             return part
 
-        part = await trio.to_thread.run_sync(open_log)
+        try:
+            part = await trio.to_thread.run_sync(open_log)
+        except (OSError, StorageError) as exc:
+            # Fenced (the claim ended meanwhile) or the disk failed; a claim still held tries again.
+            logs.warn("partition.open_failed", topic=key[0], partition=key[1], error=repr(exc))
+            if self.cluster.owns(key) and self.cluster.fence_for(key).epoch == epoch:
+                await trio.sleep(REOPEN_DELAY_S)
+                self.runtime.spawn(self.gain, key, epoch)
+            return
         if not self.cluster.owns(key) or self.catalog.get(key[0]) is not topic:
             part.log.close()
             self.runtime.manager.forget(*key)
@@ -411,16 +421,28 @@ class TopicLogs:
         self.runtime.close_partition(state.part)
         await trio.sleep(REOPEN_DELAY_S)
         topic = self.catalog.get(state.topic)
+        key = (state.topic, state.partition)
         if state.deleted or topic is None:
+            return
+        if self.cluster is not None and not self.cluster.owns(key):
+            self.lose(key)
             return
         try:
             part = await trio.to_thread.run_sync(
                 self.runtime.open, state.topic, state.partition, self.config_for(topic), topic.topic_id, state)
         except (OSError, StorageError) as exc:
             logs.event("log.reopen_failed", 40, topic=state.topic, partition=state.partition, error=repr(exc))
+            if self.cluster is not None and not self.cluster.owns(key):
+                self.lose(key)
+                return
             self.runtime.spawn(self._reopen, state)
             return
-        if state.deleted:
+        if state.deleted or (self.cluster is not None and not self.cluster.owns(key)):
+            # Lost meanwhile: let go of what was opened, untouched (the next claim opens it afresh).
+            part.log.close()
+            self.runtime.manager.forget(*key)
+            if not state.deleted:
+                self.lose(key)
             return
         state.part = self.runtime.adopt(part)
         self._resync(state)

@@ -4,11 +4,12 @@ two nodes sharing the partitions, and a node that stops renewing fencing itself.
 from __future__ import annotations
 
 import uuid
+from functools import partial
 
 import pytest
 import trio
 
-from broker.cluster.etcd import EtcdClient
+from broker.cluster.etcd import EtcdClient, EtcdError
 from broker.cluster.node import ClusterNode
 from testkit.etcd import EtcdProcess
 
@@ -37,6 +38,28 @@ async def test_an_unreachable_endpoint_is_skipped(etcd: EtcdProcess) -> None:
     lease = await client.grant(5)
     assert lease > 0
     await client.revoke(lease)
+
+
+async def test_an_endpoint_that_resets_the_connection_mid_answer_is_an_etcd_error(etcd: EtcdProcess) -> None:
+    """etcd restarting resets connections mid-answer: the node must see an EtcdError (and retry),
+    not an exception that ends it."""
+    import socket
+    import struct
+
+    async def reset_after_request(stream: trio.SocketStream) -> None:
+        await stream.receive_some(65536)
+        stream.socket.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        await stream.send_all(b"HTTP/1.1 200 OK\r\n")
+        stream.socket.close()
+
+    async with trio.open_nursery() as nursery:
+        listeners = await nursery.start(partial(trio.serve_tcp, reset_after_request, 0, host="127.0.0.1"))
+        port = listeners[0].socket.getsockname()[1]
+        with pytest.raises(EtcdError):
+            await EtcdClient(f"http://127.0.0.1:{port}").grant(5)
+        lease = await EtcdClient(f"http://127.0.0.1:{port},{etcd.endpoint}").grant(5)
+        assert lease > 0
+        nursery.cancel_scope.cancel()
 
 
 class Recorder:

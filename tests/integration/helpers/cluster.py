@@ -4,6 +4,7 @@ through a real etcd, and committers that follow FindCoordinator as a client does
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -23,6 +24,15 @@ from testkit.kcoord import BrokerProcess
 OFFSETS = "__consumer_offsets"
 
 
+def _prefixed(prefix: list[str]) -> type[BrokerProcess]:
+    class Prefixed(BrokerProcess):
+        def command(self) -> tuple[list[str], dict[str, str]]:
+            args, env = super().command()
+            return [*prefix, *args], env
+
+    return Prefixed
+
+
 class Cluster:
     def __init__(self, etcd: EtcdProcess, tmp_path: Path, session_timeout_ms: int = 3000,
                  **overrides: str) -> None:
@@ -33,18 +43,40 @@ class Cluster:
         self.session_timeout_ms = session_timeout_ms
         self.overrides = overrides
         self.nodes: dict[int, BrokerProcess] = {}
+        self.paused: set[int] = set()
+        # Run a node's command under a prefix (``ip netns exec <ns>``), and on a port chosen first.
+        self.command_prefix: dict[int, list[str]] = {}
+        self.ports: dict[int, int] = {}
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP: the node stops dead (mid-write, perhaps), as a host or VM that hangs does."""
+        proc = self.nodes[node_id].proc
+        assert proc is not None
+        os.kill(proc.pid, signal.SIGSTOP)
+        self.paused.add(node_id)
+
+    def resume(self, node_id: int) -> None:
+        proc = self.nodes[node_id].proc
+        assert proc is not None
+        os.kill(proc.pid, signal.SIGCONT)
+        self.paused.discard(node_id)
 
     def start_node(self, node_id: int) -> BrokerProcess:
-        b = BrokerProcess(self.data_dir, {
+        prefix = self.command_prefix.get(node_id)
+        b = (BrokerProcess if prefix is None else _prefixed(prefix))(self.data_dir, {
             "node.id": str(node_id), "etcd.endpoints": self.etcd.endpoint, "cluster.id": self.cluster_id,
             "broker.session.timeout.ms": str(self.session_timeout_ms), **self.overrides})
+        if node_id in self.ports:
+            b.port = self.ports[node_id]
+            b.overrides["listeners"] = b.overrides["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{b.port}"
         b.log_path = self.tmp_path / f"node{node_id}.log"
         b.start()
         self.nodes[node_id] = b
         return b
 
     def alive(self) -> list[BrokerProcess]:
-        return [b for b in self.nodes.values() if b.proc is not None and b.proc.poll() is None]
+        return [b for n, b in self.nodes.items()
+                if b.proc is not None and b.proc.poll() is None and n not in self.paused]
 
     def stop_all(self) -> None:
         for b in self.nodes.values():
@@ -129,9 +161,10 @@ class Committer(threading.Thread):
     """Commits 1, 2, 3, ... for one group, one request at a time, following FindCoordinator and
     NOT_COORDINATOR as a client does. ``acked`` is the last offset the cluster acknowledged."""
 
-    def __init__(self, cluster: Cluster, group: str, topic: str = "storm") -> None:
+    def __init__(self, cluster: Cluster, group: str, topic: str = "storm", timeout: float = 20.0) -> None:
         super().__init__(daemon=True)
         self.cluster = cluster
+        self.timeout = timeout
         self.group = group
         self.topic = topic
         self.acked = 0
@@ -149,7 +182,7 @@ class Committer(threading.Thread):
                     if node not in self.cluster.nodes:
                         time.sleep(0.05)
                         continue
-                    client = WireClient("127.0.0.1", self.cluster.nodes[node].port, timeout=20)
+                    client = WireClient("127.0.0.1", self.cluster.nodes[node].port, timeout=self.timeout)
                 offset = self.acked + 1
                 self.attempted = max(self.attempted, offset)
                 r = client.call(ApiKey.OffsetCommit, 2, commit_request(self.group, self.topic, offset))
@@ -216,3 +249,143 @@ class MemberCommitter(threading.Thread):
 
     def first_success_after(self, moment: float) -> float | None:
         return next((t for t in self.successes if t > moment), None)
+
+
+# ---- durability: acknowledged writes recorded, then read back ---------------------------------------
+
+
+class AckedProducer(threading.Thread):
+    """A confluent-kafka producer (``acks=all``) writing ``v0``, ``v1``, ... to one partition
+    without pause, a bounded number in flight, noting the offset of every acknowledged record
+    (``acked``: offset -> value) and when each acknowledgement arrived."""
+
+    def __init__(self, bootstrap: str, topic: str, partition: int = 0, in_flight: int = 20000) -> None:
+        super().__init__(daemon=True)
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.partition = partition
+        self.in_flight = in_flight
+        self.acked: dict[int, bytes] = {}
+        self.ack_times: list[float] = []
+        self.ack_offsets: list[int] = []  # beside ack_times
+        self.sent = 0
+        self.failed = 0
+        self.lock = threading.Lock()
+        self.stop_flag = threading.Event()
+
+    def run(self) -> None:
+        from confluent_kafka import KafkaError, Producer
+
+        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": False,
+                             "linger.ms": 5, "request.timeout.ms": 2000, "message.timeout.ms": 60000,
+                             "retry.backoff.ms": 50, "topic.metadata.refresh.interval.ms": 1000,
+                             "socket.timeout.ms": 2000, "batch.size": 262144})
+        pending = [0]
+
+        def delivered(err: KafkaError | None, msg: Any) -> None:
+            pending[0] -= 1
+            if err is not None:
+                self.failed += 1
+                return
+            with self.lock:
+                self.acked[msg.offset()] = msg.value()
+                self.ack_times.append(time.monotonic())
+                self.ack_offsets.append(msg.offset())
+
+        try:
+            while not self.stop_flag.is_set():
+                if pending[0] >= self.in_flight:
+                    producer.poll(0.01)
+                    continue
+                value = b"v%d" % self.sent
+                try:
+                    producer.produce(self.topic, value=value, partition=self.partition, on_delivery=delivered)
+                except BufferError:
+                    producer.poll(0.05)
+                    continue
+                self.sent += 1
+                pending[0] += 1
+                producer.poll(0)
+        finally:
+            producer.flush(60)
+
+    def acks_after(self, moment: float) -> int:
+        with self.lock:
+            return sum(1 for t in self.ack_times if t > moment)
+
+    def first_ack_after(self, moment: float) -> float | None:
+        with self.lock:
+            return next((t for t in self.ack_times if t > moment), None)
+
+    def first_new_ack_after(self, moment: float, margin: float = 0.5) -> float | None:
+        """When the first record written after ``moment`` was acknowledged: beyond every offset
+        acknowledged up to ``margin`` after it (replies a stopped node had already sent arrive
+        within that margin; a node taking over cannot answer that soon: it waits for a lease)."""
+        with self.lock:
+            old = max((o for t, o in zip(self.ack_times, self.ack_offsets) if t <= moment + margin), default=-1)
+            return next((t for t, o in zip(self.ack_times, self.ack_offsets) if t > moment and o > old), None)
+
+
+def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: float = 60.0) -> tuple[dict[int, bytes], int]:
+    """Every record of the partition from its start, offset -> value, and its high watermark."""
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify-" + uuid.uuid4().hex[:8],
+                         "enable.auto.commit": False, "fetch.max.bytes": 8 << 20})
+    try:
+        tp = TopicPartition(topic, partition)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                _low, high = consumer.get_watermark_offsets(tp, timeout=5)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        out: dict[int, bytes] = {}
+        last = -1
+        while last < high - 1:
+            assert time.monotonic() < deadline, f"read {len(out)} records up to {last}, high watermark {high}"
+            for msg in consumer.consume(1000, 0.5):
+                if msg.error() is None:
+                    out[msg.offset()] = msg.value()
+                    last = max(last, msg.offset())
+        return out, high
+    finally:
+        consumer.close()
+
+
+def lost_records(acked: dict[int, bytes], stored: dict[int, bytes]) -> list[tuple[int, bytes, bytes | None]]:
+    """Acknowledged records not read back with their value: (offset, acknowledged, read)."""
+    return [(o, v, stored.get(o)) for o, v in sorted(acked.items()) if stored.get(o) != v]
+
+
+def leader_seen_by(cluster: Cluster, node: int, topic: str, partition: int = 0) -> int:
+    """The leader of the partition as ``node`` tells it (-1 if it cannot be asked)."""
+    try:
+        return cluster.leaders(cluster.nodes[node], topic).get(partition, -1)
+    except (OSError, IndexError):
+        return -1
+
+
+def partition_leader(cluster: Cluster, topic: str, partition: int = 0) -> int:
+    """The leader every live node names for the partition, or -1 while they disagree or none leads."""
+    answers = set()
+    for b in cluster.alive():
+        try:
+            answers.add(cluster.leaders(b, topic).get(partition, -1))
+        except (OSError, IndexError):
+            return -1
+    return answers.pop() if len(answers) == 1 else -1
+
+
+def wait_for(predicate: Any, timeout: float, what: str, step: float = 0.05) -> float:
+    """Polls ``predicate`` until true; returns the monotonic time it was seen true."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(step)
+    return time.monotonic()
