@@ -8,12 +8,16 @@ if [ ! -x .venv/bin/python ]; then
   "$python" -m venv .venv
 fi
 stamp=".venv/.installed${extras:+-$extras}"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+# What the install depends on: pyproject.toml and the top-level packages. An editable install maps
+# each top-level package it found, so one added by a later pull needs a new install before the
+# installed `kcoord` can import it.
+state="$(sha256sum pyproject.toml | cut -c1-16) $(ls -d */__init__.py 2>/dev/null | tr '\n' ' ')"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$state" ]; then
   .venv/bin/python -m pip install --quiet --upgrade pip
   if [ -n "$extras" ]; then
     .venv/bin/python -m pip install --quiet -e ".[$extras]"
   else
     .venv/bin/python -m pip install --quiet -e .
   fi
-  touch "$stamp"
+  echo "$state" > "$stamp"
 fi

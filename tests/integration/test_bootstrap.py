@@ -82,3 +82,33 @@ def test_kcat_lists_metadata(broker) -> None:
     assert out.returncode == 0, out.stderr
     assert "1 brokers:" in out.stdout
     assert 'topic "__consumer_offsets" with 50 partitions' in out.stdout
+
+
+def test_installed_kcoord_command_serves_from_any_directory(tmp_path) -> None:
+    """The `kcoord` the install put beside the interpreter, run from outside the checkout with no
+    PYTHONPATH, imports every package it needs and serves: what `scripts/run.sh` starts."""
+    import os
+    import sys
+    import time
+    from pathlib import Path
+
+    from testkit.ports import api_versions_ok, free_port
+
+    command = Path(sys.executable).parent / "kcoord"
+    if not command.exists():
+        pytest.skip("kcoord is not installed beside this interpreter (scripts/setup.sh installs it)")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH" and not k.startswith("KCOORD_")}
+    with open(tmp_path / "kcoord.log", "wb") as log:
+        proc = subprocess.Popen([str(command), "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                                 "--override", f"log.dirs={tmp_path / 'data'}", "--override", "metrics.listener="],
+                                cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 30
+        while not api_versions_ok(port):
+            assert proc.poll() is None, (tmp_path / "kcoord.log").read_text(errors="replace")[-2000:]
+            assert time.monotonic() < deadline, "kcoord serve did not listen within 30 s"
+            time.sleep(0.1)
+    finally:
+        proc.terminate()
+        assert proc.wait(15) == 0
