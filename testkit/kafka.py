@@ -108,14 +108,6 @@ class KafkaProcess:
     def data_dir(self) -> Path:
         return Path(self.properties["log.dirs"])
 
-    def _java(self, main: str, *args: str, heap: str = "-Xmx256m") -> list[str]:
-        binary = java()
-        if binary is None:
-            raise RuntimeError("java is not installed")
-        return [binary, heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.yaml'}",
-                "-cp", classpath(self.libs), main, *args]
-
     def start(self, wait: float = 90.0) -> KafkaProcess:
         self.work_dir.mkdir(parents=True, exist_ok=True)
         (self.work_dir / "log4j2.yaml").write_text(LOG4J2)
@@ -125,9 +117,8 @@ class KafkaProcess:
         cluster_id_text = "-"
         while cluster_id_text.startswith("-"):
             cluster_id_text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        formatted = subprocess.run(self._java("kafka.tools.StorageTool", "format", "-t", cluster_id_text,
-                                              "-c", str(config)),
-                                   capture_output=True, text=True, timeout=120)
+        formatted = run_tool(self.libs, "kafka.tools.StorageTool", "format", "-t", cluster_id_text,
+                             "-c", str(config), work_dir=self.work_dir)
         if formatted.returncode != 0:
             raise RuntimeError(f"kafka-storage format failed:\n{formatted.stdout}\n{formatted.stderr}")
         binary = java()

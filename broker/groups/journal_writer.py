@@ -151,11 +151,8 @@ class JournalWriter:
                 entries = await trio.to_thread.run_sync(encode_events, queued)
                 if self._writable(part) and self.parts.get(index) is part:
                     self.runtime.append_records(part, entries)
-            if part is not None and not part.settled:
-                settled = trio.Event()
-                part.when_durable(lambda _ok: settled.set())
-                with trio.move_on_after(5):
-                    await settled.wait()
+            if part is not None:
+                await part.settle(5)
         self.lose(index)
 
     def lose(self, index: int) -> None:

@@ -429,11 +429,8 @@ class ShardRuntime:
         (their clients are acknowledged), then stop serving."""
         self.owned = False
         part = self.part
-        if part is not None and not part.settled:
-            settled = trio.Event()
-            part.when_durable(lambda _ok: settled.set())
-            with trio.move_on_after(5):
-                await settled.wait()
+        if part is not None:
+            await part.settle(5)
         self.lose()
 
 

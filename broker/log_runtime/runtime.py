@@ -141,6 +141,16 @@ class Partition:
         else:
             self.waiters.append((self.queued_seq, callback))
 
+    async def settle(self, timeout: float) -> None:
+        """Waits, at most ``timeout`` seconds, until every write queued so far is durable or has
+        failed: what a controlled hand-over of the partition lets finish before it unloads."""
+        if self.settled:
+            return
+        done = trio.Event()
+        self.when_durable(lambda _ok: done.set())
+        with trio.move_on_after(timeout):
+            await done.wait()
+
     def wake_watchers(self) -> None:
         for event in self.watchers:
             event.set()

@@ -407,11 +407,8 @@ class TopicLogs:
     async def release(self, key: TopicPartition) -> None:
         """Controlled hand-over: what was queued becomes durable (and is acknowledged), then close."""
         state = self.states.get(key)
-        if state is not None and not state.part.settled:
-            settled = trio.Event()
-            state.part.when_durable(lambda _ok: settled.set())
-            with trio.move_on_after(5):
-                await settled.wait()
+        if state is not None:
+            await state.part.settle(5)
         self.lose(key)
 
     async def _reopen(self, state: PartitionState) -> None:

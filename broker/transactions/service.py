@@ -181,11 +181,8 @@ class TransactionService:
         """Controlled hand-over: what was queued becomes durable (and is answered), then unload."""
         self.owned.pop(index, None)
         part = self.parts.get(index)
-        if part is not None and not part.settled:
-            settled = trio.Event()
-            part.when_durable(lambda _ok: settled.set())
-            with trio.move_on_after(5):
-                await settled.wait()
+        if part is not None:
+            await part.settle(5)
         self.lose(index)
 
     def partition_failed(self, index: int) -> None:
