@@ -55,7 +55,7 @@ from broker.security.context import SecurityContext
 from broker.security.request_checks import RequestChecks
 from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, TopicCatalog, owning_partition
-from broker.topics.changes import TopicChanges, TopicDeleted
+from broker.topics.changes import TopicChanges, TopicCreated, TopicDeleted
 from broker.topics.partitions import TopicLogs
 from broker.transactions.markers import MarkerWriter
 from broker.transactions.service import TransactionService
@@ -328,15 +328,18 @@ class BrokerApp:
         changes, self.catalog.changes = self.catalog.changes, []
         for change in changes:
             if isinstance(change, TopicDeleted):
-                for p in range(change.partitions):
-                    self.topic_logs.lose((change.topic, p))
+                self.topic_logs.deleted_elsewhere(change)
+            elif isinstance(change, TopicCreated):
+                self.topic_logs.resume_owned(change.topic)
             self.topic_changes.publish(change)
         # The journal's partitions are not owned of their own: each follows the __consumer_offsets
         # partition of the same index. The transaction coordinator's partitions are owned like the
-        # group coordinator's.
+        # group coordinator's. A deleted topic's directory that nobody owns is owned for a moment,
+        # by the node that removes it.
         return [(topic.name, p) for topic in list(self.catalog.topics.values()) if topic.name != EVENTS_TOPIC
                 for p in range(topic.partitions)] + \
-            [(TRANSACTION_STATE_TOPIC, p) for p in range(self.transactions.num_partitions)]
+            [(TRANSACTION_STATE_TOPIC, p) for p in range(self.transactions.num_partitions)] + \
+            self.topic_logs.leftovers()
 
     async def stop_serving(self) -> None:
         """Controlled shutdown of a cluster node: hand every partition over now."""

@@ -4,6 +4,11 @@ Opens existing logs with their broker-level checkpoints (recovery point, log sta
 cleaner offset), creates new ones, writes the checkpoints back, and deletes a topic the way
 Kafka does: each partition directory is renamed to ``<topic>-<partition>.<id>-delete`` (so a
 crash leaves no half-deleted live partition) and then removed.
+
+In a cluster a partition directory is renamed away only under its owner's fence, checked right
+before the rename: by the owner of a deleted topic's partition (``delete_partition``), or by the
+owner of a topic created again under the same name, which finds the old topic's directory where
+its partition goes (its ``partition.metadata`` names another topic id) and opens a fresh one.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from storage.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
+    CheckpointError,
     read_offset_checkpoint,
     read_partition_metadata,
     write_offset_checkpoint,
@@ -98,6 +104,7 @@ class LogManager:
         carries the fence: nothing of an earlier tenure (segment list, end offset, indexes, epoch
         cache) survives into a new one. Raises ``FencedError`` if the claim is already over."""
         tp = (topic, partition)
+        discarded: Path | None = None
         with self._lock:
             log = self._logs.get(tp)
             if log is not None and fence is None:
@@ -108,6 +115,10 @@ class LogManager:
             if fence is not None:
                 fence.check()
             directory = self.log_dir / partition_dir_name(topic, partition)
+            if fence is not None and topic_id is not None and self._recorded_topic_id(directory) not in (None, topic_id):
+                # A deleted topic's partition under the same name, not removed yet (its owner died
+                # before it could): it is no part of this topic. Only the owner gets here.
+                discarded = self._rename_away(directory, fence)
             created = not directory.exists()
             log, report = self.opener(
                 directory, config or self.config, recovery_point=self._recovery_points.get(tp),
@@ -127,7 +138,28 @@ class LogManager:
                 fsync_dir(self.log_dir)
             self._logs[tp] = log
             self.reports[tp] = report
-            return log
+        if discarded is not None:
+            shutil.rmtree(discarded, ignore_errors=True)
+        return log
+
+    @staticmethod
+    def _recorded_topic_id(directory: Path) -> bytes | None:
+        """The topic id in the directory's ``partition.metadata`` (None without a readable one)."""
+        try:
+            return read_partition_metadata(directory)
+        except (CheckpointError, OSError, ValueError):
+            return None
+
+    def _rename_away(self, directory: Path, fence: Fence | None) -> Path:
+        """Renames a partition directory to ``<name>.<id>-delete`` (durably): from then on it is no
+        partition's, and whoever removes it changes nothing a partition holds. With a ``fence``,
+        checked right before the rename: ``FencedError`` and nothing renamed without the claim."""
+        target = self.log_dir / f"{directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        if fence is not None:
+            fence.check()
+        os.replace(directory, target)
+        fsync_dir(self.log_dir)
+        return target
 
     def forget(self, topic: str, partition: int) -> None:
         """Stop tracking an open log (its owner closes it); the next ``get_or_create`` reopens and
@@ -145,14 +177,14 @@ class LogManager:
             return dict(self._logs)
 
     def delete_topic(self, topic: str) -> list[int]:
-        """Close and remove every partition directory of ``topic``; returns the partitions."""
+        """Close and remove every partition directory of ``topic``; returns the partitions. For a
+        single broker, which owns every partition; a cluster node removes only the partitions it
+        owns, one by one (``delete_partition``)."""
         partitions = [p for t, p in self.existing_partitions() if t == topic]
         with self._lock:
             logs = [self._logs.pop((topic, p), None) for p in partitions]
             for p in partitions:
-                for table in (self._recovery_points, self._log_starts, self._cleaner_offsets):
-                    table.pop((topic, p), None)
-                self.reports.pop((topic, p), None)
+                self._drop_checkpoints((topic, p))
         doomed = []
         for p, log in zip(partitions, logs):
             if log is not None:
@@ -167,6 +199,35 @@ class LogManager:
             shutil.rmtree(path, ignore_errors=True)
         self.checkpoint()
         return partitions
+
+    def delete_partition(self, topic: str, partition: int, fence: Fence, keep_topic_id: bytes | None = None) -> bool:
+        """Removes the directory of one partition that belongs to no live topic, as the holder of
+        ``fence`` (this node's claim of the partition), checked right before the rename: without a
+        valid claim it raises ``FencedError`` with every file as it was. ``keep_topic_id`` is the
+        topic id of the live partition of that name, if there is one: a directory recorded with it
+        (or not recorded yet) is that partition's and stays. Returns whether a directory went."""
+        tp = (topic, partition)
+        directory = self.log_dir / partition_dir_name(topic, partition)
+        with self._lock:
+            fence.check()
+            if not directory.is_dir():
+                return False
+            if keep_topic_id is not None and self._recorded_topic_id(directory) in (None, keep_topic_id):
+                return False
+            log = self._logs.pop(tp, None)
+            if log is not None and log.fence is fence:
+                log.close()  # flushed under this claim's fence
+            elif log is not None:
+                log.abandon()  # an earlier tenure's: not ours to flush
+            self._drop_checkpoints(tp)
+            doomed = self._rename_away(directory, fence)
+        shutil.rmtree(doomed, ignore_errors=True)
+        return True
+
+    def _drop_checkpoints(self, tp: TopicPartition) -> None:
+        for table in (self._recovery_points, self._log_starts, self._cleaner_offsets):
+            table.pop(tp, None)
+        self.reports.pop(tp, None)
 
     def checkpoint(self) -> None:
         """Write the broker-level checkpoints for every open log."""

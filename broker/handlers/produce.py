@@ -289,6 +289,9 @@ class ProduceApi:
             self.serve(req, self.verifier(req.body))
 
     def serve(self, req: Request[ProduceRequest], verify: TxnVerifier | None) -> None:
+        # In a cluster, the topic catalog as it is now (a stat when unchanged): records for a topic
+        # that another node deleted and created again must not go into the deleted topic's log.
+        self.catalog.refresh()
         body = req.body
         acks = body.acks
         appends: list[tuple[PartitionResponse, PartitionState, BatchWrite]] = []

@@ -124,7 +124,11 @@ class TopicCatalog:
             mine = self.topics.get(name)
             if mine is None or mine.topic_id != topic.topic_id:
                 if mine is not None:
+                    # Deleted and created again since the last read: the old topic is gone (its
+                    # logs, its committed offsets) before the new one, of the same name, comes.
                     self._drop(mine)
+                    if not mine.internal:
+                        self.changes.append(TopicDeleted(name, mine.topic_id, mine.partitions))
                 self._add(topic)
                 if not topic.internal:
                     self.changes.append(TopicCreated(name, topic.topic_id, topic.partitions))

@@ -10,6 +10,7 @@ records become visible to consumers, when the runtime's pass that wrote it is du
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import fields
@@ -20,7 +21,8 @@ import trio
 from broker.cluster.node import ClusterNode
 from broker.log_runtime.runtime import BatchWrite, LogRuntime, Partition
 from broker.observability import logs
-from broker.topics.catalog import OFFSETS_TOPIC, Topic, TopicCatalog, owning_partition
+from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, Topic, TopicCatalog, owning_partition
+from broker.topics.changes import TopicDeleted
 from broker.topics.partition_txns import PartitionTxns
 from broker.topics.producer_state import ProducerIdAllocator, ProducerStateTable, last_sequence
 from protocol.errors import ErrorCode
@@ -35,12 +37,18 @@ from protocol.record_batch import (
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.config import LogConfig
 from storage.errors import LogClosedError, StorageError
+from storage.layout import partition_dir_name
 from storage.partition_log import PartitionLog
 
 TopicPartition = tuple[str, int]
 PRODUCER_ID_FILE = "kcoord-producer-ids"
 PRODUCER_ID_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
 REOPEN_DELAY_S = 0.1
+# How often a cluster node looks for directories of deleted topics that nobody removed (and at once
+# when it learns of a deletion).
+LEFTOVER_SCAN_S = 5.0
+# Partitions owned through another key (the journal's) or by the coordinators: never leftovers.
+_OWNED_ELSEWHERE = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, EVENTS_TOPIC})
 _LOG_CONFIG_NAMES = {f.name.replace("_", "."): f.name for f in fields(LogConfig)}
 
 
@@ -84,12 +92,14 @@ class PartitionState:
     """One partition of an ordinary topic as the data plane sees it. Touched only on the trio
     thread (the log itself is thread-safe)."""
 
-    __slots__ = ("topic", "partition", "part", "next_offset", "producers", "txns", "max_message_bytes",
+    __slots__ = ("topic", "topic_id", "partition", "part", "next_offset", "producers", "txns", "max_message_bytes",
                  "log_append_time", "deleted", "recover")
 
     def __init__(self, topic: str, partition: int, part: Partition, max_message_bytes: int,
-                 log_append_time: bool, recover: Callable[[PartitionState], None]) -> None:
+                 log_append_time: bool, recover: Callable[[PartitionState], None], topic_id: bytes = b"") -> None:
         self.topic = topic
+        # Which topic of that name: one deleted and created again is another topic, with other logs.
+        self.topic_id = topic_id
         self.partition = partition
         self.part = part
         self.next_offset = part.log.end_offset  # where the next submitted batch will land
@@ -175,6 +185,9 @@ class TopicLogs:
         self.max_message_bytes = max_message_bytes
         self.producer_ids = ProducerIdAllocator(runtime.data_dir / PRODUCER_ID_FILE, shared=cluster is not None)
         self.states: dict[TopicPartition, PartitionState] = {}
+        # Cluster mode: directories of deleted topics last found on disk (``leftovers``).
+        self._leftovers: list[TopicPartition] = []
+        self._next_scan = 0.0
         runtime.retention_hooks.append(self._expire_producers)
 
     # ---- partitions -------------------------------------------------------------------------
@@ -192,7 +205,7 @@ class TopicLogs:
                       details=report.summary())
         max_bytes = int(topic.configs.get("max.message.bytes", self.max_message_bytes))
         append_time = topic.configs.get("message.timestamp.type", "CreateTime") == "LogAppendTime"
-        state = PartitionState(topic.name, partition, part, max_bytes, append_time, self._recover)
+        state = PartitionState(topic.name, partition, part, max_bytes, append_time, self._recover, topic.topic_id)
         part.owner = state
         self.states[(topic.name, partition)] = state
         return state
@@ -223,7 +236,12 @@ class TopicLogs:
         """The partition's state, creating its log if the topic exists but the log does not yet."""
         state = self.states.get((topic, partition))
         if state is not None:
-            return state if self.cluster is None or self.cluster.owns((topic, partition)) else None
+            if self.cluster is None:
+                return state
+            current = self.catalog.topics.get(topic)
+            if current is None or current.topic_id != state.topic_id:
+                return None  # an earlier topic of that name, which this node has not let go of yet
+            return state if self.cluster.owns((topic, partition)) else None
         if self.cluster is not None:
             return None
         t = self.catalog.get(topic)
@@ -257,6 +275,7 @@ class TopicLogs:
     def create_topic(self, topic: Topic) -> None:
         if self.cluster is not None:
             self.cluster.poke()  # the owners claim the new partitions and open them
+            self.resume_owned(topic.name)
             return
         self._open_soon(topic, 0)
 
@@ -288,9 +307,95 @@ class TopicLogs:
                 await trio.sleep(0)
 
     def delete_topic(self, name: str) -> None:
+        if self.cluster is not None:
+            # Only a partition's owner changes its files: each owner, this node included, removes
+            # its partitions' directories when it lets them go (``release``). Here this node only
+            # stops serving what it owns of the topic.
+            for tp in [tp for tp in self.states if tp[0] == name]:
+                self.lose(tp)
+            self._next_scan = 0.0
+            self.cluster.poke()
+            return
         for tp in [tp for tp in self.states if tp[0] == name]:
             self.states.pop(tp).deleted = True
         self.runtime.delete_topic(name)
+
+    # ---- deleted topics in a cluster -----------------------------------------------------------
+
+    def deleted_elsewhere(self, change: TopicDeleted) -> None:
+        """Another node deleted a topic: stop serving what this node owns of it at once. Its
+        directories go when this node releases the claims (the topic's partitions are no longer
+        to be owned), or, for a topic created again meanwhile, when this node opens the new one."""
+        for p in range(change.partitions):
+            state = self.states.get((change.topic, p))
+            if state is not None and state.topic_id == change.topic_id:
+                self.lose((change.topic, p))
+        self._next_scan = 0.0
+
+    def resume_owned(self, name: str) -> None:
+        """A topic was created: the partitions of it this node still holds claims for, from a
+        topic of the same name deleted a moment ago, are opened afresh under those claims (the
+        old topic's directory, if still there, is removed on the way)."""
+        assert self.cluster is not None
+        topic = self.catalog.get(name)
+        if topic is None or self.runtime.nursery is None:
+            return
+        for p in range(topic.partitions):
+            key = (name, p)
+            epoch = self.cluster.mine.get(key)
+            if epoch is not None and key not in self.states and self.cluster.owns(key):
+                self.runtime.spawn(self.gain, key, epoch)
+
+    def _live_topic_id(self, key: TopicPartition) -> bytes | None:
+        """The topic id of the live partition ``key``, None if no topic has that partition."""
+        topic = self.catalog.get(key[0])
+        if topic is None or not 0 <= key[1] < topic.partitions:
+            return None
+        return topic.topic_id
+
+    async def _discard_stale(self, key: TopicPartition) -> None:
+        """Removes ``key``'s directory if it belongs to no live partition (a deleted topic's, or
+        an earlier topic's of the same name), under this node's claim, checked right before the
+        rename: with the claim over, nothing is touched (the next claimant does it)."""
+        assert self.cluster is not None
+        fence = self.cluster.fence_for(key)
+        if not fence.ok:
+            return
+        keep = self._live_topic_id(key)
+        lock = self.gain_locks.setdefault(key, trio.Lock())
+        async with lock:
+            try:
+                removed = await trio.to_thread.run_sync(self.runtime.manager.delete_partition, key[0], key[1],
+                                                        fence, keep)
+            except (OSError, StorageError) as exc:
+                logs.warn("partition.delete_failed", topic=key[0], partition=key[1], error=repr(exc))
+                removed = False
+        if not lock.locked() and not lock.statistics().tasks_waiting:
+            self.gain_locks.pop(key, None)
+        if removed:
+            logs.event("partition.deleted", topic=key[0], partition=key[1], epoch=fence.epoch)
+
+    def leftovers(self) -> list[TopicPartition]:
+        """Partition directories that belong to no live partition (their topic was deleted) and
+        that nobody owns, its owner dead before it removed them: listed among the partitions to
+        own, so that the node that claims one, like any partition in etcd, removes it under that
+        claim when it releases it (it is to be owned only while nobody owns it)."""
+        if self.cluster is None:
+            return []
+        now = time.monotonic()
+        if now >= self._next_scan:
+            self._next_scan = now + LEFTOVER_SCAN_S
+            self._leftovers = [(name, p) for name, p in self.runtime.manager.existing_partitions()
+                               if name not in _OWNED_ELSEWHERE and not self._is_live(name, p)]
+        owners = self.cluster.owners
+        found = [key for key in self._leftovers if key not in owners and not self._is_live(*key)
+                 and os.path.isdir(self.runtime.data_dir / partition_dir_name(*key))]
+        self._leftovers = found + [key for key in self._leftovers if key in owners]
+        return found
+
+    def _is_live(self, name: str, partition: int) -> bool:
+        topic = self.catalog.topics.get(name)
+        return topic is not None and (topic.internal or partition < topic.partitions)
 
     # ---- the write path ----------------------------------------------------------------------
 
@@ -405,11 +510,15 @@ class TopicLogs:
             self.runtime.close_partition(state.part)
 
     async def release(self, key: TopicPartition) -> None:
-        """Controlled hand-over: what was queued becomes durable (and is acknowledged), then close."""
+        """Controlled hand-over: what was queued becomes durable (and is acknowledged), then close.
+        A partition of a deleted topic has its directory removed, still under this node's claim."""
         state = self.states.get(key)
         if state is not None:
             await state.part.settle(5)
         self.lose(key)
+        live = self._live_topic_id(key)
+        if self.cluster is not None and (state is None or live is None or state.topic_id != live):
+            await self._discard_stale(key)
 
     async def _reopen(self, state: PartitionState) -> None:
         """A write failed: reopen the log (recovery drops what was not written whole), then
@@ -419,7 +528,7 @@ class TopicLogs:
         await trio.sleep(REOPEN_DELAY_S)
         topic = self.catalog.get(state.topic)
         key = (state.topic, state.partition)
-        if state.deleted or topic is None:
+        if state.deleted or topic is None or topic.topic_id != state.topic_id:
             return
         if self.cluster is not None and not self.cluster.owns(key):
             self.lose(key)

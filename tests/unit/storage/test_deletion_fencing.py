@@ -1,0 +1,136 @@
+"""Deleting a topic's partitions in a cluster: a directory is renamed away and removed only under a
+valid claim of its partition, checked right before the rename; a node without one (the fence
+revoked, or its lease possibly expired) leaves every file as it was, byte for byte. A topic
+created again under the same name is told from the deleted one by its topic id."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from broker.topics.catalog import TopicCatalog
+from broker.topics.changes import TopicCreated, TopicDeleted
+from storage.checkpoints import read_partition_metadata
+from storage.config import LogConfig
+from storage.errors import FencedError, LogClosedError
+from storage.fencing import REVOKED, Fence
+from storage.log_manager import LogManager
+
+SMALL = LogConfig(segment_bytes=2000, index_interval_bytes=200, segment_index_bytes=4096)
+OLD_ID = b"\x01" * 16
+NEW_ID = b"\x02" * 16
+
+
+def tree(root: Path) -> dict[str, str]:
+    """Every file under ``root`` (its path relative to it) with a digest of its bytes."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def written(manager: LogManager, fence: Fence, topic_id: bytes = OLD_ID, partition: int = 0) -> None:
+    """A partition of ``t`` with a few segments, written and closed by the holder of ``fence``."""
+    log = manager.get_or_create("t", partition, topic_id=topic_id, fence=fence)
+    log.begin_epoch(fence.epoch)
+    for i in range(60):
+        log.append([(b"k%d" % i, b"value-%d" % i + b"x" * 100, 1000 + i)])
+    log.close()
+    manager.forget("t", partition)
+
+
+def lapsed(name: str) -> Fence:
+    """A claim whose lease could have expired (nobody revoked it)."""
+    return Fence(name, 9, valid=lambda: False)
+
+
+@pytest.mark.parametrize("fence", [REVOKED, lapsed("t-0")], ids=["revoked", "lease-lapsed"])
+def test_a_node_without_a_valid_claim_does_not_delete_the_partition(tmp_path: Path, fence: Fence) -> None:
+    owner = LogManager(tmp_path, SMALL, shared=True)
+    written(owner, Fence("t-0", 5))
+    before = tree(tmp_path)
+    other = LogManager(tmp_path, SMALL, shared=True)
+    with pytest.raises(FencedError):
+        other.delete_partition("t", 0, fence)
+    assert tree(tmp_path) == before
+    assert (tmp_path / "t-0").is_dir() and not list(tmp_path.glob("*-delete"))
+
+
+def test_a_fence_that_falls_while_the_log_is_open_keeps_its_files(tmp_path: Path) -> None:
+    manager = LogManager(tmp_path, SMALL, shared=True)
+    fence = Fence("t-0", 5)
+    log = manager.get_or_create("t", 0, topic_id=OLD_ID, fence=fence)
+    for i in range(60):
+        log.append([(b"k", b"v%d" % i, 1000 + i)])
+    log.flush()
+    before = tree(tmp_path)
+    fence.revoke()  # another node owns it now
+    with pytest.raises(FencedError):
+        manager.delete_partition("t", 0, fence)
+    assert tree(tmp_path) == before
+
+
+def test_the_owner_deletes_a_deleted_topics_partition(tmp_path: Path) -> None:
+    manager = LogManager(tmp_path, SMALL, shared=True)
+    fence = Fence("t-0", 5)
+    written(manager, fence)
+    log = manager.get_or_create("t", 0, topic_id=OLD_ID, fence=fence)  # still open when deleted
+    assert manager.delete_partition("t", 0, fence)
+    assert not (tmp_path / "t-0").exists() and not list(tmp_path.glob("*-delete"))
+    assert manager.get("t", 0) is None
+    with pytest.raises(LogClosedError):
+        log.append([(b"k", b"late", 1)])
+    assert not manager.delete_partition("t", 0, fence)  # nothing left: nothing done
+
+
+def test_the_live_topics_directory_of_that_name_stays(tmp_path: Path) -> None:
+    """A late deletion of the old topic finds the new topic's directory where the old one was."""
+    manager = LogManager(tmp_path, SMALL, shared=True)
+    fence = Fence("t-0", 5)
+    written(manager, fence, NEW_ID)
+    before = tree(tmp_path)
+    assert not manager.delete_partition("t", 0, fence, keep_topic_id=NEW_ID)
+    assert tree(tmp_path) == before
+
+
+def test_a_recreated_topics_owner_replaces_the_deleted_topics_directory(tmp_path: Path) -> None:
+    manager = LogManager(tmp_path, SMALL, shared=True)
+    written(manager, Fence("t-0", 5))
+    before = tree(tmp_path)
+    # Without a valid claim nothing is renamed: the open is refused with every file as it was.
+    with pytest.raises(FencedError):
+        manager.get_or_create("t", 0, topic_id=NEW_ID, fence=lapsed("t-0"))
+    assert tree(tmp_path) == before
+    log = manager.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 6))
+    assert log.end_offset == 0 and log.log_start_offset == 0
+    assert read_partition_metadata(tmp_path / "t-0") == NEW_ID
+    assert not list(tmp_path.glob("*-delete"))
+    log.close()
+    # The same topic's directory is opened as it is.
+    again = manager.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 7))
+    assert again.end_offset == 0
+    again.close()
+
+
+def test_a_single_broker_deletes_as_before(tmp_path: Path) -> None:
+    manager = LogManager(tmp_path, SMALL)
+    manager.get_or_create("t", 0, topic_id=OLD_ID).append([(b"k", b"v", 1)])
+    assert manager.delete_topic("t") == [0]
+    assert not (tmp_path / "t-0").exists()
+    # Without a fence (one broker owns everything) a directory is never replaced on open.
+    manager.get_or_create("u", 0, topic_id=OLD_ID).append([(b"k", b"v", 1)])
+    manager.forget("u", 0)
+    assert manager.get_or_create("u", 0, topic_id=NEW_ID).end_offset == 1
+    manager.close()
+
+
+def test_another_nodes_catalog_sees_a_topic_deleted_and_created_again_as_both(tmp_path: Path) -> None:
+    one = TopicCatalog(tmp_path, 50, shared=True)
+    two = TopicCatalog(tmp_path, 50, shared=True)
+    old = one.create("t", 2)
+    two.refresh()
+    two.changes.clear()
+    one.delete("t")
+    new = one.create("t", 3)
+    two.refresh()
+    assert two.changes == [TopicDeleted("t", old.topic_id, 2), TopicCreated("t", new.topic_id, 3)]
