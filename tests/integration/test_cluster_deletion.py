@@ -6,6 +6,7 @@ at once under the same name keeps what is written to it."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import re
@@ -98,10 +99,8 @@ class Writer(threading.Thread):
                 self.acked += 1
 
         while not self.stop_flag.is_set():
-            try:
+            with contextlib.suppress(BufferError):  # the queue is full: poll, then go on
                 producer.produce(self.topic, value=b"x" * 200, partition=self.partition, on_delivery=delivered)
-            except BufferError:
-                pass
             producer.poll(0.001)
         producer.flush(5)
 
