@@ -17,7 +17,7 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Protocol
 
@@ -115,7 +115,7 @@ class LogManager:
             if fence is not None:
                 fence.check()
             directory = self.log_dir / partition_dir_name(topic, partition)
-            if fence is not None and topic_id is not None and self._recorded_topic_id(directory) not in (None, topic_id):
+            if fence is not None and topic_id is not None and self.recorded_topic_id(directory) not in (None, topic_id):
                 # A deleted topic's partition under the same name, not removed yet (its owner died
                 # before it could): it is no part of this topic. Only the owner gets here.
                 discarded = self._rename_away(directory, fence)
@@ -143,7 +143,7 @@ class LogManager:
         return log
 
     @staticmethod
-    def _recorded_topic_id(directory: Path) -> bytes | None:
+    def recorded_topic_id(directory: Path) -> bytes | None:
         """The topic id in the directory's ``partition.metadata`` (None without a readable one)."""
         try:
             return read_partition_metadata(directory)
@@ -200,19 +200,20 @@ class LogManager:
         self.checkpoint()
         return partitions
 
-    def delete_partition(self, topic: str, partition: int, fence: Fence, keep_topic_id: bytes | None = None) -> bool:
-        """Removes the directory of one partition that belongs to no live topic, as the holder of
-        ``fence`` (this node's claim of the partition), checked right before the rename: without a
-        valid claim it raises ``FencedError`` with every file as it was. ``keep_topic_id`` is the
-        topic id of the live partition of that name, if there is one: a directory recorded with it
-        (or not recorded yet) is that partition's and stays. Returns whether a directory went."""
+    def delete_partition(self, topic: str, partition: int, fence: Fence, deleted: Collection[bytes]) -> bool:
+        """Removes the directory of a deleted topic's partition, as the holder of ``fence`` (this
+        node's claim of the partition), checked right before the rename: without a valid claim it
+        raises ``FencedError`` with every file as it was. Only a directory whose
+        ``partition.metadata`` names one of the ``deleted`` topic ids goes: one recorded with a live
+        topic's id (a topic created again under that name), or with none, stays. Returns whether a
+        directory went."""
         tp = (topic, partition)
         directory = self.log_dir / partition_dir_name(topic, partition)
         with self._lock:
             fence.check()
             if not directory.is_dir():
                 return False
-            if keep_topic_id is not None and self._recorded_topic_id(directory) in (None, keep_topic_id):
+            if self.recorded_topic_id(directory) not in deleted:
                 return False
             log = self._logs.pop(tp, None)
             if log is not None and log.fence is fence:

@@ -6,7 +6,9 @@ It is small and changes rarely, so it is one JSON document in the data dir, repl
 In a cluster the nodes share the data dir and so the document: a node changes it under an
 exclusive lock on ``kcoord-topics.lock`` after re-reading it, and every node re-reads it when the
 file changed (``refresh``), turning what others changed into the same topic changes its own
-requests would have made.
+requests would have made. It also lists the topics deleted lately (``deleted``: name, id,
+partition count, when), so that a directory is removed by whoever owns it only when its
+``partition.metadata`` names a topic known to be deleted, never because a topic is unknown.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import fcntl
 import json
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +30,9 @@ from storage.layout import OFFSETS_TOPIC as OFFSETS_TOPIC
 
 CATALOG_FILE = "kcoord-topics.json"
 CATALOG_LOCK_FILE = "kcoord-topics.lock"
+# How long a deleted topic stays listed: its directories are gone within seconds while any node
+# runs; this only bounds the list.
+DELETED_KEPT_MS = 7 * 86_400_000
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 
@@ -42,6 +48,14 @@ class TopicError(ValueError):
     def __init__(self, error_code: int, message: str) -> None:
         super().__init__(message)
         self.error_code = error_code
+
+
+@dataclass(frozen=True)
+class DeletedTopic:
+    name: str
+    topic_id: bytes
+    partitions: int
+    deleted_at_ms: int
 
 
 @dataclass
@@ -75,6 +89,8 @@ class TopicCatalog:
         self.changes: list[TopicChange] = []
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[bytes, Topic] = {}
+        # Shared mode: topics deleted lately, by topic id (see the module's docstring).
+        self.deleted: dict[bytes, DeletedTopic] = {}
         # Rises with every change of the topic set or of a partition count: consumer groups
         # recompute their subscriptions when it moves.
         self.version = 0
@@ -119,7 +135,8 @@ class TopicCatalog:
         if stamp is None or stamp == self._seen:
             return
         self._seen = stamp
-        found = {t.name: t for t in self._read()}
+        topics, self.deleted = self._read()
+        found = {t.name: t for t in topics}
         for name, topic in found.items():
             mine = self.topics.get(name)
             if mine is None or mine.topic_id != topic.topic_id:
@@ -154,21 +171,29 @@ class TopicCatalog:
 
     def _load(self) -> None:
         self._seen = self._stamp()
-        for topic in self._read():
+        topics, self.deleted = self._read()
+        for topic in topics:
             self._add(topic)
 
-    def _read(self) -> list[Topic]:
+    def _read(self) -> tuple[list[Topic], dict[bytes, DeletedTopic]]:
         if not self.path.exists():
-            return []
-        return [Topic(entry["name"], bytes.fromhex(entry["id"]), entry["partitions"],
-                      dict(entry.get("configs", {})), bool(entry.get("internal", False)))
-                for entry in json.loads(self.path.read_text())["topics"]]
+            return [], {}
+        doc = json.loads(self.path.read_text())
+        topics = [Topic(entry["name"], bytes.fromhex(entry["id"]), entry["partitions"],
+                        dict(entry.get("configs", {})), bool(entry.get("internal", False)))
+                  for entry in doc["topics"]]
+        deleted = [DeletedTopic(entry["name"], bytes.fromhex(entry["id"]), int(entry["partitions"]),
+                                int(entry["deleted_at_ms"])) for entry in doc.get("deleted", [])]
+        return topics, {d.topic_id: d for d in deleted}
 
     def _save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        doc = {"version": 1, "topics": [
+        doc: dict[str, object] = {"version": 1, "topics": [
             {"name": t.name, "id": t.topic_id.hex(), "partitions": t.partitions, "configs": t.configs,
              "internal": t.internal} for t in self.topics.values()]}
+        if self.deleted:
+            doc["deleted"] = [{"name": d.name, "id": d.topic_id.hex(), "partitions": d.partitions,
+                               "deleted_at_ms": d.deleted_at_ms} for d in self.deleted.values()]
         tmp = self.path.with_suffix(".tmp")
         with open(tmp, "w") as fh:
             json.dump(doc, fh, indent=1, sort_keys=True)
@@ -282,5 +307,9 @@ class TopicCatalog:
         del self.topics[name]
         self.by_id.pop(topic.topic_id, None)
         self.version += 1
+        if self.shared:
+            now = int(time.time() * 1000)
+            self.deleted = {i: d for i, d in self.deleted.items() if now - d.deleted_at_ms < DELETED_KEPT_MS}
+            self.deleted[topic.topic_id] = DeletedTopic(name, topic.topic_id, topic.partitions, now)
         self._save()
         return topic

@@ -354,19 +354,20 @@ class TopicLogs:
         return topic.topic_id
 
     async def _discard_stale(self, key: TopicPartition) -> None:
-        """Removes ``key``'s directory if it belongs to no live partition (a deleted topic's, or
-        an earlier topic's of the same name), under this node's claim, checked right before the
+        """Removes ``key``'s directory if it is a deleted topic's (its ``partition.metadata`` names
+        a topic the catalog lists as deleted), under this node's claim, checked right before the
         rename: with the claim over, nothing is touched (the next claimant does it)."""
         assert self.cluster is not None
         fence = self.cluster.fence_for(key)
         if not fence.ok:
             return
-        keep = self._live_topic_id(key)
+        self.catalog.refresh()
+        deleted = frozenset(self.catalog.deleted)
         lock = self.gain_locks.setdefault(key, trio.Lock())
         async with lock:
             try:
                 removed = await trio.to_thread.run_sync(self.runtime.manager.delete_partition, key[0], key[1],
-                                                        fence, keep)
+                                                        fence, deleted)
             except (OSError, StorageError) as exc:
                 logs.warn("partition.delete_failed", topic=key[0], partition=key[1], error=repr(exc))
                 removed = False
@@ -376,17 +377,21 @@ class TopicLogs:
             logs.event("partition.deleted", topic=key[0], partition=key[1], epoch=fence.epoch)
 
     def leftovers(self) -> list[TopicPartition]:
-        """Partition directories that belong to no live partition (their topic was deleted) and
-        that nobody owns, its owner dead before it removed them: listed among the partitions to
-        own, so that the node that claims one, like any partition in etcd, removes it under that
-        claim when it releases it (it is to be owned only while nobody owns it)."""
+        """Directories of deleted topics (``partition.metadata`` names a topic the catalog lists
+        as deleted) that nobody owns, their owner dead before it removed them: listed among the
+        partitions to own, so that the node that claims one, like any partition in etcd, removes
+        it under that claim when it releases it (it is to be owned only while nobody owns it). A
+        directory of a topic merely unknown here is left alone."""
         if self.cluster is None:
             return []
         now = time.monotonic()
         if now >= self._next_scan:
             self._next_scan = now + LEFTOVER_SCAN_S
-            self._leftovers = [(name, p) for name, p in self.runtime.manager.existing_partitions()
-                               if name not in _OWNED_ELSEWHERE and not self._is_live(name, p)]
+            manager = self.runtime.manager
+            self._leftovers = [
+                (name, p) for name, p in manager.existing_partitions()
+                if name not in _OWNED_ELSEWHERE and not self._is_live(name, p)
+                and manager.recorded_topic_id(manager.log_dir / partition_dir_name(name, p)) in self.catalog.deleted]
         owners = self.cluster.owners
         found = [key for key in self._leftovers if key not in owners and not self._is_live(*key)
                  and os.path.isdir(self.runtime.data_dir / partition_dir_name(*key))]

@@ -21,7 +21,7 @@ from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.delete_topics import DeleteTopicsRequest
-from storage.checkpoints import read_partition_metadata
+from storage.checkpoints import read_partition_metadata, write_partition_metadata
 from testkit.etcd import EtcdProcess
 from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.cluster import Cluster, read_partition, wait_for
@@ -193,6 +193,10 @@ def test_the_directories_of_a_dead_owner_are_removed_once_its_claims_expire(clus
     assert of_b, owner
     data = cluster.data_dir
     wait_for(lambda: all((data / f"{topic}-{p}").is_dir() for p in owner), 10, "every partition opened")
+    # A directory of a topic the catalog never knew is nobody's to remove.
+    stranger = data / "stranger-0"
+    stranger.mkdir()
+    write_partition_metadata(stranger, b"\x07" * 16)
     cluster.nodes[B].kill()
     killed_at = time.monotonic()
     before = {p: tree(data / f"{topic}-{p}") for p in of_b}
@@ -203,3 +207,4 @@ def test_the_directories_of_a_dead_owner_are_removed_once_its_claims_expire(clus
     wait_for(lambda: not list(data.glob(f"{topic}-*")), 15, "the dead owner's directories removed")
     assert time.monotonic() - killed_at > 3.0  # not before B's claims could have expired
     assert deletions_logged(cluster, A, topic) == set(owner)
+    assert read_partition_metadata(stranger) == b"\x07" * 16

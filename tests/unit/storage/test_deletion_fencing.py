@@ -51,7 +51,7 @@ def test_a_node_without_a_valid_claim_does_not_delete_the_partition(tmp_path: Pa
     before = tree(tmp_path)
     other = LogManager(tmp_path, SMALL, shared=True)
     with pytest.raises(FencedError):
-        other.delete_partition("t", 0, fence)
+        other.delete_partition("t", 0, fence, {OLD_ID})
     assert tree(tmp_path) == before
     assert (tmp_path / "t-0").is_dir() and not list(tmp_path.glob("*-delete"))
 
@@ -66,7 +66,7 @@ def test_a_fence_that_falls_while_the_log_is_open_keeps_its_files(tmp_path: Path
     before = tree(tmp_path)
     fence.revoke()  # another node owns it now
     with pytest.raises(FencedError):
-        manager.delete_partition("t", 0, fence)
+        manager.delete_partition("t", 0, fence, {OLD_ID})
     assert tree(tmp_path) == before
 
 
@@ -75,22 +75,27 @@ def test_the_owner_deletes_a_deleted_topics_partition(tmp_path: Path) -> None:
     fence = Fence("t-0", 5)
     written(manager, fence)
     log = manager.get_or_create("t", 0, topic_id=OLD_ID, fence=fence)  # still open when deleted
-    assert manager.delete_partition("t", 0, fence)
+    assert manager.delete_partition("t", 0, fence, {OLD_ID})
     assert not (tmp_path / "t-0").exists() and not list(tmp_path.glob("*-delete"))
     assert manager.get("t", 0) is None
     with pytest.raises(LogClosedError):
         log.append([(b"k", b"late", 1)])
-    assert not manager.delete_partition("t", 0, fence)  # nothing left: nothing done
+    assert not manager.delete_partition("t", 0, fence, {OLD_ID})  # nothing left: nothing done
 
 
-def test_the_live_topics_directory_of_that_name_stays(tmp_path: Path) -> None:
-    """A late deletion of the old topic finds the new topic's directory where the old one was."""
+def test_only_a_directory_of_a_topic_known_deleted_goes(tmp_path: Path) -> None:
+    """A late deletion of the old topic finds the new topic's directory where the old one was; a
+    directory of a topic merely unknown (or that records none) is not taken for a deleted one."""
     manager = LogManager(tmp_path, SMALL, shared=True)
     fence = Fence("t-0", 5)
     written(manager, fence, NEW_ID)
+    written(manager, Fence("t-1", 5), b"\x03" * 16, partition=1)
+    (tmp_path / "t-2").mkdir()
     before = tree(tmp_path)
-    assert not manager.delete_partition("t", 0, fence, keep_topic_id=NEW_ID)
-    assert tree(tmp_path) == before
+    assert not manager.delete_partition("t", 0, fence, {OLD_ID})
+    assert not manager.delete_partition("t", 1, Fence("t-1", 6), {OLD_ID})
+    assert not manager.delete_partition("t", 2, Fence("t-2", 6), {OLD_ID})
+    assert tree(tmp_path) == before and (tmp_path / "t-2").is_dir()
 
 
 def test_a_recreated_topics_owner_replaces_the_deleted_topics_directory(tmp_path: Path) -> None:
@@ -134,3 +139,6 @@ def test_another_nodes_catalog_sees_a_topic_deleted_and_created_again_as_both(tm
     new = one.create("t", 3)
     two.refresh()
     assert two.changes == [TopicDeleted("t", old.topic_id, 2), TopicCreated("t", new.topic_id, 3)]
+    # Both know which topic is gone: its directories may be removed, the new topic's never.
+    assert set(two.deleted) == set(one.deleted) == {old.topic_id}
+    assert TopicCatalog(tmp_path, 50, shared=True).deleted[old.topic_id].partitions == 2
