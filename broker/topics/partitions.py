@@ -395,7 +395,7 @@ class TopicLogs:
         owners = self.cluster.owners
         found = [key for key in self._leftovers if key not in owners and not self._is_live(*key)
                  and os.path.isdir(self.runtime.data_dir / partition_dir_name(*key))]
-        self._leftovers = found + [key for key in self._leftovers if key in owners]
+        self._leftovers = sorted(found + [key for key in self._leftovers if key in owners])
         return found
 
     def _is_live(self, name: str, partition: int) -> bool:

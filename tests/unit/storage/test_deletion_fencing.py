@@ -29,14 +29,15 @@ def tree(root: Path) -> dict[str, str]:
             for p in sorted(root.rglob("*")) if p.is_file()}
 
 
-def written(manager: LogManager, fence: Fence, topic_id: bytes = OLD_ID, partition: int = 0) -> None:
-    """A partition of ``t`` with a few segments, written and closed by the holder of ``fence``."""
-    log = manager.get_or_create("t", partition, topic_id=topic_id, fence=fence)
+def written(manager: LogManager, fence: Fence, topic_id: bytes = OLD_ID, partition: int = 0,
+            topic: str = "t") -> None:
+    """A partition with a few segments, written and closed by the holder of ``fence``."""
+    log = manager.get_or_create(topic, partition, topic_id=topic_id, fence=fence)
     log.begin_epoch(fence.epoch)
     for i in range(60):
         log.append([(b"k%d" % i, b"value-%d" % i + b"x" * 100, 1000 + i)])
     log.close()
-    manager.forget("t", partition)
+    manager.forget(topic, partition)
 
 
 def lapsed(name: str) -> Fence:
@@ -142,3 +143,36 @@ def test_another_nodes_catalog_sees_a_topic_deleted_and_created_again_as_both(tm
     # Both know which topic is gone: its directories may be removed, the new topic's never.
     assert set(two.deleted) == set(one.deleted) == {old.topic_id}
     assert TopicCatalog(tmp_path, 50, shared=True).deleted[old.topic_id].partitions == 2
+
+
+def test_a_cluster_node_lists_only_unowned_directories_of_deleted_topics_to_claim(tmp_path: Path) -> None:
+    from broker.cluster.etcd import EtcdClient
+    from broker.cluster.node import ClusterNode, Owner
+    from broker.log_runtime.runtime import LogRuntime
+    from broker.topics.partitions import TopicLogs
+
+    catalog = TopicCatalog(tmp_path, 3, shared=True)
+    node = ClusterNode(EtcdClient("127.0.0.1:1"), "/k", 1, "127.0.0.1", 9092, 3000, lambda: [])
+    runtime = LogRuntime(tmp_path, SMALL, sync_flush=True, flush_interval_ms=10, cleaner_backoff_ms=None, shared=True)
+    topic_logs = TopicLogs(runtime, catalog, max_message_bytes=1 << 20, cluster=node)
+    gone, live = catalog.create("gone", 3), catalog.create("live", 1)
+    for name, partitions, topic_id in (("gone", 3, gone.topic_id), ("live", 1, live.topic_id),
+                                       ("stranger", 1, b"\x07" * 16)):
+        for p in range(partitions):
+            written(runtime.manager, Fence(f"{name}-{p}", 1), topic_id, p, name)
+    (tmp_path / "gone-5").mkdir()  # recording no topic id: nobody's to remove
+    catalog.delete("gone")
+    node.owners[("gone", 1)] = Owner(2, 40)  # its owner is alive: it removes it itself
+    assert topic_logs.leftovers() == [("gone", 0), ("gone", 2)]
+    # Gone meanwhile, or claimed by someone: no longer listed.
+    assert runtime.manager.delete_partition("gone", 0, Fence("gone-0", 2), {gone.topic_id})
+    node.owners[("gone", 2)] = Owner(1, 41)
+    assert topic_logs.leftovers() == []
+    # Its owner died: listed once nobody owns it. The live topic, the unknown one and the one
+    # without a topic id were never candidates.
+    del node.owners[("gone", 1)], node.owners[("gone", 2)]
+    assert topic_logs.leftovers() == [("gone", 1), ("gone", 2)]
+    # A topic created again under the name with as many partitions: its owners replace them.
+    catalog.create("gone", 3)
+    assert topic_logs.leftovers() == []
+    runtime.close()
