@@ -32,6 +32,7 @@ from storage.checkpoints import (
     write_partition_metadata,
 )
 from storage.config import LogConfig
+from storage.errors import FencedError
 from storage.fencing import Fence
 from storage.layout import DELETE_DIR_SUFFIX, fsync_dir, parse_partition_dir, partition_dir_name
 from storage.partition_log import Clock, PartitionLog, wall_clock_ms
@@ -115,10 +116,11 @@ class LogManager:
             if fence is not None:
                 fence.check()
             directory = self.log_dir / partition_dir_name(topic, partition)
-            if fence is not None and topic_id is not None and self.recorded_topic_id(directory) not in (None, topic_id):
+            inode = self._inode(directory) if fence is not None and topic_id is not None else None
+            if inode is not None and self.recorded_topic_id(directory) not in (None, topic_id):
                 # A deleted topic's partition under the same name, not removed yet (its owner died
                 # before it could): it is no part of this topic. Only the owner gets here.
-                discarded = self._rename_away(directory, fence)
+                discarded = self._rename_away(directory, fence, inode)
             created = not directory.exists()
             log, report = self.opener(
                 directory, config or self.config, recovery_point=self._recovery_points.get(tp),
@@ -150,16 +152,32 @@ class LogManager:
         except (CheckpointError, OSError, ValueError):
             return None
 
-    def _rename_away(self, directory: Path, fence: Fence | None) -> Path:
+    def _rename_away(self, directory: Path, fence: Fence | None, inode: int | None = None) -> Path:
         """Renames a partition directory to ``<name>.<id>-delete`` (durably): from then on it is no
         partition's, and whoever removes it changes nothing a partition holds. With a ``fence``,
-        checked right before the rename: ``FencedError`` and nothing renamed without the claim."""
+        checked right before the rename: ``FencedError`` and nothing renamed without the claim.
+
+        ``inode`` is the directory that was inspected (its topic id read): if what the rename took
+        is another one, this process was stopped between its check and the rename for longer than
+        its lease, and a new owner has replaced the directory meanwhile. It is put back at once and
+        ``FencedError`` raised, so that nothing of it is removed."""
         target = self.log_dir / f"{directory.name}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
         if fence is not None:
             fence.check()
         os.replace(directory, target)
+        if inode is not None and os.stat(target).st_ino != inode:
+            os.rename(target, directory)
+            fsync_dir(self.log_dir)
+            raise FencedError(f"{directory.name}: replaced by a new owner before the rename; put back")
         fsync_dir(self.log_dir)
         return target
+
+    @staticmethod
+    def _inode(directory: Path) -> int | None:
+        try:
+            return os.stat(directory).st_ino
+        except FileNotFoundError:
+            return None
 
     def forget(self, topic: str, partition: int) -> None:
         """Stop tracking an open log (its owner closes it); the next ``get_or_create`` reopens and
@@ -211,9 +229,8 @@ class LogManager:
         directory = self.log_dir / partition_dir_name(topic, partition)
         with self._lock:
             fence.check()
-            if not directory.is_dir():
-                return False
-            if self.recorded_topic_id(directory) not in deleted:
+            inode = self._inode(directory)
+            if inode is None or self.recorded_topic_id(directory) not in deleted:
                 return False
             log = self._logs.pop(tp, None)
             if log is not None and log.fence is fence:
@@ -221,7 +238,7 @@ class LogManager:
             elif log is not None:
                 log.abandon()  # an earlier tenure's: not ours to flush
             self._drop_checkpoints(tp)
-            doomed = self._rename_away(directory, fence)
+            doomed = self._rename_away(directory, fence, inode)
         shutil.rmtree(doomed, ignore_errors=True)
         return True
 

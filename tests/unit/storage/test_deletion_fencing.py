@@ -176,3 +176,28 @@ def test_a_cluster_node_lists_only_unowned_directories_of_deleted_topics_to_clai
     catalog.create("gone", 3)
     assert topic_logs.leftovers() == []
     runtime.close()
+
+
+def test_a_directory_replaced_between_the_check_and_the_rename_is_put_back(tmp_path: Path) -> None:
+    """The deleting node stops after its last check, for longer than its lease; meanwhile the
+    topic is created again and the new owner replaces the old directory with its own. The late
+    rename takes the new directory: it is put back at once and nothing of it is removed."""
+    old_owner = LogManager(tmp_path, SMALL, shared=True)
+    written(old_owner, Fence("t-0", 5))
+    new_owner = LogManager(tmp_path, SMALL, shared=True)
+    checks = []
+
+    def stalls_after_the_check() -> bool:
+        checks.append(1)
+        if len(checks) == 2:  # right before the rename: the new owner acts now
+            log = new_owner.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 6))
+            log.append([(b"k", b"new", 1)])
+            log.close()
+        return True
+
+    with pytest.raises(FencedError):
+        old_owner.delete_partition("t", 0, Fence("t-0", 5, valid=stalls_after_the_check), {OLD_ID})
+    assert read_partition_metadata(tmp_path / "t-0") == NEW_ID and not list(tmp_path.glob("*-delete"))
+    reopened = new_owner.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 7))
+    assert reopened.end_offset == 1 and b"new" in reopened.read(0, 1 << 20)
+    reopened.close()
