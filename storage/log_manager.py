@@ -96,14 +96,16 @@ class LogManager:
 
     def get_or_create(
         self, topic: str, partition: int, config: LogConfig | None = None, topic_id: bytes | None = None,
-        fence: Fence | None = None,
+        fence: Fence | None = None, deleted: Collection[bytes] = (),
     ) -> PartitionLog:
         """The open log of a partition, opening (and recovering) or creating it as needed.
 
         With a ``fence`` (a cluster node's claim of the partition) the log is always opened afresh
         from its files, whatever this process had open before (which is let go of untouched), and
         carries the fence: nothing of an earlier tenure (segment list, end offset, indexes, epoch
-        cache) survives into a new one. Raises ``FencedError`` if the claim is already over."""
+        cache) survives into a new one. Raises ``FencedError`` if the claim is already over. A
+        directory found there whose ``partition.metadata`` names one of the ``deleted`` topic ids
+        (a topic deleted, its name since taken by another) is renamed away under the fence first."""
         tp = (topic, partition)
         discarded: Path | None = None
         with self._lock:
@@ -116,8 +118,8 @@ class LogManager:
             if fence is not None:
                 fence.check()
             directory = self.log_dir / partition_dir_name(topic, partition)
-            inode = self._inode(directory) if fence is not None and topic_id is not None else None
-            if inode is not None and self.recorded_topic_id(directory) not in (None, topic_id):
+            inode = self._inode(directory) if fence is not None and deleted else None
+            if inode is not None and self.recorded_topic_id(directory) in deleted:
                 # A deleted topic's partition under the same name, not removed yet (its owner died
                 # before it could): it is no part of this topic. Only the owner gets here.
                 discarded = self._rename_away(directory, fence, inode)

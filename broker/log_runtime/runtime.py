@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -226,13 +226,14 @@ class LogRuntime:
     # ---- partitions ---------------------------------------------------------------------------
 
     def open(self, topic: str, index: int, config: LogConfig | None = None, topic_id: bytes | None = None,
-             owner: PartitionOwner | None = None) -> Partition:
+             owner: PartitionOwner | None = None, deleted: Collection[bytes] = ()) -> Partition:
         """The partition, opening (recovering) or creating its log. Blocking: may run on a worker
         thread, but registering the result happens on the trio thread in ``adopt``. In cluster mode
         the log is opened afresh from its files under this node's current claim of the partition
-        (``FencedError`` without one)."""
+        (``FencedError`` without one), replacing a directory of one of the ``deleted`` topic ids."""
         fence = self.fence_for(topic, index)
-        part = Partition(topic, index, self.manager.get_or_create(topic, index, config, topic_id, fence), owner)
+        log = self.manager.get_or_create(topic, index, config, topic_id, fence, deleted)
+        part = Partition(topic, index, log, owner)
         part.fence = fence
         return part
 

@@ -484,8 +484,11 @@ class TopicLogs:
         if topic is None or not 0 <= key[1] < topic.partitions:
             return
 
+        # A deleted topic's directory where this topic's partition goes is replaced (under the claim).
+        deleted = frozenset(self.catalog.deleted)
+
         def open_log() -> Partition:
-            part = self.runtime.open(key[0], key[1], self.config_for(topic), topic.topic_id)
+            part = self.runtime.open(key[0], key[1], self.config_for(topic), topic.topic_id, deleted=deleted)
             part.log.begin_epoch(epoch)
             return part
 

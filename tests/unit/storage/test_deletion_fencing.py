@@ -105,15 +105,20 @@ def test_a_recreated_topics_owner_replaces_the_deleted_topics_directory(tmp_path
     before = tree(tmp_path)
     # Without a valid claim nothing is renamed: the open is refused with every file as it was.
     with pytest.raises(FencedError):
-        manager.get_or_create("t", 0, topic_id=NEW_ID, fence=lapsed("t-0"))
+        manager.get_or_create("t", 0, topic_id=NEW_ID, fence=lapsed("t-0"), deleted={OLD_ID})
     assert tree(tmp_path) == before
-    log = manager.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 6))
+    # A directory of a topic not known to be deleted (the topic id of an internal topic that
+    # differs, a data dir from elsewhere) is opened as it is.
+    log = manager.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 6), deleted={b"\x09" * 16})
+    assert log.end_offset == 60 and read_partition_metadata(tmp_path / "t-0") == OLD_ID
+    log.close()
+    log = manager.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 6), deleted={OLD_ID})
     assert log.end_offset == 0 and log.log_start_offset == 0
     assert read_partition_metadata(tmp_path / "t-0") == NEW_ID
     assert not list(tmp_path.glob("*-delete"))
     log.close()
     # The same topic's directory is opened as it is.
-    again = manager.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 7))
+    again = manager.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 7), deleted={OLD_ID})
     assert again.end_offset == 0
     again.close()
 
@@ -190,7 +195,7 @@ def test_a_directory_replaced_between_the_check_and_the_rename_is_put_back(tmp_p
     def stalls_after_the_check() -> bool:
         checks.append(1)
         if len(checks) == 2:  # right before the rename: the new owner acts now
-            log = new_owner.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 6))
+            log = new_owner.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 6), deleted={OLD_ID})
             log.append([(b"k", b"new", 1)])
             log.close()
         return True
