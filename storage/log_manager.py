@@ -8,7 +8,7 @@ crash leaves no half-deleted live partition) and then removed.
 In a cluster a partition directory is renamed away only under its owner's fence, checked right
 before the rename: by the owner of a deleted topic's partition (``delete_partition``), or by the
 owner of a topic created again under the same name, which finds the old topic's directory where
-its partition goes (its ``partition.metadata`` names another topic id) and opens a fresh one.
+its partition goes (its ``partition.metadata`` names a deleted topic) and opens a fresh one.
 """
 
 from __future__ import annotations
@@ -62,6 +62,8 @@ class LogManager:
         self.clock = clock
         self.opener = opener
         self.reports: dict[TopicPartition, RecoveryReport] = {}
+        # Partitions whose opening replaced a deleted topic's directory (for the caller to report).
+        self.replaced: set[TopicPartition] = set()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._lock = threading.Lock()
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -123,6 +125,7 @@ class LogManager:
                 # A deleted topic's partition under the same name, not removed yet (its owner died
                 # before it could): it is no part of this topic. Only the owner gets here.
                 discarded = self._rename_away(directory, fence, inode)
+                self.replaced.add(tp)
             created = not directory.exists()
             log, report = self.opener(
                 directory, config or self.config, recovery_point=self._recovery_points.get(tp),

@@ -505,6 +505,10 @@ class TopicLogs:
             part.log.close()
             self.runtime.manager.forget(*key)
             return
+        if key in self.runtime.manager.replaced:
+            self.runtime.manager.replaced.discard(key)
+            logs.event("partition.deleted", topic=key[0], partition=key[1], epoch=epoch,
+                       replaced_by=topic.topic_id.hex())
         state = self._open(topic, key[1], part)
         _rebuild_producers(state, int(time.time() * 1000))
         self.producer_ids.at_least(state.producers.max_producer_id())

@@ -183,6 +183,11 @@ def test_a_topic_deleted_and_created_again_at_once_keeps_the_new_topics_data(clu
         assert read_partition(bootstrap, topic, p, timeout=20) == (expected[p], 100)
         assert read_partition_metadata(cluster.data_dir / f"{topic}-{p}") == new_id
     assert not list(cluster.data_dir.glob(f"{topic}-*-delete"))
+    # The old topic's directories went, each once, by their owner (released, or replaced by the
+    # new topic's partition opened under the same claim).
+    wait_for(lambda: deletions_logged(cluster, A, topic) | deletions_logged(cluster, B, topic) == {0, 1}, 5,
+             "the old topic's deletions logged")
+    assert not deletions_logged(cluster, A, topic) & deletions_logged(cluster, B, topic)
 
 
 def test_the_directories_of_a_dead_owner_are_removed_once_its_claims_expire(cluster: Cluster) -> None:

@@ -112,8 +112,9 @@ def test_a_recreated_topics_owner_replaces_the_deleted_topics_directory(tmp_path
     log = manager.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 6), deleted={b"\x09" * 16})
     assert log.end_offset == 60 and read_partition_metadata(tmp_path / "t-0") == OLD_ID
     log.close()
+    assert not manager.replaced
     log = manager.get_or_create("t", 0, topic_id=NEW_ID, fence=Fence("t-0", 6), deleted={OLD_ID})
-    assert log.end_offset == 0 and log.log_start_offset == 0
+    assert log.end_offset == 0 and log.log_start_offset == 0 and manager.replaced == {("t", 0)}
     assert read_partition_metadata(tmp_path / "t-0") == NEW_ID
     assert not list(tmp_path.glob("*-delete"))
     log.close()
