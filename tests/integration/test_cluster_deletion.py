@@ -21,6 +21,7 @@ from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.delete_topics import DeleteTopicsRequest
+from protocol.messages.metadata import MetadataRequest
 from storage.checkpoints import read_partition_metadata, write_partition_metadata
 from testkit.etcd import EtcdProcess
 from tests.integration.helpers.clients import create_topic
@@ -38,12 +39,26 @@ def cluster(etcd: EtcdProcess, tmp_path_factory: pytest.TempPathFactory) -> Iter
     c = Cluster(etcd, tmp_path_factory.mktemp("deletion"), session_timeout_ms=6000,
                 **{"log.segment.bytes": "65536", "auto.create.topics.enable": "false"})
     try:
-        for node in (A, B):
-            c.start_node(node)
-        c.wait_spread({A, B})
+        # Both at once: each start waits until the node serves.
+        starting = [threading.Thread(target=c.start_node, args=(node,)) for node in (A, B)]
+        for thread in starting:
+            thread.start()
+        for thread in starting:
+            thread.join(60)
+        wait_for(lambda: all(registered(c, node) == {A, B} for node in (A, B)), 30, "both nodes registered")
         yield c
     finally:
         c.stop_all()
+
+
+def registered(cluster: Cluster, node: int) -> set[int]:
+    """The nodes ``node`` knows of (Metadata's brokers)."""
+    try:
+        with WireClient("127.0.0.1", cluster.nodes[node].port, timeout=5) as c:
+            answer = c.call(ApiKey.Metadata, 9, MetadataRequest(topics=[], allow_auto_topic_creation=False))
+    except OSError:
+        return set()
+    return {b.node_id for b in answer.brokers}
 
 
 def tree(directory: Path) -> dict[str, str]:
