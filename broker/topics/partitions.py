@@ -495,25 +495,30 @@ class TopicLogs:
         try:
             part = await trio.to_thread.run_sync(open_log)
         except (OSError, StorageError) as exc:
+            self._report_replaced(key, topic, epoch)
             # Fenced (the claim ended meanwhile) or the disk failed; a claim still held tries again.
             logs.warn("partition.open_failed", topic=key[0], partition=key[1], error=repr(exc))
             if self.cluster.owns(key) and self.cluster.fence_for(key).epoch == epoch:
                 await trio.sleep(REOPEN_DELAY_S)
                 self.runtime.spawn(self.gain, key, epoch)
             return
+        self._report_replaced(key, topic, epoch)
         if not self.cluster.owns(key) or self.catalog.get(key[0]) is not topic:
             part.log.close()
             self.runtime.manager.forget(*key)
             return
-        if key in self.runtime.manager.replaced:
-            self.runtime.manager.replaced.discard(key)
-            logs.event("partition.deleted", topic=key[0], partition=key[1], epoch=epoch,
-                       replaced_by=topic.topic_id.hex())
         state = self._open(topic, key[1], part)
         _rebuild_producers(state, int(time.time() * 1000))
         self.producer_ids.at_least(state.producers.max_producer_id())
         logs.event("partition.took_over", topic=key[0], partition=key[1], epoch=part.log.leader_epoch,
                    end_offset=part.log.end_offset)
+
+    def _report_replaced(self, key: TopicPartition, topic: Topic, epoch: int) -> None:
+        """Logs that opening ``key`` replaced a deleted topic's directory (``LogManager.replaced``)."""
+        if key in self.runtime.manager.replaced:
+            self.runtime.manager.replaced.discard(key)
+            logs.event("partition.deleted", topic=key[0], partition=key[1], epoch=epoch,
+                       replaced_by=topic.topic_id.hex())
 
     def lose(self, key: TopicPartition) -> None:
         state = self.states.pop(key, None)
