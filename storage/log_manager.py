@@ -123,7 +123,8 @@ class LogManager:
             inode = self._inode(directory) if fence is not None and deleted else None
             if inode is not None and self.recorded_topic_id(directory) in deleted:
                 # A deleted topic's partition under the same name, not removed yet (its owner died
-                # before it could): it is no part of this topic. Only the owner gets here.
+                # first, or is this node, which kept the claim across the deletion): it is no part
+                # of this topic. Only the partition's owner gets here.
                 discarded = self._rename_away(directory, fence, inode)
                 self.replaced.add(tp)
             created = not directory.exists()
