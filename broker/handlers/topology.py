@@ -271,31 +271,29 @@ class TopologyApis:
         is no metadata log to count. docs/cluster.md says why."""
         TopicData = DescribeQuorumResponse.TopicData
         PartitionData = TopicData.PartitionData
-        nodes = self.view.live_nodes(req.listener)
-        leader, host, port = nodes[0]
+        asked = req.body.topics
+        if not (len(asked) == 1 and asked[0].topic_name == METADATA_TOPIC and len(asked[0].partitions) == 1
+                and asked[0].partitions[0].partition_index == 0):
+            # Kafka's KRaft client answers exactly one partition, __cluster_metadata-0, and fails
+            # every partition of any other request.
+            req.reply.set(DescribeQuorumResponse(error_code=ErrorCode.NONE, error_message="", nodes=[], topics=[
+                TopicData(topic_name=t.topic_name, partitions=[PartitionData(
+                    partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+                    error_message="This server does not host this topic-partition.", leader_id=0,
+                    leader_epoch=0, high_watermark=0, current_voters=[], observers=[]) for p in t.partitions])
+                for t in asked]))
+            return
+        leader, host, port = self.view.live_nodes(req.listener)[0]
         now = self.clock()
-        topics = []
-        for t in req.body.topics:
-            partitions = []
-            for p in t.partitions:
-                if t.topic_name != METADATA_TOPIC or p.partition_index != 0:
-                    partitions.append(PartitionData(
-                        partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                        error_message="This server does not host this topic-partition.", leader_id=0,
-                        leader_epoch=0, high_watermark=0, current_voters=[], observers=[]))
-                    continue
-                voter = PartitionData.ReplicaState(replica_id=leader, replica_directory_id=ZERO_UUID,
-                                                   log_end_offset=0, last_fetch_timestamp=now,
-                                                   last_caught_up_timestamp=now)
-                partitions.append(PartitionData(partition_index=0, error_code=ErrorCode.NONE, error_message=None,
-                                                leader_id=leader, leader_epoch=1, high_watermark=0,
-                                                current_voters=[voter], observers=[]))
-            topics.append(TopicData(topic_name=t.topic_name, partitions=partitions))
+        voter = PartitionData.ReplicaState(replica_id=leader, replica_directory_id=ZERO_UUID, log_end_offset=0,
+                                           last_fetch_timestamp=now, last_caught_up_timestamp=now)
         Node = DescribeQuorumResponse.Node
         req.reply.set(DescribeQuorumResponse(
-            error_code=ErrorCode.NONE, error_message=None, topics=topics,
-            nodes=[Node(node_id=leader, listeners=[Node.Listener(name=req.listener, host=host, port=port)])]
-            if any(t.topic_name == METADATA_TOPIC for t in req.body.topics) else []))
+            error_code=ErrorCode.NONE, error_message="",
+            topics=[TopicData(topic_name=METADATA_TOPIC, partitions=[PartitionData(
+                partition_index=0, error_code=ErrorCode.NONE, error_message="", leader_id=leader, leader_epoch=1,
+                high_watermark=0, current_voters=[voter], observers=[])])],
+            nodes=[Node(node_id=leader, listeners=[Node.Listener(name=req.listener, host=host, port=port)])]))
 
     # ---- UpdateFeatures -----------------------------------------------------------------------
 
