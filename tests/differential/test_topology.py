@@ -12,6 +12,10 @@ from protocol.messages.alter_partition_reassignments import AlterPartitionReassi
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
+from protocol.messages.describe_user_scram_credentials import (
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
+)
 from protocol.messages.elect_leaders import ElectLeadersRequest
 from protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
@@ -27,7 +31,7 @@ APR = AlterPartitionReassignmentsRequest
 Reassign = APR.ReassignableTopic.ReassignablePartition
 FU = UpdateFeaturesRequest.FeatureUpdateKey
 REQUEST_TIMED_OUT, NO_REASSIGNMENT_IN_PROGRESS, INVALID_REPLICA_ASSIGNMENT = 7, 85, 39
-ELECTION_NOT_NEEDED, INVALID_UPDATE_VERSION = 84, 95
+ELECTION_NOT_NEEDED, INVALID_UPDATE_VERSION, RESOURCE_NOT_FOUND = 84, 95, 91
 
 
 def describe(c: WireClient, topics: list[str], limit: int = 2000, cursor: tuple[str, int] | None = None) -> object:
@@ -213,3 +217,23 @@ def test_features_in_api_versions(pair: Pair) -> None:
     differ = {n: (kafka_final.get(n), ours_final.get(n)) for n in set(kafka_final) | set(ours_final)
               if kafka_final.get(n) != ours_final.get(n)}
     assert differ == FINALIZED_DIFFERENCES
+
+
+def test_describe_scram_credentials_of_users_that_do_not_exist(pair: Pair) -> None:
+    """Each unknown user is answered RESOURCE_NOT_FOUND, a user named twice DUPLICATE_RESOURCE."""
+    U = DescribeUserScramCredentialsRequest.UserName
+    ghost, nobody = unique("ghost"), unique("nobody")
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        answers = []
+        for users in ([U(name=nobody), U(name=ghost)], [U(name=ghost), U(name=ghost)], [U(name="")], []):
+            answer: DescribeUserScramCredentialsResponse = c.call(50, 0, DescribeUserScramCredentialsRequest(
+                users=users))
+            # Kafka answers users in no particular order; a client finds each by name.
+            answers.append((answer.error_code, sorted((r.user, r.error_code, r.credential_infos)
+                                                      for r in answer.results)))
+        return answers
+
+    answers = pair.compare(scenario)
+    assert answers[0][1][0][1] == RESOURCE_NOT_FOUND  # type: ignore[index]
