@@ -89,10 +89,10 @@ def test_update_features_keeps_every_level(tmp_path: Path) -> None:
     t = apis(tmp_path)
     U = UpdateFeaturesRequest.FeatureUpdateKey
 
-    def code(version: int, *updates: Data) -> int:
+    def code(version: int, *updates: UpdateFeaturesRequest.FeatureUpdateKey) -> int:
         answer = call(t.update_features, UpdateFeaturesRequest, UpdateFeaturesResponse,
                       UpdateFeaturesRequest(feature_updates=list(updates), validate_only=True), version)
-        return answer.error_code  # type: ignore[attr-defined, no-any-return]
+        return answer.error_code  # type: ignore[attr-defined]
 
     assert code(2, U(feature="group.version", max_version_level=1)) == 0
     assert code(2, U(feature="metadata.version", max_version_level=33)) == 0
