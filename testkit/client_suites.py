@@ -130,10 +130,10 @@ def run(pytest_args: list[str], work: Path) -> tuple[int, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (e.g. -k describe)")
-    args = parser.parse_args(argv)
+    # Every argument goes to pytest (e.g. -k describe, -rA).
+    _known, pytest_args = parser.parse_known_args(argv)
     with tempfile.TemporaryDirectory(prefix="kcoord-client-suite-") as tmp:
-        code, output = run(args.pytest_args, Path(tmp))
+        code, output = run(pytest_args, Path(tmp))
     print(output)
     counts = summary(output)
     print("kafka-python", KAFKA_PYTHON, "integration suite against kcoord:",
