@@ -101,8 +101,7 @@ def test_kafka_topics_create_list_describe_alter_delete(tools: Tools, reference:
     listed = tools.out(TOPICS, "--list").splitlines()
     assert topic in listed and "__consumer_offsets" in listed
 
-    # Kafka 4's kafka-topics asks DescribeTopicPartitions first; kcoord does not serve it, and the
-    # tool falls back to Metadata: the same description apart from the ELR fields.
+    # Kafka 4's kafka-topics asks DescribeTopicPartitions: the same description, ELR fields included.
     ours, theirs = on_both(tools, reference, lambda t: _describe_topic(t.out(TOPICS, "--describe", "--topic", topic)))
     assert ours[0]["PartitionCount"] == theirs[0]["PartitionCount"] == "3"
     assert _configs(ours[0].pop("Configs")) == _configs(theirs[0].pop("Configs")) == {
