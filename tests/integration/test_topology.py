@@ -6,6 +6,7 @@ of kafka-python and confluent-kafka that use these APIs; and their ACL checks.""
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,9 +28,12 @@ from kafka.errors import ClusterAuthorizationFailedError, InvalidUpdateVersionEr
 from kafka.structs import TopicPartition
 
 from kclient.wire_client import WireClient
+from protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from protocol.messages.describe_quorum import DescribeQuorumRequest
 from protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from protocol.messages.elect_leaders import ElectLeadersRequest
 from testkit.kcoord import BrokerProcess
+from tests.integration.helpers.cluster import Cluster
 from tests.integration.helpers.kafka_programs import Tools
 
 pytestmark = pytest.mark.timeout(180)
@@ -39,7 +43,7 @@ REASSIGN = "org.apache.kafka.tools.reassign.ReassignPartitionsCommand"
 QUORUM = "org.apache.kafka.tools.MetadataQuorumCommand"
 ELECTION = "org.apache.kafka.tools.LeaderElectionCommand"
 FEATURES = "org.apache.kafka.tools.FeatureCommand"
-ELECTION_NOT_NEEDED = 84
+ELECTION_NOT_NEEDED, INVALID_REPLICA_ASSIGNMENT = 84, 39
 TOPIC_AUTHORIZATION_FAILED, CLUSTER_AUTHORIZATION_FAILED = 29, 31
 
 
@@ -209,3 +213,43 @@ def test_acls_of_the_topology_apis(tmp_path: Path) -> None:
             python_admin.close()
     finally:
         broker.kill()
+
+
+def test_in_a_cluster(cluster: Cluster) -> None:
+    """Two nodes: each partition's owner is its leader, replica and ISR on every node;
+    DescribeQuorum names the lowest live node as the quorum's one voter, as Metadata names it
+    controller; a partition can be "reassigned" only to the node that owns it."""
+    for node in (1, 2):
+        cluster.start_node(node)
+    cluster.wait_spread({1, 2})
+    bootstrap = ",".join(b.bootstrap for b in cluster.alive())
+    topic = unique("cluster-topology")
+    create(bootstrap, topic, 4)
+    deadline = time.monotonic() + 30
+    while -1 in (owners := cluster.leaders(topic=topic)).values() and time.monotonic() < deadline:
+        time.sleep(0.2)  # each partition is claimed by its owner a moment after creation
+    assert set(owners.values()) == {1, 2}
+    T = DescribeTopicPartitionsRequest.TopicRequest
+    P = AlterPartitionReassignmentsRequest.ReassignableTopic.ReassignablePartition
+    for b in cluster.alive():
+        with WireClient("127.0.0.1", b.port) as c:
+            described = c.call(75, 0, DescribeTopicPartitionsRequest(topics=[T(name=topic)]))
+            assert {p.partition_index: (p.leader_id, p.replica_nodes, p.isr_nodes)
+                    for p in described.topics[0].partitions} == {i: (n, [n], [n]) for i, n in owners.items()}
+            quorum = c.call(55, 2, DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
+                topic_name="__cluster_metadata", partitions=[DescribeQuorumRequest.TopicData.PartitionData(
+                    partition_index=0)])]))
+            part = quorum.topics[0].partitions[0]
+            assert (part.leader_id, [v.replica_id for v in part.current_voters]) == (1, [1])
+            assert [(n.node_id, n.listeners[0].port) for n in quorum.nodes] == [(1, cluster.nodes[1].port)]
+            other = {i: 3 - n for i, n in owners.items()}
+            moved = c.call(45, 1, AlterPartitionReassignmentsRequest(topics=[
+                AlterPartitionReassignmentsRequest.ReassignableTopic(name=topic, partitions=[
+                    P(partition_index=0, replicas=[owners[0]]), P(partition_index=1, replicas=[other[1]]),
+                    P(partition_index=2, replicas=[1, 2]), P(partition_index=3, replicas=[7])])]))
+            assert [p.error_code for p in moved.responses[0].partitions] == [0, INVALID_REPLICA_ASSIGNMENT,
+                                                                           INVALID_REPLICA_ASSIGNMENT,
+                                                                           INVALID_REPLICA_ASSIGNMENT]
+            elected = c.call(43, 2, ElectLeadersRequest(election_type=0, timeout_ms=10000, topic_partitions=[
+                ElectLeadersRequest.TopicPartitions(topic=topic, partitions=[0, 1, 2, 3])]))
+            assert {p.error_code for p in elected.replica_election_results[0].partition_result} == {ELECTION_NOT_NEEDED}
