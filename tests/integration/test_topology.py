@@ -104,8 +104,6 @@ def test_kafka_metadata_quorum_sees_a_one_node_quorum(tools: Tools, kcoord: Brok
     assert status["HighWatermark"].strip() == "0"
     assert json.loads(status["CurrentVoters"]) == [{"id": 1, "endpoints": [f"PLAINTEXT://{kcoord.bootstrap}"]}]
     assert json.loads(status["CurrentObservers"]) == []
-    replication = tools.out(QUORUM, "describe", "--replication").splitlines()
-    assert replication[1].split()[0] == "1" and replication[1].split()[-1] == "Leader"
 
 
 def test_kafka_leader_election_finds_nothing_to_elect(tools: Tools, kcoord: BrokerProcess) -> None:
@@ -113,9 +111,6 @@ def test_kafka_leader_election_finds_nothing_to_elect(tools: Tools, kcoord: Brok
     create(kcoord.bootstrap, topic, 1)
     out = tools.out(ELECTION, "--election-type", "preferred", "--topic", topic, "--partition", "0")
     assert f"Valid replica already elected for partitions {topic}-0" in out
-    missing = tools.run(ELECTION, "--election-type", "preferred", "--topic", unique("missing"), "--partition", "0",
-                        check=False)
-    assert missing.returncode != 0 and "UnknownTopicOrPartitionException" in missing.stdout + missing.stderr
 
 
 def test_kafka_features_describe(tools: Tools) -> None:
