@@ -39,6 +39,7 @@ from broker.handlers.produce import ProduceApi
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
 from broker.handlers.topics import TopicApis
+from broker.handlers.topology import TopologyApis
 from broker.handlers.transactions import (
     ADD_PARTITIONS_MAX_VERSION,
     END_TXN_MAX_VERSION,
@@ -52,6 +53,10 @@ from broker.security.request_checks import RequestChecks
 from protocol.messages import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -75,11 +80,17 @@ from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsRes
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+)
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
+from protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -89,6 +100,10 @@ from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
@@ -99,6 +114,7 @@ from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAut
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from protocol.schema import Data, Message
 
@@ -158,6 +174,7 @@ class Handlers:
     sasl: SaslApis
     scram: ScramCredentialApis
     acls: AclApis
+    topology: TopologyApis
     # Only in a cluster: the markers another node's transaction coordinator has this node write.
     write_txn_markers: WriteTxnMarkersApi | None = None
 
@@ -243,6 +260,21 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             refuse=refusals.create_acls),
         api(DeleteAclsRequest, DeleteAclsResponse, h.acls.delete, authorize=checks.cluster_alter,
             refuse=refusals.delete_acls),
+        # ---- topology and features (broker/handlers/topology.py) -------------------------------
+        api(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, h.topology.describe_topic_partitions,
+            authorize=checks.describe_topic_partitions, refuse=refusals.describe_topic_partitions),
+        api(ElectLeadersRequest, ElectLeadersResponse, h.topology.elect_leaders, authorize=checks.cluster_alter,
+            refuse=refusals.elect_leaders),
+        api(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
+            h.topology.alter_partition_reassignments, authorize=checks.cluster_alter,
+            refuse=refusals.alter_partition_reassignments),
+        api(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
+            h.topology.list_partition_reassignments, authorize=checks.cluster_describe,
+            refuse=refusals.list_partition_reassignments),
+        api(DescribeQuorumRequest, DescribeQuorumResponse, h.topology.describe_quorum,
+            authorize=checks.cluster_describe, refuse=refusals.describe_quorum),
+        api(UpdateFeaturesRequest, UpdateFeaturesResponse, h.topology.update_features,
+            authorize=checks.cluster_alter, refuse=refusals.update_features),
     ) + (() if h.write_txn_markers is None else (
         # ---- between the nodes of a cluster ----------------------------------------------------
         api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, h.write_txn_markers, authorize=checks.cluster_peer,

@@ -42,6 +42,7 @@ from broker.handlers.produce import ProduceApi
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
 from broker.handlers.topics import TopicApis
+from broker.handlers.topology import TopologyApis
 from broker.handlers.transactions import TransactionApis
 from broker.handlers.write_txn_markers import WriteTxnMarkersApi
 from broker.log_runtime.runtime import LogRuntime
@@ -274,6 +275,8 @@ class BrokerApp:
                           c.get_int("connection.failed.authentication.delay.ms") / 1000),
             scram=ScramCredentialApis(security.credentials, security.etcd_store, self.logs),
             acls=AclApis(authorizer, security.etcd_store, self.logs),
+            topology=TopologyApis(self.view, self.catalog, authorizer,
+                                  lambda: [k for k, _, _ in self.router.advertised()], self.clock),
             write_txn_markers=None if self.cluster is None else
             WriteTxnMarkersApi(self.transactions.markers, self.peer_secret),
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from broker import features
 from broker.cluster.view import ClusterView
 from broker.coordinator.partitioning import partition_for
 from broker.network.router import Request
@@ -51,10 +52,19 @@ class ApiVersionsApi:
         if req.version >= 3 and not (_SOFTWARE.match(body.client_software_name or "")
                                      and _SOFTWARE.match(body.client_software_version or "")):
             error = ErrorCode.INVALID_REQUEST
+        advertised = self.advertised()
+        served = {k for k, _, _ in advertised}
+        Supported, Finalized = ApiVersionsResponse.SupportedFeatureKey, ApiVersionsResponse.FinalizedFeatureKey
         req.reply.set(ApiVersionsResponse(
             error_code=error,
             api_keys=[ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                      for k, lo, hi in self.advertised()],
+                      for k, lo, hi in advertised],
+            # The feature levels kcoord implements (broker/features.py), as Kafka 4 lists them.
+            supported_features=[Supported(name=n, min_version=lo, max_version=hi)
+                                for n, lo, hi in features.supported_keys(served, req.version)],
+            finalized_features_epoch=features.FINALIZED_EPOCH,
+            finalized_features=[Finalized(name=n, max_version_level=level, min_version_level=level)
+                                for n, level in features.finalized_levels(served).items()],
         ))
 
 

@@ -5,10 +5,15 @@ authorizer answers a denied request with it."""
 
 from __future__ import annotations
 
+from broker.handlers import topology
 from broker.network.router import Request
 from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -22,21 +27,32 @@ from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsRes
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+)
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
+from protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 
 _CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
@@ -173,3 +189,35 @@ def alter_user_scram_credentials(req: Request[AlterUserScramCredentialsRequest],
     users = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
     return AlterUserScramCredentialsResponse(results=[AlterUserScramCredentialsResponse.Result(
         user=u, error_code=code, error_message=None) for u in users])
+
+
+# ---- topology and features (broker/handlers/topology.py) -----------------------------------------
+
+def describe_topic_partitions(req: Request[DescribeTopicPartitionsRequest],
+                              code: int) -> DescribeTopicPartitionsResponse:
+    return topology.describe_topic_partitions_error(req.body, code)
+
+
+def elect_leaders(req: Request[ElectLeadersRequest], code: int) -> ElectLeadersResponse:
+    return topology.elect_leaders_error(req, code, None)
+
+
+def alter_partition_reassignments(req: Request[AlterPartitionReassignmentsRequest],
+                                  code: int) -> AlterPartitionReassignmentsResponse:
+    return topology.alter_partition_reassignments_error(req, code)
+
+
+def list_partition_reassignments(req: Request[ListPartitionReassignmentsRequest],
+                                 code: int) -> ListPartitionReassignmentsResponse:
+    return ListPartitionReassignmentsResponse(error_code=code, error_message=None, topics=[])
+
+
+def describe_quorum(req: Request[DescribeQuorumRequest], code: int) -> DescribeQuorumResponse:
+    return DescribeQuorumResponse(error_code=code, error_message=None, topics=[], nodes=[])
+
+
+def update_features(req: Request[UpdateFeaturesRequest], code: int) -> UpdateFeaturesResponse:
+    Result = UpdateFeaturesResponse.UpdatableFeatureResult
+    return UpdateFeaturesResponse(error_code=code, error_message=None, results=[
+        Result(feature=u.feature, error_code=code, error_message=None) for u in req.body.feature_updates]
+        if req.version < 2 else [])

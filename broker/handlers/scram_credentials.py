@@ -47,13 +47,13 @@ class ScramCredentialApis:
         for user in dict.fromkeys(asked):
             if counts[user] > 1:
                 results.append(Result(user=user, error_code=ErrorCode.DUPLICATE_RESOURCE,
-                                      error_message=f"Cannot self.describe SCRAM credentials for the same user twice "
+                                      error_message=f"Cannot describe SCRAM credentials for the same user twice "
                                                     f"in a single request: {user}", credential_infos=[]))
                 continue
             mechanisms = self.store.users.get(user)
             if not mechanisms:
                 results.append(Result(user=user, error_code=ErrorCode.RESOURCE_NOT_FOUND,
-                                      error_message=f"Attempt to self.describe a user credential that does not "
+                                      error_message=f"Attempt to describe a user credential that does not "
                                                     f"exist: {user}", credential_infos=[]))
                 continue
             results.append(Result(user=user, error_code=ErrorCode.NONE, error_message=None, credential_infos=[
@@ -73,7 +73,7 @@ class ScramCredentialApis:
 
         for (user, mechanism), count in seen.items():
             if count > 1:
-                reject(user, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be self.altered twice in the same "
+                reject(user, ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same "
                                                            "request")
             if not user:
                 reject(user, ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty")
@@ -104,7 +104,7 @@ class ScramCredentialApis:
             self.store.upsert(user, credential)
             changed = True
         if changed:
-            self.store.save()  # durable before the self.answer
+            self.store.save()  # durable before the answer
             self.altered(req, users, errors)
         self.answer(req, users, errors)
 
@@ -113,7 +113,7 @@ class ScramCredentialApis:
                             upserts: list[tuple[str, ScramCredential]]) -> None:
         assert self.etcd_store is not None
         try:
-            await self.etcd_store.alter_credentials(upserts, deletes)  # committed in etcd before the self.answer
+            await self.etcd_store.alter_credentials(upserts, deletes)  # committed in etcd before the answer
         except EtcdError as exc:
             logs.warn("scram.etcd_write_failed", error=str(exc)[:200])
             for user in users:

@@ -673,6 +673,14 @@ class RequestChecks:
         return False
 
 
+    # ---- topology and features --------------------------------------------------------------------
+
+    def describe_topic_partitions(self, req: Request[Body], refuse: Refuse[Body]) -> bool:
+        """Describe on each topic, checked by the handler while it pages (Kafka's
+        DescribeTopicPartitionsRequestHandler): the cursor and the partition limit apply to the
+        topics the principal may describe, so they cannot be filtered out before or after."""
+        return False
+
 def _described_topics(group: Any) -> list[str]:
     """The topics a described consumer group shows: its members' subscribed topic names and the
     topics of their current and target assignments, in order of appearance."""

@@ -10,6 +10,10 @@ from enum import IntEnum
 
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_partition_reassignments import (
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
+)
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -33,11 +37,17 @@ from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsRes
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from protocol.messages.describe_topic_partitions import (
+    DescribeTopicPartitionsRequest,
+    DescribeTopicPartitionsResponse,
+)
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
 )
+from protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -47,6 +57,10 @@ from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
+from protocol.messages.list_partition_reassignments import (
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
+)
 from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
@@ -57,6 +71,7 @@ from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAut
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from protocol.schema import Message
 
@@ -102,6 +117,13 @@ class ApiKey(IntEnum):
     ListTransactions = 66
     ConsumerGroupHeartbeat = 68
     ConsumerGroupDescribe = 69
+    # Topology and features: partition placement, leaders, the quorum, feature levels.
+    ElectLeaders = 43
+    AlterPartitionReassignments = 45
+    ListPartitionReassignments = 46
+    DescribeQuorum = 55
+    UpdateFeatures = 57
+    DescribeTopicPartitions = 75
 
 
 _PAIRS: list[tuple[Message, Message]] = [
@@ -143,6 +165,13 @@ _PAIRS: list[tuple[Message, Message]] = [
     (ListTransactionsRequest, ListTransactionsResponse),
     (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
     (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
+    # Topology and features.
+    (ElectLeadersRequest, ElectLeadersResponse),
+    (AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse),
+    (ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse),
+    (DescribeQuorumRequest, DescribeQuorumResponse),
+    (UpdateFeaturesRequest, UpdateFeaturesResponse),
+    (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
 ]
 
 REQUESTS: dict[int, Message] = {req.api_key: req for req, _ in _PAIRS if req.api_key is not None}

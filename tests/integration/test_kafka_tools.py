@@ -72,13 +72,12 @@ def create(bootstrap: str, topic: str, partitions: int, configs: dict[str, str] 
 
 def _describe_topic(text: str) -> tuple[dict[str, str], list[dict[str, str]]]:
     """kafka-topics --describe: the topic line's fields and one dict per partition line, without
-    TopicId (random) and the ELR fields (`Elr: N/A` when the tool fell back from
-    DescribeTopicPartitions to Metadata, as it does against kcoord)."""
+    TopicId (random). The ELR fields come from DescribeTopicPartitions, which both brokers serve."""
     topic: dict[str, str] = {}
     partitions: list[dict[str, str]] = []
     for line in text.splitlines():
         fields = dict(f.split(": ", 1) if ": " in f else (f.rstrip(":"), "") for f in line.strip().split("\t"))
-        fields = {k: v for k, v in fields.items() if k not in ("TopicId", "Elr", "LastKnownElr")}
+        fields = {k: v for k, v in fields.items() if k != "TopicId"}
         if "PartitionCount" in fields:
             topic = fields
         elif "Partition" in fields:
@@ -102,8 +101,7 @@ def test_kafka_topics_create_list_describe_alter_delete(tools: Tools, reference:
     listed = tools.out(TOPICS, "--list").splitlines()
     assert topic in listed and "__consumer_offsets" in listed
 
-    # Kafka 4's kafka-topics asks DescribeTopicPartitions first; kcoord does not serve it, and the
-    # tool falls back to Metadata: the same description apart from the ELR fields.
+    # Kafka 4's kafka-topics asks DescribeTopicPartitions: the same description, ELR fields included.
     ours, theirs = on_both(tools, reference, lambda t: _describe_topic(t.out(TOPICS, "--describe", "--topic", topic)))
     assert ours[0]["PartitionCount"] == theirs[0]["PartitionCount"] == "3"
     assert _configs(ours[0].pop("Configs")) == _configs(theirs[0].pop("Configs")) == {

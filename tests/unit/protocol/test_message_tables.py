@@ -74,6 +74,13 @@ EXPECTED_VALID = {
     # KIP-848: as of Kafka 4.1.
     "ConsumerGroupHeartbeat": "0-1",
     "ConsumerGroupDescribe": "0-1",
+    # Topology and features (Kafka 4.4's ranges).
+    "ElectLeaders": "0-2",
+    "AlterPartitionReassignments": "0-1",
+    "ListPartitionReassignments": "0",
+    "DescribeQuorum": "0-2",
+    "UpdateFeatures": "0-2",
+    "DescribeTopicPartitions": "0",
 }
 
 # Element names that do not follow "Kafka's struct name minus the message/API prefix".
