@@ -14,6 +14,7 @@ from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
 )
+from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -30,6 +31,7 @@ from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -41,6 +43,10 @@ from protocol.messages.describe_user_scram_credentials import (
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.get_telemetry_subscriptions import (
+    GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse,
+)
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
@@ -53,6 +59,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
@@ -95,6 +102,8 @@ class ApiKey(IntEnum):
     CreatePartitions = 37
     DeleteGroups = 42
     OffsetDelete = 47
+    DescribeClientQuotas = 48
+    AlterClientQuotas = 49
     DescribeUserScramCredentials = 50
     AlterUserScramCredentials = 51
     DescribeCluster = 60
@@ -102,6 +111,8 @@ class ApiKey(IntEnum):
     ListTransactions = 66
     ConsumerGroupHeartbeat = 68
     ConsumerGroupDescribe = 69
+    GetTelemetrySubscriptions = 71
+    PushTelemetry = 72
 
 
 _PAIRS: list[tuple[Message, Message]] = [
@@ -143,6 +154,10 @@ _PAIRS: list[tuple[Message, Message]] = [
     (ListTransactionsRequest, ListTransactionsResponse),
     (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
     (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
+    (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+    (AlterClientQuotasRequest, AlterClientQuotasResponse),
+    (GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse),
+    (PushTelemetryRequest, PushTelemetryResponse),
 ]
 
 REQUESTS: dict[int, Message] = {req.api_key: req for req, _ in _PAIRS if req.api_key is not None}

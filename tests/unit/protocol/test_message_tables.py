@@ -74,6 +74,11 @@ EXPECTED_VALID = {
     # KIP-848: as of Kafka 4.1.
     "ConsumerGroupHeartbeat": "0-1",
     "ConsumerGroupDescribe": "0-1",
+    "DescribeClientQuotas": "0-1",
+    "AlterClientQuotas": "0-1",
+    # KIP-714: as of Kafka 4.4.
+    "GetTelemetrySubscriptions": "0",
+    "PushTelemetry": "0",
 }
 
 # Element names that do not follow "Kafka's struct name minus the message/API prefix".
