@@ -1,0 +1,203 @@
+"""Quota enforcement, as Kafka's client quota managers do it.
+
+Each answered request is recorded against the quotas that apply to its user and client id
+(``store.resolve``): a Produce request's size against ``producer_byte_rate``, a Fetch response's
+size against ``consumer_byte_rate``, and the time the broker spent on any request (as a
+percentage of one thread) against ``request_percentage``. Each (quota, user tag, client tag) has
+one sensor: a ``Rate`` over ``quota.window.num`` windows of ``quota.window.size.seconds``. A rate
+above its bound gives a throttle time (``rate.throttle_ms``; request time is capped at one window,
+as Kafka caps it); the response carries the largest in ``throttle_time_ms`` and leaves at once
+(KIP-219), and the connection reads nothing more for that long. A throttled Fetch is answered
+empty and its bytes are not counted, as Kafka answers it.
+
+Nothing is recorded while no quota is configured: the request path then costs one check."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from prometheus_client import REGISTRY
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from broker.network.router import Request
+from broker.observability import logs
+from broker.quotas.model import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
+from broker.quotas.rate import Rate, throttle_ms
+from broker.quotas.store import QuotaStore, Resolved
+from protocol.messages import ApiKey
+from protocol.schema import Data
+
+PRODUCE, FETCH, REQUEST = "Produce", "Fetch", "Request"
+_KEY = {PRODUCE: PRODUCER_BYTE_RATE, FETCH: CONSUMER_BYTE_RATE, REQUEST: REQUEST_PERCENTAGE}
+
+
+def monotonic_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+@dataclass(slots=True)
+class Sensor:
+    """One quota's rate for the clients that share it, and what throttling it has cost them."""
+
+    rate: Rate
+    bound: float
+    generation: int
+    throttle_ms_total: int = 0
+    throttled: int = 0
+
+
+@dataclass(slots=True)
+class _Pending:
+    """A request between its arrival and its answer: when its handler started and returned."""
+
+    size: int
+    started: float
+    handled: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _user(principal: str) -> str:
+    return principal.split(":", 1)[1] if ":" in principal else principal
+
+
+def fetch_bytes(response: Data) -> int:
+    """The record bytes a Fetch response carries (what ``consumer_byte_rate`` counts)."""
+    total = 0
+    for topic in getattr(response, "responses", None) or ():
+        for partition in topic.partitions:
+            records = partition.records
+            if records:
+                total += len(records)
+    return total
+
+
+class QuotaEnforcer:
+    def __init__(self, store: QuotaStore, samples: int, window_s: int,
+                 clock: Callable[[], int] = monotonic_ms) -> None:
+        self.store = store
+        self.samples = samples
+        self.window_ms = window_s * 1000
+        self.clock = clock
+        self.sensors: dict[tuple[str, str, str], Sensor] = {}
+
+    # ---- the request path (called by the router) --------------------------------------------
+
+    def observe(self, req: Request[Data], size: int) -> Callable[[], None] | None:
+        """Before a request's handler runs: with quotas configured, its answer will be throttled
+        where they are exceeded. Returns what to call when the handler returns."""
+        if not self.store.quotas:
+            return None
+        pending = _Pending(size, time.perf_counter())
+        earlier = req.reply.amend
+
+        def amend(response: Data) -> Data:
+            if earlier is not None:
+                response = earlier(response)
+            return self._throttle(req, pending, response)
+
+        def handled() -> None:
+            pending.handled = time.perf_counter()
+
+        req.reply.amend = amend
+        return handled
+
+    def _sensor(self, kind: str, resolved: Resolved) -> Sensor:
+        key = (kind, resolved.user, resolved.client_id)
+        sensor = self.sensors.get(key)
+        if sensor is None:
+            sensor = self.sensors[key] = Sensor(Rate(self.samples, self.window_ms), resolved.bound,
+                                                self.store.generation)
+        elif sensor.generation != self.store.generation:
+            sensor.bound, sensor.generation = resolved.bound, self.store.generation
+        return sensor
+
+    def record(self, kind: str, user: str, client_id: str, value: float, now_ms: int) -> tuple[int, Sensor | None]:
+        """Records ``value`` against the quota of this kind that applies; its throttle time."""
+        resolved = self.store.resolve(_KEY[kind], user, client_id)
+        if resolved is None:
+            return 0, None
+        sensor = self._sensor(kind, resolved)
+        sensor.rate.record(value, now_ms)
+        throttle = throttle_ms(sensor.rate, sensor.bound, now_ms)
+        if kind == REQUEST:
+            throttle = min(throttle, self.window_ms)
+        return throttle, sensor
+
+    def _throttle(self, req: Request[Data], pending: _Pending, response: Data) -> Data:
+        now = self.clock()
+        user, client = _user(req.principal), req.client_id
+        charged: list[tuple[int, Sensor | None]] = []
+        if req.api_key == ApiKey.Produce:
+            charged.append(self.record(PRODUCE, user, client, pending.size, now))
+        elif req.api_key == ApiKey.Fetch:
+            size = fetch_bytes(response)
+            throttle, sensor = self.record(FETCH, user, client, size, now)
+            if throttle > 0 and sensor is not None:
+                # Kafka answers a throttled fetch with no data and takes its bytes back.
+                sensor.rate.record(-size, now)
+                if "responses" in response._fields:
+                    fetch: Any = response
+                    fetch.responses = []
+            charged.append((throttle, sensor))
+        spent = (pending.handled or time.perf_counter()) - pending.started
+        charged.append(self.record(REQUEST, user, client, spent * 100.0, now))
+        throttle, worst = 0, None
+        for t, sensor in charged:
+            if sensor is not None and t > throttle:
+                throttle, worst = t, sensor
+        if throttle <= 0 or worst is None:
+            return response
+        worst.throttle_ms_total += throttle
+        worst.throttled += 1
+        if "throttle_time_ms" in response._fields:
+            throttled: Any = response
+            throttled.throttle_time_ms = throttle
+        mute = req.conn.mute
+        if mute is not None:
+            mute(throttle / 1000.0)
+        logs.debug("quota.throttled", api=req.api_key, user=user, client_id=client, throttle_ms=throttle)
+        return response
+
+    # ---- metrics ------------------------------------------------------------------------------
+
+    def families(self) -> Iterable[Any]:
+        now = self.clock()
+        labels = ["quota_type", "user", "client_id"]
+        rate = GaugeMetricFamily("kcoord_quota_rate", "Measured rate of each quota sensor over its sample windows "
+                                 "(bytes/s for Produce and Fetch, percent of a thread for Request).", labels=labels)
+        bound = GaugeMetricFamily("kcoord_quota_bound", "The quota each sensor is held to.", labels=labels)
+        throttle = CounterMetricFamily("kcoord_quota_throttle_time_ms", "Throttle time given to clients, by quota "
+                                       "sensor (milliseconds).", labels=labels)
+        throttled = CounterMetricFamily("kcoord_quota_throttled_responses", "Responses that carried a throttle "
+                                        "time, by the quota sensor that caused it.", labels=labels)
+        for (kind, user, client), sensor in list(self.sensors.items()):
+            values = [kind, user, client]
+            rate.add_metric(values, sensor.rate.measure(now))
+            bound.add_metric(values, sensor.bound)
+            throttle.add_metric(values, sensor.throttle_ms_total)
+            throttled.add_metric(values, sensor.throttled)
+        return (rate, bound, throttle, throttled)
+
+
+class _Collector(Collector):
+    def __init__(self, enforcer: QuotaEnforcer) -> None:
+        self.enforcer = enforcer
+
+    def collect(self) -> Iterable[Any]:
+        return self.enforcer.families()
+
+
+_collector: _Collector | None = None
+
+
+def install_collector(enforcer: QuotaEnforcer) -> None:
+    """Exports this broker's quota sensors on /metrics (replacing an earlier broker's in this process)."""
+    global _collector
+    if _collector is not None:
+        REGISTRY.unregister(_collector)
+    _collector = _Collector(enforcer)
+    REGISTRY.register(_collector)
