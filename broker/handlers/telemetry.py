@@ -31,12 +31,14 @@ class TelemetryApis:
         self.service = service
 
     def get_subscriptions(self, req: Request[GetTelemetrySubscriptionsRequest]) -> None:
+        # Cumulative sums, not Kafka's deltas: the pushed values are exported as they are, and
+        # Prometheus wants totals.
         inst = self.service.instance(req.body.client_instance_id, _selectors(req))
         inst.last_get_ms = self.service.clock()
         req.reply.set(GetTelemetrySubscriptionsResponse(
             error_code=ErrorCode.NONE, client_instance_id=inst.instance_id, subscription_id=inst.subscription_id,
             accepted_compression_types=ACCEPTED_COMPRESSION, push_interval_ms=inst.interval_ms,
-            telemetry_max_bytes=self.service.max_bytes, delta_temporality=True,
+            telemetry_max_bytes=self.service.max_bytes, delta_temporality=False,
             requested_metrics=list(inst.metrics)))
 
     def push(self, req: Request[PushTelemetryRequest]) -> None:
@@ -71,4 +73,5 @@ class TelemetryApis:
             points = []
         # A terminating client's last push stays exported until the instance is forgotten.
         inst.points = points
+        logs.debug("telemetry.pushed", client_id=req.client_id, points=len(points), size=len(data))
         return ErrorCode.NONE

@@ -231,7 +231,8 @@ class Connection:
         if len(self.pending) >= MAX_IN_FLIGHT:
             self.paused = True
             return False
-        return True
+        # Throttled by a quota: what is buffered waits (dispatched when reading resumes).
+        return not self.muted
 
     def _stop_reading(self) -> None:
         """End of input (EOF, a reset, a bad request): send what is owed, then close."""

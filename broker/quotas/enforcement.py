@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client import REGISTRY
@@ -57,7 +57,8 @@ class _Pending:
     size: int
     started: float
     handled: float | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    # A Produce request is charged as it arrives: its throttle time and the sensor charged.
+    produce: tuple[int, Sensor | None] = (0, None)
 
 
 def _user(principal: str) -> str:
@@ -92,6 +93,13 @@ class QuotaEnforcer:
         if not self.store.quotas:
             return None
         pending = _Pending(size, time.perf_counter())
+        if req.api_key == ApiKey.Produce:
+            # Charged on arrival, and the connection muted at once: requests the client pipelined
+            # behind this one wait, as they would in Kafka, which reads one request at a time.
+            pending.produce = self.record(PRODUCE, _user(req.principal), req.client_id, size, self.clock())
+            mute = req.conn.mute
+            if pending.produce[0] > 0 and mute is not None:
+                mute(pending.produce[0] / 1000.0)
         earlier = req.reply.amend
 
         def amend(response: Data) -> Data:
@@ -132,7 +140,7 @@ class QuotaEnforcer:
         user, client = _user(req.principal), req.client_id
         charged: list[tuple[int, Sensor | None]] = []
         if req.api_key == ApiKey.Produce:
-            charged.append(self.record(PRODUCE, user, client, pending.size, now))
+            charged.append(pending.produce)
         elif req.api_key == ApiKey.Fetch:
             size = fetch_bytes(response)
             throttle, sensor = self.record(FETCH, user, client, size, now)

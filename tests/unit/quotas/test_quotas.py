@@ -1,0 +1,135 @@
+"""Client quotas without a broker: the sampled rate and its throttle time, Kafka's resolution order
+of user and client-id quotas, the checks of AlterClientQuotas and DescribeClientQuotas, and the
+store's durability."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from broker.quotas.model import (
+    Component,
+    check_entity,
+    check_filter,
+    check_value,
+    entity_of,
+    java_entity_text,
+    matches,
+)
+from broker.quotas.rate import Rate, throttle_ms
+from broker.quotas.store import QuotaStore
+
+
+def test_a_steady_rate_is_measured_over_the_windows() -> None:
+    rate = Rate(samples=11, window_ms=1000)
+    for second in range(20):
+        rate.record(1000.0, second * 1000)
+    # 11 windows of 1000 bytes each, from the oldest window's start to now.
+    assert rate.measure(19_000) == pytest.approx(11_000 / 10.0)
+
+
+def test_a_burst_at_the_start_is_divided_by_at_least_samples_minus_one_windows() -> None:
+    rate = Rate(samples=11, window_ms=1000)
+    rate.record(10_000.0, 0)
+    assert rate.window_size_ms(0) == 10_000
+    assert rate.measure(0) == pytest.approx(1000.0)
+
+
+def test_throttle_time_brings_the_rate_back_to_the_bound() -> None:
+    rate = Rate(samples=2, window_ms=1000)
+    rate.record(3000.0, 0)
+    # 3000 bytes over the padded 1 s window against 1000 B/s: 2 s more are needed.
+    assert throttle_ms(rate, 1000.0, 0) == 2000
+    assert throttle_ms(rate, 3000.0, 0) == 0
+    # With nothing recorded for longer than all the windows, the rate is back to zero.
+    assert rate.measure(5000) == 0.0
+
+
+def quota_store(tmp_path: Path, *entries: tuple[list[tuple[str, str | None]], str, float]) -> QuotaStore:
+    store = QuotaStore(tmp_path)
+    changes = [(entity_of(pairs), [(key, value, False)]) for pairs, key, value in entries]
+    store.quotas = store.proposed(changes)
+    return store
+
+
+@pytest.mark.parametrize(("configured", "expected"), [
+    ([("user", "alice"), ("client-id", "app")], ("alice", "app")),
+    ([("user", "alice"), ("client-id", None)], ("alice", "app")),
+    ([("user", "alice")], ("alice", "")),
+    ([("user", None), ("client-id", "app")], ("alice", "app")),
+    ([("user", None), ("client-id", None)], ("alice", "app")),
+    ([("user", None)], ("alice", "")),
+    ([("client-id", "app")], ("", "app")),
+    ([("client-id", None)], ("", "app")),
+])
+def test_each_level_of_kafkas_resolution_order_applies_with_its_sharing(
+        tmp_path: Path, configured: list[tuple[str, str | None]], expected: tuple[str, str]) -> None:
+    store = quota_store(tmp_path, (configured, "producer_byte_rate", 500.0))
+    resolved = store.resolve("producer_byte_rate", "alice", "app")
+    assert resolved is not None
+    assert (resolved.bound, resolved.user, resolved.client_id) == (500.0, *expected)
+    assert store.resolve("consumer_byte_rate", "alice", "app") is None
+
+
+def test_the_most_specific_level_wins(tmp_path: Path) -> None:
+    store = quota_store(tmp_path, ([("client-id", None)], "producer_byte_rate", 1.0),
+                        ([("user", None)], "producer_byte_rate", 2.0),
+                        ([("user", "alice")], "producer_byte_rate", 3.0),
+                        ([("user", "alice"), ("client-id", "app")], "producer_byte_rate", 4.0))
+    assert store.resolve("producer_byte_rate", "alice", "app").bound == 4.0  # type: ignore[union-attr]
+    assert store.resolve("producer_byte_rate", "alice", "other").bound == 3.0  # type: ignore[union-attr]
+    assert store.resolve("producer_byte_rate", "bob", "other").bound == 2.0  # type: ignore[union-attr]
+
+
+def test_alterations_are_durable_and_read_back(tmp_path: Path) -> None:
+    store = quota_store(tmp_path, ([("user", "alice")], "producer_byte_rate", 1024.0),
+                        ([("ip", None)], "connection_creation_rate", 5.0))
+    store.save(store.quotas)
+    again = QuotaStore(tmp_path)
+    assert again.quotas == {(("user", "alice"),): {"producer_byte_rate": 1024.0},
+                            (("ip", None),): {"connection_creation_rate": 5.0}}
+    assert again.resolve_ip("connection_creation_rate", "10.0.0.1") == 5.0
+
+
+@pytest.mark.parametrize(("pairs", "key", "value", "message"), [
+    ([], "producer_byte_rate", 1.0, "Invalid empty client quota entity"),
+    ([("group", "g")], "producer_byte_rate", 1.0, "Unhandled client quota entity type: group"),
+    ([("ip", "1.2.3.4"), ("user", "x")], "connection_creation_rate", 1.0,
+     "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"),
+    ([("ip", "not-an-ip")], "connection_creation_rate", 1.0, "not-an-ip is not a valid IP or resolvable host."),
+    ([("user", "")], "producer_byte_rate", 1.0, "Empty user not supported"),
+    ([("user", "u")], "foo", 1.0, "Invalid configuration key foo"),
+    ([("ip", "1.2.3.4")], "producer_byte_rate", 1.0, "Invalid configuration key producer_byte_rate"),
+    ([("user", "u")], "producer_byte_rate", 1.5, "producer_byte_rate cannot be a fractional value."),
+    ([("user", "u")], "producer_byte_rate", 0.0, "Quota producer_byte_rate must be greater than 0"),
+    ([("user", "u")], "request_percentage", -1.0, "Quota request_percentage must be greater than 0"),
+    ([("user", "u")], "producer_byte_rate", 1e30, "Proposed value for producer_byte_rate is too large for a LONG."),
+])
+def test_alter_checks_answer_as_kafka_does(pairs: list[tuple[str, str | None]], key: str, value: float,
+                                           message: str) -> None:
+    entity = entity_of(pairs)
+    error = check_entity(entity) or check_value(entity, key, value, False)
+    assert error is not None and (error.code, error.message) == (42, message)
+
+
+def test_fractional_doubles_and_removals_pass() -> None:
+    entity = entity_of([("user", "u"), ("client-id", None)])
+    assert check_entity(entity) is None
+    assert check_value(entity, "request_percentage", 50.5, False) is None
+    assert check_value(entity, "producer_byte_rate", 0.0, True) is None
+    assert java_entity_text(entity_of([("user", "dk")])) == "ClientQuotaEntity(entries={user=dk})"
+
+
+def test_describe_filters_match_as_kafkas() -> None:
+    alice_app = entity_of([("user", "alice"), ("client-id", "app")])
+    default_user = entity_of([("user", None)])
+    any_user = [Component("user", 2, None)]
+    assert matches(alice_app, any_user, strict=False) and matches(default_user, any_user, strict=False)
+    assert not matches(alice_app, any_user, strict=True)
+    assert matches(default_user, [Component("user", 1, None)], strict=True)
+    assert not matches(alice_app, [Component("user", 0, "bob")], strict=False)
+    assert not matches(entity_of([("ip", None)]), [], strict=True)
+    assert check_filter([Component("group", 2, None)]).code == 35  # type: ignore[union-attr]
+    assert check_filter([Component("user", 0, None)]).code == 42  # type: ignore[union-attr]
+    assert check_filter([Component("ip", 2, None), Component("user", 2, None)]).code == 42  # type: ignore[union-attr]
