@@ -131,6 +131,9 @@ def check_filter(components: list[Component]) -> QuotaError | None:
         if c.match_type == MATCH_DEFAULT and c.match is not None:
             return QuotaError(ErrorCode.INVALID_REQUEST,
                               "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
+        if c.match_type == MATCH_ANY and c.match is not None:
+            return QuotaError(ErrorCode.INVALID_REQUEST,
+                              "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")
         if c.match_type not in (MATCH_EXACT, MATCH_DEFAULT, MATCH_ANY):
             return QuotaError(ErrorCode.INVALID_REQUEST, f"Unknown match type {c.match_type}")
         if c.entity_type in seen:
