@@ -25,7 +25,12 @@ from prometheus_client.registry import Collector
 
 from broker.network.router import Request
 from broker.observability import logs
-from broker.quotas.model import CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE
+from broker.quotas.model import (
+    CONNECTION_CREATION_RATE,
+    CONSUMER_BYTE_RATE,
+    PRODUCER_BYTE_RATE,
+    REQUEST_PERCENTAGE,
+)
 from broker.quotas.rate import Rate, throttle_ms
 from broker.quotas.store import QuotaStore, Resolved
 from protocol.messages import ApiKey
@@ -84,6 +89,8 @@ class QuotaEnforcer:
         self.window_ms = window_s * 1000
         self.clock = clock
         self.sensors: dict[tuple[str, str, str], Sensor] = {}
+        # connection_creation_rate, per client address.
+        self.ip_sensors: dict[str, Sensor] = {}
 
     # ---- the request path (called by the router) --------------------------------------------
 
@@ -170,6 +177,28 @@ class QuotaEnforcer:
         logs.debug("quota.throttled", api=req.api_key, user=user, client_id=client, throttle_ms=throttle)
         return response
 
+    def connection_throttle_ms(self, ip: str) -> int:
+        """A new connection from ``ip``: 0 to serve it, or how long to hold it before closing it
+        unserved (its IP is over ``connection_creation_rate``; at most one window, and the refused
+        connection is not counted, as Kafka's connection quotas do)."""
+        if not self.store.quotas:
+            return 0
+        bound = self.store.resolve_ip(CONNECTION_CREATION_RATE, ip)
+        if bound is None:
+            return 0
+        now = self.clock()
+        sensor = self.ip_sensors.get(ip)
+        if sensor is None:
+            sensor = self.ip_sensors[ip] = Sensor(Rate(self.samples, self.window_ms), bound, self.store.generation)
+        sensor.bound = bound
+        sensor.rate.record(1.0, now)
+        throttle = min(throttle_ms(sensor.rate, bound, now), self.window_ms)
+        if throttle > 0:
+            sensor.rate.record(-1.0, now)
+            sensor.throttle_ms_total += throttle
+            sensor.throttled += 1
+        return throttle
+
     # ---- metrics ------------------------------------------------------------------------------
 
     def families(self) -> Iterable[Any]:
@@ -188,7 +217,15 @@ class QuotaEnforcer:
             bound.add_metric(values, sensor.bound)
             throttle.add_metric(values, sensor.throttle_ms_total)
             throttled.add_metric(values, sensor.throttled)
-        return (rate, bound, throttle, throttled)
+        connections = GaugeMetricFamily("kcoord_quota_connection_creation_rate", "Connections accepted per second "
+                                        "from each address that has a connection_creation_rate quota.",
+                                        labels=["ip"])
+        refused = CounterMetricFamily("kcoord_quota_connections_throttled", "Connections closed unserved for "
+                                      "exceeding their address's connection_creation_rate.", labels=["ip"])
+        for ip, sensor in list(self.ip_sensors.items()):
+            connections.add_metric([ip], sensor.rate.measure(now))
+            refused.add_metric([ip], sensor.throttled)
+        return (rate, bound, throttle, throttled, connections, refused)
 
 
 class _Collector(Collector):

@@ -14,6 +14,7 @@ from kafka import KafkaConsumer
 
 from kclient.wire_client import WireClient
 from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
+from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from tests.conftest import BrokerFactory
 from tests.integration.helpers.metrics import scrape
@@ -138,3 +139,21 @@ def test_a_consumer_is_held_to_its_quota_and_sees_throttle_time(broker_factory: 
     metrics = scrape(broker.metrics_port)
     assert metrics.count("kcoord_quota_throttle_time_ms_total", quota_type="Fetch", user="ANONYMOUS",
                          client_id="slow-consumer") > 0
+
+
+def test_connections_over_the_address_rate_are_closed_unserved(broker_factory: BrokerFactory) -> None:
+    broker = broker_factory(WINDOWS)
+    assert alter(broker.port, [("ip", "127.0.0.1")], [("connection_creation_rate", 5.0, False)]) == [(0, None)]
+    opened = [WireClient("127.0.0.1", broker.port, timeout=3) for _ in range(20)]
+    served = 0
+    for c in opened:
+        try:
+            c.call(18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+            served += 1
+        except (OSError, EOFError, ConnectionError):
+            pass
+        finally:
+            c.close()
+    # The quota lets about one window's worth (5) through; the others are closed unserved.
+    assert 3 <= served <= 9, served
+    assert scrape(broker.metrics_port).count("kcoord_quota_connections_throttled_total", ip="127.0.0.1") >= 10

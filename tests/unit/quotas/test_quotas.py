@@ -133,3 +133,18 @@ def test_describe_filters_match_as_kafkas() -> None:
     assert check_filter([Component("group", 2, None)]).code == 35  # type: ignore[union-attr]
     assert check_filter([Component("user", 0, None)]).code == 42  # type: ignore[union-attr]
     assert check_filter([Component("ip", 2, None), Component("user", 2, None)]).code == 42  # type: ignore[union-attr]
+
+
+def test_connections_over_their_addresss_rate_are_refused_and_not_counted(tmp_path: Path) -> None:
+    from broker.quotas.enforcement import QuotaEnforcer
+
+    store = quota_store(tmp_path, ([("ip", None)], "connection_creation_rate", 2.0),
+                        ([("ip", "10.0.0.9")], "connection_creation_rate", 100.0))
+    now = [0]
+    enforcer = QuotaEnforcer(store, samples=2, window_s=1, clock=lambda: now[0])
+    assert [enforcer.connection_throttle_ms("10.0.0.1") for _ in range(3)] == [0, 0, 500]
+    assert enforcer.ip_sensors["10.0.0.1"].throttled == 1
+    assert all(enforcer.connection_throttle_ms("10.0.0.9") == 0 for _ in range(50))
+    now[0] = 3000  # every window has passed
+    assert enforcer.connection_throttle_ms("10.0.0.1") == 0
+    assert QuotaEnforcer(QuotaStore(tmp_path / "none"), 2, 1).connection_throttle_ms("10.0.0.1") == 0
