@@ -91,6 +91,8 @@ class Connection:
         # (Kafka mutes the channel for the throttle time; replies still leave).
         self.muted = False
         self.muted_until = 0.0
+        # Responses wait until then (a throttled client older than KIP-219).
+        self.held_until = 0.0
         info.mute = self._mute
 
     async def run(self) -> None:
@@ -261,9 +263,13 @@ class Connection:
             elif not (self.closing or self.broken or self.paused or self.muted):
                 await trio.lowlevel.wait_readable(self.fd)
 
-    def _mute(self, seconds: float) -> None:
-        """Reads nothing more for ``seconds``; the task resumes reading afterwards."""
-        self.muted_until = max(self.muted_until, trio.current_time() + seconds)
+    def _mute(self, seconds: float, hold: bool = False) -> None:
+        """Reads nothing more for ``seconds`` (with ``hold``, sends nothing either); the task
+        resumes afterwards."""
+        until = trio.current_time() + seconds
+        self.muted_until = max(self.muted_until, until)
+        if hold:
+            self.held_until = max(self.held_until, until)
         self.muted = True
         self.wake.set()
 
@@ -304,6 +310,8 @@ class Connection:
         """Pops every filled slot at the head of the queue; their bytes, joined for one send."""
         out: list[bytes] = []
         pending = self.pending
+        if self.held_until and trio.current_time() < self.held_until:
+            return b""
         while pending and pending[0].ready:
             reply = pending.popleft()
             if reply.close:

@@ -53,9 +53,10 @@ class ConnectionInfo:
     # A failed authentication: (delay in seconds, what answers it); the connection stops reading,
     # waits the delay, answers, and closes.
     failed_auth: tuple[float, Callable[[], None]] | None = None
-    # Stops reading from the connection for this many seconds (a client throttled by a quota);
-    # set by the connection that serves it.
-    mute: Callable[[float], None] | None = None
+    # Stops reading from the connection for this many seconds (a client throttled by a quota),
+    # and with ``hold`` also sends no response until then (a client older than KIP-219); set by
+    # the connection that serves it.
+    mute: Callable[[float, bool], None] | None = None
 
 
 @dataclass(slots=True)

@@ -37,6 +37,9 @@ from protocol.messages import ApiKey
 from protocol.schema import Data
 
 PRODUCE, FETCH, REQUEST = "Produce", "Fetch", "Request"
+# The first versions whose clients back off by the response's throttle time themselves (KIP-219);
+# older ones get their response only once the throttle time is over, as Kafka holds it.
+_KIP_219: dict[int, int] = {ApiKey.Produce: 6, ApiKey.Fetch: 8}
 _KEY = {PRODUCE: PRODUCER_BYTE_RATE, FETCH: CONSUMER_BYTE_RATE, REQUEST: REQUEST_PERCENTAGE}
 
 
@@ -106,7 +109,7 @@ class QuotaEnforcer:
             pending.produce = self.record(PRODUCE, _user(req.principal), req.client_id, size, self.clock())
             mute = req.conn.mute
             if pending.produce[0] > 0 and mute is not None:
-                mute(pending.produce[0] / 1000.0)
+                mute(pending.produce[0] / 1000.0, False)
         earlier = req.reply.amend
 
         def amend(response: Data) -> Data:
@@ -173,7 +176,8 @@ class QuotaEnforcer:
             throttled.throttle_time_ms = throttle
         mute = req.conn.mute
         if mute is not None:
-            mute(throttle / 1000.0)
+            # A client older than KIP-219 does not wait on its own: its response waits.
+            mute(throttle / 1000.0, req.version < _KIP_219.get(req.api_key, 0))
         logs.debug("quota.throttled", api=req.api_key, user=user, client_id=client, throttle_ms=throttle)
         return response
 

@@ -16,6 +16,9 @@ from kclient.wire_client import WireClient
 from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
+from protocol.messages.metadata import MetadataRequest
+from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.record_batch import build_simple_batch
 from tests.conftest import BrokerFactory
 from tests.integration.helpers.metrics import scrape
 
@@ -157,3 +160,25 @@ def test_connections_over_the_address_rate_are_closed_unserved(broker_factory: B
     # The quota lets about one window's worth (5) through; the others are closed unserved.
     assert 3 <= served <= 9, served
     assert scrape(broker.metrics_port).count("kcoord_quota_connections_throttled_total", ip="127.0.0.1") >= 10
+
+
+def test_a_client_older_than_kip_219_gets_its_response_after_the_throttle_time(broker_factory: BrokerFactory) -> None:
+    broker = broker_factory(WINDOWS)
+    assert alter(broker.port, [("client-id", "old-producer")], [("producer_byte_rate", 10_000.0, False)]) \
+        == [(0, None)]
+    batch = build_simple_batch([(None, b"z" * 16_000, int(time.time() * 1000))])
+    P = ProduceRequest.TopicProduceData
+    with WireClient("127.0.0.1", broker.port, client_id="old-producer") as c:
+        c.call(3, 4, MetadataRequest(topics=[MetadataRequest.Topic(name="old-quota")],
+                                     allow_auto_topic_creation=True))
+        timings = []
+        for version in (5, 7):
+            started = time.monotonic()
+            answer: ProduceResponse = c.call(0, version, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
+                P(name="old-quota", partition_data=[P.PartitionProduceData(index=0, records=batch)])]))
+            timings.append((version, answer.throttle_time_ms, time.monotonic() - started))
+            time.sleep(answer.throttle_time_ms / 1000)
+    (_, old_throttle, old_wait), (_, new_throttle, new_wait) = timings
+    # v5: the broker holds the response for the throttle time; v7 (KIP-219): it answers at once.
+    assert old_throttle > 300 and old_wait >= old_throttle / 1000 * 0.9, timings
+    assert new_throttle > 300 and new_wait < new_throttle / 1000 / 2, timings
