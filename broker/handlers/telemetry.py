@@ -22,8 +22,12 @@ ACCEPTED_COMPRESSION = [ZSTD, LZ4, GZIP, SNAPPY]
 
 def _selectors(req: Request[GetTelemetrySubscriptionsRequest] | Request[PushTelemetryRequest]) -> dict[str, str]:
     conn = req.conn
-    return {"client_id": req.client_id, "client_source_address": req.client_host,
-            "client_source_port": str(conn.client_port)}
+    selectors = {"client_id": req.client_id, "client_source_address": req.client_host,
+                 "client_source_port": str(conn.client_port)}
+    name, version = conn.software
+    if name:
+        selectors.update(client_software_name=name, client_software_version=version)
+    return selectors
 
 
 class TelemetryApis:

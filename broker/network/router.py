@@ -57,6 +57,8 @@ class ConnectionInfo:
     # and with ``hold`` also sends no response until then (a client older than KIP-219); set by
     # the connection that serves it.
     mute: Callable[[float, bool], None] | None = None
+    # What the client said it is in ApiVersions v3+ (client telemetry matches on it).
+    software: tuple[str, str] = ("", "")
 
 
 @dataclass(slots=True)

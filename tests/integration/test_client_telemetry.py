@@ -11,6 +11,7 @@ import confluent_kafka
 
 from broker.telemetry.subscriptions import SET, SubscriptionStore
 from kclient.wire_client import WireClient
+from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.get_telemetry_subscriptions import (
     GetTelemetrySubscriptionsRequest,
     GetTelemetrySubscriptionsResponse,
@@ -28,7 +29,7 @@ def test_a_subscribed_producer_pushes_its_metrics_to_prometheus(broker_factory: 
     # What IncrementalAlterConfigs on a CLIENT_METRICS resource sets, before the broker starts.
     assert SubscriptionStore(data).alter_config("producers", [
         ("metrics", SET, "org.apache.kafka.producer."), ("interval.ms", SET, "500"),
-        ("match", SET, "client_id=pushing-.*")]) is None
+        ("match", SET, "client_id=pushing-.*,client_software_name=.+")]) is None
     broker = broker_factory(data_dir=data)
     pushing = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "client.id": "pushing-producer"})
     silent = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "client.id": "silent-producer"})
@@ -50,6 +51,9 @@ def test_a_subscribed_producer_pushes_its_metrics_to_prometheus(broker_factory: 
     assert not any(labels.get("client_id") == "silent-producer" for name, samples in scraped.samples.items()
                    if name.startswith("kcoord_client_") for labels, _ in samples)
     with WireClient("127.0.0.1", broker.port, client_id="pushing-wire") as c:
+        # Without a software name (ApiVersions v3+) the subscription's match leaves the client out.
+        assert c.call(71, 0, GetTelemetrySubscriptionsRequest()).requested_metrics == []
+        c.call(18, 3, ApiVersionsRequest(client_software_name="wire-test", client_software_version="1.0"))
         got: GetTelemetrySubscriptionsResponse = c.call(71, 0, GetTelemetrySubscriptionsRequest())
         assert got.error_code == 0 and got.client_instance_id != bytes(16)
         assert got.requested_metrics == ["org.apache.kafka.producer."] and got.push_interval_ms == 500
