@@ -17,6 +17,7 @@ from protocol.messages.get_telemetry_subscriptions import (
     GetTelemetrySubscriptionsResponse,
 )
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
+from testkit.kafka import run_tool
 from tests.conftest import BrokerFactory
 from tests.integration.helpers.metrics import scrape
 
@@ -60,3 +61,21 @@ def test_a_subscribed_producer_pushes_its_metrics_to_prometheus(broker_factory: 
         stale: PushTelemetryResponse = c.call(72, 0, PushTelemetryRequest(
             client_instance_id=got.client_instance_id, subscription_id=got.subscription_id + 1, metrics=b""))
         assert stale.error_code == UNKNOWN_SUBSCRIPTION_ID
+
+
+def test_the_java_client_pushes_its_metrics_too(broker_factory: BrokerFactory, kafka_libs: Path,
+                                                tmp_path: Path) -> None:
+    data = tmp_path / "java-telemetry"
+    data.mkdir()
+    assert SubscriptionStore(data).alter_config("java", [
+        ("metrics", SET, "org.apache.kafka.producer."), ("interval.ms", SET, "2000"),
+        ("match", SET, "client_software_name=apache-kafka-java")]) is None
+    broker = broker_factory(data_dir=data)
+    done = run_tool(kafka_libs, "org.apache.kafka.tools.ProducerPerformance", "--topic", "java-telemetry",
+                    "--num-records", "600", "--record-size", "100", "--throughput", "300", "--command-property",
+                    f"bootstrap.servers={broker.bootstrap}", "client.id=java-push")
+    assert done.returncode == 0, done.stderr[-2000:]
+    # The last push (terminating, at close) stays exported for three push intervals.
+    samples = scrape(broker.metrics_port).samples.get("kcoord_client_org_apache_kafka_producer_topic_record_send_total", [])
+    sent = [v for labels, v in samples if labels.get("client_id") == "java-push" and labels.get("topic") == "java-telemetry"]
+    assert sent and sent[0] > 0, samples
