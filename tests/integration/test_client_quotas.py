@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import confluent_kafka
+import pytest
 from kafka import KafkaConsumer
 
 from kclient.wire_client import WireClient
@@ -19,6 +21,7 @@ from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.record_batch import build_simple_batch
+from testkit.kcoord import BrokerProcess
 from tests.conftest import BrokerFactory
 from tests.integration.helpers.metrics import scrape
 
@@ -26,6 +29,16 @@ from tests.integration.helpers.metrics import scrape
 WINDOWS = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
 QUOTA = 200_000.0
 Entry = AlterClientQuotasRequest.EntryData
+
+
+@pytest.fixture(scope="module")
+def windowed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker with short quota windows for the enforcement tests (each uses its own client id)."""
+    broker = BrokerProcess(tmp_path_factory.mktemp("quotas") / "data", WINDOWS).start_loaded()
+    try:
+        yield broker
+    finally:
+        broker.kill()
 
 
 def alter(port: int, entity: list[tuple[str, str | None]], ops: list[tuple[str, float, bool]],
@@ -48,7 +61,7 @@ def describe(port: int, components: list[tuple[str, int, str | None]], strict: b
 
 
 def test_quotas_are_altered_described_checked_and_kept_across_a_restart(broker_factory: BrokerFactory) -> None:
-    broker = broker_factory()
+    broker = broker_factory(start=False).start()  # quotas need no group coordinator loaded
     assert alter(broker.port, [("user", "alice"), ("client-id", None)], [("producer_byte_rate", 1024.0, False),
                                                                           ("request_percentage", 12.5, False)]) \
         == [(0, None)]
@@ -61,7 +74,7 @@ def test_quotas_are_altered_described_checked_and_kept_across_a_restart(broker_f
     assert describe(broker.port, [("user", 2, None)], strict=True) == []
     assert describe(broker.port, [("user", 0, None)])[0] == 42
     broker.stop()
-    broker.start_loaded()
+    broker.start()
     assert describe(broker.port, []) == [
         ([("client-id", "app")], {"consumer_byte_rate": 2048.0}),
         ([("client-id", None), ("user", "alice")], {"producer_byte_rate": 1024.0, "request_percentage": 12.5})]
@@ -78,8 +91,8 @@ def rate_between(marks: list[tuple[float, int]], start: float, end: float) -> fl
     return (at(end) - at(start)) / (end - start)
 
 
-def test_a_producer_is_held_to_its_quota_and_sees_throttle_time(broker_factory: BrokerFactory) -> None:
-    broker = broker_factory(WINDOWS)
+def test_a_producer_is_held_to_its_quota_and_sees_throttle_time(windowed: BrokerProcess) -> None:
+    broker = windowed
     assert alter(broker.port, [("client-id", "slow-producer")], [("producer_byte_rate", QUOTA, False)]) == [(0, None)]
     stats: list[dict[str, Any]] = []
     producer = confluent_kafka.Producer({
@@ -93,7 +106,7 @@ def test_a_producer_is_held_to_its_quota_and_sees_throttle_time(broker_factory: 
 
     marks: list[tuple[float, int]] = []
     started = time.monotonic()
-    while (elapsed := time.monotonic() - started) < 6:
+    while (elapsed := time.monotonic() - started) < 5:
         try:
             producer.produce("quota-produce", b"x" * 1000, on_delivery=on_delivery)
         except BufferError:
@@ -102,7 +115,7 @@ def test_a_producer_is_held_to_its_quota_and_sees_throttle_time(broker_factory: 
         marks.append((elapsed, delivered[0]))
     producer.purge()  # what is still queued would take its time at the quota
     producer.flush(5)
-    measured = rate_between(marks, 2.0, 6.0)
+    measured = rate_between(marks, 2.0, 5.0)
     assert 0.6 * QUOTA <= measured <= 1.4 * QUOTA, measured
     throttles = [b["throttle"]["max"] for s in stats for b in s["brokers"].values() if b["nodeid"] >= 0]
     assert max(throttles) > 0
@@ -112,8 +125,8 @@ def test_a_producer_is_held_to_its_quota_and_sees_throttle_time(broker_factory: 
     assert metrics.value("kcoord_quota_bound", **labels) == QUOTA
 
 
-def test_a_consumer_is_held_to_its_quota_and_sees_throttle_time(broker_factory: BrokerFactory) -> None:
-    broker = broker_factory(WINDOWS)
+def test_a_consumer_is_held_to_its_quota_and_sees_throttle_time(windowed: BrokerProcess) -> None:
+    broker = windowed
     producer = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 20, "batch.size": 16384})
     for _ in range(2000):
         producer.produce("quota-fetch", b"y" * 1000)
@@ -128,11 +141,11 @@ def test_a_consumer_is_held_to_its_quota_and_sees_throttle_time(broker_factory: 
         received = 0
         marks: list[tuple[float, int]] = []
         started = time.monotonic()
-        while (elapsed := time.monotonic() - started) < 6:
+        while (elapsed := time.monotonic() - started) < 5:
             for records in consumer.poll(timeout_ms=100).values():
                 received += sum(len(r.value) for r in records)
             marks.append((elapsed, received))
-        measured = rate_between(marks, 2.0, 6.0)
+        measured = rate_between(marks, 2.0, 5.0)
         assert 0.6 * QUOTA <= measured <= 1.4 * QUOTA, measured
         # kafka-python's connection metrics (consumer-metrics and per node) record each throttle time.
         throttles = [m["throttle-time-max"] for m in consumer.metrics().values() if "throttle-time-max" in m]
@@ -144,26 +157,30 @@ def test_a_consumer_is_held_to_its_quota_and_sees_throttle_time(broker_factory: 
                          client_id="slow-consumer") > 0
 
 
-def test_connections_over_the_address_rate_are_closed_unserved(broker_factory: BrokerFactory) -> None:
-    broker = broker_factory(WINDOWS)
+def test_connections_over_the_address_rate_are_closed_unserved(windowed: BrokerProcess) -> None:
+    broker = windowed
     assert alter(broker.port, [("ip", "127.0.0.1")], [("connection_creation_rate", 5.0, False)]) == [(0, None)]
-    opened = [WireClient("127.0.0.1", broker.port, timeout=3) for _ in range(20)]
-    served = 0
-    for c in opened:
-        try:
-            c.call(18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"))
-            served += 1
-        except (OSError, EOFError, ConnectionError):
-            pass
-        finally:
-            c.close()
-    # The quota lets about one window's worth (5) through; the others are closed unserved.
-    assert 3 <= served <= 9, served
-    assert scrape(broker.metrics_port).count("kcoord_quota_connections_throttled_total", ip="127.0.0.1") >= 10
+    try:
+        opened = [WireClient("127.0.0.1", broker.port, timeout=3) for _ in range(20)]
+        served = 0
+        for c in opened:
+            try:
+                c.call(18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+                served += 1
+            except (OSError, EOFError, ConnectionError):
+                pass
+            finally:
+                c.close()
+        # The quota lets about one window's worth (5) through; the others are closed unserved.
+        assert 3 <= served <= 9, served
+        assert scrape(broker.metrics_port).count("kcoord_quota_connections_throttled_total", ip="127.0.0.1") >= 10
+    finally:
+        time.sleep(1)  # the next connection must not be over the rate
+        assert alter(broker.port, [("ip", "127.0.0.1")], [("connection_creation_rate", 0.0, True)]) == [(0, None)]
 
 
-def test_a_client_older_than_kip_219_gets_its_response_after_the_throttle_time(broker_factory: BrokerFactory) -> None:
-    broker = broker_factory(WINDOWS)
+def test_a_client_older_than_kip_219_gets_its_response_after_the_throttle_time(windowed: BrokerProcess) -> None:
+    broker = windowed
     assert alter(broker.port, [("client-id", "old-producer")], [("producer_byte_rate", 10_000.0, False)]) \
         == [(0, None)]
     batch = build_simple_batch([(None, b"z" * 16_000, int(time.time() * 1000))])

@@ -31,7 +31,7 @@ def test_a_subscribed_producer_pushes_its_metrics_to_prometheus(broker_factory: 
     assert SubscriptionStore(data).alter_config("producers", [
         ("metrics", SET, "org.apache.kafka.producer."), ("interval.ms", SET, "500"),
         ("match", SET, "client_id=pushing-.*,client_software_name=.+")]) is None
-    broker = broker_factory(data_dir=data)
+    broker = broker_factory(data_dir=data, start=False).start()
     pushing = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "client.id": "pushing-producer"})
     silent = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "client.id": "silent-producer"})
     for p in (pushing, silent):
@@ -68,11 +68,11 @@ def test_the_java_client_pushes_its_metrics_too(broker_factory: BrokerFactory, k
     data = tmp_path / "java-telemetry"
     data.mkdir()
     assert SubscriptionStore(data).alter_config("java", [
-        ("metrics", SET, "org.apache.kafka.producer."), ("interval.ms", SET, "2000"),
+        ("metrics", SET, "org.apache.kafka.producer."), ("interval.ms", SET, "1500"),
         ("match", SET, "client_software_name=apache-kafka-java")]) is None
-    broker = broker_factory(data_dir=data)
+    broker = broker_factory(data_dir=data, start=False).start()
     done = run_tool(kafka_libs, "org.apache.kafka.tools.ProducerPerformance", "--topic", "java-telemetry",
-                    "--num-records", "600", "--record-size", "100", "--throughput", "300", "--command-property",
+                    "--num-records", "1200", "--record-size", "100", "--throughput", "300", "--command-property",
                     f"bootstrap.servers={broker.bootstrap}", "client.id=java-push")
     assert done.returncode == 0, done.stderr[-2000:]
     # The last push (terminating, at close) stays exported for three push intervals.

@@ -12,7 +12,7 @@ CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 
 
 def test_kafka_configs_alters_and_describes_quotas(broker_factory: BrokerFactory, kafka_libs: Path) -> None:
-    broker = broker_factory()
+    broker = broker_factory(start=False).start()
     entity = ["--entity-type", "users", "--entity-name", "alice", "--entity-type", "clients", "--entity-default"]
     altered = run_tool(kafka_libs, CONFIGS, "--bootstrap-server", broker.bootstrap, "--alter", "--add-config",
                        "producer_byte_rate=1024,consumer_byte_rate=2048", *entity)
