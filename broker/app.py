@@ -60,6 +60,7 @@ from broker.quotas.store import QuotaStore
 from broker.security.context import SecurityContext
 from broker.security.request_checks import RequestChecks
 from broker.telemetry import service as telemetry_service
+from broker.telemetry.etcd_store import EtcdSubscriptionStore
 from broker.telemetry.service import TelemetryService
 from broker.telemetry.subscriptions import SubscriptionStore
 from broker.topics.admin import TopicAdmin
@@ -253,8 +254,10 @@ class BrokerApp:
         self.enforcer = QuotaEnforcer(self.quotas, c.get_int("quota.window.num"), c.get_int("quota.window.size.seconds"))
         enforcement.install_collector(self.enforcer)
         self.router.observer = self.enforcer.observe
-        self.telemetry = TelemetryService(SubscriptionStore(self.data_dir), c.get_int("telemetry.max.bytes"),
-                                          monotonic_ms)
+        subscriptions = SubscriptionStore(self.data_dir)
+        self.subscriptions_etcd = None if self.cluster is None else EtcdSubscriptionStore(
+            EtcdClient(endpoints), self.cluster.prefix, subscriptions, self.data_dir)
+        self.telemetry = TelemetryService(subscriptions, c.get_int("telemetry.max.bytes"), monotonic_ms)
         telemetry_service.install_collector(self.telemetry)
         self.handlers = self._make_handlers()
         self.router.raw_sasl_token = self.handlers.sasl.raw_token
@@ -320,6 +323,8 @@ class BrokerApp:
         if self.quotas_etcd is not None:
             # The cluster's client quotas, read before any client is served.
             await nursery.start(self.quotas_etcd.run)
+        if self.subscriptions_etcd is not None:
+            await nursery.start(self.subscriptions_etcd.run)
         await nursery.start(self.shards.run)
         # In a cluster the coordinator loads each __transaction_state partition as it is claimed.
         await nursery.start(self.transactions.run)

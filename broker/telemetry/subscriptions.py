@@ -4,14 +4,15 @@ name prefixes to collect (``metrics``, ``*`` for all), how often to push them (`
 and which clients it applies to (``match``: ``selector=regex`` pairs over the client's instance
 id, client id, software name and version, source address and port).
 
-One JSON document in the data dir, replaced durably before a change is acknowledged.
-``alter_config`` and ``describe_config`` are what IncrementalAlterConfigs and DescribeConfigs call
-for this resource type, with Kafka's checks and errors."""
+One JSON document in the data dir, replaced durably before a change is acknowledged; in a cluster
+they live in etcd instead (``etcd_store.py``). ``alter`` (awaited) and ``describe_config`` are what
+IncrementalAlterConfigs and DescribeConfigs call for this resource type, with Kafka's checks and
+errors."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +94,8 @@ class SubscriptionStore:
         self.subscriptions: dict[str, Subscription] = {}
         # Bumped by every change: clients get new subscription ids.
         self.generation = 0
+        # In a cluster: writes one subscription's configs (None: deleted) to etcd.
+        self.remote: Callable[[str, dict[str, str] | None], Awaitable[None]] | None = None
         doc = durable_json.read(self.path) if self.path is not None else None
         for name, configs in (doc or {}).get("subscriptions", {}).items():
             parsed = parse(name, configs)
@@ -100,10 +103,9 @@ class SubscriptionStore:
                 self.configs[name] = dict(configs)
                 self.subscriptions[name] = parsed
 
-    def alter_config(self, name: str, ops: list[tuple[str, int, str | None]],
-                     validate_only: bool = False) -> ConfigError | None:
-        """IncrementalAlterConfigs on the CLIENT_METRICS resource ``name``: (key, operation, value)
-        each; durable before it returns. An empty result leaves no subscription."""
+    def propose(self, name: str, ops: list[tuple[str, int, str | None]]) -> dict[str, dict[str, str]] | ConfigError:
+        """Every subscription's configs as they would be after IncrementalAlterConfigs on the
+        CLIENT_METRICS resource ``name`` with these (key, operation, value) ops, or the error."""
         if not name:
             return ConfigError(ErrorCode.INVALID_REQUEST, "Subscription name can't be empty")
         configs = dict(self.configs.get(name, {}))
@@ -123,19 +125,45 @@ class SubscriptionStore:
         parsed = parse(name, configs)
         if isinstance(parsed, ConfigError):
             return parsed
-        if validate_only:
-            return None
-        new_configs = dict(self.configs)
+        proposed = dict(self.configs)
         if configs:
-            new_configs[name] = configs
+            proposed[name] = configs
         else:
-            new_configs.pop(name, None)
-        if self.path is not None:
-            durable_json.write_durably(self.path, {"version": 1, "subscriptions": new_configs})
-        self.configs = new_configs
-        self.subscriptions = {n: s for n, c in new_configs.items()
-                              if isinstance(s := parse(n, c), Subscription)}
+            proposed.pop(name, None)
+        return proposed
+
+    def replace(self, configs: dict[str, dict[str, str]]) -> None:
+        """Holds these configs from now on (they are durable already)."""
+        if configs == self.configs:
+            return
+        self.configs = configs
+        self.subscriptions = {n: s for n, c in configs.items() if isinstance(s := parse(n, c), Subscription)}
         self.generation += 1
+
+    def alter_config(self, name: str, ops: list[tuple[str, int, str | None]],
+                     validate_only: bool = False) -> ConfigError | None:
+        """IncrementalAlterConfigs on the CLIENT_METRICS resource ``name`` on a single node:
+        durable in the data dir before it returns (in a cluster, ``alter``)."""
+        proposed = self.propose(name, ops)
+        if isinstance(proposed, ConfigError) or validate_only:
+            return proposed if isinstance(proposed, ConfigError) else None
+        if self.path is not None:
+            durable_json.write_durably(self.path, {"version": 1, "subscriptions": proposed})
+        self.replace(proposed)
+        return None
+
+    async def alter(self, name: str, ops: list[tuple[str, int, str | None]],
+                    validate_only: bool = False) -> ConfigError | None:
+        """IncrementalAlterConfigs on the CLIENT_METRICS resource ``name``, on a single node or in a
+        cluster (committed in etcd, ``etcd_store.py``, before it returns); what the request's
+        handler awaits. May raise ``EtcdError`` in a cluster."""
+        if self.remote is None:
+            return self.alter_config(name, ops, validate_only)
+        proposed = self.propose(name, ops)
+        if isinstance(proposed, ConfigError) or validate_only:
+            return proposed if isinstance(proposed, ConfigError) else None
+        await self.remote(name, proposed.get(name))
+        self.replace(proposed)
         return None
 
     def describe_config(self, name: str) -> list[tuple[str, str]]:

@@ -1,10 +1,19 @@
 """Client quotas in a cluster: an alteration made through one node is committed in etcd before it
-is acknowledged, and every node describes it (and enforces it) within a fraction of a second."""
+is acknowledged, and every node describes it (and enforces it) within a fraction of a second; the
+client-metrics subscriptions of client telemetry are shared the same way."""
 
 from __future__ import annotations
 
 import time
+import uuid
+from pathlib import Path
 
+import pytest
+
+from broker.cluster.etcd import EtcdClient
+from broker.telemetry.etcd_store import EtcdSubscriptionStore
+from broker.telemetry.subscriptions import DELETE, SET, SubscriptionStore
+from testkit.etcd import EtcdProcess
 from tests.integration.helpers.cluster import Cluster
 from tests.integration.test_client_quotas import alter, describe
 
@@ -22,3 +31,23 @@ def test_a_quota_altered_through_one_node_is_described_by_the_other(cluster: Clu
     while describe(first.port, [("user", 0, "carol")]) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert describe(first.port, [("user", 0, "carol")]) == []
+
+
+@pytest.mark.trio
+async def test_client_metrics_subscriptions_are_shared_through_etcd(etcd: EtcdProcess, tmp_path: Path) -> None:
+    """What IncrementalAlterConfigs on a CLIENT_METRICS resource awaits, in a cluster: committed in
+    etcd before it returns, read by another node's store."""
+    prefix = f"/kcoord-test/{uuid.uuid4().hex}"
+    first, second = SubscriptionStore(None), SubscriptionStore(None)
+    first_etcd = EtcdSubscriptionStore(EtcdClient(etcd.endpoint), prefix, first)
+    second_etcd = EtcdSubscriptionStore(EtcdClient(etcd.endpoint), prefix, second)
+    assert await first.alter("producers", [("metrics", SET, "org.apache.kafka.producer."),
+                                           ("interval.ms", SET, "1000")]) is None
+    bad = await first.alter("producers", [("interval.ms", SET, "1")])
+    assert bad is not None and bad.code == 40
+    await second_etcd.load()
+    assert second.configs == first.configs == {
+        "producers": {"metrics": "org.apache.kafka.producer.", "interval.ms": "1000"}}
+    assert await second.alter("producers", [("metrics", DELETE, None), ("interval.ms", DELETE, None)]) is None
+    await first_etcd.load()
+    assert first.subscriptions == {} and first.generation == 2
