@@ -37,6 +37,8 @@ from protocol.messages import ApiKey
 from protocol.schema import Data
 
 PRODUCE, FETCH, REQUEST = "Produce", "Fetch", "Request"
+# A sensor unused this long is dropped, its series with it (Kafka expires quota sensors after an hour).
+INACTIVE_SENSOR_MS = 3_600_000
 # The first versions whose clients back off by the response's throttle time themselves (KIP-219);
 # older ones get their response only once the throttle time is over, as Kafka holds it.
 _KIP_219: dict[int, int] = {ApiKey.Produce: 6, ApiKey.Fetch: 8}
@@ -56,6 +58,7 @@ class Sensor:
     generation: int
     throttle_ms_total: int = 0
     throttled: int = 0
+    last_ms: int = 0
 
 
 @dataclass(slots=True)
@@ -131,6 +134,8 @@ class QuotaEnforcer:
         key = (kind, resolved.user, resolved.client_id)
         sensor = self.sensors.get(key)
         if sensor is None:
+            if len(self.sensors) >= 10_000:
+                self.expire(self.clock())  # many clients and no scrape: bound the memory
             sensor = self.sensors[key] = Sensor(Rate(self.samples, self.window_ms), resolved.bound,
                                                 self.store.generation)
         elif sensor.generation != self.store.generation:
@@ -143,6 +148,7 @@ class QuotaEnforcer:
         if resolved is None:
             return 0, None
         sensor = self._sensor(kind, resolved)
+        sensor.last_ms = now_ms
         sensor.rate.record(value, now_ms)
         throttle = throttle_ms(sensor.rate, sensor.bound, now_ms)
         if kind == REQUEST:
@@ -198,7 +204,7 @@ class QuotaEnforcer:
         sensor = self.ip_sensors.get(ip)
         if sensor is None:
             sensor = self.ip_sensors[ip] = Sensor(Rate(self.samples, self.window_ms), bound, self.store.generation)
-        sensor.bound = bound
+        sensor.bound, sensor.last_ms = bound, now
         sensor.rate.record(1.0, now)
         throttle = min(throttle_ms(sensor.rate, bound, now), self.window_ms)
         if throttle > 0:
@@ -209,8 +215,17 @@ class QuotaEnforcer:
 
     # ---- metrics ------------------------------------------------------------------------------
 
+    def expire(self, now_ms: int) -> None:
+        for key, sensor in list(self.sensors.items()):
+            if now_ms - sensor.last_ms > INACTIVE_SENSOR_MS:
+                del self.sensors[key]
+        for ip, sensor in list(self.ip_sensors.items()):
+            if now_ms - sensor.last_ms > INACTIVE_SENSOR_MS:
+                del self.ip_sensors[ip]
+
     def families(self) -> Iterable[Any]:
         now = self.clock()
+        self.expire(now)
         labels = ["quota_type", "user", "client_id"]
         rate = GaugeMetricFamily("kcoord_quota_rate", "Measured rate of each quota sensor over its sample windows "
                                  "(bytes/s for Produce and Fetch, percent of a thread for Request).", labels=labels)

@@ -63,6 +63,8 @@ class TelemetryService:
             instance_id = uuid.uuid4().bytes
         found = self.instances.get(instance_id)
         if found is None:
+            if len(self.instances) % 256 == 255:
+                self.forget_silent(self.clock())  # clients come and go between scrapes too
             found = self.instances[instance_id] = Instance(instance_id, selectors.get("client_id", ""))
         if found.generation != self.subscriptions.generation:
             matched = self.subscriptions.matching({**selectors, "client_instance_id": str(uuid.UUID(bytes=instance_id))})
@@ -99,9 +101,15 @@ class TelemetryService:
                                                           f"({p.kind}).", "gauge")
                 labels = dict(base)
                 for key, value in p.attributes:
-                    labels.setdefault(_NAME.sub("_", key), value)
+                    labels.setdefault(_label(key), value)
                 family.add_sample(name, labels, p.value)
         return list(by_name.values())
+
+
+def _label(key: str) -> str:
+    """An attribute's key as a Prometheus label name (letters, digits, _; not a digit first)."""
+    name = _NAME.sub("_", key)
+    return "_" + name if not name or name[0].isdigit() else name
 
 
 class _Collector(Collector):

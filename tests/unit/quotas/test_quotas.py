@@ -148,3 +148,16 @@ def test_connections_over_their_addresss_rate_are_refused_and_not_counted(tmp_pa
     now[0] = 3000  # every window has passed
     assert enforcer.connection_throttle_ms("10.0.0.1") == 0
     assert QuotaEnforcer(QuotaStore(tmp_path / "none"), 2, 1).connection_throttle_ms("10.0.0.1") == 0
+
+
+def test_sensors_unused_for_an_hour_are_dropped(tmp_path: Path) -> None:
+    from broker.quotas.enforcement import PRODUCE, QuotaEnforcer
+
+    store = quota_store(tmp_path, ([("client-id", None)], "producer_byte_rate", 100.0))
+    now = [1000]
+    enforcer = QuotaEnforcer(store, samples=2, window_s=1, clock=lambda: now[0])
+    assert enforcer.record(PRODUCE, "u", "app", 300.0, now[0])[0] == 2000
+    assert list(enforcer.sensors) == [("Produce", "", "app")]
+    now[0] += 3_600_001
+    list(enforcer.families())
+    assert enforcer.sensors == {}
