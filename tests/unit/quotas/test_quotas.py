@@ -5,6 +5,7 @@ store's durability."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -161,3 +162,45 @@ def test_sensors_unused_for_an_hour_are_dropped(tmp_path: Path) -> None:
     now[0] += 3_600_001
     list(enforcer.families())
     assert enforcer.sensors == {}
+
+
+def _request(api: object, version: int, body: object, client_id: str, mutes: list[tuple[float, bool]]) -> object:
+    from broker.network.reply import Reply
+    from broker.network.router import ConnectionInfo, Request
+
+    conn = ConnectionInfo(1, "127.0.0.1", 1)
+    conn.mute = lambda seconds, hold: mutes.append((seconds, hold))
+    reply = Reply(api, version, 1, False)  # type: ignore[arg-type]
+    return Request(body, reply, api.api_key, version, client_id, "User:alice", "PLAINTEXT", "127.0.0.1", conn)  # type: ignore[attr-defined]
+
+
+def test_a_throttled_fetch_is_answered_empty_with_its_throttle_time_and_a_muted_connection(tmp_path: Path) -> None:
+    from broker.quotas.enforcement import QuotaEnforcer
+    from protocol.codec import decode
+    from protocol.messages.fetch import FetchRequest, FetchResponse
+
+    store = quota_store(tmp_path, ([("user", "alice")], "consumer_byte_rate", 1000.0))
+    enforcer = QuotaEnforcer(store, samples=2, window_s=1, clock=lambda: 5000)
+    mutes: list[tuple[float, bool]] = []
+    req: Any = _request(FetchResponse, 12, FetchRequest(), "app", mutes)
+    done = enforcer.observe(req, 100)
+    assert done is not None
+    done()
+    P = FetchResponse.FetchableTopicResponse.PartitionData
+    req.reply.set(FetchResponse(responses=[FetchResponse.FetchableTopicResponse(
+        topic="t", partitions=[P(partition_index=0, records=b"r" * 3000)])]))
+    answer = decode(FetchResponse, req.reply.data[8:], 12)
+    # 3000 bytes over the padded 1 s window against 1000 B/s: 2 s; the data is not sent, nor counted.
+    assert (answer.throttle_time_ms, answer.responses) == (2000, [])
+    assert mutes == [(2.0, False)]
+    assert enforcer.sensors[("Fetch", "alice", "")].rate.measure(5000) == 0.0
+
+
+def test_request_time_is_throttled_at_most_one_window(tmp_path: Path) -> None:
+    from broker.quotas.enforcement import REQUEST, QuotaEnforcer
+
+    store = quota_store(tmp_path, ([("client-id", "busy")], "request_percentage", 1.0))
+    enforcer = QuotaEnforcer(store, samples=11, window_s=1, clock=lambda: 0)
+    # 5 s of handler time in one request is 50% of a thread over the padded 10 s: far over 1%.
+    throttle, sensor = enforcer.record(REQUEST, "u", "busy", 500.0, 0)
+    assert sensor is not None and throttle == 1000
