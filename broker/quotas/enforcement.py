@@ -6,7 +6,8 @@ size against ``consumer_byte_rate``, and the time the broker spent on any reques
 percentage of one thread) against ``request_percentage``. Each (quota, user tag, client tag) has
 one sensor: a ``Rate`` over ``quota.window.num`` windows of ``quota.window.size.seconds``. A rate
 above its bound gives a throttle time (``rate.throttle_ms``; request time is capped at one window,
-as Kafka caps it); the response carries the largest in ``throttle_time_ms`` and leaves at once
+as Kafka caps it; a Fetch asks for no more than the quota lets through in all windows but one);
+the response carries the largest in ``throttle_time_ms`` and leaves at once
 (KIP-219), and the connection reads nothing more for that long. A throttled Fetch is answered
 empty and its bytes are not counted, as Kafka answers it.
 
@@ -117,6 +118,8 @@ class QuotaEnforcer:
             mute = req.conn.mute
             if pending.produce[0] > 0 and mute is not None:
                 mute(pending.produce[0] / 1000.0, False)
+        elif req.api_key == ApiKey.Fetch and req.version >= 3:
+            self._cap_fetch(req)
         earlier = req.reply.amend
 
         def amend(response: Data) -> Data:
@@ -129,6 +132,16 @@ class QuotaEnforcer:
 
         req.reply.amend = amend
         return handled
+
+    def _cap_fetch(self, req: Request[Data]) -> None:
+        """A fetch asks for no more than its quota lets through in all but one window (Kafka's
+        maxValueInQuotaWindow): a larger answer would be throttled however idle the client was."""
+        resolved = self.store.resolve(CONSUMER_BYTE_RATE, _user(req.principal), req.client_id)
+        if resolved is None:
+            return
+        cap = max(int(resolved.bound * (self.samples - 1) * self.window_ms / 1000), 1)
+        body: Any = req.body
+        body.max_bytes = min(body.max_bytes, cap)
 
     def _sensor(self, kind: str, resolved: Resolved) -> Sensor:
         key = (kind, resolved.user, resolved.client_id)

@@ -204,3 +204,17 @@ def test_request_time_is_throttled_at_most_one_window(tmp_path: Path) -> None:
     # 5 s of handler time in one request is 50% of a thread over the padded 10 s: far over 1%.
     throttle, sensor = enforcer.record(REQUEST, "u", "busy", 500.0, 0)
     assert sensor is not None and throttle == 1000
+
+
+def test_a_fetch_asks_for_no_more_than_its_quota_lets_through(tmp_path: Path) -> None:
+    from broker.quotas.enforcement import QuotaEnforcer
+    from protocol.messages.fetch import FetchRequest, FetchResponse
+
+    store = quota_store(tmp_path, ([("client-id", "app")], "consumer_byte_rate", 1000.0))
+    enforcer = QuotaEnforcer(store, samples=11, window_s=1, clock=lambda: 0)
+    req: Any = _request(FetchResponse, 12, FetchRequest(max_bytes=50_000_000), "app", [])
+    enforcer.observe(req, 100)
+    assert req.body.max_bytes == 10_000  # 1000 B/s over 10 windows of 1 s
+    other: Any = _request(FetchResponse, 12, FetchRequest(max_bytes=50_000_000), "other", [])
+    enforcer.observe(other, 100)
+    assert other.body.max_bytes == 50_000_000
