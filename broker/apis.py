@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 
 from broker.handlers import refusals
 from broker.handlers.acls import AclApis
+from broker.handlers.client_quotas import ClientQuotaApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis
 from broker.handlers.create_partitions import CreatePartitionsApi
 from broker.handlers.fetch import FetchApi
@@ -38,6 +39,7 @@ from broker.handlers.list_offsets import ListOffsetsApi
 from broker.handlers.produce import ProduceApi
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.telemetry import TelemetryApis
 from broker.handlers.topics import TopicApis
 from broker.handlers.topology import TopologyApis
 from broker.handlers.transactions import (
@@ -53,6 +55,7 @@ from broker.security.request_checks import RequestChecks
 from protocol.messages import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -77,6 +80,7 @@ from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -94,6 +98,10 @@ from protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersRes
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.get_telemetry_subscriptions import (
+    GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse,
+)
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
@@ -110,6 +118,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
@@ -175,6 +184,9 @@ class Handlers:
     scram: ScramCredentialApis
     acls: AclApis
     topology: TopologyApis
+    # Client quotas and client telemetry (KIP-714).
+    client_quotas: ClientQuotaApis | None = None
+    telemetry: TelemetryApis | None = None
     # Only in a cluster: the markers another node's transaction coordinator has this node write.
     write_txn_markers: WriteTxnMarkersApi | None = None
 
@@ -275,11 +287,33 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.cluster_describe, refuse=refusals.describe_quorum),
         api(UpdateFeaturesRequest, UpdateFeaturesResponse, h.topology.update_features,
             authorize=checks.cluster_alter, refuse=refusals.update_features),
-    ) + (() if h.write_txn_markers is None else (
+    ) + _quota_and_telemetry_apis(h) + (() if h.write_txn_markers is None else (
         # ---- between the nodes of a cluster ----------------------------------------------------
         api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, h.write_txn_markers, authorize=checks.cluster_peer,
             refuse=write_txn_markers_refused, versions=(1, 1)),
     ))
+
+
+def _quota_and_telemetry_apis(h: Handlers) -> tuple[ApiEntry, ...]:
+    """Client quotas (DESCRIBE_CONFIGS and ALTER_CONFIGS on the cluster, as Kafka checks them) and
+    client telemetry (open to every client, as in Kafka)."""
+    checks = RequestChecks
+    entries: tuple[ApiEntry, ...] = ()
+    if h.client_quotas is not None:
+        entries += (
+            api(DescribeClientQuotasRequest, DescribeClientQuotasResponse, h.client_quotas.describe,
+                authorize=checks.client_quotas_describe, refuse=refusals.describe_client_quotas),
+            api(AlterClientQuotasRequest, AlterClientQuotasResponse, h.client_quotas.alter,
+                authorize=checks.client_quotas_alter, refuse=refusals.alter_client_quotas),
+        )
+    if h.telemetry is not None:
+        entries += (
+            api(GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, h.telemetry.get_subscriptions,
+                authorize=OPEN_TO_ALL, refuse=refusals.get_telemetry_subscriptions),
+            api(PushTelemetryRequest, PushTelemetryResponse, h.telemetry.push, authorize=OPEN_TO_ALL,
+                refuse=refusals.push_telemetry),
+        )
+    return entries
 
 
 def router_apis(table: tuple[ApiEntry, ...], checks: RequestChecks | None) -> list[Api]:

@@ -33,6 +33,7 @@ from broker.groups.journal_writer import JournalWriter
 from broker.groups.shards import ShardManager
 from broker.groups.timers import wall_ms
 from broker.handlers.acls import AclApis
+from broker.handlers.client_quotas import ClientQuotaApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis, config_text
 from broker.handlers.create_partitions import CreatePartitionsApi
 from broker.handlers.fetch import FetchApi
@@ -41,6 +42,7 @@ from broker.handlers.list_offsets import ListOffsetsApi
 from broker.handlers.produce import ProduceApi
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.telemetry import TelemetryApis
 from broker.handlers.topics import TopicApis
 from broker.handlers.topology import TopologyApis
 from broker.handlers.transactions import TransactionApis
@@ -52,8 +54,16 @@ from broker.observability.lag_metrics import LagMetrics
 from broker.observability.metrics import METRICS, install_state_collector
 from broker.observability.metrics_http import parse_metrics_listener, serve_metrics
 from broker.observability.state_metrics import doctor_families, state_families
+from broker.quotas import enforcement
+from broker.quotas.enforcement import QuotaEnforcer, monotonic_ms
+from broker.quotas.etcd_store import EtcdQuotaStore
+from broker.quotas.store import QuotaStore
 from broker.security.context import SecurityContext
 from broker.security.request_checks import RequestChecks
+from broker.telemetry import service as telemetry_service
+from broker.telemetry.etcd_store import EtcdSubscriptionStore
+from broker.telemetry.service import TelemetryService
+from broker.telemetry.subscriptions import SubscriptionStore
 from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, TopicCatalog, owning_partition
 from broker.topics.changes import TopicChanges, TopicCreated, TopicDeleted
@@ -238,6 +248,18 @@ class BrokerApp:
             cluster=self.cluster)
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
+        # ---- client quotas and client telemetry (KIP-714) ----
+        self.quotas = QuotaStore(self.data_dir)
+        self.quotas_etcd = None if self.cluster is None else EtcdQuotaStore(
+            EtcdClient(endpoints), self.cluster.prefix, self.quotas, self.data_dir)
+        self.enforcer = QuotaEnforcer(self.quotas, c.get_int("quota.window.num"), c.get_int("quota.window.size.seconds"))
+        enforcement.install_collector(self.enforcer)
+        self.router.observer = self.enforcer.observe
+        subscriptions = SubscriptionStore(self.data_dir)
+        self.subscriptions_etcd = None if self.cluster is None else EtcdSubscriptionStore(
+            EtcdClient(endpoints), self.cluster.prefix, subscriptions, self.data_dir)
+        self.telemetry = TelemetryService(subscriptions, c.get_int("telemetry.max.bytes"), monotonic_ms)
+        telemetry_service.install_collector(self.telemetry)
         self.handlers = self._make_handlers()
         self.router.raw_sasl_token = self.handlers.sasl.raw_token
         authorizer = self.security.authorizer
@@ -277,6 +299,8 @@ class BrokerApp:
             acls=AclApis(authorizer, security.etcd_store, self.logs),
             topology=TopologyApis(self.view, self.catalog, authorizer,
                                   lambda: [k for k, _, _ in self.router.advertised()], self.clock),
+            client_quotas=ClientQuotaApis(self.quotas, self.quotas_etcd, self.logs),
+            telemetry=TelemetryApis(self.telemetry),
             write_txn_markers=None if self.cluster is None else
             WriteTxnMarkersApi(self.transactions.markers, self.peer_secret),
         )
@@ -299,6 +323,11 @@ class BrokerApp:
         if self.security.etcd_store is not None:
             # The cluster's users and ACLs, read before any client is served.
             await nursery.start(self.security.etcd_store.run)
+        if self.quotas_etcd is not None:
+            # The cluster's client quotas, read before any client is served.
+            await nursery.start(self.quotas_etcd.run)
+        if self.subscriptions_etcd is not None:
+            await nursery.start(self.subscriptions_etcd.run)
         await nursery.start(self.shards.run)
         # In a cluster the coordinator loads each __transaction_state partition as it is claimed.
         await nursery.start(self.transactions.run)

@@ -187,6 +187,11 @@ PROPERTIES: tuple[Property, ...] = (
     Property("super.users", str, "", "Principals allowed everything, semicolon-separated: User:admin;User:ops."),
     Property("allow.everyone.if.no.acl.found", bool, False, "With the authorizer on, allow an operation on a "
              "resource that no ACL names."),
+    Property("quota.window.num", int, 11, "Client quotas: number of sample windows a quota's rate is measured "
+             "over.", minimum=1),
+    Property("quota.window.size.seconds", int, 1, "Client quotas: length of one sample window.", minimum=1),
+    Property("telemetry.max.bytes", int, 1048576, "Largest metrics payload a client may push (KIP-714 "
+             "PushTelemetry).", minimum=1),
     Property("log.level", str, "INFO", "Log level of the broker's structured log.",
              choices=("DEBUG", "INFO", "WARNING", "ERROR")),
 )

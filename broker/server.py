@@ -88,6 +88,13 @@ class Broker:
         except OSError:
             peer = ("?", 0)
         info = ConnectionInfo(next(self._conn_ids), str(peer[0]), int(peer[1]))
+        throttle_ms = self.app.enforcer.connection_throttle_ms(info.client_host)
+        if throttle_ms > 0:
+            # Over its address's connection_creation_rate: held, then closed unserved (Kafka's
+            # connection quotas).
+            logs.debug("quota.connection_throttled", client=info.client_host, throttle_ms=throttle_ms)
+            await trio.sleep(throttle_ms / 1000)
+            return
         max_bytes = self._max_request_bytes
         if spec is not None:
             info.listener = spec.name

@@ -10,6 +10,7 @@ from broker.network.router import Request
 from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -25,6 +26,7 @@ from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRes
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
@@ -41,6 +43,10 @@ from protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersRes
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.get_telemetry_subscriptions import (
+    GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse,
+)
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.messages.list_partition_reassignments import (
@@ -50,6 +56,7 @@ from protocol.messages.list_partition_reassignments import (
 from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
@@ -221,3 +228,25 @@ def update_features(req: Request[UpdateFeaturesRequest], code: int) -> UpdateFea
     return UpdateFeaturesResponse(error_code=code, error_message=None, results=[
         Result(feature=u.feature, error_code=code, error_message=None) for u in req.body.feature_updates]
         if req.version < 2 else [])
+# ---- client quotas and client telemetry --------------------------------------------------------
+
+def describe_client_quotas(req: Request[DescribeClientQuotasRequest], code: int) -> DescribeClientQuotasResponse:
+    return DescribeClientQuotasResponse(error_code=code, error_message=None, entries=None)
+
+
+def alter_client_quotas(req: Request[AlterClientQuotasRequest], code: int) -> AlterClientQuotasResponse:
+    Entry = AlterClientQuotasResponse.EntryData
+    return AlterClientQuotasResponse(entries=[Entry(
+        error_code=code, error_message=None,
+        entity=[Entry.EntityData(entity_type=e.entity_type, entity_name=e.entity_name) for e in entry.entity])
+        for entry in req.body.entries])
+
+
+def get_telemetry_subscriptions(req: Request[GetTelemetrySubscriptionsRequest],
+                                code: int) -> GetTelemetrySubscriptionsResponse:
+    return GetTelemetrySubscriptionsResponse(error_code=code, client_instance_id=req.body.client_instance_id,
+                                             accepted_compression_types=[], requested_metrics=[])
+
+
+def push_telemetry(req: Request[PushTelemetryRequest], code: int) -> PushTelemetryResponse:
+    return PushTelemetryResponse(error_code=code)

@@ -87,6 +87,13 @@ class Connection:
         # The last answer must reach a client that may still be sending (a failed authentication):
         # closing with its bytes unread would reset the connection and lose the answer.
         self.linger = False
+        # A quota throttled the client: nothing is read until trio.current_time() reaches this
+        # (Kafka mutes the channel for the throttle time; replies still leave).
+        self.muted = False
+        self.muted_until = 0.0
+        # Responses wait until then (a throttled client older than KIP-219).
+        self.held_until = 0.0
+        info.mute = self._mute
 
     async def run(self) -> None:
         try:
@@ -121,7 +128,7 @@ class Connection:
     def _readable(self) -> bool:
         """The socket may have data: dispatch what is buffered, then read until the socket is
         drained. True when it stopped after a few full reads and more may be waiting."""
-        if self.closing or self.broken or self.paused:
+        if self.closing or self.broken or self.paused or self.muted:
             return False
         try:
             if self.buf and self.large is None and not self._process():
@@ -226,7 +233,8 @@ class Connection:
         if len(self.pending) >= MAX_IN_FLIGHT:
             self.paused = True
             return False
-        return True
+        # Throttled by a quota: what is buffered waits (dispatched when reading resumes).
+        return not self.muted
 
     def _stop_reading(self) -> None:
         """End of input (EOF, a reset, a bad request): send what is owed, then close."""
@@ -244,7 +252,7 @@ class Connection:
     async def _poll_reads(self) -> None:
         """Without the shared readiness set: wait for readability through trio, then read."""
         while not (self.closing or self.broken):
-            if self.paused:
+            if self.paused or self.muted:
                 self._resumed = trio.Event()
                 await self._resumed.wait()
                 continue
@@ -252,8 +260,25 @@ class Connection:
             self.router.after_frames()
             if more:
                 await trio.lowlevel.checkpoint()
-            elif not (self.closing or self.broken or self.paused):
+            elif not (self.closing or self.broken or self.paused or self.muted):
                 await trio.lowlevel.wait_readable(self.fd)
+
+    def _mute(self, seconds: float, hold: bool = False) -> None:
+        """Reads nothing more for ``seconds`` (with ``hold``, sends nothing either); the task
+        resumes afterwards."""
+        until = trio.current_time() + seconds
+        self.muted_until = max(self.muted_until, until)
+        if hold:
+            self.held_until = max(self.held_until, until)
+        self.muted = True
+        self.wake.set()
+
+    async def _resume_reading(self) -> None:
+        if self.hub is None:
+            if self._resumed is not None:
+                self._resumed.set()
+        else:
+            await self._read_on_task()
 
     def _bad(self, reason: str, kind: str) -> None:
         METRICS.connections_closed_bad.labels(kind).inc()
@@ -285,6 +310,8 @@ class Connection:
         """Pops every filled slot at the head of the queue; their bytes, joined for one send."""
         out: list[bytes] = []
         pending = self.pending
+        if self.held_until and trio.current_time() < self.held_until:
+            return b""
         while pending and pending[0].ready:
             reply = pending.popleft()
             if reply.close:
@@ -347,13 +374,19 @@ class Connection:
                 continue
             if self.paused and len(self.pending) < MAX_IN_FLIGHT and not self.closing:
                 self.paused = False
-                if self.hub is None:
-                    if self._resumed is not None:
-                        self._resumed.set()
-                else:
-                    await self._read_on_task()
+                if not self.muted:
+                    await self._resume_reading()
                 continue
             if self.closing and not self.pending:
                 return
+            if self.muted and trio.current_time() >= self.muted_until:
+                self.muted = False
+                if not self.closing:
+                    await self._resume_reading()
+                continue
             self.wake = trio.Event()
-            await self.wake.wait()
+            if self.muted:
+                with trio.move_on_at(self.muted_until):
+                    await self.wake.wait()
+            else:
+                await self.wake.wait()

@@ -53,6 +53,12 @@ class ConnectionInfo:
     # A failed authentication: (delay in seconds, what answers it); the connection stops reading,
     # waits the delay, answers, and closes.
     failed_auth: tuple[float, Callable[[], None]] | None = None
+    # Stops reading from the connection for this many seconds (a client throttled by a quota),
+    # and with ``hold`` also sends no response until then (a client older than KIP-219); set by
+    # the connection that serves it.
+    mute: Callable[[float, bool], None] | None = None
+    # What the client said it is in ApiVersions v3+ (client telemetry matches on it).
+    software: tuple[str, str] = ("", "")
 
 
 @dataclass(slots=True)
@@ -139,6 +145,9 @@ class Router:
         self.frames_done_hooks: list[Callable[[], None]] = []
         # A bare SASL token after SaslHandshake v0 (broker/handlers/sasl.py).
         self.raw_sasl_token: Callable[[bytes, ConnectionInfo], Reply] | None = None
+        # Sees every request that reaches its handler, with its frame's size, before the handler
+        # runs; what it returns is called when the handler returns (client quotas, broker/quotas/).
+        self.observer: Callable[[Request[Data], int], Callable[[], None] | None] | None = None
 
     def install(self, apis: Iterable[Api]) -> None:
         """Serves these APIs (the table's, broker/apis.py), and no others."""
@@ -182,8 +191,12 @@ class Router:
         authorize = route.authorize
         if authorize is not None and authorize(request):
             return reply
+        observer = self.observer
+        handled = None if observer is None else observer(request, len(frame))
         try:
             route.handler(request)
+            if handled is not None:
+                handled()
         except CloseConnection:
             raise
         except Exception:

@@ -146,6 +146,20 @@ class RequestChecks:
             return False
         return self._deny(req, refuse(req, CLUSTER_DENIED))
 
+    # ---- client quotas ----------------------------------------------------------------------------
+
+    def client_quotas_describe(self, req: Request[Body], refuse: Refuse[Body]) -> bool:
+        """DescribeClientQuotas: DESCRIBE_CONFIGS on the cluster, as Kafka checks it."""
+        if self.allowed(req, Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
+            return False
+        return self._deny(req, refuse(req, CLUSTER_DENIED))
+
+    def client_quotas_alter(self, req: Request[Body], refuse: Refuse[Body]) -> bool:
+        """AlterClientQuotas: ALTER_CONFIGS on the cluster, as Kafka checks it."""
+        if self.allowed(req, Operation.ALTER_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
+            return False
+        return self._deny(req, refuse(req, CLUSTER_DENIED))
+
     def _split(self, req: Request[Body], items: list[Any], allowed: Callable[[Any], bool], field: str,
                put_back: Callable[[Any, list[Any]], None]) -> bool:
         """Keeps the allowed ``items`` in the request's ``field`` and has the denied ones put back

@@ -10,6 +10,7 @@ from enum import IntEnum
 
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -34,6 +35,7 @@ from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
+from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
@@ -51,6 +53,10 @@ from protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersRes
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.get_telemetry_subscriptions import (
+    GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse,
+)
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
@@ -67,6 +73,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
@@ -110,6 +117,8 @@ class ApiKey(IntEnum):
     CreatePartitions = 37
     DeleteGroups = 42
     OffsetDelete = 47
+    DescribeClientQuotas = 48
+    AlterClientQuotas = 49
     DescribeUserScramCredentials = 50
     AlterUserScramCredentials = 51
     DescribeCluster = 60
@@ -124,6 +133,8 @@ class ApiKey(IntEnum):
     DescribeQuorum = 55
     UpdateFeatures = 57
     DescribeTopicPartitions = 75
+    GetTelemetrySubscriptions = 71
+    PushTelemetry = 72
 
 
 _PAIRS: list[tuple[Message, Message]] = [
@@ -172,6 +183,10 @@ _PAIRS: list[tuple[Message, Message]] = [
     (DescribeQuorumRequest, DescribeQuorumResponse),
     (UpdateFeaturesRequest, UpdateFeaturesResponse),
     (DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse),
+    (DescribeClientQuotasRequest, DescribeClientQuotasResponse),
+    (AlterClientQuotasRequest, AlterClientQuotasResponse),
+    (GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse),
+    (PushTelemetryRequest, PushTelemetryResponse),
 ]
 
 REQUESTS: dict[int, Message] = {req.api_key: req for req, _ in _PAIRS if req.api_key is not None}

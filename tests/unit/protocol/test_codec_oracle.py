@@ -76,6 +76,23 @@ class ConsumerGroupDescribeResponse(ApiMessage, load_json="tests.kafka_specs"):
     pass
 
 
+# Nor KIP-714's telemetry APIs: Kafka 4.4's specs, transcribed the same way.
+class GetTelemetrySubscriptionsRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class GetTelemetrySubscriptionsResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class PushTelemetryRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class PushTelemetryResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
 KP = _kafka_python_classes()
 
 # ---- random values drawn from our tables --------------------------------------------------------
@@ -99,6 +116,8 @@ def _prim(rng: random.Random, name: str) -> Any:
         return rng.choice(_WORDS)
     if name in ("bytes", "records"):
         return rng.randbytes(rng.choice([0, 1, 5, 200]))
+    if name == "float64":
+        return rng.choice([0.0, 1.5, -2.0, 1e300, rng.random()])
     raise AssertionError(name)
 
 

@@ -81,6 +81,11 @@ EXPECTED_VALID = {
     "DescribeQuorum": "0-2",
     "UpdateFeatures": "0-2",
     "DescribeTopicPartitions": "0",
+    "DescribeClientQuotas": "0-1",
+    "AlterClientQuotas": "0-1",
+    # KIP-714: as of Kafka 4.4.
+    "GetTelemetrySubscriptions": "0",
+    "PushTelemetry": "0",
 }
 
 # Element names that do not follow "Kafka's struct name minus the message/API prefix".

@@ -1,0 +1,53 @@
+"""Client quotas in a cluster: an alteration made through one node is committed in etcd before it
+is acknowledged, and every node describes it (and enforces it) within a fraction of a second; the
+client-metrics subscriptions of client telemetry are shared the same way."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from broker.cluster.etcd import EtcdClient
+from broker.telemetry.etcd_store import EtcdSubscriptionStore
+from broker.telemetry.subscriptions import DELETE, SET, SubscriptionStore
+from testkit.etcd import EtcdProcess
+from tests.integration.helpers.cluster import Cluster
+from tests.integration.test_client_quotas import alter, describe
+
+
+def test_a_quota_altered_through_one_node_is_described_by_the_other(cluster: Cluster) -> None:
+    first, second = cluster.start_node(1), cluster.start_node(2)
+    assert alter(first.port, [("user", "carol")], [("producer_byte_rate", 4096.0, False)]) == [(0, None)]
+    expected = [([("user", "carol")], {"producer_byte_rate": 4096.0})]
+    deadline = time.monotonic() + 5
+    while describe(second.port, [("user", 0, "carol")]) != expected and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert describe(second.port, [("user", 0, "carol")]) == expected
+    assert alter(second.port, [("user", "carol")], [("producer_byte_rate", 0.0, True)]) == [(0, None)]
+    deadline = time.monotonic() + 5
+    while describe(first.port, [("user", 0, "carol")]) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert describe(first.port, [("user", 0, "carol")]) == []
+
+
+@pytest.mark.trio
+async def test_client_metrics_subscriptions_are_shared_through_etcd(etcd: EtcdProcess, tmp_path: Path) -> None:
+    """What IncrementalAlterConfigs on a CLIENT_METRICS resource awaits, in a cluster: committed in
+    etcd before it returns, read by another node's store."""
+    prefix = f"/kcoord-test/{uuid.uuid4().hex}"
+    first, second = SubscriptionStore(None), SubscriptionStore(None)
+    first_etcd = EtcdSubscriptionStore(EtcdClient(etcd.endpoint), prefix, first)
+    second_etcd = EtcdSubscriptionStore(EtcdClient(etcd.endpoint), prefix, second)
+    assert await first.alter("producers", [("metrics", SET, "org.apache.kafka.producer."),
+                                           ("interval.ms", SET, "1000")]) is None
+    bad = await first.alter("producers", [("interval.ms", SET, "1")])
+    assert bad is not None and bad.code == 40
+    await second_etcd.load()
+    assert second.configs == first.configs == {
+        "producers": {"metrics": "org.apache.kafka.producer.", "interval.ms": "1000"}}
+    assert await second.alter("producers", [("metrics", DELETE, None), ("interval.ms", DELETE, None)]) is None
+    await first_etcd.load()
+    assert first.subscriptions == {} and first.generation == 2
