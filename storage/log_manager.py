@@ -21,11 +21,14 @@ from storage.checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_CHECKPOINT,
     read_offset_checkpoint,
+    read_partition_log_start,
     read_partition_metadata,
     write_offset_checkpoint,
+    write_partition_log_start,
     write_partition_metadata,
 )
 from storage.config import LogConfig
+from storage.errors import OffsetOutOfRangeError
 from storage.fencing import Fence
 from storage.layout import DELETE_DIR_SUFFIX, fsync_dir, parse_partition_dir, partition_dir_name
 from storage.partition_log import Clock, PartitionLog, wall_clock_ms
@@ -57,6 +60,8 @@ class LogManager:
         self.reports: dict[TopicPartition, RecoveryReport] = {}
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._lock = threading.Lock()
+        # One writer of the checkpoint files at a time (retention and DeleteRecords both write them).
+        self._write_lock = threading.Lock()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for leftover in self.log_dir.glob(f"*{DELETE_DIR_SUFFIX}"):
             shutil.rmtree(leftover, ignore_errors=True)
@@ -109,9 +114,10 @@ class LogManager:
                 fence.check()
             directory = self.log_dir / partition_dir_name(topic, partition)
             created = not directory.exists()
+            start = read_partition_log_start(directory) if self.shared else self._log_starts.get(tp)
             log, report = self.opener(
                 directory, config or self.config, recovery_point=self._recovery_points.get(tp),
-                log_start_offset=self._log_starts.get(tp), clock=self.clock,
+                log_start_offset=start, clock=self.clock,
             )
             log.cleaner_checkpoint = max(log.log_start_offset, self._cleaner_offsets.get(tp, 0))
             if fence is not None:
@@ -172,15 +178,40 @@ class LogManager:
         """Write the broker-level checkpoints for every open log."""
         if self.shared:
             return
-        with self._lock:
-            for tp, log in self._logs.items():
-                self._recovery_points[tp] = log.recovery_point
-                self._log_starts[tp] = log.log_start_offset
-                self._cleaner_offsets[tp] = log.cleaner_checkpoint
-            recovery, starts, cleaner = dict(self._recovery_points), dict(self._log_starts), dict(self._cleaner_offsets)
-        write_offset_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT, recovery)
-        write_offset_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT, starts)
-        write_offset_checkpoint(self.log_dir / CLEANER_OFFSET_CHECKPOINT, cleaner)
+        with self._write_lock:
+            with self._lock:
+                for tp, log in self._logs.items():
+                    self._recovery_points[tp] = log.recovery_point
+                    # Never back: a log start DeleteRecords made durable is applied to the log
+                    # only after this file holds it.
+                    self._log_starts[tp] = max(self._log_starts.get(tp, 0), log.log_start_offset)
+                    self._cleaner_offsets[tp] = log.cleaner_checkpoint
+                recovery, starts = dict(self._recovery_points), dict(self._log_starts)
+                cleaner = dict(self._cleaner_offsets)
+            write_offset_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT, recovery)
+            write_offset_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT, starts)
+            write_offset_checkpoint(self.log_dir / CLEANER_OFFSET_CHECKPOINT, cleaner)
+
+    def move_log_start(self, topic: str, partition: int, log: PartitionLog, offset: int) -> int:
+        """DeleteRecords: make ``offset`` the partition's log start, durably first (Kafka's
+        ``log-start-offset-checkpoint``; in a cluster the owner's file beside the segments, written
+        under its fence), then in the log, which drops the segments wholly below it. Nothing reads
+        the new start before it is on disk. Returns the log start offset. Raises
+        ``OffsetOutOfRangeError`` past the log end and ``FencedError`` for a partition no longer
+        owned here. Blocking."""
+        if offset <= log.log_start_offset:
+            return log.log_start_offset
+        if offset > log.end_offset:
+            raise OffsetOutOfRangeError(offset, log.log_start_offset, log.end_offset)
+        if self.shared:
+            log.check_fence()
+            write_partition_log_start(log.directory, offset)
+        else:
+            with self._lock:
+                tp = (topic, partition)
+                self._log_starts[tp] = max(self._log_starts.get(tp, 0), offset)
+            self.checkpoint()
+        return log.delete_records_before(offset)
 
     def close(self) -> None:
         """Flush and close every log, then write checkpoints that make the next open quick."""

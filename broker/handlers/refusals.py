@@ -9,6 +9,7 @@ from broker.network.router import Request
 from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -18,10 +19,13 @@ from protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
+from protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
@@ -34,6 +38,10 @@ from protocol.messages.init_producer_id import InitProducerIdRequest, InitProduc
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
+from protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
@@ -173,3 +181,38 @@ def alter_user_scram_credentials(req: Request[AlterUserScramCredentialsRequest],
     users = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
     return AlterUserScramCredentialsResponse(results=[AlterUserScramCredentialsResponse.Result(
         user=u, error_code=code, error_message=None) for u in users])
+
+
+# ---- records and log directories -------------------------------------------------------------------
+
+def delete_records(req: Request[DeleteRecordsRequest], code: int) -> DeleteRecordsResponse:
+    T = DeleteRecordsResponse.TopicResult
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=[T(name=t.name, partitions=[
+        T.PartitionResult(partition_index=p.partition_index, low_watermark=-1, error_code=code)
+        for p in t.partitions]) for t in req.body.topics])
+
+
+def offset_for_leader_epoch(req: Request[OffsetForLeaderEpochRequest], code: int) -> OffsetForLeaderEpochResponse:
+    T = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+    return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=[T(topic=t.topic, partitions=[
+        T.EpochEndOffset(error_code=code, partition=p.partition, leader_epoch=-1, end_offset=-1)
+        for p in t.partitions]) for t in req.body.topics])
+
+
+def describe_log_dirs(req: Request[DescribeLogDirsRequest], code: int) -> DescribeLogDirsResponse:
+    # Before v3 the answer has no error code: a refused request gets no directories.
+    return DescribeLogDirsResponse(throttle_time_ms=0, error_code=code, results=[])
+
+
+def alter_replica_log_dirs(req: Request[AlterReplicaLogDirsRequest], code: int) -> AlterReplicaLogDirsResponse:
+    R = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+    return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[R(topic_name=t.name, partitions=[
+        R.AlterReplicaLogDirPartitionResult(partition_index=p, error_code=code) for p in t.partitions])
+        for d in req.body.dirs for t in d.topics])
+
+
+def describe_producers(req: Request[DescribeProducersRequest], code: int) -> DescribeProducersResponse:
+    T = DescribeProducersResponse.TopicResponse
+    return DescribeProducersResponse(throttle_time_ms=0, topics=[T(name=t.name, partitions=[
+        T.PartitionResponse(partition_index=i, error_code=code, error_message=None, active_producers=[])
+        for i in t.partition_indexes]) for t in req.body.topics])

@@ -15,7 +15,10 @@ from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest,
 from protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
-from protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse
+from protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from protocol.schema import Message, Versions
 from testkit.kafka import kafka_libs
 from tests.unit.protocol.test_message_tables import kafka_view, our_view

@@ -1,0 +1,65 @@
+"""DeleteRecords in storage: the log start is on disk before the log shows it, comes back on the
+next open (a single broker's log-start-offset-checkpoint; a cluster owner's file beside the
+segments), is never moved back by a later checkpoint, and is refused to a fenced owner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from storage.checkpoints import PARTITION_LOG_START, read_offset_checkpoint, read_partition_log_start
+from storage.config import LogConfig
+from storage.errors import FencedError, OffsetOutOfRangeError
+from storage.fencing import Fence
+from storage.log_manager import LogManager
+
+CFG = LogConfig(segment_bytes=1000)
+
+
+def fill(mgr: LogManager, topic: str, count: int) -> None:
+    log = mgr.get_or_create(topic, 0)
+    for i in range(count):
+        log.append([(b"k", b"v" * 40, i)])
+    log.flush()
+
+
+def test_the_checkpoint_holds_the_new_start_before_the_log_does(tmp_path: Path) -> None:
+    mgr = LogManager(tmp_path, CFG)
+    fill(mgr, "t", 100)
+    log = mgr.get_or_create("t", 0)
+    segments = log.segment_count
+    assert mgr.move_log_start("t", 0, log, 57) == 57
+    assert read_offset_checkpoint(tmp_path / "log-start-offset-checkpoint")[("t", 0)] == 57
+    assert log.log_start_offset == 57 and log.segment_count < segments
+    assert log.segments()[0].base_offset <= 57 < log.segments()[0].next_offset
+    assert mgr.move_log_start("t", 0, log, 10) == 57  # never back
+    with pytest.raises(OffsetOutOfRangeError):
+        mgr.move_log_start("t", 0, log, 101)
+    mgr.checkpoint()
+    assert read_offset_checkpoint(tmp_path / "log-start-offset-checkpoint")[("t", 0)] == 57
+    # Killed without a clean close: the start comes back from the checkpoint.
+    again = LogManager(tmp_path, CFG)
+    reopened = again.get_or_create("t", 0)
+    assert reopened.log_start_offset == 57 and reopened.end_offset == 100
+    again.close()
+
+
+def test_a_cluster_owner_keeps_the_start_beside_the_segments(tmp_path: Path) -> None:
+    mgr = LogManager(tmp_path, CFG, shared=True)
+    fence = Fence("t-0", 5)
+    log = mgr.get_or_create("t", 0, fence=fence)
+    for i in range(50):
+        log.append([(b"k", b"v" * 40, i)])
+    log.flush()
+    assert mgr.move_log_start("t", 0, log, 33) == 33
+    assert read_partition_log_start(tmp_path / "t-0") == 33
+    assert not (tmp_path / "log-start-offset-checkpoint").exists()
+    # The next owner opens the partition from its files.
+    other = LogManager(tmp_path, CFG, shared=True)
+    assert other.get_or_create("t", 0, fence=Fence("t-0", 6)).log_start_offset == 33
+    fence.revoke()
+    with pytest.raises(FencedError):
+        mgr.move_log_start("t", 0, log, 40)
+    assert read_partition_log_start(tmp_path / "t-0") == 33
+    assert (tmp_path / "t-0" / PARTITION_LOG_START).read_text() == "0\n33\n"
