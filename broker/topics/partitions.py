@@ -149,7 +149,7 @@ def _rebuild_producers(state: PartitionState, now_ms: int) -> None:
                     marker = _marker_committed(state.log, h[0])
                     if marker is not None:
                         events.append((pid, h[0], True, marker[0]))
-                        table.note_marker(pid, h[10], marker[1])
+                        table.note_marker(pid, h[10], marker[1], h[8])
                     continue
                 events.append((pid, h[0], False, None))
             if recent and pid >= 0 and h[11] >= 0:
@@ -317,8 +317,9 @@ class TopicLogs:
         that moment, not before."""
         offset = state.next_offset
         state.next_offset += 1
+        now = int(time.time() * 1000)
         raw = build_end_txn_marker(0, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
-                                   coordinator_epoch=coordinator_epoch, timestamp=int(time.time() * 1000))
+                                   coordinator_epoch=coordinator_epoch, timestamp=now)
         write = BatchWrite(raw, offset, lambda: None)
 
         def finished() -> None:
@@ -331,7 +332,7 @@ class TopicLogs:
                     except (LogClosedError, OSError) as exc:  # the index is rewritten from the log at open
                         logs.warn("log.txn_index_failed", topic=state.topic, partition=state.partition,
                                   error=str(exc))
-                state.producers.note_marker(producer_id, producer_epoch, coordinator_epoch)
+                state.producers.note_marker(producer_id, producer_epoch, coordinator_epoch, now)
             done(ok)
 
         write.on_done = finished

@@ -175,3 +175,39 @@ def test_alter_replica_log_dirs(pair: Pair) -> None:
 
     answers = pair.compare(scenario)
     assert answers["other_dir"]["results"][0]["partitions"][0]["error_code"] == 57  # type: ignore[index]
+
+
+def test_describe_producers_of_transactions(pair: Pair) -> None:
+    """A transactional producer with a transaction open on the partition (its first offset shown),
+    then once the transaction is committed (the marker's coordinator epoch shown, none open)."""
+    from tests.differential.test_transactions import add_partitions, completed, end, init
+
+    topic, txn = unique("producers-txn"), unique("producers-txn-id")
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        create_topic(c, topic, 1)
+        produce(c, topic, 0, batch(b"before"))
+        ids = init(c, txn)
+        add_partitions(c, txn, ids.producer_id, ids.producer_epoch, {topic: [0]})
+        produce(c, topic, 0, batch(b"t1", b"t2", producer_id=ids.producer_id, producer_epoch=ids.producer_epoch,
+                                   base_sequence=0, transactional=True), transactional_id=txn)
+        T = DescribeProducersRequest.TopicRequest
+
+        def described() -> object:
+            return c.call(61, 0, DescribeProducersRequest(topics=[T(name=topic, partition_indexes=[0])]))
+
+        open_ = described()
+        end(c, txn, ids.producer_id, ids.producer_epoch, True)
+        completed(c, txn)
+        committed = described()
+        # The marker's timestamp (the broker's clock) becomes the producer's latest.
+        for topic_ in committed.topics:  # type: ignore[attr-defined]
+            for p in topic_.partitions:
+                for producer in p.active_producers:
+                    producer.last_timestamp = "marker" if producer.last_timestamp > 1_700_000_001_000 else None
+        return {"open": open_, "committed": committed}
+
+    answers = pair.compare(scenario)
+    (open_,) = answers["open"]["topics"][0]["partitions"][0]["active_producers"]  # type: ignore[index]
+    assert open_["current_txn_start_offset"] == 1
