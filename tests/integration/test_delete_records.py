@@ -6,6 +6,8 @@ owner moves it and the next owner starts from it."""
 from __future__ import annotations
 
 import os
+import re
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -191,3 +193,50 @@ def test_in_a_cluster_the_owner_moves_the_log_start_and_the_next_owner_keeps_it(
     assert end_for(cluster.nodes[other].port, topic, new_epoch, new_epoch + 1) == (75, -1, -1)
     # An epoch older than any left in the log ends where the log now starts.
     assert end_for(cluster.nodes[other].port, topic, 0, -1) == (0, 0, 10)
+
+
+def _served(node: Any, api: str) -> float:
+    """How many requests of ``api`` (any version) a node has served, from its metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{node.metrics_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(float(v) for v in re.findall(rf'^kcoord_requests_total{{api="{api}",version="\d+"}} (\S+)$', text,
+                                            re.M))
+
+
+def test_a_consumer_checks_its_position_with_the_next_owner(cluster: Cluster) -> None:
+    """librdkafka after a leader change (KIP-320): the owner is killed, the next owner leads the
+    partition at a higher epoch, and the consumer asks it where its epoch ended
+    (OffsetForLeaderEpoch) before fetching on; it reads on without a reset, nothing lost."""
+    for node in (1, 2):
+        cluster.start_node(node)
+    cluster.wait_spread({1, 2})
+    bootstrap = ",".join(b.bootstrap for b in cluster.alive())
+    topic = "epoch-checked"
+    create(bootstrap, topic, 1)
+    wait_for(lambda: partition_leader(cluster, topic) in cluster.nodes, 30, "a leader of the topic")
+    produce(bootstrap, topic, 20)
+    owner = partition_leader(cluster, topic)
+    other = next(n for n in cluster.nodes if n != owner)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "epoch-checker", "auto.offset.reset": "error",
+                         "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 500})
+    seen: list[int] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        wait_for(lambda: _poll_into(consumer, seen) and len(seen) >= 20, 30, "the first records")
+        before = _served(cluster.nodes[other], "OffsetForLeaderEpoch")
+        cluster.nodes[owner].kill()
+        wait_for(lambda: partition_leader(cluster, topic) == other, 60, "the next owner")
+        produce(cluster.nodes[other].bootstrap, topic, 10)
+        wait_for(lambda: _poll_into(consumer, seen) and len(seen) >= 30, 60, "the records after the change")
+    finally:
+        consumer.close()
+    assert seen == list(range(30))
+    assert _served(cluster.nodes[other], "OffsetForLeaderEpoch") > before
+
+
+def _poll_into(consumer: Consumer, seen: list[int]) -> bool:
+    msg = consumer.poll(0.2)
+    if msg is not None:
+        assert msg.error() is None, msg.error()
+        seen.append(msg.offset())
+    return True
