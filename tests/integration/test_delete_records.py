@@ -95,9 +95,14 @@ def test_admin_clients_delete_records_and_describe_log_dirs(broker: BrokerProces
         deleted = kadmin.delete_records({KafkaTopicPartition(topic, 0): 7, KafkaTopicPartition(topic, 1): -1})
         assert {(tp.partition, r["low_watermark"]) for tp, r in deleted.items()} == {(0, 7), (1, 0)}
         (described,) = kadmin.describe_log_dirs(topic_partitions={topic: [0, 1]})
-        dirs = described["log_dirs"] if isinstance(described, dict) else described
-        text = repr(dirs)
-        assert os.path.abspath(broker.data_dir) in text, text
+        (log_dir,) = described["log_dirs"]
+        assert (log_dir["error_code"], log_dir["log_dir"]) == (0, os.path.abspath(broker.data_dir))
+        assert log_dir["total_bytes"] >= log_dir["usable_bytes"] > 0
+        (found,) = log_dir["topics"]
+        sizes = {p["partition_index"]: p["partition_size"] for p in found["partitions"]}
+        on_disk = sum(f.stat().st_size for f in (broker.data_dir / f"{topic}-0").glob("*.log"))
+        assert sizes == {0: on_disk, 1: 0} and on_disk > 20 * 15
+        assert {(p["offset_lag"], p["is_future_key"]) for p in found["partitions"]} == {(0, False)}
     finally:
         kadmin.close()
     assert earliest(broker.port, topic) == (0, 7)
