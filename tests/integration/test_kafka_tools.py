@@ -1,6 +1,6 @@
 """Apache Kafka's own command-line tools against kcoord, run from Kafka 4.4's jars: kafka-topics,
-kafka-configs, kafka-consumer-groups, kafka-acls, kafka-transactions, the console producer and
-consumer, kafka-get-offsets, and the system-test clients VerifiableProducer/VerifiableConsumer
+kafka-configs, kafka-consumer-groups, kafka-acls, kafka-transactions, kafka-delete-records,
+kafka-log-dirs, the console producer and consumer, kafka-get-offsets, and the system-test clients VerifiableProducer/VerifiableConsumer
 through a rolling bounce. Where the scenario allows, the same tool runs against a real Kafka and
 the outputs are compared once normalized (ids, timestamps, what only one of them has)."""
 
@@ -391,6 +391,26 @@ def test_kafka_transactions_describe_producers(tools: Tools, reference: Tools) -
                                               "CurrentTransactionStartOffset": "None"}]
     assert "ProducerId" in tools.out(TRANSACTIONS, "describe-producers", "--topic", "__consumer_offsets",
                                      "--partition", "0")
+
+
+def test_kafka_transactions_find_hanging(tools: Tools) -> None:
+    """find-hanging walks the broker's log directory (DescribeLogDirs), every partition's producers
+    (DescribeProducers) and their transactions: a transaction open for seconds is not hanging."""
+    topic = f"tools-hanging-{SUFFIX}"
+    create(tools.bootstrap, topic, 2)
+    producer = Producer({"bootstrap.servers": tools.bootstrap, "transactional.id": f"hanging-{SUFFIX}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"open", partition=1)
+    assert producer.flush(30) == 0
+    try:
+        for scope in (["--broker-id", "1"], ["--topic", topic]):
+            rows = tab_table(tools.out(TRANSACTIONS, "find-hanging", *scope))
+            assert rows == [], rows
+        (open_,) = tab_table(tools.out(TRANSACTIONS, "describe-producers", "--topic", topic, "--partition", "1"))
+        assert open_["CurrentTransactionStartOffset"] == "0"
+    finally:
+        producer.abort_transaction(30)
 
 
 def test_kafka_delete_records(tools: Tools, reference: Tools, tmp_path: Path) -> None:
