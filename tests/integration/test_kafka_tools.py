@@ -1,7 +1,7 @@
 """Apache Kafka's own command-line tools against kcoord, run from Kafka 4.4's jars: kafka-topics,
 kafka-configs, kafka-consumer-groups, kafka-acls, kafka-transactions, kafka-delete-records,
-kafka-log-dirs, the console producer and consumer, kafka-get-offsets, and the system-test clients VerifiableProducer/VerifiableConsumer
-through a rolling bounce. Where the scenario allows, the same tool runs against a real Kafka and
+kafka-log-dirs, the console producer and consumer, kafka-get-offsets, and the system-test clients
+VerifiableProducer/VerifiableConsumer through a rolling bounce. Where the scenario allows, the same tool runs against a real Kafka and
 the outputs are compared once normalized (ids, timestamps, what only one of them has)."""
 
 from __future__ import annotations
