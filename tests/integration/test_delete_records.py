@@ -170,7 +170,26 @@ def test_the_log_start_survives_kill_9_and_old_segments_go(broker_factory: Any, 
     assert end_for(again.port, topic, 0, 0) == (0, 0, 200)
 
 
+def _served(node: Any, api: str) -> float:
+    """How many requests of ``api`` (any version) a node has served, from its metrics."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{node.metrics_port}/metrics", timeout=10) as r:
+        text = r.read().decode()
+    return sum(float(v) for v in re.findall(rf'^kcoord_requests_total{{api="{api}",version="\d+"}} (\S+)$', text,
+                                            re.M))
+
+
+def _poll_into(consumer: Consumer, seen: list[int]) -> bool:
+    msg = consumer.poll(0.2)
+    if msg is not None:
+        assert msg.error() is None, msg.error()
+        seen.append(msg.offset())
+    return True
+
+
 def test_in_a_cluster_the_owner_moves_the_log_start_and_the_next_owner_keeps_it(cluster: Cluster) -> None:
+    """Only the partition's owner deletes records; its owner is killed; the next owner starts from
+    the log start it left, at a higher epoch, and a librdkafka consumer checks its position with
+    it (OffsetForLeaderEpoch, KIP-320) before reading on, without a reset and without a gap."""
     for node in (1, 2):
         cluster.start_node(node)
     cluster.wait_spread({1, 2})
@@ -181,11 +200,24 @@ def test_in_a_cluster_the_owner_moves_the_log_start_and_the_next_owner_keeps_it(
     produce(bootstrap, topic, 30)
     owner = partition_leader(cluster, topic)
     other = next(n for n in cluster.nodes if n != owner)
-    assert delete_to(cluster.nodes[other].port, topic, 10) == (6, -1)  # NOT_LEADER_OR_FOLLOWER
-    assert delete_to(cluster.nodes[owner].port, topic, 10) == (0, 10)
-    assert read_partition_log_start(cluster.data_dir / f"{topic}-0") == 10
-    cluster.nodes[owner].kill()
-    wait_for(lambda: earliest(cluster.nodes[other].port, topic) == (0, 10), 60, "the next owner serving")
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "epoch-checker", "auto.offset.reset": "error",
+                         "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 500})
+    seen: list[int] = []
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        wait_for(lambda: _poll_into(consumer, seen) and len(seen) >= 30, 30, "the first records")
+        assert delete_to(cluster.nodes[other].port, topic, 10) == (6, -1)  # NOT_LEADER_OR_FOLLOWER
+        assert delete_to(cluster.nodes[owner].port, topic, 10) == (0, 10)
+        assert read_partition_log_start(cluster.data_dir / f"{topic}-0") == 10
+        checked = _served(cluster.nodes[other], "OffsetForLeaderEpoch")
+        cluster.nodes[owner].kill()
+        wait_for(lambda: earliest(cluster.nodes[other].port, topic) == (0, 10), 60, "the next owner serving")
+        produce(cluster.nodes[other].bootstrap, topic, 10)
+        wait_for(lambda: _poll_into(consumer, seen) and len(seen) >= 40, 60, "the records after the change")
+    finally:
+        consumer.close()
+    assert seen == list(range(40))
+    assert _served(cluster.nodes[other], "OffsetForLeaderEpoch") > checked
     assert fetch_error(cluster.nodes[other].port, topic, 9) == 1
     # Owner epochs are real: the old owner's epoch ended where the new owner's began, the log end
     # it left; a client still at the old epoch is fenced.
@@ -193,55 +225,8 @@ def test_in_a_cluster_the_owner_moves_the_log_start_and_the_next_owner_keeps_it(
     assert len(entries) == 2 and entries[1][1] == 30
     (old_epoch, _), (new_epoch, _) = entries
     assert end_for(cluster.nodes[other].port, topic, old_epoch, new_epoch) == (0, old_epoch, 30)
-    assert end_for(cluster.nodes[other].port, topic, new_epoch, new_epoch) == (0, new_epoch, 30)
+    assert end_for(cluster.nodes[other].port, topic, new_epoch, new_epoch) == (0, new_epoch, 40)
     assert end_for(cluster.nodes[other].port, topic, old_epoch, old_epoch) == (74, -1, -1)  # FENCED_LEADER_EPOCH
     assert end_for(cluster.nodes[other].port, topic, new_epoch, new_epoch + 1) == (75, -1, -1)
     # An epoch older than any left in the log ends where the log now starts.
     assert end_for(cluster.nodes[other].port, topic, 0, -1) == (0, 0, 10)
-
-
-def _served(node: Any, api: str) -> float:
-    """How many requests of ``api`` (any version) a node has served, from its metrics."""
-    with urllib.request.urlopen(f"http://127.0.0.1:{node.metrics_port}/metrics", timeout=10) as r:
-        text = r.read().decode()
-    return sum(float(v) for v in re.findall(rf'^kcoord_requests_total{{api="{api}",version="\d+"}} (\S+)$', text,
-                                            re.M))
-
-
-def test_a_consumer_checks_its_position_with_the_next_owner(cluster: Cluster) -> None:
-    """librdkafka after a leader change (KIP-320): the owner is killed, the next owner leads the
-    partition at a higher epoch, and the consumer asks it where its epoch ended
-    (OffsetForLeaderEpoch) before fetching on; it reads on without a reset, nothing lost."""
-    for node in (1, 2):
-        cluster.start_node(node)
-    cluster.wait_spread({1, 2})
-    bootstrap = ",".join(b.bootstrap for b in cluster.alive())
-    topic = "epoch-checked"
-    create(bootstrap, topic, 1)
-    wait_for(lambda: partition_leader(cluster, topic) in cluster.nodes, 30, "a leader of the topic")
-    produce(bootstrap, topic, 20)
-    owner = partition_leader(cluster, topic)
-    other = next(n for n in cluster.nodes if n != owner)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "epoch-checker", "auto.offset.reset": "error",
-                         "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 500})
-    seen: list[int] = []
-    try:
-        consumer.assign([TopicPartition(topic, 0, 0)])
-        wait_for(lambda: _poll_into(consumer, seen) and len(seen) >= 20, 30, "the first records")
-        before = _served(cluster.nodes[other], "OffsetForLeaderEpoch")
-        cluster.nodes[owner].kill()
-        wait_for(lambda: partition_leader(cluster, topic) == other, 60, "the next owner")
-        produce(cluster.nodes[other].bootstrap, topic, 10)
-        wait_for(lambda: _poll_into(consumer, seen) and len(seen) >= 30, 60, "the records after the change")
-    finally:
-        consumer.close()
-    assert seen == list(range(30))
-    assert _served(cluster.nodes[other], "OffsetForLeaderEpoch") > before
-
-
-def _poll_into(consumer: Consumer, seen: list[int]) -> bool:
-    msg = consumer.poll(0.2)
-    if msg is not None:
-        assert msg.error() is None, msg.error()
-        seen.append(msg.offset())
-    return True
