@@ -47,12 +47,16 @@ def produce(bootstrap: str, topic: str, count: int, partition: int = 0, size: in
     assert producer.flush(30) == 0
 
 
-def earliest(port: int, topic: str, partition: int = 0) -> tuple[int, int]:
+def listed(port: int, topic: str, timestamp: int) -> ListOffsetsResponse.Topic.Partition:
     with WireClient("127.0.0.1", port) as c:
         answer: ListOffsetsResponse = c.call(ApiKey.ListOffsets, 7, ListOffsetsRequest(replica_id=-1, topics=[
             ListOffsetsRequest.Topic(name=topic, partitions=[
-                ListOffsetsRequest.Topic.Partition(partition_index=partition, timestamp=-2)])]))
-    p = answer.topics[0].partitions[0]
+                ListOffsetsRequest.Topic.Partition(partition_index=0, timestamp=timestamp)])]))
+    return answer.topics[0].partitions[0]
+
+
+def earliest(port: int, topic: str) -> tuple[int, int]:
+    p = listed(port, topic, -2)
     return p.error_code, p.offset
 
 
@@ -230,3 +234,7 @@ def test_in_a_cluster_the_owner_moves_the_log_start_and_the_next_owner_keeps_it(
     assert end_for(cluster.nodes[other].port, topic, new_epoch, new_epoch + 1) == (75, -1, -1)
     # An epoch older than any left in the log ends where the log now starts.
     assert end_for(cluster.nodes[other].port, topic, 0, -1) == (0, 0, 10)
+    # ListOffsets gives the epoch an offset was written in, which a consumer resetting to it checks
+    # its position with after the next change.
+    assert (listed(cluster.nodes[other].port, topic, -2).leader_epoch,
+            listed(cluster.nodes[other].port, topic, -1).leader_epoch) == (old_epoch, new_epoch)
