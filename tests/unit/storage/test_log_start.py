@@ -63,3 +63,18 @@ def test_a_cluster_owner_keeps_the_start_beside_the_segments(tmp_path: Path) -> 
         mgr.move_log_start("t", 0, log, 40)
     assert read_partition_log_start(tmp_path / "t-0") == 33
     assert (tmp_path / "t-0" / PARTITION_LOG_START).read_text() == "0\n33\n"
+
+
+def test_retention_counted_before_a_deletion_removes_nothing_newer(tmp_path: Path) -> None:
+    """Retention counts the segments to drop from what it saw; DeleteRecords drops some first: the
+    count, applied to the segments left, must not reach segments above the log start."""
+    mgr = LogManager(tmp_path, CFG)
+    fill(mgr, "t", 100)
+    log = mgr.get_or_create("t", 0)
+    seen = log.segments()
+    assert len(seen) > 4
+    mgr.move_log_start("t", 0, log, seen[3].base_offset)
+    left = [s.base_offset for s in log.segments()]
+    assert left[0] == seen[3].base_offset
+    assert log.delete_oldest_segments(2, seen[0].base_offset) == []
+    assert [s.base_offset for s in log.segments()] == left and log.log_start_offset == seen[3].base_offset
