@@ -115,7 +115,10 @@ class PartitionState:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.txns.last_stable_offset(self.part.high_watermark)
+        """Kafka's: the first offset of the oldest open transaction, never below the log start
+        (records deleted past an open transaction), or the high watermark."""
+        hw = self.part.high_watermark
+        return max(self.txns.last_stable_offset(hw), min(self.log.log_start_offset, hw))
 
 
 def _marker_committed(log: PartitionLog, offset: int) -> tuple[bool, int] | None:

@@ -211,3 +211,33 @@ def test_describe_producers_of_transactions(pair: Pair) -> None:
     answers = pair.compare(scenario)
     (open_,) = answers["open"]["topics"][0]["partitions"][0]["active_producers"]  # type: ignore[index]
     assert open_["current_txn_start_offset"] == 1
+
+
+def test_delete_records_past_an_open_transaction(pair: Pair) -> None:
+    """Records deleted up to the high watermark, past a transaction still open: the last stable
+    offset is the new log start, in Fetch and in ListOffsets for read_committed."""
+    from tests.differential.test_transactions import add_partitions, init
+
+    topic, txn = unique("delrec-txn"), unique("delrec-txn-id")
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        create_topic(c, topic, 1)
+        produce(c, topic, 0, batch(b"before"))
+        ids = init(c, txn)
+        add_partitions(c, txn, ids.producer_id, ids.producer_epoch, {topic: [0]})
+        produce(c, topic, 0, batch(b"t1", b"t2", producer_id=ids.producer_id, producer_epoch=ids.producer_epoch,
+                                   base_sequence=0, transactional=True), transactional_id=txn)
+        produce(c, topic, 0, batch(b"after"))
+        committed_end = c.call(2, 7, ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[
+            ListOffsetsRequest.Topic(name=topic, partitions=[
+                ListOffsetsRequest.Topic.Partition(partition_index=0, timestamp=-1)])]))
+        return {"lso_before": committed_end, "deleted": delete(c, topic, 0, 4),
+                "fetched": fetch(c, topic, [0], 4, isolation=1),
+                "lso_after": c.call(2, 7, ListOffsetsRequest(replica_id=-1, isolation_level=1, topics=[
+                    ListOffsetsRequest.Topic(name=topic, partitions=[
+                        ListOffsetsRequest.Topic.Partition(partition_index=0, timestamp=-1)])]))}
+
+    answers = pair.compare(scenario)
+    assert answers["lso_before"]["topics"][0]["partitions"][0]["offset"] == 1  # type: ignore[index]
+    assert answers["lso_after"]["topics"][0]["partitions"][0]["offset"] == 4  # type: ignore[index]
