@@ -12,9 +12,9 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from storage.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -28,13 +28,22 @@ from storage.checkpoints import (
     write_partition_metadata,
 )
 from storage.config import LogConfig
-from storage.errors import OffsetOutOfRangeError
+from storage.errors import OffsetOutOfRangeError, StorageError
 from storage.fencing import Fence
 from storage.layout import DELETE_DIR_SUFFIX, fsync_dir, parse_partition_dir, partition_dir_name
 from storage.partition_log import Clock, PartitionLog, wall_clock_ms
 from storage.recovery import RecoveryReport
 
 TopicPartition = tuple[str, int]
+
+
+class LogStartMove(NamedTuple):
+    """One partition's log start to move (DeleteRecords) to ``offset``."""
+
+    topic: str
+    partition: int
+    log: PartitionLog
+    offset: int
 
 
 class LogOpener(Protocol):
@@ -193,25 +202,64 @@ class LogManager:
             write_offset_checkpoint(self.log_dir / CLEANER_OFFSET_CHECKPOINT, cleaner)
 
     def move_log_start(self, topic: str, partition: int, log: PartitionLog, offset: int) -> int:
-        """DeleteRecords: make ``offset`` the partition's log start, durably first (Kafka's
-        ``log-start-offset-checkpoint``; in a cluster the owner's file beside the segments, written
-        under its fence), then in the log, which drops the segments wholly below it. Nothing reads
-        the new start before it is on disk. Returns the log start offset. Raises
-        ``OffsetOutOfRangeError`` past the log end and ``FencedError`` for a partition no longer
-        owned here. Blocking."""
-        if offset <= log.log_start_offset:
-            return log.log_start_offset
-        if offset > log.end_offset:
-            raise OffsetOutOfRangeError(offset, log.log_start_offset, log.end_offset)
-        if self.shared:
-            log.check_fence()
-            write_partition_log_start(log.directory, offset)
-        else:
+        """``move_log_starts`` for one partition: returns its log start offset or raises."""
+        (result,) = self.move_log_starts([LogStartMove(topic, partition, log, offset)])
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def move_log_starts(self, moves: Sequence[LogStartMove]) -> list[int | StorageError | OSError]:
+        """DeleteRecords: make each move's offset its partition's log start, durably first (Kafka's
+        ``log-start-offset-checkpoint``, written once for all of them; in a cluster each owner's
+        file beside the segments, written under its fence), then in the logs, which drop the
+        segments wholly below. Nothing reads a new start before it is on disk. Per move: the log
+        start offset, ``OffsetOutOfRangeError`` past the log end, ``FencedError`` for a partition no
+        longer owned here, or the error that kept it from disk. Blocking."""
+        results: list[int | StorageError | OSError] = []
+        durable: list[int] = []
+        for i, move in enumerate(moves):
+            log = move.log
+            if move.offset <= log.log_start_offset:
+                results.append(log.log_start_offset)
+                continue
+            if move.offset > log.end_offset:
+                results.append(OffsetOutOfRangeError(move.offset, log.log_start_offset, log.end_offset))
+                continue
+            results.append(move.offset)
+            if self.shared:
+                try:
+                    log.check_fence()
+                    write_partition_log_start(log.directory, move.offset)
+                except (StorageError, OSError) as exc:
+                    results[i] = exc
+                    continue
+            durable.append(i)
+        if not self.shared and durable:
+            try:
+                self._write_log_starts([moves[i] for i in durable])
+            except OSError as exc:
+                for i in durable:
+                    results[i] = exc
+                return results
+        for i in durable:
+            try:
+                results[i] = moves[i].log.delete_records_before(moves[i].offset)
+            except (StorageError, OSError) as exc:  # durable already: the next open applies it
+                results[i] = exc
+        return results
+
+    def _write_log_starts(self, moves: Sequence[LogStartMove]) -> None:
+        """``log-start-offset-checkpoint`` with these moves in it (and, never lower, every other
+        partition's log start)."""
+        with self._write_lock:
             with self._lock:
-                tp = (topic, partition)
-                self._log_starts[tp] = max(self._log_starts.get(tp, 0), offset)
-            self.checkpoint()
-        return log.delete_records_before(offset)
+                for move in moves:
+                    tp = (move.topic, move.partition)
+                    self._log_starts[tp] = max(self._log_starts.get(tp, 0), move.offset)
+                for tp, log in self._logs.items():
+                    self._log_starts[tp] = max(self._log_starts.get(tp, 0), log.log_start_offset)
+                starts = dict(self._log_starts)
+            write_offset_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT, starts)
 
     def close(self) -> None:
         """Flush and close every log, then write checkpoints that make the next open quick."""

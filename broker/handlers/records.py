@@ -26,8 +26,9 @@ from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
 )
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
-from storage.errors import FencedError, LogClosedError, OffsetOutOfRangeError, StorageError
+from storage.errors import FencedError, OffsetOutOfRangeError
 from storage.layout import OFFSETS_TOPIC
+from storage.log_manager import LogStartMove
 from storage.partition_log import PartitionLog
 
 HIGH_WATERMARK = -1  # DeleteRecords: "up to the high watermark"
@@ -123,20 +124,21 @@ class RecordApis:
         manager = self.topic_logs.runtime.manager
 
         def move_all() -> None:
-            for out, state, target in moves:
-                try:
-                    out.low_watermark = manager.move_log_start(state.topic, state.partition, state.log, target)
-                except OffsetOutOfRangeError:
-                    out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                except FencedError:
-                    out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
-                except (LogClosedError, StorageError, OSError) as exc:
-                    logs.warn("log.delete_records_failed", topic=state.topic, partition=state.partition,
-                              error=repr(exc))
-                    out.error_code = ErrorCode.KAFKA_STORAGE_ERROR
-                else:
+            results = manager.move_log_starts([LogStartMove(state.topic, state.partition, state.log, target)
+                                               for _out, state, target in moves])
+            for (out, state, _target), result in zip(moves, results, strict=True):
+                if isinstance(result, int):
+                    out.low_watermark = result
                     logs.event("log.records_deleted", topic=state.topic, partition=state.partition,
-                               log_start_offset=out.low_watermark)
+                               log_start_offset=result)
+                elif isinstance(result, OffsetOutOfRangeError):
+                    out.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                elif isinstance(result, FencedError):
+                    out.error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+                else:
+                    logs.warn("log.delete_records_failed", topic=state.topic, partition=state.partition,
+                              error=repr(result))
+                    out.error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
         await trio.to_thread.run_sync(move_all)
         req.reply.set(DeleteRecordsResponse(throttle_time_ms=0, topics=_by_topic(answers)))

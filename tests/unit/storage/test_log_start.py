@@ -12,7 +12,7 @@ from storage.checkpoints import PARTITION_LOG_START, read_offset_checkpoint, rea
 from storage.config import LogConfig
 from storage.errors import FencedError, OffsetOutOfRangeError
 from storage.fencing import Fence
-from storage.log_manager import LogManager
+from storage.log_manager import LogManager, LogStartMove
 
 CFG = LogConfig(segment_bytes=1000)
 
@@ -78,3 +78,16 @@ def test_retention_counted_before_a_deletion_removes_nothing_newer(tmp_path: Pat
     assert left[0] == seen[3].base_offset
     assert log.delete_oldest_segments(2, seen[0].base_offset) == []
     assert [s.base_offset for s in log.segments()] == left and log.log_start_offset == seen[3].base_offset
+
+
+def test_several_partitions_move_with_one_checkpoint_write(tmp_path: Path) -> None:
+    mgr = LogManager(tmp_path, CFG)
+    for topic in ("a", "b", "c"):
+        fill(mgr, topic, 20)
+    logs = {t: mgr.get_or_create(t, 0) for t in ("a", "b", "c")}
+    mgr.move_log_start("c", 0, logs["c"], 15)
+    results = mgr.move_log_starts([LogStartMove("a", 0, logs["a"], 5), LogStartMove("b", 0, logs["b"], 21),
+                                   LogStartMove("c", 0, logs["c"], 3)])
+    assert results[0] == 5 and isinstance(results[1], OffsetOutOfRangeError) and results[2] == 15
+    assert read_offset_checkpoint(tmp_path / "log-start-offset-checkpoint") == {("a", 0): 5, ("c", 0): 15,
+                                                                                 ("b", 0): 0}
