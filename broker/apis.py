@@ -36,7 +36,9 @@ from broker.handlers.groups import (
     txn_commit_error,
 )
 from broker.handlers.list_offsets import ListOffsetsApi
+from broker.handlers.log_dirs import LogDirApis
 from broker.handlers.produce import ProduceApi
+from broker.handlers.records import RecordApis
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
 from broker.handlers.telemetry import TelemetryApis
@@ -60,6 +62,7 @@ from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -78,12 +81,15 @@ from protocol.messages.create_partitions import CreatePartitionsRequest, CreateP
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
@@ -117,6 +123,10 @@ from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
@@ -179,6 +189,8 @@ class Handlers:
     produce: ProduceApi
     fetch: FetchApi
     list_offsets: ListOffsetsApi
+    records: RecordApis
+    log_dirs: LogDirApis
     transactions: TransactionApis
     sasl: SaslApis
     scram: ScramCredentialApis
@@ -242,6 +254,17 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
         api(FetchRequest, FetchResponse, h.fetch.fetch, authorize=checks.fetch, refuse=refusals.fetch),
         api(ListOffsetsRequest, ListOffsetsResponse, h.list_offsets.list_offsets, authorize=checks.list_offsets,
             refuse=refusals.list_offsets),
+        # ---- records and log directories (Kafka 4.4's versions) ----------------------------------
+        api(DeleteRecordsRequest, DeleteRecordsResponse, h.records.delete_records, authorize=checks.delete_records,
+            refuse=refusals.delete_records, versions=(0, 2)),
+        api(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, h.records.offset_for_leader_epoch,
+            authorize=checks.offset_for_leader_epoch, refuse=refusals.offset_for_leader_epoch, versions=(2, 4)),
+        api(DescribeProducersRequest, DescribeProducersResponse, h.records.describe_producers,
+            authorize=checks.describe_producers, refuse=refusals.describe_producers),
+        api(DescribeLogDirsRequest, DescribeLogDirsResponse, h.log_dirs.describe_log_dirs,
+            authorize=checks.cluster_describe, refuse=refusals.describe_log_dirs, versions=(1, 5)),
+        api(AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, h.log_dirs.alter_replica_log_dirs,
+            authorize=checks.cluster_alter, refuse=refusals.alter_replica_log_dirs, versions=(1, 2)),
         # ---- transactions ----------------------------------------------------------------------
         api(InitProducerIdRequest, InitProducerIdResponse, t.init_producer_id, authorize=checks.init_producer_id,
             refuse=refusals.init_producer_id, versions=(0, INIT_PRODUCER_ID_MAX_VERSION)),

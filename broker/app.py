@@ -39,7 +39,9 @@ from broker.handlers.create_partitions import CreatePartitionsApi
 from broker.handlers.fetch import FetchApi
 from broker.handlers.groups import GroupApis
 from broker.handlers.list_offsets import ListOffsetsApi
+from broker.handlers.log_dirs import LogDirApis
 from broker.handlers.produce import ProduceApi
+from broker.handlers.records import RecordApis
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
 from broker.handlers.telemetry import TelemetryApis
@@ -291,6 +293,8 @@ class BrokerApp:
                                self.clock, self.cluster, self.peers),
             fetch=FetchApi(self.topic_logs, self.catalog),
             list_offsets=ListOffsetsApi(self.topic_logs, self.catalog),
+            records=RecordApis(self.topic_logs, self.catalog, self.view),
+            log_dirs=LogDirApis(self.data_dir, self.topic_logs, self.catalog),
             transactions=TransactionApis(self.transactions, self.catalog, offsets_partitions,
                                          self.topic_logs.producer_ids, self.clock),
             sasl=SaslApis(security.mechanisms, security.credentials, c.get_int("connections.max.reauth.ms"),

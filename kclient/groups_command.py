@@ -15,7 +15,15 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from kclient import group_history
-from kclient.admin_client import AdminError, GroupDescription, KafkaAdmin, TopicPartition, error_name
+from kclient.admin_client import (
+    EARLIEST,
+    LATEST,
+    AdminError,
+    GroupDescription,
+    KafkaAdmin,
+    TopicPartition,
+    error_name,
+)
 from kclient.groups_output import (
     MISSING,
     OffsetRow,
@@ -85,9 +93,12 @@ def offset_rows(admin: KafkaAdmin, group: GroupDescription) -> list[OffsetRow]:
     rest = sorted(tp for tp in committed if tp not in assigned)
     if rest:
         owners.append((rest, MISSING, MISSING, MISSING))
-    ends = admin.list_offsets([tp for tps, *_ in owners for tp in tps], -1)
-    return [OffsetRow(group.group_id, t, p, committed.get((t, p)), ends.get((t, p)), cid, host, client)
-            for tps, cid, host, client in owners for t, p in tps]
+    partitions = [tp for tps, *_ in owners for tp in tps]
+    ends = admin.list_offsets(partitions, LATEST)
+    behind = [tp for tp in partitions if committed.get(tp, -1) >= 0]
+    starts = admin.list_offsets(behind, EARLIEST) if behind else {}
+    return [OffsetRow(group.group_id, t, p, committed.get((t, p)), ends.get((t, p)), cid, host, client,
+                      starts.get((t, p))) for tps, cid, host, client in owners for t, p in tps]
 
 
 def describe(admin: KafkaAdmin, args: argparse.Namespace, out: TextIO, err: TextIO) -> int:

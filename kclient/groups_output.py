@@ -24,12 +24,17 @@ class OffsetRow:
     consumer_id: str
     host: str
     client_id: str
+    # The partition's log start: records below it were deleted (retention, DeleteRecords).
+    log_start: int | None = None
 
     @property
     def lag(self) -> int | None:
+        """What the group has left to consume: a committed offset below the log start counts from
+        the log start, as the broker's lag metric does (Kafka's tool subtracts the committed offset
+        alone, counting records no consumer can read any more)."""
         if self.offset is None or self.offset == -1 or self.log_end is None:
             return None
-        return self.log_end - self.offset
+        return self.log_end - max(self.offset, self.log_start or 0)
 
 
 def _show(value: object) -> str:

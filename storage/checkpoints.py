@@ -7,6 +7,10 @@ directories and we can open Kafka's. Every write goes to ``.tmp`` first and is r
   ``replication-offset-checkpoint``, ``cleaner-offset-checkpoint``): version 0, count,
   ``<topic> <partition> <offset>`` lines.
 * ``meta.properties``: Java properties (``node.id``, ``cluster.id``, ``version``, ...).
+* ``kcoord-log-start-offset`` (per partition, in a cluster only): version 0 and the partition's log
+  start offset. The nodes of a cluster share one data dir, so none writes the broker-level
+  ``log-start-offset-checkpoint``; the partition's owner keeps its log start (moved by
+  DeleteRecords) beside its segments instead. Kafka ignores the file.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
 CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
 META_PROPERTIES = "meta.properties"
+PARTITION_LOG_START = "kcoord-log-start-offset"
 
 
 class CheckpointError(ValueError):
@@ -109,6 +114,21 @@ def read_offset_checkpoint(path: Path) -> dict[tuple[str, int], int]:
 
 def write_offset_checkpoint(path: Path, offsets: dict[tuple[str, int], int]) -> None:
     _write_versioned(path, [f"{t} {p} {o}" for (t, p), o in sorted(offsets.items())])
+
+
+def read_partition_log_start(partition_dir: Path) -> int | None:
+    """The log start offset kept in the partition's directory (cluster mode), or None."""
+    path = partition_dir / PARTITION_LOG_START
+    if not path.exists():
+        return None
+    lines = path.read_text(encoding="utf-8").split()
+    if len(lines) != 2 or lines[0] != "0" or not lines[1].isdigit():
+        raise CheckpointError(f"{path}: expected version 0 and an offset")
+    return int(lines[1])
+
+
+def write_partition_log_start(partition_dir: Path, offset: int) -> None:
+    write_atomically(partition_dir / PARTITION_LOG_START, f"0\n{offset}\n".encode())
 
 
 def read_meta_properties(log_dir: Path) -> dict[str, str]:

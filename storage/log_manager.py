@@ -17,9 +17,9 @@ import os
 import shutil
 import threading
 import uuid
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from storage.checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -27,18 +27,29 @@ from storage.checkpoints import (
     RECOVERY_POINT_CHECKPOINT,
     CheckpointError,
     read_offset_checkpoint,
+    read_partition_log_start,
     read_partition_metadata,
     write_offset_checkpoint,
+    write_partition_log_start,
     write_partition_metadata,
 )
 from storage.config import LogConfig
-from storage.errors import FencedError
+from storage.errors import FencedError, OffsetOutOfRangeError, StorageError
 from storage.fencing import Fence
 from storage.layout import DELETE_DIR_SUFFIX, fsync_dir, parse_partition_dir, partition_dir_name
 from storage.partition_log import Clock, PartitionLog, wall_clock_ms
 from storage.recovery import RecoveryReport
 
 TopicPartition = tuple[str, int]
+
+
+class LogStartMove(NamedTuple):
+    """One partition's log start to move (DeleteRecords) to ``offset``."""
+
+    topic: str
+    partition: int
+    log: PartitionLog
+    offset: int
 
 
 class LogOpener(Protocol):
@@ -66,6 +77,8 @@ class LogManager:
         self.replaced: set[TopicPartition] = set()
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._lock = threading.Lock()
+        # One writer of the checkpoint files at a time (retention and DeleteRecords both write them).
+        self._write_lock = threading.Lock()
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for leftover in self.log_dir.glob(f"*{DELETE_DIR_SUFFIX}"):
             shutil.rmtree(leftover, ignore_errors=True)
@@ -128,9 +141,10 @@ class LogManager:
                 discarded = self._rename_away(directory, fence, inode)
                 self.replaced.add(tp)
             created = not directory.exists()
+            start = read_partition_log_start(directory) if self.shared else self._log_starts.get(tp)
             log, report = self.opener(
                 directory, config or self.config, recovery_point=self._recovery_points.get(tp),
-                log_start_offset=self._log_starts.get(tp), clock=self.clock,
+                log_start_offset=start, clock=self.clock,
             )
             log.cleaner_checkpoint = max(log.log_start_offset, self._cleaner_offsets.get(tp, 0))
             if fence is not None:
@@ -257,15 +271,79 @@ class LogManager:
         """Write the broker-level checkpoints for every open log."""
         if self.shared:
             return
-        with self._lock:
-            for tp, log in self._logs.items():
-                self._recovery_points[tp] = log.recovery_point
-                self._log_starts[tp] = log.log_start_offset
-                self._cleaner_offsets[tp] = log.cleaner_checkpoint
-            recovery, starts, cleaner = dict(self._recovery_points), dict(self._log_starts), dict(self._cleaner_offsets)
-        write_offset_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT, recovery)
-        write_offset_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT, starts)
-        write_offset_checkpoint(self.log_dir / CLEANER_OFFSET_CHECKPOINT, cleaner)
+        with self._write_lock:
+            with self._lock:
+                for tp, log in self._logs.items():
+                    self._recovery_points[tp] = log.recovery_point
+                    # Never back: a log start DeleteRecords made durable is applied to the log
+                    # only after this file holds it.
+                    self._log_starts[tp] = max(self._log_starts.get(tp, 0), log.log_start_offset)
+                    self._cleaner_offsets[tp] = log.cleaner_checkpoint
+                recovery, starts = dict(self._recovery_points), dict(self._log_starts)
+                cleaner = dict(self._cleaner_offsets)
+            write_offset_checkpoint(self.log_dir / RECOVERY_POINT_CHECKPOINT, recovery)
+            write_offset_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT, starts)
+            write_offset_checkpoint(self.log_dir / CLEANER_OFFSET_CHECKPOINT, cleaner)
+
+    def move_log_start(self, topic: str, partition: int, log: PartitionLog, offset: int) -> int:
+        """``move_log_starts`` for one partition: returns its log start offset or raises."""
+        (result,) = self.move_log_starts([LogStartMove(topic, partition, log, offset)])
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def move_log_starts(self, moves: Sequence[LogStartMove]) -> list[int | StorageError | OSError]:
+        """DeleteRecords: make each move's offset its partition's log start, durably first (Kafka's
+        ``log-start-offset-checkpoint``, written once for all of them; in a cluster each owner's
+        file beside the segments, written under its fence), then in the logs, which drop the
+        segments wholly below. Nothing reads a new start before it is on disk. Per move: the log
+        start offset, ``OffsetOutOfRangeError`` past the log end, ``FencedError`` for a partition no
+        longer owned here, or the error that kept it from disk. Blocking."""
+        results: list[int | StorageError | OSError] = []
+        durable: list[int] = []
+        for i, move in enumerate(moves):
+            log = move.log
+            if move.offset <= log.log_start_offset:
+                results.append(log.log_start_offset)
+                continue
+            if move.offset > log.end_offset:
+                results.append(OffsetOutOfRangeError(move.offset, log.log_start_offset, log.end_offset))
+                continue
+            results.append(move.offset)
+            if self.shared:
+                try:
+                    log.check_fence()
+                    write_partition_log_start(log.directory, move.offset)
+                except (StorageError, OSError) as exc:
+                    results[i] = exc
+                    continue
+            durable.append(i)
+        if not self.shared and durable:
+            try:
+                self._write_log_starts([moves[i] for i in durable])
+            except OSError as exc:
+                for i in durable:
+                    results[i] = exc
+                return results
+        for i in durable:
+            try:
+                results[i] = moves[i].log.delete_records_before(moves[i].offset)
+            except (StorageError, OSError) as exc:  # durable already: the next open applies it
+                results[i] = exc
+        return results
+
+    def _write_log_starts(self, moves: Sequence[LogStartMove]) -> None:
+        """``log-start-offset-checkpoint`` with these moves in it (and, never lower, every other
+        partition's log start)."""
+        with self._write_lock:
+            with self._lock:
+                for move in moves:
+                    tp = (move.topic, move.partition)
+                    self._log_starts[tp] = max(self._log_starts.get(tp, 0), move.offset)
+                for tp, log in self._logs.items():
+                    self._log_starts[tp] = max(self._log_starts.get(tp, 0), log.log_start_offset)
+                starts = dict(self._log_starts)
+            write_offset_checkpoint(self.log_dir / LOG_START_OFFSET_CHECKPOINT, starts)
 
     def close(self) -> None:
         """Flush and close every log, then write checkpoints that make the next open quick."""

@@ -419,16 +419,20 @@ class PartitionLog:
             self._log_start = max(self._log_start, offset)
             self.cleaner_checkpoint = max(self.cleaner_checkpoint, self._log_start)
             count = bisect.bisect_right(self._bases, self._log_start) - 1
+            first = self._bases[0]
         if count > 0:
-            self.delete_oldest_segments(count)
+            self.delete_oldest_segments(count, first)
         return self._log_start
 
-    def delete_oldest_segments(self, count: int) -> list[int]:
+    def delete_oldest_segments(self, count: int, first_base: int | None = None) -> list[int]:
         """Remove the ``count`` oldest segments Kafka-style (rename to .deleted, then unlink);
-        rolls first if that includes the active segment. Returns their base offsets."""
+        rolls first if that includes the active segment. Returns their base offsets. With
+        ``first_base`` (the oldest segment's base offset when ``count`` was reckoned) nothing is
+        removed if the oldest segment has changed since (retention and DeleteRecords each count
+        from the segments they saw: counted again, the count would reach newer segments)."""
         with self._flush_lock, self._lock:
             self._check_open()
-            if count <= 0:
+            if count <= 0 or (first_base is not None and self._bases[0] != first_base):
                 return []
             self.check_fence()
             if count >= len(self._segments):

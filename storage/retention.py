@@ -41,9 +41,9 @@ def _below_log_start(segments: list[Segment], log_start: int) -> int:
     return count
 
 
-def segments_to_delete(log: PartitionLog, now_ms: int) -> int:
-    """How many of the oldest segments retention removes now."""
-    segments = log.segments()
+def segments_to_delete(log: PartitionLog, now_ms: int, segments: list[Segment] | None = None) -> int:
+    """How many of the oldest segments (of ``segments``, the log's as seen now) retention removes now."""
+    segments = log.segments() if segments is None else segments
     count = _below_log_start(segments, log.log_start_offset)
     if log.config.delete:
         count = max(
@@ -57,5 +57,6 @@ def segments_to_delete(log: PartitionLog, now_ms: int) -> int:
 def apply_retention(log: PartitionLog, now_ms: int | None = None) -> list[int]:
     """Delete what retention allows; returns the base offsets of the removed segments."""
     now = log.clock() if now_ms is None else now_ms
-    count = segments_to_delete(log, now)
-    return log.delete_oldest_segments(count) if count else []
+    segments = log.segments()
+    count = segments_to_delete(log, now, segments)
+    return log.delete_oldest_segments(count, segments[0].base_offset) if count else []

@@ -120,7 +120,8 @@ class FetchApi:
                 if topic is not None and not topic.internal:
                     data_state = self.topic_logs.states.get((topic.name, p.partition))
                     txns = data_state.txns if data_state is not None else None
-                lso = hw if txns is None else txns.last_stable_offset(hw)
+                # As Kafka: never below the log start (DeleteRecords may pass an open transaction).
+                lso = hw if txns is None else max(txns.last_stable_offset(hw), min(start, hw))
                 pd.high_watermark = hw
                 pd.last_stable_offset = lso
                 visible = lso if committed else hw

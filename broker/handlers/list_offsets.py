@@ -26,7 +26,20 @@ from storage.partition_log import PartitionLog
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL = -1, -2, -3, -4
 TIERED_ONLY = (-5, -6)
-LEADER_EPOCH = 0  # the epoch every batch is stamped with and Metadata reports
+
+
+def epoch_of(log: PartitionLog, offset: int, latest: bool) -> int:
+    """The leader epoch given with an offset, as Kafka's log gives it: the latest epoch for the log
+    end, else the epoch the offset was written in (the latest starting at or before it); the epoch
+    the log is written at while it has none. Clients check a position with this epoch after a
+    leader change (OffsetForLeaderEpoch): on a single broker it is 0, in a cluster the owner's."""
+    entries = log.epochs.entries
+    if not entries:
+        return log.leader_epoch
+    if latest:
+        return entries[-1][0]
+    found = [e for e, start in entries if start <= offset]
+    return found[-1] if found else entries[0][0]
 
 
 def max_timestamp_offset(log: PartitionLog, high_watermark: int) -> tuple[int, int] | None:
@@ -156,6 +169,6 @@ class ListOffsetsApi:
                     out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     continue
                 if out.offset >= 0:
-                    out.leader_epoch = LEADER_EPOCH
+                    out.leader_epoch = epoch_of(where[0], out.offset, p.timestamp == LATEST)
             topics.append(ListOffsetsResponse.Topic(name=t.name, partitions=parts))
         req.reply.set(ListOffsetsResponse(throttle_time_ms=0, topics=topics))

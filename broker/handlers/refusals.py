@@ -15,6 +15,7 @@ from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -24,11 +25,14 @@ from protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
+from protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
@@ -55,6 +59,10 @@ from protocol.messages.list_partition_reassignments import (
 )
 from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
+from protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
@@ -228,6 +236,8 @@ def update_features(req: Request[UpdateFeaturesRequest], code: int) -> UpdateFea
     return UpdateFeaturesResponse(error_code=code, error_message=None, results=[
         Result(feature=u.feature, error_code=code, error_message=None) for u in req.body.feature_updates]
         if req.version < 2 else [])
+
+
 # ---- client quotas and client telemetry --------------------------------------------------------
 
 def describe_client_quotas(req: Request[DescribeClientQuotasRequest], code: int) -> DescribeClientQuotasResponse:
@@ -250,3 +260,38 @@ def get_telemetry_subscriptions(req: Request[GetTelemetrySubscriptionsRequest],
 
 def push_telemetry(req: Request[PushTelemetryRequest], code: int) -> PushTelemetryResponse:
     return PushTelemetryResponse(error_code=code)
+
+
+# ---- records and log directories -------------------------------------------------------------------
+
+def delete_records(req: Request[DeleteRecordsRequest], code: int) -> DeleteRecordsResponse:
+    T = DeleteRecordsResponse.TopicResult
+    return DeleteRecordsResponse(throttle_time_ms=0, topics=[T(name=t.name, partitions=[
+        T.PartitionResult(partition_index=p.partition_index, low_watermark=-1, error_code=code)
+        for p in t.partitions]) for t in req.body.topics])
+
+
+def offset_for_leader_epoch(req: Request[OffsetForLeaderEpochRequest], code: int) -> OffsetForLeaderEpochResponse:
+    T = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+    return OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=[T(topic=t.topic, partitions=[
+        T.EpochEndOffset(error_code=code, partition=p.partition, leader_epoch=-1, end_offset=-1)
+        for p in t.partitions]) for t in req.body.topics])
+
+
+def describe_log_dirs(req: Request[DescribeLogDirsRequest], code: int) -> DescribeLogDirsResponse:
+    # Before v3 the answer has no error code: a refused request gets no directories.
+    return DescribeLogDirsResponse(throttle_time_ms=0, error_code=code, results=[])
+
+
+def alter_replica_log_dirs(req: Request[AlterReplicaLogDirsRequest], code: int) -> AlterReplicaLogDirsResponse:
+    R = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+    return AlterReplicaLogDirsResponse(throttle_time_ms=0, results=[R(topic_name=t.name, partitions=[
+        R.AlterReplicaLogDirPartitionResult(partition_index=p, error_code=code) for p in t.partitions])
+        for d in req.body.dirs for t in d.topics])
+
+
+def describe_producers(req: Request[DescribeProducersRequest], code: int) -> DescribeProducersResponse:
+    T = DescribeProducersResponse.TopicResponse
+    return DescribeProducersResponse(throttle_time_ms=0, topics=[T(name=t.name, partitions=[
+        T.PartitionResponse(partition_index=i, error_code=code, error_message=None, active_producers=[])
+        for i in t.partition_indexes]) for t in req.body.topics])

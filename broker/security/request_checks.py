@@ -21,7 +21,7 @@ from broker.network.router import Request
 from broker.observability.metrics import METRICS
 from broker.security.acl_model import CLUSTER_NAME, Operation, ResourceType
 from broker.security.authorizer import Authorizer
-from broker.topics.catalog import TopicCatalog
+from broker.topics.catalog import TopicCatalog, validate_topic_name
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
@@ -37,10 +37,12 @@ from protocol.messages.consumer_group_heartbeat import (
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -52,6 +54,10 @@ from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.schema import Data
@@ -491,6 +497,54 @@ class RequestChecks:
                            T.Partition(partition_index=p.partition_index, error_code=TOPIC_DENIED)
                            for p in t.partitions]) for t in denied)):
             req.reply.set(ListOffsetsResponse(topics=[]))
+            return True
+        return False
+
+    # ---- records and log directories ------------------------------------------------------------
+
+    def delete_records(self, req: Request[DeleteRecordsRequest], refuse: Refuse[DeleteRecordsRequest]) -> bool:
+        """Delete on each topic (KafkaApis.handleDeleteRecordsRequest)."""
+        T = DeleteRecordsResponse.TopicResult
+        if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.DELETE, ResourceType.TOPIC,
+                                                                    t.name), "topics",
+                       lambda resp, denied: resp.topics.extend(T(name=t.name, partitions=[
+                           T.PartitionResult(partition_index=p.partition_index, low_watermark=-1,
+                                             error_code=TOPIC_DENIED) for p in t.partitions]) for t in denied)):
+            req.reply.set(DeleteRecordsResponse(throttle_time_ms=0, topics=[]))
+            return True
+        return False
+
+    def offset_for_leader_epoch(self, req: Request[OffsetForLeaderEpochRequest],
+                                refuse: Refuse[OffsetForLeaderEpochRequest]) -> bool:
+        """ClusterAction on the cluster (a replica), else Describe on each topic (a consumer, KIP-320)."""
+        if self.authorizer.authorize(req.principal, req.client_host, Operation.CLUSTER_ACTION, ResourceType.CLUSTER,
+                                     CLUSTER_NAME):
+            return False
+        T = OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult
+        if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC,
+                                                                    t.topic), "topics",
+                       lambda resp, denied: resp.topics.extend(T(topic=t.topic, partitions=[
+                           T.EpochEndOffset(partition=p.partition, error_code=TOPIC_DENIED, leader_epoch=-1,
+                                            end_offset=-1) for p in t.partitions]) for t in denied)):
+            req.reply.set(OffsetForLeaderEpochResponse(throttle_time_ms=0, topics=[]))
+            return True
+        return False
+
+    def describe_producers(self, req: Request[DescribeProducersRequest],
+                           refuse: Refuse[DescribeProducersRequest]) -> bool:
+        """Read on each topic; an illegal topic name is the handler's to answer (Kafka checks it first)."""
+        T = DescribeProducersResponse.TopicResponse
+
+        def readable(t: Any) -> bool:
+            return validate_topic_name(t.name) is not None or self.allowed(req, Operation.READ, ResourceType.TOPIC,
+                                                                           t.name)
+
+        if self._split(req, req.body.topics, readable, "topics",
+                       lambda resp, denied: resp.topics.extend(T(name=t.name, partitions=[
+                           T.PartitionResponse(partition_index=i, error_code=TOPIC_DENIED,
+                                               error_message=_MESSAGES[TOPIC_DENIED], active_producers=[])
+                           for i in t.partition_indexes]) for t in denied)):
+            req.reply.set(DescribeProducersResponse(throttle_time_ms=0, topics=[]))
             return True
         return False
 

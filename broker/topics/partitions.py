@@ -125,16 +125,22 @@ class PartitionState:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.txns.last_stable_offset(self.part.high_watermark)
+        """Kafka's: the first offset of the oldest open transaction, never below the log start
+        (records deleted past an open transaction), or the high watermark."""
+        hw = self.part.high_watermark
+        return max(self.txns.last_stable_offset(hw), min(self.log.log_start_offset, hw))
 
 
-def _marker_committed(log: PartitionLog, offset: int) -> bool | None:
-    """Whether the control batch at ``offset`` is a COMMIT (True) or ABORT (False) marker."""
+def _marker_committed(log: PartitionLog, offset: int) -> tuple[bool, int] | None:
+    """Whether the control batch at ``offset`` is a COMMIT (True) or ABORT (False) marker, and
+    the epoch of the coordinator that wrote it."""
     for batch in log.batches(offset):
         for record in decode_records(batch):
             kind = control_type_of(record)
             if kind in (ControlType.COMMIT, ControlType.ABORT):
-                return kind == ControlType.COMMIT
+                value = record.value or b""
+                epoch = int.from_bytes(value[2:6], "big", signed=True) if len(value) >= 6 else -1
+                return kind == ControlType.COMMIT, epoch
         return None
     return None
 
@@ -153,10 +159,10 @@ def _rebuild_producers(state: PartitionState, now_ms: int) -> None:
             attributes = h[5]
             if attributes & TRANSACTIONAL_MASK and pid >= 0:
                 if attributes & CONTROL_MASK:
-                    committed = _marker_committed(state.log, h[0])
-                    if committed is not None:
-                        events.append((pid, h[0], True, committed))
-                        table.note_marker(pid, h[10])
+                    marker = _marker_committed(state.log, h[0])
+                    if marker is not None:
+                        events.append((pid, h[0], True, marker[0]))
+                        table.note_marker(pid, h[10], marker[1], h[8])
                     continue
                 events.append((pid, h[0], False, None))
             if recent and pid >= 0 and h[11] >= 0:
@@ -424,8 +430,9 @@ class TopicLogs:
         that moment, not before."""
         offset = state.next_offset
         state.next_offset += 1
+        now = int(time.time() * 1000)
         raw = build_end_txn_marker(0, producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
-                                   coordinator_epoch=coordinator_epoch, timestamp=int(time.time() * 1000))
+                                   coordinator_epoch=coordinator_epoch, timestamp=now)
         write = BatchWrite(raw, offset, lambda: None)
 
         def finished() -> None:
@@ -438,7 +445,7 @@ class TopicLogs:
                     except (LogClosedError, OSError) as exc:  # the index is rewritten from the log at open
                         logs.warn("log.txn_index_failed", topic=state.topic, partition=state.partition,
                                   error=str(exc))
-                state.producers.note_marker(producer_id, producer_epoch)
+                state.producers.note_marker(producer_id, producer_epoch, coordinator_epoch, now)
             done(ok)
 
         write.on_done = finished

@@ -56,6 +56,8 @@ class ProducerEntry:
     epoch: int
     batches: deque[BatchMetadata] = field(default_factory=lambda: deque(maxlen=MAX_CACHED_BATCHES))
     last_timestamp: int = -1
+    # The epoch of the transaction coordinator that wrote the producer's last marker here (-1: none).
+    coordinator_epoch: int = -1
 
     @property
     def last_seq(self) -> int:
@@ -121,12 +123,18 @@ class ProducerStateTable:
         entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
 
-    def note_marker(self, producer_id: int, epoch: int) -> None:
+    def note_marker(self, producer_id: int, epoch: int, coordinator_epoch: int = -1, timestamp: int = -1) -> None:
         """A transaction marker at ``epoch``: a newer epoch (the coordinator fenced the producer)
-        replaces the producer's, so batches of the older epoch are refused from now on."""
+        replaces the producer's, so batches of the older epoch are refused from now on. As in
+        Kafka, the marker's coordinator epoch and timestamp become the producer's latest."""
         entry = self.producers.get(producer_id)
         if entry is not None and epoch > entry.epoch:
-            self.producers[producer_id] = ProducerEntry(epoch, last_timestamp=entry.last_timestamp)
+            entry = self.producers[producer_id] = ProducerEntry(epoch, last_timestamp=entry.last_timestamp)
+        if entry is not None:
+            if coordinator_epoch >= 0:
+                entry.coordinator_epoch = coordinator_epoch
+            if timestamp >= 0:
+                entry.last_timestamp = timestamp
 
     def expire(self, now_ms: int, max_age_ms: int) -> int:
         """Forget producers silent for longer than ``max_age_ms`` (producer.id.expiration.ms)."""

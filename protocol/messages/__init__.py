@@ -15,6 +15,7 @@ from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -33,12 +34,15 @@ from protocol.messages.create_partitions import CreatePartitionsRequest, CreateP
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
+from protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
@@ -72,6 +76,10 @@ from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.messages.offset_for_leader_epoch import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderEpochResponse,
+)
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
@@ -103,7 +111,9 @@ class ApiKey(IntEnum):
     ApiVersions = 18
     CreateTopics = 19
     DeleteTopics = 20
+    DeleteRecords = 21
     InitProducerId = 22
+    OffsetForLeaderEpoch = 23
     AddPartitionsToTxn = 24
     AddOffsetsToTxn = 25
     EndTxn = 26
@@ -113,6 +123,8 @@ class ApiKey(IntEnum):
     CreateAcls = 30
     DeleteAcls = 31
     DescribeConfigs = 32
+    AlterReplicaLogDirs = 34
+    DescribeLogDirs = 35
     SaslAuthenticate = 36
     CreatePartitions = 37
     DeleteGroups = 42
@@ -122,6 +134,7 @@ class ApiKey(IntEnum):
     DescribeUserScramCredentials = 50
     AlterUserScramCredentials = 51
     DescribeCluster = 60
+    DescribeProducers = 61
     DescribeTransactions = 65
     ListTransactions = 66
     ConsumerGroupHeartbeat = 68
@@ -187,6 +200,12 @@ _PAIRS: list[tuple[Message, Message]] = [
     (AlterClientQuotasRequest, AlterClientQuotasResponse),
     (GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse),
     (PushTelemetryRequest, PushTelemetryResponse),
+    # Records and log directories.
+    (DeleteRecordsRequest, DeleteRecordsResponse),
+    (OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse),
+    (AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse),
+    (DescribeLogDirsRequest, DescribeLogDirsResponse),
+    (DescribeProducersRequest, DescribeProducersResponse),
 ]
 
 REQUESTS: dict[int, Message] = {req.api_key: req for req, _ in _PAIRS if req.api_key is not None}

@@ -180,5 +180,12 @@ def test_admin_client(java_classes: Path, kafka_libs: Path, broker: BrokerProces
                      "partitions": [[topic, 0], [topic, 1], [topic, 2]]}]}]
     assert named(ours, "altered")[0]["offsets"] == {"0": 1, "1": 3, "2": 1}
     assert named(ours, "deleted") == [{"event": "deleted", "listed": [], "committed": {}}]
+    assert named(ours, "deleted_records") == [{"event": "deleted_records", "low_watermark": 3,
+                                               "earliest": {"0": 0, "1": 0, "2": 3}}]
+    # The Java producer is idempotent: one producer per partition, epoch 0, its last sequence.
+    assert named(ours, "producers")[0]["by_partition"] == {"0": [[0, 0, -1, -1]], "1": [[0, 2, -1, -1]],
+                                                           "2": [[0, 4, -1, -1]]}
+    replicas = named(ours, "log_dirs")[0]["replicas"]
+    assert sorted(replicas) == ["0", "1", "2"] and all(r[0] > 0 and r[1:] == [0, False] for r in replicas.values())
     without_cluster = [[e for e in events if e["event"] != "cluster"] for events in (ours, theirs)]
     assert without_cluster[0] == without_cluster[1]

@@ -1,7 +1,7 @@
 """Apache Kafka's own command-line tools against kcoord, run from Kafka 4.4's jars: kafka-topics,
-kafka-configs, kafka-consumer-groups, kafka-acls, kafka-transactions, the console producer and
-consumer, kafka-get-offsets, and the system-test clients VerifiableProducer/VerifiableConsumer
-through a rolling bounce. Where the scenario allows, the same tool runs against a real Kafka and
+kafka-configs, kafka-consumer-groups, kafka-acls, kafka-transactions, kafka-delete-records,
+kafka-log-dirs, the console producer and consumer, kafka-get-offsets, and the system-test clients
+VerifiableProducer/VerifiableConsumer through a rolling bounce. Where the scenario allows, the same tool runs against a real Kafka and
 the outputs are compared once normalized (ids, timestamps, what only one of them has)."""
 
 from __future__ import annotations
@@ -24,8 +24,10 @@ from tests.integration.helpers.kafka_programs import (
     CONFIGS,
     CONSOLE_CONSUMER,
     CONSOLE_PRODUCER,
+    DELETE_RECORDS,
     GET_OFFSETS,
     GROUPS,
+    LOG_DIRS,
     TOPICS,
     TRANSACTIONS,
     VERIFIABLE_CONSUMER,
@@ -368,11 +370,105 @@ def test_kafka_transactions_list_and_describe(tools: Tools, reference: Tools, kc
             still.abort_transaction(30)
 
 
-@pytest.mark.xfail(strict=True, reason="kafka-transactions describe-producers needs DescribeProducers, not "
-                                       "served by kcoord yet: the tool reports the API unsupported and exits 1")
-def test_kafka_transactions_describe_producers(tools: Tools) -> None:
+def test_kafka_transactions_describe_producers(tools: Tools, reference: Tools) -> None:
+    """describe-producers lists a partition's idempotent producer alike on both brokers (its id
+    aside); a partition without producers gives the header alone."""
+    topic = f"tools-producers-{SUFFIX}"
+    for bootstrap in (tools.bootstrap, reference.bootstrap):
+        create(bootstrap, topic, 2)
+        producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 0})
+        for i in range(3):
+            producer.produce(topic, b"v%d" % i, partition=0, timestamp=1_700_000_000_000 + i)
+            producer.flush(30)
+    described = on_both(tools, reference, lambda t: tab_table(
+        t.out(TRANSACTIONS, "describe-producers", "--topic", topic, "--partition", "0")))
+    for rows in described:
+        assert len(rows) == 1 and int(rows[0].pop("ProducerId")) >= 0
+    assert described[0] == described[1] == [{"ProducerEpoch": "0", "LatestCoordinatorEpoch": "-1",
+                                              "LastSequence": "2", "LastTimestamp": "1700000000002",
+                                              "CurrentTransactionStartOffset": "None"}]
     assert "ProducerId" in tools.out(TRANSACTIONS, "describe-producers", "--topic", "__consumer_offsets",
                                      "--partition", "0")
+
+
+def test_kafka_transactions_find_hanging(tools: Tools) -> None:
+    """find-hanging walks the broker's log directory (DescribeLogDirs), every partition's producers
+    (DescribeProducers) and their transactions: a transaction open for seconds is not hanging."""
+    topic = f"tools-hanging-{SUFFIX}"
+    create(tools.bootstrap, topic, 2)
+    producer = Producer({"bootstrap.servers": tools.bootstrap, "transactional.id": f"hanging-{SUFFIX}"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"open", partition=1)
+    assert producer.flush(30) == 0
+    try:
+        for scope in (["--broker-id", "1"], ["--topic", topic]):
+            rows = tab_table(tools.out(TRANSACTIONS, "find-hanging", *scope))
+            assert rows == [], rows
+        (open_,) = tab_table(tools.out(TRANSACTIONS, "describe-producers", "--topic", topic, "--partition", "1"))
+        assert open_["CurrentTransactionStartOffset"] == "0"
+    finally:
+        producer.abort_transaction(30)
+
+
+def test_kafka_delete_records(tools: Tools, reference: Tools, tmp_path: Path) -> None:
+    """kafka-delete-records moves the log start on both brokers alike; kafka-get-offsets then
+    gives it as the earliest offset, and an offset past the end is refused the same way."""
+    topic = f"tools-delrec-{SUFFIX}"
+    for bootstrap in (tools.bootstrap, reference.bootstrap):
+        create(bootstrap, topic, 2)
+    on_both(tools, reference, lambda t: t.run(CONSOLE_PRODUCER, "--topic", topic, "--producer-property",
+                                               "partitioner.class=org.apache.kafka.clients.producer.RoundRobinPartitioner",
+                                               input="".join(f"v{i}\n" for i in range(10))))
+    plan = tmp_path / "delete.json"
+    plan.write_text(f'{{"version": 1, "partitions": [{{"topic": "{topic}", "partition": 0, "offset": 3}},'
+                    f' {{"topic": "{topic}", "partition": 1, "offset": -1}}]}}')
+    # One line per partition, in the order of Kafka's hash map.
+    deleted = on_both(tools, reference, lambda t: sorted(t.out(DELETE_RECORDS, "--offset-json-file",
+                                                               str(plan)).splitlines()))
+    assert deleted[0] == deleted[1]
+    assert f"partition: {topic}-0\tlow_watermark: 3" in deleted[0]
+    assert f"partition: {topic}-1\tlow_watermark: 5" in deleted[0]
+    starts = on_both(tools, reference, lambda t: t.out(GET_OFFSETS, "--topic", topic, "--time", "-2"))
+    assert starts[0] == starts[1] == f"{topic}:0:3\n{topic}:1:5"
+    plan.write_text(f'{{"version": 1, "partitions": [{{"topic": "{topic}", "partition": 0, "offset": 99}}]}}')
+    refused = on_both(tools, reference, lambda t: t.run(DELETE_RECORDS, "--offset-json-file", str(plan),
+                                                         check=False).stdout)
+    # The error line carries the client's clock: its exception class is what is compared.
+    for text in refused:
+        assert f"partition: {topic}-0\terror: org.apache.kafka.common.errors.OffsetOutOfRangeException" in text
+
+
+def _log_dirs(text: str, topic: str) -> dict[str, Any]:
+    """kafka-log-dirs --describe: the JSON line, with the topic's partitions by name."""
+    import json
+
+    answer = json.loads(next(line for line in text.splitlines() if line.startswith("{")))
+    (broker,) = answer["brokers"]
+    (log_dir,) = broker["logDirs"]
+    return {"error": log_dir["error"], "partitions": {p["partition"]: p for p in log_dir["partitions"]
+                                                       if p["partition"].startswith(topic)}}
+
+
+def test_kafka_log_dirs_describe(tools: Tools, reference: Tools, kcoord: BrokerProcess) -> None:
+    """kafka-log-dirs --describe lists the one log directory, the partitions asked for with their
+    size on disk, no lag and no future replica, as Kafka does."""
+    topic = f"tools-logdirs-{SUFFIX}"
+    for bootstrap in (tools.bootstrap, reference.bootstrap):
+        create(bootstrap, topic, 2)
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+        producer.produce(topic, b"x" * 500, partition=0, timestamp=1_700_000_000_000)
+        producer.flush(30)
+    described = on_both(tools, reference, lambda t: _log_dirs(
+        t.out(LOG_DIRS, "--describe", "--topic-list", topic), topic))
+    for answer in described:
+        assert answer["error"] is None
+        assert answer["partitions"][f"{topic}-1"] == {"partition": f"{topic}-1", "size": 0, "offsetLag": 0,
+                                                       "isFuture": False}
+        assert answer["partitions"][f"{topic}-0"]["size"] > 500
+    assert described[0] == described[1]
+    text = tools.out(LOG_DIRS, "--describe", "--topic-list", topic)
+    assert f'"logDir":"{kcoord.data_dir.resolve()}"' in text or f'"logDir":"{kcoord.data_dir}"' in text
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])

@@ -17,12 +17,15 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.DeletedRecords;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.LogDirDescription;
 import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
@@ -44,7 +47,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *
  *   group BOOTSTRAP TOPIC GROUP PROTOCOL RECORDS   two KafkaConsumers (group.protocol=PROTOCOL)
  *   transactions BOOTSTRAP IN OUT GROUP RECORDS    read-process-write, then an aborted transaction
- *   admin BOOTSTRAP TOPIC GROUP                    the Admin client's topic, cluster and group calls
+ *   admin BOOTSTRAP TOPIC GROUP                    the Admin client's topic, cluster, group, records and
+ *                                                  log-directory calls
  */
 public final class KafkaClients {
     private static final Duration POLL = Duration.ofMillis(200);
@@ -387,6 +391,32 @@ public final class KafkaClients {
                  "earliest", offsetsByPartition(admin.listOffsets(earliest).all().get()));
             emit("committed", "offsets", committedByPartition(
                 admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get()));
+
+            // Records and log directories: delete below offset 3 of partition 2, then what the
+            // log start, the partitions' producers and the log directory show.
+            DeletedRecords deleted = admin.deleteRecords(Map.of(new TopicPartition(topic, 2),
+                                                                RecordsToDelete.beforeOffset(3)))
+                                          .lowWatermarks().get(new TopicPartition(topic, 2)).get();
+            emit("deleted_records", "low_watermark", deleted.lowWatermark(),
+                 "earliest", offsetsByPartition(admin.listOffsets(earliest).all().get()));
+            Map<String, Object> producers = new java.util.TreeMap<>();
+            admin.describeProducers(parts).all().get().forEach((tp, state) -> producers.put(
+                String.valueOf(tp.partition()), state.activeProducers().stream().map(ps -> List.of(
+                    ps.producerEpoch(), ps.lastSequence(), ps.coordinatorEpoch().orElse(-1),
+                    ps.currentTransactionStartOffset().orElse(-1L))).toList()));
+            emit("producers", "by_partition", producers);
+            int node = cluster.nodes().get().iterator().next().id();
+            Map<String, Object> replicas = new java.util.TreeMap<>();
+            for (LogDirDescription dir : admin.describeLogDirs(List.of(node)).allDescriptions().get().get(node)
+                                              .values()) {
+                dir.replicaInfos().forEach((tp, info) -> {
+                    if (tp.topic().equals(topic)) {
+                        replicas.put(String.valueOf(tp.partition()),
+                                     List.of(info.size(), info.offsetLag(), info.isFuture()));
+                    }
+                });
+            }
+            emit("log_dirs", "replicas", replicas);
 
             ConsumerGroupDescription empty = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
             emit("described_empty", "state", empty.groupState().toString(), "members", empty.members().size());

@@ -27,6 +27,8 @@ GET_OFFSETS = "org.apache.kafka.tools.GetOffsetShell"
 DUMP_LOG = "org.apache.kafka.tools.DumpLogSegments"
 VERIFIABLE_PRODUCER = "org.apache.kafka.tools.VerifiableProducer"
 VERIFIABLE_CONSUMER = "org.apache.kafka.tools.VerifiableConsumer"
+DELETE_RECORDS = "org.apache.kafka.tools.DeleteRecordsCommand"
+LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
 
 # Lines the tools print on stderr or stdout that say nothing about the broker.
 _NOISE = ("Option --property is deprecated", "Warning: --property is deprecated",

@@ -71,6 +71,11 @@ EXPECTED_VALID = {
     "DescribeCluster": "0-2",
     "DescribeTransactions": "0",
     "ListTransactions": "0-2",
+    "DeleteRecords": "0-2",
+    "OffsetForLeaderEpoch": "0-4",
+    "AlterReplicaLogDirs": "0-2",
+    "DescribeLogDirs": "1-5",  # v0 only differs in meaning (throttling), not in fields
+    "DescribeProducers": "0",
     # KIP-848: as of Kafka 4.1.
     "ConsumerGroupHeartbeat": "0-1",
     "ConsumerGroupDescribe": "0-1",

@@ -96,3 +96,16 @@ def test_producer_ids_are_never_handed_out_twice_across_restarts(tmp_path: Path)
     seen = ProducerIdAllocator(tmp_path / "other")
     seen.at_least(5000)  # an id found in a log
     assert seen.next_id() == 5001
+
+
+def test_a_marker_records_its_coordinator_epoch() -> None:
+    table = ProducerStateTable()
+    table.record(7, 0, 0, 2, 10, 12, 1000)
+    assert table.producers[7].coordinator_epoch == -1
+    table.note_marker(7, 0, 3, 2000)
+    assert table.producers[7].coordinator_epoch == 3 and table.producers[7].last_seq == 2
+    assert table.producers[7].last_timestamp == 2000
+    table.note_marker(7, 1, 4)  # a newer producer epoch replaces the entry, keeping the marker's epoch
+    assert (table.producers[7].epoch, table.producers[7].coordinator_epoch) == (1, 4)
+    table.note_marker(8, 0, 5)  # a producer never seen here is not made up
+    assert 8 not in table.producers
