@@ -74,6 +74,10 @@ EXPECTED_VALID = {
     # KIP-848: as of Kafka 4.1.
     "ConsumerGroupHeartbeat": "0-1",
     "ConsumerGroupDescribe": "0-1",
+    # Configs.
+    "AlterConfigs": "0-2",
+    "IncrementalAlterConfigs": "0-1",
+    "ListConfigResources": "0-1",
 }
 
 # Element names that do not follow "Kafka's struct name minus the message/API prefix".
