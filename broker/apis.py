@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeVar, cast
 from broker.handlers import refusals
 from broker.handlers.acls import AclApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis
+from broker.handlers.configs import ConfigApis
 from broker.handlers.create_partitions import CreatePartitionsApi
 from broker.handlers.fetch import FetchApi
 from broker.handlers.groups import (
@@ -52,6 +53,7 @@ from broker.security.request_checks import RequestChecks
 from protocol.messages import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -84,9 +86,14 @@ from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
@@ -158,6 +165,7 @@ class Handlers:
     sasl: SaslApis
     scram: ScramCredentialApis
     acls: AclApis
+    configs: ConfigApis
     # Only in a cluster: the markers another node's transaction coordinator has this node write.
     write_txn_markers: WriteTxnMarkersApi | None = None
 
@@ -176,8 +184,6 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.describe_cluster, refuse=refusals.describe_cluster),
         api(FindCoordinatorRequest, FindCoordinatorResponse, h.cluster.find_coordinator,
             authorize=checks.find_coordinator, refuse=refusals.find_coordinator),
-        api(DescribeConfigsRequest, DescribeConfigsResponse, h.cluster.describe_configs,
-            authorize=checks.describe_configs, refuse=refusals.describe_configs),
         # ---- topics ----------------------------------------------------------------------------
         api(CreateTopicsRequest, CreateTopicsResponse, h.topics.create_topics, authorize=checks.create_topics,
             refuse=refusals.create_topics),
@@ -243,6 +249,15 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             refuse=refusals.create_acls),
         api(DeleteAclsRequest, DeleteAclsResponse, h.acls.delete, authorize=checks.cluster_alter,
             refuse=refusals.delete_acls),
+        # ---- configs ---------------------------------------------------------------------------
+        api(DescribeConfigsRequest, DescribeConfigsResponse, h.configs.describe_configs,
+            authorize=checks.describe_configs, refuse=refusals.describe_configs),
+        api(AlterConfigsRequest, AlterConfigsResponse, h.configs.alter_configs, authorize=checks.alter_configs,
+            refuse=refusals.alter_configs),
+        api(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, h.configs.incremental_alter_configs,
+            authorize=checks.incremental_alter_configs, refuse=refusals.incremental_alter_configs),
+        api(ListConfigResourcesRequest, ListConfigResourcesResponse, h.configs.list_config_resources,
+            authorize=checks.list_config_resources, refuse=refusals.list_config_resources),
     ) + (() if h.write_txn_markers is None else (
         # ---- between the nodes of a cluster ----------------------------------------------------
         api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, h.write_txn_markers, authorize=checks.cluster_peer,

@@ -9,6 +9,7 @@ from broker.network.router import Request
 from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -30,7 +31,12 @@ from protocol.messages.describe_user_scram_credentials import (
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
@@ -173,3 +179,23 @@ def alter_user_scram_credentials(req: Request[AlterUserScramCredentialsRequest],
     users = dict.fromkeys([d.name for d in body.deletions] + [u.name for u in body.upsertions])
     return AlterUserScramCredentialsResponse(results=[AlterUserScramCredentialsResponse.Result(
         user=u, error_code=code, error_message=None) for u in users])
+
+
+# ---- configs ----------------------------------------------------------------------------------
+
+
+def alter_configs(req: Request[AlterConfigsRequest], code: int) -> AlterConfigsResponse:
+    return AlterConfigsResponse(responses=[AlterConfigsResponse.ResourceResponse(
+        error_code=code, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name)
+        for r in req.body.resources])
+
+
+def incremental_alter_configs(req: Request[IncrementalAlterConfigsRequest],
+                              code: int) -> IncrementalAlterConfigsResponse:
+    return IncrementalAlterConfigsResponse(responses=[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+        error_code=code, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name)
+        for r in req.body.resources])
+
+
+def list_config_resources(req: Request[ListConfigResourcesRequest], code: int) -> ListConfigResourcesResponse:
+    return ListConfigResourcesResponse(error_code=code, config_resources=[])
