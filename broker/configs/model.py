@@ -68,11 +68,15 @@ class InvalidValue(ValueError):
 Check = Callable[[object], None]
 
 
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
 def at_least(low: float) -> Check:
     def check(value: object) -> None:
         assert isinstance(value, (int, float))
         if value < low:
-            raise InvalidValue(f"Value must be at least {low:g}")
+            raise InvalidValue(f"Value must be at least {_num(low)}")
     return check
 
 
@@ -80,7 +84,7 @@ def between(low: float, high: float) -> Check:
     def check(value: object) -> None:
         assert isinstance(value, (int, float))
         if not low <= value <= high:
-            raise InvalidValue(f"Value must be no less than {low:g} and no more than {high:g}")
+            raise InvalidValue(f"Value must be no less than {_num(low)} and no more than {_num(high)}")
     return check
 
 
