@@ -83,8 +83,10 @@ def at_least(low: float) -> Check:
 def between(low: float, high: float) -> Check:
     def check(value: object) -> None:
         assert isinstance(value, (int, float))
-        if not low <= value <= high:
-            raise InvalidValue(f"Value must be no less than {_num(low)} and no more than {_num(high)}")
+        if value < low:
+            raise InvalidValue(f"Value must be at least {_num(low)}")
+        if value > high:
+            raise InvalidValue(f"Value must be no more than {_num(high)}")
     return check
 
 

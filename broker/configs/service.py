@@ -178,8 +178,9 @@ class ConfigService:
         except ValueError:
             raise ConfigError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
         if node != self.node_id:
-            raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {self.node_id} or empty "
-                                                         f"string, but received {name}")
+            also = " or empty string" if describing else ""
+            raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unexpected broker id, expected {self.node_id}{also}, but "
+                                                         f"received {name}")
 
     # ---- listing --------------------------------------------------------------------------------
 
@@ -208,10 +209,9 @@ class ConfigService:
         if len({c.name for c in changes}) != len(changes):
             raise ConfigError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
         if resource_type == ResourceType.TOPIC:
+            # Kafka checks the configs before it looks for the topic.
             topic = self.catalog.get(name)
-            if topic is None:
-                raise ConfigError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
-            current, defs, bad = dict(topic.configs), TOPIC_DEFS, ErrorCode.INVALID_CONFIG
+            current, defs, bad = dict(topic.configs) if topic else {}, TOPIC_DEFS, ErrorCode.INVALID_CONFIG
         elif resource_type == ResourceType.GROUP:
             if not name:
                 raise ConfigError(ErrorCode.INVALID_REQUEST, "Group id must not be empty.")
@@ -222,6 +222,8 @@ class ConfigService:
             current, defs, bad = self.store.get(BROKERS, name), BROKER_DEFS, ErrorCode.INVALID_REQUEST
         updated = self._apply_ops(resource_type, current, changes, defs, incremental)
         self._validate(resource_type, updated, defs, bad)
+        if resource_type == ResourceType.TOPIC and self.catalog.get(name) is None:
+            raise ConfigError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         if validate_only:
             return
         if resource_type == ResourceType.TOPIC:
