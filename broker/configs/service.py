@@ -221,7 +221,7 @@ class ConfigService:
             # Kafka answers a broker config that fails validation with INVALID_REQUEST (KAFKA-13609).
             current, defs, bad = self.store.get(BROKERS, name), BROKER_DEFS, ErrorCode.INVALID_REQUEST
         updated = self._apply_ops(resource_type, current, changes, defs, incremental)
-        self._validate(resource_type, updated, defs, bad)
+        self._validate(resource_type, name, updated, defs, bad)
         if resource_type == ResourceType.TOPIC and self.catalog.get(name) is None:
             raise ConfigError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
         if validate_only:
@@ -277,7 +277,7 @@ class ConfigService:
         if resource_type == ResourceType.BROKER and name in defs and name not in DYNAMIC_BROKER_CONFIGS:
             raise ConfigError(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: [{name}]")
 
-    def _validate(self, resource_type: int, updated: Mapping[str, str], defs: Mapping[str, ConfigDef],
+    def _validate(self, resource_type: int, name: str, updated: Mapping[str, str], defs: Mapping[str, ConfigDef],
                   bad: int) -> None:
         parsed: dict[str, object] = {}
         for key, text in updated.items():
@@ -293,6 +293,17 @@ class ConfigService:
                 topic_log_config(self.log_defaults(), dict(updated))
             except (ValueError, TypeError) as exc:
                 raise ConfigError(bad, str(exc)) from None
+        elif resource_type == ResourceType.BROKER:
+            # The topic defaults these would make must make a valid log config (cleanup.policy
+            # empty, say, passes the list check but no log could follow it).
+            saved = self.store.docs[BROKERS]
+            self.store.docs[BROKERS] = {**saved, name: dict(updated)}
+            try:
+                self.log_defaults()
+            except (ValueError, TypeError) as exc:
+                raise ConfigError(bad, str(exc)) from None
+            finally:
+                self.store.docs[BROKERS] = saved
         elif resource_type == ResourceType.GROUP:
             effective: dict[str, object] = {}
             for key, definition in GROUP_DEFS.items():

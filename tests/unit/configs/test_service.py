@@ -120,6 +120,8 @@ def test_append_and_subtract_start_from_the_effective_value(tmp_path: Path) -> N
                                Change("share.record.lock.duration.ms", 0, "100")], ErrorCode.INVALID_CONFIG,
      "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."),
     (9, "x", [Change("a", 0, "1")], ErrorCode.INVALID_REQUEST, "Unknown resource type 9"),
+    (ResourceType.BROKER, "", [Change("log.cleanup.policy", 0, "")], ErrorCode.INVALID_REQUEST,
+     "cleanup.policy must be delete, compact or both, not ''"),
 ])
 def test_errors_as_kafka(tmp_path: Path, kind: int, name: str, changes: list[Change], code: int,
                          message: str | None) -> None:
