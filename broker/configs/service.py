@@ -127,10 +127,17 @@ class ConfigService:
                 out[group] = (None if session is None else int(session), None if beat is None else int(beat))
         return out
 
+    def sync(self) -> None:
+        """Cluster mode: what another node changed in the shared document, in effect here too."""
+        if self.store.refresh():
+            self.on_defaults()
+            self.on_groups()
+
     # ---- describing -----------------------------------------------------------------------------
 
     def describe(self, resource_type: int, name: str, keys: list[str] | None) -> list[Described]:
         """The configs of one resource (only ``keys`` when given); raises ``ConfigError``."""
+        self.sync()
         if resource_type == ResourceType.TOPIC:
             topic = self.catalog.get(name)
             if topic is None:
@@ -206,6 +213,7 @@ class ConfigService:
         ``ConfigError``; returns once the change is durable and handed on."""
         if resource_type not in (ResourceType.TOPIC, ResourceType.BROKER, ResourceType.GROUP):
             raise ConfigError(ErrorCode.INVALID_REQUEST, _unsupported(resource_type))
+        self.sync()
         if len({c.name for c in changes}) != len(changes):
             raise ConfigError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
         if resource_type == ResourceType.TOPIC:

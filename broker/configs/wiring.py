@@ -70,6 +70,4 @@ async def follow(service: ConfigService) -> None:
             topic = service.catalog.get(name)
             if topic is not None:
                 service.on_topic(topic)
-        if service.store.refresh():
-            service.on_defaults()
-            service.on_groups()
+        service.sync()

@@ -31,6 +31,7 @@ from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatReq
 from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.list_offsets import ListOffsetsRequest
 from testkit.kcoord import BrokerProcess
+from tests.integration.helpers.cluster import Cluster
 
 # Short enough for a test: retention runs every 200 ms, and groups may have 1 s sessions.
 OVERRIDES = {
@@ -296,3 +297,32 @@ def test_group_session_timeout_fences_a_silent_member(admin: AdminClient, served
         assert members == {group: [], "cfg-not-configured": [other.member_id]}
         late = _heartbeat(c, group, joined.member_id, joined.member_epoch)
         assert late.error_code == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_a_change_through_one_node_takes_effect_on_the_others(cluster: Cluster) -> None:
+    """Two nodes on one shared data dir: a topic's max.message.bytes lowered through the node that
+    does not lead its partition refuses a batch on the one that does; a group config set through
+    one node is what the other describes."""
+    for node in (1, 2):
+        cluster.start_node(node)
+    cluster.wait_spread({1, 2})
+    bootstrap = ",".join(b.bootstrap for b in cluster.alive())
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    create_topic(admin, "cfg-shared")
+    deadline = time.monotonic() + 20
+    while (leader := cluster.leaders(topic="cfg-shared").get(0, -1)) < 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _produce(bootstrap, "cfg-shared", [b"x" * 4000]) == [None]
+    other = cluster.nodes[3 - leader]
+    through_other = AdminClient({"bootstrap.servers": other.bootstrap})
+    incremental(through_other, ConfigResource(ConfigResource.Type.TOPIC, "cfg-shared"),
+                ("max.message.bytes", AlterConfigOpType.SET, "1000"))
+    time.sleep(1.2)  # each node follows the shared files twice a second
+    errors = _produce(cluster.nodes[leader].bootstrap, "cfg-shared", [b"x" * 4000])
+    assert [e.code() if e else None for e in errors] == [KafkaError.MSG_SIZE_TOO_LARGE]
+
+    incremental(through_other, ConfigResource(ConfigResource.Type.GROUP, "cfg-shared-group"),
+                ("consumer.session.timeout.ms", AlterConfigOpType.SET, "50000"))
+    leader_admin = AdminClient({"bootstrap.servers": cluster.nodes[leader].bootstrap})
+    shown = describe(leader_admin, ConfigResource(ConfigResource.Type.GROUP, "cfg-shared-group"))
+    assert shown["consumer.session.timeout.ms"].value == "50000"
