@@ -6,6 +6,7 @@ surviving a restart."""
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -42,9 +43,14 @@ OVERRIDES = {
 BrokerFactory = Callable[..., BrokerProcess]
 
 
-@pytest.fixture
-def served(broker_factory: BrokerFactory) -> BrokerProcess:
-    return broker_factory(OVERRIDES)
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    """One broker for the tests that change only their own topics and groups."""
+    broker = BrokerProcess(tmp_path_factory.mktemp("configs") / "data", OVERRIDES).start_loaded()
+    try:
+        yield broker
+    finally:
+        broker.kill()
 
 
 @pytest.fixture
@@ -114,12 +120,13 @@ def test_incremental_alter_and_describe_a_topic(admin: AdminClient) -> None:
 ])
 def test_bad_topic_alters_answered_as_kafka(admin: AdminClient, ops: list[tuple[str, AlterConfigOpType, str]],
                                             code: int, message: str) -> None:
-    create_topic(admin, "cfg-bad")
+    topic = f"cfg-bad-{uuid.uuid4().hex[:8]}"
+    create_topic(admin, topic)
     with pytest.raises(KafkaException) as raised:
-        incremental(admin, ConfigResource(ConfigResource.Type.TOPIC, "cfg-bad"), *ops)
+        incremental(admin, ConfigResource(ConfigResource.Type.TOPIC, topic), *ops)
     error = raised.value.args[0]
     assert (error.code(), error.str()) == (code, message)
-    assert describe(admin, ConfigResource(ConfigResource.Type.TOPIC, "cfg-bad"))["retention.ms"].source == \
+    assert describe(admin, ConfigResource(ConfigResource.Type.TOPIC, topic))["retention.ms"].source == \
         ConfigSource.DEFAULT_CONFIG.value
 
 
@@ -147,10 +154,12 @@ def set_cluster_default(port: int, name: str, value: str) -> None:
     assert answer.responses[0].error_code == 0, answer
 
 
-def test_broker_configs_types_sources_and_secrets(admin: AdminClient, served: BrokerProcess) -> None:
+def test_broker_configs_types_sources_and_secrets(broker_factory: BrokerFactory) -> None:
     """A broker's configs: what it was started with is STATIC_BROKER_CONFIG, the rest defaults;
     Kafka's types; passwords sensitive and without a value; read-only unless a change applies."""
-    port = served.port
+    own = broker_factory(OVERRIDES)  # its defaults change: a broker of its own
+    admin = AdminClient({"bootstrap.servers": own.bootstrap})
+    port = own.port
     broker = ConfigResource(ConfigResource.Type.BROKER, "1")
     configs = describe(admin, broker)
     check = configs["log.retention.check.interval.ms"]
