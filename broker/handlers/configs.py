@@ -34,7 +34,8 @@ class ConfigApis:
         results = []
         for res in body.resources:
             try:
-                found = self.service.describe(res.resource_type, res.resource_name, res.configuration_keys)
+                # An empty list of keys asks for every config, as null does (Kafka's ConfigHelper).
+                found = self.service.describe(res.resource_type, res.resource_name, res.configuration_keys or None)
                 error: int = ErrorCode.NONE
                 message = None
             except ConfigError as exc:
