@@ -29,8 +29,10 @@ from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from protocol.messages.fetch import FetchRequest
 from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.list_offsets import ListOffsetsRequest
+from protocol.record_batch import iter_batches
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.cluster import Cluster
 
@@ -39,6 +41,7 @@ OVERRIDES = {
     "log.retention.check.interval.ms": "200",
     "group.consumer.min.session.timeout.ms": "1000",
     "group.consumer.min.heartbeat.interval.ms": "200",
+    "log.cleaner.backoff.ms": "200",
 }
 BrokerFactory = Callable[..., BrokerProcess]
 
@@ -335,3 +338,38 @@ def test_a_change_through_one_node_takes_effect_on_the_others(cluster: Cluster) 
     leader_admin = AdminClient({"bootstrap.servers": cluster.nodes[leader].bootstrap})
     shown = describe(leader_admin, ConfigResource(ConfigResource.Type.GROUP, "cfg-shared-group"))
     assert shown["consumer.session.timeout.ms"].value == "50000"
+
+
+def _records(port: int, topic: str) -> int:
+    """How many records partition 0 holds from its start to its end."""
+    count, offset = 0, 0
+    with WireClient("127.0.0.1", port) as c:
+        while True:
+            answer = c.call(ApiKey.Fetch, 12, FetchRequest(
+                max_wait_ms=0, min_bytes=0, max_bytes=8 << 20, isolation_level=0,
+                topics=[FetchRequest.Topic(topic=topic, partitions=[FetchRequest.Topic.Partition(
+                    partition=0, fetch_offset=offset, partition_max_bytes=8 << 20)])]))
+            part = answer.responses[0].partitions[0]
+            batches = list(iter_batches(part.records or b"", allow_partial=True))
+            if not batches:
+                return count
+            count += sum(b.records_count for b in batches)
+            offset = batches[-1].last_offset + 1
+
+
+def test_compaction_switched_on_compacts_the_closed_segments(admin: AdminClient, served: BrokerProcess) -> None:
+    """cleanup.policy changed to compact on a topic with data: the cleaner compacts its closed
+    segments on its next pass (10 keys written 64 times each)."""
+    create_topic(admin, "cfg-compact", {"segment.bytes": "1048576"})
+    producer = Producer({"bootstrap.servers": served.bootstrap, "linger.ms": 5})
+    for i in range(640):
+        producer.produce("cfg-compact", b"v" * 2000, key=b"k%d" % (i % 10))
+    assert producer.flush(15) == 0
+    assert _records(served.port, "cfg-compact") == 640
+    incremental(admin, ConfigResource(ConfigResource.Type.TOPIC, "cfg-compact"),
+                ("cleanup.policy", AlterConfigOpType.SET, "compact"),
+                ("min.cleanable.dirty.ratio", AlterConfigOpType.SET, "0.01"))
+    deadline = time.monotonic() + 15
+    while _records(served.port, "cfg-compact") == 640 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert _records(served.port, "cfg-compact") < 640
