@@ -57,13 +57,19 @@ class Change:
 
 # The topic configs the storage layer reads (LogConfig's fields), by Kafka name.
 _LOG_NAMES = frozenset(LogConfig().to_kafka())
+# Broker loggers: kcoord has one log, shown as Kafka's root logger, with Kafka's level names.
+ROOT_LOGGER = "root"
+LOG4J_LEVELS = ("DEBUG", "ERROR", "FATAL", "INFO", "TRACE", "WARN")
+_TO_PYTHON = {"TRACE": "DEBUG", "DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "ERROR": "ERROR",
+              "FATAL": "CRITICAL"}
+_FROM_PYTHON = {"DEBUG": "DEBUG", "INFO": "INFO", "WARNING": "WARN", "ERROR": "ERROR"}
 
 
 class ConfigService:
     def __init__(self, node_id: int, catalog: TopicCatalog, store: DynamicConfigStore,
                  static: Mapping[str, str], given: Iterable[str], group_ranges: Mapping[str, tuple[int, int]], *,
                  on_topic: Callable[[Topic], None], on_defaults: Callable[[], None],
-                 on_groups: Callable[[], None]) -> None:
+                 on_groups: Callable[[], None], on_log_level: Callable[[str], None] = lambda _level: None) -> None:
         """``static`` is every broker property's text as the broker started, ``given`` the names
         set explicitly (file, environment, overrides); ``group_ranges`` the bounds of the group
         configs taken from the broker's min and max properties. The ``on_*`` callbacks apply a
@@ -77,6 +83,9 @@ class ConfigService:
         self.on_topic = on_topic
         self.on_defaults = on_defaults
         self.on_groups = on_groups
+        self.on_log_level = on_log_level
+        # The root logger's level as Kafka names it; changed until the broker restarts, as Kafka's.
+        self.log_level = _FROM_PYTHON.get(self.static.get("log.level", "INFO"), "INFO")
 
     # ---- layers ---------------------------------------------------------------------------------
 
@@ -155,9 +164,45 @@ class ConfigService:
             else:
                 self._check_broker_name(name, describing=True)
                 described = [self._broker_config(k) for k in sorted(BROKER_DEFS)]
+        elif resource_type == ResourceType.BROKER_LOGGER:
+            self._check_logger_node(name)
+            described = [Described(ROOT_LOGGER, self.log_level, ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG,
+                                    ConfigType.UNKNOWN, "", False, False, ())]
         else:
             raise ConfigError(ErrorCode.INVALID_REQUEST, _unsupported(resource_type))
         return [d for d in described if keys is None or d.name in keys]
+
+    def _check_logger_node(self, name: str) -> None:
+        try:
+            node = int(name)
+        except ValueError:
+            raise ConfigError(ErrorCode.INVALID_REQUEST, f"Node id must be an integer, but it is: {name}") from None
+        if node != self.node_id:
+            raise ConfigError(ErrorCode.INVALID_REQUEST, f"Unexpected node id. Expected {self.node_id}, but "
+                                                         f"received {name}")
+
+    def _alter_logger(self, name: str, changes: list[Change], validate_only: bool) -> None:
+        """The broker's log level (Kafka's broker-loggers), as Kafka checks a change of it."""
+        self._check_logger_node(name)
+        level = self.log_level
+        for change in changes:
+            if change.op in (ConfigOp.APPEND, ConfigOp.SUBTRACT):
+                raise ConfigError(ErrorCode.INVALID_REQUEST, f"{ConfigOp(change.op).name} operation is not allowed "
+                                                             "for the BROKER_LOGGER resource")
+            if change.name != ROOT_LOGGER:
+                raise ConfigError(ErrorCode.INVALID_CONFIG, f"Logger {change.name} does not exist!")
+            if change.op == ConfigOp.DELETE:
+                raise ConfigError(ErrorCode.INVALID_REQUEST, "Removing the log level of the root logger is not allowed")
+            if change.op != ConfigOp.SET:
+                raise ConfigError(ErrorCode.UNKNOWN_SERVER_ERROR, None)
+            if change.value not in LOG4J_LEVELS:
+                raise ConfigError(ErrorCode.INVALID_CONFIG, f"Cannot set the log level of root to {change.value} as "
+                                                            "it is not a supported log level. Valid log levels are "
+                                                            + ", ".join(LOG4J_LEVELS))
+            level = change.value
+        if not validate_only and level != self.log_level:
+            self.log_level = level
+            self.on_log_level(_TO_PYTHON[level])
 
     def _resource_config(self, definition: ConfigDef, own: Mapping[str, str], source: ConfigSource) -> Described:
         layers = self._synonym_layers(definition)
@@ -193,11 +238,14 @@ class ConfigService:
 
     def list_resources(self, types: list[int], live_nodes: list[int]) -> list[tuple[str, int]]:
         """ListConfigResources v1: the resources of ``types`` (every type served when empty)."""
-        served = (ResourceType.GROUP, ResourceType.BROKER, ResourceType.TOPIC, ResourceType.CLIENT_METRICS)
+        served = (ResourceType.GROUP, ResourceType.BROKER_LOGGER, ResourceType.BROKER, ResourceType.TOPIC,
+                  ResourceType.CLIENT_METRICS)
         wanted = set(types) if types else set(served)
         out: list[tuple[str, int]] = []
         if ResourceType.GROUP in wanted:
             out += [(g, ResourceType.GROUP) for g in sorted(self.store.names(GROUPS))]
+        if ResourceType.BROKER_LOGGER in wanted:
+            out += [(str(n), ResourceType.BROKER_LOGGER) for n in sorted(live_nodes)]
         if ResourceType.BROKER in wanted:
             out += [(str(n), ResourceType.BROKER) for n in sorted(live_nodes)]
         if ResourceType.TOPIC in wanted:
@@ -211,6 +259,9 @@ class ConfigService:
         """Applies ``changes`` to one resource: all of its configs (AlterConfigs: what is not named
         goes back to its default) or only those named (IncrementalAlterConfigs). Raises
         ``ConfigError``; returns once the change is durable and handed on."""
+        if resource_type == ResourceType.BROKER_LOGGER and incremental:
+            self._alter_logger(name, changes, validate_only)
+            return
         if resource_type not in (ResourceType.TOPIC, ResourceType.BROKER, ResourceType.GROUP):
             raise ConfigError(ErrorCode.INVALID_REQUEST, _unsupported(resource_type))
         self.sync()
@@ -329,8 +380,6 @@ class ConfigService:
 
 
 def _unsupported(resource_type: int) -> str:
-    if resource_type == ResourceType.BROKER_LOGGER:
-        return "kcoord has no broker loggers to configure (its log level is the log.level property)"
     if resource_type == ResourceType.CLIENT_METRICS:
         return "client-metrics resources are not configurable on kcoord"
     return f"Unknown resource type {resource_type}"

@@ -12,6 +12,7 @@ from broker.configs.service import ConfigService
 from broker.configs.store import DynamicConfigStore
 from broker.configs.topic_defs import TOPIC_DEFS
 from broker.groups.shards import ShardManager
+from broker.observability import logs
 from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import Topic, TopicCatalog
 from broker.topics.partitions import TopicLogs
@@ -53,7 +54,8 @@ def build_config_service(config: BrokerConfig, node_id: int, data_dir: Path, *, 
               for name in ("session.timeout.ms", "heartbeat.interval.ms")}
     service = ConfigService(node_id, catalog, store, {k: _text(v) for k, v in config.values.items()}, config.given,
                             {f"consumer.{k}": v for k, v in ranges.items()},
-                            on_topic=on_topic, on_defaults=on_defaults, on_groups=on_groups)
+                            on_topic=on_topic, on_defaults=on_defaults, on_groups=on_groups,
+                            on_log_level=logs.set_level)
     on_defaults()
     on_groups()
     return service

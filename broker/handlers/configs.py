@@ -92,7 +92,7 @@ class ConfigApis:
             # v0 lists client-metrics resources only, and kcoord has none.
             req.reply.set(ListConfigResourcesResponse(error_code=ErrorCode.NONE, config_resources=[]))
             return
-        unsupported = [t for t in req.body.resource_types if t not in (2, 4, 16, 32)]
+        unsupported = [t for t in req.body.resource_types if t not in (2, 4, 8, 16, 32)]
         if unsupported:
             req.reply.set(ListConfigResourcesResponse(error_code=ErrorCode.UNSUPPORTED_VERSION, config_resources=[]))
             return

@@ -161,3 +161,27 @@ def test_group_configs_and_list_config_resources(pair: Pair) -> None:
 
     answers = pair.compare(scenario)
     assert answers["listed"] == [0, [[group, GROUP]]]  # type: ignore[index]
+
+
+def test_broker_logger(pair: Pair) -> None:
+    """The broker's root logger: its level changed and described, and the changes refused."""
+    def scenario(t: Target) -> object:
+        c = t.client()
+        before = describe(c, 8, "1", ["root"])["configs"][0][1]  # type: ignore[index]
+        steps: dict[str, object] = {"set": incremental(c, 8, "1", ("root", SET, "DEBUG"))}
+        settle(t)
+        steps["described"] = describe(c, 8, "1", ["root"])
+        for key, ops in (("bad", ("root", SET, "LOUD")), ("lower_case", ("root", SET, "debug")),
+                         ("unknown_logger", ("no.such.logger", SET, "INFO")), ("append", ("root", APPEND, "INFO")),
+                         ("delete_root", ("root", DELETE, None))):
+            steps[key] = incremental(c, 8, "1", ops)
+        steps["cluster_default"] = incremental(c, 8, "", ("root", SET, "INFO"))
+        steps["other_node"] = incremental(c, 8, "7", ("root", SET, "INFO"))
+        steps["whole_set"] = replace(c, 8, "1", {"root": "INFO"})
+        steps["restored"] = incremental(c, 8, "1", ("root", SET, str(before)))
+        listed = c.call(74, 1, ListConfigResourcesRequest(resource_types=[8]))
+        steps["listed"] = (listed.error_code, [r.resource_type for r in listed.config_resources])
+        return steps
+
+    answers = pair.compare(scenario)
+    assert answers["described"]["configs"][0][1] == "DEBUG"  # type: ignore[index]

@@ -144,7 +144,8 @@ def test_broker_and_group_configs_survive_a_restart(tmp_path: Path) -> None:
     assert shown(again, ResourceType.GROUP, "g", "consumer.session.timeout.ms")[:2] == (
         "50000", ConfigSource.GROUP_CONFIG)
     assert again.store.get("brokers", "1") == {"custom.thing": "kept"}
-    assert again.list_resources([], [1]) == [("g", ResourceType.GROUP), ("1", ResourceType.BROKER),
+    assert again.list_resources([], [1]) == [("g", ResourceType.GROUP), ("1", ResourceType.BROKER_LOGGER),
+                                             ("1", ResourceType.BROKER),
                                              ("__consumer_offsets", ResourceType.TOPIC), ("t", ResourceType.TOPIC)]
 
 
@@ -159,3 +160,32 @@ def test_broker_describe(tmp_path: Path) -> None:
     assert service.describe(ResourceType.BROKER, "", None) == []
     with pytest.raises(ConfigError):
         service.describe(ResourceType.BROKER, "2", None)
+
+
+def test_the_broker_logger_is_the_log_level(tmp_path: Path) -> None:
+    service, _ = make(tmp_path, {"log.level": "WARNING"})
+    levels: list[str] = []
+    service.on_log_level = levels.append
+    (root,) = service.describe(ResourceType.BROKER_LOGGER, "1", None)
+    assert (root.name, root.value, root.source) == ("root", "WARN", ConfigSource.DYNAMIC_BROKER_LOGGER_CONFIG)
+    service.alter(ResourceType.BROKER_LOGGER, "1", [Change("root", ConfigOp.SET, "TRACE")], incremental=True,
+                  validate_only=False)
+    assert levels == ["DEBUG"] and service.describe(ResourceType.BROKER_LOGGER, "1", None)[0].value == "TRACE"
+    for changes, code, message in [
+        ([Change("root", ConfigOp.SET, "LOUD")], ErrorCode.INVALID_CONFIG,
+         "Cannot set the log level of root to LOUD as it is not a supported log level. Valid log levels are "
+         "DEBUG, ERROR, FATAL, INFO, TRACE, WARN"),
+        ([Change("kafka", ConfigOp.SET, "INFO")], ErrorCode.INVALID_CONFIG, "Logger kafka does not exist!"),
+        ([Change("root", ConfigOp.DELETE, None)], ErrorCode.INVALID_REQUEST,
+         "Removing the log level of the root logger is not allowed"),
+        ([Change("root", ConfigOp.APPEND, "INFO")], ErrorCode.INVALID_REQUEST,
+         "APPEND operation is not allowed for the BROKER_LOGGER resource"),
+    ]:
+        with pytest.raises(ConfigError) as raised:
+            service.alter(ResourceType.BROKER_LOGGER, "1", changes, incremental=True, validate_only=False)
+        assert (raised.value.error_code, raised.value.message) == (code, message)
+    with pytest.raises(ConfigError) as raised:
+        service.alter(ResourceType.BROKER_LOGGER, "1", [Change("root", 0, "INFO")], incremental=False,
+                      validate_only=False)
+    assert raised.value.message == "Unknown resource type 8"
+    assert levels == ["DEBUG"]
