@@ -17,6 +17,7 @@ from broker.handlers import refusals
 from broker.handlers.acls import AclApis
 from broker.handlers.client_quotas import ClientQuotaApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis
+from broker.handlers.configs import ConfigApis
 from broker.handlers.create_partitions import CreatePartitionsApi
 from broker.handlers.fetch import FetchApi
 from broker.handlers.groups import (
@@ -58,6 +59,7 @@ from protocol.messages import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
+from protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -109,9 +111,14 @@ from protocol.messages.get_telemetry_subscriptions import (
     GetTelemetrySubscriptionsResponse,
 )
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.messages.list_partition_reassignments import (
@@ -196,6 +203,7 @@ class Handlers:
     scram: ScramCredentialApis
     acls: AclApis
     topology: TopologyApis
+    configs: ConfigApis
     # Client quotas and client telemetry (KIP-714).
     client_quotas: ClientQuotaApis | None = None
     telemetry: TelemetryApis | None = None
@@ -217,8 +225,6 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.describe_cluster, refuse=refusals.describe_cluster),
         api(FindCoordinatorRequest, FindCoordinatorResponse, h.cluster.find_coordinator,
             authorize=checks.find_coordinator, refuse=refusals.find_coordinator),
-        api(DescribeConfigsRequest, DescribeConfigsResponse, h.cluster.describe_configs,
-            authorize=checks.describe_configs, refuse=refusals.describe_configs),
         # ---- topics ----------------------------------------------------------------------------
         api(CreateTopicsRequest, CreateTopicsResponse, h.topics.create_topics, authorize=checks.create_topics,
             refuse=refusals.create_topics),
@@ -310,6 +316,15 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.cluster_describe, refuse=refusals.describe_quorum),
         api(UpdateFeaturesRequest, UpdateFeaturesResponse, h.topology.update_features,
             authorize=checks.cluster_alter, refuse=refusals.update_features),
+        # ---- configs ---------------------------------------------------------------------------
+        api(DescribeConfigsRequest, DescribeConfigsResponse, h.configs.describe_configs,
+            authorize=checks.describe_configs, refuse=refusals.describe_configs),
+        api(AlterConfigsRequest, AlterConfigsResponse, h.configs.alter_configs, authorize=checks.alter_configs,
+            refuse=refusals.alter_configs),
+        api(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, h.configs.incremental_alter_configs,
+            authorize=checks.incremental_alter_configs, refuse=refusals.incremental_alter_configs),
+        api(ListConfigResourcesRequest, ListConfigResourcesResponse, h.configs.list_config_resources,
+            authorize=checks.list_config_resources, refuse=refusals.list_config_resources),
     ) + _quota_and_telemetry_apis(h) + (() if h.write_txn_markers is None else (
         # ---- between the nodes of a cluster ----------------------------------------------------
         api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, h.write_txn_markers, authorize=checks.cluster_peer,

@@ -26,7 +26,8 @@ from broker.cluster.etcd import EtcdClient
 from broker.cluster.node import ClusterNode
 from broker.cluster.peers import PeerClient, PeerSecret
 from broker.cluster.view import ClusterView
-from broker.config import SECRET_PROPERTIES, BrokerConfig
+from broker.config import BrokerConfig
+from broker.configs.wiring import build_config_service, follow
 from broker.coordinator.context import CoordinatorConfig
 from broker.coordinator.result import Transition
 from broker.groups.journal_writer import JournalWriter
@@ -34,7 +35,8 @@ from broker.groups.shards import ShardManager
 from broker.groups.timers import wall_ms
 from broker.handlers.acls import AclApis
 from broker.handlers.client_quotas import ClientQuotaApis
-from broker.handlers.cluster import ApiVersionsApi, ClusterApis, config_text
+from broker.handlers.cluster import ApiVersionsApi, ClusterApis
+from broker.handlers.configs import ConfigApis
 from broker.handlers.create_partitions import CreatePartitionsApi
 from broker.handlers.fetch import FetchApi
 from broker.handlers.groups import GroupApis
@@ -237,6 +239,9 @@ class BrokerApp:
             "segment.bytes": str(c.get_int("log.segment.bytes")),
             "max.message.bytes": str(c.get_int("message.max.bytes")),
         })
+        # Configs of topics, brokers and groups (AlterConfigs and its kin), in effect from here on.
+        self.configs = build_config_service(c, self.node_id, self.data_dir, shared=clustered, catalog=self.catalog,
+                                            topic_logs=self.topic_logs, admin=self.admin, shards=self.shards)
         self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
                               c.get_str("metrics.lag.groups"), c.get_int("metrics.lag.max.partitions"))
         coordinator = TransactionCoordinator(self.topic_logs.producer_ids.next_id, c.get_int("transaction.max.timeout.ms"),
@@ -280,9 +285,7 @@ class BrokerApp:
             api_versions=ApiVersionsApi(self.router.advertised),
             cluster=ClusterApis(self.view, self.catalog, self.admin, self.transactions,
                                 auto_create_topics=c.get_bool("auto.create.topics.enable"),
-                                default_partitions=c.get_int("num.partitions"), offsets_partitions=offsets_partitions,
-                                broker_configs={k: config_text(v) for k, v in c.values.items()},
-                                secret_configs=SECRET_PROPERTIES),
+                                default_partitions=c.get_int("num.partitions"), offsets_partitions=offsets_partitions),
             topics=TopicApis(self.admin, self.catalog, c.get_int("num.partitions")),
             create_partitions=CreatePartitionsApi(self.catalog, self.node_id, self.admin.grow_topic),
             groups=GroupApis(self.shards, c.get_int("message.max.bytes"),
@@ -305,6 +308,7 @@ class BrokerApp:
                                   lambda: [k for k, _, _ in self.router.advertised()], self.clock),
             client_quotas=ClientQuotaApis(self.quotas, self.quotas_etcd, self.logs),
             telemetry=TelemetryApis(self.telemetry),
+            configs=ConfigApis(self.configs, self.view),
             write_txn_markers=None if self.cluster is None else
             WriteTxnMarkersApi(self.transactions.markers, self.peer_secret),
         )
@@ -343,6 +347,8 @@ class BrokerApp:
             self.cluster.listener = ClusterListener(self.shards, self.journal, self.topic_logs, self.logs,
                                                     self.transactions)
             await nursery.start(self.cluster.run)
+        if self.cluster is not None:
+            nursery.start_soon(follow, self.configs)
         nursery.start_soon(self._settle_heap)
 
     def _fence_for(self, topic: str, index: int) -> Fence | None:

@@ -264,8 +264,11 @@ class Listener:
 class BrokerConfig:
     """Resolved properties; attribute access by the property name with dots as underscores."""
 
-    def __init__(self, values: dict[str, Any]) -> None:
+    def __init__(self, values: dict[str, Any], given: frozenset[str] = frozenset()) -> None:
         self.values = values
+        # The properties set explicitly (file, environment, overrides): DescribeConfigs shows them
+        # as STATIC_BROKER_CONFIG, the others as DEFAULT_CONFIG.
+        self.given = given
         try:
             self.listeners: list[ListenerSpec] = parse_listeners(values["listeners"],
                                                                  values["listener.security.protocol.map"])
@@ -348,12 +351,14 @@ class BrokerConfig:
     ) -> BrokerConfig:
         env = os.environ if environ is None else environ
         values = {p.name: p.default for p in PROPERTIES}
+        given: set[str] = set()
         if config_file:
             for name, raw in _read_file(Path(config_file)).items():
                 prop = _BY_NAME.get(name)
                 if prop is None:
                     raise ConfigError(f"unknown property {name!r} in {config_file}")
                 values[name] = _coerce(prop, raw, str(config_file))
+                given.add(name)
         for key, raw in env.items():
             if not key.startswith("KCOORD_"):
                 continue
@@ -361,6 +366,7 @@ class BrokerConfig:
             if prop is None:
                 raise ConfigError(f"unknown property in environment variable {key}")
             values[prop.name] = _coerce(prop, raw, key)
+            given.add(prop.name)
         for item in overrides:
             name, sep, raw = item.partition("=")
             name = name.strip()
@@ -370,7 +376,8 @@ class BrokerConfig:
             if prop is None:
                 raise ConfigError(f"unknown property {name!r} in --override")
             values[name] = _coerce(prop, raw, "--override")
-        return cls(values)
+            given.add(name)
+        return cls(values, frozenset(given))
 
 
 def _toml_value(value: Any) -> str:

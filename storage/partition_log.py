@@ -239,6 +239,15 @@ class PartitionLog:
             self.epochs.assign(epoch, end)
             return epoch
 
+    def reconfigure(self, config: LogConfig) -> None:
+        """A topic's configs changed (AlterConfigs): retention and compaction read ``config`` from
+        their next pass, the active segment rolls by it from its next append. Segments already
+        rolled keep the index sizes they were created with."""
+        with self._lock:
+            self.config = config
+            if self._segments:
+                self._segments[-1].config = config
+
     def roll(self) -> None:
         """Start a new segment now (if the active one has data)."""
         with self._lock:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
 
@@ -55,6 +55,18 @@ class CoordinatorConfig:
         return self.consumer_migration_policy in ("bidirectional", "downgrade")
     # The rebalance journal (group.events.enable).
     group_events_enable: bool = True
+    # Groups' own KIP-848 timings (Kafka's group configs consumer.session.timeout.ms and
+    # consumer.heartbeat.interval.ms, set by IncrementalAlterConfigs), given by the broker as
+    # data: group id -> (session timeout, heartbeat interval), None where the group has none.
+    group_timings: Mapping[str, tuple[int | None, int | None]] = field(default_factory=dict, compare=False)
+
+    def session_timeout_for(self, group_id: str) -> int:
+        own = self.group_timings.get(group_id, (None, None))[0]
+        return self.consumer_session_timeout_ms if own is None else own
+
+    def heartbeat_interval_for(self, group_id: str) -> int:
+        own = self.group_timings.get(group_id, (None, None))[1]
+        return self.consumer_heartbeat_interval_ms if own is None else own
 
 
 class TopicView(Protocol):

@@ -116,7 +116,7 @@ class GroupCoordinatorShard:
                 st.journal.note(cgroup.group_id, group_events.SHARD_LOADED, members=len(cgroup.members),
                                 group_epoch=cgroup.group_epoch)
             for cmember in cgroup.members.values():
-                session_ms = (st.config.consumer_session_timeout_ms if cmember.classic is None
+                session_ms = (st.config.session_timeout_for(cgroup.group_id) if cmember.classic is None
                               else cmember.classic.session_timeout_ms)
                 consumer_timers.set_session_timeout(st, out, cgroup.group_id, cmember.member_id, now_ms + session_ms)
                 if cmember.state is MemberState.UNREVOKED_PARTITIONS:

@@ -13,8 +13,8 @@ from __future__ import annotations
 import itertools
 import time
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -475,6 +475,13 @@ class ShardManager:
         self.clock = clock
         self.timers = TimerService(self._fire, clock)
         self.runtimes = [ShardRuntime(self, p) for p in range(num_partitions)]
+
+    def set_group_timings(self, timings: Mapping[str, tuple[int | None, int | None]]) -> None:
+        """Groups' own session timeouts and heartbeat intervals (group configs) changed: every
+        shard gets the new ones as part of its configuration, used from its next heartbeat."""
+        self.coordinator_config = replace(self.coordinator_config, group_timings=dict(timings))
+        for runtime in self.runtimes:
+            runtime.shard.state.config = self.coordinator_config
 
     def new_shard(self, partition: int) -> GroupCoordinatorShard:
         return GroupCoordinatorShard(partition, self.coordinator_config, self.topics, new_member_id)

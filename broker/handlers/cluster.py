@@ -1,39 +1,28 @@
-"""ApiVersions, Metadata, DescribeCluster, FindCoordinator and DescribeConfigs:
-what a client asks before it does anything else."""
+"""ApiVersions, Metadata, DescribeCluster and FindCoordinator: what a client asks before it does
+anything else."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from broker import features
 from broker.cluster.view import ClusterView
 from broker.coordinator.partitioning import partition_for
 from broker.network.router import Request
 from broker.security.acl_model import ResourceType, all_operations
-from broker.topics.admin import TOPIC_CONFIG_SYNONYMS, TopicAdmin
+from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog, TopicError, validate_topic_name
 from broker.transactions.service import TransactionService
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
-from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 _NOT_REQUESTED = -2147483648
-# DescribeConfigs' config sources, Kafka's numbers.
-DYNAMIC_TOPIC_CONFIG = 1
-DEFAULT_CONFIG = 5
-
-
-def config_text(value: object) -> str:
-    """A property's value as Kafka's DescribeConfigs writes it: booleans `true`/`false`."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 KEY_TYPE_GROUP = 0
@@ -69,14 +58,11 @@ class ApiVersionsApi:
 
 
 class ClusterApis:
-    """Metadata, DescribeCluster, FindCoordinator and DescribeConfigs, over the cluster view, the
-    topic catalog and the topic admin (which auto-creates topics)."""
+    """Metadata, DescribeCluster and FindCoordinator, over the cluster view, the topic catalog and
+    the topic admin (which auto-creates topics)."""
 
     def __init__(self, view: ClusterView, catalog: TopicCatalog, admin: TopicAdmin, transactions: TransactionService,
-                 *, auto_create_topics: bool, default_partitions: int, offsets_partitions: int,
-                 broker_configs: Mapping[str, str], secret_configs: frozenset[str]) -> None:
-        """``broker_configs`` is what DescribeConfigs shows of the broker, ``secret_configs`` the
-        properties it shows without their value."""
+                 *, auto_create_topics: bool, default_partitions: int, offsets_partitions: int) -> None:
         self.view = view
         self.catalog = catalog
         self.admin = admin
@@ -84,8 +70,6 @@ class ClusterApis:
         self.auto_create_topics = auto_create_topics
         self.default_partitions = default_partitions
         self.offsets_partitions = offsets_partitions
-        self.broker_configs = broker_configs
-        self.secret_configs = secret_configs
 
     def metadata(self, req: Request[MetadataRequest]) -> None:
         body = req.body
@@ -205,43 +189,3 @@ class ClusterApis:
         e = entries[0]
         req.reply.set(FindCoordinatorResponse(error_code=e.error_code, error_message=e.error_message,
                                               node_id=e.node_id, host=e.host, port=e.port))
-
-    def describe_configs(self, req: Request[DescribeConfigsRequest]) -> None:
-        results = []
-        synonyms = req.version >= 1 and req.body.include_synonyms
-        Entry = DescribeConfigsResponse.Result.ResourceResult
-        for res in req.body.resources:
-            # (name, value, source, synonyms as (name, value, source)) of each config
-            configs: list[tuple[str, str, int, list[tuple[str, str, int]]]] = []
-            error, message = ErrorCode.NONE, None
-            if res.resource_type == 2:  # topic
-                topic = self.catalog.get(res.resource_name)
-                if topic is None:
-                    error, message = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "unknown topic"
-                else:
-                    defaults = self.admin.config_defaults
-                    for name, value in sorted(self.admin.topic_configs(topic).items()):
-                        below = ([(TOPIC_CONFIG_SYNONYMS.get(name, name), defaults[name], DEFAULT_CONFIG)]
-                                 if name in defaults else [])
-                        if name in topic.configs:  # set on the topic, as Kafka's dynamic topic configs
-                            configs.append((name, value, DYNAMIC_TOPIC_CONFIG,
-                                            [(name, value, DYNAMIC_TOPIC_CONFIG), *below]))
-                        else:
-                            configs.append((name, value, DEFAULT_CONFIG, below))
-            elif res.resource_type == 4:  # broker
-                for name, text in sorted(self.broker_configs.items()):
-                    configs.append((name, text, DEFAULT_CONFIG, [(name, text, DEFAULT_CONFIG)]))
-            else:
-                error, message = ErrorCode.INVALID_REQUEST, f"resource type {res.resource_type} not supported"
-            wanted = res.configuration_keys
-            secret = self.secret_configs if res.resource_type == 4 else frozenset()
-            entries = [Entry(
-                name=k, value=None if k in secret else v, read_only=False, config_source=source,
-                is_default=source == DEFAULT_CONFIG, is_sensitive=k in secret,
-                synonyms=[Entry.Synonym(name=n, value=None if k in secret else sv, source=s)
-                          for n, sv, s in below] if synonyms else [])
-                for k, v, source, below in configs if wanted is None or k in wanted]
-            results.append(DescribeConfigsResponse.Result(
-                error_code=error, error_message=message, resource_type=res.resource_type,
-                resource_name=res.resource_name, configs=entries))
-        req.reply.set(DescribeConfigsResponse(results=results))

@@ -11,6 +11,7 @@ from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
+from protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -51,7 +52,12 @@ from protocol.messages.get_telemetry_subscriptions import (
     GetTelemetrySubscriptionsRequest,
     GetTelemetrySubscriptionsResponse,
 )
+from protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
@@ -295,3 +301,21 @@ def describe_producers(req: Request[DescribeProducersRequest], code: int) -> Des
     return DescribeProducersResponse(throttle_time_ms=0, topics=[T(name=t.name, partitions=[
         T.PartitionResponse(partition_index=i, error_code=code, error_message=None, active_producers=[])
         for i in t.partition_indexes]) for t in req.body.topics])
+# ---- configs ----------------------------------------------------------------------------------
+
+
+def alter_configs(req: Request[AlterConfigsRequest], code: int) -> AlterConfigsResponse:
+    return AlterConfigsResponse(responses=[AlterConfigsResponse.ResourceResponse(
+        error_code=code, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name)
+        for r in req.body.resources])
+
+
+def incremental_alter_configs(req: Request[IncrementalAlterConfigsRequest],
+                              code: int) -> IncrementalAlterConfigsResponse:
+    return IncrementalAlterConfigsResponse(responses=[IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(
+        error_code=code, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name)
+        for r in req.body.resources])
+
+
+def list_config_resources(req: Request[ListConfigResourcesRequest], code: int) -> ListConfigResourcesResponse:
+    return ListConfigResourcesResponse(error_code=code, config_resources=[])

@@ -37,6 +37,11 @@ def configure(level: str = "INFO") -> None:
     _LOGGER.propagate = False
 
 
+def set_level(level: str) -> None:
+    """Changes the level while the broker runs (IncrementalAlterConfigs on the broker logger)."""
+    _LOGGER.setLevel(level)
+
+
 def event(name: str, level: int = logging.INFO, exc_info: bool = False, **fields: Any) -> None:
     if _LOGGER.isEnabledFor(level):
         _LOGGER.log(level, name, extra={"fields": fields}, exc_info=exc_info)

@@ -26,6 +26,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -46,7 +47,12 @@ from protocol.messages.describe_producers import DescribeProducersRequest, Descr
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
+from protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from protocol.messages.list_config_resources import ListConfigResourcesRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.messages.list_transactions import ListTransactionsRequest
@@ -748,6 +754,45 @@ class RequestChecks:
         DescribeTopicPartitionsRequestHandler): the cursor and the partition limit apply to the
         topics the principal may describe, so they cannot be filtered out before or after."""
         return False
+
+    # ---- changing configs, listing config resources --------------------------------------------
+
+    def _alter_configs(self, req: Request[Body], refuse: Refuse[Body], resources: list[Any],
+                       make: Callable[..., Any]) -> bool:
+        """ALTER_CONFIGS on each resource's TOPIC, CLUSTER (a broker) or GROUP; a denied resource
+        is answered with its error, the others are served."""
+        def allowed(r: Any) -> bool:
+            kind = _CONFIG_RESOURCES.get(r.resource_type)
+            if kind is None:
+                return True  # the handler answers what it does not know
+            name = CLUSTER_NAME if kind[0] == ResourceType.CLUSTER else r.resource_name
+            return self.allowed(req, Operation.ALTER_CONFIGS, kind[0], name)
+
+        def put_back(resp: Any, denied: list[Any]) -> None:
+            for r in denied:
+                code = _CONFIG_RESOURCES[r.resource_type][1]
+                resp.responses.append(make(error_code=code, error_message=_MESSAGES[code],
+                                           resource_type=r.resource_type, resource_name=r.resource_name))
+
+        if self._split(req, resources, allowed, "resources", put_back):
+            req.reply.set(refuse(req, 0))
+            return True
+        return False
+
+    def alter_configs(self, req: Request[AlterConfigsRequest], refuse: Refuse[AlterConfigsRequest]) -> bool:
+        return self._alter_configs(req, refuse, req.body.resources, AlterConfigsResponse.ResourceResponse)
+
+    def incremental_alter_configs(self, req: Request[IncrementalAlterConfigsRequest],
+                                  refuse: Refuse[IncrementalAlterConfigsRequest]) -> bool:
+        return self._alter_configs(req, refuse, req.body.resources,
+                                   IncrementalAlterConfigsResponse.AlterConfigsResourceResponse)
+
+    def list_config_resources(self, req: Request[ListConfigResourcesRequest],
+                              refuse: Refuse[ListConfigResourcesRequest]) -> bool:
+        """DESCRIBE_CONFIGS on the cluster, as Kafka checks it."""
+        if self.allowed(req, Operation.DESCRIBE_CONFIGS, ResourceType.CLUSTER, CLUSTER_NAME):
+            return False
+        return self._deny(req, refuse(req, CLUSTER_DENIED))
 
 def _described_topics(group: Any) -> list[str]:
     """The topics a described consumer group shows: its members' subscribed topic names and the

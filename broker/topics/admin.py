@@ -6,27 +6,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from broker.configs.model import InvalidValue
+from broker.configs.topic_defs import TOPIC_DEFS
 from broker.observability import logs
 from broker.topics.catalog import Topic, TopicCatalog, TopicError
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
 from broker.topics.partitions import KAFKA_TOPIC_CONFIGS, TopicLogs, topic_log_config
 from protocol.errors import ErrorCode
 
-# The broker property behind each topic config a topic shows (DescribeConfigs' synonyms).
-TOPIC_CONFIG_SYNONYMS = {
-    "cleanup.policy": "log.cleanup.policy",
-    "retention.ms": "log.retention.ms",
-    "retention.bytes": "log.retention.bytes",
-    "segment.bytes": "log.segment.bytes",
-    "max.message.bytes": "message.max.bytes",
-}
-
 
 class TopicAdmin:
     def __init__(self, catalog: TopicCatalog, topic_logs: TopicLogs, changes: TopicChanges,
                  config_defaults: Mapping[str, str]) -> None:
         """``config_defaults`` are the broker's defaults of the topic configs a topic shows
-        (DescribeConfigs, CreateTopics), which its own configs override."""
+        (CreateTopics), which its own configs override; the config service keeps them current."""
         self.catalog = catalog
         self.topic_logs = topic_logs
         self.changes = changes
@@ -37,6 +30,12 @@ class TopicAdmin:
         unknown = sorted(set(configs) - KAFKA_TOPIC_CONFIGS)
         if unknown:
             raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
+        for key, text in configs.items():
+            try:
+                TOPIC_DEFS[key].parse(text)
+            except InvalidValue as exc:
+                raise TopicError(ErrorCode.INVALID_CONFIG,
+                                 f"Invalid value {text} for configuration {key}: {exc}") from None
         try:
             topic_log_config(self.topic_logs.defaults, configs)
         except (ValueError, TypeError) as exc:

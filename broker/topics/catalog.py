@@ -87,6 +87,8 @@ class TopicCatalog:
         self._seen: tuple[int, int, int] | None = None
         # Changes other nodes made, found by ``refresh``, for the broker to publish.
         self.changes: list[TopicChange] = []
+        # Topics whose configs another node changed, found by ``refresh``, for their logs to follow.
+        self.reconfigured: list[str] = []
         self.topics: dict[str, Topic] = {}
         self.by_id: dict[bytes, Topic] = {}
         # Shared mode: topics deleted lately, by topic id (see the module's docstring).
@@ -154,6 +156,10 @@ class TopicCatalog:
                 mine.configs = topic.configs
                 self.version += 1
                 self.changes.append(PartitionsAdded(name, mine.topic_id, old, topic.partitions))
+                self.reconfigured.append(name)
+            elif topic.configs != mine.configs:
+                mine.configs = topic.configs
+                self.reconfigured.append(name)
         for name, mine in list(self.topics.items()):
             if name not in found and not mine.internal:
                 self._drop(mine)
@@ -290,6 +296,22 @@ class TopicCatalog:
             raise
         self.version += 1
         return topic
+
+    def set_configs(self, name: str, configs: dict[str, str]) -> Topic:
+        """Replaces the configs set on ``name`` (AlterConfigs) and persists them before returning."""
+        from protocol.errors import ErrorCode
+
+        with self._exclusive():
+            topic = self.topics.get(name)
+            if topic is None:
+                raise TopicError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
+            old, topic.configs = topic.configs, dict(configs)
+            try:
+                self._save()
+            except OSError:
+                topic.configs = old
+                raise
+            return topic
 
     def delete(self, name: str) -> Topic:
         with self._exclusive():

@@ -189,6 +189,8 @@ class TopicLogs:
         self.catalog = catalog
         self.defaults = runtime.manager.config
         self.max_message_bytes = max_message_bytes
+        # The broker's log.message.timestamp.type (a dynamic broker config).
+        self.timestamp_type = "CreateTime"
         self.producer_ids = ProducerIdAllocator(runtime.data_dir / PRODUCER_ID_FILE, shared=cluster is not None)
         self.states: dict[TopicPartition, PartitionState] = {}
         # Cluster mode: directories of deleted topics last found on disk (``leftovers``).
@@ -210,7 +212,7 @@ class TopicLogs:
             logs.warn("log.recovered", topic=topic.name, partition=partition, dropped_bytes=report.bytes_dropped,
                       details=report.summary())
         max_bytes = int(topic.configs.get("max.message.bytes", self.max_message_bytes))
-        append_time = topic.configs.get("message.timestamp.type", "CreateTime") == "LogAppendTime"
+        append_time = topic.configs.get("message.timestamp.type", self.timestamp_type) == "LogAppendTime"
         state = PartitionState(topic.name, partition, part, max_bytes, append_time, self._recover, topic.topic_id)
         part.owner = state
         self.states[(topic.name, partition)] = state
@@ -311,6 +313,18 @@ class TopicLogs:
             self.get(topic.name, p)
             if p % _OPEN_PER_TURN == _OPEN_PER_TURN - 1:
                 await trio.sleep(0)
+
+    def reconfigure(self, topic: Topic) -> None:
+        """The topic's configs (or the broker defaults under them) changed: its open partitions
+        follow at once (retention and compaction on their next pass, produce on its next batch)."""
+        config = self.config_for(topic)
+        max_bytes = int(topic.configs.get("max.message.bytes", self.max_message_bytes))
+        append_time = topic.configs.get("message.timestamp.type", self.timestamp_type) == "LogAppendTime"
+        for (name, _partition), state in self.states.items():
+            if name == topic.name:
+                state.log.reconfigure(config)
+                state.max_message_bytes = max_bytes
+                state.log_append_time = append_time
 
     def delete_topic(self, name: str) -> None:
         if self.cluster is not None:

@@ -11,6 +11,7 @@ from enum import IntEnum
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
+from protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
 from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
@@ -62,9 +63,14 @@ from protocol.messages.get_telemetry_subscriptions import (
     GetTelemetrySubscriptionsResponse,
 )
 from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
+from protocol.messages.incremental_alter_configs import (
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
+)
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
+from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
 from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.messages.list_partition_reassignments import (
@@ -125,9 +131,11 @@ class ApiKey(IntEnum):
     DescribeConfigs = 32
     AlterReplicaLogDirs = 34
     DescribeLogDirs = 35
+    AlterConfigs = 33
     SaslAuthenticate = 36
     CreatePartitions = 37
     DeleteGroups = 42
+    IncrementalAlterConfigs = 44
     OffsetDelete = 47
     DescribeClientQuotas = 48
     AlterClientQuotas = 49
@@ -148,6 +156,7 @@ class ApiKey(IntEnum):
     DescribeTopicPartitions = 75
     GetTelemetrySubscriptions = 71
     PushTelemetry = 72
+    ListConfigResources = 74
 
 
 _PAIRS: list[tuple[Message, Message]] = [
@@ -206,6 +215,10 @@ _PAIRS: list[tuple[Message, Message]] = [
     (AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse),
     (DescribeLogDirsRequest, DescribeLogDirsResponse),
     (DescribeProducersRequest, DescribeProducersResponse),
+    # Configs.
+    (AlterConfigsRequest, AlterConfigsResponse),
+    (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
+    (ListConfigResourcesRequest, ListConfigResourcesResponse),
 ]
 
 REQUESTS: dict[int, Message] = {req.api_key: req for req, _ in _PAIRS if req.api_key is not None}

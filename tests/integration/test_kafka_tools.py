@@ -169,13 +169,54 @@ def test_describe_configs_sources_as_kafka_reports_them(kcoord: BrokerProcess) -
     assert shown["allow.everyone.if.no.acl.found"].value == "false"
 
 
-@pytest.mark.xfail(strict=True, reason="kafka-configs --alter needs IncrementalAlterConfigs, not served by "
-                                       "kcoord yet: the tool says the API is not supported and exits 1")
-def test_kafka_configs_alter_topic(tools: Tools) -> None:
-    topic = f"tools-alter-{SUFFIX}"
-    create(tools.bootstrap, topic, 1)
-    tools.run(CONFIGS, "--alter", "--entity-type", "topics", "--entity-name", topic, "--add-config", "retention.ms=1000")
-    assert "retention.ms=1000" in tools.out(CONFIGS, "--describe", "--entity-type", "topics", "--entity-name", topic)
+def test_kafka_configs_alter_topic_broker_and_group(tools: Tools, reference: Tools) -> None:
+    """kafka-configs --alter (IncrementalAlterConfigs) on a topic, the cluster-wide broker default
+    and a group: the tool succeeds on both brokers and --describe shows the same afterwards."""
+    topic, group = f"tools-alter-{SUFFIX}", f"tools-alter-group-{SUFFIX}"
+    for bootstrap in (tools.bootstrap, reference.bootstrap):
+        create(bootstrap, topic, 1)
+    on_both(tools, reference, lambda t: t.run(
+        CONFIGS, "--alter", "--entity-type", "topics", "--entity-name", topic,
+        "--add-config", "retention.ms=1000,cleanup.policy=[delete,compact],max.message.bytes=2000"))
+    ours, theirs = on_both(tools, reference, lambda t: _config_lines(t.out(
+        CONFIGS, "--describe", "--entity-type", "topics", "--entity-name", topic)))
+    assert ours == theirs
+    assert ours["retention.ms"] == "retention.ms=1000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:retention.ms=1000}"
+    on_both(tools, reference, lambda t: t.run(CONFIGS, "--alter", "--entity-type", "topics", "--entity-name", topic,
+                                               "--delete-config", "max.message.bytes"))
+    ours, theirs = on_both(tools, reference, lambda t: _config_lines(t.out(
+        CONFIGS, "--describe", "--entity-type", "topics", "--entity-name", topic)))
+    assert ours == theirs and "max.message.bytes" not in ours
+
+    unknown = on_both(tools, reference, lambda t: t.run(
+        CONFIGS, "--alter", "--entity-type", "topics", "--entity-name", topic, "--add-config", "no.such.config=1",
+        check=False))
+    assert unknown[0].returncode == unknown[1].returncode != 0
+    assert "Unknown topic config name: no.such.config" in unknown[0].stdout + unknown[0].stderr
+
+    on_both(tools, reference, lambda t: t.run(CONFIGS, "--alter", "--entity-type", "groups", "--entity-name", group,
+                                               "--add-config", "consumer.session.timeout.ms=50000"))
+    ours, theirs = on_both(tools, reference, lambda t: _config_lines(t.out(
+        CONFIGS, "--describe", "--entity-type", "groups", "--entity-name", group)))
+    assert ours == theirs == {"consumer.session.timeout.ms":
+                              "consumer.session.timeout.ms=50000 sensitive=false synonyms={DYNAMIC_GROUP_CONFIG:"
+                              "consumer.session.timeout.ms=50000}"}
+
+    on_both(tools, reference, lambda t: t.run(CONFIGS, "--alter", "--entity-type", "brokers", "--entity-default",
+                                               "--add-config", "log.retention.bytes=123456789"))
+    try:
+        ours, theirs = on_both(tools, reference, lambda t: _config_lines(t.out(
+            CONFIGS, "--describe", "--entity-type", "brokers", "--entity-default")))
+        # Kafka's storage format also sets min.insync.replicas as a cluster default.
+        assert ours == {"log.retention.bytes": theirs["log.retention.bytes"]} == {
+            "log.retention.bytes": "log.retention.bytes=123456789 sensitive=false "
+                                   "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.bytes=123456789}"}
+    finally:
+        on_both(tools, reference, lambda t: t.run(CONFIGS, "--alter", "--entity-type", "brokers", "--entity-default",
+                                                   "--delete-config", "log.retention.bytes"))
+    read_only = tools.run(CONFIGS, "--alter", "--entity-type", "brokers", "--entity-name", "1",
+                          "--add-config", "node.id=5", check=False)
+    assert read_only.returncode != 0 and "Cannot update these configs dynamically" in read_only.stdout + read_only.stderr
 
 
 def _group_rows(text: str) -> list[tuple[str, ...]]:

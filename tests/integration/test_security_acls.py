@@ -425,3 +425,38 @@ def test_acls_are_managed_by_admins_only_and_survive_a_restart(secure: SecureBro
     deleted = next(iter(admin.delete_acls([bob_filter]).values())).result(10)
     assert [str(b) for b in deleted] == [str(extra)]
     assert str(extra) not in set(map(str, admin.describe_acls(everything).result(10)))
+
+
+def test_altering_configs_needs_alter_configs(secure: SecureBroker) -> None:
+    """IncrementalAlterConfigs needs AlterConfigs on the topic, the group or (a broker) the
+    cluster; a denied resource is answered with its error and the others of the request served."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    mine = f"alice-configs-{SUFFIX}"
+    admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
+    admin.create_topics([NewTopic(mine, 1, 1)])[mine].result(15)
+    admin.create_acls([_acl(ResourceType.TOPIC, mine, "User:alice", AclOperation.ALTER_CONFIGS)])[
+        _acl(ResourceType.TOPIC, mine, "User:alice", AclOperation.ALTER_CONFIGS)].result(10)
+    alice = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="alice"))
+
+    def resource(kind: Any, name: str, config: str, value: str) -> Any:
+        found = ConfigResource(kind, name)
+        found.add_incremental_config(ConfigEntry(config, value, incremental_operation=AlterConfigOpType.SET))
+        return found
+
+    # The values the other tests of the module's broker may meet (its defaults, or beyond reach).
+    allowed = resource(ConfigResource.Type.TOPIC, mine, "retention.ms", "60000")
+    denied = [resource(ConfigResource.Type.TOPIC, TOPIC, "max.compaction.lag.ms", "86400000"),
+              resource(ConfigResource.Type.GROUP, GROUP_B, "consumer.session.timeout.ms", "50000"),
+              resource(ConfigResource.Type.BROKER, "1", "log.retention.ms", "604800000")]
+    for r in denied:
+        futures = alice.incremental_alter_configs([allowed, r])
+        futures[allowed].result(10)
+        with pytest.raises(KafkaException) as refused:
+            futures[r].result(10)
+        assert refused.value.args[0].code() in (KafkaError.TOPIC_AUTHORIZATION_FAILED,
+                                                KafkaError.GROUP_AUTHORIZATION_FAILED,
+                                                KafkaError.CLUSTER_AUTHORIZATION_FAILED)
+        admin.incremental_alter_configs([r])[r].result(10)
+    shown = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, mine)])
+    assert next(iter(shown.values())).result(10)["retention.ms"].value == "60000"

@@ -428,11 +428,11 @@ class Heartbeat(MemberOperation):
                 classic=None,
             )
         updated = self.advance(group, member, updated, owned)
-        set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.consumer_session_timeout_ms)
+        set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.session_timeout_for(gid))
 
         response = ConsumerGroupHeartbeatResponse(
             error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
-            member_epoch=updated.member_epoch, heartbeat_interval_ms=cfg.consumer_heartbeat_interval_ms)
+            member_epoch=updated.member_epoch, heartbeat_interval_ms=cfg.heartbeat_interval_for(gid))
         # The assignment goes out when the member sent a full request (joining, or after an error
         # it re-sends everything) or when what it may use changed.
         full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None

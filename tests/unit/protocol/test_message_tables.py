@@ -91,6 +91,10 @@ EXPECTED_VALID = {
     # KIP-714: as of Kafka 4.4.
     "GetTelemetrySubscriptions": "0",
     "PushTelemetry": "0",
+    # Configs.
+    "AlterConfigs": "0-2",
+    "IncrementalAlterConfigs": "0-1",
+    "ListConfigResources": "0-1",
 }
 
 # Element names that do not follow "Kafka's struct name minus the message/API prefix".

@@ -1,0 +1,94 @@
+"""The configs a Kafka 4.4 group accepts (GroupConfig): per-group overrides of the broker's
+``group.*`` settings. kcoord's KIP-848 consumer groups obey ``consumer.session.timeout.ms`` and
+``consumer.heartbeat.interval.ms``; kcoord has no share or streams groups, so their configs are kept
+and shown only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from broker.configs.model import ConfigDef, ConfigType, InvalidValue, at_least, one_of
+
+B, S, INT, LI = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LIST
+
+
+def _share_reset(value: object) -> None:
+    assert isinstance(value, str)
+    if value not in ("earliest", "latest") and not value.startswith("by_duration:"):
+        raise InvalidValue("Must be earliest, latest or by_duration:<ISO-8601 duration>")
+
+
+_G = (
+    ("consumer.assignment.interval.ms", INT, "1000", ("group.consumer.assignment.interval.ms",), at_least(0),
+     "Time between two target assignments of a consumer group."),
+    ("consumer.heartbeat.interval.ms", INT, "5000", ("group.consumer.heartbeat.interval.ms",), None,
+     "Heartbeat interval the coordinator gives the group's consumer-protocol members."),
+    ("consumer.session.timeout.ms", INT, "45000", ("group.consumer.session.timeout.ms",), None,
+     "A consumer-protocol member silent this long is fenced from the group."),
+    ("errors.deadletterqueue.copy.record.enable", B, "false", ("errors.deadletterqueue.copy.record.enable",), None,
+     "Share groups: copy the record itself onto the dead-letter queue."),
+    ("errors.deadletterqueue.topic.name", S, "", ("errors.deadletterqueue.topic.name",), None,
+     "Share groups: the dead-letter queue topic (empty: none)."),
+    ("share.assignment.interval.ms", INT, "1000", ("group.share.assignment.interval.ms",), at_least(0),
+     "Time between two target assignments of a share group."),
+    ("share.auto.offset.reset", S, "latest", ("share.auto.offset.reset",), _share_reset,
+     "Where a share group starts reading a partition."),
+    ("share.delivery.count.limit", INT, "5", ("group.share.delivery.count.limit",), None,
+     "Deliveries of a record before a share group gives up on it."),
+    ("share.heartbeat.interval.ms", INT, "5000", ("group.share.heartbeat.interval.ms",), None,
+     "Heartbeat interval of share group members."),
+    ("share.isolation.level", S, "read_uncommitted", ("share.isolation.level",),
+     one_of("read_committed", "read_uncommitted"), "Whether a share group sees aborted transactional records."),
+    ("share.partition.max.record.locks", INT, "2000", ("group.share.partition.max.record.locks",), None,
+     "Records a share partition may hold locked at once."),
+    ("share.record.lock.duration.ms", INT, "30000", ("group.share.record.lock.duration.ms",), None,
+     "How long a share group member holds a record."),
+    ("share.renew.acknowledge.enable", B, "true", ("share.renew.acknowledge.enable",), None,
+     "Whether share consumers may renew their acquisition of a record."),
+    ("share.session.timeout.ms", INT, "45000", ("group.share.session.timeout.ms",), None,
+     "A share group member silent this long is fenced."),
+    ("streams.assignment.interval.ms", INT, "1000", ("group.streams.assignment.interval.ms",), at_least(0),
+     "Time between two target assignments of a streams group."),
+    ("streams.assignor.name", S, "sticky", ("group.streams.assignors",), None,
+     "The task assignor of a streams group."),
+    ("streams.heartbeat.interval.ms", INT, "5000", ("group.streams.heartbeat.interval.ms",), None,
+     "Heartbeat interval of streams group members."),
+    ("streams.initial.rebalance.delay.ms", INT, "3000", ("group.streams.initial.rebalance.delay.ms",), at_least(0),
+     "Wait for more members when a streams group forms."),
+    ("streams.num.standby.replicas", INT, "0", ("group.streams.num.standby.replicas",), None,
+     "Standby replicas of each task of a streams group."),
+    ("streams.rack.aware.assignment.tags", LI, "", ("group.streams.rack.aware.assignment.tags",), None,
+     "Client tags a streams group spreads standby tasks over."),
+    ("streams.session.timeout.ms", INT, "45000", ("group.streams.session.timeout.ms",), None,
+     "A streams group member silent this long is fenced."),
+)
+
+GROUP_DEFS: dict[str, ConfigDef] = {
+    name: ConfigDef(name, typ, default, doc, check, synonyms) for name, typ, default, synonyms, check, doc in _G
+}
+
+# The range each bounded group config must stay within: the broker's min and max properties
+# (Kafka's defaults for those kcoord does not have: it serves no share or streams groups).
+FIXED_RANGES = {
+    "share.delivery.count.limit": (2, 10),
+    "share.heartbeat.interval.ms": (5000, 15000),
+    "share.partition.max.record.locks": (100, 10000),
+    "share.record.lock.duration.ms": (15000, 60000),
+    "share.session.timeout.ms": (45000, 60000),
+    "streams.heartbeat.interval.ms": (5000, 15000),
+    "streams.num.standby.replicas": (0, 2),
+    "streams.session.timeout.ms": (45000, 60000),
+}
+
+
+def check_group_configs(values: Mapping[str, object], ranges: Mapping[str, tuple[int, int]]) -> None:
+    """Kafka's GroupConfig checks of a group's effective configs (overrides over the broker's):
+    each bounded value within its range, each heartbeat interval below its session timeout."""
+    for name, (low, high) in ranges.items():
+        value = values.get(name)
+        if isinstance(value, int) and not low <= value <= high:
+            raise InvalidValue(f"{name} must be in the range {low} to {high} inclusive.")
+    for kind in ("consumer", "share", "streams"):
+        beat, session = values.get(f"{kind}.heartbeat.interval.ms"), values.get(f"{kind}.session.timeout.ms")
+        if isinstance(beat, int) and isinstance(session, int) and beat >= session:
+            raise InvalidValue(f"{kind}.heartbeat.interval.ms must be less than {kind}.session.timeout.ms")

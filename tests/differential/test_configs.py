@@ -1,0 +1,187 @@
+"""Configs against Apache Kafka and kcoord: DescribeConfigs of a topic after IncrementalAlterConfigs
+and AlterConfigs (values, sources, types, synonyms, flags), the errors of bad alters (codes and
+messages), group configs, and ListConfigResources."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+
+from kclient.wire_client import WireClient
+from protocol.messages.alter_configs import AlterConfigsRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest
+from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from protocol.messages.list_config_resources import ListConfigResourcesRequest
+from tests.differential.harness import Pair, Target, unique
+from tests.differential.ops import create_topic
+
+pytestmark = pytest.mark.differential
+
+TOPIC, BROKER, GROUP = 2, 4, 32
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+# The topic configs whose defaults come from broker properties both brokers leave alone (the
+# reference Kafka's storage format sets min.insync.replicas; Kafka names no synonym for a few
+# whose broker property has no default, such as log.roll.ms: kcoord names log.retention.ms).
+COMPARED = ("cleanup.policy", "compression.type", "delete.retention.ms", "max.compaction.lag.ms", "max.message.bytes",
+            "message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "retention.bytes",
+            "segment.bytes", "segment.index.bytes", "segment.jitter.ms", "segment.ms", "index.interval.bytes",
+            "preallocate", "file.delete.delay.ms", "unclean.leader.election.enable", "flush.messages", "flush.ms",
+            "max.message.bytes", "local.retention.ms", "remote.storage.enable")
+
+
+def incremental(c: WireClient, kind: int, name: str, *ops: tuple[str, int, str | None],
+                validate_only: bool = False) -> list[dict[str, Any]]:
+    Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
+    answer = c.call(44, 1, IncrementalAlterConfigsRequest(resources=[Resource(
+        resource_type=kind, resource_name=name, configs=[Resource.AlterableConfig(name=k, config_operation=op, value=v)
+                                                         for k, op, v in ops])], validate_only=validate_only))
+    return [{"code": r.error_code, "message": r.error_message, "type": r.resource_type} for r in answer.responses]
+
+
+def replace(c: WireClient, kind: int, name: str, configs: dict[str, str]) -> list[dict[str, Any]]:
+    Resource = AlterConfigsRequest.Resource
+    answer = c.call(33, 2, AlterConfigsRequest(resources=[Resource(
+        resource_type=kind, resource_name=name, configs=[Resource.AlterableConfig(name=k, value=v)
+                                                         for k, v in configs.items()])], validate_only=False))
+    return [{"code": r.error_code, "message": r.error_message} for r in answer.responses]
+
+
+def settle(t: Target) -> None:
+    """Kafka answers an alter once its controller committed it; the broker that describes applies it
+    from the metadata log a moment later. kcoord's answer comes after the change is in effect."""
+    if t.name == "kafka":
+        time.sleep(0.5)
+
+
+def describe(c: WireClient, kind: int, name: str, keys: list[str] | None = None) -> object:
+    answer = c.call(32, 4, DescribeConfigsRequest(resources=[DescribeConfigsRequest.Resource(
+        resource_type=kind, resource_name=name, configuration_keys=keys)], include_synonyms=True,
+        include_documentation=False))
+    result = answer.results[0]
+    return {"code": result.error_code, "configs": sorted(
+        (e.name, e.value, e.read_only, e.config_source, e.is_sensitive, e.config_type,
+         [(s.name, s.value, s.source) for s in e.synonyms]) for e in result.configs)}
+
+
+def test_topic_configs_after_alters(pair: Pair) -> None:
+    topic = unique("diff-configs")
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        create_topic(c, topic)
+        steps: dict[str, object] = {"created": describe(c, TOPIC, topic, list(COMPARED))}
+        steps["set"] = incremental(c, TOPIC, topic, ("cleanup.policy", SET, "compact"), ("segment.bytes", SET, "2000000"),
+                                   ("min.cleanable.dirty.ratio", SET, "0.25"), ("max.message.bytes", SET, "5000"))
+        steps["append"] = incremental(c, TOPIC, topic, ("cleanup.policy", APPEND, "delete"))
+        steps["validate_only"] = incremental(c, TOPIC, topic, ("segment.ms", SET, "1000"), validate_only=True)
+        settle(t)
+        steps["after"] = describe(c, TOPIC, topic, list(COMPARED))
+        steps["subtract_delete"] = incremental(c, TOPIC, topic, ("cleanup.policy", SUBTRACT, "compact"),
+                                               ("max.message.bytes", DELETE, None))
+        settle(t)
+        steps["after_subtract"] = describe(c, TOPIC, topic, list(COMPARED))
+        steps["replace"] = replace(c, TOPIC, topic, {"segment.ms": "100000"})
+        settle(t)
+        steps["after_replace"] = describe(c, TOPIC, topic, list(COMPARED))
+        steps["names"] = sorted(str(e[0]) for e in describe(c, TOPIC, topic)["configs"])  # type: ignore[index]
+        # An empty list of keys asks for every config, as null does.
+        steps["empty_keys"] = sorted(str(e[0]) for e in describe(c, TOPIC, topic, [])["configs"])  # type: ignore[index]
+        return steps
+
+    answers = pair.compare(scenario)
+    assert answers["set"] == [{"code": 0, "message": None, "type": TOPIC}]  # type: ignore[index]
+
+
+@pytest.mark.parametrize("ops", [
+    [("no.such.config", SET, "1")],
+    [("retention.ms", SET, "soon")],
+    [("cleanup.policy", SET, "forever")],
+    [("segment.bytes", SET, "10")],
+    [("retention.ms", APPEND, "5")],
+    [("retention.ms", SET, None)],
+    [("retention.ms", SET, "5"), ("retention.ms", DELETE, None)],
+    [("min.cleanable.dirty.ratio", SET, "1.5")],
+    [("message.timestamp.type", SET, "Now")],
+    [("max.message.bytes", SET, "-1")],
+])
+def test_bad_topic_alters(pair: Pair, ops: list[tuple[str, int, str | None]]) -> None:
+    topic = unique("diff-configs-bad")
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        create_topic(c, topic)
+        return {"answer": incremental(c, TOPIC, topic, *ops), "unknown": incremental(c, TOPIC, unique("none"), *ops)}
+
+    answers = pair.compare(scenario)
+    assert answers["answer"][0]["code"] != 0  # type: ignore[index]
+
+
+@pytest.mark.parametrize(("kind", "name", "ops"), [
+    (BROKER, "1", [("node.id", SET, "5")]),
+    (BROKER, "7", [("log.retention.ms", SET, "5")]),
+    (BROKER, "abc", [("log.retention.ms", SET, "5")]),
+    (BROKER, "", [("log.segment.bytes", SET, "abc")]),
+    (GROUP, "diff-group", [("consumer.session.timeout.ms", SET, "5")]),
+    (GROUP, "diff-group", [("consumer.heartbeat.interval.ms", SET, "60000")]),
+    (GROUP, "diff-group", [("no.such.config", SET, "5")]),
+    (9, "x", [("a", SET, "1")]),
+])
+def test_bad_broker_and_group_alters(pair: Pair, kind: int, name: str, ops: list[tuple[str, int, str | None]]) -> None:
+    pair.compare(lambda t: incremental(t.client(), kind, name, *ops))
+
+
+def test_group_configs_and_list_config_resources(pair: Pair) -> None:
+    group = unique("diff-config-group")
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        steps: dict[str, object] = {
+            "set": incremental(c, GROUP, group, ("consumer.session.timeout.ms", SET, "50000"),
+                               ("consumer.heartbeat.interval.ms", SET, "6000"))}
+        settle(t)
+        steps |= {
+            "described": describe(c, GROUP, group, ["consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"]),
+            "never_set": describe(c, GROUP, unique("diff-config-none"), ["consumer.session.timeout.ms"]),
+        }
+        settle(t)
+        listed = c.call(74, 1, ListConfigResourcesRequest(resource_types=[GROUP]))
+        steps["listed"] = (listed.error_code, [(r.resource_name, r.resource_type) for r in listed.config_resources
+                                               if r.resource_name == group])
+        v0 = c.call(74, 0, ListConfigResourcesRequest())
+        steps["v0"] = (v0.error_code, list(v0.config_resources))
+        brokers = c.call(74, 1, ListConfigResourcesRequest(resource_types=[BROKER]))
+        steps["brokers"] = (brokers.error_code, [r.resource_type for r in brokers.config_resources])
+        steps["replace"] = replace(c, GROUP, group, {"consumer.heartbeat.interval.ms": "7000"})
+        settle(t)
+        steps["after_replace"] = describe(c, GROUP, group, ["consumer.session.timeout.ms",
+                                                            "consumer.heartbeat.interval.ms"])
+        return steps
+
+    answers = pair.compare(scenario)
+    assert answers["listed"] == [0, [[group, GROUP]]]  # type: ignore[index]
+
+
+def test_broker_logger(pair: Pair) -> None:
+    """The broker's root logger: its level changed and described, and the changes refused."""
+    def scenario(t: Target) -> object:
+        c = t.client()
+        before = describe(c, 8, "1", ["root"])["configs"][0][1]  # type: ignore[index]
+        steps: dict[str, object] = {"set": incremental(c, 8, "1", ("root", SET, "DEBUG"))}
+        settle(t)
+        steps["described"] = describe(c, 8, "1", ["root"])
+        for key, ops in (("bad", ("root", SET, "LOUD")), ("lower_case", ("root", SET, "debug")),
+                         ("unknown_logger", ("no.such.logger", SET, "INFO")), ("append", ("root", APPEND, "INFO")),
+                         ("delete_root", ("root", DELETE, None))):
+            steps[key] = incremental(c, 8, "1", ops)
+        steps["cluster_default"] = incremental(c, 8, "", ("root", SET, "INFO"))
+        steps["other_node"] = incremental(c, 8, "7", ("root", SET, "INFO"))
+        steps["whole_set"] = replace(c, 8, "1", {"root": "INFO"})
+        steps["restored"] = incremental(c, 8, "1", ("root", SET, str(before)))
+        listed = c.call(74, 1, ListConfigResourcesRequest(resource_types=[8]))
+        steps["listed"] = (listed.error_code, [r.resource_type for r in listed.config_resources])
+        return steps
+
+    answers = pair.compare(scenario)
+    assert answers["described"]["configs"][0][1] == "DEBUG"  # type: ignore[index]
