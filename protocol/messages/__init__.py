@@ -55,6 +55,11 @@ from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRespon
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
+from protocol.messages.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
@@ -102,6 +107,8 @@ class ApiKey(IntEnum):
     ListTransactions = 66
     ConsumerGroupHeartbeat = 68
     ConsumerGroupDescribe = 69
+    StreamsGroupHeartbeat = 88
+    StreamsGroupDescribe = 89
 
 
 _PAIRS: list[tuple[Message, Message]] = [
@@ -143,6 +150,8 @@ _PAIRS: list[tuple[Message, Message]] = [
     (ListTransactionsRequest, ListTransactionsResponse),
     (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),
     (ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse),
+    (StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse),
+    (StreamsGroupDescribeRequest, StreamsGroupDescribeResponse),
 ]
 
 REQUESTS: dict[int, Message] = {req.api_key: req for req, _ in _PAIRS if req.api_key is not None}
