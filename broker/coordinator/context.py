@@ -43,6 +43,11 @@ class CoordinatorConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # group.consumer.migration.policy: "bidirectional", "upgrade", "downgrade" or "disabled".
     consumer_migration_policy: str = "bidirectional"
+    # KIP-1071 streams groups (Kafka's group.streams.* settings).
+    streams_session_timeout_ms: int = 45000
+    streams_heartbeat_interval_ms: int = 5000
+    streams_num_standby_replicas: int = 0
+    streams_max_size: int = 2**31 - 1
 
     @property
     def upgrade_enabled(self) -> bool:

@@ -18,6 +18,7 @@ from broker.coordinator.rebalance import reschedule_heartbeat
 from broker.coordinator.records import OffsetCommitRecord
 from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
+from broker.coordinator.streams import offsets as streams_offsets
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
@@ -51,6 +52,9 @@ def _topic_name(st: CoordinatorState, topic: OffsetCommitRequest.Topic, version:
 def _group_error(st: CoordinatorState, req: OffsetCommitRequest, version: int) -> ErrorCode:
     generation = req.generation_id_or_member_epoch
     instance_id = req.group_instance_id if version >= 7 else None
+    streams_group = st.streams.groups.get(req.group_id)
+    if streams_group is not None:
+        return ErrorCode(streams_offsets.commit_error(streams_group, req.member_id, generation, transactional=False))
     consumer_group = st.consumer_groups.get(req.group_id)
     if consumer_group is not None:
         return _consumer_group_error(consumer_group, req.member_id, generation, version)

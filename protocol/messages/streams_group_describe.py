@@ -3,7 +3,20 @@ members, each member's process, endpoint and current and target tasks. Flexible 
 (KIP-1331, KIP-1357) adds the full topology description, its status and the assignor's name.
 """
 
-from protocol.schema import BOOL, INT8, INT16, INT32, INT64, STRING, UINT16, ArrayOf, array, f, message, struct
+from protocol.schema import (
+    BOOL,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    UINT16,
+    ArrayOf,
+    array,
+    f,
+    message,
+    struct,
+)
 
 StreamsGroupDescribeRequest = message(
     "StreamsGroupDescribeRequest",

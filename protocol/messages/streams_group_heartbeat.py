@@ -10,7 +10,20 @@ since the member's previous heartbeat; a joining member (epoch 0) sends them all
 included.
 """
 
-from protocol.schema import BOOL, INT8, INT16, INT32, INT64, STRING, UINT16, ArrayOf, array, f, message, struct
+from protocol.schema import (
+    BOOL,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    STRING,
+    UINT16,
+    ArrayOf,
+    array,
+    f,
+    message,
+    struct,
+)
 
 # Kafka's common structs, one instance each so that every field of a type holds the same class.
 _KEY_VALUE = array("KeyValue", f("key", STRING), f("value", STRING))
