@@ -38,6 +38,9 @@ from broker.handlers.list_offsets import ListOffsetsApi
 from broker.handlers.produce import ProduceApi
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.streams_groups import StreamsGroupApis
+from broker.handlers.streams_groups import describe_error as streams_describe_error
+from broker.handlers.streams_groups import heartbeat_error as streams_heartbeat_error
 from broker.handlers.topics import TopicApis
 from broker.handlers.transactions import (
     ADD_PARTITIONS_MAX_VERSION,
@@ -97,6 +100,11 @@ from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRespon
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
+from protocol.messages.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
@@ -151,6 +159,7 @@ class Handlers:
     topics: TopicApis
     create_partitions: CreatePartitionsApi
     groups: GroupApis
+    streams_groups: StreamsGroupApis
     produce: ProduceApi
     fetch: FetchApi
     list_offsets: ListOffsetsApi
@@ -208,6 +217,10 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.consumer_group_heartbeat, refuse=consumer_heartbeat_error),
         api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, g.consumer_group_describe,
             authorize=checks.consumer_group_describe, refuse=consumer_describe_error),
+        api(StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse, h.streams_groups.streams_group_heartbeat,
+            authorize=checks.streams_group_heartbeat, refuse=streams_heartbeat_error),
+        api(StreamsGroupDescribeRequest, StreamsGroupDescribeResponse, h.streams_groups.streams_group_describe,
+            authorize=checks.streams_group_describe, refuse=streams_describe_error),
         # ---- the data plane --------------------------------------------------------------------
         api(ProduceRequest, ProduceResponse, h.produce.produce, authorize=checks.produce, refuse=refusals.produce),
         api(FetchRequest, FetchResponse, h.fetch.fetch, authorize=checks.fetch, refuse=refusals.fetch),

@@ -41,6 +41,7 @@ from broker.handlers.list_offsets import ListOffsetsApi
 from broker.handlers.produce import ProduceApi
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.streams_groups import StreamsGroupApis, may_create_topics
 from broker.handlers.topics import TopicApis
 from broker.handlers.transactions import TransactionApis
 from broker.handlers.write_txn_markers import WriteTxnMarkersApi
@@ -251,6 +252,10 @@ class BrokerApp:
         authorizer = security.authorizer
         offsets_partitions = c.get_int("offsets.topic.num.partitions")
         verify_transactions = c.get_bool("transaction.partition.verification.enable")
+        groups = GroupApis(self.shards, c.get_int("message.max.bytes"),
+                           None if authorizer is None else authorizer.describable_topics,
+                           transactions=self.transactions if verify_transactions else None, clock=self.clock,
+                           offsets_partitions=offsets_partitions)
         return Handlers(
             api_versions=ApiVersionsApi(self.router.advertised),
             cluster=ClusterApis(self.view, self.catalog, self.admin, self.transactions,
@@ -260,10 +265,9 @@ class BrokerApp:
                                 secret_configs=SECRET_PROPERTIES),
             topics=TopicApis(self.admin, self.catalog, c.get_int("num.partitions")),
             create_partitions=CreatePartitionsApi(self.catalog, self.node_id, self.admin.grow_topic),
-            groups=GroupApis(self.shards, c.get_int("message.max.bytes"),
-                             None if authorizer is None else authorizer.describable_topics,
-                             transactions=self.transactions if verify_transactions else None, clock=self.clock,
-                             offsets_partitions=offsets_partitions),
+            groups=groups,
+            streams_groups=StreamsGroupApis(self.shards, groups.routing, self.admin,
+                                            None if authorizer is None else may_create_topics(authorizer)),
             produce=ProduceApi(self.topic_logs, self.catalog, self.transactions if verify_transactions else None,
                                self.clock, self.cluster, self.peers),
             fetch=FetchApi(self.topic_logs, self.catalog),

@@ -21,7 +21,7 @@ from broker.coordinator.pending_offsets import PendingTxnOffsets
 from broker.coordinator.records import AnyRecord, GroupMetadataRecord, OffsetCommitRecord
 from broker.coordinator.result import Result
 from broker.coordinator.streams import records as streams_records
-from broker.coordinator.streams.heartbeat import StreamsState
+from broker.coordinator.streams.model import StreamsState
 from broker.coordinator.timers import TimerBook
 from protocol.messages.offsets_log import GroupMetadataValue
 from protocol.offsets_log_records import STREAMS_GROUP_RECORDS

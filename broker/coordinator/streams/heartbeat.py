@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from broker.coordinator.context import RequestContext
@@ -30,6 +30,7 @@ from broker.coordinator.streams.model import (
     MemberState,
     StreamsGroup,
     StreamsMember,
+    StreamsState,
     TaskAssignment,
     Tasks,
 )
@@ -37,7 +38,6 @@ from broker.coordinator.streams.reconcile import FencedMemberEpochError, reconci
 from broker.coordinator.streams.topology import (
     STALE_TOPOLOGY,
     ConfiguredTopology,
-    InternalTopic,
     configure,
     metadata_hash,
 )
@@ -57,15 +57,6 @@ _TopoValue = StreamsGroupTopologyValue
 # (Kafka's defaults; this assignor moves no warm-up tasks, so neither changes an assignment).
 TASK_OFFSET_INTERVAL_MS = 60000
 ACCEPTABLE_RECOVERY_LAG = 10000
-
-
-@dataclass
-class StreamsState:
-    """The shard's streams groups, and the internal topics its last operations asked for (the
-    shell takes them and creates the topics)."""
-
-    groups: dict[str, StreamsGroup] = field(default_factory=dict)
-    to_create: list[InternalTopic] = field(default_factory=list)
 
 
 class HeartbeatError(Exception):

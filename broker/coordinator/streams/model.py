@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from broker.coordinator.streams.topology import InternalTopic
 
 # subtopology id -> task partitions
 Tasks = dict[str, frozenset[int]]
@@ -90,3 +93,12 @@ class StreamsGroup:
             if m.instance_id == instance_id:
                 return m.member_id
         return None
+
+
+@dataclass
+class StreamsState:
+    """The shard's streams groups, and the internal topics its last operations asked for (the
+    shell takes them and creates the topics)."""
+
+    groups: dict[str, StreamsGroup] = field(default_factory=dict)
+    to_create: list[InternalTopic] = field(default_factory=list)
