@@ -109,7 +109,7 @@ StreamsGroupDescribeResponse = message(
                         f("process_id", STRING),
                         f("user_endpoint", struct("Endpoint", f("host", STRING), f("port", UINT16)),
                           nullable="0+", default=None),
-                        f("client_tags", _KEY_VALUE),
+                        f("client_tags", array("KeyValue", f("key", STRING), f("value", STRING))),
                         f("task_offsets", _TASK_OFFSET),
                         f("task_end_offsets", _TASK_OFFSET),
                         f("assignment", _ASSIGNMENT, about="The current assignment."),

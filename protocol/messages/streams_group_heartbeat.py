@@ -85,7 +85,7 @@ StreamsGroupHeartbeatRequest = message(
         f("warmup_tasks", _REQUEST_TASK_IDS, nullable="0+", default=None),
         f("process_id", STRING, nullable="0+", default=None),
         f("user_endpoint", _REQUEST_ENDPOINT, nullable="0+", default=None),
-        f("client_tags", _KEY_VALUE, nullable="0+", default=None),
+        f("client_tags", array("KeyValue", f("key", STRING), f("value", STRING)), nullable="0+", default=None),
         f("task_offsets", _TASK_OFFSET, nullable="0+", default=None),
         f("task_end_offsets", _TASK_OFFSET, nullable="0+", default=None),
         f("shutdown_application", BOOL, default=False),
