@@ -112,6 +112,8 @@ PROPERTIES: tuple[Property, ...] = (
              "streams-group members.", minimum=1),
     Property("group.streams.num.standby.replicas", int, 0, "Standby copies of every stateful task the "
              "streams assignor places on other processes.", minimum=0),
+    Property("group.streams.initial.rebalance.delay.ms", int, 3000, "How long a new streams group waits for "
+             "more members before its first task assignment.", minimum=0),
     Property("group.streams.max.size", int, 2147483647, "Most members a streams group may have.", minimum=1),
     Property("group.consumer.assignors", str, "uniform,range", "Server-side assignors of consumer-protocol "
              "groups, by name; the first is the default."),

@@ -47,6 +47,7 @@ class CoordinatorConfig:
     streams_session_timeout_ms: int = 45000
     streams_heartbeat_interval_ms: int = 5000
     streams_num_standby_replicas: int = 0
+    streams_initial_rebalance_delay_ms: int = 3000
     streams_max_size: int = 2**31 - 1
 
     @property

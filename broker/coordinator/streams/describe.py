@@ -56,16 +56,17 @@ def describe(st: CoordinatorState, group_id: str) -> Any:
     topology = None
     if group.topology is not None:
         conf = configured(st, group)
-        subs = None
-        if conf is not None and not conf.statuses:
-            T = _D.Topology.Subtopology
-            subs = [T(subtopology_id=s.subtopology_id, source_topics=list(s.source_topics),
-                      repartition_sink_topics=list(s.repartition_sink_topics),
-                      state_changelog_topics=[_info(t, conf.tasks.get(s.subtopology_id, 0))
-                                              for t in s.state_changelog_topics],
-                      repartition_source_topics=[_info(t, st.topics.partition_count(t.name) or t.partitions)
-                                                 for t in s.repartition_source_topics])
-                    for s in group.topology.subtopologies]
+        ready = conf is not None and not conf.statuses
+        T = _D.Topology.Subtopology
+        # As Kafka 4.4 describes them: the partition counts once the topology is configured, the
+        # counts the topology itself gives (0: unspecified) while topics are missing.
+        subs = [T(subtopology_id=s.subtopology_id, source_topics=list(s.source_topics),
+                  repartition_sink_topics=list(s.repartition_sink_topics),
+                  state_changelog_topics=[_info(t, conf.tasks.get(s.subtopology_id, 0) if ready and conf else
+                                                t.partitions) for t in s.state_changelog_topics],
+                  repartition_source_topics=[_info(t, (st.topics.partition_count(t.name) or t.partitions) if ready
+                                                   else t.partitions) for t in s.repartition_source_topics])
+                for s in group.topology.subtopologies]
         topology = _D.Topology(epoch=group.topology.epoch, subtopologies=subs)
     return _D(error_code=0, error_message=None, group_id=group_id, group_state=group.state_name(),
               group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch, topology=topology,

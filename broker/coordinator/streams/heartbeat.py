@@ -36,6 +36,7 @@ from broker.coordinator.streams.model import (
 )
 from broker.coordinator.streams.reconcile import FencedMemberEpochError, reconcile, validate_epoch
 from broker.coordinator.streams.topology import (
+    ASSIGNMENT_DELAYED,
     STALE_TOPOLOGY,
     ConfiguredTopology,
     configure,
@@ -287,10 +288,25 @@ class Heartbeat:
         if conf is not None and conf.to_create:
             self.streams.to_create.extend(conf.to_create)
 
-        # 3. the target assignment
+        # 3. the target assignment; a new group's first one waits for more members to join
         members_after = dict(group.members)
         members_after[member_id] = updated
-        if epoch > group.assignment_epoch:
+        delays = self.streams.assignment_delayed_until
+        new_group = gid not in self.streams.groups
+        if new_group and cfg.streams_initial_rebalance_delay_ms > 0:
+            delays[gid] = self.now + cfg.streams_initial_rebalance_delay_ms
+        delayed = delays.get(gid, 0) > self.now
+        if not delayed:
+            delays.pop(gid, None)
+        if new_group and delayed:
+            # An empty target at the first epoch, and the group epoch one ahead of it: the real
+            # assignment is computed once the delay is over.
+            target, target_epoch = TaskAssignment(), epoch
+            self.records.append(rec.target_member(gid, member_id, target))
+            self.records.append(rec.target_epoch(gid, epoch, self.now))
+            epoch += 1
+            self.records.append(rec.group_epoch(group, epoch, new_hash, -1))
+        elif epoch > group.assignment_epoch and not delayed:
             targets = self._new_target(group, epoch, members_after, conf)
             target = targets.get(member_id, TaskAssignment())
             target_epoch = epoch
@@ -310,7 +326,9 @@ class Heartbeat:
                 timers.cancel_rebalance_timeout(self.st, self.out, gid, member_id)
         timers.set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.streams_session_timeout_ms)
 
-        statuses = [] if conf is None else [(c, d) for c, d in conf.statuses]
+        statuses = [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay.")
+                    ] if delayed else []
+        statuses += [] if conf is None else [(c, d) for c, d in conf.statuses]
         if req.topology is None and member.topology_epoch < group_topology_epoch:
             statuses.append((STALE_TOPOLOGY, f"The member's topology epoch {member.topology_epoch} is behind the "
                              f"group's topology epoch {group_topology_epoch}."))
@@ -320,7 +338,8 @@ class Heartbeat:
             acceptable_recovery_lag_legacy=ACCEPTABLE_RECOVERY_LAG, task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
             acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
             status=[_R.Status(status_code=c, status_detail=d) for c, d in statuses],
-            endpoint_information_epoch=group.endpoint_epoch + (1 if reconciled.assigned != member.assigned else 0))
+            endpoint_information_epoch=group.endpoint_epoch + (
+                1 if reconciled.assigned != member.assigned and reconciled.user_endpoint is not None else 0))
         full = joining or owned is not None
         if full or reconciled.assigned != member.assigned:
             response.active_tasks = _response_tasks(reconciled.assigned.active)

@@ -102,3 +102,5 @@ class StreamsState:
 
     groups: dict[str, StreamsGroup] = field(default_factory=dict)
     to_create: list[InternalTopic] = field(default_factory=list)
+    # Soft state: until when a new group's first assignment waits (group.streams.initial.rebalance.delay.ms).
+    assignment_delayed_until: dict[str, int] = field(default_factory=dict)

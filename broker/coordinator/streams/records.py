@@ -154,8 +154,8 @@ def replay(groups: dict[str, StreamsGroup], record: StreamsGroupRecord) -> None:
             pending_revocation=TaskAssignment(_tasks(value.active_tasks_pending_revocation),
                                               _tasks(value.standby_tasks_pending_revocation),
                                               _tasks(value.warmup_tasks_pending_revocation)))
-        if group.members[record.member_id].assigned != before:
-            group.endpoint_epoch += 1
+        if group.members[record.member_id].assigned != before and member.user_endpoint is not None:
+            group.endpoint_epoch += 1  # the endpoint-to-partitions map changed
 
 
 def owners_of_active(group: StreamsGroup) -> Mapping[tuple[str, int], str]:

@@ -17,6 +17,7 @@ MISSING_SOURCE_TOPICS = 1
 INCORRECTLY_PARTITIONED_TOPICS = 2
 MISSING_INTERNAL_TOPICS = 3
 SHUTDOWN_APPLICATION = 4
+ASSIGNMENT_DELAYED = 5
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ def configure(topology: Any, topics: TopicView) -> ConfiguredTopology:
                 wrong.append(info.name)
     if missing_internal:
         out.statuses.append((MISSING_INTERNAL_TOPICS,
-                             f"Internal topics are missing: [{', '.join(sorted(set(missing_internal)))}]"))
+                             f"Internal topics are missing: {', '.join(sorted(set(missing_internal)))}"))
     if wrong:
         out.statuses.append((INCORRECTLY_PARTITIONED_TOPICS,
                              f"Internal topics have the wrong number of partitions: [{', '.join(sorted(set(wrong)))}]"))

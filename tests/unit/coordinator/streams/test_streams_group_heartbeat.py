@@ -11,7 +11,8 @@ from protocol.errors import ErrorCode
 from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest as Req
 from tests.unit.coordinator.harness import Harness
 
-CONFIG = CoordinatorConfig(streams_session_timeout_ms=10000, streams_heartbeat_interval_ms=1000)
+CONFIG = CoordinatorConfig(streams_session_timeout_ms=10000, streams_heartbeat_interval_ms=1000,
+                           streams_initial_rebalance_delay_ms=0)
 APP = "wc"
 REPARTITION = f"{APP}-counts-repartition"
 CHANGELOG = f"{APP}-counts-changelog"
@@ -177,3 +178,21 @@ def test_list_describe_and_delete() -> None:
     error, records = h.shard.delete_group(APP, h.now)
     assert error == 0 and records
     assert h.shard.streams_group_describe(APP).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_a_new_groups_first_assignment_waits_for_the_initial_delay() -> None:
+    h = Harness(replace(CONFIG, streams_initial_rebalance_delay_ms=3000),
+                topics={"input": 2, REPARTITION: 2, CHANGELOG: 2})
+    r = send(h, join("a", "p1"))
+    assert [s.status_code for s in r.status] == [5] and r.member_epoch == 1 and tasks(r.active_tasks) == {}
+    group = h.shard.state.streams.groups[APP]
+    assert (group.group_epoch, group.assignment_epoch) == (2, 1)  # as Kafka 4.4 leaves a new group
+    r = send(h, join("b", "p2"))
+    assert [s.status_code for s in r.status] == [5] and tasks(r.active_tasks) == {}
+    h.sleep(3000)
+    got = {}
+    for m in ("a", "b"):
+        r = beat(h, m, 1, {"active_tasks": {}, "standby_tasks": {}, "warmup_tasks": {}})
+        assert r.status == [] and r.member_epoch == 3
+        got[m] = tasks(r.active_tasks)
+    assert sorted(sum(len(p) for p in t.values()) for t in got.values()) == [2, 2]
