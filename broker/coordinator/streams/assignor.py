@@ -35,7 +35,9 @@ def _as_tasks(tasks: set[Task]) -> Tasks:
 def assign(members: list[AssignorMember], task_counts: Mapping[str, int], num_standby: int) -> dict[str, TaskAssignment]:
     if not members:
         return {}
-    all_tasks = sorted((s, p) for s, n in task_counts.items() for p in range(n))
+    # Kept tasks are taken partition by partition (a member keeps the same partitions of every
+    # subtopology), new ones subtopology by subtopology (each subtopology spread over the members).
+    all_tasks = sorted(((s, p) for s, n in task_counts.items() for p in range(n)), key=lambda t: (t[1], t[0]))
     ids = sorted(m.member_id for m in members)
     by_id = {m.member_id: m for m in members}
     active: dict[str, set[Task]] = {mid: set() for mid in ids}
@@ -55,7 +57,7 @@ def assign(members: list[AssignorMember], task_counts: Mapping[str, int], num_st
     for mid in ids:
         pid = by_id[mid].process_id
         process_load[pid] = process_load.get(pid, 0) + len(active[mid])
-    for t in unassigned:
+    for t in sorted(unassigned):
         mid = min(ids, key=lambda m: (len(active[m]), process_load[by_id[m].process_id], m))
         active[mid].add(t)
         process_load[by_id[mid].process_id] += 1

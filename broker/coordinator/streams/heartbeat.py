@@ -69,7 +69,7 @@ class HeartbeatError(Exception):
 
 def error_response(code: int, message: str | None = None) -> Any:
     return _R(error_code=code, error_message=message, member_id="", member_epoch=0, heartbeat_interval_ms=0,
-              acceptable_recovery_lag_legacy=0, task_offset_interval_ms=0, status=None,
+              acceptable_recovery_lag_legacy=0, task_offset_interval_ms=0, status=[],
               endpoint_information_epoch=0)
 
 
@@ -99,8 +99,6 @@ def validate(req: Any) -> None:
             raise _invalid("WarmupTasks must be empty when (re-)joining.")
         if req.topology is None:
             raise _invalid("Topology must be non-null when (re-)joining.")
-        if req.process_id is None:
-            raise _invalid("ProcessId must be non-null when (re-)joining.")
         _validate_topology(req.topology)
     elif epoch == LEAVE_STATIC_EPOCH:
         if req.instance_id is None:
@@ -112,27 +110,24 @@ def validate(req: Any) -> None:
 
 
 def _validate_topology(topology: Any) -> None:
-    """Kafka's StreamsTopologyValidation: what the client generates consistently, checked so that
-    a broken topology is refused as STREAMS_INVALID_TOPOLOGY instead of mis-assigned."""
+    """What the client generates consistently, checked so that a broken topology is refused (as
+    Kafka 4.4 does, INVALID_REQUEST) instead of mis-assigned."""
     seen: set[str] = set()
     repartition_sources: set[str] = set()
     sinks: set[str] = set()
     for sub in topology.subtopologies:
         if sub.subtopology_id in seen:
-            raise HeartbeatError(ErrorCode.STREAMS_INVALID_TOPOLOGY,
-                                 f"Subtopology {sub.subtopology_id} is defined more than once.")
+            raise _invalid(f"Subtopology {sub.subtopology_id} is defined more than once.")
         seen.add(sub.subtopology_id)
         repartition_sources.update(t.name for t in sub.repartition_source_topics)
         sinks.update(sub.repartition_sink_topics)
         for g in sub.copartition_groups:
             if any(not 0 <= i < len(sub.source_topics) for i in g.source_topics) or any(
                     not 0 <= i < len(sub.repartition_source_topics) for i in g.repartition_source_topics):
-                raise HeartbeatError(ErrorCode.STREAMS_INVALID_TOPOLOGY,
-                                     f"Copartition group of subtopology {sub.subtopology_id} refers to an unknown topic.")
+                raise _invalid(f"Copartition group of subtopology {sub.subtopology_id} refers to an unknown topic.")
     missing = sorted(sinks - repartition_sources)
     if missing:
-        raise HeartbeatError(ErrorCode.STREAMS_INVALID_TOPOLOGY,
-                             f"Repartition sink topics {', '.join(missing)} are not read by any subtopology.")
+        raise _invalid(f"Repartition sink topics {', '.join(missing)} are not read by any subtopology.")
 
 
 def _tasks(ids: list[Any] | None) -> Tasks | None:
@@ -298,6 +293,9 @@ class Heartbeat:
         delayed = delays.get(gid, 0) > self.now
         if not delayed:
             delays.pop(gid, None)
+        # Kafka 4.4 computes a group's target assignment at most once per assignment interval.
+        waits = (not delayed and epoch > group.assignment_epoch
+                 and self.now < group.assignment_time + cfg.streams_assignment_interval_ms)
         if new_group and delayed:
             # An empty target at the first epoch, and the group epoch one ahead of it: the real
             # assignment is computed once the delay is over.
@@ -306,7 +304,7 @@ class Heartbeat:
             self.records.append(rec.target_epoch(gid, epoch, self.now))
             epoch += 1
             self.records.append(rec.group_epoch(group, epoch, new_hash, -1))
-        elif epoch > group.assignment_epoch and not delayed:
+        elif epoch > group.assignment_epoch and not delayed and not waits:
             targets = self._new_target(group, epoch, members_after, conf)
             target = targets.get(member_id, TaskAssignment())
             target_epoch = epoch
@@ -327,7 +325,8 @@ class Heartbeat:
         timers.set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.streams_session_timeout_ms)
 
         statuses = [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay.")
-                    ] if delayed else []
+                    ] if delayed else [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment "
+                                        "interval.")] if waits else []
         statuses += [] if conf is None else [(c, d) for c, d in conf.statuses]
         if req.topology is None and member.topology_epoch < group_topology_epoch:
             statuses.append((STALE_TOPOLOGY, f"The member's topology epoch {member.topology_epoch} is behind the "
@@ -340,8 +339,7 @@ class Heartbeat:
             status=[_R.Status(status_code=c, status_detail=d) for c, d in statuses],
             endpoint_information_epoch=group.endpoint_epoch + (
                 1 if reconciled.assigned != member.assigned and reconciled.user_endpoint is not None else 0))
-        full = joining or owned is not None
-        if full or reconciled.assigned != member.assigned:
+        if joining or reconciled.assigned != member.assigned:
             response.active_tasks = _response_tasks(reconciled.assigned.active)
             response.standby_tasks = _response_tasks(reconciled.assigned.standby)
             response.warmup_tasks = _response_tasks(reconciled.assigned.warmup)

@@ -65,6 +65,7 @@ class StreamsGroup:
     validated_topology_epoch: int = -1
     topology: Any = None  # StreamsGroupTopologyValue, None until the first member sends one
     assignment_epoch: int = 0
+    assignment_time: int = 0  # when the target assignment was computed
     members: dict[str, StreamsMember] = field(default_factory=dict)
     targets: dict[str, TaskAssignment] = field(default_factory=dict)
     # Soft state: the topics version the configured topology was computed at, and its result.

@@ -137,6 +137,7 @@ def replay(groups: dict[str, StreamsGroup], record: StreamsGroupRecord) -> None:
                 _tasks(value.active_tasks), _tasks(value.standby_tasks), _tasks(value.warmup_tasks))
     elif isinstance(record, StreamsGroupTargetAssignmentMetadataRecord):
         group.assignment_epoch = -1 if value is None else value.assignment_epoch
+        group.assignment_time = 0 if value is None else value.assignment_timestamp
     elif isinstance(record, StreamsGroupCurrentMemberAssignmentRecord):
         member = group.members.get(record.member_id)
         if value is None:

@@ -12,7 +12,7 @@ from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatReque
 from tests.unit.coordinator.harness import Harness
 
 CONFIG = CoordinatorConfig(streams_session_timeout_ms=10000, streams_heartbeat_interval_ms=1000,
-                           streams_initial_rebalance_delay_ms=0)
+                           streams_initial_rebalance_delay_ms=0, streams_assignment_interval_ms=0)
 APP = "wc"
 REPARTITION = f"{APP}-counts-repartition"
 CHANGELOG = f"{APP}-counts-changelog"
@@ -164,7 +164,7 @@ def test_kafkas_errors() -> None:
     assert beat(h, "a", 7).error_code == ErrorCode.FENCED_MEMBER_EPOCH
     bad = join("c", "p3")
     bad.topology.subtopologies[1].repartition_source_topics = []
-    assert send(h, bad).error_code == ErrorCode.STREAMS_INVALID_TOPOLOGY
+    assert send(h, bad).error_code == ErrorCode.INVALID_REQUEST
 
 
 def test_list_describe_and_delete() -> None:
@@ -196,3 +196,15 @@ def test_a_new_groups_first_assignment_waits_for_the_initial_delay() -> None:
         assert r.status == [] and r.member_epoch == 3
         got[m] = tasks(r.active_tasks)
     assert sorted(sum(len(p) for p in t.values()) for t in got.values()) == [2, 2]
+
+
+def test_assignments_are_at_least_an_interval_apart() -> None:
+    h = Harness(replace(CONFIG, streams_assignment_interval_ms=1000), topics={"input": 2, REPARTITION: 2, CHANGELOG: 2})
+    send(h, join("a", "p1"))
+    r = send(h, join("b", "p2"))
+    assert [(s.status_code, s.status_detail) for s in r.status] == [
+        (5, "Assignment delayed due to the configured assignment interval.")]
+    assert r.member_epoch == 1 and tasks(r.active_tasks) == {}
+    h.sleep(1000)
+    r = beat(h, "b", 1, {"active_tasks": {}, "standby_tasks": {}, "warmup_tasks": {}})
+    assert r.status == [] and r.member_epoch == 2
