@@ -95,27 +95,33 @@ class StreamsGroupApis:
             if to_create and response.error_code == ErrorCode.NONE:
                 denied = self._create(req, to_create)
                 if denied:
-                    response.status = [s for s in response.status or [] if s.status_code != MISSING_INTERNAL_TOPICS]
-                    response.status.append(StreamsGroupHeartbeatResponse.Status(
-                        status_code=MISSING_INTERNAL_TOPICS,
-                        status_detail=f"Unauthorized to CREATE on topics {', '.join(denied)}."))
+                    # Kafka appends this to the status that names the missing topics.
+                    detail = f"Unauthorized to CREATE on topics {', '.join(denied)}."
+                    statuses = response.status if response.status is not None else []
+                    missing = [s for s in statuses if s.status_code == MISSING_INTERNAL_TOPICS]
+                    if missing:
+                        missing[0].status_detail = f"{missing[0].status_detail}; {detail}"
+                    else:
+                        statuses.append(StreamsGroupHeartbeatResponse.Status(
+                            status_code=MISSING_INTERNAL_TOPICS, status_detail=detail))
+                    response.status = statuses
             req.reply.set(response)
 
         runtime.execute(op, deliver, req.version, req.client_id, "/" + req.client_host,
                         lambda code: heartbeat_error(req, code), group_id, None)
 
     def _create(self, req: Request[StreamsGroupHeartbeatRequest], topics: list[InternalTopic]) -> list[str]:
-        """Creates the internal topics the principal may create; returns the names it may not."""
+        """Creates the internal topics if the principal may create every one of them (Kafka checks
+        the whole set: one it may not create holds back the others); else returns those it may not."""
         allowed = None if self.may_create is None else self.may_create(req.principal, req.client_host)
-        denied: list[str] = []
-        seen: set[str] = set()
+        wanted: dict[str, InternalTopic] = {}
         for topic in topics:
-            if topic.name in seen or self.admin.catalog.partition_count(topic.name) is not None:
-                continue
-            seen.add(topic.name)
-            if allowed is not None and not allowed(topic.name):
-                denied.append(topic.name)
-                continue
+            if topic.name not in wanted and self.admin.catalog.partition_count(topic.name) is None:
+                wanted[topic.name] = topic
+        denied = sorted(name for name in wanted if allowed is not None and not allowed(name))
+        if denied:
+            return denied
+        for topic in wanted.values():
             # Streams sets configs this broker does not keep (message.timestamp.type, ...): the
             # ones it knows are kept.
             configs = {k: v for k, v in topic.configs if k in KAFKA_TOPIC_CONFIGS}
@@ -126,7 +132,7 @@ class StreamsGroupApis:
                 continue
             logs.event("streams_group.internal_topic_created", group=req.body.group_id, topic=topic.name,
                        partitions=topic.partitions)
-        return sorted(denied)
+        return []
 
     def streams_group_describe(self, req: Request[StreamsGroupDescribeRequest]) -> None:
         out = []
