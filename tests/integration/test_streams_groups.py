@@ -35,7 +35,8 @@ PARTITIONS = 4
 ALL_TASKS = {f"{s}_{p}" for s in (0, 1) for p in range(PARTITIONS)}
 WORDS = ["kafka", "streams", "group", "task", "epoch", "topology", "store", "changelog", "broker", "count"]
 # Sessions short enough for the test to see a killed instance's tasks move within seconds.
-BROKER = {"group.streams.session.timeout.ms": "6000", "group.streams.heartbeat.interval.ms": "500"}
+BROKER = {"group.streams.session.timeout.ms": "4000", "group.streams.heartbeat.interval.ms": "500",
+          "group.streams.initial.rebalance.delay.ms": "0"}
 
 
 class Instance:
@@ -151,23 +152,29 @@ def test_word_count_on_the_streams_protocol_two_then_three_instances_one_killed(
         produce(broker.bootstrap, source, lines)
 
     instances = [start(0), start(1)]
+    started = time.monotonic()
     try:
         feed(200)
         wait_for(lambda: spread(instances), 90, "two instances RUNNING with the tasks spread")
+        print(f"two RUNNING after {time.monotonic() - started:.1f}s")
         assert all(len(i.active) == 4 for i in instances)
         instances.append(start(2))
         feed(200)
         wait_for(lambda: spread(instances) and all(len(i.active) >= 2 for i in instances), 90,
                  "three instances RUNNING, each with its share of the tasks")
+        print(f"three RUNNING after {time.monotonic() - started:.1f}s")
         described = run_tool(kafka_libs, STREAMS_GROUPS, "--bootstrap-server", broker.bootstrap, "--describe",
                              "--members", "--group", app, timeout=60)
         members = [line.split() for line in described.stdout.splitlines() if line.startswith(app)]
         assert len(members) == 3 and all("ACTIVE:" in m for m in members), described.stdout + described.stderr
         feed(200)
         instances[0].kill()
+        killed = time.monotonic()
         wait_for(lambda: spread(instances[1:]), 60, "the killed instance's tasks taken over")
+        print(f"taken over {time.monotonic() - killed:.1f}s after the kill")
         feed(200)
         wait_for(lambda: counts(broker.bootstrap, sink) == dict(expected), 90, "exact counts")
+        print(f"exact counts after {time.monotonic() - started:.1f}s")
         assert not [e for i in instances for e in i.errors]
     finally:
         for i in instances:
