@@ -20,7 +20,13 @@ from typing import Any
 
 import pytest
 
-from protocol.messages import REQUESTS, RESPONSES, ApiKey, offsets_log_consumer_groups, offsets_log_streams_groups
+from protocol.messages import (
+    REQUESTS,
+    RESPONSES,
+    ApiKey,
+    offsets_log_consumer_groups,
+    offsets_log_streams_groups,
+)
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import (
     GroupMetadataKey,

@@ -8,7 +8,14 @@ from typing import Any
 
 from broker.handlers.streams_groups import heartbeat_error, may_create_topics
 from broker.network.router import Request
-from broker.security.acl_model import CLUSTER_NAME, AclBinding, Operation, PatternType, Permission, ResourceType
+from broker.security.acl_model import (
+    CLUSTER_NAME,
+    AclBinding,
+    Operation,
+    PatternType,
+    Permission,
+    ResourceType,
+)
 from broker.security.authorizer import Authorizer
 from broker.security.request_checks import RequestChecks
 from broker.topics.catalog import TopicCatalog
