@@ -734,4 +734,4 @@ def _has_transactional_records(topics: list[Any]) -> bool:
 def _streams_heartbeat_denied(code: int, message: str) -> StreamsGroupHeartbeatResponse:
     return StreamsGroupHeartbeatResponse(error_code=code, error_message=message, member_id="", member_epoch=0,
                                          heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
-                                         task_offset_interval_ms=0, status=None, endpoint_information_epoch=0)
+                                         task_offset_interval_ms=0, status=[], endpoint_information_epoch=0)

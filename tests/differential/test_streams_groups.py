@@ -203,3 +203,49 @@ def test_heartbeat_errors(pair: Pair) -> None:
         }
 
     pair.compare(scenario)
+
+
+def test_offsets_listing_describing_and_deleting_a_streams_group(pair: Pair) -> None:
+    group, source = unique("streams-admin"), unique("streams-admin-in")
+
+    def scenario(t: Target) -> object:
+        from protocol.messages.delete_groups import DeleteGroupsRequest
+        from protocol.messages.list_groups import ListGroupsRequest
+        from protocol.messages.offset_commit import OffsetCommitRequest
+        from protocol.messages.offset_fetch import OffsetFetchRequest
+        from tests.differential.ops import describe as describe_classic
+
+        c = t.client("streams")
+        create_topic(c, source, 1)
+        m = Member(c, group, source, "a")
+        until_tasks(m)
+
+        def commit(epoch: int, member: str) -> object:
+            return c.call(8, 9, OffsetCommitRequest(
+                group_id=group, generation_id_or_member_epoch=epoch, member_id=member,
+                topics=[OffsetCommitRequest.Topic(name=source, partitions=[
+                    OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=7)])]))
+
+        def fetch(member: str | None, epoch: int) -> object:
+            return c.call(9, 9, OffsetFetchRequest(groups=[OffsetFetchRequest.Group(
+                group_id=group, member_id=member, member_epoch=epoch,
+                topics=[OffsetFetchRequest.Group.Topics(name=source, partition_indexes=[0])])]))
+
+        listed = c.call(16, 5, ListGroupsRequest(types_filter=["streams"]))
+        out: dict[str, object] = {
+            "commit": commit(m.epoch, m.mid), "commit_stale": commit(m.epoch - 1, m.mid),
+            "commit_stranger": commit(m.epoch, member_id("stranger")), "commit_admin": commit(-1, ""),
+            "fetch": fetch(m.mid, m.epoch), "fetch_stale": fetch(m.mid, m.epoch - 1), "fetch_admin": fetch(None, -1),
+            "listed": sorted((g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed.groups
+                             if g.group_id == group),
+            "classic_describe": describe_classic(c, group),
+            "delete_busy": c.call(42, 2, DeleteGroupsRequest(groups_names=[group])),
+        }
+        out["left"] = plain(m.heartbeat(epoch=-1))
+        out["described_empty"] = describe(c, group)
+        out["delete_empty"] = c.call(42, 2, DeleteGroupsRequest(groups_names=[group]))
+        out["described_deleted"] = describe(c, group)
+        return out
+
+    answers = pair.compare(scenario)
+    assert answers["listed"] == [[group, "streams", "Stable", "streams"]]  # type: ignore[index]

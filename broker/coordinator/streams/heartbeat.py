@@ -397,7 +397,7 @@ class Heartbeat:
         self.records.extend(remove_members(self.st, self.out, group, [req.member_id], self.now))
         return _R(error_code=ErrorCode.NONE, error_message=None, member_id=req.member_id,
                   member_epoch=req.member_epoch, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
-                  task_offset_interval_ms=0, status=None, endpoint_information_epoch=0)
+                  task_offset_interval_ms=0, status=[], endpoint_information_epoch=0)
 
 
 def remove_members(st: CoordinatorState, out: Result, group: StreamsGroup, member_ids: list[str],
