@@ -208,3 +208,26 @@ def test_assignments_are_at_least_an_interval_apart() -> None:
     h.sleep(1000)
     r = beat(h, "b", 1, {"active_tasks": {}, "standby_tasks": {}, "warmup_tasks": {}})
     assert r.status == [] and r.member_epoch == 2
+
+
+def test_startup_replay_of_the_log_rebuilds_the_group() -> None:
+    """The broker loads a partition through the replay plan, which skips what later records
+    overwrite: a batch of streams-group records is never skipped."""
+    from broker.coordinator import GroupCoordinatorShard
+    from broker.groups.replay_plan import replay_log
+    from protocol.record_batch import build_simple_batch, iter_batches
+
+    h = _two_members()
+    for m in ("a", "b"):
+        mem = h.shard.state.streams.groups[APP].members[m]
+        beat(h, m, mem.member_epoch, {"active_tasks": tasks_of(mem.assigned.active), "standby_tasks": {},
+                                      "warmup_tasks": {}})
+    log = bytearray()
+    for offset, (key, value) in enumerate(h.log):
+        raw = bytearray(build_simple_batch([(key, value, h.now)]))
+        raw[0:8] = offset.to_bytes(8, "big")
+        log.extend(raw)
+    shard = GroupCoordinatorShard(0, CONFIG, h.topics, lambda p: p)
+    replay_log(lambda: iter_batches(bytes(log)), shard.replay)
+    assert shard.streams_group_describe(APP).to_dict() == h.shard.streams_group_describe(APP).to_dict()
+    assert len(shard.streams_group_describe(APP).members) == 2
