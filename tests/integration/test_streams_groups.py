@@ -179,3 +179,36 @@ def test_word_count_on_the_streams_protocol_two_then_three_instances_one_killed(
     finally:
         for i in instances:
             i.stop()
+
+
+def test_a_streams_group_survives_a_broker_killed_and_restarted(broker_factory: Any) -> None:
+    """The group's records are in __consumer_offsets: after SIGKILL and a restart the broker
+    describes the same group, and its member goes on heartbeating with its epoch and tasks."""
+    from kclient.wire_client import WireClient
+    from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
+    from tests.differential.test_streams_groups import Member
+
+    broker: BrokerProcess = broker_factory({**BROKER, "group.streams.session.timeout.ms": "30000"})
+    suffix = uuid.uuid4().hex[:6]
+    group, source = f"restart-{suffix}", f"restart-in-{suffix}"
+    create_topic(broker.bootstrap, source, 2)
+
+    def described() -> Any:
+        with WireClient("127.0.0.1", broker.port) as c:
+            return c.call(89, 0, StreamsGroupDescribeRequest(group_ids=[group])).groups[0].to_dict()
+
+    with WireClient("127.0.0.1", broker.port) as c:
+        m = Member(c, group, source, "a")
+        wait_for(lambda: bool(m.heartbeat() and m.active), 30, "the member's tasks")
+        m.heartbeat()
+    before = described()
+    assert before["group_state"] == "Stable" and len(before["members"]) == 1
+    broker.kill()
+    broker.start()
+    broker.wait_loaded()
+    assert described() == before
+    with WireClient("127.0.0.1", broker.port) as c:
+        m.c = c
+        epoch, tasks = m.epoch, [t.to_dict() for t in m.active]
+        answer = m.heartbeat()
+        assert answer.error_code == 0 and m.epoch == epoch and [t.to_dict() for t in m.active] == tasks
