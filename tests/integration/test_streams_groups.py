@@ -1,9 +1,9 @@
 """A real Kafka Streams 4.4 application on the streams rebalance protocol (KIP-1071) against
 kcoord: a word count with a repartition topic and a counting state store, exactly_once_v2, run
-as two and then three instances (``tests/java/StreamsWordCount.java``). The broker creates the
-internal topics, every instance reaches RUNNING with its share of the tasks, an instance killed
-with SIGKILL has its tasks taken over by the others, and the counts read back (read_committed)
-are exact."""
+as two and then three instances (``tests/java/StreamsWordCount.java``), with one standby replica.
+The broker creates the internal topics, every instance reaches RUNNING with its share of the tasks
+and standby copies of the stateful ones on other instances, an instance killed with SIGKILL has
+its tasks taken over by the others, and the counts read back (read_committed) are exact."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ PARTITIONS = 4
 ALL_TASKS = {f"{s}_{p}" for s in (0, 1) for p in range(PARTITIONS)}
 WORDS = ["kafka", "streams", "group", "task", "epoch", "topology", "store", "changelog", "broker", "count"]
 # Sessions short enough for the test to see a killed instance's tasks move within seconds.
-BROKER = {"group.streams.session.timeout.ms": "4000", "group.streams.heartbeat.interval.ms": "500",
+BROKER = {"group.streams.num.standby.replicas": "1", "group.streams.session.timeout.ms": "4000", "group.streams.heartbeat.interval.ms": "500",
           "group.streams.initial.rebalance.delay.ms": "0"}
 
 
@@ -99,6 +99,15 @@ def spread(instances: list[Instance]) -> bool:
     return len(owned) == len(set(owned)) and set(owned) == ALL_TASKS
 
 
+def standbys_elsewhere(instances: list[Instance]) -> bool:
+    """Every stateful task (the counting subtopology, 1) has a standby copy on another instance
+    than the one running it; the stateless ones have none."""
+    live = [i for i in instances if i.proc.poll() is None]
+    standby = [t for i in live for t in i.standby]
+    stateful = {t for t in ALL_TASKS if t.startswith("1_")}
+    return sorted(standby) == sorted(stateful) and all(not (i.active & i.standby) for i in live)
+
+
 def produce(bootstrap: str, topic: str, lines: list[str]) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for n, line in enumerate(lines):
@@ -160,8 +169,9 @@ def test_word_count_on_the_streams_protocol_two_then_three_instances_one_killed(
         assert all(len(i.active) == 4 for i in instances)
         instances.append(start(2))
         feed(200)
-        wait_for(lambda: spread(instances) and all(len(i.active) >= 2 for i in instances), 90,
-                 "three instances RUNNING, each with its share of the tasks")
+        wait_for(lambda: spread(instances) and all(len(i.active) >= 2 for i in instances)
+                 and standbys_elsewhere(instances), 90,
+                 "three instances RUNNING, each with its share of the tasks, standbys on the others")
         print(f"three RUNNING after {time.monotonic() - started:.1f}s")
         described = run_tool(kafka_libs, STREAMS_GROUPS, "--bootstrap-server", broker.bootstrap, "--describe",
                              "--members", "--group", app, timeout=60)
@@ -170,7 +180,8 @@ def test_word_count_on_the_streams_protocol_two_then_three_instances_one_killed(
         feed(200)
         instances[0].kill()
         killed = time.monotonic()
-        wait_for(lambda: spread(instances[1:]), 60, "the killed instance's tasks taken over")
+        wait_for(lambda: spread(instances[1:]) and standbys_elsewhere(instances[1:]), 60,
+                 "the killed instance's tasks taken over")
         print(f"taken over {time.monotonic() - killed:.1f}s after the kill")
         feed(200)
         wait_for(lambda: counts(broker.bootstrap, sink) == dict(expected), 90, "exact counts")

@@ -1,12 +1,12 @@
 """The default streams task assignor ("sticky", as Kafka's ``StickyTaskAssignor``): active tasks
 spread evenly over the members, each kept by its previous owner while that owner is under its
-share; then ``num.standby.replicas`` standby copies of every task, each on a process that does
+share; then ``num.standby.replicas`` standby copies of every stateful task, each on a process that does
 not already hold the task, kept where they were when allowed, otherwise on the least loaded
 member. Warm-up tasks are not assigned by this assignor (as in Kafka 4.4)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from broker.coordinator.streams.model import TaskAssignment, Tasks
@@ -32,7 +32,9 @@ def _as_tasks(tasks: set[Task]) -> Tasks:
     return {s: frozenset(p) for s, p in out.items()}
 
 
-def assign(members: list[AssignorMember], task_counts: Mapping[str, int], num_standby: int) -> dict[str, TaskAssignment]:
+def assign(members: list[AssignorMember], task_counts: Mapping[str, int], num_standby: int,
+           stateful: Collection[str] = ()) -> dict[str, TaskAssignment]:
+    """``stateful``: the subtopologies whose tasks have state; only those get standby copies."""
     if not members:
         return {}
     # Kept tasks are taken partition by partition (a member keeps the same partitions of every
@@ -73,6 +75,8 @@ def assign(members: list[AssignorMember], task_counts: Mapping[str, int], num_st
             for t in _task_set(by_id[mid].previous.standby):
                 prev_standby.setdefault(t, []).append(mid)
         for t in all_tasks:
+            if t[0] not in stateful:
+                continue
             for _ in range(num_standby):
                 candidates = [m for m in ids if by_id[m].process_id not in holder_process[t]]
                 if not candidates:

@@ -352,7 +352,7 @@ class Heartbeat:
         counts = {} if conf is None or conf.statuses_block_assignment else conf.tasks
         inputs = [AssignorMember(mid, m.process_id, group.targets.get(mid, m.assigned))
                   for mid, m in members.items()]
-        targets = assign(inputs, counts, self.cfg.streams_num_standby_replicas)
+        targets = assign(inputs, counts, self.cfg.streams_num_standby_replicas, () if conf is None else conf.stateful)
         gid = group.group_id
         for mid, target in sorted(targets.items()):
             if group.targets.get(mid) != target or mid not in group.targets:
@@ -416,7 +416,7 @@ def remove_members(st: CoordinatorState, out: Result, group: StreamsGroup, membe
     conf = configured(st, group)
     counts = {} if conf is None or conf.statuses_block_assignment else conf.tasks
     inputs = [AssignorMember(mid, m.process_id, group.targets.get(mid, m.assigned)) for mid, m in remaining.items()]
-    targets = assign(inputs, counts, st.config.streams_num_standby_replicas)
+    targets = assign(inputs, counts, st.config.streams_num_standby_replicas, () if conf is None else conf.stateful)
     for mid, target in sorted(targets.items()):
         if group.targets.get(mid) != target:
             records.append(rec.target_member(gid, mid, target))

@@ -36,6 +36,8 @@ class ConfiguredTopology:
     # subtopology -> the topics whose partitions a task of it reads (sources and repartition sources)
     source_topics: dict[str, list[str]] = field(default_factory=dict)
     to_create: list[InternalTopic] = field(default_factory=list)
+    # Subtopologies with state (a changelog topic): only their tasks get standby copies.
+    stateful: set[str] = field(default_factory=set)
     statuses: list[tuple[int, str]] = field(default_factory=list)
 
     @property
@@ -115,6 +117,8 @@ def configure(topology: Any, topics: TopicView) -> ConfiguredTopology:
         parts += [repartition.get(t.name, 0) for t in s.repartition_source_topics]
         n = max(parts, default=0)
         out.tasks[s.subtopology_id] = n
+        if s.state_changelog_topics:
+            out.stateful.add(s.subtopology_id)
         out.source_topics[s.subtopology_id] = [*s.source_topics, *(t.name for t in s.repartition_source_topics)]
         needed = [(t, repartition.get(t.name, 0)) for t in s.repartition_source_topics]
         needed += [(t, n) for t in s.state_changelog_topics]
