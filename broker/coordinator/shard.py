@@ -148,6 +148,7 @@ class GroupCoordinatorShard:
                     replies.append((parked.token, sync_response(ErrorCode.NOT_COORDINATOR)))
             group.state = GroupState.DEAD
         self.state.groups.clear()
+        self.state.streams.groups.clear()
         self.state.timers.clear()
         return replies
 

@@ -270,11 +270,11 @@ class Heartbeat:
         conf = None
         new_hash = group.metadata_hash
         if topo is not None:
-            if topology_changed:
-                conf = configure(topo, self.st.topics)
-            else:
-                conf = configured(self.st, group)
-            new_hash = metadata_hash(topo, self.st.topics)
+            # A steady heartbeat with the topics unchanged reuses what the last one computed.
+            seen = not topology_changed and group.configured is not None and group.topics_version == self.st.topics.version
+            conf = configure(topo, self.st.topics) if topology_changed else configured(self.st, group)
+            if not seen:
+                new_hash = metadata_hash(topo, self.st.topics)
         epoch = group.group_epoch
         if bump or topology_changed or new_hash != group.metadata_hash:
             epoch += 1
