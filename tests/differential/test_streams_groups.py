@@ -249,3 +249,30 @@ def test_offsets_listing_describing_and_deleting_a_streams_group(pair: Pair) -> 
 
     answers = pair.compare(scenario)
     assert answers["listed"] == [[group, "streams", "Stable", "streams"]]  # type: ignore[index]
+
+
+def test_a_member_leaves_and_the_other_takes_its_tasks(pair: Pair) -> None:
+    group, source = unique("streams-leave"), unique("streams-leave-in")
+
+    def scenario(t: Target) -> object:
+        a_conn, b_conn = t.client("a"), t.client("b")
+        create_topic(a_conn, source, 2)
+        a, b = Member(a_conn, group, source, "a"), Member(b_conn, group, source, "b")
+        until_tasks(a)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (a.active and b.active):
+            a.heartbeat()
+            b.heartbeat()
+            time.sleep(0.2)
+        left = plain(b.heartbeat(epoch=-1))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            a.heartbeat()
+            if sum(len(t.partitions) for t in a.active) == 4:
+                break
+            time.sleep(0.2)
+        return {"left": left, "a": {t.subtopology_id: sorted(t.partitions) for t in a.active},
+                "described": describe(a_conn, group)}
+
+    answers = pair.compare(scenario)
+    assert answers["a"] == {"0": [0, 1], "1": [0, 1]}  # type: ignore[index]
