@@ -223,3 +223,42 @@ def test_a_streams_group_survives_a_broker_killed_and_restarted(broker_factory: 
         epoch, tasks = m.epoch, [t.to_dict() for t in m.active]
         answer = m.heartbeat()
         assert answer.error_code == 0 and m.epoch == epoch and [t.to_dict() for t in m.active] == tasks
+
+
+def test_kafka_streams_groups_tool_lists_describes_resets_and_deletes(broker_factory: Any, kafka_libs: Path) -> None:
+    """Kafka's own kafka-streams-groups against kcoord: --list, --describe --offsets, and on the
+    group once its member left: --reset-offsets --to-earliest, --delete-offsets and --delete."""
+    from kclient.wire_client import WireClient
+    from protocol.messages.offset_commit import OffsetCommitRequest
+    from tests.differential.test_streams_groups import Member
+
+    # The member does not heartbeat while a tool runs: a session long enough to outlast two.
+    broker: BrokerProcess = broker_factory({**BROKER, "group.streams.session.timeout.ms": "30000"})
+    suffix = uuid.uuid4().hex[:6]
+    group, source = f"tool-{suffix}", f"tool-in-{suffix}"
+    create_topic(broker.bootstrap, source, 2)
+    produce(broker.bootstrap, source, ["a b", "c d", "e f"])
+
+    def tool(*args: str) -> str:
+        done = run_tool(kafka_libs, STREAMS_GROUPS, "--bootstrap-server", broker.bootstrap, *args, timeout=60)
+        assert done.returncode == 0, done.stdout + done.stderr
+        return done.stdout + done.stderr
+
+    with WireClient("127.0.0.1", broker.port) as c:
+        m = Member(c, group, source, "a")
+        wait_for(lambda: bool(m.heartbeat() and m.active), 30, "the member's tasks")
+        committed = c.call(8, 9, OffsetCommitRequest(
+            group_id=group, generation_id_or_member_epoch=m.epoch, member_id=m.mid,
+            topics=[OffsetCommitRequest.Topic(name=source, partitions=[
+                OffsetCommitRequest.Topic.Partition(partition_index=p, committed_offset=1) for p in range(2)])]))
+        assert all(p.error_code == 0 for t in committed.topics for p in t.partitions)
+        assert group in tool("--list").split()
+        described = tool("--describe", "--group", group, "--offsets")
+        rows = [line.split() for line in described.splitlines()]
+        assert sorted(r[2] for r in rows if r[:2] == [group, source]) == ["0", "1"], described
+        m.heartbeat(epoch=-1)
+    reset = tool("--reset-offsets", "--group", group, "--to-earliest", "--all-input-topics", "--execute")
+    assert sorted(line.split()[2:] for line in reset.splitlines() if line.startswith(group)) == [["0", "0"], ["1", "0"]]
+    assert "Successful" in tool("--delete-offsets", "--group", group, "--all-input-topics")
+    assert "successful" in tool("--delete", "--group", group)
+    assert group not in tool("--list").split()

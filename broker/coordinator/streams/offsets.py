@@ -27,3 +27,12 @@ def fetch_error(group: StreamsGroup, member_id: str | None, epoch: int) -> int:
     if member is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     return ErrorCode.NONE if member.member_epoch == epoch else ErrorCode.STALE_MEMBER_EPOCH
+
+
+def subscribed_topics(group: StreamsGroup) -> frozenset[str]:
+    """The topics whose offsets OffsetDelete refuses (GROUP_SUBSCRIBED_TO_TOPIC): those the
+    topology reads, while the group has members (Kafka's StreamsGroup.isSubscribedToTopic)."""
+    if not group.members or group.topology is None:
+        return frozenset()
+    return frozenset(t for s in group.topology.subtopologies
+                     for t in (*s.source_topics, *(r.name for r in s.repartition_source_topics)))

@@ -232,3 +232,30 @@ def test_startup_replay_of_the_log_rebuilds_the_group() -> None:
     replay_log(lambda: iter_batches(bytes(log)), shard.replay)
     assert shard.streams_group_describe(APP).to_dict() == h.shard.streams_group_describe(APP).to_dict()
     assert len(shard.streams_group_describe(APP).members) == 2
+
+
+def test_offset_delete_refuses_the_topics_a_running_topology_reads() -> None:
+    from protocol.messages.offset_commit import OffsetCommitRequest
+    from protocol.messages.offset_delete import OffsetDeleteRequest
+
+    h = _two_members()
+    a = h.shard.state.streams.groups[APP].members["a"]
+    commit = OffsetCommitRequest(group_id=APP, generation_id_or_member_epoch=a.member_epoch, member_id="a",
+                                 topics=[OffsetCommitRequest.Topic(name="input", partitions=[
+                                     OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=5)])])
+    ctx = h.ctx(9)
+    h.op(h.shard.offset_commit(commit, ctx, h.now))
+    assert h.response(ctx.token).topics[0].partitions[0].error_code == 0
+
+    def delete() -> int:
+        ctx = h.ctx(0)
+        h.op(h.shard.offset_delete(OffsetDeleteRequest(group_id=APP, topics=[OffsetDeleteRequest.Topic(
+            name="input", partitions=[OffsetDeleteRequest.Topic.Partition(partition_index=0)])]), ctx, h.now))
+        answer = h.response(ctx.token)
+        return answer.error_code or answer.topics[0].partitions[0].error_code
+
+    assert delete() == ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
+    for m in ("a", "b"):
+        beat(h, m, -1)
+    assert delete() == 0
+    assert h.shard.offset_fetch_group(APP, [("input", [0])], False)[1][0][2] == -1
