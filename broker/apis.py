@@ -42,6 +42,9 @@ from broker.handlers.produce import ProduceApi
 from broker.handlers.records import RecordApis
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.streams_groups import StreamsGroupApis
+from broker.handlers.streams_groups import describe_error as streams_describe_error
+from broker.handlers.streams_groups import heartbeat_error as streams_heartbeat_error
 from broker.handlers.telemetry import TelemetryApis
 from broker.handlers.topics import TopicApis
 from broker.handlers.topology import TopologyApis
@@ -138,6 +141,11 @@ from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
+from protocol.messages.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
@@ -193,6 +201,7 @@ class Handlers:
     topics: TopicApis
     create_partitions: CreatePartitionsApi
     groups: GroupApis
+    streams_groups: StreamsGroupApis
     produce: ProduceApi
     fetch: FetchApi
     list_offsets: ListOffsetsApi
@@ -255,6 +264,10 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.consumer_group_heartbeat, refuse=consumer_heartbeat_error),
         api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, g.consumer_group_describe,
             authorize=checks.consumer_group_describe, refuse=consumer_describe_error),
+        api(StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse, h.streams_groups.streams_group_heartbeat,
+            authorize=checks.streams_group_heartbeat, refuse=streams_heartbeat_error),
+        api(StreamsGroupDescribeRequest, StreamsGroupDescribeResponse, h.streams_groups.streams_group_describe,
+            authorize=checks.streams_group_describe, refuse=streams_describe_error),
         # ---- the data plane --------------------------------------------------------------------
         api(ProduceRequest, ProduceResponse, h.produce.produce, authorize=checks.produce, refuse=refusals.produce),
         api(FetchRequest, FetchResponse, h.fetch.fetch, authorize=checks.fetch, refuse=refusals.fetch),

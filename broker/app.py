@@ -46,6 +46,7 @@ from broker.handlers.produce import ProduceApi
 from broker.handlers.records import RecordApis
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.streams_groups import StreamsGroupApis, may_create_topics
 from broker.handlers.telemetry import TelemetryApis
 from broker.handlers.topics import TopicApis
 from broker.handlers.topology import TopologyApis
@@ -128,6 +129,11 @@ def coordinator_config(c: BrokerConfig) -> CoordinatorConfig:
         offset_metadata_max_bytes=c.get_int("offset.metadata.max.bytes"),
         num_partitions=c.get_int("offsets.topic.num.partitions"),
         consumer_session_timeout_ms=c.get_int("group.consumer.session.timeout.ms"),
+        streams_session_timeout_ms=c.get_int("group.streams.session.timeout.ms"),
+        streams_heartbeat_interval_ms=c.get_int("group.streams.heartbeat.interval.ms"),
+        streams_num_standby_replicas=c.get_int("group.streams.num.standby.replicas"),
+        streams_max_size=c.get_int("group.streams.max.size"),
+        streams_initial_rebalance_delay_ms=c.get_int("group.streams.initial.rebalance.delay.ms"),
         consumer_heartbeat_interval_ms=c.get_int("group.consumer.heartbeat.interval.ms"),
         consumer_max_size=c.get_int("group.consumer.max.size"),
         consumer_assignors=tuple(n.strip() for n in c.get_str("group.consumer.assignors").split(",") if n.strip()),
@@ -281,6 +287,10 @@ class BrokerApp:
         authorizer = security.authorizer
         offsets_partitions = c.get_int("offsets.topic.num.partitions")
         verify_transactions = c.get_bool("transaction.partition.verification.enable")
+        groups = GroupApis(self.shards, c.get_int("message.max.bytes"),
+                           None if authorizer is None else authorizer.describable_topics,
+                           transactions=self.transactions if verify_transactions else None, clock=self.clock,
+                           offsets_partitions=offsets_partitions)
         return Handlers(
             api_versions=ApiVersionsApi(self.router.advertised),
             cluster=ClusterApis(self.view, self.catalog, self.admin, self.transactions,
@@ -288,10 +298,9 @@ class BrokerApp:
                                 default_partitions=c.get_int("num.partitions"), offsets_partitions=offsets_partitions),
             topics=TopicApis(self.admin, self.catalog, c.get_int("num.partitions")),
             create_partitions=CreatePartitionsApi(self.catalog, self.node_id, self.admin.grow_topic),
-            groups=GroupApis(self.shards, c.get_int("message.max.bytes"),
-                             None if authorizer is None else authorizer.describable_topics,
-                             transactions=self.transactions if verify_transactions else None, clock=self.clock,
-                             offsets_partitions=offsets_partitions),
+            groups=groups,
+            streams_groups=StreamsGroupApis(self.shards, groups.routing, self.admin,
+                                            None if authorizer is None else may_create_topics(authorizer)),
             produce=ProduceApi(self.topic_logs, self.catalog, self.transactions if verify_transactions else None,
                                self.clock, self.cluster, self.peers),
             fetch=FetchApi(self.topic_logs, self.catalog),

@@ -106,6 +106,15 @@ PROPERTIES: tuple[Property, ...] = (
              "group.consumer.heartbeat.interval.ms.", minimum=1),
     Property("group.consumer.max.size", int, 2147483647, "Most members a consumer-protocol group may have.",
              minimum=1),
+    Property("group.streams.session.timeout.ms", int, 45000, "Session timeout of streams-group (KIP-1071) "
+             "members: the broker decides it, not the client.", minimum=1),
+    Property("group.streams.heartbeat.interval.ms", int, 5000, "Heartbeat interval the broker gives "
+             "streams-group members.", minimum=1),
+    Property("group.streams.num.standby.replicas", int, 0, "Standby copies of every stateful task the "
+             "streams assignor places on other processes.", minimum=0),
+    Property("group.streams.initial.rebalance.delay.ms", int, 3000, "How long a new streams group waits for "
+             "more members before its first task assignment.", minimum=0),
+    Property("group.streams.max.size", int, 2147483647, "Most members a streams group may have.", minimum=1),
     Property("group.consumer.assignors", str, "uniform,range", "Server-side assignors of consumer-protocol "
              "groups, by name; the first is the default."),
     Property("group.consumer.migration.policy", str, "bidirectional", "Online migration between classic and "
@@ -291,6 +300,8 @@ class BrokerConfig:
                                   f"group.consumer.max.{name} ({high})")
         if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
             raise ConfigError("group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms")
+        if values["group.streams.heartbeat.interval.ms"] >= values["group.streams.session.timeout.ms"]:
+            raise ConfigError("group.streams.heartbeat.interval.ms must be below group.streams.session.timeout.ms")
         policy = values["group.consumer.migration.policy"].strip().lower()
         if policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
             raise ConfigError(f"group.consumer.migration.policy: {values['group.consumer.migration.policy']!r}; "

@@ -10,8 +10,9 @@ began as the key's version and became the record type: 0 and 1 are offset commit
 that version's layout; a null value is a tombstone.
 
 Record types decoded here: offset commits (0, 1), classic group metadata (2), and the KIP-848
-consumer-group records (3-8, 16), each as a NamedTuple of its key fields (``group`` first, always)
-and ``value``, None for a tombstone. Share- and streams-group records are named, not decoded.
+consumer-group records (3-8, 16) and the KIP-1071 streams-group records (17, 19-23), each as a
+NamedTuple of its key fields (``group`` first, always) and ``value``, None for a tombstone.
+Share-group records are named, not decoded.
 
 Value versions above the newest declared one. KIP-915 made OffsetCommitValue and
 GroupMetadataValue flexible at v4 so that later fields can be tagged fields that older readers
@@ -63,6 +64,20 @@ from protocol.messages.offsets_log_consumer_groups import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
+)
+from protocol.messages.offsets_log_streams_groups import (
+    StreamsGroupCurrentMemberAssignmentKey,
+    StreamsGroupCurrentMemberAssignmentValue,
+    StreamsGroupMemberMetadataKey,
+    StreamsGroupMemberMetadataValue,
+    StreamsGroupMetadataKey,
+    StreamsGroupMetadataValue,
+    StreamsGroupTargetAssignmentMemberKey,
+    StreamsGroupTargetAssignmentMemberValue,
+    StreamsGroupTargetAssignmentMetadataKey,
+    StreamsGroupTargetAssignmentMetadataValue,
+    StreamsGroupTopologyKey,
+    StreamsGroupTopologyValue,
 )
 from protocol.schema import Message
 
@@ -193,6 +208,54 @@ class ConsumerGroupRegularExpressionRecord(NamedTuple):
     value: Any | None  # ConsumerGroupRegularExpressionValue
 
 
+# The KIP-1071 streams-group records, the same way.
+
+
+class StreamsGroupMetadataRecord(NamedTuple):
+    group: str
+    value: Any | None  # StreamsGroupMetadataValue
+
+
+class StreamsGroupTopologyRecord(NamedTuple):
+    group: str
+    value: Any | None  # StreamsGroupTopologyValue
+
+
+class StreamsGroupMemberMetadataRecord(NamedTuple):
+    group: str
+    member_id: str
+    value: Any | None  # StreamsGroupMemberMetadataValue
+
+
+class StreamsGroupTargetAssignmentMetadataRecord(NamedTuple):
+    group: str
+    value: Any | None  # StreamsGroupTargetAssignmentMetadataValue
+
+
+class StreamsGroupTargetAssignmentMemberRecord(NamedTuple):
+    group: str
+    member_id: str
+    value: Any | None  # StreamsGroupTargetAssignmentMemberValue
+
+
+class StreamsGroupCurrentMemberAssignmentRecord(NamedTuple):
+    group: str
+    member_id: str
+    value: Any | None  # StreamsGroupCurrentMemberAssignmentValue
+
+
+StreamsGroupRecord = (
+    StreamsGroupMetadataRecord
+    | StreamsGroupTopologyRecord
+    | StreamsGroupMemberMetadataRecord
+    | StreamsGroupTargetAssignmentMetadataRecord
+    | StreamsGroupTargetAssignmentMemberRecord
+    | StreamsGroupCurrentMemberAssignmentRecord
+)
+STREAMS_GROUP_RECORDS = (StreamsGroupMetadataRecord, StreamsGroupTopologyRecord, StreamsGroupMemberMetadataRecord,
+                         StreamsGroupTargetAssignmentMetadataRecord, StreamsGroupTargetAssignmentMemberRecord,
+                         StreamsGroupCurrentMemberAssignmentRecord)
+
 # The records the classic coordinator writes and replays.
 Record = OffsetCommitRecord | GroupMetadataRecord
 ConsumerGroupRecord = (
@@ -205,7 +268,7 @@ ConsumerGroupRecord = (
     | ConsumerGroupRegularExpressionRecord
 )
 # Every record decoded here.
-AnyRecord = Record | ConsumerGroupRecord
+AnyRecord = Record | ConsumerGroupRecord | StreamsGroupRecord
 
 
 class _RecordType(NamedTuple):
@@ -234,17 +297,30 @@ _CONSUMER_GROUP_TYPES: tuple[_RecordType, ...] = (
     _RecordType(CONSUMER_GROUP_REGULAR_EXPRESSION_TYPE, ConsumerGroupRegularExpressionRecord,
                 ConsumerGroupRegularExpressionKey, ConsumerGroupRegularExpressionValue, ("regular_expression",)),
 )
-_BY_TYPE: dict[int, _RecordType] = {t.record_type: t for t in _CONSUMER_GROUP_TYPES}
-_BY_CLASS: dict[type[Any], _RecordType] = {t.record: t for t in _CONSUMER_GROUP_TYPES}
-CONSUMER_GROUP_RECORD_TYPES = frozenset(_BY_TYPE)
+CONSUMER_GROUP_RECORD_TYPES = frozenset(t.record_type for t in _CONSUMER_GROUP_TYPES)
+_STREAMS_GROUP_TYPES: tuple[_RecordType, ...] = (
+    _RecordType(17, StreamsGroupMetadataRecord, StreamsGroupMetadataKey, StreamsGroupMetadataValue, ()),
+    _RecordType(19, StreamsGroupMemberMetadataRecord,
+                StreamsGroupMemberMetadataKey, StreamsGroupMemberMetadataValue, ("member_id",)),
+    _RecordType(20, StreamsGroupTargetAssignmentMetadataRecord,
+                StreamsGroupTargetAssignmentMetadataKey, StreamsGroupTargetAssignmentMetadataValue, ()),
+    _RecordType(21, StreamsGroupTargetAssignmentMemberRecord,
+                StreamsGroupTargetAssignmentMemberKey, StreamsGroupTargetAssignmentMemberValue, ("member_id",)),
+    _RecordType(22, StreamsGroupCurrentMemberAssignmentRecord,
+                StreamsGroupCurrentMemberAssignmentKey, StreamsGroupCurrentMemberAssignmentValue, ("member_id",)),
+    _RecordType(23, StreamsGroupTopologyRecord, StreamsGroupTopologyKey, StreamsGroupTopologyValue, ()),
+)
+STREAMS_GROUP_RECORD_TYPES = frozenset(t.record_type for t in _STREAMS_GROUP_TYPES)
+_BY_TYPE: dict[int, _RecordType] = {t.record_type: t for t in _CONSUMER_GROUP_TYPES + _STREAMS_GROUP_TYPES}
+_BY_CLASS: dict[type[Any], _RecordType] = {t.record: t for t in _CONSUMER_GROUP_TYPES + _STREAMS_GROUP_TYPES}
 
 _KEYS: dict[int, Message] = {
     0: OffsetCommitKey, 1: OffsetCommitKey, GROUP_METADATA_KEY_VERSION: GroupMetadataKey,
-    **{t.record_type: t.key for t in _CONSUMER_GROUP_TYPES},
+    **{t.record_type: t.key for t in _CONSUMER_GROUP_TYPES + _STREAMS_GROUP_TYPES},
 }
 _VALUES: dict[int, Message] = {
     0: OffsetCommitValue, 1: OffsetCommitValue, GROUP_METADATA_KEY_VERSION: GroupMetadataValue,
-    **{t.record_type: t.value for t in _CONSUMER_GROUP_TYPES},
+    **{t.record_type: t.value for t in _CONSUMER_GROUP_TYPES + _STREAMS_GROUP_TYPES},
 }
 
 
@@ -348,8 +424,8 @@ def read_record(key: bytes, value: bytes | None) -> LogRecord:
 
 
 def decode_record(key: bytes, value: bytes | None) -> AnyRecord | None:
-    """The record the coordinator replays; None for the other record types (share and streams
-    groups, unknown types), which replay skips as Kafka's loader does."""
+    """The record the coordinator replays; None for the other record types (share groups,
+    unknown types), which replay skips as Kafka's loader does."""
     if key[:2] in _OFFSET_COMMIT_KEY_PREFIXES:
         fast = _read_offset_commit(key, value)
         if fast is not None:
@@ -500,8 +576,8 @@ def encode_record(record: AnyRecord) -> tuple[bytes, bytes | None]:
     return encode_record_generic(record)
 
 
-def encode_consumer_group_record(record: ConsumerGroupRecord) -> tuple[bytes, bytes | None]:
-    """A consumer-group record: its key, and its value at v0 (what Kafka 4.1 writes)."""
+def encode_consumer_group_record(record: ConsumerGroupRecord | StreamsGroupRecord) -> tuple[bytes, bytes | None]:
+    """A consumer- or streams-group record: its key, and its value at v0 (what Kafka 4.x writes)."""
     kind = _BY_CLASS.get(type(record))
     if kind is None:
         raise EncodeError(f"cannot encode {type(record).__name__}: not a consumer-group record")

@@ -43,6 +43,15 @@ class CoordinatorConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # group.consumer.migration.policy: "bidirectional", "upgrade", "downgrade" or "disabled".
     consumer_migration_policy: str = "bidirectional"
+    # KIP-1071 streams groups (Kafka's group.streams.* settings).
+    streams_session_timeout_ms: int = 45000
+    streams_heartbeat_interval_ms: int = 5000
+    streams_num_standby_replicas: int = 0
+    streams_initial_rebalance_delay_ms: int = 3000
+    # Kafka 4.4's streams.assignment.interval.ms (a group config, KIP-1263): the least time between
+    # two target assignments of a group; changes in between wait for the next one.
+    streams_assignment_interval_ms: int = 1000
+    streams_max_size: int = 2**31 - 1
 
     @property
     def upgrade_enabled(self) -> bool:

@@ -18,6 +18,7 @@ from broker.coordinator.rebalance import reschedule_heartbeat
 from broker.coordinator.records import OffsetCommitRecord
 from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
+from broker.coordinator.streams import offsets as streams_offsets
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
@@ -51,6 +52,9 @@ def _topic_name(st: CoordinatorState, topic: OffsetCommitRequest.Topic, version:
 def _group_error(st: CoordinatorState, req: OffsetCommitRequest, version: int) -> ErrorCode:
     generation = req.generation_id_or_member_epoch
     instance_id = req.group_instance_id if version >= 7 else None
+    streams_group = st.streams.groups.get(req.group_id)
+    if streams_group is not None:
+        return ErrorCode(streams_offsets.commit_error(streams_group, req.member_id, generation, transactional=False))
     consumer_group = st.consumer_groups.get(req.group_id)
     if consumer_group is not None:
         return _consumer_group_error(consumer_group, req.member_id, generation, version)
@@ -153,10 +157,13 @@ def offset_delete(st: CoordinatorState, req: OffsetDeleteRequest, ctx: RequestCo
 
     if not req.group_id:
         return reply(ErrorCode.INVALID_GROUP_ID)
+    streams_group = st.streams.groups.get(req.group_id)
     group = st.groups.get(req.group_id)
-    if group is None or group.state is GroupState.DEAD:
+    if streams_group is not None:
+        subscribed = streams_offsets.subscribed_topics(streams_group)
+    elif group is None or group.state is GroupState.DEAD:
         return reply(ErrorCode.GROUP_ID_NOT_FOUND)
-    if group.state is not GroupState.EMPTY and not group.uses_consumer_protocol():
+    elif group.state is not GroupState.EMPTY and not group.uses_consumer_protocol():
         return reply(ErrorCode.NON_EMPTY_GROUP)
     topics = []
     for topic in req.topics:
@@ -168,7 +175,8 @@ def offset_delete(st: CoordinatorState, req: OffsetDeleteRequest, ctx: RequestCo
             error = ErrorCode.NONE
             if count is None or not 0 <= p.partition_index < count:
                 error = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif group.is_subscribed_to_topic(topic.name):
+            elif (topic.name in subscribed if streams_group is not None
+                  else group is not None and group.is_subscribed_to_topic(topic.name)):
                 error = ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC
             elif (st.offsets.get(req.group_id, topic.name, p.partition_index) is not None
                   or st.pending_txn.is_pending(req.group_id, topic.name, p.partition_index)):

@@ -48,6 +48,10 @@ from broker.coordinator.records import AnyRecord, OffsetCommitRecord
 from broker.coordinator.responses import join_response, sync_response
 from broker.coordinator.result import CoordinatorResponse, Result, SetTimer
 from broker.coordinator.state import CoordinatorState
+from broker.coordinator.streams import describe as streams_describe
+from broker.coordinator.streams import timers as streams_timers
+from broker.coordinator.streams.heartbeat import streams_group_heartbeat
+from broker.coordinator.streams.offsets import fetch_error as streams_fetch_error
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
 from protocol import group_events
 from protocol.errors import ErrorCode
@@ -60,6 +64,8 @@ from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListGroupsResponse
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
+from protocol.messages.streams_group_describe import StreamsGroupDescribeResponse
+from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 
@@ -122,6 +128,7 @@ class GroupCoordinatorShard:
                 if cmember.state is MemberState.UNREVOKED_PARTITIONS:
                     consumer_timers.set_rebalance_timeout(st, out, cgroup.group_id, cmember.member_id,
                                                           cmember.member_epoch, now_ms + cmember.rebalance_timeout_ms)
+        streams_describe.on_loaded(st, out, now_ms)
         retention.schedule_sweep(st, out, now_ms)
         return [t for t in out.timers if isinstance(t, SetTimer)]
 
@@ -141,6 +148,7 @@ class GroupCoordinatorShard:
                     replies.append((parked.token, sync_response(ErrorCode.NOT_COORDINATOR)))
             group.state = GroupState.DEAD
         self.state.groups.clear()
+        self.state.streams.groups.clear()
         self.state.timers.clear()
         return replies
 
@@ -160,6 +168,9 @@ class GroupCoordinatorShard:
 
     def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
         return consumer_group_heartbeat(self.state, req, ctx, now_ms)
+
+    def streams_group_heartbeat(self, req: StreamsGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
+        return streams_group_heartbeat(self.state, self.state.streams, req, ctx, now_ms)
 
     # ---- offsets --------------------------------------------------------------------------
 
@@ -181,6 +192,9 @@ class GroupCoordinatorShard:
         pending transactional offset answers UNSTABLE_OFFSET_COMMIT (offset -1), which the client
         retries until the transaction ends. A consumer group checks the member that asks, as
         Kafka's ``ConsumerGroup.validateOffsetFetch`` does (OffsetFetch v9+)."""
+        sgroup = self.state.streams.groups.get(group_id)
+        if sgroup is not None and (error := streams_fetch_error(sgroup, member_id, member_epoch)):
+            return error, []
         cgroup = self.state.consumer_groups.get(group_id)
         if cgroup is not None and not (member_id is None and member_epoch < 0):
             member = cgroup.member(member_id or "")
@@ -190,7 +204,8 @@ class GroupCoordinatorShard:
                 stale = ErrorCode.ILLEGAL_GENERATION if member.uses_classic_protocol else ErrorCode.STALE_MEMBER_EPOCH
                 return stale, []
         group = self.state.groups.get(group_id)
-        known = (group is not None and group.state is not GroupState.DEAD) or group_id in self.state.consumer_groups
+        known = ((group is not None and group.state is not GroupState.DEAD) or group_id in self.state.consumer_groups
+                 or sgroup is not None)
         rows = fetch_offsets(self.state.offsets, group_id, known, topics)
         pending = self.state.pending_txn
         if require_stable and pending.has_group(group_id):
@@ -215,18 +230,31 @@ class GroupCoordinatorShard:
         return consumer_describe.describe(st.consumer_groups, st.groups, group_id, st.topics,
                                           st.config.consumer_assignors[0])
 
+    def streams_group_describe(self, group_id: str) -> StreamsGroupDescribeResponse.DescribedGroup:
+        return streams_describe.describe(self.state, group_id)
+
     def list_groups(self, states: set[str] | None, types: set[str] | None) -> list[ListGroupsResponse.ListedGroup]:
         listed = describe.list_groups(self.state, states, types)
         wanted_types = {t.strip().lower() for t in types} if types else None
         if wanted_types is None or consumer_describe.GROUP_TYPE in wanted_types:
             wanted_states = {s.strip().lower() for s in states} if states else None
             listed += consumer_describe.listed(self.state.consumer_groups, wanted_states)
+        if wanted_types is None or streams_describe.GROUP_TYPE in wanted_types:
+            listed += streams_describe.listed(self.state, {s.strip().lower() for s in states} if states else None)
         return listed
 
     def delete_group(self, group_id: str, now_ms: int) -> tuple[int, list[AnyRecord]]:
         st = self.state
         if group_id in st.groups or group_id in st.consumer_groups:
             st.journal.note(group_id, group_events.ADMIN, action="group deleted")
+        sgroup = st.streams.groups.get(group_id)
+        if sgroup is not None:
+            error, records = streams_describe.deletion(
+                sgroup, [(topic, partition) for topic, partition, _ in st.offsets.all_of(group_id)])
+            out = Result()
+            for record in records:
+                st.emit(out, record)
+            return error, out.records
         cgroup = st.consumer_groups.get(group_id)
         if cgroup is not None:
             offsets = [(topic, partition) for topic, partition, _ in st.offsets.all_of(group_id)]
@@ -266,6 +294,8 @@ class GroupCoordinatorShard:
             return Result()
         if target.kind == OFFSETS_EXPIRY_KEY:
             return retention.sweep(st, now_ms)
+        if target.kind in streams_timers.FENCING:
+            return streams_describe.on_timer(st, target.kind, target.group_id, target.member_id, target.epoch, now_ms)
         out = Result()
         if target.kind in consumer_timers.FENCING:
             cgroup = st.consumer_groups.get(target.group_id)

@@ -20,8 +20,11 @@ from broker.coordinator.offsets import OffsetStore, stored_offset
 from broker.coordinator.pending_offsets import PendingTxnOffsets
 from broker.coordinator.records import AnyRecord, GroupMetadataRecord, OffsetCommitRecord
 from broker.coordinator.result import Result
+from broker.coordinator.streams import records as streams_records
+from broker.coordinator.streams.model import StreamsState
 from broker.coordinator.timers import TimerBook
 from protocol.messages.offsets_log import GroupMetadataValue
+from protocol.offsets_log_records import STREAMS_GROUP_RECORDS
 
 
 class CoordinatorState:
@@ -39,6 +42,8 @@ class CoordinatorState:
         self.groups: dict[str, ClassicGroup] = {}
         # KIP-848 consumer groups. A group id names either kind, never both.
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        # KIP-1071 streams groups (a group id names one kind of group only).
+        self.streams = StreamsState()
         # (group, epoch, assignor, members) of each target assignment computed, for the shell's
         # metrics and logs; the shell empties it.
         self.assignments: list[tuple[str, int, str, int]] = []
@@ -69,6 +74,8 @@ class CoordinatorState:
             self._replay_offset(record)
         elif isinstance(record, GroupMetadataRecord):
             self._replay_group(record)
+        elif isinstance(record, STREAMS_GROUP_RECORDS):
+            streams_records.replay(self.streams.groups, record)
         else:
             try:
                 consumer_records.replay(self.consumer_groups, record)
@@ -81,7 +88,8 @@ class CoordinatorState:
         if record.value is None:
             self._replay_offset(record)
             return
-        if record.group not in self.groups and record.group not in self.consumer_groups:
+        if (record.group not in self.groups and record.group not in self.consumer_groups
+                and record.group not in self.streams.groups):
             self.groups[record.group] = ClassicGroup(
                 record.group, state=GroupState.EMPTY, state_timestamp=record.value.commit_timestamp
             )
@@ -111,7 +119,7 @@ class CoordinatorState:
             return
         if plain and group in self.pending_txn.open_by_group:  # else no pending record is older
             self.pending_txn.note_applied(group, record.topic, record.partition)
-        if group not in self.groups and group not in self.consumer_groups:
+        if group not in self.groups and group not in self.consumer_groups and group not in self.streams.groups:
             # Commits without group membership make a "simple" group: Empty, no protocol type.
             self.groups[group] = ClassicGroup(group, state=GroupState.EMPTY, state_timestamp=value.commit_timestamp)
         self.offsets.put(group, record.topic, record.partition, stored_offset(value))

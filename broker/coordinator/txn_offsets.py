@@ -22,6 +22,7 @@ from broker.coordinator.pending_offsets import TxnMarkerWrite, TxnOffsetBatch
 from broker.coordinator.records import OffsetCommitRecord
 from broker.coordinator.result import Result
 from broker.coordinator.state import CoordinatorState
+from broker.coordinator.streams import offsets as streams_offsets
 from protocol.errors import ErrorCode
 from protocol.messages.offsets_log import OffsetCommitValue
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
@@ -31,6 +32,9 @@ def _group_error(st: CoordinatorState, req: TxnOffsetCommitRequest, version: int
     member_id = req.member_id if version >= 3 else ""
     generation = req.generation_id if version >= 3 else -1
     instance_id = req.group_instance_id if version >= 3 else None
+    sgroup = st.streams.groups.get(req.group_id)
+    if sgroup is not None:
+        return streams_offsets.commit_error(sgroup, member_id, generation, transactional=True)
     cgroup = st.consumer_groups.get(req.group_id)
     if cgroup is not None:
         # Kafka's ConsumerGroup.validateOffsetCommit with isTransactional, a stale epoch answered

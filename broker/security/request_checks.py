@@ -65,6 +65,11 @@ from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
 )
 from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
+from protocol.messages.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.schema import Data
 
@@ -203,6 +208,35 @@ class RequestChecks:
         return self._deny(req, ConsumerGroupHeartbeatResponse(
             error_code=TOPIC_DENIED, error_message=f"The group has subscribed to topics that it is not authorized "
                                                    f"to describe: {', '.join(hidden)}"))
+
+    def streams_group_heartbeat(self, req: Request[StreamsGroupHeartbeatRequest],
+                                refuse: Refuse[StreamsGroupHeartbeatRequest]) -> bool:
+        """Read on the group, then (Kafka's handleStreamsGroupHeartbeat) Describe on every topic a
+        joining member's topology names: sources, repartition and changelog topics."""
+        body = req.body
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, body.group_id):
+            return self._deny(req, _streams_heartbeat_denied(GROUP_DENIED, "Not authorized to access group"))
+        if body.topology is None:
+            return False
+        named: set[str] = set()
+        for sub in body.topology.subtopologies:
+            named.update(sub.source_topics)
+            named.update(sub.repartition_sink_topics)
+            named.update(t.name for t in sub.repartition_source_topics)
+            named.update(t.name for t in sub.state_changelog_topics)
+        hidden = sorted(t for t in named if not self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC, t))
+        if not hidden:
+            return False
+        return self._deny(req, _streams_heartbeat_denied(
+            TOPIC_DENIED, f"The following topics are not authorized: {', '.join(hidden)}"))
+
+    def streams_group_describe(self, req: Request[StreamsGroupDescribeRequest],
+                               refuse: Refuse[StreamsGroupDescribeRequest]) -> bool:
+        """Describe on each group."""
+        G = StreamsGroupDescribeResponse.DescribedGroup
+        return self._described(req, list(req.body.group_ids), "group_ids", lambda g: G(
+            error_code=GROUP_DENIED, error_message="Not authorized to access group", group_id=g, group_state="",
+            group_epoch=0, assignment_epoch=0, members=[]), StreamsGroupDescribeResponse(groups=[]))
 
     def offset_commit(self, req: Request[OffsetCommitRequest], refuse: Refuse[OffsetCommitRequest]) -> bool:
         body = req.body
@@ -816,3 +850,9 @@ def _has_transactional_records(topics: list[Any]) -> bool:
                 return True
     return False
 
+
+
+def _streams_heartbeat_denied(code: int, message: str) -> StreamsGroupHeartbeatResponse:
+    return StreamsGroupHeartbeatResponse(error_code=code, error_message=message, member_id="", member_epoch=0,
+                                         heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
+                                         task_offset_interval_ms=0, status=[], endpoint_information_epoch=0)

@@ -90,6 +90,11 @@ from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
+from protocol.messages.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
@@ -157,6 +162,8 @@ class ApiKey(IntEnum):
     GetTelemetrySubscriptions = 71
     PushTelemetry = 72
     ListConfigResources = 74
+    StreamsGroupHeartbeat = 88
+    StreamsGroupDescribe = 89
 
 
 _PAIRS: list[tuple[Message, Message]] = [
@@ -219,6 +226,8 @@ _PAIRS: list[tuple[Message, Message]] = [
     (AlterConfigsRequest, AlterConfigsResponse),
     (IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse),
     (ListConfigResourcesRequest, ListConfigResourcesResponse),
+    (StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse),
+    (StreamsGroupDescribeRequest, StreamsGroupDescribeResponse),
 ]
 
 REQUESTS: dict[int, Message] = {req.api_key: req for req, _ in _PAIRS if req.api_key is not None}

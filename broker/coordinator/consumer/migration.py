@@ -38,6 +38,7 @@ from protocol.consumer_protocol import (
 )
 from protocol.errors import DecodeError, ErrorCode
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment
+from protocol.offsets_log_records import STREAMS_GROUP_RECORDS
 
 if TYPE_CHECKING:
     from broker.coordinator.state import CoordinatorState
@@ -165,7 +166,7 @@ def replayed(group_id: str, records: list[AnyRecord]) -> ConsumerGroup:
     the shard's own copy comes from replaying the same records once the request succeeds)."""
     groups: dict[str, ConsumerGroup] = {}
     for record in records:
-        if not isinstance(record, (GroupMetadataRecord, OffsetCommitRecord)):
+        if not isinstance(record, (GroupMetadataRecord, OffsetCommitRecord, *STREAMS_GROUP_RECORDS)):
             rec.replay(groups, record)
     return groups[group_id]
 

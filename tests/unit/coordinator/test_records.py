@@ -80,6 +80,7 @@ def test_v0_group_metadata_loads_with_the_session_timeout_as_rebalance_timeout()
     assert h.state("old") == "Stable" and h.group("old").generation == 4
 
 
-def test_share_and_streams_record_types_are_skipped() -> None:
+def test_share_and_unwritten_streams_record_types_are_skipped() -> None:
     assert decode_record(i16(11) + s16("g"), b"\x00\x00") is None
-    assert decode_record(i16(17) + b"whatever", None) is None
+    # StreamsGroupPartitionMetadata: not written by Kafka 4.4, skipped as its loader skips it.
+    assert decode_record(i16(18) + b"whatever", None) is None

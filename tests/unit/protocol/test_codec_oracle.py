@@ -93,6 +93,23 @@ class PushTelemetryResponse(ApiMessage, load_json="tests.kafka_specs"):
     pass
 
 
+# Nor the KIP-1071 streams-group APIs: Kafka 4.4's specs, as its jar ships them.
+class StreamsGroupHeartbeatRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class StreamsGroupHeartbeatResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class StreamsGroupDescribeRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class StreamsGroupDescribeResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
 KP = _kafka_python_classes()
 
 # ---- random values drawn from our tables --------------------------------------------------------

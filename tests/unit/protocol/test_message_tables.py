@@ -20,7 +20,13 @@ from typing import Any
 
 import pytest
 
-from protocol.messages import REQUESTS, RESPONSES, ApiKey, offsets_log_consumer_groups
+from protocol.messages import (
+    REQUESTS,
+    RESPONSES,
+    ApiKey,
+    offsets_log_consumer_groups,
+    offsets_log_streams_groups,
+)
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import (
     GroupMetadataKey,
@@ -95,6 +101,9 @@ EXPECTED_VALID = {
     "AlterConfigs": "0-2",
     "IncrementalAlterConfigs": "0-1",
     "ListConfigResources": "0-1",
+    # KIP-1071: as of Kafka 4.4.
+    "StreamsGroupHeartbeat": "0-1",
+    "StreamsGroupDescribe": "0-1",
 }
 
 # Element names that do not follow "Kafka's struct name minus the message/API prefix".
@@ -176,8 +185,11 @@ ALL_API_MESSAGES: list[Message] = [*REQUESTS.values(), *RESPONSES.values()]
 DATA_MESSAGES: list[Message] = [ConsumerProtocolSubscription, ConsumerProtocolAssignment]
 CONSUMER_GROUP_LOG_MESSAGES: list[Message] = [
     m for m in vars(offsets_log_consumer_groups).values() if isinstance(m, Message)]
+STREAMS_GROUP_LOG_MESSAGES: list[Message] = [
+    m for m in vars(offsets_log_streams_groups).values() if isinstance(m, Message)]
 LOG_MESSAGES: list[Message] = [OffsetCommitKey, OffsetCommitValue, GroupMetadataKey, GroupMetadataValue,
-                               TransactionLogKey, TransactionLogValue, *CONSUMER_GROUP_LOG_MESSAGES]
+                               TransactionLogKey, TransactionLogValue, *CONSUMER_GROUP_LOG_MESSAGES,
+                               *STREAMS_GROUP_LOG_MESSAGES]
 
 
 def kafka_spec(name: str) -> dict[str, Any]:
@@ -322,6 +334,10 @@ def test_offsets_log_table_matches_kafka_spec(msg: Message) -> None:
 
 def test_every_consumer_group_record_table_is_checked() -> None:
     assert len(CONSUMER_GROUP_LOG_MESSAGES) == 14
+
+
+def test_every_streams_group_record_table_is_checked() -> None:
+    assert len(STREAMS_GROUP_LOG_MESSAGES) == 12
 
 
 def test_version_ranges_cover_kafka_2_0_to_4_3() -> None:

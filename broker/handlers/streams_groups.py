@@ -1,0 +1,166 @@
+"""StreamsGroupHeartbeat and StreamsGroupDescribe (KIP-1071), over the group coordinator's shards.
+
+The heartbeat runs on the group's shard like every group operation; the internal topics its
+topology needs and that do not exist yet (the coordinator lists them) are created here once the
+answer is durable, as Kafka's ``KafkaApis`` has its ``AutoTopicCreationManager`` create them: the
+principal needs CREATE on the cluster or on each topic, and a topic it may not create is reported
+in the MISSING_INTERNAL_TOPICS status instead."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from broker.coordinator.context import RequestContext
+from broker.coordinator.result import Result
+from broker.coordinator.shard import GroupCoordinatorShard
+from broker.coordinator.streams import describe as streams_describe
+from broker.coordinator.streams.heartbeat import error_response
+from broker.coordinator.streams.topology import MISSING_INTERNAL_TOPICS, InternalTopic
+from broker.groups.shards import ShardManager
+from broker.handlers.groups import GroupRouting
+from broker.network.router import Request
+from broker.observability import logs
+from broker.security.acl_model import CLUSTER_NAME, Operation, ResourceType, all_operations
+from broker.security.authorizer import Authorizer
+from broker.topics.admin import TopicAdmin
+from broker.topics.catalog import TopicError
+from broker.topics.partitions import KAFKA_TOPIC_CONFIGS
+from protocol.errors import ErrorCode
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
+from protocol.messages.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
+
+# (principal, host) -> may it create this topic? None: no authorizer, every topic may be created.
+MayCreate = Callable[[str, str], Callable[[str], bool]]
+
+
+def may_create_topics(authorizer: Authorizer) -> MayCreate:
+    """CREATE on the cluster, or else on the topic: what Kafka asks before it creates a streams
+    group's internal topics."""
+    def for_principal(principal: str, host: str) -> Callable[[str], bool]:
+        on_cluster = authorizer.authorize(principal, host, Operation.CREATE, ResourceType.CLUSTER, CLUSTER_NAME)
+
+        def may_create(topic: str) -> bool:
+            return on_cluster or authorizer.authorize(principal, host, Operation.CREATE, ResourceType.TOPIC, topic)
+        return may_create
+    return for_principal
+
+
+def heartbeat_error(req: Request[StreamsGroupHeartbeatRequest], code: int) -> StreamsGroupHeartbeatResponse:
+    return error_response(code)
+
+
+def describe_failed(group_id: str, code: int) -> StreamsGroupDescribeResponse.DescribedGroup:
+    return streams_describe.failed(group_id, code)
+
+
+def describe_error(req: Request[StreamsGroupDescribeRequest], code: int) -> StreamsGroupDescribeResponse:
+    return StreamsGroupDescribeResponse(groups=[describe_failed(g, code) for g in req.body.group_ids])
+
+
+class StreamsGroupApis:
+    def __init__(self, shards: ShardManager, routing: GroupRouting, admin: TopicAdmin,
+                 may_create: MayCreate | None) -> None:
+        self.shards = shards
+        self.runtime_for = routing.runtime_for
+        self.admin = admin
+        self.may_create = may_create
+
+    def streams_group_heartbeat(self, req: Request[StreamsGroupHeartbeatRequest]) -> None:
+        body = req.body
+        group_id = body.group_id
+        if group_id is None:
+            req.reply.set(heartbeat_error(req, ErrorCode.INVALID_GROUP_ID))
+            return
+        runtime = self.runtime_for(group_id)
+        if not runtime.serving:
+            req.reply.set(heartbeat_error(req, ErrorCode.NOT_COORDINATOR))
+            return
+        if not runtime.loaded:
+            req.reply.set(heartbeat_error(req, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            return
+        to_create: list[InternalTopic] = []
+
+        def op(shard: GroupCoordinatorShard, ctx: RequestContext, now: int) -> Result:
+            result = shard.streams_group_heartbeat(body, ctx, now)
+            pending = shard.state.streams.to_create
+            to_create.extend(pending)
+            pending.clear()
+            return result
+
+        def deliver(response: Any) -> None:
+            if to_create and response.error_code == ErrorCode.NONE:
+                denied = self._create(req, to_create)
+                if denied:
+                    # Kafka appends this to the status that names the missing topics.
+                    detail = f"Unauthorized to CREATE on topics {', '.join(denied)}."
+                    statuses = response.status if response.status is not None else []
+                    missing = [s for s in statuses if s.status_code == MISSING_INTERNAL_TOPICS]
+                    if missing:
+                        missing[0].status_detail = f"{missing[0].status_detail}; {detail}"
+                    else:
+                        statuses.append(StreamsGroupHeartbeatResponse.Status(
+                            status_code=MISSING_INTERNAL_TOPICS, status_detail=detail))
+                    response.status = statuses
+            req.reply.set(response)
+
+        runtime.execute(op, deliver, req.version, req.client_id, "/" + req.client_host,
+                        lambda code: heartbeat_error(req, code), group_id, None)
+
+    def _create(self, req: Request[StreamsGroupHeartbeatRequest], topics: list[InternalTopic]) -> list[str]:
+        """Creates the internal topics if the principal may create every one of them (Kafka checks
+        the whole set: one it may not create holds back the others); else returns those it may not."""
+        allowed = None if self.may_create is None else self.may_create(req.principal, req.client_host)
+        wanted: dict[str, InternalTopic] = {}
+        for topic in topics:
+            if topic.name not in wanted and self.admin.catalog.partition_count(topic.name) is None:
+                wanted[topic.name] = topic
+        denied = sorted(name for name in wanted if allowed is not None and not allowed(name))
+        if denied:
+            return denied
+        for topic in wanted.values():
+            # Streams sets configs this broker does not keep (message.timestamp.type, ...): the
+            # ones it knows are kept.
+            configs = {k: v for k, v in topic.configs if k in KAFKA_TOPIC_CONFIGS}
+            try:
+                self.admin.create_topic(topic.name, max(topic.partitions, 1), configs)
+            except TopicError as exc:
+                logs.warn("streams_group.internal_topic_failed", topic=topic.name, error=str(exc))
+                continue
+            logs.event("streams_group.internal_topic_created", group=req.body.group_id, topic=topic.name,
+                       partitions=topic.partitions)
+        return []
+
+    def streams_group_describe(self, req: Request[StreamsGroupDescribeRequest]) -> None:
+        out = []
+        read_from = []
+        for group_id in req.body.group_ids:
+            if not group_id:
+                out.append(describe_failed(group_id, ErrorCode.INVALID_GROUP_ID))
+                continue
+            runtime = self.runtime_for(group_id)
+            if not runtime.serving:
+                out.append(describe_failed(group_id, ErrorCode.NOT_COORDINATOR))
+                continue
+            if not runtime.loaded:
+                out.append(describe_failed(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+                continue
+            out.append(runtime.shard.streams_group_describe(group_id))
+            read_from.append((runtime, group_id))
+
+        def answer(durable: bool) -> None:
+            groups = out if durable else [describe_failed(g, ErrorCode.NOT_COORDINATOR) for g in req.body.group_ids]
+            if req.body.include_authorized_operations:
+                for group in groups:
+                    if group.error_code == 0 and group.authorized_operations == -2147483648:
+                        group.authorized_operations = all_operations(ResourceType.GROUP)
+            if req.version >= 1 and req.body.include_topology_description:
+                for group in groups:
+                    if group.error_code == 0:
+                        group.topology_description_status = 1  # NOT_STORED: no description plugin here
+            req.reply.set(StreamsGroupDescribeResponse(groups=groups))
+
+        self.shards.after_durable(read_from, answer)

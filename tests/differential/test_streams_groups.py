@@ -1,0 +1,278 @@
+"""Streams groups (KIP-1071: StreamsGroupHeartbeat, StreamsGroupDescribe) against Apache Kafka 4.4
+and kcoord: errors, statuses, epochs and the tasks each member is given, compared.
+
+Members name themselves, with the same ids and process ids on both brokers, and send a word
+count's topology (a source subtopology writing a repartition topic, a counting subtopology with
+a changelog). Both brokers create the internal topics themselves."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from kclient.wire_client import WireClient
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
+from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest as Req
+from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatResponse
+from tests.differential.harness import Pair, Target, unique
+from tests.differential.ops import create_topic
+
+pytestmark = pytest.mark.differential
+
+HB_V = 1
+T = Req.Topology.Subtopology
+
+
+def member_id(seed: str) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(uuid.uuid5(uuid.NAMESPACE_OID, seed).bytes).decode().rstrip("=")
+
+
+def topology(app: str, source: str, epoch: int = 1) -> Any:
+    repartition, changelog = f"{app}-words-repartition", f"{app}-counts-changelog"
+    return Req.Topology(epoch=epoch, subtopologies=[
+        T(subtopology_id="0", source_topics=[source], source_topic_regex=[], state_changelog_topics=[],
+          repartition_sink_topics=[repartition], repartition_source_topics=[], copartition_groups=[]),
+        T(subtopology_id="1", source_topics=[], source_topic_regex=[],
+          state_changelog_topics=[T.TopicInfo(name=changelog, partitions=0, replication_factor=0,
+                                              topic_configs=[T.TopicInfo.KeyValue(key="cleanup.policy",
+                                                                                  value="compact")])],
+          repartition_sink_topics=[], copartition_groups=[],
+          repartition_source_topics=[T.TopicInfo(name=repartition, partitions=0, replication_factor=0,
+                                                 topic_configs=[])]),
+    ])
+
+
+class Member:
+    def __init__(self, c: WireClient, group: str, source: str, seed: str) -> None:
+        self.c, self.group, self.source = c, group, source
+        self.mid, self.process = member_id(group + seed), str(uuid.uuid5(uuid.NAMESPACE_OID, group + seed + "p"))
+        self.epoch = 0
+        self.active: list[Any] = []
+        self.standby: list[Any] = []
+
+    def heartbeat(self, epoch: int | None = None, **fields: object) -> StreamsGroupHeartbeatResponse:
+        joining = self.epoch == 0
+        tasks = [Req.TaskIds(subtopology_id=t.subtopology_id, partitions=list(t.partitions)) for t in self.active]
+        standby = [Req.TaskIds(subtopology_id=t.subtopology_id, partitions=list(t.partitions)) for t in self.standby]
+        request = Req(group_id=self.group, member_id=self.mid, member_epoch=self.epoch if epoch is None else epoch,
+                      endpoint_information_epoch=0, rebalance_timeout_ms=30000 if joining else -1,
+                      topology=topology(self.group, self.source) if joining else None,
+                      active_tasks=tasks, standby_tasks=standby, warmup_tasks=[],
+                      process_id=self.process if joining else None, client_tags=[] if joining else None)
+        for k, v in fields.items():
+            setattr(request, k, v)
+        answer: StreamsGroupHeartbeatResponse = self.c.call(88, HB_V, request)
+        if answer.error_code == 0 and epoch is None:
+            self.epoch = answer.member_epoch
+            if answer.active_tasks is not None:
+                self.active = list(answer.active_tasks)
+            if answer.standby_tasks is not None:
+                self.standby = list(answer.standby_tasks)
+        return answer
+
+
+def plain(answer: StreamsGroupHeartbeatResponse) -> dict[str, Any]:
+    def tasks(ids: Any) -> Any:
+        return None if ids is None else {t.subtopology_id: sorted(t.partitions) for t in ids}
+    return {"error_code": answer.error_code, "member_epoch": answer.member_epoch,
+            "heartbeat_interval_ms": answer.heartbeat_interval_ms,
+            "status": None if answer.status is None else sorted(s.status_code for s in answer.status),
+            "active": tasks(answer.active_tasks), "standby": tasks(answer.standby_tasks),
+            "warmup": tasks(answer.warmup_tasks)}
+
+
+def describe(c: WireClient, group: str) -> Any:
+    answer: StreamsGroupDescribeResponse = c.call(89, 0, StreamsGroupDescribeRequest(group_ids=[group]))
+    g = answer.groups[0]
+    return {"error_code": g.error_code, "state": g.group_state,
+            "topology_epoch": None if g.topology is None else g.topology.epoch,
+            "subtopologies": None if g.topology is None or g.topology.subtopologies is None else sorted(
+                (s.subtopology_id, sorted(s.source_topics), sorted(t.name for t in s.repartition_source_topics),
+                 sorted((t.name, t.partitions) for t in s.state_changelog_topics))
+                for s in g.topology.subtopologies),
+            "members": sorted((m.member_epoch, m.process_id, m.topology_epoch) for m in g.members)}
+
+
+def until_tasks(m: Member, timeout: float = 30.0) -> dict[str, Any]:
+    """Heartbeats until the member runs tasks (the broker creates the internal topics meanwhile)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = plain(m.heartbeat())
+        if m.active or time.monotonic() > deadline:
+            return answer
+        time.sleep(0.2)
+
+
+def test_a_member_joins_internal_topics_are_created_and_it_gets_every_task(pair: Pair) -> None:
+    group, source = unique("streams-one"), unique("streams-one-in")
+
+    def scenario(t: Target) -> object:
+        c = t.client("streams")
+        create_topic(c, source, 3)
+        m = Member(c, group, source, "a")
+        joined = plain(m.heartbeat())
+        running = until_tasks(m)
+        return {"joined": joined, "running": running, "described": describe(c, group)}
+
+    answers = pair.compare(scenario)
+    assert answers["running"]["active"] == {"0": [0, 1, 2], "1": [0, 1, 2]}  # type: ignore[index]
+
+
+def test_a_missing_source_topic_is_a_status(pair: Pair) -> None:
+    group, source = unique("streams-missing"), unique("streams-missing-in")
+
+    def scenario(t: Target) -> object:
+        c = t.client("streams")
+        m = Member(c, group, source, "a")
+        return {"joined": plain(m.heartbeat()), "again": plain(m.heartbeat()), "described": describe(c, group)}
+
+    answers = pair.compare(scenario)
+    assert answers["joined"]["status"] == [1, 5]  # type: ignore[index]
+
+
+def test_two_members_on_two_processes_split_the_tasks(pair: Pair) -> None:
+    """The second member arrives once the first runs every task: the first keeps the same
+    partitions of both subtopologies and revokes the others before the second gets them. When
+    each step happens depends on the brokers' timers, so what is compared is where it ends."""
+    group, source = unique("streams-two"), unique("streams-two-in")
+
+    def scenario(t: Target) -> object:
+        a_conn, b_conn = t.client("a"), t.client("b")
+        create_topic(a_conn, source, 4)
+        a, b = Member(a_conn, group, source, "a"), Member(b_conn, group, source, "b")
+        until_tasks(a)
+        joined = plain(b.heartbeat())
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            a.heartbeat()
+            b.heartbeat()
+            described = describe(a_conn, group)
+            if described["state"] == "Stable" and a.active and b.active:
+                break
+            time.sleep(0.2)
+
+        def held(m: Member) -> object:
+            return {t.subtopology_id: sorted(t.partitions) for t in m.active}
+        return {"b_joined_epoch": joined["member_epoch"], "a": held(a), "b": held(b), "epochs": [a.epoch, b.epoch],
+                "described": describe(a_conn, group)}
+
+    answers = pair.compare(scenario)
+    assert answers["described"]["state"] == "Stable"  # type: ignore[index]
+    assert answers["a"] == {"0": [0, 1], "1": [0, 1]}  # type: ignore[index]
+
+
+def test_heartbeat_errors(pair: Pair) -> None:
+    group, source = unique("streams-errors"), unique("streams-errors-in")
+
+    def scenario(t: Target) -> object:
+        c = t.client("streams")
+        create_topic(c, source, 1)
+        m = Member(c, group, source, "a")
+        m.heartbeat()
+
+        def hb(**fields: object) -> dict[str, Any]:
+            base: dict[str, Any] = {"group_id": group, "member_id": m.mid, "member_epoch": m.epoch,
+                                    "endpoint_information_epoch": 0}
+            return plain(c.call(88, HB_V, Req(**{**base, **fields})))
+
+        bad = topology(group, source)
+        bad.subtopologies[1].repartition_source_topics = []
+        full = {"rebalance_timeout_ms": 30000, "topology": topology(group, source), "active_tasks": [],
+                "standby_tasks": [], "warmup_tasks": [], "process_id": "p", "client_tags": []}
+        return {
+            "unknown_member": hb(member_id=member_id("nobody"), member_epoch=1),
+            "fenced_epoch": hb(member_epoch=m.epoch + 5),
+            "join_without_topology": hb(**{**full, "topology": None}, member_id=member_id("n1"), member_epoch=0),
+            "join_without_rebalance_timeout": hb(**{**full, "rebalance_timeout_ms": -1}, member_id=member_id("n2"),
+                                                 member_epoch=0),
+            # Accepted (its statuses depend on whether the internal topics exist yet: not compared).
+            "join_without_process": hb(**{**full, "process_id": None}, member_id=member_id("n3"),
+                                       member_epoch=0)["error_code"],
+            "join_with_tasks": hb(**{**full, "active_tasks": [Req.TaskIds(subtopology_id="0", partitions=[0])]},
+                                  member_id=member_id("n4"), member_epoch=0),
+            "bad_epoch": hb(member_epoch=-3),
+            "empty_member_id": hb(**full, member_id="", member_epoch=0),
+            "empty_group_id": hb(**full, group_id="", member_id=member_id("n5"), member_epoch=0),
+            "invalid_topology": hb(**{**full, "topology": bad}, member_id=member_id("n6"), member_epoch=0),
+            "unknown_group": hb(group_id=unique("streams-nogroup"), member_epoch=3),
+        }
+
+    pair.compare(scenario)
+
+
+def test_offsets_listing_describing_and_deleting_a_streams_group(pair: Pair) -> None:
+    group, source = unique("streams-admin"), unique("streams-admin-in")
+
+    def scenario(t: Target) -> object:
+        from protocol.messages.delete_groups import DeleteGroupsRequest
+        from protocol.messages.list_groups import ListGroupsRequest
+        from protocol.messages.offset_commit import OffsetCommitRequest
+        from protocol.messages.offset_fetch import OffsetFetchRequest
+        from tests.differential.ops import describe as describe_classic
+
+        c = t.client("streams")
+        create_topic(c, source, 1)
+        m = Member(c, group, source, "a")
+        until_tasks(m)
+
+        def commit(epoch: int, member: str) -> object:
+            return c.call(8, 9, OffsetCommitRequest(
+                group_id=group, generation_id_or_member_epoch=epoch, member_id=member,
+                topics=[OffsetCommitRequest.Topic(name=source, partitions=[
+                    OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=7)])]))
+
+        def fetch(member: str | None, epoch: int) -> object:
+            return c.call(9, 9, OffsetFetchRequest(groups=[OffsetFetchRequest.Group(
+                group_id=group, member_id=member, member_epoch=epoch,
+                topics=[OffsetFetchRequest.Group.Topics(name=source, partition_indexes=[0])])]))
+
+        listed = c.call(16, 5, ListGroupsRequest(types_filter=["streams"]))
+        out: dict[str, object] = {
+            "commit": commit(m.epoch, m.mid), "commit_stale": commit(m.epoch - 1, m.mid),
+            "commit_stranger": commit(m.epoch, member_id("stranger")), "commit_admin": commit(-1, ""),
+            "fetch": fetch(m.mid, m.epoch), "fetch_stale": fetch(m.mid, m.epoch - 1), "fetch_admin": fetch(None, -1),
+            "listed": sorted((g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed.groups
+                             if g.group_id == group),
+            "classic_describe": describe_classic(c, group),
+            "delete_busy": c.call(42, 2, DeleteGroupsRequest(groups_names=[group])),
+        }
+        out["left"] = plain(m.heartbeat(epoch=-1))
+        out["described_empty"] = describe(c, group)
+        out["delete_empty"] = c.call(42, 2, DeleteGroupsRequest(groups_names=[group]))
+        out["described_deleted"] = describe(c, group)
+        return out
+
+    answers = pair.compare(scenario)
+    assert answers["listed"] == [[group, "streams", "Stable", "streams"]]  # type: ignore[index]
+
+
+def test_a_member_leaves_and_the_other_takes_its_tasks(pair: Pair) -> None:
+    group, source = unique("streams-leave"), unique("streams-leave-in")
+
+    def scenario(t: Target) -> object:
+        a_conn, b_conn = t.client("a"), t.client("b")
+        create_topic(a_conn, source, 2)
+        a, b = Member(a_conn, group, source, "a"), Member(b_conn, group, source, "b")
+        until_tasks(a)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (a.active and b.active):
+            a.heartbeat()
+            b.heartbeat()
+            time.sleep(0.2)
+        left = plain(b.heartbeat(epoch=-1))
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            a.heartbeat()
+            if sum(len(t.partitions) for t in a.active) == 4:
+                break
+            time.sleep(0.2)
+        return {"left": left, "a": {t.subtopology_id: sorted(t.partitions) for t in a.active},
+                "described": describe(a_conn, group)}
+
+    answers = pair.compare(scenario)
+    assert answers["a"] == {"0": [0, 1], "1": [0, 1]}  # type: ignore[index]
