@@ -85,9 +85,9 @@ def load(data_dir: Path) -> None:
     started, cpu = time.perf_counter(), time.process_time()
     shard._open_and_replay()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    loaded = manager.loads[0]
     print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                      "snapshot_records": getattr(shard, "snapshot_records", 0),
-                      "log_records": getattr(shard, "log_records", 0),
+                      "snapshot_records": loaded.snapshot_records, "log_records": loaded.log_records,
                       "offsets": shard.shard.state.offsets.count()}))
 
 

@@ -31,7 +31,6 @@ from broker.coordinator.context import CoordinatorConfig
 from broker.coordinator.result import Transition
 from broker.groups.journal_writer import JournalWriter
 from broker.groups.shards import ShardManager
-from broker.groups.timers import wall_ms
 from broker.handlers.acls import AclApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis, config_text
 from broker.handlers.create_partitions import CreatePartitionsApi
@@ -51,6 +50,7 @@ from broker.observability.lag_metrics import LagMetrics
 from broker.observability.metrics import METRICS, install_state_collector
 from broker.observability.metrics_http import parse_metrics_listener, serve_metrics
 from broker.observability.state_metrics import doctor_families, state_families
+from broker.runtime.timers import wall_ms
 from broker.security.context import SecurityContext
 from broker.security.request_checks import RequestChecks
 from broker.topics.admin import TopicAdmin
@@ -59,7 +59,6 @@ from broker.topics.changes import TopicChanges, TopicDeleted
 from broker.topics.partitions import TopicLogs
 from broker.transactions.markers import MarkerWriter
 from broker.transactions.service import TransactionService
-from broker.txn_coordinator.coordinator import TransactionCoordinator
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.checkpoints import CheckpointError, read_meta_properties, write_meta_properties
 from storage.config import LogConfig
@@ -226,15 +225,15 @@ class BrokerApp:
         })
         self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
                               c.get_str("metrics.lag.groups"), c.get_int("metrics.lag.max.partitions"))
-        coordinator = TransactionCoordinator(self.topic_logs.producer_ids.next_id, c.get_int("transaction.max.timeout.ms"),
-                                             c.get_int("transactional.id.expiration.ms"))
         self.transactions = TransactionService(
-            self.logs, coordinator, MarkerWriter(self.topic_logs, self.shards, self.cluster, self.peers),
+            self.logs, self.topic_logs.producer_ids.next_id,
+            MarkerWriter(self.topic_logs, self.shards, self.cluster, self.peers),
             c.get_int("transaction.state.log.num.partitions"),
             _compacted_log_config(c, c.get_int("transaction.state.log.segment.bytes")), clock,
             c.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
             c.get_int("transactions.remove.expired.transaction.cleanup.interval.ms"),
-            cluster=self.cluster)
+            max_timeout_ms=c.get_int("transaction.max.timeout.ms"),
+            id_expiration_ms=c.get_int("transactional.id.expiration.ms"), cluster=self.cluster)
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
         self.handlers = self._make_handlers()
