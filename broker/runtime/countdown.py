@@ -42,11 +42,6 @@ class Countdown:
         if self.left <= 0 and self.started:
             self._finish(True)
 
-    def arrive_any(self, ok: bool) -> None:
-        """An arrival that counts whatever its outcome (the caller answers either way)."""
-        del ok
-        self.arrive()
-
     def _finish(self, ok: bool) -> None:
         done, self.done = self.done, None
         if done is not None:
