@@ -258,9 +258,9 @@ class ShardRuntime(Generic[S, R]):
     def write(self, op: Callable[[S, int], R], done: Done) -> R | None:
         """An operation answered through ``done``: ``op(shard, now)`` runs now and its result is
         returned; ``done(True)`` once its records (and every write queued before them) are durable,
-        ``done(False)`` if they fail. On a shard not loaded (lost, or handed over) it runs not at
-        all: ``done(False)`` and None."""
-        if not self.loaded:
+        ``done(False)`` if they fail. On a shard not loaded, or not owned any more (lost, or being
+        handed over), it runs not at all: ``done(False)`` and None."""
+        if not (self.loaded and self.owned):
             done(False)
             return None
         now = self.runtime.clock()
