@@ -52,8 +52,9 @@ class CoordinatorShard(Protocol):
 
 
 class OpResult(Protocol):
-    """An operation's result: replies to parked requests (by token), records to make durable
-    before any of them leaves, timers to arm or cancel."""
+    """An operation's result as the runtime reads it: replies to parked requests (by token) and
+    timers to arm or cancel. Its records, which must be durable before any reply leaves, are the
+    coordinator's to turn into writes (``Coordinator.encode``)."""
 
     @property
     def replies(self) -> Sequence[tuple[int, object]]: ...
