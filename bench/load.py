@@ -85,9 +85,13 @@ def load(data_dir: Path) -> None:
     started, cpu = time.perf_counter(), time.process_time()
     shard._open_and_replay()
     seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    # Where the counts of the last load are kept: the coordinator, or (before the coordinator
+    # runtime) the shard runtime itself, as a --baseline checkout may have them.
+    loads = getattr(manager, "loads", None)
+    loaded: object = loads[0] if loads is not None else shard
     print(json.dumps({"seconds": seconds, "cpu": cpu, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                      "snapshot_records": getattr(shard, "snapshot_records", 0),
-                      "log_records": getattr(shard, "log_records", 0),
+                      "snapshot_records": getattr(loaded, "snapshot_records", 0),
+                      "log_records": getattr(loaded, "log_records", 0),
                       "offsets": shard.shard.state.offsets.count()}))
 
 

@@ -32,7 +32,6 @@ from broker.coordinator.context import CoordinatorConfig
 from broker.coordinator.result import Transition
 from broker.groups.journal_writer import JournalWriter
 from broker.groups.shards import ShardManager
-from broker.groups.timers import wall_ms
 from broker.handlers.acls import AclApis
 from broker.handlers.client_quotas import ClientQuotaApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis
@@ -63,6 +62,7 @@ from broker.quotas import enforcement
 from broker.quotas.enforcement import QuotaEnforcer, monotonic_ms
 from broker.quotas.etcd_store import EtcdQuotaStore
 from broker.quotas.store import QuotaStore
+from broker.runtime.timers import wall_ms
 from broker.security.context import SecurityContext
 from broker.security.request_checks import RequestChecks
 from broker.telemetry import service as telemetry_service
@@ -75,7 +75,6 @@ from broker.topics.changes import TopicChanges, TopicCreated, TopicDeleted
 from broker.topics.partitions import TopicLogs
 from broker.transactions.markers import MarkerWriter
 from broker.transactions.service import TransactionService
-from broker.txn_coordinator.coordinator import TransactionCoordinator
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.checkpoints import CheckpointError, read_meta_properties, write_meta_properties
 from storage.config import LogConfig
@@ -250,15 +249,15 @@ class BrokerApp:
                                             topic_logs=self.topic_logs, admin=self.admin, shards=self.shards)
         self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
                               c.get_str("metrics.lag.groups"), c.get_int("metrics.lag.max.partitions"))
-        coordinator = TransactionCoordinator(self.topic_logs.producer_ids.next_id, c.get_int("transaction.max.timeout.ms"),
-                                             c.get_int("transactional.id.expiration.ms"))
         self.transactions = TransactionService(
-            self.logs, coordinator, MarkerWriter(self.topic_logs, self.shards, self.cluster, self.peers),
+            self.logs, self.topic_logs.producer_ids.next_id,
+            MarkerWriter(self.topic_logs, self.shards, self.cluster, self.peers),
             c.get_int("transaction.state.log.num.partitions"),
             _compacted_log_config(c, c.get_int("transaction.state.log.segment.bytes")), clock,
             c.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
             c.get_int("transactions.remove.expired.transaction.cleanup.interval.ms"),
-            cluster=self.cluster)
+            max_timeout_ms=c.get_int("transaction.max.timeout.ms"),
+            id_expiration_ms=c.get_int("transactional.id.expiration.ms"), cluster=self.cluster)
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
         # ---- client quotas and client telemetry (KIP-714) ----

@@ -18,7 +18,6 @@ import trio
 from broker import heap
 from broker.app import BrokerApp
 from broker.config import BrokerConfig
-from broker.groups.timers import wall_ms
 from broker.network.connection import Connection
 from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply
@@ -26,6 +25,7 @@ from broker.network.router import ConnectionInfo
 from broker.network.tls_connection import TlsConnection
 from broker.observability import logs
 from broker.observability.metrics import METRICS
+from broker.runtime.timers import wall_ms
 from broker.security.listeners import ListenerSpec
 from broker.security.sasl import SaslState
 from protocol.errors import ErrorCode

@@ -17,8 +17,9 @@ from broker.coordinator.context import RequestContext
 from broker.coordinator.partitioning import partition_for
 from broker.coordinator.result import Result
 from broker.coordinator.shard import GroupCoordinatorShard
-from broker.groups.shards import ShardManager, ShardRuntime
+from broker.groups.shards import GroupShardRuntime, ShardManager
 from broker.network.router import Request
+from broker.runtime.countdown import Countdown
 from broker.security.acl_model import ResourceType, all_operations
 from broker.topics.catalog import OFFSETS_TOPIC
 from broker.transactions.service import TransactionService
@@ -180,9 +181,9 @@ class GroupRouting:
 
     def __init__(self, shards: ShardManager) -> None:
         self.shards = shards
-        self.shard_of: dict[str, ShardRuntime] = {}
+        self.shard_of: dict[str, GroupShardRuntime] = {}
 
-    def runtime_for(self, group_id: str) -> ShardRuntime:
+    def runtime_for(self, group_id: str) -> GroupShardRuntime:
         runtime = self.shard_of.get(group_id)
         if runtime is None:
             shard_of = self.shard_of
@@ -251,16 +252,18 @@ class SingleGroupApi(Generic[GroupBody, GroupReply]):
         body = req.body
         operation = self.operation
 
-        def op(shard: GroupCoordinatorShard, ctx: RequestContext, now: int) -> Result:
-            return operation(shard, body, ctx, now)
-
         # The sender's Describe right on topics: a consumer group's regular expressions that its
         # request resolves leave out the topics it may not describe.
         describable = self.describable_topics
         may_describe = None if describable is None else describable(req.principal, req.client_host)
-        # Kafka records the client's address as InetAddress.toString() does: "/127.0.0.1".
-        runtime.execute(op, req.reply.set, req.version, req.client_id, "/" + req.client_host,
-                        lambda code: build_error(req, code), group_id, may_describe)
+
+        def op(shard: GroupCoordinatorShard, token: int, now: int) -> Result:
+            # Kafka records the client's address as InetAddress.toString() does: "/127.0.0.1".
+            ctx = RequestContext(token=token, api_version=req.version, client_id=req.client_id,
+                                 client_host="/" + req.client_host, may_describe_topic=may_describe)
+            return operation(shard, body, ctx, now)
+
+        runtime.execute(op, req.reply.set, lambda code: build_error(req, code), group_id)
 
 
 class GroupApis:
@@ -309,8 +312,8 @@ class GroupApis:
         if service is None or service.error_for(body.transactional_id):
             return ErrorCode.NONE
         tp = (OFFSETS_TOPIC, partition_for(body.group_id, self.offsets_partitions))
-        result = service.coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch,
-                                                    [tp], self.clock(), verify_only=True)
+        result = service.shard_for(body.transactional_id).add_partitions(
+            body.transactional_id, body.producer_id, body.producer_epoch, [tp], self.clock(), verify_only=True)
         code = result.partition_errors.get(tp, result.error)
         return ErrorCode.INVALID_PRODUCER_EPOCH if code == ErrorCode.PRODUCER_FENCED else code
 
@@ -330,7 +333,7 @@ class GroupApis:
             wanted = [(body.group_id, None if body.topics is None else
                        [(t.name, list(t.partition_indexes)) for t in body.topics])]
         groups: list[tuple[str, int, list[Any]]] = []
-        read_from: list[tuple[ShardRuntime, str | None]] = []
+        read_from: list[tuple[GroupShardRuntime, str | None]] = []
         for group_id, topics in wanted:
             runtime = self.runtime_for(group_id)
             code: int
@@ -358,7 +361,7 @@ class GroupApis:
 
     def describe_groups(self, req: Request[DescribeGroupsRequest]) -> None:
         out = []
-        read_from: list[tuple[ShardRuntime, str | None]] = []
+        read_from: list[tuple[GroupShardRuntime, str | None]] = []
         for group_id in req.body.groups:
             runtime = self.runtime_for(group_id)
             if not runtime.serving:
@@ -385,7 +388,7 @@ class GroupApis:
     def consumer_group_describe(self, req: Request[ConsumerGroupDescribeRequest]) -> None:
         failed = consumer_describe_failed
         out = []
-        read_from: list[tuple[ShardRuntime, str | None]] = []
+        read_from: list[tuple[GroupShardRuntime, str | None]] = []
         for group_id in req.body.group_ids:
             if not group_id:
                 out.append(failed(group_id, ErrorCode.INVALID_GROUP_ID))
@@ -434,18 +437,15 @@ class GroupApis:
     def delete_groups(self, req: Request[DeleteGroupsRequest]) -> None:
         names = list(req.body.groups_names)
         results: list[Any] = [None] * len(names)
-        remaining = [len(names)]
         Deleted = DeleteGroupsResponse.DeletableGroupResult
+        # Every group's result arrives (an error is a result too): the countdown never fails.
+        all_done = Countdown(len(names), lambda _ok: req.reply.set(DeleteGroupsResponse(results=results)),
+                             started=False)
 
         def done(index: int, result: DeleteGroupsResponse.DeletableGroupResult) -> None:
             results[index] = result
-            remaining[0] -= 1
-            if remaining[0] == 0:
-                req.reply.set(DeleteGroupsResponse(results=results))
+            all_done.arrive()
 
-        if not names:
-            req.reply.set(DeleteGroupsResponse(results=[]))
-            return
         for index, group_id in enumerate(names):
             runtime = self.runtime_for(group_id)
             if not runtime.serving:
@@ -455,12 +455,13 @@ class GroupApis:
                 done(index, Deleted(group_id=group_id, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue
 
-            def op(shard: GroupCoordinatorShard, ctx: RequestContext, now: int, gid: str = group_id) -> Result:
+            def op(shard: GroupCoordinatorShard, token: int, now: int, gid: str = group_id) -> Result:
                 code, records = shard.delete_group(gid, now)
-                return Result(replies=[(ctx.token, Deleted(group_id=gid, error_code=code))], records=records)
+                return Result(replies=[(token, Deleted(group_id=gid, error_code=code))], records=records)
 
             def failed(code: int, gid: str = group_id) -> DeleteGroupsResponse.DeletableGroupResult:
                 return Deleted(group_id=gid, error_code=code)
 
-            runtime.execute(op, partial(done, index), req.version, req.client_id, req.client_host, failed, group_id)
+            runtime.execute(op, partial(done, index), failed, group_id)
+        all_done.start()
 

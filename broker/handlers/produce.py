@@ -25,6 +25,7 @@ from broker.cluster.node import ClusterNode
 from broker.cluster.peers import PeerClient
 from broker.log_runtime.runtime import BatchWrite
 from broker.network.router import Request
+from broker.runtime.countdown import Countdown
 from broker.topics.catalog import Topic, TopicCatalog
 from broker.topics.partitions import PartitionState, TopicLogs
 from broker.topics.producer_state import last_sequence
@@ -274,8 +275,8 @@ class ProduceApi:
             code = service.error_for(txn_id)
             if code:
                 return code
-            result = service.coordinator.add_partitions(txn_id, producer_id, epoch, [(topic, partition)],
-                                                        clock(), verify_only=True)
+            result = service.shard_for(txn_id).add_partitions(txn_id, producer_id, epoch, [(topic, partition)],
+                                                              clock(), verify_only=True)
             return result.partition_errors.get((topic, partition), result.error)
 
         return verify
@@ -298,26 +299,18 @@ class ProduceApi:
         duplicates: list[tuple[PartitionResponse, PartitionState, int]] = []
         failed = False
         topics = []
-        outstanding = 0
 
-        def done() -> None:
-            nonlocal outstanding
-            outstanding -= 1
-            if outstanding == 0:
-                # A retried batch is answered once the original is durable, never before.
-                waiting = {id(state): state for _resp, state, _last in duplicates}
-                if not waiting:
-                    answer()
-                    return
-                left = [len(waiting)]
+        def appended(ok: bool) -> None:
+            del ok  # each append's outcome is its own partition's answer
+            # A retried batch is answered once the original is durable, never before.
+            waiting = {id(state): state for _resp, state, _last in duplicates}
+            originals = Countdown(len(waiting), lambda _ok: answer())
+            for state in waiting.values():
+                self.topic_logs.when_durable(state, originals.arrive)
 
-                def one() -> None:
-                    left[0] -= 1
-                    if left[0] == 0:
-                        answer()
-
-                for state in waiting.values():
-                    self.topic_logs.when_durable(state, one)
+        # Every queued append, counted as it is queued; done once all are (``start`` below).
+        appends_done = Countdown(0, appended, started=False)
+        done = appends_done.arrive
 
         for td in body.topic_data:
             topic, topic_error, topic_message = self.resolve(req, td)
@@ -338,7 +331,7 @@ class ProduceApi:
                     raw = pd.records if req.version >= 3 else from_old_producer(pd.records)
                     queued = submit(self.topic_logs, state, raw, resp, done, verify)
                     if isinstance(queued, BatchWrite):
-                        outstanding += 1
+                        appends_done.expect()
                         appends.append((resp, state, queued))
                     elif queued is not None:
                         duplicates.append((resp, state, queued))
@@ -378,6 +371,4 @@ class ProduceApi:
                 req.reply.set_close()
             else:
                 req.reply.set_nothing()
-        if outstanding == 0:
-            outstanding = 1
-            done()
+        appends_done.start()

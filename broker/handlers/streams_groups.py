@@ -84,7 +84,10 @@ class StreamsGroupApis:
             return
         to_create: list[InternalTopic] = []
 
-        def op(shard: GroupCoordinatorShard, ctx: RequestContext, now: int) -> Result:
+        def op(shard: GroupCoordinatorShard, token: int, now: int) -> Result:
+            # Kafka records the client's address as InetAddress.toString() does: "/127.0.0.1".
+            ctx = RequestContext(token=token, api_version=req.version, client_id=req.client_id,
+                                 client_host="/" + req.client_host)
             result = shard.streams_group_heartbeat(body, ctx, now)
             pending = shard.state.streams.to_create
             to_create.extend(pending)
@@ -107,8 +110,7 @@ class StreamsGroupApis:
                     response.status = statuses
             req.reply.set(response)
 
-        runtime.execute(op, deliver, req.version, req.client_id, "/" + req.client_host,
-                        lambda code: heartbeat_error(req, code), group_id, None)
+        runtime.execute(op, deliver, lambda code: heartbeat_error(req, code), group_id)
 
     def _create(self, req: Request[StreamsGroupHeartbeatRequest], topics: list[InternalTopic]) -> list[str]:
         """Creates the internal topics if the principal may create every one of them (Kafka checks

@@ -18,13 +18,14 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from broker.coordinator.partitioning import partition_for
-from broker.log_runtime.runtime import Partition
 from broker.network.router import Request
+from broker.runtime.countdown import Countdown
 from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog
 from broker.topics.producer_state import ProducerIdAllocator
 from broker.transactions.service import TransactionService
 from broker.txn_coordinator.coordinator import TxnResult
 from broker.txn_coordinator.metadata import TxnState
+from broker.txn_coordinator.shard import TransactionCoordinatorShard
 from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
@@ -67,7 +68,6 @@ class TransactionApis:
     def __init__(self, service: TransactionService, catalog: TopicCatalog, offsets_partitions: int,
                  producer_ids: ProducerIdAllocator, clock: Callable[[], int]) -> None:
         self.service = service
-        self.coordinator = service.coordinator
         self.catalog = catalog
         self.offsets_partitions = offsets_partitions
         self.producer_ids = producer_ids
@@ -93,10 +93,11 @@ class TransactionApis:
         if code:
             reply(code)
             return
-        result = self.coordinator.init_producer_id(txn_id, body.transaction_timeout_ms, body.producer_id,
-                                              body.producer_epoch, self.clock())
+        def op(shard: TransactionCoordinatorShard, now: int) -> TxnResult:
+            return shard.init_producer_id(txn_id, body.transaction_timeout_ms, body.producer_id, body.producer_epoch,
+                                          now)
 
-        def done(ok: bool) -> None:
+        def done(result: TxnResult, ok: bool) -> None:
             if not ok:
                 reply(ErrorCode.NOT_COORDINATOR)
             elif result.error:
@@ -104,7 +105,7 @@ class TransactionApis:
             else:
                 reply(0, result.producer_id, result.producer_epoch)
 
-        self.service.apply(result, txn_id, done)
+        self.service.write(txn_id, op, done)
 
     def add_partitions(self, req: Request[AddPartitionsToTxnRequest]) -> None:
         body = req.body
@@ -128,10 +129,13 @@ class TransactionApis:
                    for tp in wanted})
             return
         txn_id = body.v3_and_below_transactional_id
-        result = self.coordinator.add_partitions(txn_id, body.v3_and_below_producer_id,
-                                            body.v3_and_below_producer_epoch, wanted, self.clock())
-        self.service.apply(result, txn_id, lambda ok: reply(result.partition_errors if ok else
-                                                       dict.fromkeys(wanted, ErrorCode.NOT_COORDINATOR)))
+
+        def op(shard: TransactionCoordinatorShard, now: int) -> TxnResult:
+            return shard.add_partitions(txn_id, body.v3_and_below_producer_id, body.v3_and_below_producer_epoch,
+                                        wanted, now)
+
+        self.service.write(txn_id, op, lambda result, ok: reply(
+            result.partition_errors if ok else dict.fromkeys(wanted, ErrorCode.NOT_COORDINATOR)))
 
     def _known(self, tp: tuple[str, int]) -> bool:
         topic = self.catalog.get(tp[0])
@@ -142,18 +146,15 @@ class TransactionApis:
         body = req.body
         Result = AddPartitionsToTxnResponse.Result
         results: list[AddPartitionsToTxnResponse.Result | None] = [None] * len(body.transactions)
-        left = [len(body.transactions)]
+        # Every transaction's result arrives (an error is a result too): the countdown never fails.
+        all_settled = Countdown(len(body.transactions), lambda _ok: req.reply.set(AddPartitionsToTxnResponse(
+            throttle_time_ms=0, error_code=0, results_by_transaction=[r for r in results if r is not None])),
+            started=False)
 
         def settle(i: int, txn: AddPartitionsTransaction, errors: dict[tuple[str, int], int]) -> None:
             results[i] = Result(transactional_id=txn.transactional_id, topic_results=_topic_results(errors, txn.topics))
-            left[0] -= 1
-            if left[0] == 0:
-                req.reply.set(AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0, results_by_transaction=[
-                    r for r in results if r is not None]))
+            all_settled.arrive()
 
-        if not body.transactions:
-            req.reply.set(AddPartitionsToTxnResponse(throttle_time_ms=0, error_code=0, results_by_transaction=[]))
-            return
         for i, txn in enumerate(body.transactions):
             wanted = [(t.name, p) for t in txn.topics for p in t.partitions]
             code = self.service.error_for(txn.transactional_id)
@@ -165,14 +166,17 @@ class TransactionApis:
                 settle(i, txn, {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
                                 else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted})
                 continue
-            result: TxnResult = self.coordinator.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch,
-                                                           wanted, self.clock(), verify_only=txn.verify_only)
+            def op(shard: TransactionCoordinatorShard, now: int, txn: AddPartitionsTransaction = txn,
+                   wanted: list[tuple[str, int]] = wanted) -> TxnResult:
+                return shard.add_partitions(txn.transactional_id, txn.producer_id, txn.producer_epoch, wanted, now,
+                                            verify_only=txn.verify_only)
 
-            def done(ok: bool, i: int = i, txn: AddPartitionsTransaction = txn, result: TxnResult = result,
+            def done(result: TxnResult, ok: bool, i: int = i, txn: AddPartitionsTransaction = txn,
                      wanted: list[tuple[str, int]] = wanted) -> None:
                 settle(i, txn, result.partition_errors if ok else dict.fromkeys(wanted, ErrorCode.NOT_COORDINATOR))
 
-            self.service.apply(result, txn.transactional_id, done)
+            self.service.write(txn.transactional_id, op, done)
+        all_settled.start()
 
     def add_offsets(self, req: Request[AddOffsetsToTxnRequest]) -> None:
         body = req.body
@@ -185,10 +189,11 @@ class TransactionApis:
             reply(code)
             return
         tp = (OFFSETS_TOPIC, partition_for(body.group_id, self.offsets_partitions))
-        result = self.coordinator.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch, [tp],
-                                            self.clock())
-        self.service.apply(result, body.transactional_id,
-                      lambda ok: reply(result.error if ok else ErrorCode.NOT_COORDINATOR))
+        def op(shard: TransactionCoordinatorShard, now: int) -> TxnResult:
+            return shard.add_partitions(body.transactional_id, body.producer_id, body.producer_epoch, [tp], now)
+
+        self.service.write(body.transactional_id, op,
+                           lambda result, ok: reply(result.error if ok else ErrorCode.NOT_COORDINATOR))
 
     def end_txn(self, req: Request[EndTxnRequest]) -> None:
         body = req.body
@@ -200,22 +205,24 @@ class TransactionApis:
         if code:
             reply(code)
             return
-        result = self.coordinator.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed,
-                                     self.clock())
+        def op(shard: TransactionCoordinatorShard, now: int) -> TxnResult:
+            return shard.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed, now)
+
         # Kafka answers once PrepareCommit/PrepareAbort is durable and lets the producer's next
         # AddPartitionsToTxn meet CONCURRENT_TRANSACTIONS until the markers are written, which
         # costs the producer a retry backoff (100 ms in librdkafka) per transaction. Here EndTxn
         # answers once the transaction has completed: the markers take a few milliseconds and the
         # producer can begin the next transaction at once.
-        self.service.apply(result, body.transactional_id,
-                      lambda ok: reply(result.error if ok else ErrorCode.NOT_COORDINATOR), until_complete=True)
+        self.service.write(body.transactional_id, op,
+                           lambda result, ok: reply(result.error if ok else ErrorCode.NOT_COORDINATOR),
+                           until_complete=True)
 
     def describe_transactions(self, req: Request[DescribeTransactionsRequest]) -> None:
         State = DescribeTransactionsResponse.TransactionState
         out = []
         for txn_id in req.body.transactional_ids:
             serving = self.service.error_for(txn_id) if txn_id else ErrorCode.NONE
-            meta = self.coordinator.txns.get(txn_id) if not serving else None
+            meta = self.service.transaction(txn_id) if not serving else None
             if serving or not txn_id or meta is None or meta.state is TxnState.DEAD:
                 code = (serving if serving else
                         ErrorCode.INVALID_REQUEST if not txn_id else ErrorCode.TRANSACTIONAL_ID_NOT_FOUND)
@@ -230,9 +237,8 @@ class TransactionApis:
                              transaction_timeout_ms=meta.timeout_ms, transaction_start_time_ms=meta.start_ms,
                              producer_id=meta.producer_id, producer_epoch=meta.producer_epoch,
                              topics=[State.TopicData(topic=t, partitions=ps) for t, ps in by_topic.items()]))
-        waits = list(self.service.parts.values())
-        self._after(waits, lambda: req.reply.set(DescribeTransactionsResponse(throttle_time_ms=0,
-                                                                          transaction_states=out)))
+        self.service.after_durable(lambda: req.reply.set(DescribeTransactionsResponse(throttle_time_ms=0,
+                                                                                  transaction_states=out)))
 
     def list_transactions(self, req: Request[ListTransactionsRequest]) -> None:
         body = req.body
@@ -243,7 +249,7 @@ class TransactionApis:
         known = {s for s in body.state_filters if TxnState.from_name(s) is not None}
         unknown = [s for s in body.state_filters if s not in known]
         duration = body.duration_filter if req.version >= 1 else -1
-        listed = self.coordinator.listed(known, set(body.producer_id_filters), duration, self.clock())
+        listed = self.service.listed(known, set(body.producer_id_filters), duration, self.clock())
         pattern = body.transactional_id_pattern if req.version >= 2 else None
         if pattern:
             try:
@@ -258,23 +264,5 @@ class TransactionApis:
         states = [ListTransactionsResponse.TransactionState(transactional_id=m.transactional_id,
                                                             producer_id=m.producer_id,
                                                             transaction_state=m.state.kafka_name) for m in listed]
-        self._after(list(self.service.parts.values()), lambda: req.reply.set(ListTransactionsResponse(
+        self.service.after_durable(lambda: req.reply.set(ListTransactionsResponse(
             throttle_time_ms=0, error_code=0, unknown_state_filters=unknown, transaction_states=states)))
-
-    @staticmethod
-    def _after(parts: list[Partition], send: Callable[[], None]) -> None:
-        """Reads answer once every write they could see is durable."""
-        pending = [p for p in parts if not p.settled]
-        left = [len(pending)]
-        if not pending:
-            send()
-            return
-
-        def one(ok: bool) -> None:
-            del ok
-            left[0] -= 1
-            if left[0] == 0:
-                send()
-
-        for part in pending:
-            part.when_durable(one)

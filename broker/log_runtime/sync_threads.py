@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 
 import trio
 
+from broker.runtime.countdown import Countdown
+
 Job = tuple[Callable[[], None], Callable[[BaseException | None], None]] | None
 
 
@@ -48,19 +50,22 @@ class SyncThreads:
         ``on_done`` must not raise: it runs as a trio system callback."""
         token = trio.lowlevel.current_trio_token()
         results: list[BaseException | None] = [None] * len(fns)
-        remaining = [len(fns)]
+
+        def finished(ok: bool) -> None:
+            del ok  # every job arrives; its exception is in ``results``
+            # After the broker has stopped nobody is left to answer.
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(on_done, results)
+
+        # Arrivals come from the threads: counted under a lock (the last one calls ``finished``).
+        all_done = Countdown(len(fns), finished, started=bool(fns))
         lock = threading.Lock()
 
         def done_at(i: int) -> Callable[[BaseException | None], None]:
             def done(exc: BaseException | None) -> None:
                 results[i] = exc
                 with lock:
-                    remaining[0] -= 1
-                    last = remaining[0] == 0
-                if last:
-                    # After the broker has stopped nobody is left to answer.
-                    with contextlib.suppress(trio.RunFinishedError):
-                        token.run_sync_soon(on_done, results)
+                    all_done.arrive()
 
             return done
 

@@ -72,7 +72,7 @@ class MarkerWriter:
             done(True)
             return
         if topic == OFFSETS_TOPIC:
-            self.shards.runtimes[partition].run_broker_op(
+            self.shards.runtimes[partition].run_after_load(
                 partial(_marker_op, producer_id, producer_epoch, commit, coordinator_epoch), done)
             return
         state = self.topic_logs.get(topic, partition)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from broker.coordinator.result import CancelTimer, SetTimer
 from broker.txn_coordinator.metadata import (
     COMPLETED,
     MAX_PRODUCER_EPOCH,
@@ -57,6 +58,13 @@ class TxnResult:
     markers: list[MarkerJob] = field(default_factory=list)
     # AddPartitionsToTxn: an error per partition when the transaction did not take them all.
     partition_errors: dict[TopicPartition, int] = field(default_factory=dict)
+    timers: list[SetTimer | CancelTimer] = field(default_factory=list)
+
+    @property
+    def replies(self) -> tuple[()]:
+        """None to parked requests: a transaction operation is answered from its result itself,
+        once durable."""
+        return ()
 
 
 def _epoch_exhausted(epoch: int) -> bool:

@@ -8,9 +8,11 @@ import trio
 
 from broker.coordinator.context import CoordinatorConfig
 from broker.coordinator.records import OffsetCommitRecord, encode_record
+from broker.coordinator.shard import GroupCoordinatorShard
 from broker.groups import replay_snapshot
-from broker.groups.shards import SNAPSHOT_TAIL_RECORDS, ShardManager, ShardRuntime
-from broker.log_runtime.runtime import LogRuntime
+from broker.groups.replay_snapshot import ReplaySnapshot
+from broker.groups.shards import SNAPSHOT_TAIL_RECORDS, ShardManager
+from broker.log_runtime.runtime import LogRuntime, Partition
 from protocol.messages.offsets_log import OffsetCommitValue
 from storage.cleaner import clean
 from storage.config import LogConfig
@@ -35,12 +37,50 @@ def commits(log: PartitionLog, keys: range, offset: int) -> None:
     log.flush()
 
 
-def loaded_shard(data: Path) -> ShardRuntime:
+class LoadedShard:
+    """Partition 0 of a one-partition group coordinator, and what its last load read."""
+
+    def __init__(self, manager: ShardManager) -> None:
+        self.manager = manager
+        self.slot = manager.runtimes[0]
+
+    @property
+    def shard(self) -> GroupCoordinatorShard:
+        return self.slot.shard
+
+    @property
+    def part(self) -> Partition | None:
+        return self.slot.part
+
+    @property
+    def snapshot(self) -> ReplaySnapshot | None:
+        return self.manager.loads[0].snapshot
+
+    @snapshot.setter
+    def snapshot(self, snapshot: ReplaySnapshot | None) -> None:
+        self.manager.loads[0].snapshot = snapshot
+
+    @property
+    def snapshot_records(self) -> int:
+        return self.manager.loads[0].snapshot_records
+
+    @property
+    def log_records(self) -> int:
+        return self.manager.loads[0].log_records
+
+    def snapshot_due(self, tail_records: int) -> bool:
+        return self.manager.snapshot_due(self.slot, tail_records)
+
+    def write_snapshot(self) -> ReplaySnapshot | None:
+        return self.manager.write_snapshot(self.slot)
+
+
+def loaded_shard(data: Path) -> LoadedShard:
     runtime = LogRuntime(data, LogConfig(), sync_flush=True, flush_interval_ms=1000, cleaner_backoff_ms=None)
     manager = ShardManager(runtime, 1, CoordinatorConfig(num_partitions=1), AnyTopic(), OFFSETS,
                            on_transition=lambda t: None)
-    shard = manager.runtimes[0]
-    trio.run(shard.load)
+    shard = LoadedShard(manager)
+    trio.run(shard.slot.load)
     assert shard.part is not None
     if shard.part.log.recovery_point == 0:
         # Opened without a recovery-point checkpoint (written only by the log runtime's close),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.groups.timers import TimerService
+from broker.runtime.timers import TimerService
 
 
 class Clock:

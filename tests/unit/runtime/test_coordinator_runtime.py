@@ -1,0 +1,253 @@
+"""The coordinator runtime on its own, running a toy coordinator (a tally per name) over the log
+runtime and a disk whose flushes the test holds or fails: what every coordinator gets from it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from broker.coordinator.result import CancelTimer, SetTimer
+from broker.log_runtime.runtime import LogRuntime, Partition
+from broker.runtime.coordinator import (
+    RELOAD_DELAY_S,
+    Append,
+    Coordinator,
+    CoordinatorRuntime,
+    Done,
+    ShardRuntime,
+)
+from protocol.errors import ErrorCode
+from protocol.record import Record
+from protocol.record_batch import decode_records, iter_batches
+from storage.config import LogConfig
+from tests.unit.runtime.fake_log import FakeDisk
+
+pytestmark = pytest.mark.timeout(30)
+
+TOPIC = "__tally"
+LOG = f"{TOPIC}-0"
+TICK_S = 1.0
+
+
+@dataclass
+class TallyResult:
+    replies: list[tuple[int, object]] = field(default_factory=list)
+    records: list[tuple[str, int]] = field(default_factory=list)
+    timers: list[SetTimer | CancelTimer] = field(default_factory=list)
+
+
+class TallyShard:
+    """A pure core: counts per name, each change a record; a timer counts "ticks"."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def replay(self, name: str, count: int) -> None:
+        self.counts[name] = count
+
+    def add(self, token: int, name: str) -> TallyResult:
+        count = self.counts[name] = self.counts.get(name, 0) + 1
+        return TallyResult(replies=[(token, count)], records=[(name, count)])
+
+    def read(self, token: int, name: str) -> TallyResult:
+        return TallyResult(replies=[(token, self.counts.get(name, 0))])
+
+    def on_loaded(self, now_ms: int) -> list[SetTimer]:
+        return [SetTimer("tick", now_ms + int(TICK_S * 1000))]
+
+    def on_timer(self, key: str, now_ms: int) -> TallyResult:
+        del key, now_ms
+        count = self.counts["ticks"] = self.counts.get("ticks", 0) + 1
+        return TallyResult(records=[("ticks", count)])
+
+
+class Tally(Coordinator[TallyShard, TallyResult]):
+    topic = TOPIC
+    log_config = LogConfig()
+
+    def __init__(self) -> None:
+        self.loads = 0
+
+    def new_shard(self, index: int) -> TallyShard:
+        return TallyShard()
+
+    def replay(self, slot: ShardRuntime[TallyShard, TallyResult], part: Partition) -> int:
+        read = 0
+        for batch in part.log.batches():
+            for record in decode_records(batch):
+                assert record.key is not None and record.value is not None
+                slot.shard.replay(record.key.decode(), int(record.value))
+                read += 1
+        return read
+
+    def encode(self, result: TallyResult, now: int) -> list[Append]:
+        if not result.records:
+            return []
+        return [Append([(n.encode(), str(c).encode(), now) for n, c in result.records], [n for n, _ in result.records])]
+
+    def on_timer(self, slot: ShardRuntime[TallyShard, TallyResult], key: str,
+                 now: int) -> tuple[TallyResult, Done | None]:
+        return slot.shard.on_timer(key, now), None
+
+    def on_loaded(self, slot: ShardRuntime[TallyShard, TallyResult], now: int) -> None:
+        self.loads += 1
+
+
+@dataclass
+class Setup:
+    runtime: CoordinatorRuntime[TallyShard, TallyResult]
+    slot: ShardRuntime[TallyShard, TallyResult]
+    disk: FakeDisk
+    clock: trio.testing.MockClock
+
+    def add(self, name: str) -> list[object]:
+        """Sends an "add" write; the list gets its answer."""
+        answers: list[object] = []
+        self.slot.execute(lambda shard, token, now: shard.add(token, name), answers.append,
+                          lambda code: ("error", code), name)
+        return answers
+
+    def read(self, name: str) -> list[object]:
+        answers: list[object] = []
+        self.slot.execute(lambda shard, token, now: shard.read(token, name), answers.append,
+                          lambda code: ("error", code), name)
+        return answers
+
+    async def settle(self) -> None:
+        """Lets the log runtime run its passes (on its threads) until the partition is settled."""
+        part = self.slot.part
+        assert part is not None
+        with trio.fail_after(5):
+            while not part.settled:
+                await trio.sleep(0)
+                await trio.testing.wait_all_tasks_blocked(0.001)
+
+
+@asynccontextmanager
+async def tally(tmp_path: Path, clock: trio.testing.MockClock) -> AsyncIterator[Setup]:
+    disk = FakeDisk(clock.current_time)
+    logs = LogRuntime(tmp_path, LogConfig(), sync_flush=True, flush_interval_ms=1000, cleaner_backoff_ms=None,
+                      opener=disk.open)
+    runtime = CoordinatorRuntime(Tally(), logs, 1, clock=lambda: round(trio.current_time() * 1000))
+    async with trio.open_nursery() as nursery:
+        await nursery.start(logs.run)
+        nursery.start_soon(runtime.run_timers)
+        await runtime.load_all()
+        try:
+            yield Setup(runtime, runtime.shards[0], disk, clock)
+        finally:
+            disk.release_flushes()
+            disk.fail_flushes(False)
+            nursery.cancel_scope.cancel()
+    logs.close()
+
+
+async def blocked_on(disk: FakeDisk, calls: int) -> None:
+    """Until ``calls`` flushes have started (a held one waits on its thread)."""
+    with trio.fail_after(5):
+        await disk.flush_calls.reach(calls)
+
+
+@pytest.mark.trio
+async def test_a_write_is_answered_only_once_durable(tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    async with tally(tmp_path, mock_clock) as t:
+        calls = t.disk.flush_calls.value
+        t.disk.hold_flushes()
+        answers = t.add("a")
+        assert t.slot.shard.counts == {"a": 1}  # the operation ran at once
+        await blocked_on(t.disk, calls + 1)
+        await trio.testing.wait_all_tasks_blocked(0.01)
+        assert answers == []
+        t.disk.release_flushes()
+        await t.settle()
+        assert answers == [1]
+        assert t.disk.durable[LOG] == len(t.disk.written[LOG])
+
+
+@pytest.mark.trio
+async def test_a_read_waits_for_the_writes_of_its_key_before_it(tmp_path: Path,
+                                                              mock_clock: trio.testing.MockClock) -> None:
+    async with tally(tmp_path, mock_clock) as t:
+        calls = t.disk.flush_calls.value
+        t.disk.hold_flushes()
+        t.add("a")
+        await blocked_on(t.disk, calls + 1)
+        read_a, read_b = t.read("a"), t.read("b")
+        durable: list[bool] = []
+        t.runtime.after_durable([(t.slot, None)], durable.append)
+        await trio.testing.wait_all_tasks_blocked(0.01)
+        # "a" shows a write in flight: held; "b" has none: answered at once.
+        assert read_a == [] and read_b == [0] and durable == []
+        t.disk.release_flushes()
+        await t.settle()
+        assert read_a == [1] and durable == [True]
+
+
+@pytest.mark.trio
+async def test_a_failed_write_answers_not_coordinator_and_reloads_from_the_log(
+        tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    async with tally(tmp_path, mock_clock) as t:
+        first = t.add("a")
+        await t.settle()
+        assert first == [1]
+        t.disk.fail_flushes()
+        failed = t.add("a")
+        with trio.fail_after(5):
+            while not failed:
+                await trio.sleep(0)
+                await trio.testing.wait_all_tasks_blocked(0.001)
+        assert failed == [("error", ErrorCode.NOT_COORDINATOR)]
+        assert not t.slot.loaded and t.slot.error == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        t.disk.fail_flushes(False)
+        mock_clock.jump(RELOAD_DELAY_S)
+        with trio.fail_after(5):
+            while not t.slot.loaded:
+                await trio.sleep(0)
+                await trio.testing.wait_all_tasks_blocked(0.001)
+        # Rebuilt from what the log holds: the failed write's record is not there.
+        assert t.slot.shard.counts == {"a": 1}
+        assert t.add("a") == [] and t.slot.shard.counts == {"a": 2}
+
+
+@pytest.mark.trio
+async def test_a_timer_runs_as_a_write(tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    async with tally(tmp_path, mock_clock) as t:
+        calls = t.disk.flush_calls.value
+        t.disk.hold_flushes()
+        mock_clock.jump(TICK_S)
+        await blocked_on(t.disk, calls + 1)
+        assert t.slot.shard.counts == {"ticks": 1}
+        assert not t.slot.settled_for("ticks")  # its record is in flight: reads of it wait
+        t.disk.release_flushes()
+        await t.settle()
+        assert t.slot.settled_for("ticks")
+        durable = t.disk.written[LOG][: t.disk.durable[LOG]]
+        assert [r.key for raw in durable for r in _records(raw)] == [b"ticks"]
+
+
+@pytest.mark.trio
+async def test_lose_unloads(tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    async with tally(tmp_path, mock_clock) as t:
+        calls = t.disk.flush_calls.value
+        t.disk.hold_flushes()
+        waiting = t.add("a")
+        await blocked_on(t.disk, calls + 1)
+        done: list[bool] = []
+        t.slot.run_after_load(lambda shard, now: shard.on_timer("x", now), done.append)
+        t.slot.lose()
+        assert waiting == [("error", ErrorCode.NOT_COORDINATOR)] and done == [False]
+        assert not t.slot.loaded and t.slot.part is None and t.slot.shard.counts == {}
+        assert len(t.runtime.timers) == 0  # its timers stopped
+        assert t.slot.error == ErrorCode.NOT_COORDINATOR
+        # A write now runs nowhere, and says so.
+        assert t.slot.write(lambda shard, now: shard.on_timer("x", now), done.append) is None and done[-1] is False
+
+
+def _records(raw: bytes) -> list[Record]:
+    return [r for batch in iter_batches(raw) for r in decode_records(batch)]
