@@ -74,6 +74,11 @@ EXPECTED_VALID = {
     # KIP-848: as of Kafka 4.1.
     "ConsumerGroupHeartbeat": "0-1",
     "ConsumerGroupDescribe": "0-1",
+    # KIP-932: the versions Kafka 4.4 serves (v0 was early access, removed).
+    "ShareGroupHeartbeat": "1",
+    "ShareGroupDescribe": "1",
+    "ShareFetch": "1-2",
+    "ShareAcknowledge": "1-2",
 }
 
 # Element names that do not follow "Kafka's struct name minus the message/API prefix".
