@@ -43,6 +43,10 @@ class CoordinatorConfig:
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
     # group.consumer.migration.policy: "bidirectional", "upgrade", "downgrade" or "disabled".
     consumer_migration_policy: str = "bidirectional"
+    # KIP-932 share groups (Kafka's group.share.* settings).
+    share_session_timeout_ms: int = 45000
+    share_heartbeat_interval_ms: int = 5000
+    share_max_size: int = 200
 
     @property
     def upgrade_enabled(self) -> bool:

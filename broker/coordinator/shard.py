@@ -47,6 +47,8 @@ from broker.coordinator.rebalance import (
 from broker.coordinator.records import AnyRecord, OffsetCommitRecord
 from broker.coordinator.responses import join_response, sync_response
 from broker.coordinator.result import CoordinatorResponse, Result, SetTimer
+from broker.coordinator.share import describe as share_describe
+from broker.coordinator.share import heartbeat as share_heartbeat
 from broker.coordinator.state import CoordinatorState
 from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
 from protocol import group_events
@@ -60,6 +62,8 @@ from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListGroupsResponse
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
+from protocol.messages.share_group_describe import ShareGroupDescribeResponse
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 
@@ -122,6 +126,9 @@ class GroupCoordinatorShard:
                 if cmember.state is MemberState.UNREVOKED_PARTITIONS:
                     consumer_timers.set_rebalance_timeout(st, out, cgroup.group_id, cmember.member_id,
                                                           cmember.member_epoch, now_ms + cmember.rebalance_timeout_ms)
+        for sgroup in st.share_groups.values():
+            for member_id in sgroup.members:
+                share_heartbeat.set_session_timeout(st, out, sgroup.group_id, member_id, now_ms)
         retention.schedule_sweep(st, out, now_ms)
         return [t for t in out.timers if isinstance(t, SetTimer)]
 
@@ -160,6 +167,9 @@ class GroupCoordinatorShard:
 
     def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
         return consumer_group_heartbeat(self.state, req, ctx, now_ms)
+
+    def share_group_heartbeat(self, req: ShareGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
+        return share_heartbeat.share_group_heartbeat(self.state, req, ctx, now_ms)
 
     # ---- offsets --------------------------------------------------------------------------
 
@@ -215,18 +225,33 @@ class GroupCoordinatorShard:
         return consumer_describe.describe(st.consumer_groups, st.groups, group_id, st.topics,
                                           st.config.consumer_assignors[0])
 
+    def share_group_describe(self, group_id: str) -> ShareGroupDescribeResponse.DescribedGroup:
+        if group_id in self.state.consumer_groups or group_id in self.state.groups:
+            return share_describe.failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        return share_describe.describe(self.state.share_groups, group_id, self.state.topics)
+
     def list_groups(self, states: set[str] | None, types: set[str] | None) -> list[ListGroupsResponse.ListedGroup]:
         listed = describe.list_groups(self.state, states, types)
         wanted_types = {t.strip().lower() for t in types} if types else None
         if wanted_types is None or consumer_describe.GROUP_TYPE in wanted_types:
             wanted_states = {s.strip().lower() for s in states} if states else None
             listed += consumer_describe.listed(self.state.consumer_groups, wanted_states)
+        if wanted_types is None or share_describe.GROUP_TYPE in wanted_types:
+            wanted_states = {s.strip().lower() for s in states} if states else None
+            listed += share_describe.listed(self.state.share_groups, wanted_states)
         return listed
 
     def delete_group(self, group_id: str, now_ms: int) -> tuple[int, list[AnyRecord]]:
         st = self.state
         if group_id in st.groups or group_id in st.consumer_groups:
             st.journal.note(group_id, group_events.ADMIN, action="group deleted")
+        sgroup = st.share_groups.get(group_id)
+        if sgroup is not None:
+            error, records = share_describe.deletion(sgroup)
+            out = Result()
+            for record in records:
+                st.emit(out, record)
+            return error, out.records
         cgroup = st.consumer_groups.get(group_id)
         if cgroup is not None:
             offsets = [(topic, partition) for topic, partition, _ in st.offsets.all_of(group_id)]
@@ -255,7 +280,11 @@ class GroupCoordinatorShard:
 
     def on_topics_changed(self, topics: set[str], now_ms: int) -> Result:
         """Topics were created, grew or were deleted (see ``topic_changes.on_topics_changed``)."""
-        return topic_changes.on_topics_changed(self.state, topics, now_ms)
+        out = topic_changes.on_topics_changed(self.state, topics, now_ms)
+        shared = share_heartbeat.on_topics_changed(self.state, topics, now_ms)
+        out.records += shared.records
+        out.timers += shared.timers
+        return out
 
     # ---- time -----------------------------------------------------------------------------
 
@@ -266,6 +295,8 @@ class GroupCoordinatorShard:
             return Result()
         if target.kind == OFFSETS_EXPIRY_KEY:
             return retention.sweep(st, now_ms)
+        if target.kind == share_heartbeat.SESSION:
+            return share_heartbeat.on_session_timeout(st, target.group_id, target.member_id, now_ms)
         out = Result()
         if target.kind in consumer_timers.FENCING:
             cgroup = st.consumer_groups.get(target.group_id)

@@ -20,6 +20,7 @@ from broker.coordinator.offsets import OffsetStore, stored_offset
 from broker.coordinator.pending_offsets import PendingTxnOffsets
 from broker.coordinator.records import AnyRecord, GroupMetadataRecord, OffsetCommitRecord
 from broker.coordinator.result import Result
+from broker.coordinator.share import group as share_group
 from broker.coordinator.timers import TimerBook
 from protocol.messages.offsets_log import GroupMetadataValue
 
@@ -39,6 +40,8 @@ class CoordinatorState:
         self.groups: dict[str, ClassicGroup] = {}
         # KIP-848 consumer groups. A group id names either kind, never both.
         self.consumer_groups: dict[str, ConsumerGroup] = {}
+        # KIP-932 share groups (broker/coordinator/share/).
+        self.share_groups: dict[str, share_group.ShareGroup] = {}
         # (group, epoch, assignor, members) of each target assignment computed, for the shell's
         # metrics and logs; the shell empties it.
         self.assignments: list[tuple[str, int, str, int]] = []
@@ -69,6 +72,8 @@ class CoordinatorState:
             self._replay_offset(record)
         elif isinstance(record, GroupMetadataRecord):
             self._replay_group(record)
+        elif isinstance(record, share_group.SHARE_RECORDS):
+            share_group.replay(self.share_groups, record)
         else:
             try:
                 consumer_records.replay(self.consumer_groups, record)

@@ -1,0 +1,108 @@
+"""Share groups in the pure coordinator: joining, the share assignor, leaving, session timeouts,
+topic changes, describe/list/delete, and a restart that replays the records (as Kafka's bytes)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.coordinator import CoordinatorConfig
+from broker.coordinator.share import assignor
+from protocol.errors import ErrorCode
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from protocol.offsets_log_records import SHARE_GROUP_RECORD_TYPES, key_version
+from tests.unit.coordinator.harness import Harness, Topics
+
+
+def beat(h: Harness, member: str, epoch: int, topics: list[str] | None = None, group: str = "sg") -> Any:
+    ctx = h.ctx(1)
+    req = ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=topics)
+    h.op(h.shard.share_group_heartbeat(req, ctx, h.now))
+    return h.response(ctx.token)
+
+
+def partitions(resp: Any) -> set[tuple[str, int]]:
+    return {(Topics.id_of("t").hex() if tp.topic_id == Topics.id_of("t") else tp.topic_id.hex(), p)
+            for tp in resp.assignment.topic_partitions for p in tp.partitions}
+
+
+def test_first_member_gets_every_partition_and_second_shares() -> None:
+    h = Harness(topics={"t": 2})
+    a = beat(h, "a", 0, ["t"])
+    assert a.error_code == 0 and a.member_epoch == 1 and a.heartbeat_interval_ms == 5000
+    assert len(partitions(a)) == 2
+    b = beat(h, "b", 0, ["t"])
+    assert b.member_epoch == 2 and len(partitions(b)) == 1
+    c = beat(h, "c", 0, ["t"])
+    assert len(partitions(c)) == 1  # three members on two partitions: a partition is shared
+    a2 = beat(h, "a", 1)
+    assert a2.member_epoch == 3 and len(partitions(a2)) == 1
+    a3 = beat(h, "a", 3)
+    assert a3.assignment is None  # unchanged
+
+
+def test_written_records_are_share_group_records() -> None:
+    h = Harness(topics={"t": 1})
+    beat(h, "a", 0, ["t"])
+    types = [key_version(k) for k, _ in h.log]
+    assert set(types) <= SHARE_GROUP_RECORD_TYPES
+    assert types == [10, 11, 13, 12, 15, 14]
+
+
+def test_errors() -> None:
+    h = Harness(topics={"t": 1})
+    assert beat(h, "", 0, ["t"]).error_code == ErrorCode.INVALID_REQUEST
+    assert beat(h, "a", 0, None).error_code == ErrorCode.INVALID_REQUEST
+    assert beat(h, "a", 0, ["t"], group="").error_code == ErrorCode.INVALID_REQUEST
+    assert beat(h, "a", 1, ["t"]).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    beat(h, "a", 0, ["t"])
+    assert beat(h, "x", 1).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert beat(h, "a", 7).error_code == ErrorCode.FENCED_MEMBER_EPOCH
+
+
+def test_leave_and_session_timeout_reassign() -> None:
+    h = Harness(topics={"t": 2})
+    beat(h, "a", 0, ["t"])
+    beat(h, "b", 0, ["t"])
+    left = beat(h, "b", -1)
+    assert left.error_code == 0 and left.member_epoch == -1
+    a = beat(h, "a", 1)
+    assert len(partitions(a)) == 2
+    beat(h, "c", 0, ["t"])
+    h.sleep(CoordinatorConfig().share_session_timeout_ms + 1)
+    desc = h.shard.share_group_describe("sg")
+    assert desc.group_state == "Empty" and desc.members == []
+
+
+def test_new_partitions_are_picked_up() -> None:
+    h = Harness(topics={"t": 1})
+    a = beat(h, "a", 0, ["t"])
+    h.topics.set("t", 3)
+    h.op(h.shard.on_topics_changed({"t"}, h.now))
+    again = beat(h, "a", a.member_epoch)
+    assert again.member_epoch > a.member_epoch and len(partitions(again)) == 3
+
+
+def test_describe_list_delete_and_restart() -> None:
+    h = Harness(topics={"t": 2})
+    beat(h, "a", 0, ["t"])
+    beat(h, "b", 0, ["t"])
+    h.restart()
+    desc = h.shard.share_group_describe("sg")
+    assert desc.error_code == 0 and desc.group_state == "Stable" and desc.assignor_name == "simple"
+    assert sorted(m.member_id for m in desc.members) == ["a", "b"]
+    assert {p for m in desc.members for tp in m.assignment.topic_partitions for p in tp.partitions} == {0, 1}
+    listed = h.shard.list_groups(None, {"share"})
+    assert [(g.group_id, g.group_type, g.group_state) for g in listed] == [("sg", "share", "Stable")]
+    assert h.shard.delete_group("sg", h.now)[0] == ErrorCode.NON_EMPTY_GROUP
+    beat(h, "a", -1)
+    beat(h, "b", -1)
+    code, records = h.shard.delete_group("sg", h.now)
+    assert code == 0 and records
+    assert h.shard.share_group_describe("sg").error_code == ErrorCode.GROUP_ID_NOT_FOUND
+
+
+def test_assignor_spreads_and_shares() -> None:
+    out = assignor.assign({"a": frozenset({"t"}), "b": frozenset({"t"})}, {"t": (b"x" * 16, 4)})
+    assert out == {"a": {b"x" * 16: frozenset({0, 2})}, "b": {b"x" * 16: frozenset({1, 3})}}
+    out = assignor.assign({m: frozenset({"t"}) for m in "abc"}, {"t": (b"x" * 16, 1)})
+    assert all(a == {b"x" * 16: frozenset({0})} for a in out.values())
