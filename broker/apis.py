@@ -38,6 +38,13 @@ from broker.handlers.list_offsets import ListOffsetsApi
 from broker.handlers.produce import ProduceApi
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.share import (
+    ShareApis,
+    share_acknowledge_error,
+    share_describe_error,
+    share_fetch_error,
+    share_heartbeat_error,
+)
 from broker.handlers.topics import TopicApis
 from broker.handlers.transactions import (
     ADD_PARTITIONS_MAX_VERSION,
@@ -97,6 +104,10 @@ from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchRespon
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
@@ -153,6 +164,7 @@ class Handlers:
     groups: GroupApis
     produce: ProduceApi
     fetch: FetchApi
+    share: ShareApis
     list_offsets: ListOffsetsApi
     transactions: TransactionApis
     sasl: SaslApis
@@ -208,6 +220,15 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.consumer_group_heartbeat, refuse=consumer_heartbeat_error),
         api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, g.consumer_group_describe,
             authorize=checks.consumer_group_describe, refuse=consumer_describe_error),
+        # ---- share groups (KIP-932) --------------------------------------------------------------
+        api(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, h.share.share_group_heartbeat,
+            authorize=checks.share_group_heartbeat, refuse=share_heartbeat_error),
+        api(ShareGroupDescribeRequest, ShareGroupDescribeResponse, h.share.share_group_describe,
+            authorize=checks.share_group_describe, refuse=share_describe_error),
+        api(ShareFetchRequest, ShareFetchResponse, h.share.share_fetch, authorize=checks.share_fetch,
+            refuse=share_fetch_error),
+        api(ShareAcknowledgeRequest, ShareAcknowledgeResponse, h.share.share_acknowledge,
+            authorize=checks.share_acknowledge, refuse=share_acknowledge_error),
         # ---- the data plane --------------------------------------------------------------------
         api(ProduceRequest, ProduceResponse, h.produce.produce, authorize=checks.produce, refuse=refusals.produce),
         api(FetchRequest, FetchResponse, h.fetch.fetch, authorize=checks.fetch, refuse=refusals.fetch),

@@ -36,11 +36,12 @@ from broker.handlers.acls import AclApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis, config_text
 from broker.handlers.create_partitions import CreatePartitionsApi
 from broker.handlers.fetch import FetchApi
-from broker.handlers.groups import GroupApis
+from broker.handlers.groups import GroupApis, GroupRouting
 from broker.handlers.list_offsets import ListOffsetsApi
 from broker.handlers.produce import ProduceApi
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.share import ShareApis
 from broker.handlers.topics import TopicApis
 from broker.handlers.transactions import TransactionApis
 from broker.handlers.write_txn_markers import WriteTxnMarkersApi
@@ -53,6 +54,8 @@ from broker.observability.metrics_http import parse_metrics_listener, serve_metr
 from broker.observability.state_metrics import doctor_families, state_families
 from broker.security.context import SecurityContext
 from broker.security.request_checks import RequestChecks
+from broker.share.service import ShareService
+from broker.share_partition.partition import Limits
 from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, TopicCatalog, owning_partition
 from broker.topics.changes import TopicChanges, TopicDeleted
@@ -117,6 +120,9 @@ def coordinator_config(c: BrokerConfig) -> CoordinatorConfig:
         consumer_max_size=c.get_int("group.consumer.max.size"),
         consumer_assignors=tuple(n.strip() for n in c.get_str("group.consumer.assignors").split(",") if n.strip()),
         consumer_migration_policy=c.get_str("group.consumer.migration.policy").strip().lower(),
+        share_session_timeout_ms=c.get_int("group.share.session.timeout.ms"),
+        share_heartbeat_interval_ms=c.get_int("group.share.heartbeat.interval.ms"),
+        share_max_size=c.get_int("group.share.max.size"),
         group_events_enable=c.get_bool("group.events.enable"),
     )
 
@@ -235,6 +241,11 @@ class BrokerApp:
             c.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
             c.get_int("transactions.remove.expired.transaction.cleanup.interval.ms"),
             cluster=self.cluster)
+        self.share = ShareService(self.logs, Limits(lock_ms=c.get_int("group.share.record.lock.duration.ms"),
+                                                    delivery_limit=c.get_int("group.share.delivery.count.limit"),
+                                                    max_in_flight=c.get_int("group.share.partition.max.record.locks")),
+                                  c.get_int("share.coordinator.state.topic.num.partitions"),
+                                  _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")), clock)
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
         self.handlers = self._make_handlers()
@@ -267,6 +278,8 @@ class BrokerApp:
             produce=ProduceApi(self.topic_logs, self.catalog, self.transactions if verify_transactions else None,
                                self.clock, self.cluster, self.peers),
             fetch=FetchApi(self.topic_logs, self.catalog),
+            share=ShareApis(self.shards, GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,
+                            self.node_id),
             list_offsets=ListOffsetsApi(self.topic_logs, self.catalog),
             transactions=TransactionApis(self.transactions, self.catalog, offsets_partitions,
                                          self.topic_logs.producer_ids, self.clock),
@@ -297,6 +310,7 @@ class BrokerApp:
             # The cluster's users and ACLs, read before any client is served.
             await nursery.start(self.security.etcd_store.run)
         await nursery.start(self.shards.run)
+        await nursery.start(self.share.run)
         # In a cluster the coordinator loads each __transaction_state partition as it is claimed.
         await nursery.start(self.transactions.run)
         if self.cluster is not None and self.peers is not None:

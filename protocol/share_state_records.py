@@ -10,7 +10,12 @@ from typing import Any, NamedTuple
 
 from protocol.codec import codec_for
 from protocol.errors import DecodeError
-from protocol.messages.share_state_log import ShareSnapshotKey, ShareSnapshotValue, ShareUpdateKey, ShareUpdateValue
+from protocol.messages.share_state_log import (
+    ShareSnapshotKey,
+    ShareSnapshotValue,
+    ShareUpdateKey,
+    ShareUpdateValue,
+)
 
 SNAPSHOT = 0
 UPDATE = 1

@@ -53,6 +53,10 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
 from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.share_acknowledge import ShareAcknowledgeRequest
+from protocol.messages.share_fetch import ShareFetchRequest
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.schema import Data
 
@@ -177,6 +181,45 @@ class RequestChecks:
         return self._deny(req, ConsumerGroupHeartbeatResponse(
             error_code=TOPIC_DENIED, error_message=f"The group has subscribed to topics that it is not authorized "
                                                    f"to describe: {', '.join(hidden)}"))
+
+    def share_group_heartbeat(self, req: Request[ShareGroupHeartbeatRequest], refuse: Refuse[ShareGroupHeartbeatRequest]) -> bool:
+        """Read on the group, then Describe on every subscribed topic (as Kafka checks them)."""
+        body = req.body
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, body.group_id):
+            return self._deny(req, ShareGroupHeartbeatResponse(
+                error_code=GROUP_DENIED, error_message="Not authorized to access group"))
+        hidden = sorted({t for t in body.subscribed_topic_names or []
+                         if not self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC, t)})
+        if not hidden:
+            return False
+        return self._deny(req, ShareGroupHeartbeatResponse(
+            error_code=TOPIC_DENIED, error_message=f"The group has subscribed to topics that it is not authorized "
+                                                   f"to describe: {', '.join(hidden)}"))
+
+    def share_group_describe(self, req: Request[ShareGroupDescribeRequest], refuse: Refuse[ShareGroupDescribeRequest]) -> bool:
+        """Describe on each group."""
+        G = ShareGroupDescribeResponse.DescribedGroup
+        return self._described(req, list(req.body.group_ids), "group_ids", lambda g: G(
+            error_code=GROUP_DENIED, error_message="Not authorized to access group", group_id=g, group_state="",
+            group_epoch=0, assignment_epoch=0, assignor_name="", members=[]), ShareGroupDescribeResponse(groups=[]))
+
+    def _share_read(self, req: Any, group_id: str | None, topic_ids: list[bytes]) -> int:
+        """Read on the group, then Read on every topic (Kafka refuses the group first)."""
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, group_id or ""):
+            return GROUP_DENIED
+        for topic_id in topic_ids:
+            name = self._topic_name(None, topic_id)
+            if not self.allowed(req, Operation.READ, ResourceType.TOPIC, name):
+                return TOPIC_DENIED
+        return 0
+
+    def share_fetch(self, req: Request[ShareFetchRequest], refuse: Refuse[ShareFetchRequest]) -> bool:
+        code = self._share_read(req, req.body.group_id, [t.topic_id for t in req.body.topics])
+        return bool(code) and self._deny(req, refuse(req, code))
+
+    def share_acknowledge(self, req: Request[ShareAcknowledgeRequest], refuse: Refuse[ShareAcknowledgeRequest]) -> bool:
+        code = self._share_read(req, req.body.group_id, [t.topic_id for t in req.body.topics])
+        return bool(code) and self._deny(req, refuse(req, code))
 
     def offset_commit(self, req: Request[OffsetCommitRequest], refuse: Refuse[OffsetCommitRequest]) -> bool:
         body = req.body

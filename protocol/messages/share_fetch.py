@@ -5,7 +5,21 @@ v1 is the first version Kafka 4.x serves; v2 (KIP-1206, KIP-1222) adds the acqui
 renew acknowledgements. Flexible.
 """
 
-from protocol.schema import BOOL, INT8, INT16, INT32, INT64, RECORDS, STRING, UUID, ArrayOf, array, f, message, struct
+from protocol.schema import (
+    BOOL,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    RECORDS,
+    STRING,
+    UUID,
+    ArrayOf,
+    array,
+    f,
+    message,
+    struct,
+)
 
 _ACK_BATCH = array(
     "AcknowledgementBatch",

@@ -227,7 +227,7 @@ def on_topics_changed(st: CoordinatorState, topics: set[str], now_ms: int) -> Re
     epoch and assignment, which its members pick up on their next heartbeat."""
     out = Result()
     for group in list(st.share_groups.values()):
-        if group.members and group.subscribed_topics() & topics:
-            if metadata_hash(group.subscribed_topics(), st.topics) != group.metadata_hash:
-                bump_epoch(st, out, group, now_ms)
+        if (group.members and group.subscribed_topics() & topics
+                and metadata_hash(group.subscribed_topics(), st.topics) != group.metadata_hash):
+            bump_epoch(st, out, group, now_ms)
     return out

@@ -7,8 +7,8 @@ from broker.share_partition import records
 from broker.share_partition.partition import (
     ACCEPT,
     ARCHIVED,
-    RELEASE,
     REJECT,
+    RELEASE,
     Acquired,
     BatchRange,
     Limits,
