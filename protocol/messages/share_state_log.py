@@ -8,15 +8,19 @@ Each key table declares exactly the version that names its record type, as the
 4 archived (acquired records are never written: on load they are available again).
 """
 
-from protocol.schema import INT8, INT16, INT32, INT64, STRING, UUID, array, f, message
+from protocol.schema import INT8, INT16, INT32, INT64, STRING, UUID, Struct, array, f, message
 
-_STATE_BATCH = array(
-    "StateBatch",
-    f("first_offset", INT64),
-    f("last_offset", INT64),
-    f("delivery_state", INT8),
-    f("delivery_count", INT16),
-)
+
+
+def _state_batch() -> Struct:
+    """Each message gets its own StateBatch class (``ShareSnapshotValue.StateBatch``, ...)."""
+    return array(
+        "StateBatch",
+        f("first_offset", INT64),
+        f("last_offset", INT64),
+        f("delivery_state", INT8),
+        f("delivery_count", INT16),
+    )
 
 ShareSnapshotKey = message(
     "ShareSnapshotKey",
@@ -34,7 +38,7 @@ ShareSnapshotValue = message(
         f("delivery_complete_count", INT32, tag=0, default=-1),
         f("create_timestamp", INT64),
         f("write_timestamp", INT64),
-        f("state_batches", _STATE_BATCH),
+        f("state_batches", _state_batch()),
     ],
     valid="0",
     flexible="0+",
@@ -53,7 +57,7 @@ ShareUpdateValue = message(
         f("leader_epoch", INT32),
         f("start_offset", INT64),
         f("delivery_complete_count", INT32, tag=0, default=-1),
-        f("state_batches", _STATE_BATCH),
+        f("state_batches", _state_batch()),
     ],
     valid="0",
     flexible="0+",

@@ -75,6 +75,39 @@ class ConsumerGroupDescribeRequest(ApiMessage, load_json="tests.kafka_specs"):
 class ConsumerGroupDescribeResponse(ApiMessage, load_json="tests.kafka_specs"):
     pass
 
+# KIP-932, from Kafka 4.4's specs.
+
+class ShareGroupHeartbeatRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareGroupHeartbeatResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareGroupDescribeRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareGroupDescribeResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareFetchRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareFetchResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareAcknowledgeRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareAcknowledgeResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
 
 KP = _kafka_python_classes()
 
