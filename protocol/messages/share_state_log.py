@@ -11,7 +11,6 @@ Each key table declares exactly the version that names its record type, as the
 from protocol.schema import INT8, INT16, INT32, INT64, STRING, UUID, Struct, array, f, message
 
 
-
 def _state_batch() -> Struct:
     """Each message gets its own StateBatch class (``ShareSnapshotValue.StateBatch``, ...)."""
     return array(
