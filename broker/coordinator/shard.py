@@ -129,6 +129,8 @@ class GroupCoordinatorShard:
         for sgroup in st.share_groups.values():
             for member_id in sgroup.members:
                 share_heartbeat.set_session_timeout(st, out, sgroup.group_id, member_id, now_ms)
+            if sgroup.initializing:
+                share_heartbeat.arm_initialize(st, out, sgroup.group_id, now_ms)
         retention.schedule_sweep(st, out, now_ms)
         return [t for t in out.timers if isinstance(t, SetTimer)]
 
@@ -297,6 +299,8 @@ class GroupCoordinatorShard:
             return retention.sweep(st, now_ms)
         if target.kind == share_heartbeat.SESSION:
             return share_heartbeat.on_session_timeout(st, target.group_id, target.member_id, now_ms)
+        if target.kind == share_heartbeat.INITIALIZE:
+            return share_heartbeat.on_initialize(st, target.group_id)
         out = Result()
         if target.kind in consumer_timers.FENCING:
             cgroup = st.consumer_groups.get(target.group_id)

@@ -11,20 +11,22 @@ from broker.coordinator.share.group import Assignment, TopicId
 NAME = "simple"
 
 
-def assign(subscriptions: Mapping[str, frozenset[str]], partitions: Mapping[str, tuple[TopicId, int]]) -> dict[str, Assignment]:
-    """``subscriptions``: member id -> topic names; ``partitions``: topic name -> (id, count) for
-    the topics that exist. Members and partitions are taken in a fixed order, so the same input
-    always gives the same assignment."""
+def assign(subscriptions: Mapping[str, frozenset[str]],
+           partitions: Mapping[str, tuple[TopicId, frozenset[int]]]) -> dict[str, Assignment]:
+    """``subscriptions``: member id -> topic names; ``partitions``: topic name -> (id, the
+    partitions that may be assigned: those whose share state is initialized). Members and
+    partitions are taken in a fixed order, so the same input always gives the same assignment."""
     out: dict[str, dict[TopicId, set[int]]] = {m: {} for m in subscriptions}
     for topic in sorted(partitions):
-        topic_id, count = partitions[topic]
+        topic_id, assignable = partitions[topic]
+        indexes = sorted(assignable)
         members = sorted(m for m, names in subscriptions.items() if topic in names)
-        if not members or count <= 0:
+        if not members or not indexes:
             continue
-        if len(members) <= count:
-            for p in range(count):
-                out[members[p % len(members)]].setdefault(topic_id, set()).add(p)
+        if len(members) <= len(indexes):
+            for i, p in enumerate(indexes):
+                out[members[i % len(members)]].setdefault(topic_id, set()).add(p)
         else:
             for i, m in enumerate(members):
-                out[m].setdefault(topic_id, set()).add(i % count)
+                out[m].setdefault(topic_id, set()).add(indexes[i % len(indexes)])
     return {m: {t: frozenset(ps) for t, ps in a.items()} for m, a in out.items()}

@@ -45,13 +45,16 @@ class ShareMember:
 @dataclass
 class ShareGroup:
     group_id: str
-    group_epoch: int = 0
+    # A new group starts at 1, as in Kafka 4.4: its first member's first epoch is 2.
+    group_epoch: int = 1
     metadata_hash: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
-    # The topic partitions whose share state is initialized (ShareGroupStatePartitionMetadata).
+    # The topic partitions whose share state is initialized, and those being initialized
+    # (ShareGroupStatePartitionMetadata): only initialized partitions are assigned.
     initialized: dict[TopicId, tuple[str, frozenset[int]]] = field(default_factory=dict)
+    initializing: dict[TopicId, tuple[str, frozenset[int]]] = field(default_factory=dict)
 
     @property
     def state(self) -> str:
@@ -117,3 +120,5 @@ def replay(groups: dict[str, ShareGroup], record: ShareGroupRecord) -> None:
     elif isinstance(record, ShareGroupStatePartitionMetadataRecord):
         group.initialized = {} if value is None else {
             t.topic_id: (t.topic_name, frozenset(t.partitions)) for t in value.initialized_topics}
+        group.initializing = {} if value is None else {
+            t.topic_id: (t.topic_name, frozenset(t.partitions)) for t in value.initializing_topics}

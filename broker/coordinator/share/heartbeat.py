@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from broker.coordinator.state import CoordinatorState
 
 SESSION = "share-session"
+INITIALIZE = "share-initialize"
 LEAVE_EPOCH = -1
 _Response = ShareGroupHeartbeatResponse
 _TopicPartitions = ShareGroupHeartbeatResponse.Assignment.TopicPartitions
@@ -46,6 +47,10 @@ _TopicPartitions = ShareGroupHeartbeatResponse.Assignment.TopicPartitions
 
 def session_key(group_id: str, member_id: str) -> str:
     return f"share-session:{group_id}:{member_id}"
+
+
+def initialize_key(group_id: str) -> str:
+    return f"share-initialize:{group_id}"
 
 
 def set_session_timeout(st: CoordinatorState, out: Result, group_id: str, member_id: str, now_ms: int) -> None:
@@ -85,16 +90,85 @@ def _current(group_id: str, member_id: str, epoch: int, previous: int, assigned:
                              for t, ps in sorted(assigned.items()) if ps]))
 
 
+def _partition_metadata(group_id: str, initializing: dict[TopicId, tuple[str, frozenset[int]]],
+                        initialized: dict[TopicId, tuple[str, frozenset[int]]]) -> ShareGroupStatePartitionMetadataRecord:
+    Info = ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo
+    return ShareGroupStatePartitionMetadataRecord(group_id, ShareGroupStatePartitionMetadataValue(
+        initializing_topics=[Info(topic_id=t, topic_name=n, partitions=sorted(ps))
+                             for t, (n, ps) in sorted(initializing.items()) if ps],
+        initialized_topics=[Info(topic_id=t, topic_name=n, partitions=sorted(ps))
+                            for t, (n, ps) in sorted(initialized.items()) if ps],
+        deleting_topics=[]))
+
+
+def _assignable(st: CoordinatorState, group: ShareGroup) -> dict[str, tuple[TopicId, frozenset[int]]]:
+    """The subscribed partitions that may be assigned: those whose share state is initialized."""
+    out = {}
+    for name, (topic_id, count) in _topic_partitions(st, group.subscribed_topics()).items():
+        done = group.initialized.get(topic_id, ("", frozenset()))[1] & frozenset(range(count))
+        if done:
+            out[name] = (topic_id, done)
+    return out
+
+
+def initialized_assignment_pending(st: CoordinatorState, group: ShareGroup) -> bool:
+    """Some initialized partition of a subscribed topic is in no member's target assignment: the
+    group needs a new epoch (Kafka's ``initializedAssignmentPending``)."""
+    assigned: dict[TopicId, set[int]] = {}
+    for assignment in group.target.values():
+        for topic_id, ps in assignment.items():
+            assigned.setdefault(topic_id, set()).update(ps)
+    return any(not ps <= assigned.get(topic_id, set()) for topic_id, ps in _assignable(st, group).values())
+
+
+def maybe_initialize(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int) -> None:
+    """Subscribed partitions whose share state is neither initialized nor being initialized are
+    written as initializing; the initialization completes in the timer it arms (``on_initialize``)."""
+    todo: dict[TopicId, tuple[str, frozenset[int]]] = {}
+    for name, (topic_id, count) in _topic_partitions(st, group.subscribed_topics()).items():
+        known = (group.initialized.get(topic_id, ("", frozenset()))[1]
+                 | group.initializing.get(topic_id, ("", frozenset()))[1])
+        missing = frozenset(range(count)) - known
+        if missing:
+            todo[topic_id] = (name, missing)
+    if not todo:
+        return
+    initializing = dict(group.initializing)
+    for topic_id, (name, ps) in todo.items():
+        initializing[topic_id] = (name, initializing.get(topic_id, (name, frozenset()))[1] | ps)
+    st.emit(out, _partition_metadata(group.group_id, initializing, group.initialized))
+    arm_initialize(st, out, group.group_id, now_ms)
+
+
+def arm_initialize(st: CoordinatorState, out: Result, group_id: str, now_ms: int) -> None:
+    st.timers.set(out, initialize_key(group_id), now_ms, TimerTarget(INITIALIZE, group_id))
+
+
+def on_initialize(st: CoordinatorState, group_id: str) -> Result:
+    """The share state of the initializing partitions exists (kcoord's share partitions start at
+    their first fetch, at the partition's end): they become initialized, and the next heartbeat
+    assigns them."""
+    out = Result()
+    group = st.share_groups.get(group_id)
+    if group is None or not group.initializing:
+        return out
+    initialized = dict(group.initialized)
+    for topic_id, (name, ps) in group.initializing.items():
+        initialized[topic_id] = (name, initialized.get(topic_id, (name, frozenset()))[1] | ps)
+    st.emit(out, _partition_metadata(group_id, {}, initialized))
+    return out
+
+
 def bump_epoch(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int) -> None:
-    """A new group epoch (membership, subscriptions or their topics changed): the epoch and the
-    metadata hash, then the target assignment computed for it, then the share-state partitions the
-    group now uses."""
+    """A new group epoch (membership, subscriptions, their topics or the initialized partitions
+    changed): the epoch and the metadata hash, then the target assignment computed for it over the
+    initialized partitions."""
     gid = group.group_id
     names = group.subscribed_topics()
     st.emit(out, ShareGroupMetadataRecord(gid, ShareGroupMetadataValue(
         epoch=group.group_epoch + 1, metadata_hash=metadata_hash(names, st.topics))))
-    existing = _topic_partitions(st, names)
-    target = assignor.assign({m.member_id: m.subscribed_topic_names for m in group.members.values()}, existing)
+    target = assignor.assign({m.member_id: m.subscribed_topic_names for m in group.members.values()},
+                             _assignable(st, group))
     for member_id, assignment in sorted(target.items()):
         if group.target.get(member_id) != assignment:
             st.emit(out, ShareGroupTargetAssignmentMemberRecord(gid, member_id, ShareGroupTargetAssignmentMemberValue(
@@ -102,24 +176,17 @@ def bump_epoch(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int
                                   for t, ps in sorted(assignment.items())])))
     st.emit(out, ShareGroupTargetAssignmentMetadataRecord(gid, ShareGroupTargetAssignmentMetadataValue(
         assignment_epoch=group.group_epoch, assignment_timestamp=now_ms)))
-    wanted = {tid: (name, frozenset(range(count))) for name, (tid, count) in existing.items()}
-    if any(group.initialized.get(t) != v for t, v in wanted.items()):
-        merged = {**group.initialized, **wanted}
-        Info = ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo
-        st.emit(out, ShareGroupStatePartitionMetadataRecord(gid, ShareGroupStatePartitionMetadataValue(
-            initializing_topics=[], deleting_topics=[],
-            initialized_topics=[Info(topic_id=t, topic_name=n, partitions=sorted(ps))
-                                for t, (n, ps) in sorted(merged.items())])))
 
 
 def _reconcile(st: CoordinatorState, out: Result, group: ShareGroup, member: ShareMember) -> bool:
-    """Brings the member to the target assignment's epoch; True when its epoch or assignment
-    changed (the answer then carries the assignment)."""
+    """Brings the member to the target assignment's epoch; True when its assignment changed (the
+    answer then carries it; a new epoch alone does not, as in Kafka)."""
     target = group.target.get(member.member_id, {})
     if member.member_epoch == group.assignment_epoch and member.assigned == target:
         return False
+    changed = member.assigned != target
     st.emit(out, _current(group.group_id, member.member_id, group.assignment_epoch, member.member_epoch, target))
-    return True
+    return changed
 
 
 def remove_member(st: CoordinatorState, out: Result, group: ShareGroup, member_id: str, now_ms: int) -> None:
@@ -204,9 +271,11 @@ def share_group_heartbeat(st: CoordinatorState, req: ShareGroupHeartbeatRequest,
         st.emit(out, _member_metadata(gid, updated))
     group = st.share_groups[gid]
     member = group.members[req.member_id]
-    if bump or metadata_hash(group.subscribed_topics(), st.topics) != group.metadata_hash:
+    if (bump or metadata_hash(group.subscribed_topics(), st.topics) != group.metadata_hash
+            or initialized_assignment_pending(st, group)):
         bump_epoch(st, out, group, now_ms)
     changed = _reconcile(st, out, group, member)
+    maybe_initialize(st, out, group, now_ms)
     set_session_timeout(st, out, gid, member.member_id, now_ms)
     assignment = (_Response.Assignment(topic_partitions=_wire(member.assigned))
                   if joining or changed else None)

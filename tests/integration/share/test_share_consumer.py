@@ -18,7 +18,9 @@ from confluent_kafka import AcknowledgeType, Producer, ShareConsumer  # noqa: E4
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 LOCK_MS = 1500
-OVERRIDES = {"group.share.record.lock.duration.ms": str(LOCK_MS)}
+# A short heartbeat interval: a member is given its partitions at the heartbeat after their
+# share state is initialized.
+OVERRIDES = {"group.share.record.lock.duration.ms": str(LOCK_MS), "group.share.heartbeat.interval.ms": "500"}
 
 
 def bootstrap(broker: BrokerProcess) -> str:

@@ -25,19 +25,21 @@ def partitions(resp: Any) -> set[tuple[str, int]]:
             for tp in resp.assignment.topic_partitions for p in tp.partitions}
 
 
-def test_first_member_gets_every_partition_and_second_shares() -> None:
+def test_first_member_waits_for_initialized_partitions_then_gets_them_all() -> None:
     h = Harness(topics={"t": 2})
     a = beat(h, "a", 0, ["t"])
-    assert a.error_code == 0 and a.member_epoch == 1 and a.heartbeat_interval_ms == 5000
-    assert len(partitions(a)) == 2
+    # A new group starts at epoch 1; nothing is assigned before its share state is initialized.
+    assert a.error_code == 0 and a.member_epoch == 2 and a.heartbeat_interval_ms == 5000
+    assert partitions(a) == set()
+    again = beat(h, "a", 2)  # the initialization (a timer due at once) has completed meanwhile
+    assert again.member_epoch == 3 and len(partitions(again)) == 2
     b = beat(h, "b", 0, ["t"])
-    assert b.member_epoch == 2 and len(partitions(b)) == 1
+    assert b.member_epoch == 4 and len(partitions(b)) == 1
     c = beat(h, "c", 0, ["t"])
     assert len(partitions(c)) == 1  # three members on two partitions: a partition is shared
-    a2 = beat(h, "a", 1)
-    assert a2.member_epoch == 3 and len(partitions(a2)) == 1
-    a3 = beat(h, "a", 3)
-    assert a3.assignment is None  # unchanged
+    a2 = beat(h, "a", 3)
+    assert a2.member_epoch == 5 and len(partitions(a2)) == 1
+    assert beat(h, "a", 5).assignment is None  # unchanged
 
 
 def test_written_records_are_share_group_records() -> None:
@@ -45,7 +47,8 @@ def test_written_records_are_share_group_records() -> None:
     beat(h, "a", 0, ["t"])
     types = [key_version(k) for k, _ in h.log]
     assert set(types) <= SHARE_GROUP_RECORD_TYPES
-    assert types == [10, 11, 13, 12, 15, 14]
+    # member, epoch, target (empty), target epoch, current assignment, initializing; initialized.
+    assert types == [10, 11, 13, 12, 14, 15, 15]
 
 
 def test_errors() -> None:
@@ -61,12 +64,17 @@ def test_errors() -> None:
 
 def test_leave_and_session_timeout_reassign() -> None:
     h = Harness(topics={"t": 2})
-    beat(h, "a", 0, ["t"])
-    beat(h, "b", 0, ["t"])
+    a = beat(h, "a", 0, ["t"])
+    a = beat(h, "a", a.member_epoch)
+    b = beat(h, "b", 0, ["t"])
     left = beat(h, "b", -1)
     assert left.error_code == 0 and left.member_epoch == -1
-    a = beat(h, "a", 1)
-    assert len(partitions(a)) == 2
+    b_epoch = b.member_epoch
+    a = beat(h, "a", a.member_epoch)
+    # a never heartbeated while b was there: it still holds both partitions, only its epoch moves.
+    assert a.assignment is None and a.member_epoch > b_epoch
+    (member,) = h.shard.share_group_describe("sg").members
+    assert [tp.partitions for tp in member.assignment.topic_partitions] == [[0, 1]]
     beat(h, "c", 0, ["t"])
     h.sleep(CoordinatorConfig().share_session_timeout_ms + 1)
     desc = h.shard.share_group_describe("sg")
@@ -76,16 +84,21 @@ def test_leave_and_session_timeout_reassign() -> None:
 def test_new_partitions_are_picked_up() -> None:
     h = Harness(topics={"t": 1})
     a = beat(h, "a", 0, ["t"])
+    a = beat(h, "a", a.member_epoch)
     h.topics.set("t", 3)
     h.op(h.shard.on_topics_changed({"t"}, h.now))
-    again = beat(h, "a", a.member_epoch)
+    again = beat(h, "a", a.member_epoch)  # the new partitions get initialized ...
+    again = beat(h, "a", again.member_epoch)  # ... and then assigned
     assert again.member_epoch > a.member_epoch and len(partitions(again)) == 3
 
 
 def test_describe_list_delete_and_restart() -> None:
     h = Harness(topics={"t": 2})
     beat(h, "a", 0, ["t"])
-    beat(h, "b", 0, ["t"])
+    b = beat(h, "b", 0, ["t"])
+    beat(h, "b", b.member_epoch)
+    a = beat(h, "a", 2)
+    assert a.error_code == 0
     h.restart()
     desc = h.shard.share_group_describe("sg")
     assert desc.error_code == 0 and desc.group_state == "Stable" and desc.assignor_name == "simple"
@@ -102,7 +115,7 @@ def test_describe_list_delete_and_restart() -> None:
 
 
 def test_assignor_spreads_and_shares() -> None:
-    out = assignor.assign({"a": frozenset({"t"}), "b": frozenset({"t"})}, {"t": (b"x" * 16, 4)})
+    out = assignor.assign({"a": frozenset({"t"}), "b": frozenset({"t"})}, {"t": (b"x" * 16, frozenset(range(4)))})
     assert out == {"a": {b"x" * 16: frozenset({0, 2})}, "b": {b"x" * 16: frozenset({1, 3})}}
-    out = assignor.assign({m: frozenset({"t"}) for m in "abc"}, {"t": (b"x" * 16, 1)})
+    out = assignor.assign({m: frozenset({"t"}) for m in "abc"}, {"t": (b"x" * 16, frozenset({0}))})
     assert all(a == {b"x" * 16: frozenset({0})} for a in out.values())
