@@ -45,6 +45,10 @@ from broker.handlers.share import (
     share_fetch_error,
     share_heartbeat_error,
 )
+from broker.handlers.share_admin import ShareOffsetApis
+from broker.handlers.share_admin import alter_offsets_error as alter_share_offsets_error
+from broker.handlers.share_admin import delete_offsets_error as delete_share_offsets_error
+from broker.handlers.share_admin import describe_offsets_error as describe_share_offsets_error
 from broker.handlers.topics import TopicApis
 from broker.handlers.transactions import (
     ADD_PARTITIONS_MAX_VERSION,
@@ -59,6 +63,10 @@ from broker.security.request_checks import RequestChecks
 from protocol.messages import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+)
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -77,11 +85,19 @@ from protocol.messages.create_partitions import CreatePartitionsRequest, CreateP
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+)
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
@@ -165,6 +181,7 @@ class Handlers:
     produce: ProduceApi
     fetch: FetchApi
     share: ShareApis
+    share_offsets: ShareOffsetApis
     list_offsets: ListOffsetsApi
     transactions: TransactionApis
     sasl: SaslApis
@@ -229,6 +246,14 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             refuse=share_fetch_error),
         api(ShareAcknowledgeRequest, ShareAcknowledgeResponse, h.share.share_acknowledge,
             authorize=checks.share_acknowledge, refuse=share_acknowledge_error),
+        api(DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+            h.share_offsets.describe_share_group_offsets, authorize=checks.describe_share_group_offsets,
+            refuse=describe_share_offsets_error),
+        api(AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, h.share_offsets.alter_share_group_offsets,
+            authorize=checks.alter_share_group_offsets, refuse=alter_share_offsets_error),
+        api(DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
+            h.share_offsets.delete_share_group_offsets, authorize=checks.delete_share_group_offsets,
+            refuse=delete_share_offsets_error),
         # ---- the data plane --------------------------------------------------------------------
         api(ProduceRequest, ProduceResponse, h.produce.produce, authorize=checks.produce, refuse=refusals.produce),
         api(FetchRequest, FetchResponse, h.fetch.fetch, authorize=checks.fetch, refuse=refusals.fetch),

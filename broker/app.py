@@ -42,6 +42,7 @@ from broker.handlers.produce import ProduceApi
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
 from broker.handlers.share import ShareApis
+from broker.handlers.share_admin import ShareOffsetApis
 from broker.handlers.topics import TopicApis
 from broker.handlers.transactions import TransactionApis
 from broker.handlers.write_txn_markers import WriteTxnMarkersApi
@@ -280,6 +281,7 @@ class BrokerApp:
             fetch=FetchApi(self.topic_logs, self.catalog),
             share=ShareApis(self.shards, GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,
                             self.node_id),
+            share_offsets=ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog),
             list_offsets=ListOffsetsApi(self.topic_logs, self.catalog),
             transactions=TransactionApis(self.transactions, self.catalog, offsets_partitions,
                                          self.topic_logs.producer_ids, self.clock),

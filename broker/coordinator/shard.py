@@ -232,6 +232,14 @@ class GroupCoordinatorShard:
             return share_describe.failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         return share_describe.describe(self.state.share_groups, group_id, self.state.topics)
 
+    def share_group_view(self, group_id: str) -> tuple[int, dict[bytes, frozenset[int]]] | None:
+        """(members, initialized partitions by topic id) of a share group; None when the id names
+        no share group."""
+        group = self.state.share_groups.get(group_id)
+        if group is None:
+            return None
+        return len(group.members), {t: ps for t, (_, ps) in group.initialized.items()}
+
     def list_groups(self, states: set[str] | None, types: set[str] | None) -> list[ListGroupsResponse.ListedGroup]:
         listed = describe.list_groups(self.state, states, types)
         wanted_types = {t.strip().lower() for t in types} if types else None

@@ -26,6 +26,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -37,10 +38,12 @@ from protocol.messages.consumer_group_heartbeat import (
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -220,6 +223,35 @@ class RequestChecks:
     def share_acknowledge(self, req: Request[ShareAcknowledgeRequest], refuse: Refuse[ShareAcknowledgeRequest]) -> bool:
         code = self._share_read(req, req.body.group_id, [t.topic_id for t in req.body.topics])
         return bool(code) and self._deny(req, refuse(req, code))
+
+    def describe_share_group_offsets(self, req: Request[DescribeShareGroupOffsetsRequest],
+                                     refuse: Refuse[DescribeShareGroupOffsetsRequest]) -> bool:
+        """Describe on each group (a denied one is answered GROUP_AUTHORIZATION_FAILED), Describe on
+        each named topic."""
+        if any(not self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, g.group_id) for g in req.body.groups):
+            return self._deny(req, refuse(req, GROUP_DENIED))
+        names = [t.topic_name for g in req.body.groups for t in g.topics or []]
+        if any(not self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC, n) for n in names):
+            return self._deny(req, refuse(req, TOPIC_DENIED))
+        return False
+
+    def alter_share_group_offsets(self, req: Request[AlterShareGroupOffsetsRequest],
+                                  refuse: Refuse[AlterShareGroupOffsetsRequest]) -> bool:
+        """Read on the group and on each topic, as Kafka checks them."""
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
+            return self._deny(req, refuse(req, GROUP_DENIED))
+        if any(not self.allowed(req, Operation.READ, ResourceType.TOPIC, t.topic_name) for t in req.body.topics):
+            return self._deny(req, refuse(req, TOPIC_DENIED))
+        return False
+
+    def delete_share_group_offsets(self, req: Request[DeleteShareGroupOffsetsRequest],
+                                   refuse: Refuse[DeleteShareGroupOffsetsRequest]) -> bool:
+        """Delete on the group, Read on each topic, as Kafka checks them."""
+        if not self.allowed(req, Operation.DELETE, ResourceType.GROUP, req.body.group_id):
+            return self._deny(req, refuse(req, GROUP_DENIED))
+        if any(not self.allowed(req, Operation.READ, ResourceType.TOPIC, t.topic_name) for t in req.body.topics):
+            return self._deny(req, refuse(req, TOPIC_DENIED))
+        return False
 
     def offset_commit(self, req: Request[OffsetCommitRequest], refuse: Refuse[OffsetCommitRequest]) -> bool:
         body = req.body

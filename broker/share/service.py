@@ -148,8 +148,38 @@ class ShareService:
             created = self.created.setdefault(key, now)
             value = state_records.snapshot(sp, 0, epoch, now, created)
             k, v = share_state_records.encode(ShareStateRecord(SNAPSHOT, key[0], key[1], key[2], value))
-            index = partition_for(f"{key[0]}:{key[1].hex()}:{key[2]}", self.num_partitions)
-            by_part.setdefault(index, []).append((k, v, now))
+            by_part.setdefault(self._index(key), []).append((k, v, now))
+        self._write(by_part, done)
+
+    # ---- administration -----------------------------------------------------------------------
+
+    def of_group(self, group: str) -> dict[tuple[bytes, int], SharePartition]:
+        return {(k[1], k[2]): sp for k, sp in self.partitions.items() if k[0] == group}
+
+    def reset(self, key: Key, offset: int) -> None:
+        """AlterShareGroupOffsets: the share partition starts again at ``offset``, nothing in flight."""
+        sp = self.partitions[key] = SharePartition()
+        sp.initialize(offset)
+
+    def forget(self, keys: list[Key], done: Callable[[bool], None]) -> None:
+        """DeleteShareGroupOffsets, DeleteGroups: the share partitions' state goes (tombstones)."""
+        now = self.clock()
+        by_part: dict[int, list[Entry]] = {}
+        for key in keys:
+            self.partitions.pop(key, None)
+            self.snapshot_epochs.pop(key, None)
+            self.created.pop(key, None)
+            k, v = share_state_records.encode(ShareStateRecord(SNAPSHOT, key[0], key[1], key[2], None))
+            by_part.setdefault(self._index(key), []).append((k, v, now))
+        self._write(by_part, done)
+
+    def _index(self, key: Key) -> int:
+        return partition_for(f"{key[0]}:{key[1].hex()}:{key[2]}", self.num_partitions)
+
+    def _write(self, by_part: dict[int, list[Entry]], done: Callable[[bool], None]) -> None:
+        if not by_part:
+            done(True)
+            return
         remaining = [len(by_part)]
 
         def one(ok: bool) -> None:
@@ -163,9 +193,6 @@ class ShareService:
             if remaining[0] == 0:
                 done(True)
 
-        if not by_part:
-            done(True)
-            return
         for index, entries in by_part.items():
             part = self._part(index)
             self.runtime.append_records(part, entries)

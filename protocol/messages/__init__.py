@@ -10,6 +10,10 @@ from enum import IntEnum
 
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
+from protocol.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+)
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -28,11 +32,19 @@ from protocol.messages.create_partitions import CreatePartitionsRequest, CreateP
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
+from protocol.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+)
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
+from protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.describe_user_scram_credentials import (
     DescribeUserScramCredentialsRequest,
@@ -110,6 +122,9 @@ class ApiKey(IntEnum):
     ShareGroupDescribe = 77
     ShareFetch = 78
     ShareAcknowledge = 79
+    DescribeShareGroupOffsets = 90
+    AlterShareGroupOffsets = 91
+    DeleteShareGroupOffsets = 92
 
 
 _PAIRS: list[tuple[Message, Message]] = [
@@ -155,6 +170,9 @@ _PAIRS: list[tuple[Message, Message]] = [
     (ShareGroupDescribeRequest, ShareGroupDescribeResponse),
     (ShareFetchRequest, ShareFetchResponse),
     (ShareAcknowledgeRequest, ShareAcknowledgeResponse),
+    (DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse),
+    (AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse),
+    (DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse),
 ]
 
 REQUESTS: dict[int, Message] = {req.api_key: req for req, _ in _PAIRS if req.api_key is not None}

@@ -109,6 +109,30 @@ class ShareAcknowledgeResponse(ApiMessage, load_json="tests.kafka_specs"):
     pass
 
 
+class DescribeShareGroupOffsetsRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DescribeShareGroupOffsetsResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class AlterShareGroupOffsetsRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class AlterShareGroupOffsetsResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DeleteShareGroupOffsetsRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DeleteShareGroupOffsetsResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
 KP = _kafka_python_classes()
 
 # ---- random values drawn from our tables --------------------------------------------------------

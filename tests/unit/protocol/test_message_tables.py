@@ -79,6 +79,9 @@ EXPECTED_VALID = {
     "ShareGroupDescribe": "1",
     "ShareFetch": "1-2",
     "ShareAcknowledge": "1-2",
+    "DescribeShareGroupOffsets": "0-1",
+    "AlterShareGroupOffsets": "0",
+    "DeleteShareGroupOffsets": "0",
 }
 
 # Element names that do not follow "Kafka's struct name minus the message/API prefix".
