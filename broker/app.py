@@ -52,6 +52,7 @@ from broker.observability import logs
 from broker.observability.lag_metrics import LagMetrics
 from broker.observability.metrics import METRICS, install_state_collector
 from broker.observability.metrics_http import parse_metrics_listener, serve_metrics
+from broker.observability.share_metrics import share_families
 from broker.observability.state_metrics import doctor_families, state_families
 from broker.security.context import SecurityContext
 from broker.security.request_checks import RequestChecks
@@ -221,7 +222,7 @@ class BrokerApp:
         # Created, grown and deleted topics, as the group coordinator must follow them.
         self.topic_changes = TopicChanges()
         self.topic_changes.subscribe(self.shards.on_topic_change)
-        install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal)))
+
         self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=c.get_int("message.max.bytes"),
                                     cluster=self.cluster)
         self.admin = TopicAdmin(self.catalog, self.topic_logs, self.topic_changes, {
@@ -247,6 +248,8 @@ class BrokerApp:
                                                     max_in_flight=c.get_int("group.share.partition.max.record.locks")),
                                   c.get_int("share.coordinator.state.topic.num.partitions"),
                                   _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")), clock)
+        install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
+                                                        share_families(self.shards, self.share)))
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
         self.handlers = self._make_handlers()

@@ -275,7 +275,6 @@ class ShareApis:
                 if acquired:
                     got_any = True
                     max_records -= sum(a.last - a.first + 1 for a in acquired)
-                    service.redeliveries += sum(a.last - a.first + 1 for a in acquired if a.delivery_count > 1)
                     budget -= len(data)
                     pd.records = data
                     pd.acquired_records = [_FetchPart.AcquiredRecords(first_offset=a.first, last_offset=a.last,

@@ -53,9 +53,6 @@ class ShareService:
         self.snapshot_epochs: dict[Key, int] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.parts: dict[int, Partition] = {}
-        # Counters for the metrics.
-        self.lock_expiries = 0
-        self.redeliveries = 0
 
     # ---- loading ----------------------------------------------------------------------------
 
@@ -118,7 +115,7 @@ class ShareService:
         for sp in self.partitions.values():
             deadline = sp.next_deadline()
             if deadline is not None and deadline <= now_ms:
-                self.lock_expiries += sp.expire(now_ms, self.limits)
+                sp.expire(now_ms, self.limits)
 
     def release_member(self, group: str, member: str) -> list[Key]:
         """The member's session ended: whatever it holds in the group's share partitions goes back."""

@@ -62,6 +62,11 @@ class SharePartition:
     start_offset: int = -1  # -1 until the first fetch (or the durable state) sets it
     next_offset: int = -1
     records: dict[int, InFlight] = field(default_factory=dict)
+    # Since this process loaded the share partition (soft state, for the metrics): records
+    # delivered again, locks that expired, records archived at the delivery limit.
+    redelivered: int = 0
+    lock_expiries: int = 0
+    archived_at_limit: int = 0
 
     @property
     def initialized(self) -> bool:
@@ -110,6 +115,8 @@ class SharePartition:
                     continue  # below next_offset and not in flight: already done
                 rec.state, rec.member, rec.deadline_ms = ACQUIRED, member, deadline
                 rec.delivery_count += 1
+                if rec.delivery_count > 1:
+                    self.redelivered += 1
                 got.append(offset)
         self.advance()
         return self._ranges(got)
@@ -127,6 +134,8 @@ class SharePartition:
     def _release(self, rec: InFlight, limits: Limits) -> None:
         rec.member, rec.deadline_ms = "", 0
         rec.state = ARCHIVED if rec.delivery_count >= limits.delivery_limit else AVAILABLE
+        if rec.state == ARCHIVED:
+            self.archived_at_limit += 1
 
     def acknowledge(self, member: str, first: int, last: int, types: list[int], limits: Limits,
                     now_ms: int = 0) -> int:
@@ -177,6 +186,7 @@ class SharePartition:
             if rec.state == ACQUIRED and rec.deadline_ms <= now_ms:
                 self._release(rec, limits)
                 n += 1
+        self.lock_expiries += n
         if n:
             self.advance()
         return n

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from testkit.kcoord import BrokerProcess
+from tests.integration.helpers.metrics import scrape
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer  # noqa: E402
@@ -104,6 +105,9 @@ def test_release_redelivers_counted_and_reject_never(broker_factory: Callable[..
         assert [(m.value().decode(), m.delivery_count()) for m in again] == [("again", 2)]
         c.commit_sync()
         assert poll_until(c, lambda got: False, seconds=2) == []  # the rejected record never comes back
+        metrics = scrape(broker.metrics_port)
+        assert metrics.value("kcoord_share_redeliveries", group="sg") == 1
+        assert metrics.value("kcoord_share_groups", state="Stable") == 1
     finally:
         c.close()
 
@@ -112,19 +116,23 @@ def test_unacknowledged_records_return_after_the_lock_expires(broker_factory: Ca
     broker = broker_factory(OVERRIDES)
     make_topic(broker, "q")
     a = consumer(broker, "sg", "q", explicit=True)
-    b = consumer(broker, "sg", "q", explicit=True)
+    b = None
     try:
         joined(a)
-        joined(b)
         produce(broker, "q", ["x", "y"])
         held = poll_until(a, lambda got: len(got) >= 2)  # acquired; a stalls and never acknowledges
         assert len(held) == 2
+        # b joins only now (a consumer fetches ahead of its application: had b been there first,
+        # it could have held the records in its own buffer).
+        b = consumer(broker, "sg", "q", explicit=True)
         back = poll_until(b, lambda got: len(got) >= 2, on_message=lambda m: b.acknowledge(m))
         assert sorted((m.value().decode(), m.delivery_count()) for m in back) == [("x", 2), ("y", 2)]
         b.commit_sync()
+        assert scrape(broker.metrics_port).value("kcoord_share_lock_expiries", group="sg") == 2
     finally:
         a.close()
-        b.close()
+        if b is not None:
+            b.close()
 
 
 def test_acknowledgements_survive_kill_9(broker_factory: Callable[..., BrokerProcess]) -> None:
