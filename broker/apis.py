@@ -181,7 +181,6 @@ class Handlers:
     produce: ProduceApi
     fetch: FetchApi
     share: ShareApis
-    share_offsets: ShareOffsetApis
     list_offsets: ListOffsetsApi
     transactions: TransactionApis
     sasl: SaslApis
@@ -189,6 +188,8 @@ class Handlers:
     acls: AclApis
     # Only in a cluster: the markers another node's transaction coordinator has this node write.
     write_txn_markers: WriteTxnMarkersApi | None = None
+    # Share partitions (ShareFetch, ShareAcknowledge, the share-group offsets): one node only.
+    share_offsets: ShareOffsetApis | None = None
 
 
 def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
@@ -242,18 +243,6 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.share_group_heartbeat, refuse=share_heartbeat_error),
         api(ShareGroupDescribeRequest, ShareGroupDescribeResponse, h.share.share_group_describe,
             authorize=checks.share_group_describe, refuse=share_describe_error),
-        api(ShareFetchRequest, ShareFetchResponse, h.share.share_fetch, authorize=checks.share_fetch,
-            refuse=share_fetch_error),
-        api(ShareAcknowledgeRequest, ShareAcknowledgeResponse, h.share.share_acknowledge,
-            authorize=checks.share_acknowledge, refuse=share_acknowledge_error),
-        api(DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
-            h.share_offsets.describe_share_group_offsets, authorize=checks.describe_share_group_offsets,
-            refuse=describe_share_offsets_error),
-        api(AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, h.share_offsets.alter_share_group_offsets,
-            authorize=checks.alter_share_group_offsets, refuse=alter_share_offsets_error),
-        api(DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
-            h.share_offsets.delete_share_group_offsets, authorize=checks.delete_share_group_offsets,
-            refuse=delete_share_offsets_error),
         # ---- the data plane --------------------------------------------------------------------
         api(ProduceRequest, ProduceResponse, h.produce.produce, authorize=checks.produce, refuse=refusals.produce),
         api(FetchRequest, FetchResponse, h.fetch.fetch, authorize=checks.fetch, refuse=refusals.fetch),
@@ -289,7 +278,21 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             refuse=refusals.create_acls),
         api(DeleteAclsRequest, DeleteAclsResponse, h.acls.delete, authorize=checks.cluster_alter,
             refuse=refusals.delete_acls),
-    ) + (() if h.write_txn_markers is None else (
+    ) + (() if h.share_offsets is None else (  # with it, ShareApis has its share partitions
+        # ---- share partitions on this node (not in a cluster) -----------------------------------
+        api(ShareFetchRequest, ShareFetchResponse, h.share.share_fetch, authorize=checks.share_fetch,
+            refuse=share_fetch_error),
+        api(ShareAcknowledgeRequest, ShareAcknowledgeResponse, h.share.share_acknowledge,
+            authorize=checks.share_acknowledge, refuse=share_acknowledge_error),
+        api(DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+            h.share_offsets.describe_share_group_offsets, authorize=checks.describe_share_group_offsets,
+            refuse=describe_share_offsets_error),
+        api(AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, h.share_offsets.alter_share_group_offsets,
+            authorize=checks.alter_share_group_offsets, refuse=alter_share_offsets_error),
+        api(DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
+            h.share_offsets.delete_share_group_offsets, authorize=checks.delete_share_group_offsets,
+            refuse=delete_share_offsets_error),
+    )) + (() if h.write_txn_markers is None else (
         # ---- between the nodes of a cluster ----------------------------------------------------
         api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, h.write_txn_markers, authorize=checks.cluster_peer,
             refuse=write_txn_markers_refused, versions=(1, 1)),

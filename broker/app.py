@@ -243,7 +243,9 @@ class BrokerApp:
             c.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
             c.get_int("transactions.remove.expired.transaction.cleanup.interval.ms"),
             cluster=self.cluster)
-        self.share = ShareService(self.logs, Limits(lock_ms=c.get_int("group.share.record.lock.duration.ms"),
+        # Share partitions and their __share_group_state logs live on one node: in a cluster they would
+        # need the partitions' ownership (not done), so ShareFetch and the rest are not served there.
+        self.share = None if self.cluster is not None else ShareService(self.logs, Limits(lock_ms=c.get_int("group.share.record.lock.duration.ms"),
                                                     delivery_limit=c.get_int("group.share.delivery.count.limit"),
                                                     max_in_flight=c.get_int("group.share.partition.max.record.locks")),
                                   c.get_int("share.coordinator.state.topic.num.partitions"),
@@ -278,13 +280,15 @@ class BrokerApp:
             groups=GroupApis(self.shards, c.get_int("message.max.bytes"),
                              None if authorizer is None else authorizer.describable_topics,
                              transactions=self.transactions if verify_transactions else None, clock=self.clock,
-                             offsets_partitions=offsets_partitions),
+                             offsets_partitions=offsets_partitions,
+                             on_deleted=None if self.share is None else self.share.forget_group),
             produce=ProduceApi(self.topic_logs, self.catalog, self.transactions if verify_transactions else None,
                                self.clock, self.cluster, self.peers),
             fetch=FetchApi(self.topic_logs, self.catalog),
             share=ShareApis(self.shards, GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,
                             self.node_id),
-            share_offsets=ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog),
+            share_offsets=None if self.share is None else
+            ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog),
             list_offsets=ListOffsetsApi(self.topic_logs, self.catalog),
             transactions=TransactionApis(self.transactions, self.catalog, offsets_partitions,
                                          self.topic_logs.producer_ids, self.clock),
@@ -315,7 +319,8 @@ class BrokerApp:
             # The cluster's users and ACLs, read before any client is served.
             await nursery.start(self.security.etcd_store.run)
         await nursery.start(self.shards.run)
-        await nursery.start(self.share.run)
+        if self.share is not None:
+            await nursery.start(self.share.run)
         # In a cluster the coordinator loads each __transaction_state partition as it is claimed.
         await nursery.start(self.transactions.run)
         if self.cluster is not None and self.peers is not None:

@@ -190,6 +190,10 @@ class ClusterApis:
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
                     error_message="a share coordinator key is groupId:topicId:partition"))
+            elif body.key_type == KEY_TYPE_SHARE and self.view.clustered:
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="share partitions are not served in a cluster"))
             elif body.key_type == KEY_TYPE_SHARE:
                 # The share state is kept by the node that serves the share partitions: this one.
                 host, port = self.view.advertised

@@ -16,6 +16,8 @@ from typing import Any
 
 import trio
 
+from broker.coordinator.context import RequestContext
+from broker.coordinator.result import Result
 from broker.coordinator.shard import GroupCoordinatorShard
 from broker.coordinator.share import describe as share_describe
 from broker.groups.shards import ShardManager, ShardRuntime
@@ -56,6 +58,11 @@ def share_acknowledge_error(req: Request[ShareAcknowledgeRequest], code: int) ->
     return ShareAcknowledgeResponse(error_code=code, acquisition_lock_timeout_ms=0, responses=[], node_endpoints=[])
 
 
+def _ignore(ok: bool) -> None:
+    """Released records need no durability of their own: after a restart they are available anyway."""
+    del ok
+
+
 def batch_ranges(data: bytes) -> list[BatchRange]:
     """The offsets of each stored batch in ``data`` (its header only is read)."""
     out = []
@@ -71,11 +78,12 @@ def batch_ranges(data: bytes) -> list[BatchRange]:
 
 
 class ShareApis:
-    def __init__(self, shards: ShardManager, routing: GroupRouting, service: ShareService, topic_logs: TopicLogs,
+    def __init__(self, shards: ShardManager, routing: GroupRouting, service: ShareService | None, topic_logs: TopicLogs,
                  catalog: TopicCatalog, node_id: int, isolation_level: str = "read_uncommitted") -> None:
         self.shards = shards
         self.routing = routing
-        self.service = service
+        # None in a cluster, where ShareFetch and ShareAcknowledge are not served (apis.py).
+        self._service = service
         self.topic_logs = topic_logs
         self.catalog = catalog
         self.node_id = node_id
@@ -83,9 +91,24 @@ class ShareApis:
         # Share partitions a fetch started (at the partition's end): written before it is answered.
         self._initialized: list[Key] = []
         # The member id is the client's own; the group id is checked by the operation.
-        self.share_group_heartbeat = SingleGroupApi(routing, GroupCoordinatorShard.share_group_heartbeat,
-                                                    share_heartbeat_error, describable_topics=None,
-                                                    empty_id_invalid=False)
+        self.share_group_heartbeat = SingleGroupApi(routing, self._heartbeat, share_heartbeat_error,
+                                                    describable_topics=None, empty_id_invalid=False)
+
+    @property
+    def service(self) -> ShareService:
+        assert self._service is not None, "share partitions are not served in a cluster"
+        return self._service
+
+    def _heartbeat(self, shard: GroupCoordinatorShard, body: ShareGroupHeartbeatRequest, ctx: RequestContext,
+                   now: int) -> Result:
+        """The heartbeat on the group's shard; a member that leaves gives back what it holds (its
+        share session ends, its acquired records are available again at once)."""
+        result = shard.share_group_heartbeat(body, ctx, now)
+        service = self._service
+        if service is not None and body.member_epoch == -1 and any(getattr(r, "error_code", -1) == 0 for _, r in result.replies):
+            service.sessions.pop((body.group_id, body.member_id), None)
+            service.persist(service.release_member(body.group_id, body.member_id), _ignore)
+        return result
 
     # ---- membership -----------------------------------------------------------------------------
 

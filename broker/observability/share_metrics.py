@@ -13,7 +13,7 @@ from broker.share.service import ShareService
 from broker.share_partition.partition import ACQUIRED, AVAILABLE
 
 
-def share_families(shards: ShardManager, service: ShareService) -> Iterator[Family]:
+def share_families(shards: ShardManager, service: ShareService | None) -> Iterator[Family]:
     states: Counter[str] = Counter({"Empty": 0, "Stable": 0})
     members = 0
     for runtime in shards.runtimes:
@@ -25,7 +25,7 @@ def share_families(shards: ShardManager, service: ShareService) -> Iterator[Fami
     redelivered: Counter[str] = Counter()
     expired: Counter[str] = Counter()
     archived: Counter[str] = Counter()
-    for (group, _, _), sp in service.partitions.items():
+    for (group, _, _), sp in ({} if service is None else service.partitions).items():
         for rec in sp.records.values():
             if rec.state == ACQUIRED:
                 in_flight[(group, "acquired")] += 1

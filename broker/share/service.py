@@ -170,6 +170,10 @@ class ShareService:
             by_part.setdefault(self._index(key), []).append((k, v, now))
         self._write(by_part, done)
 
+    def forget_group(self, group: str) -> None:
+        """DeleteGroups deleted the group: its share partitions' state goes too."""
+        self.forget([key for key in self.partitions if key[0] == group], lambda ok: None)
+
     def _index(self, key: Key) -> int:
         return partition_for(f"{key[0]}:{key[1].hex()}:{key[2]}", self.num_partitions)
 
