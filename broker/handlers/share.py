@@ -199,8 +199,9 @@ class ShareApis:
             for p in t.partitions:
                 if body.share_session_epoch != -1:
                     session.partitions.add((t.topic_id, p.partition_index))
-                ack_codes[(t.topic_id, p.partition_index)] = self._acknowledge(
-                    group, member, t.topic_id, p.partition_index, p.acknowledgement_batches, changed)
+                if p.acknowledgement_batches:  # a partition is answered for its acknowledgements
+                    ack_codes[(t.topic_id, p.partition_index)] = self._acknowledge(
+                        group, member, t.topic_id, p.partition_index, p.acknowledgement_batches, changed)
         for forgotten in body.forgotten_topics_data:
             for index in forgotten.partitions:
                 session.partitions.discard((forgotten.topic_id, index))

@@ -145,6 +145,8 @@ class SharePartition:
             return ErrorCode.INVALID_REQUEST
         todo = []
         for i, offset in enumerate(range(first, last + 1)):
+            if offset < self.start_offset:
+                continue  # already done (acknowledged or archived): Kafka answers it without error
             kind = types[0] if len(types) == 1 else types[i]
             if kind == GAP:
                 rec = self.records.get(offset)

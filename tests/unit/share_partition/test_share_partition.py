@@ -49,8 +49,9 @@ def test_only_the_holder_acknowledges() -> None:
     sp = fresh()
     sp.acquire("a", B, 10, 2, 0, L)
     assert sp.acknowledge("b", 0, 1, [ACCEPT], L) == ErrorCode.INVALID_RECORD_STATE
-    assert sp.acknowledge("a", 0, 1, [ACCEPT], L) == 0
-    assert sp.acknowledge("a", 0, 1, [ACCEPT], L) == ErrorCode.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", 0, 0, [ACCEPT], L) == 0
+    assert sp.acknowledge("a", 0, 0, [ACCEPT], L) == 0  # below the start offset: done, no error (as Kafka)
+    assert sp.acknowledge("a", 1, 2, [ACCEPT], L) == ErrorCode.INVALID_RECORD_STATE  # 2 was never acquired
 
 
 def test_lock_expiry_and_delivery_limit_archive_a_poison_record() -> None:
