@@ -8,8 +8,8 @@ hold none of them.
 
 An offset record matters if it is the last one for its key, or if it would create a group: the
 first value-bearing commit for a group that does not exist at that point (before any
-GroupMetadata record of the group, or after its tombstone). GroupMetadata records and the KIP-848
-consumer-group records always matter.
+GroupMetadata record of the group, or after its tombstone). GroupMetadata records, the KIP-848
+consumer-group records and the KIP-932 share-group records always matter.
 
 Transactional batches (TxnOffsetCommit) and transaction markers always matter too, and do not
 count as "the last commit of a key": whether a transactional offset takes effect depends on the
@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 from protocol.offsets_log_records import (
     GROUP_METADATA_KEY_VERSION,
     OFFSET_COMMIT_KEY_VERSIONS,
+    SHARE_GROUP_RECORD_TYPES,
     decode_record,
     key_group,
     key_version,
@@ -35,6 +36,9 @@ from protocol.record_batch import ControlType, RecordBatch, control_type_of, dec
 # Key versions (record types) of the KIP-848 consumer-group records; 3 is the group's metadata.
 CONSUMER_GROUP_KEY_VERSIONS = frozenset((3, 4, 5, 6, 7, 8, 16))
 CONSUMER_GROUP_METADATA_KEY_VERSION = 3
+# The KIP-932 share-group records always matter too; 11 is the group's metadata.
+SHARE_GROUP_METADATA_KEY_VERSION = 11
+_GROUP_RECORD_VERSIONS = CONSUMER_GROUP_KEY_VERSIONS | SHARE_GROUP_RECORD_TYPES
 
 
 def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
@@ -61,11 +65,12 @@ def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
                 if not value_is_null and group not in present:
                     present.add(group)
                     creators.append(offset)
-            elif version == GROUP_METADATA_KEY_VERSION or version in CONSUMER_GROUP_KEY_VERSIONS:
+            elif version == GROUP_METADATA_KEY_VERSION or version in _GROUP_RECORD_VERSIONS:
                 group_batches.add(base)
                 if not value_is_null:
                     present.add(group)
-                elif version in (GROUP_METADATA_KEY_VERSION, CONSUMER_GROUP_METADATA_KEY_VERSION):
+                elif version in (GROUP_METADATA_KEY_VERSION, CONSUMER_GROUP_METADATA_KEY_VERSION,
+                                 SHARE_GROUP_METADATA_KEY_VERSION):
                     present.discard(group)
     return sorted(set(creators).union(last.values())), group_batches
 

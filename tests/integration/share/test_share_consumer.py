@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from kclient.wire_client import WireClient
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.metrics import scrape
 
@@ -112,6 +114,29 @@ def test_release_redelivers_counted_and_reject_never(broker_factory: Callable[..
         c.close()
 
 
+def test_the_delivery_limit_archives_a_poison_record(broker_factory: Callable[..., BrokerProcess]) -> None:
+    broker = broker_factory({**OVERRIDES, "group.share.delivery.count.limit": "2"})
+    make_topic(broker, "q")
+    c = consumer(broker, "sg", "q", explicit=True)
+    try:
+        joined(c)
+        produce(broker, "q", ["poison", "fine"])
+        seen: list[tuple[str, int]] = []
+
+        def judge(m: Any) -> None:
+            seen.append((m.value().decode(), m.delivery_count()))
+            c.acknowledge(m, AcknowledgeType.RELEASE if m.value() == b"poison" else AcknowledgeType.ACCEPT)
+
+        poll_until(c, lambda got: len(got) >= 3, on_message=judge)
+        c.commit_sync()
+        poll_until(c, lambda got: False, seconds=2, on_message=judge)
+        # Released twice, then archived: never a third delivery.
+        assert sorted(seen) == [("fine", 1), ("poison", 1), ("poison", 2)]
+        assert scrape(broker.metrics_port).value("kcoord_share_archived_at_delivery_limit", group="sg") == 1
+    finally:
+        c.close()
+
+
 def test_unacknowledged_records_return_after_the_lock_expires(broker_factory: Callable[..., BrokerProcess]) -> None:
     broker = broker_factory(OVERRIDES)
     make_topic(broker, "q")
@@ -150,6 +175,10 @@ def test_acknowledgements_survive_kill_9(broker_factory: Callable[..., BrokerPro
     broker.kill()
     c.close()
     broker.start_loaded()
+    # The share group itself came back from __consumer_offsets.
+    with WireClient("127.0.0.1", broker.port) as wire:
+        (described,) = wire.call(77, 1, ShareGroupDescribeRequest(group_ids=["sg"])).groups
+    assert described.error_code == 0 and described.group_epoch >= 2
     d = consumer(broker, "sg", "q", explicit=True)
     try:
         again = poll_until(d, lambda got: len(got) >= 2, seconds=20, on_message=lambda m: d.acknowledge(m))
