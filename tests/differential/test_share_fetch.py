@@ -82,13 +82,16 @@ def test_fetch_acknowledge_and_session_errors(pair: Pair) -> None:
 
         topic_id = next(i for i, n in topic_names(c).items() if n == topic)
         s = Session(c, group, mid, topic_id)
-        opened = s.fetch()  # epoch 0: opens the session (the share partition starts at the end)
+        # Epoch 0 opens the session. The share partition starts at the partition's end when it is
+        # first fetched (share.auto.offset.reset=latest): a record produced earlier is not delivered.
+        produce(c, topic, 0, batch(b"early"))
+        opened = s.fetch()
         produce(c, topic, 0, batch(b"a", b"b", b"c"))
-        acquired = s.until_acquired()
-        mixed = s.acknowledge([(0, 2, [ACCEPT, RELEASE, REJECT])])
-        again = s.acknowledge([(0, 0, [ACCEPT])])
+        acquired = s.until_acquired()  # offsets 1-3
+        mixed = s.acknowledge([(1, 3, [ACCEPT, RELEASE, REJECT])])
+        again = s.acknowledge([(1, 1, [ACCEPT])])
         redelivered = s.until_acquired()
-        done = s.fetch([(1, 1, [ACCEPT])])
+        done = s.fetch([(2, 2, [ACCEPT])])
         return {
             "no_session": s.fetch(epoch=5, member=member_id("stranger")),
             # Whether Kafka lists the partition in its first, empty answer depends on whether the
@@ -105,4 +108,4 @@ def test_fetch_acknowledge_and_session_errors(pair: Pair) -> None:
 
     answers = pair.compare(scenario, extra_dropped=frozenset({"records", "node_endpoints"}))
     acquired = answers["acquired"]["responses"][0]["partitions"][0]["acquired_records"]  # type: ignore[index]
-    assert acquired == [{"first_offset": 0, "last_offset": 2, "delivery_count": 1}]
+    assert acquired == [{"first_offset": 1, "last_offset": 3, "delivery_count": 1}]
