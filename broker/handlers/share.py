@@ -88,8 +88,6 @@ class ShareApis:
         self.catalog = catalog
         self.node_id = node_id
         self.committed = isolation_level == READ_COMMITTED
-        # Share partitions a fetch started (at the partition's end): written before it is answered.
-        self._initialized: list[Key] = []
         # The member id is the client's own; the group id is checked by the operation.
         self.share_group_heartbeat = SingleGroupApi(routing, self._heartbeat, share_heartbeat_error,
                                                     describable_topics=None, empty_id_invalid=False)
@@ -214,18 +212,20 @@ class ShareApis:
             if not ok:
                 req.reply.set(share_fetch_error(req, ErrorCode.UNKNOWN_SERVER_ERROR))
                 return
-            response, got, waits = self._acquire(group, member, wanted, ack_codes, body.max_bytes, max_records)
+            response, got, waits, started = self._acquire(group, member, wanted, ack_codes, body.max_bytes,
+                                                           max_records)
             if got or body.max_wait_ms <= 0 or not wanted:
-                self._answer_after_init(req, response)
+                self._answer_after_init(req, response, started)
                 return
             self.topic_logs.spawn(self._park, req, response, waits, trio.current_time() + body.max_wait_ms / 1000,
-                                  group, member, wanted, ack_codes, max_records)
+                                  group, member, wanted, ack_codes, max_records, started)
 
         self.service.persist(changed, durable)
 
-    def _answer_after_init(self, req: Request[ShareFetchRequest], response: ShareFetchResponse) -> None:
-        pending = self._initialized
-        self._initialized = []
+    def _answer_after_init(self, req: Request[ShareFetchRequest], response: ShareFetchResponse,
+                           pending: list[Key]) -> None:
+        """Answers once the share partitions this fetch started (at the partition's end) are
+        durable: a restart must not move their start to a later end."""
         if not pending:
             req.reply.set(response)
             return
@@ -237,7 +237,7 @@ class ShareApis:
 
     async def _park(self, req: Request[ShareFetchRequest], response: ShareFetchResponse, waits: list[Any],
                     deadline: float, group: str, member: str, wanted: list[tuple[bytes, int]],
-                    ack_codes: dict[tuple[bytes, int], int], max_records: int) -> None:
+                    ack_codes: dict[tuple[bytes, int], int], max_records: int, started: list[Key]) -> None:
         while trio.current_time() < deadline:
             woken = trio.Event()
             for s in waits:
@@ -248,15 +248,17 @@ class ShareApis:
                 s.watchers.discard(woken)
             if (group, member) not in self.service.sessions:
                 break
-            response, got, waits = self._acquire(group, member, wanted, {}, req.body.max_bytes, max_records,
-                                                 ack_codes)
+            response, got, waits, more = self._acquire(group, member, wanted, {}, req.body.max_bytes, max_records,
+                                                       ack_codes)
+            started += more
             if got:
                 break
-        self._answer_after_init(req, response)
+        self._answer_after_init(req, response, started)
 
     def _acquire(self, group: str, member: str, wanted: list[tuple[bytes, int]], ack_codes: dict[tuple[bytes, int], int],
                  max_bytes: int, max_records: int,
-                 earlier_acks: dict[tuple[bytes, int], int] | None = None) -> tuple[ShareFetchResponse, bool, list[Any]]:
+                 earlier_acks: dict[tuple[bytes, int], int] | None = None,
+                 ) -> tuple[ShareFetchResponse, bool, list[Any], list[Key]]:
         service = self.service
         now = service.clock()
         by_topic: dict[bytes, list[Any]] = {}
@@ -266,6 +268,7 @@ class ShareApis:
         acks = dict(earlier_acks or {})
         acks.update(ack_codes)
         listed = set(acks)
+        started: list[Key] = []
         for topic_id, index in wanted:
             pd = _FetchPart(partition_index=index, error_code=0, acknowledge_error_code=acks.get((topic_id, index), 0),
                             current_leader=_FetchPart.LeaderIdAndEpoch(leader_id=self.node_id, leader_epoch=0),
@@ -287,7 +290,7 @@ class ShareApis:
             sp = service.get(key)
             if not sp.initialized:
                 sp.initialize(hw)
-                self._initialized.append(key)
+                started.append(key)
             sp.move_start(log.log_start_offset)
             start = sp.read_from()
             if start < visible and budget > 0 and max_records > 0:
@@ -310,7 +313,7 @@ class ShareApis:
             error_code=0, acquisition_lock_timeout_ms=service.limits.lock_ms, node_endpoints=[],
             responses=[ShareFetchResponse.ShareFetchableTopicResponse(topic_id=t, partitions=ps)
                        for t, ps in by_topic.items()])
-        return response, got_any, waits
+        return response, got_any, waits, started
 
     # ---- ShareAcknowledge -----------------------------------------------------------------------
 
