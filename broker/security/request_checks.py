@@ -436,6 +436,16 @@ class RequestChecks:
         elif body.key_type == 1:
             resource, code = ResourceType.TRANSACTIONAL_ID, TXN_DENIED
             message = "Transactional Id authorization failed."
+        elif body.key_type == 2:
+            # A share-state key: brokers look it up, so Kafka asks ClusterAction on the cluster.
+            if self.allowed(req, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+                return False
+            C = FindCoordinatorResponse.Coordinator
+            keys = list(body.coordinator_keys) if req.version >= 4 else [body.key]
+            return self._deny(req, FindCoordinatorResponse(
+                error_code=CLUSTER_DENIED, error_message=_MESSAGES[CLUSTER_DENIED], node_id=-1, host="", port=-1,
+                coordinators=[C(key=k, node_id=-1, host="", port=-1, error_code=CLUSTER_DENIED) for k in keys]
+                if req.version >= 4 else []))
         else:
             return False
         if req.version < 4:
