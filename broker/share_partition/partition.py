@@ -77,10 +77,8 @@ class SharePartition:
 
     def read_from(self) -> int:
         """Where the shell should read: the first available in-flight record, else new data."""
-        for offset in sorted(self.records):
-            if self.records[offset].state == AVAILABLE:
-                return offset
-        return self.next_offset
+        available = [offset for offset, rec in self.records.items() if rec.state == AVAILABLE]
+        return min(available) if available else self.next_offset
 
     def in_flight(self) -> int:
         return sum(1 for r in self.records.values() if r.state in (AVAILABLE, ACQUIRED))
@@ -92,6 +90,7 @@ class SharePartition:
         ``limits.max_in_flight`` records are in flight)."""
         got: list[int] = []
         deadline = now_ms + limits.lock_ms
+        in_flight = self.in_flight()  # counted once: new records add to it below
         for batch in batches:
             for offset in range(max(batch.first, self.start_offset), min(batch.last + 1, visible_end)):
                 if len(got) >= max_records:
@@ -107,8 +106,9 @@ class SharePartition:
                     if rec.state != AVAILABLE:
                         continue
                 elif offset >= self.next_offset:
-                    if self.in_flight() >= limits.max_in_flight:
+                    if in_flight >= limits.max_in_flight:
                         break
+                    in_flight += 1
                     rec = self.records[offset] = InFlight(AVAILABLE)
                     self.next_offset = offset + 1
                 else:
