@@ -245,11 +245,13 @@ class BrokerApp:
             cluster=self.cluster)
         # Share partitions and their __share_group_state logs live on one node: in a cluster they would
         # need the partitions' ownership (not done), so ShareFetch and the rest are not served there.
-        self.share = None if self.cluster is not None else ShareService(self.logs, Limits(lock_ms=c.get_int("group.share.record.lock.duration.ms"),
-                                                    delivery_limit=c.get_int("group.share.delivery.count.limit"),
-                                                    max_in_flight=c.get_int("group.share.partition.max.record.locks")),
-                                  c.get_int("share.coordinator.state.topic.num.partitions"),
-                                  _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")), clock)
+        share_limits = Limits(lock_ms=c.get_int("group.share.record.lock.duration.ms"),
+                              delivery_limit=c.get_int("group.share.delivery.count.limit"),
+                              max_in_flight=c.get_int("group.share.partition.max.record.locks"))
+        self.share = None if self.cluster is not None else ShareService(
+            self.logs, share_limits, c.get_int("share.coordinator.state.topic.num.partitions"),
+            _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")), clock,
+            c.get_int("group.share.max.share.sessions"))
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
                                                         share_families(self.shards, self.share)))
         self.router = Router()

@@ -103,6 +103,8 @@ PROPERTIES: tuple[Property, ...] = (
              "is archived instead of released again.", minimum=2),
     Property("group.share.partition.max.record.locks", int, 2000, "Most records of a share partition in flight "
              "(acquired or released for redelivery) at once.", minimum=100),
+    Property("group.share.max.share.sessions", int, 2000, "Most share sessions open on this broker at once; "
+             "a share fetch that would open one more is answered SHARE_SESSION_LIMIT_REACHED.", minimum=1),
     Property("share.coordinator.state.topic.num.partitions", int, 50, "Partitions of __share_group_state, where "
              "share partitions' delivery state is kept.", minimum=1),
     Property("group.consumer.session.timeout.ms", int, 45000, "Session timeout of consumer-protocol (KIP-848) "

@@ -132,6 +132,7 @@ class ErrorCode(IntEnum):
     DUPLICATE_VOTER = 126
     VOTER_NOT_FOUND = 127
     INVALID_REGULAR_EXPRESSION = 128
+    SHARE_SESSION_LIMIT_REACHED = 133
 
 
 class ProtocolError(Exception):

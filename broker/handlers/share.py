@@ -147,6 +147,8 @@ class ShareApis:
         if epoch == 0:
             if key in sessions:
                 released = self.service.release_member(group, member)
+            elif len(sessions) >= self.service.max_sessions:
+                return ErrorCode.SHARE_SESSION_LIMIT_REACHED, None, released
             opened = sessions[key] = ShareSession(1, set())
             return ErrorCode.NONE, opened, released
         session = sessions.get(key)

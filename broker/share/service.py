@@ -42,7 +42,8 @@ class ShareSession:
 
 class ShareService:
     def __init__(self, runtime: LogRuntime, limits: Limits, num_partitions: int, log_config: LogConfig,
-                 clock: Callable[[], int]) -> None:
+                 clock: Callable[[], int], max_sessions: int = 2000) -> None:
+        self.max_sessions = max_sessions
         self.runtime = runtime
         self.limits = limits
         self.num_partitions = num_partitions
