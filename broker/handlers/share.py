@@ -149,7 +149,7 @@ class ShareApis:
                 released = self.service.release_member(group, member)
             elif len(sessions) >= self.service.max_sessions:
                 return ErrorCode.SHARE_SESSION_LIMIT_REACHED, None, released
-            opened = sessions[key] = ShareSession(1, set())
+            opened = sessions[key] = ShareSession(1, set(), self.service.clock())
             return ErrorCode.NONE, opened, released
         session = sessions.get(key)
         if session is None:
@@ -160,6 +160,7 @@ class ShareApis:
         if epoch != session.epoch:
             return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None, released
         session.epoch = 1 if session.epoch >= _MAX_EPOCH else session.epoch + 1
+        session.last_used_ms = self.service.clock()
         return ErrorCode.NONE, session, released
 
     def _acknowledge(self, group: str, member: str, topic_id: bytes, partition: int, batches: list[Any],

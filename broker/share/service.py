@@ -38,12 +38,16 @@ Key = tuple[str, bytes, int]  # group, topic id, partition
 class ShareSession:
     epoch: int
     partitions: set[tuple[bytes, int]]
+    last_used_ms: int = 0
 
 
 class ShareService:
     def __init__(self, runtime: LogRuntime, limits: Limits, num_partitions: int, log_config: LogConfig,
-                 clock: Callable[[], int], max_sessions: int = 2000) -> None:
+                 clock: Callable[[], int], max_sessions: int = 2000, session_idle_ms: int = 45000) -> None:
         self.max_sessions = max_sessions
+        # A session unused this long belongs to a consumer that is gone (one that polls fetches
+        # far more often): it is closed and what its member holds is released.
+        self.session_idle_ms = session_idle_ms
         self.runtime = runtime
         self.limits = limits
         self.num_partitions = num_partitions
@@ -102,7 +106,9 @@ class ShareService:
         task_status.started()
         while True:
             await trio.sleep(0.1)
-            self.expire_locks(self.clock())
+            now = self.clock()
+            self.expire_locks(now)
+            self.close_idle_sessions(now)
 
     # ---- state --------------------------------------------------------------------------------
 
@@ -117,6 +123,12 @@ class ShareService:
             deadline = sp.next_deadline()
             if deadline is not None and deadline <= now_ms:
                 sp.expire(now_ms, self.limits)
+
+    def close_idle_sessions(self, now_ms: int) -> None:
+        idle = [key for key, session in self.sessions.items() if now_ms - session.last_used_ms > self.session_idle_ms]
+        for group, member in idle:
+            del self.sessions[(group, member)]
+            self.release_member(group, member)
 
     def release_member(self, group: str, member: str) -> list[Key]:
         """The member's session ended: whatever it holds in the group's share partitions goes back."""
