@@ -51,6 +51,8 @@ def _topic_name(st: CoordinatorState, topic: OffsetCommitRequest.Topic, version:
 def _group_error(st: CoordinatorState, req: OffsetCommitRequest, version: int) -> ErrorCode:
     generation = req.generation_id_or_member_epoch
     instance_id = req.group_instance_id if version >= 7 else None
+    if req.group_id in st.share_groups:
+        return ErrorCode.GROUP_ID_NOT_FOUND  # a share group keeps no committed offsets
     consumer_group = st.consumer_groups.get(req.group_id)
     if consumer_group is not None:
         return _consumer_group_error(consumer_group, req.member_id, generation, version)

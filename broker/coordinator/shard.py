@@ -34,6 +34,9 @@ from broker.coordinator.consumer.heartbeat import (
     group_state,
     note_transition,
 )
+from broker.coordinator.consumer.heartbeat import (
+    error_response as consumer_error_response,
+)
 from broker.coordinator.consumer.member import MemberState
 from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
 from broker.coordinator.offsets import FetchedOffset, fetch_offsets
@@ -156,6 +159,10 @@ class GroupCoordinatorShard:
     # ---- membership -----------------------------------------------------------------------
 
     def join_group(self, req: JoinGroupRequest, ctx: RequestContext, now_ms: int) -> Result:
+        if req.group_id in self.state.share_groups:
+            # A share group's id: Kafka answers a classic member so.
+            return Result(replies=[(ctx.token, join_response(ctx.api_version, error=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                                                             member_id=req.member_id))])
         return join_group.join_group(self.state, req, ctx, now_ms)
 
     def sync_group(self, req: SyncGroupRequest, ctx: RequestContext, now_ms: int) -> Result:
@@ -168,6 +175,9 @@ class GroupCoordinatorShard:
         return leave_group.leave_group(self.state, req, ctx, now_ms)
 
     def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
+        if req.group_id in self.state.share_groups:
+            return Result(replies=[(ctx.token, consumer_error_response(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."))])
         return consumer_group_heartbeat(self.state, req, ctx, now_ms)
 
     def share_group_heartbeat(self, req: ShareGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:

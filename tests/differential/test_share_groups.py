@@ -129,3 +129,29 @@ def test_list_groups_shows_share_groups(pair: Pair) -> None:
 
     answers = pair.compare(scenario)
     assert answers and answers[0]["group_type"] == "share"  # type: ignore[index]
+
+
+def test_other_protocols_on_a_share_group_id(pair: Pair) -> None:
+    from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+    from protocol.messages.offset_commit import OffsetCommitRequest
+    from tests.differential.ops import join
+
+    group, topic = unique("share-other"), unique("share-other-t")
+
+    def scenario(t: Target) -> object:
+        c = t.client("share-consumer")
+        create_topics(c, {topic: 1})
+        heartbeat(c, group, member_id(group), 0, [topic])
+        consumer = c.call(68, 1, ConsumerGroupHeartbeatRequest(
+            group_id=group, member_id=member_id(group + "c"), member_epoch=0, rebalance_timeout_ms=30000,
+            subscribed_topic_names=[topic], topic_partitions=[]))
+        classic = join(c, group)
+        commit = c.call(8, 9, OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                                  topics=[OffsetCommitRequest.Topic(name=topic, partitions=[
+                                                      OffsetCommitRequest.Topic.Partition(partition_index=0,
+                                                                                          committed_offset=0)])]))
+        return {"consumer": consumer.error_code, "classic": classic.error_code,
+                "commit": [p.error_code for tp in commit.topics for p in tp.partitions],
+                "described": describe(c, group).groups[0].group_state}
+
+    pair.compare(scenario)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from broker.coordinator.classic_group import GroupState
 from broker.coordinator.consumer.subscriptions import metadata_hash
 from broker.coordinator.context import RequestContext
 from broker.coordinator.result import Result
@@ -227,7 +228,7 @@ def share_group_heartbeat(st: CoordinatorState, req: ShareGroupHeartbeatRequest,
         return answer(_error(ErrorCode.INVALID_REQUEST, invalid))
     gid = req.group_id
     classic = st.groups.get(gid)
-    if gid in st.consumer_groups or (classic is not None and classic.members):
+    if gid in st.consumer_groups or (classic is not None and classic.state is not GroupState.DEAD):
         return answer(_error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a share group."))
     group = st.share_groups.get(gid)
     if req.member_epoch == LEAVE_EPOCH:

@@ -62,6 +62,24 @@ def test_errors() -> None:
     assert beat(h, "a", 7).error_code == ErrorCode.FENCED_MEMBER_EPOCH
 
 
+def test_a_group_id_names_one_kind_of_group() -> None:
+    from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+    from protocol.messages.join_group import JoinGroupRequest
+
+    h = Harness(topics={"t": 1})
+    beat(h, "a", 0, ["t"])
+    ctx = h.ctx(1)
+    h.op(h.shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
+        group_id="sg", member_id="c", member_epoch=0, rebalance_timeout_ms=30000, subscribed_topic_names=["t"],
+        topic_partitions=[]), ctx, h.now))
+    assert h.response(ctx.token).error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    ctx = h.ctx(9)
+    h.op(h.shard.join_group(JoinGroupRequest(group_id="sg", session_timeout_ms=10000, member_id="",
+                                             protocol_type="consumer", protocols=[]), ctx, h.now))
+    assert h.response(ctx.token).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert "sg" not in h.shard.state.consumer_groups and "sg" not in h.shard.state.groups
+
+
 def test_leave_and_session_timeout_reassign() -> None:
     h = Harness(topics={"t": 2})
     a = beat(h, "a", 0, ["t"])
