@@ -150,7 +150,12 @@ def test_other_protocols_on_a_share_group_id(pair: Pair) -> None:
                                                   topics=[OffsetCommitRequest.Topic(name=topic, partitions=[
                                                       OffsetCommitRequest.Topic.Partition(partition_index=0,
                                                                                           committed_offset=0)])]))
+        from tests.differential.ops import describe as describe_classic
+
+        classic_described = describe_classic(c, group).groups[0]
         return {"consumer": consumer.error_code, "classic": classic.error_code,
+                "classic_described": (classic_described.error_code, classic_described.group_state,
+                                      classic_described.protocol_type),
                 "commit": [p.error_code for tp in commit.topics for p in tp.partitions],
                 "described": describe(c, group).groups[0].group_state}
 
