@@ -252,6 +252,8 @@ class BrokerApp:
             self.logs, share_limits, c.get_int("share.coordinator.state.topic.num.partitions"),
             _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")), clock,
             c.get_int("group.share.max.share.sessions"), c.get_int("group.share.session.timeout.ms"))
+        if self.share is not None:
+            self.topic_changes.subscribe(self.share.on_topic_change)
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
                                                         share_families(self.shards, self.share)))
         self.router = Router()

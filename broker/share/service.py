@@ -23,6 +23,7 @@ from broker.log_runtime.runtime import Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.share_partition import records as state_records
 from broker.share_partition.partition import Limits, SharePartition
+from broker.topics.changes import Settlement, TopicChange, TopicDeleted
 from protocol import share_state_records
 from protocol.errors import DecodeError
 from protocol.partitioning import partition_for
@@ -182,6 +183,14 @@ class ShareService:
             k, v = share_state_records.encode(ShareStateRecord(SNAPSHOT, key[0], key[1], key[2], None))
             by_part.setdefault(self._index(key), []).append((k, v, now))
         self._write(by_part, done)
+
+    def on_topic_change(self, change: TopicChange, settlement: Settlement) -> None:
+        """Subscribed to the broker's topic changes: a deleted topic's share partitions are
+        forgotten (tombstoned in __share_group_state); DeleteTopics settles once that is durable."""
+        if not isinstance(change, TopicDeleted):
+            return
+        release = settlement.hold()
+        self.forget([key for key in self.partitions if key[1] == change.topic_id], lambda ok: release())
 
     def forget_group(self, group: str) -> None:
         """DeleteGroups deleted the group: its share partitions' state goes too."""
