@@ -42,6 +42,17 @@ from broker.handlers.produce import ProduceApi
 from broker.handlers.records import RecordApis
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.share import (
+    ShareApis,
+    share_acknowledge_error,
+    share_describe_error,
+    share_fetch_error,
+    share_heartbeat_error,
+)
+from broker.handlers.share_admin import ShareOffsetApis
+from broker.handlers.share_admin import alter_offsets_error as alter_share_offsets_error
+from broker.handlers.share_admin import delete_offsets_error as delete_share_offsets_error
+from broker.handlers.share_admin import describe_offsets_error as describe_share_offsets_error
 from broker.handlers.streams_groups import StreamsGroupApis
 from broker.handlers.streams_groups import describe_error as streams_describe_error
 from broker.handlers.streams_groups import heartbeat_error as streams_heartbeat_error
@@ -68,6 +79,10 @@ from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsResponse,
 )
 from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
+from protocol.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+)
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -87,6 +102,10 @@ from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRes
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from protocol.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+)
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
@@ -96,6 +115,10 @@ from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGro
 from protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
 from protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
@@ -141,6 +164,10 @@ from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
 from protocol.messages.streams_group_heartbeat import (
     StreamsGroupHeartbeatRequest,
@@ -204,6 +231,7 @@ class Handlers:
     streams_groups: StreamsGroupApis
     produce: ProduceApi
     fetch: FetchApi
+    share: ShareApis
     list_offsets: ListOffsetsApi
     records: RecordApis
     log_dirs: LogDirApis
@@ -218,6 +246,8 @@ class Handlers:
     telemetry: TelemetryApis | None = None
     # Only in a cluster: the markers another node's transaction coordinator has this node write.
     write_txn_markers: WriteTxnMarkersApi | None = None
+    # Share partitions (ShareFetch, ShareAcknowledge, the share-group offsets): one node only.
+    share_offsets: ShareOffsetApis | None = None
 
 
 def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
@@ -268,6 +298,11 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.streams_group_heartbeat, refuse=streams_heartbeat_error),
         api(StreamsGroupDescribeRequest, StreamsGroupDescribeResponse, h.streams_groups.streams_group_describe,
             authorize=checks.streams_group_describe, refuse=streams_describe_error),
+        # ---- share groups (KIP-932) --------------------------------------------------------------
+        api(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, h.share.share_group_heartbeat,
+            authorize=checks.share_group_heartbeat, refuse=share_heartbeat_error),
+        api(ShareGroupDescribeRequest, ShareGroupDescribeResponse, h.share.share_group_describe,
+            authorize=checks.share_group_describe, refuse=share_describe_error),
         # ---- the data plane --------------------------------------------------------------------
         api(ProduceRequest, ProduceResponse, h.produce.produce, authorize=checks.produce, refuse=refusals.produce),
         api(FetchRequest, FetchResponse, h.fetch.fetch, authorize=checks.fetch, refuse=refusals.fetch),
@@ -338,7 +373,21 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.incremental_alter_configs, refuse=refusals.incremental_alter_configs),
         api(ListConfigResourcesRequest, ListConfigResourcesResponse, h.configs.list_config_resources,
             authorize=checks.list_config_resources, refuse=refusals.list_config_resources),
-    ) + _quota_and_telemetry_apis(h) + (() if h.write_txn_markers is None else (
+    ) + _quota_and_telemetry_apis(h) + (() if h.share_offsets is None else (  # with it, ShareApis has its share partitions
+        # ---- share partitions on this node (not in a cluster) -----------------------------------
+        api(ShareFetchRequest, ShareFetchResponse, h.share.share_fetch, authorize=checks.share_fetch,
+            refuse=share_fetch_error),
+        api(ShareAcknowledgeRequest, ShareAcknowledgeResponse, h.share.share_acknowledge,
+            authorize=checks.share_acknowledge, refuse=share_acknowledge_error),
+        api(DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
+            h.share_offsets.describe_share_group_offsets, authorize=checks.describe_share_group_offsets,
+            refuse=describe_share_offsets_error),
+        api(AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, h.share_offsets.alter_share_group_offsets,
+            authorize=checks.alter_share_group_offsets, refuse=alter_share_offsets_error),
+        api(DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
+            h.share_offsets.delete_share_group_offsets, authorize=checks.delete_share_group_offsets,
+            refuse=delete_share_offsets_error),
+    )) + (() if h.write_txn_markers is None else (
         # ---- between the nodes of a cluster ----------------------------------------------------
         api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, h.write_txn_markers, authorize=checks.cluster_peer,
             refuse=write_txn_markers_refused, versions=(1, 1)),

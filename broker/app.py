@@ -38,13 +38,15 @@ from broker.handlers.cluster import ApiVersionsApi, ClusterApis
 from broker.handlers.configs import ConfigApis
 from broker.handlers.create_partitions import CreatePartitionsApi
 from broker.handlers.fetch import FetchApi
-from broker.handlers.groups import GroupApis
+from broker.handlers.groups import GroupApis, GroupRouting
 from broker.handlers.list_offsets import ListOffsetsApi
 from broker.handlers.log_dirs import LogDirApis
 from broker.handlers.produce import ProduceApi
 from broker.handlers.records import RecordApis
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
+from broker.handlers.share import ShareApis
+from broker.handlers.share_admin import ShareOffsetApis
 from broker.handlers.streams_groups import StreamsGroupApis, may_create_topics
 from broker.handlers.telemetry import TelemetryApis
 from broker.handlers.topics import TopicApis
@@ -57,6 +59,7 @@ from broker.observability import logs
 from broker.observability.lag_metrics import LagMetrics
 from broker.observability.metrics import METRICS, install_state_collector
 from broker.observability.metrics_http import parse_metrics_listener, serve_metrics
+from broker.observability.share_metrics import share_families
 from broker.observability.state_metrics import doctor_families, state_families
 from broker.quotas import enforcement
 from broker.quotas.enforcement import QuotaEnforcer, monotonic_ms
@@ -65,6 +68,8 @@ from broker.quotas.store import QuotaStore
 from broker.runtime.timers import wall_ms
 from broker.security.context import SecurityContext
 from broker.security.request_checks import RequestChecks
+from broker.share.service import ShareService
+from broker.share_partition.partition import Limits
 from broker.telemetry import service as telemetry_service
 from broker.telemetry.etcd_store import EtcdSubscriptionStore
 from broker.telemetry.service import TelemetryService
@@ -137,6 +142,9 @@ def coordinator_config(c: BrokerConfig) -> CoordinatorConfig:
         consumer_max_size=c.get_int("group.consumer.max.size"),
         consumer_assignors=tuple(n.strip() for n in c.get_str("group.consumer.assignors").split(",") if n.strip()),
         consumer_migration_policy=c.get_str("group.consumer.migration.policy").strip().lower(),
+        share_session_timeout_ms=c.get_int("group.share.session.timeout.ms"),
+        share_heartbeat_interval_ms=c.get_int("group.share.heartbeat.interval.ms"),
+        share_max_size=c.get_int("group.share.max.size"),
         group_events_enable=c.get_bool("group.events.enable"),
     )
 
@@ -234,7 +242,7 @@ class BrokerApp:
         # Created, grown and deleted topics, as the group coordinator must follow them.
         self.topic_changes = TopicChanges()
         self.topic_changes.subscribe(self.shards.on_topic_change)
-        install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal)))
+
         self.topic_logs = TopicLogs(self.logs, self.catalog, max_message_bytes=c.get_int("message.max.bytes"),
                                     cluster=self.cluster)
         self.admin = TopicAdmin(self.catalog, self.topic_logs, self.topic_changes, {
@@ -258,6 +266,19 @@ class BrokerApp:
             c.get_int("transactions.remove.expired.transaction.cleanup.interval.ms"),
             max_timeout_ms=c.get_int("transaction.max.timeout.ms"),
             id_expiration_ms=c.get_int("transactional.id.expiration.ms"), cluster=self.cluster)
+        # Share partitions and their __share_group_state logs live on one node: in a cluster they would
+        # need the partitions' ownership (not done), so ShareFetch and the rest are not served there.
+        share_limits = Limits(lock_ms=c.get_int("group.share.record.lock.duration.ms"),
+                              delivery_limit=c.get_int("group.share.delivery.count.limit"),
+                              max_in_flight=c.get_int("group.share.partition.max.record.locks"))
+        self.share = None if self.cluster is not None else ShareService(
+            self.logs, share_limits, c.get_int("share.coordinator.state.topic.num.partitions"),
+            _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")), clock,
+            c.get_int("group.share.max.share.sessions"), c.get_int("group.share.session.timeout.ms"))
+        if self.share is not None:
+            self.topic_changes.subscribe(self.share.on_topic_change)
+        install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
+                                                        share_families(self.shards, self.share)))
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
         # ---- client quotas and client telemetry (KIP-714) ----
@@ -289,7 +310,8 @@ class BrokerApp:
         groups = GroupApis(self.shards, c.get_int("message.max.bytes"),
                            None if authorizer is None else authorizer.describable_topics,
                            transactions=self.transactions if verify_transactions else None, clock=self.clock,
-                           offsets_partitions=offsets_partitions)
+                           offsets_partitions=offsets_partitions,
+                           on_deleted=None if self.share is None else self.share.forget_group)
         return Handlers(
             api_versions=ApiVersionsApi(self.router.advertised),
             cluster=ClusterApis(self.view, self.catalog, self.admin, self.transactions,
@@ -303,6 +325,10 @@ class BrokerApp:
             produce=ProduceApi(self.topic_logs, self.catalog, self.transactions if verify_transactions else None,
                                self.clock, self.cluster, self.peers),
             fetch=FetchApi(self.topic_logs, self.catalog),
+            share=ShareApis(self.shards, GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,
+                            self.node_id),
+            share_offsets=None if self.share is None else
+            ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog),
             list_offsets=ListOffsetsApi(self.topic_logs, self.catalog),
             records=RecordApis(self.topic_logs, self.catalog, self.view),
             log_dirs=LogDirApis(self.data_dir, self.topic_logs, self.catalog),
@@ -345,6 +371,8 @@ class BrokerApp:
         if self.subscriptions_etcd is not None:
             await nursery.start(self.subscriptions_etcd.run)
         await nursery.start(self.shards.run)
+        if self.share is not None:
+            await nursery.start(self.share.run)
         # In a cluster the coordinator loads each __transaction_state partition as it is claimed.
         await nursery.start(self.transactions.run)
         if self.cluster is not None and self.peers is not None:

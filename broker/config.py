@@ -92,6 +92,21 @@ PROPERTIES: tuple[Property, ...] = (
     Property("transactions.remove.expired.transaction.cleanup.interval.ms", int, 3600000, "How often the "
              "transaction coordinator looks for transactional ids to forget.", minimum=1),
     Property("group.max.size", int, 2147483647, "Most members a group may have.", minimum=1),
+    Property("group.share.session.timeout.ms", int, 45000, "Session timeout of share-group (KIP-932) members.",
+             minimum=1),
+    Property("group.share.heartbeat.interval.ms", int, 5000, "Heartbeat interval the broker gives share-group "
+             "members.", minimum=1),
+    Property("group.share.max.size", int, 200, "Most members a share group may have.", minimum=1),
+    Property("group.share.record.lock.duration.ms", int, 30000, "How long a share-group member holds the records "
+             "it acquired before they are released for another delivery.", minimum=1000),
+    Property("group.share.delivery.count.limit", int, 5, "Deliveries of a record to a share group after which it "
+             "is archived instead of released again.", minimum=2),
+    Property("group.share.partition.max.record.locks", int, 2000, "Most records of a share partition in flight "
+             "(acquired or released for redelivery) at once.", minimum=100),
+    Property("group.share.max.share.sessions", int, 2000, "Most share sessions open on this broker at once; "
+             "a share fetch that would open one more is answered SHARE_SESSION_LIMIT_REACHED.", minimum=1),
+    Property("share.coordinator.state.topic.num.partitions", int, 50, "Partitions of __share_group_state, where "
+             "share partitions' delivery state is kept.", minimum=1),
     Property("group.consumer.session.timeout.ms", int, 45000, "Session timeout of consumer-protocol (KIP-848) "
              "members: the broker decides it, not the client.", minimum=1),
     Property("group.consumer.min.session.timeout.ms", int, 45000, "Smallest group.consumer.session.timeout.ms.",

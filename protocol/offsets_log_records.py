@@ -10,9 +10,9 @@ began as the key's version and became the record type: 0 and 1 are offset commit
 that version's layout; a null value is a tombstone.
 
 Record types decoded here: offset commits (0, 1), classic group metadata (2), and the KIP-848
-consumer-group records (3-8, 16) and the KIP-1071 streams-group records (17, 19-23), each as a
-NamedTuple of its key fields (``group`` first, always) and ``value``, None for a tombstone.
-Share-group records are named, not decoded.
+consumer-group records (3-8, 16), the KIP-932 share-group records (10-15) and the KIP-1071
+streams-group records (17, 19-23), each as a NamedTuple of its key fields (``group`` first,
+always) and ``value``, None for a tombstone.
 
 Value versions above the newest declared one. KIP-915 made OffsetCommitValue and
 GroupMetadataValue flexible at v4 so that later fields can be tagged fields that older readers
@@ -64,6 +64,20 @@ from protocol.messages.offsets_log_consumer_groups import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataKey,
     ConsumerGroupTargetAssignmentMetadataValue,
+)
+from protocol.messages.offsets_log_share_groups import (
+    ShareGroupCurrentMemberAssignmentKey,
+    ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupMemberMetadataKey,
+    ShareGroupMemberMetadataValue,
+    ShareGroupMetadataKey,
+    ShareGroupMetadataValue,
+    ShareGroupStatePartitionMetadataKey,
+    ShareGroupStatePartitionMetadataValue,
+    ShareGroupTargetAssignmentMemberKey,
+    ShareGroupTargetAssignmentMemberValue,
+    ShareGroupTargetAssignmentMetadataKey,
+    ShareGroupTargetAssignmentMetadataValue,
 )
 from protocol.messages.offsets_log_streams_groups import (
     StreamsGroupCurrentMemberAssignmentKey,
@@ -255,6 +269,41 @@ StreamsGroupRecord = (
 STREAMS_GROUP_RECORDS = (StreamsGroupMetadataRecord, StreamsGroupTopologyRecord, StreamsGroupMemberMetadataRecord,
                          StreamsGroupTargetAssignmentMetadataRecord, StreamsGroupTargetAssignmentMemberRecord,
                          StreamsGroupCurrentMemberAssignmentRecord)
+# The KIP-932 share-group records (types 10-15), the same way.
+
+
+class ShareGroupMemberMetadataRecord(NamedTuple):
+    group: str
+    member_id: str
+    value: Any | None  # ShareGroupMemberMetadataValue
+
+
+class ShareGroupMetadataRecord(NamedTuple):
+    group: str
+    value: Any | None  # ShareGroupMetadataValue
+
+
+class ShareGroupTargetAssignmentMetadataRecord(NamedTuple):
+    group: str
+    value: Any | None  # ShareGroupTargetAssignmentMetadataValue
+
+
+class ShareGroupTargetAssignmentMemberRecord(NamedTuple):
+    group: str
+    member_id: str
+    value: Any | None  # ShareGroupTargetAssignmentMemberValue
+
+
+class ShareGroupCurrentMemberAssignmentRecord(NamedTuple):
+    group: str
+    member_id: str
+    value: Any | None  # ShareGroupCurrentMemberAssignmentValue
+
+
+class ShareGroupStatePartitionMetadataRecord(NamedTuple):
+    group: str
+    value: Any | None  # ShareGroupStatePartitionMetadataValue
+
 
 # The records the classic coordinator writes and replays.
 Record = OffsetCommitRecord | GroupMetadataRecord
@@ -267,8 +316,16 @@ ConsumerGroupRecord = (
     | ConsumerGroupCurrentMemberAssignmentRecord
     | ConsumerGroupRegularExpressionRecord
 )
+ShareGroupRecord = (
+    ShareGroupMemberMetadataRecord
+    | ShareGroupMetadataRecord
+    | ShareGroupTargetAssignmentMetadataRecord
+    | ShareGroupTargetAssignmentMemberRecord
+    | ShareGroupCurrentMemberAssignmentRecord
+    | ShareGroupStatePartitionMetadataRecord
+)
 # Every record decoded here.
-AnyRecord = Record | ConsumerGroupRecord | StreamsGroupRecord
+AnyRecord = Record | ConsumerGroupRecord | StreamsGroupRecord | ShareGroupRecord
 
 
 class _RecordType(NamedTuple):
@@ -311,16 +368,31 @@ _STREAMS_GROUP_TYPES: tuple[_RecordType, ...] = (
     _RecordType(23, StreamsGroupTopologyRecord, StreamsGroupTopologyKey, StreamsGroupTopologyValue, ()),
 )
 STREAMS_GROUP_RECORD_TYPES = frozenset(t.record_type for t in _STREAMS_GROUP_TYPES)
-_BY_TYPE: dict[int, _RecordType] = {t.record_type: t for t in _CONSUMER_GROUP_TYPES + _STREAMS_GROUP_TYPES}
-_BY_CLASS: dict[type[Any], _RecordType] = {t.record: t for t in _CONSUMER_GROUP_TYPES + _STREAMS_GROUP_TYPES}
+_SHARE_GROUP_TYPES: tuple[_RecordType, ...] = (
+    _RecordType(10, ShareGroupMemberMetadataRecord,
+                ShareGroupMemberMetadataKey, ShareGroupMemberMetadataValue, ("member_id",)),
+    _RecordType(11, ShareGroupMetadataRecord, ShareGroupMetadataKey, ShareGroupMetadataValue, ()),
+    _RecordType(12, ShareGroupTargetAssignmentMetadataRecord,
+                ShareGroupTargetAssignmentMetadataKey, ShareGroupTargetAssignmentMetadataValue, ()),
+    _RecordType(13, ShareGroupTargetAssignmentMemberRecord,
+                ShareGroupTargetAssignmentMemberKey, ShareGroupTargetAssignmentMemberValue, ("member_id",)),
+    _RecordType(14, ShareGroupCurrentMemberAssignmentRecord,
+                ShareGroupCurrentMemberAssignmentKey, ShareGroupCurrentMemberAssignmentValue, ("member_id",)),
+    _RecordType(15, ShareGroupStatePartitionMetadataRecord,
+                ShareGroupStatePartitionMetadataKey, ShareGroupStatePartitionMetadataValue, ()),
+)
+SHARE_GROUP_RECORD_TYPES = frozenset(t.record_type for t in _SHARE_GROUP_TYPES)
+_GROUP_TYPES = _CONSUMER_GROUP_TYPES + _STREAMS_GROUP_TYPES + _SHARE_GROUP_TYPES
+_BY_TYPE: dict[int, _RecordType] = {t.record_type: t for t in _GROUP_TYPES}
+_BY_CLASS: dict[type[Any], _RecordType] = {t.record: t for t in _GROUP_TYPES}
 
 _KEYS: dict[int, Message] = {
     0: OffsetCommitKey, 1: OffsetCommitKey, GROUP_METADATA_KEY_VERSION: GroupMetadataKey,
-    **{t.record_type: t.key for t in _CONSUMER_GROUP_TYPES + _STREAMS_GROUP_TYPES},
+    **{t.record_type: t.key for t in _GROUP_TYPES},
 }
 _VALUES: dict[int, Message] = {
     0: OffsetCommitValue, 1: OffsetCommitValue, GROUP_METADATA_KEY_VERSION: GroupMetadataValue,
-    **{t.record_type: t.value for t in _CONSUMER_GROUP_TYPES + _STREAMS_GROUP_TYPES},
+    **{t.record_type: t.value for t in _GROUP_TYPES},
 }
 
 
@@ -576,8 +648,9 @@ def encode_record(record: AnyRecord) -> tuple[bytes, bytes | None]:
     return encode_record_generic(record)
 
 
-def encode_consumer_group_record(record: ConsumerGroupRecord | StreamsGroupRecord) -> tuple[bytes, bytes | None]:
-    """A consumer- or streams-group record: its key, and its value at v0 (what Kafka 4.x writes)."""
+def encode_consumer_group_record(
+        record: ConsumerGroupRecord | StreamsGroupRecord | ShareGroupRecord) -> tuple[bytes, bytes | None]:
+    """A consumer-, streams- or share-group record: its key, and its value at v0 (what Kafka 4.x writes)."""
     kind = _BY_CLASS.get(type(record))
     if kind is None:
         raise EncodeError(f"cannot encode {type(record).__name__}: not a consumer-group record")

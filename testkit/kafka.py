@@ -37,6 +37,8 @@ TEST_PROPERTIES = {
     # Kafka 4.3+ computes a consumer group's target assignment at most once a second, in the
     # background; kcoord (like Kafka before) computes it in the heartbeat that needs it.
     "group.consumer.assignment.interval.ms": "0",
+    # The same for share groups (KIP-932).
+    "group.share.assignment.interval.ms": "0",
 }
 
 LOG4J2 = """Configuration:

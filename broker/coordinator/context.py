@@ -52,6 +52,10 @@ class CoordinatorConfig:
     # two target assignments of a group; changes in between wait for the next one.
     streams_assignment_interval_ms: int = 1000
     streams_max_size: int = 2**31 - 1
+    # KIP-932 share groups (Kafka's group.share.* settings).
+    share_session_timeout_ms: int = 45000
+    share_heartbeat_interval_ms: int = 5000
+    share_max_size: int = 200
 
     @property
     def upgrade_enabled(self) -> bool:

@@ -55,6 +55,8 @@ def _group_error(st: CoordinatorState, req: OffsetCommitRequest, version: int) -
     streams_group = st.streams.groups.get(req.group_id)
     if streams_group is not None:
         return ErrorCode(streams_offsets.commit_error(streams_group, req.member_id, generation, transactional=False))
+    if req.group_id in st.share_groups:
+        return ErrorCode.GROUP_ID_NOT_FOUND  # a share group keeps no committed offsets
     consumer_group = st.consumer_groups.get(req.group_id)
     if consumer_group is not None:
         return _consumer_group_error(consumer_group, req.member_id, generation, version)

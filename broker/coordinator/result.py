@@ -15,6 +15,7 @@ from protocol.messages.join_group import JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupResponse
 from protocol.messages.offset_commit import OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteResponse
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatResponse
 from protocol.messages.sync_group import SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 
@@ -40,7 +41,7 @@ Transition = tuple[str, str, str, int, int, str]
 CoordinatorResponse: TypeAlias = (
     "JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse"
     " | OffsetCommitResponse | OffsetDeleteResponse | DeleteGroupsResponse.DeletableGroupResult"
-    " | ConsumerGroupHeartbeatResponse | TxnOffsetCommitResponse"
+    " | ConsumerGroupHeartbeatResponse | TxnOffsetCommitResponse | ShareGroupHeartbeatResponse"
 )
 
 

@@ -34,6 +34,9 @@ from broker.coordinator.consumer.heartbeat import (
     group_state,
     note_transition,
 )
+from broker.coordinator.consumer.heartbeat import (
+    error_response as consumer_error_response,
+)
 from broker.coordinator.consumer.member import MemberState
 from broker.coordinator.context import CoordinatorConfig, RequestContext, TopicView
 from broker.coordinator.offsets import FetchedOffset, fetch_offsets
@@ -47,6 +50,8 @@ from broker.coordinator.rebalance import (
 from broker.coordinator.records import AnyRecord, OffsetCommitRecord
 from broker.coordinator.responses import join_response, sync_response
 from broker.coordinator.result import CoordinatorResponse, Result, SetTimer
+from broker.coordinator.share import describe as share_describe
+from broker.coordinator.share import heartbeat as share_heartbeat
 from broker.coordinator.state import CoordinatorState
 from broker.coordinator.streams import describe as streams_describe
 from broker.coordinator.streams import timers as streams_timers
@@ -64,6 +69,8 @@ from protocol.messages.leave_group import LeaveGroupRequest
 from protocol.messages.list_groups import ListGroupsResponse
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
+from protocol.messages.share_group_describe import ShareGroupDescribeResponse
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from protocol.messages.streams_group_describe import StreamsGroupDescribeResponse
 from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
 from protocol.messages.sync_group import SyncGroupRequest
@@ -129,6 +136,11 @@ class GroupCoordinatorShard:
                     consumer_timers.set_rebalance_timeout(st, out, cgroup.group_id, cmember.member_id,
                                                           cmember.member_epoch, now_ms + cmember.rebalance_timeout_ms)
         streams_describe.on_loaded(st, out, now_ms)
+        for sgroup in st.share_groups.values():
+            for member_id in sgroup.members:
+                share_heartbeat.set_session_timeout(st, out, sgroup.group_id, member_id, now_ms)
+            if sgroup.initializing:
+                share_heartbeat.arm_initialize(st, out, sgroup.group_id, now_ms)
         retention.schedule_sweep(st, out, now_ms)
         return [t for t in out.timers if isinstance(t, SetTimer)]
 
@@ -155,6 +167,10 @@ class GroupCoordinatorShard:
     # ---- membership -----------------------------------------------------------------------
 
     def join_group(self, req: JoinGroupRequest, ctx: RequestContext, now_ms: int) -> Result:
+        if req.group_id in self.state.share_groups:
+            # A share group's id: Kafka answers a classic member so.
+            return Result(replies=[(ctx.token, join_response(ctx.api_version, error=ErrorCode.INCONSISTENT_GROUP_PROTOCOL,
+                                                             member_id=req.member_id))])
         return join_group.join_group(self.state, req, ctx, now_ms)
 
     def sync_group(self, req: SyncGroupRequest, ctx: RequestContext, now_ms: int) -> Result:
@@ -167,10 +183,15 @@ class GroupCoordinatorShard:
         return leave_group.leave_group(self.state, req, ctx, now_ms)
 
     def consumer_group_heartbeat(self, req: ConsumerGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
+        if req.group_id in self.state.share_groups:
+            return Result(replies=[(ctx.token, consumer_error_response(
+                ErrorCode.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group."))])
         return consumer_group_heartbeat(self.state, req, ctx, now_ms)
 
     def streams_group_heartbeat(self, req: StreamsGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
         return streams_group_heartbeat(self.state, self.state.streams, req, ctx, now_ms)
+    def share_group_heartbeat(self, req: ShareGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
+        return share_heartbeat.share_group_heartbeat(self.state, req, ctx, now_ms)
 
     # ---- offsets --------------------------------------------------------------------------
 
@@ -232,6 +253,18 @@ class GroupCoordinatorShard:
 
     def streams_group_describe(self, group_id: str) -> StreamsGroupDescribeResponse.DescribedGroup:
         return streams_describe.describe(self.state, group_id)
+    def share_group_describe(self, group_id: str) -> ShareGroupDescribeResponse.DescribedGroup:
+        if group_id in self.state.consumer_groups or group_id in self.state.groups:
+            return share_describe.failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
+        return share_describe.describe(self.state.share_groups, group_id, self.state.topics)
+
+    def share_group_view(self, group_id: str) -> tuple[int, dict[bytes, frozenset[int]]] | None:
+        """(members, initialized partitions by topic id) of a share group; None when the id names
+        no share group."""
+        group = self.state.share_groups.get(group_id)
+        if group is None:
+            return None
+        return len(group.members), {t: ps for t, (_, ps) in group.initialized.items()}
 
     def list_groups(self, states: set[str] | None, types: set[str] | None) -> list[ListGroupsResponse.ListedGroup]:
         listed = describe.list_groups(self.state, states, types)
@@ -241,6 +274,9 @@ class GroupCoordinatorShard:
             listed += consumer_describe.listed(self.state.consumer_groups, wanted_states)
         if wanted_types is None or streams_describe.GROUP_TYPE in wanted_types:
             listed += streams_describe.listed(self.state, {s.strip().lower() for s in states} if states else None)
+        if wanted_types is None or share_describe.GROUP_TYPE in wanted_types:
+            wanted_states = {s.strip().lower() for s in states} if states else None
+            listed += share_describe.listed(self.state.share_groups, wanted_states)
         return listed
 
     def delete_group(self, group_id: str, now_ms: int) -> tuple[int, list[AnyRecord]]:
@@ -251,6 +287,13 @@ class GroupCoordinatorShard:
         if sgroup is not None:
             error, records = streams_describe.deletion(
                 sgroup, [(topic, partition) for topic, partition, _ in st.offsets.all_of(group_id)])
+            out = Result()
+            for record in records:
+                st.emit(out, record)
+            return error, out.records
+        share = st.share_groups.get(group_id)
+        if share is not None:
+            error, records = share_describe.deletion(share)
             out = Result()
             for record in records:
                 st.emit(out, record)
@@ -283,7 +326,11 @@ class GroupCoordinatorShard:
 
     def on_topics_changed(self, topics: set[str], now_ms: int) -> Result:
         """Topics were created, grew or were deleted (see ``topic_changes.on_topics_changed``)."""
-        return topic_changes.on_topics_changed(self.state, topics, now_ms)
+        out = topic_changes.on_topics_changed(self.state, topics, now_ms)
+        shared = share_heartbeat.on_topics_changed(self.state, topics, now_ms)
+        out.records += shared.records
+        out.timers += shared.timers
+        return out
 
     # ---- time -----------------------------------------------------------------------------
 
@@ -296,6 +343,10 @@ class GroupCoordinatorShard:
             return retention.sweep(st, now_ms)
         if target.kind in streams_timers.FENCING:
             return streams_describe.on_timer(st, target.kind, target.group_id, target.member_id, target.epoch, now_ms)
+        if target.kind == share_heartbeat.SESSION:
+            return share_heartbeat.on_session_timeout(st, target.group_id, target.member_id, now_ms)
+        if target.kind == share_heartbeat.INITIALIZE:
+            return share_heartbeat.on_initialize(st, target.group_id)
         out = Result()
         if target.kind in consumer_timers.FENCING:
             cgroup = st.consumer_groups.get(target.group_id)

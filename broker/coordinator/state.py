@@ -20,6 +20,7 @@ from broker.coordinator.offsets import OffsetStore, stored_offset
 from broker.coordinator.pending_offsets import PendingTxnOffsets
 from broker.coordinator.records import AnyRecord, GroupMetadataRecord, OffsetCommitRecord
 from broker.coordinator.result import Result
+from broker.coordinator.share import group as share_group
 from broker.coordinator.streams import records as streams_records
 from broker.coordinator.streams.model import StreamsState
 from broker.coordinator.timers import TimerBook
@@ -44,6 +45,8 @@ class CoordinatorState:
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         # KIP-1071 streams groups (a group id names one kind of group only).
         self.streams = StreamsState()
+        # KIP-932 share groups (broker/coordinator/share/).
+        self.share_groups: dict[str, share_group.ShareGroup] = {}
         # (group, epoch, assignor, members) of each target assignment computed, for the shell's
         # metrics and logs; the shell empties it.
         self.assignments: list[tuple[str, int, str, int]] = []
@@ -76,6 +79,8 @@ class CoordinatorState:
             self._replay_group(record)
         elif isinstance(record, STREAMS_GROUP_RECORDS):
             streams_records.replay(self.streams.groups, record)
+        elif isinstance(record, share_group.SHARE_RECORDS):
+            share_group.replay(self.share_groups, record)
         else:
             try:
                 consumer_records.replay(self.consumer_groups, record)

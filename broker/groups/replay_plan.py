@@ -9,7 +9,7 @@ hold none of them.
 An offset record matters if it is the last one for its key, or if it would create a group: the
 first value-bearing commit for a group that does not exist at that point (before any
 GroupMetadata record of the group, or after its tombstone). GroupMetadata records, the KIP-848
-consumer-group records and the KIP-1071 streams-group records always matter.
+consumer-group records, the KIP-1071 streams-group records and the KIP-932 share-group records always matter.
 
 Transactional batches (TxnOffsetCommit) and transaction markers always matter too, and do not
 count as "the last commit of a key": whether a transactional offset takes effect depends on the
@@ -26,6 +26,7 @@ from typing import Any, NamedTuple
 from protocol.offsets_log_records import (
     GROUP_METADATA_KEY_VERSION,
     OFFSET_COMMIT_KEY_VERSIONS,
+    SHARE_GROUP_RECORD_TYPES,
     STREAMS_GROUP_RECORD_TYPES,
     decode_record,
     key_group,
@@ -39,7 +40,9 @@ CONSUMER_GROUP_METADATA_KEY_VERSION = 3
 # The KIP-1071 streams-group records, which always matter too; 17 is the group's metadata.
 STREAMS_GROUP_KEY_VERSIONS = STREAMS_GROUP_RECORD_TYPES
 STREAMS_GROUP_METADATA_KEY_VERSION = 17
-GROUP_KEY_VERSIONS = CONSUMER_GROUP_KEY_VERSIONS | STREAMS_GROUP_KEY_VERSIONS
+# The KIP-932 share-group records always matter too; 11 is the group's metadata.
+SHARE_GROUP_METADATA_KEY_VERSION = 11
+GROUP_KEY_VERSIONS = CONSUMER_GROUP_KEY_VERSIONS | STREAMS_GROUP_KEY_VERSIONS | SHARE_GROUP_RECORD_TYPES
 
 
 def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
@@ -71,7 +74,7 @@ def plan(batches: Callable[[], Any]) -> tuple[list[int], set[int]]:
                 if not value_is_null:
                     present.add(group)
                 elif version in (GROUP_METADATA_KEY_VERSION, CONSUMER_GROUP_METADATA_KEY_VERSION,
-                                 STREAMS_GROUP_METADATA_KEY_VERSION):
+                                 STREAMS_GROUP_METADATA_KEY_VERSION, SHARE_GROUP_METADATA_KEY_VERSION):
                     present.discard(group)
     return sorted(set(creators).union(last.values())), group_batches
 

@@ -27,6 +27,12 @@ _NOT_REQUESTED = -2147483648
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
+KEY_TYPE_SHARE = 2  # "group:topic id:partition", a share partition's state (KIP-932)
+
+
+def _share_key_valid(key: str) -> bool:
+    parts = key.rsplit(":", 2)
+    return len(parts) == 3 and all(parts) and parts[2].lstrip("-").isdigit() and int(parts[2]) >= 0
 
 
 class ApiVersionsApi:
@@ -174,11 +180,24 @@ class ClusterApis:
                 host, port = self.view.advertised
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=self.view.node_id, host=host, port=port, error_code=0, error_message=None))
+            elif body.key_type == KEY_TYPE_SHARE and not _share_key_valid(key):
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="a share coordinator key is groupId:topicId:partition"))
+            elif body.key_type == KEY_TYPE_SHARE and self.view.clustered:
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
+                    error_message="share partitions are not served in a cluster"))
+            elif body.key_type == KEY_TYPE_SHARE:
+                # The share state is kept by the node that serves the share partitions: this one.
+                host, port = self.view.advertised
+                entries.append(FindCoordinatorResponse.Coordinator(
+                    key=key, node_id=self.view.node_id, host=host, port=port, error_code=0, error_message=None))
             elif body.key_type not in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
-                    error_message="kcoord coordinates consumer groups and transactions only (key types 0 "
-                                  "and 1); share groups are not supported"))
+                    error_message="kcoord coordinates groups (key type 0), transactions (1) and share "
+                                  "state (2)"))
             else:
                 node, _epoch = self.view.leader(OFFSETS_TOPIC, partition_for(key, self.offsets_partitions))
                 entries.append(self.owner_entry(key, node, addresses,

@@ -272,8 +272,11 @@ class GroupApis:
     def __init__(self, shards: ShardManager, max_record_bytes: int,
                  describable_topics: Callable[[str, str], Callable[[str], bool]] | None, *,
                  transactions: TransactionService | None = None, clock: Callable[[], int] = lambda: 0,
-                 offsets_partitions: int = 50) -> None:
-        """``transactions`` verifies transactional offset commits (None: not verified)."""
+                 offsets_partitions: int = 50, on_deleted: Callable[[str], None] | None = None) -> None:
+        """``transactions`` verifies transactional offset commits (None: not verified);
+        ``on_deleted(group_id)`` follows each group DeleteGroups deleted (a share group's share
+        partitions go with it)."""
+        self.on_deleted = on_deleted
         self.shards = shards
         self.transactions = transactions
         self.clock = clock
@@ -444,6 +447,8 @@ class GroupApis:
 
         def done(index: int, result: DeleteGroupsResponse.DeletableGroupResult) -> None:
             results[index] = result
+            if result.error_code == 0 and self.on_deleted is not None:
+                self.on_deleted(result.group_id)
             all_done.arrive()
 
         for index, group_id in enumerate(names):

@@ -27,6 +27,7 @@ from protocol.messages import ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
 from protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
+from protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
     ConsumerGroupDescribeResponse,
@@ -39,11 +40,13 @@ from protocol.messages.create_partitions import CreatePartitionsRequest, CreateP
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
 from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
 from protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
+from protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
@@ -65,6 +68,10 @@ from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochResponse,
 )
 from protocol.messages.produce import ProduceRequest, ProduceResponse
+from protocol.messages.share_acknowledge import ShareAcknowledgeRequest
+from protocol.messages.share_fetch import ShareFetchRequest
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
 from protocol.messages.streams_group_heartbeat import (
     StreamsGroupHeartbeatRequest,
@@ -237,6 +244,73 @@ class RequestChecks:
         return self._described(req, list(req.body.group_ids), "group_ids", lambda g: G(
             error_code=GROUP_DENIED, error_message="Not authorized to access group", group_id=g, group_state="",
             group_epoch=0, assignment_epoch=0, members=[]), StreamsGroupDescribeResponse(groups=[]))
+    def share_group_heartbeat(self, req: Request[ShareGroupHeartbeatRequest], refuse: Refuse[ShareGroupHeartbeatRequest]) -> bool:
+        """Read on the group, then Describe on every subscribed topic (as Kafka checks them)."""
+        body = req.body
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, body.group_id):
+            return self._deny(req, ShareGroupHeartbeatResponse(
+                error_code=GROUP_DENIED, error_message="Not authorized to access group"))
+        hidden = sorted({t for t in body.subscribed_topic_names or []
+                         if not self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC, t)})
+        if not hidden:
+            return False
+        return self._deny(req, ShareGroupHeartbeatResponse(
+            error_code=TOPIC_DENIED, error_message=f"The group has subscribed to topics that it is not authorized "
+                                                   f"to describe: {', '.join(hidden)}"))
+
+    def share_group_describe(self, req: Request[ShareGroupDescribeRequest], refuse: Refuse[ShareGroupDescribeRequest]) -> bool:
+        """Describe on each group."""
+        G = ShareGroupDescribeResponse.DescribedGroup
+        return self._described(req, list(req.body.group_ids), "group_ids", lambda g: G(
+            error_code=GROUP_DENIED, error_message="Not authorized to access group", group_id=g, group_state="",
+            group_epoch=0, assignment_epoch=0, assignor_name="", members=[]), ShareGroupDescribeResponse(groups=[]))
+
+    def _share_read(self, req: Any, group_id: str | None, topic_ids: list[bytes]) -> int:
+        """Read on the group, then Read on every topic (Kafka refuses the group first)."""
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, group_id or ""):
+            return GROUP_DENIED
+        for topic_id in topic_ids:
+            name = self._topic_name(None, topic_id)
+            if not self.allowed(req, Operation.READ, ResourceType.TOPIC, name):
+                return TOPIC_DENIED
+        return 0
+
+    def share_fetch(self, req: Request[ShareFetchRequest], refuse: Refuse[ShareFetchRequest]) -> bool:
+        code = self._share_read(req, req.body.group_id, [t.topic_id for t in req.body.topics])
+        return bool(code) and self._deny(req, refuse(req, code))
+
+    def share_acknowledge(self, req: Request[ShareAcknowledgeRequest], refuse: Refuse[ShareAcknowledgeRequest]) -> bool:
+        code = self._share_read(req, req.body.group_id, [t.topic_id for t in req.body.topics])
+        return bool(code) and self._deny(req, refuse(req, code))
+
+    def describe_share_group_offsets(self, req: Request[DescribeShareGroupOffsetsRequest],
+                                     refuse: Refuse[DescribeShareGroupOffsetsRequest]) -> bool:
+        """Describe on each group (a denied one is answered GROUP_AUTHORIZATION_FAILED), Describe on
+        each named topic."""
+        if any(not self.allowed(req, Operation.DESCRIBE, ResourceType.GROUP, g.group_id) for g in req.body.groups):
+            return self._deny(req, refuse(req, GROUP_DENIED))
+        names = [t.topic_name for g in req.body.groups for t in g.topics or []]
+        if any(not self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC, n) for n in names):
+            return self._deny(req, refuse(req, TOPIC_DENIED))
+        return False
+
+    def alter_share_group_offsets(self, req: Request[AlterShareGroupOffsetsRequest],
+                                  refuse: Refuse[AlterShareGroupOffsetsRequest]) -> bool:
+        """Read on the group and on each topic, as Kafka checks them."""
+        if not self.allowed(req, Operation.READ, ResourceType.GROUP, req.body.group_id):
+            return self._deny(req, refuse(req, GROUP_DENIED))
+        if any(not self.allowed(req, Operation.READ, ResourceType.TOPIC, t.topic_name) for t in req.body.topics):
+            return self._deny(req, refuse(req, TOPIC_DENIED))
+        return False
+
+    def delete_share_group_offsets(self, req: Request[DeleteShareGroupOffsetsRequest],
+                                   refuse: Refuse[DeleteShareGroupOffsetsRequest]) -> bool:
+        """Delete on the group, Read on each topic, as Kafka checks them."""
+        if not self.allowed(req, Operation.DELETE, ResourceType.GROUP, req.body.group_id):
+            return self._deny(req, refuse(req, GROUP_DENIED))
+        if any(not self.allowed(req, Operation.READ, ResourceType.TOPIC, t.topic_name) for t in req.body.topics):
+            return self._deny(req, refuse(req, TOPIC_DENIED))
+        return False
 
     def offset_commit(self, req: Request[OffsetCommitRequest], refuse: Refuse[OffsetCommitRequest]) -> bool:
         body = req.body
@@ -421,6 +495,16 @@ class RequestChecks:
         elif body.key_type == 1:
             resource, code = ResourceType.TRANSACTIONAL_ID, TXN_DENIED
             message = "Transactional Id authorization failed."
+        elif body.key_type == 2:
+            # A share-state key: brokers look it up, so Kafka asks ClusterAction on the cluster.
+            if self.allowed(req, Operation.CLUSTER_ACTION, ResourceType.CLUSTER, CLUSTER_NAME):
+                return False
+            C = FindCoordinatorResponse.Coordinator
+            keys = list(body.coordinator_keys) if req.version >= 4 else [body.key]
+            return self._deny(req, FindCoordinatorResponse(
+                error_code=CLUSTER_DENIED, error_message=_MESSAGES[CLUSTER_DENIED], node_id=-1, host="", port=-1,
+                coordinators=[C(key=k, node_id=-1, host="", port=-1, error_code=CLUSTER_DENIED) for k in keys]
+                if req.version >= 4 else []))
         else:
             return False
         if req.version < 4:

@@ -17,6 +17,10 @@ from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsResponse,
 )
 from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
+from protocol.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+)
 from protocol.messages.alter_user_scram_credentials import (
     AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
@@ -36,6 +40,10 @@ from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsRes
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
 from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
+from protocol.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+)
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
@@ -45,6 +53,10 @@ from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGro
 from protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
+from protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
 from protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
@@ -90,6 +102,10 @@ from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
+from protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
 from protocol.messages.streams_group_heartbeat import (
     StreamsGroupHeartbeatRequest,
@@ -164,6 +180,13 @@ class ApiKey(IntEnum):
     ListConfigResources = 74
     StreamsGroupHeartbeat = 88
     StreamsGroupDescribe = 89
+    ShareGroupHeartbeat = 76
+    ShareGroupDescribe = 77
+    ShareFetch = 78
+    ShareAcknowledge = 79
+    DescribeShareGroupOffsets = 90
+    AlterShareGroupOffsets = 91
+    DeleteShareGroupOffsets = 92
 
 
 _PAIRS: list[tuple[Message, Message]] = [
@@ -228,6 +251,13 @@ _PAIRS: list[tuple[Message, Message]] = [
     (ListConfigResourcesRequest, ListConfigResourcesResponse),
     (StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse),
     (StreamsGroupDescribeRequest, StreamsGroupDescribeResponse),
+    (ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse),
+    (ShareGroupDescribeRequest, ShareGroupDescribeResponse),
+    (ShareFetchRequest, ShareFetchResponse),
+    (ShareAcknowledgeRequest, ShareAcknowledgeResponse),
+    (DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse),
+    (AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse),
+    (DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse),
 ]
 
 REQUESTS: dict[int, Message] = {req.api_key: req for req, _ in _PAIRS if req.api_key is not None}

@@ -30,6 +30,7 @@ from broker.coordinator.context import CoordinatorConfig, TopicView
 from broker.coordinator.records import AnyRecord, GroupMetadataRecord, OffsetCommitRecord
 from broker.coordinator.responses import join_response, sync_response
 from broker.coordinator.result import Result
+from broker.coordinator.share.group import SHARE_RECORDS
 from protocol.consumer_protocol import (
     decode_assignment,
     decode_subscription,
@@ -166,7 +167,7 @@ def replayed(group_id: str, records: list[AnyRecord]) -> ConsumerGroup:
     the shard's own copy comes from replaying the same records once the request succeeds)."""
     groups: dict[str, ConsumerGroup] = {}
     for record in records:
-        if not isinstance(record, (GroupMetadataRecord, OffsetCommitRecord, *STREAMS_GROUP_RECORDS)):
+        if not isinstance(record, (GroupMetadataRecord, OffsetCommitRecord, *STREAMS_GROUP_RECORDS, *SHARE_RECORDS)):
             rec.replay(groups, record)
     return groups[group_id]
 

@@ -6,6 +6,7 @@ import struct
 
 from broker.coordinator import GroupMetadataRecord, OffsetCommitRecord, decode_record, encode_record
 from protocol.messages.offsets_log import GroupMetadataValue, OffsetCommitValue
+from protocol.offsets_log_records import ShareGroupMetadataRecord
 from tests.unit.coordinator.harness import Harness
 
 
@@ -80,7 +81,9 @@ def test_v0_group_metadata_loads_with_the_session_timeout_as_rebalance_timeout()
     assert h.state("old") == "Stable" and h.group("old").generation == 4
 
 
-def test_share_and_unwritten_streams_record_types_are_skipped() -> None:
-    assert decode_record(i16(11) + s16("g"), b"\x00\x00") is None
+def test_unwritten_streams_record_types_are_skipped_and_share_ones_decoded() -> None:
     # StreamsGroupPartitionMetadata: not written by Kafka 4.4, skipped as its loader skips it.
     assert decode_record(i16(18) + b"whatever", None) is None
+    # ShareGroupMetadata (type 11), value v0: epoch 3, metadata hash 0, no tagged fields.
+    record = decode_record(i16(11) + s16("g"), i16(0) + (3).to_bytes(4, "big") + bytes(8) + b"\x00")
+    assert isinstance(record, ShareGroupMetadataRecord) and record.group == "g" and record.value.epoch == 3

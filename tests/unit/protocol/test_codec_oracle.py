@@ -75,6 +75,63 @@ class ConsumerGroupDescribeRequest(ApiMessage, load_json="tests.kafka_specs"):
 class ConsumerGroupDescribeResponse(ApiMessage, load_json="tests.kafka_specs"):
     pass
 
+# KIP-932, from Kafka 4.4's specs.
+
+class ShareGroupHeartbeatRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareGroupHeartbeatResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareGroupDescribeRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareGroupDescribeResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareFetchRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareFetchResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareAcknowledgeRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ShareAcknowledgeResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DescribeShareGroupOffsetsRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DescribeShareGroupOffsetsResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class AlterShareGroupOffsetsRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class AlterShareGroupOffsetsResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DeleteShareGroupOffsetsRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DeleteShareGroupOffsetsResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
 
 # Nor KIP-714's telemetry APIs: Kafka 4.4's specs, transcribed the same way.
 class GetTelemetrySubscriptionsRequest(ApiMessage, load_json="tests.kafka_specs"):

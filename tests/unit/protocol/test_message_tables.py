@@ -104,6 +104,14 @@ EXPECTED_VALID = {
     # KIP-1071: as of Kafka 4.4.
     "StreamsGroupHeartbeat": "0-1",
     "StreamsGroupDescribe": "0-1",
+    # KIP-932: the versions Kafka 4.4 serves (v0 was early access, removed).
+    "ShareGroupHeartbeat": "1",
+    "ShareGroupDescribe": "1",
+    "ShareFetch": "1-2",
+    "ShareAcknowledge": "1-2",
+    "DescribeShareGroupOffsets": "0-1",
+    "AlterShareGroupOffsets": "0",
+    "DeleteShareGroupOffsets": "0",
 }
 
 # Element names that do not follow "Kafka's struct name minus the message/API prefix".

@@ -1,0 +1,180 @@
+"""DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets (KIP-932): a
+share group's start offsets, read from and written to its share partitions (``broker/share``);
+whether the group exists and is empty is its coordinator shard's answer. Alterations and
+deletions are answered once their ``__share_group_state`` records are durable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.handlers.groups import GroupRouting
+from broker.network.router import Request
+from broker.share.service import Key, ShareService
+from broker.share_partition.partition import ACKNOWLEDGED, ARCHIVED
+from broker.topics.catalog import TopicCatalog
+from broker.topics.partitions import TopicLogs
+from protocol.errors import ErrorCode
+from protocol.messages.alter_share_group_offsets import (
+    AlterShareGroupOffsetsRequest,
+    AlterShareGroupOffsetsResponse,
+)
+from protocol.messages.delete_share_group_offsets import (
+    DeleteShareGroupOffsetsRequest,
+    DeleteShareGroupOffsetsResponse,
+)
+from protocol.messages.describe_share_group_offsets import (
+    DescribeShareGroupOffsetsRequest,
+    DescribeShareGroupOffsetsResponse,
+)
+
+_DGroup = DescribeShareGroupOffsetsResponse.Group
+_DTopic = DescribeShareGroupOffsetsResponse.Group.Topic
+_DPart = DescribeShareGroupOffsetsResponse.Group.Topic.Partition
+
+
+def describe_offsets_error(req: Request[DescribeShareGroupOffsetsRequest], code: int) -> DescribeShareGroupOffsetsResponse:
+    return DescribeShareGroupOffsetsResponse(groups=[_DGroup(group_id=g.group_id, topics=[], error_code=code)
+                                                     for g in req.body.groups])
+
+
+def alter_offsets_error(req: Request[AlterShareGroupOffsetsRequest], code: int) -> AlterShareGroupOffsetsResponse:
+    return AlterShareGroupOffsetsResponse(error_code=code, responses=[])
+
+
+def delete_offsets_error(req: Request[DeleteShareGroupOffsetsRequest], code: int) -> DeleteShareGroupOffsetsResponse:
+    return DeleteShareGroupOffsetsResponse(error_code=code, responses=[])
+
+
+class ShareOffsetApis:
+    def __init__(self, routing: GroupRouting, service: ShareService, topic_logs: TopicLogs,
+                 catalog: TopicCatalog) -> None:
+        self.routing = routing
+        self.service = service
+        self.topic_logs = topic_logs
+        self.catalog = catalog
+
+    def _group(self, group_id: str) -> tuple[int, int, dict[bytes, frozenset[int]]]:
+        """(error, members, initialized partitions) of a share group, as its shard knows it."""
+        runtime = self.routing.runtime_for(group_id)
+        if not runtime.serving:
+            return ErrorCode.NOT_COORDINATOR, 0, {}
+        if not runtime.loaded:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, 0, {}
+        view = runtime.shard.share_group_view(group_id)
+        if view is None:
+            return ErrorCode.GROUP_ID_NOT_FOUND, 0, {}
+        return ErrorCode.NONE, view[0], view[1]
+
+    def _lag(self, topic_name: str, index: int, start: int, done: int) -> int:
+        """Records from the start offset to the end not yet acknowledged or archived."""
+        topic = self.catalog.get(topic_name)
+        src = self.topic_logs.readable(topic, index) if topic is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if isinstance(src, int) or start < 0:
+            return -1
+        return max(0, src.high_watermark - start - done)
+
+    def describe_share_group_offsets(self, req: Request[DescribeShareGroupOffsetsRequest]) -> None:
+        groups = []
+        for g in req.body.groups:
+            code, _, initialized = self._group(g.group_id)
+            if code:
+                groups.append(_DGroup(group_id=g.group_id, topics=[], error_code=code,
+                                      error_message=None if code != ErrorCode.GROUP_ID_NOT_FOUND else
+                                      f"Group {g.group_id} not found."))
+                continue
+            state = self.service.of_group(g.group_id)
+            wanted: dict[str, list[int]] = {}
+            if g.topics is None:
+                for topic_id, ps in initialized.items():
+                    t = self.catalog.by_id.get(topic_id)
+                    if t is not None:
+                        wanted.setdefault(t.name, []).extend(ps)
+                for topic_id, index in state:
+                    t = self.catalog.by_id.get(topic_id)
+                    if t is not None and index not in wanted.setdefault(t.name, []):
+                        wanted[t.name].append(index)
+            else:
+                wanted = {t.topic_name: list(t.partitions) for t in g.topics}
+            topics = []
+            for name, indexes in sorted(wanted.items()):
+                topic = self.catalog.get(name)
+                if topic is None:
+                    topics.append(_DTopic(topic_name=name, topic_id=bytes(16), partitions=[
+                        _DPart(partition_index=i, start_offset=-1, leader_epoch=-1,
+                               error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for i in sorted(indexes)]))
+                    continue
+                parts = []
+                for index in sorted(set(indexes)):
+                    sp = state.get((topic.topic_id, index))
+                    if sp is None or not sp.initialized:
+                        parts.append(_DPart(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1,
+                                            error_code=0))
+                        continue
+                    done = sum(1 for r in sp.records.values() if r.state in (ACKNOWLEDGED, ARCHIVED))
+                    parts.append(_DPart(partition_index=index, start_offset=sp.start_offset, leader_epoch=0,
+                                        lag=self._lag(name, index, sp.start_offset, done), error_code=0))
+                topics.append(_DTopic(topic_name=name, topic_id=topic.topic_id, partitions=parts))
+            groups.append(_DGroup(group_id=g.group_id, topics=topics, error_code=0))
+        req.reply.set(DescribeShareGroupOffsetsResponse(groups=groups))
+
+    def _empty_group_error(self, group_id: str) -> tuple[int, str | None]:
+        code, members, _ = self._group(group_id)
+        if code:
+            return code, None
+        if members:
+            return ErrorCode.NON_EMPTY_GROUP, "The group has active members."
+        return ErrorCode.NONE, None
+
+    def alter_share_group_offsets(self, req: Request[AlterShareGroupOffsetsRequest]) -> None:
+        body = req.body
+        code, message = self._empty_group_error(body.group_id)
+        if code:
+            req.reply.set(AlterShareGroupOffsetsResponse(error_code=code, error_message=message, responses=[]))
+            return
+        P = AlterShareGroupOffsetsResponse.Topic.Partition
+        changed: list[Key] = []
+        responses: list[Any] = []
+        for t in body.topics:
+            topic = self.catalog.get(t.topic_name)
+            parts = []
+            for p in t.partitions:
+                if topic is None or not 0 <= p.partition_index < topic.partitions:
+                    parts.append(P(partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                    continue
+                key = (body.group_id, topic.topic_id, p.partition_index)
+                self.service.reset(key, max(0, p.start_offset))
+                changed.append(key)
+                parts.append(P(partition_index=p.partition_index, error_code=0))
+            responses.append(AlterShareGroupOffsetsResponse.Topic(
+                topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else bytes(16), partitions=parts))
+
+        def durable(ok: bool) -> None:
+            req.reply.set(AlterShareGroupOffsetsResponse(error_code=0, responses=responses) if ok else
+                          alter_offsets_error(req, ErrorCode.UNKNOWN_SERVER_ERROR))
+
+        self.service.persist(changed, durable)
+
+    def delete_share_group_offsets(self, req: Request[DeleteShareGroupOffsetsRequest]) -> None:
+        body = req.body
+        code, message = self._empty_group_error(body.group_id)
+        if code:
+            req.reply.set(DeleteShareGroupOffsetsResponse(error_code=code, error_message=message, responses=[]))
+            return
+        state = self.service.of_group(body.group_id)
+        gone: list[Key] = []
+        responses = []
+        for t in body.topics:
+            topic = self.catalog.get(t.topic_name)
+            if topic is None:
+                responses.append(DeleteShareGroupOffsetsResponse.Topic(
+                    topic_name=t.topic_name, topic_id=bytes(16), error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
+                continue
+            gone += [(body.group_id, topic_id, index) for topic_id, index in state if topic_id == topic.topic_id]
+            responses.append(DeleteShareGroupOffsetsResponse.Topic(topic_name=t.topic_name, topic_id=topic.topic_id,
+                                                                   error_code=0))
+
+        def durable(ok: bool) -> None:
+            req.reply.set(DeleteShareGroupOffsetsResponse(error_code=0, responses=responses) if ok else
+                          delete_offsets_error(req, ErrorCode.UNKNOWN_SERVER_ERROR))
+
+        self.service.forget(gone, durable)

@@ -1,0 +1,48 @@
+"""Scrape-time gauges of share groups (KIP-932): groups and members from the coordinator shards,
+records in flight per group, and per group what its share partitions counted since they were
+loaded: redeliveries, lock expiries and records archived at the delivery limit."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+from broker.groups.shards import ShardManager
+from broker.observability.state_metrics import Family
+from broker.share.service import ShareService
+from broker.share_partition.partition import ACQUIRED, AVAILABLE
+
+
+def share_families(shards: ShardManager, service: ShareService | None) -> Iterator[Family]:
+    states: Counter[str] = Counter({"Empty": 0, "Stable": 0})
+    members = 0
+    for runtime in shards.runtimes:
+        if runtime.loaded:
+            for sgroup in runtime.shard.state.share_groups.values():
+                states[sgroup.state] += 1
+                members += len(sgroup.members)
+    in_flight: Counter[tuple[str, str]] = Counter()
+    redelivered: Counter[str] = Counter()
+    expired: Counter[str] = Counter()
+    archived: Counter[str] = Counter()
+    for (group, _, _), sp in ({} if service is None else service.partitions).items():
+        for rec in sp.records.values():
+            if rec.state == ACQUIRED:
+                in_flight[(group, "acquired")] += 1
+            elif rec.state == AVAILABLE:
+                in_flight[(group, "available")] += 1
+        redelivered[group] += sp.redelivered
+        expired[group] += sp.lock_expiries
+        archived[group] += sp.archived_at_limit
+    yield ("kcoord_share_groups", "Share groups by state.", ["state"],
+           [([s], float(n)) for s, n in sorted(states.items())])
+    yield ("kcoord_share_group_members", "Members across all share groups.", [], [([], float(members))])
+    yield ("kcoord_share_records_in_flight", "Records of a share group's share partitions acquired or "
+           "available for another delivery.", ["group", "state"],
+           [([g, s], float(n)) for (g, s), n in sorted(in_flight.items())])
+    yield ("kcoord_share_redeliveries", "Records delivered again to a share group since its share partitions "
+           "were loaded.", ["group"], [([g], float(n)) for g, n in sorted(redelivered.items())])
+    yield ("kcoord_share_lock_expiries", "Acquisition locks that expired since the share partitions were "
+           "loaded.", ["group"], [([g], float(n)) for g, n in sorted(expired.items())])
+    yield ("kcoord_share_archived_at_delivery_limit", "Records archived at the delivery limit since the share "
+           "partitions were loaded.", ["group"], [([g], float(n)) for g, n in sorted(archived.items())])

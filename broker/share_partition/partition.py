@@ -1,0 +1,221 @@
+"""One share partition: a share group's view of one topic partition.
+
+Records from ``start_offset`` on are in flight: each is available, acquired by one member until
+its lock expires, acknowledged or archived. Acquiring counts a delivery; a record released (by
+the member, by its lock expiring or by its member leaving) is available again unless it has been
+delivered ``delivery_limit`` times, in which case it is archived (a poison record is not
+delivered forever). The start offset moves past every record that is acknowledged or archived;
+``next_offset`` is the first offset never acquired.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+from protocol.errors import ErrorCode
+
+AVAILABLE = 0
+ACQUIRED = 1
+ACKNOWLEDGED = 2
+ARCHIVED = 4
+
+# Acknowledge types of ShareFetch/ShareAcknowledge.
+GAP = 0
+ACCEPT = 1
+RELEASE = 2
+REJECT = 3
+RENEW = 4
+
+
+class BatchRange(NamedTuple):
+    """A stored batch, as the shell read it: its offsets and whether it is a control batch."""
+
+    first: int
+    last: int
+    control: bool
+
+
+class Acquired(NamedTuple):
+    first: int
+    last: int
+    delivery_count: int
+
+
+@dataclass
+class InFlight:
+    state: int
+    delivery_count: int = 0
+    member: str = ""
+    deadline_ms: int = 0
+
+
+@dataclass
+class Limits:
+    lock_ms: int = 30000
+    delivery_limit: int = 5
+    max_in_flight: int = 2000
+
+
+@dataclass
+class SharePartition:
+    start_offset: int = -1  # -1 until the first fetch (or the durable state) sets it
+    next_offset: int = -1
+    records: dict[int, InFlight] = field(default_factory=dict)
+    # Since this process loaded the share partition (soft state, for the metrics): records
+    # delivered again, locks that expired, records archived at the delivery limit.
+    redelivered: int = 0
+    lock_expiries: int = 0
+    archived_at_limit: int = 0
+
+    @property
+    def initialized(self) -> bool:
+        return self.start_offset >= 0
+
+    def initialize(self, offset: int) -> None:
+        self.start_offset = self.next_offset = offset
+
+    def read_from(self) -> int:
+        """Where the shell should read: the first available in-flight record, else new data."""
+        available = [offset for offset, rec in self.records.items() if rec.state == AVAILABLE]
+        return min(available) if available else self.next_offset
+
+    def in_flight(self) -> int:
+        return sum(1 for r in self.records.values() if r.state in (AVAILABLE, ACQUIRED))
+
+    def acquire(self, member: str, batches: list[BatchRange], visible_end: int, max_records: int, now_ms: int,
+                limits: Limits) -> list[Acquired]:
+        """Acquires for ``member`` up to ``max_records`` of the records in ``batches`` below
+        ``visible_end``: released ones first come first, then new ones (while fewer than
+        ``limits.max_in_flight`` records are in flight)."""
+        got: list[int] = []
+        deadline = now_ms + limits.lock_ms
+        in_flight = self.in_flight()  # counted once: new records add to it below
+        for batch in batches:
+            for offset in range(max(batch.first, self.start_offset), min(batch.last + 1, visible_end)):
+                if len(got) >= max_records:
+                    break
+                rec = self.records.get(offset)
+                if batch.control:
+                    if offset >= self.next_offset:
+                        # A transaction marker is no record to deliver.
+                        self.records[offset] = InFlight(ARCHIVED)
+                        self.next_offset = offset + 1
+                    continue
+                if rec is not None:
+                    if rec.state != AVAILABLE:
+                        continue
+                elif offset >= self.next_offset:
+                    if in_flight >= limits.max_in_flight:
+                        break
+                    in_flight += 1
+                    rec = self.records[offset] = InFlight(AVAILABLE)
+                    self.next_offset = offset + 1
+                else:
+                    continue  # below next_offset and not in flight: already done
+                rec.state, rec.member, rec.deadline_ms = ACQUIRED, member, deadline
+                rec.delivery_count += 1
+                if rec.delivery_count > 1:
+                    self.redelivered += 1
+                got.append(offset)
+        self.advance()
+        return self._ranges(got)
+
+    def _ranges(self, offsets: list[int]) -> list[Acquired]:
+        out: list[Acquired] = []
+        for offset in offsets:
+            count = self.records[offset].delivery_count
+            if out and out[-1].last == offset - 1 and out[-1].delivery_count == count:
+                out[-1] = Acquired(out[-1].first, offset, count)
+            else:
+                out.append(Acquired(offset, offset, count))
+        return out
+
+    def _release(self, rec: InFlight, limits: Limits) -> None:
+        rec.member, rec.deadline_ms = "", 0
+        rec.state = ARCHIVED if rec.delivery_count >= limits.delivery_limit else AVAILABLE
+        if rec.state == ARCHIVED:
+            self.archived_at_limit += 1
+
+    def acknowledge(self, member: str, first: int, last: int, types: list[int], limits: Limits,
+                    now_ms: int = 0) -> int:
+        """Applies one acknowledgement batch: one type for the whole range, or one per offset.
+        INVALID_RECORD_STATE when a record is not acquired by ``member`` (nothing changes then)."""
+        if last < first or not types or (len(types) != 1 and len(types) != last - first + 1):
+            return ErrorCode.INVALID_REQUEST
+        todo = []
+        for i, offset in enumerate(range(first, last + 1)):
+            if offset < self.start_offset:
+                continue  # already done (acknowledged or archived): Kafka answers it without error
+            kind = types[0] if len(types) == 1 else types[i]
+            if kind == GAP:
+                rec = self.records.get(offset)
+                if rec is not None and rec.state == ACQUIRED and rec.member == member:
+                    todo.append((rec, GAP))
+                continue
+            rec = self.records.get(offset)
+            if rec is None or rec.state != ACQUIRED or rec.member != member:
+                return ErrorCode.INVALID_RECORD_STATE
+            todo.append((rec, kind))
+        for rec, kind in todo:
+            if kind in (ACCEPT, GAP):
+                rec.state, rec.member, rec.deadline_ms = (ACKNOWLEDGED if kind == ACCEPT else ARCHIVED), "", 0
+            elif kind == REJECT:
+                rec.state, rec.member, rec.deadline_ms = ARCHIVED, "", 0
+            elif kind == RELEASE:
+                self._release(rec, limits)
+            elif kind == RENEW:
+                rec.deadline_ms = now_ms + limits.lock_ms
+            else:
+                return ErrorCode.INVALID_REQUEST
+        self.advance()
+        return ErrorCode.NONE
+
+    def release_member(self, member: str, limits: Limits) -> bool:
+        """Every record ``member`` holds goes back (its session closed or it left the group)."""
+        changed = False
+        for rec in self.records.values():
+            if rec.state == ACQUIRED and rec.member == member:
+                self._release(rec, limits)
+                changed = True
+        self.advance()
+        return changed
+
+    def expire(self, now_ms: int, limits: Limits) -> int:
+        """Locks past their deadline are released; returns how many."""
+        n = 0
+        for rec in self.records.values():
+            if rec.state == ACQUIRED and rec.deadline_ms <= now_ms:
+                self._release(rec, limits)
+                n += 1
+        self.lock_expiries += n
+        if n:
+            self.advance()
+        return n
+
+    def next_deadline(self) -> int | None:
+        deadlines = [r.deadline_ms for r in self.records.values() if r.state == ACQUIRED]
+        return min(deadlines) if deadlines else None
+
+    def advance(self) -> None:
+        while True:
+            rec = self.records.get(self.start_offset)
+            if rec is None or rec.state not in (ACKNOWLEDGED, ARCHIVED):
+                break
+            del self.records[self.start_offset]
+            self.start_offset += 1
+        if self.next_offset < self.start_offset:
+            self.next_offset = self.start_offset
+
+    def move_start(self, offset: int) -> None:
+        """The partition's log starts later (retention, deletion): what is gone is gone."""
+        if offset > self.start_offset:
+            for o in [o for o in self.records if o < offset]:
+                del self.records[o]
+            self.start_offset = offset
+            self.next_offset = max(self.next_offset, offset)
+
+    def in_flight_counts(self) -> tuple[int, int]:
+        """(acquired, available) records."""
+        acquired = sum(1 for r in self.records.values() if r.state == ACQUIRED)
+        return acquired, sum(1 for r in self.records.values() if r.state == AVAILABLE)

@@ -1,0 +1,95 @@
+"""The pure share partition: acquisition, acknowledgement, release, lock expiry, the delivery
+limit, the in-flight cap, and its durable snapshot."""
+
+from __future__ import annotations
+
+from broker.share_partition import records
+from broker.share_partition.partition import (
+    ACCEPT,
+    ARCHIVED,
+    REJECT,
+    RELEASE,
+    Acquired,
+    BatchRange,
+    Limits,
+    SharePartition,
+)
+from protocol import share_state_records
+from protocol.errors import ErrorCode
+from protocol.share_state_records import SNAPSHOT, ShareStateRecord
+
+L = Limits(lock_ms=1000, delivery_limit=3, max_in_flight=100)
+B = [BatchRange(0, 9, False)]
+
+
+def fresh() -> SharePartition:
+    sp = SharePartition()
+    sp.initialize(0)
+    return sp
+
+
+def test_two_members_never_get_the_same_record() -> None:
+    sp = fresh()
+    a = sp.acquire("a", B, 10, 4, 0, L)
+    b = sp.acquire("b", B, 10, 100, 0, L)
+    assert a == [Acquired(0, 3, 1)] and b == [Acquired(4, 9, 1)]
+    assert sp.acquire("c", B, 10, 100, 0, L) == []
+
+
+def test_accept_moves_start_release_redelivers_counted_reject_never() -> None:
+    sp = fresh()
+    sp.acquire("a", B, 10, 3, 0, L)
+    assert sp.acknowledge("a", 0, 2, [ACCEPT, RELEASE, REJECT], L) == 0
+    assert sp.start_offset == 1
+    assert sp.acquire("b", B, 10, 1, 0, L) == [Acquired(1, 1, 2)]
+    assert sp.acquire("b", B, 10, 1, 0, L) == [Acquired(3, 3, 1)]  # 2 was rejected
+
+
+def test_only_the_holder_acknowledges() -> None:
+    sp = fresh()
+    sp.acquire("a", B, 10, 2, 0, L)
+    assert sp.acknowledge("b", 0, 1, [ACCEPT], L) == ErrorCode.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", 0, 0, [ACCEPT], L) == 0
+    assert sp.acknowledge("a", 0, 0, [ACCEPT], L) == 0  # below the start offset: done, no error (as Kafka)
+    assert sp.acknowledge("a", 1, 2, [ACCEPT], L) == ErrorCode.INVALID_RECORD_STATE  # 2 was never acquired
+
+
+def test_lock_expiry_and_delivery_limit_archive_a_poison_record() -> None:
+    sp = fresh()
+    for attempt in range(1, 4):
+        got = sp.acquire("a", B, 10, 1, attempt * 5000, L)
+        assert got == [Acquired(0, 0, attempt)]
+        assert sp.expire(attempt * 5000 + 1000, L) == 1
+    assert sp.start_offset == 1  # archived after the third delivery
+    assert sp.acquire("a", B, 10, 1, 99999, L) == [Acquired(1, 1, 1)]
+
+
+def test_member_leaving_releases_its_records() -> None:
+    sp = fresh()
+    sp.acquire("a", B, 10, 5, 0, L)
+    assert sp.release_member("a", L)
+    assert sp.acquire("b", B, 10, 5, 0, L) == [Acquired(0, 4, 2)]
+
+
+def test_in_flight_cap_and_control_batches() -> None:
+    sp = fresh()
+    got = sp.acquire("a", [BatchRange(0, 0, True), BatchRange(1, 9, False)], 10, 100, 0,
+                     Limits(max_in_flight=3))
+    assert got == [Acquired(1, 3, 1)]
+    assert sp.start_offset == 1
+
+
+def test_snapshot_round_trip_keeps_outcomes_and_frees_acquired() -> None:
+    sp = fresh()
+    sp.acquire("a", B, 10, 6, 0, L)
+    sp.acknowledge("a", 0, 3, [ACCEPT, REJECT, RELEASE, ACCEPT], L)
+    value = records.snapshot(sp, 1, 1, 5, 1)
+    key, data = share_state_records.encode(ShareStateRecord(SNAPSHOT, "g", b"t" * 16, 0, value))
+    decoded = share_state_records.decode(key, data)
+    assert decoded is not None and decoded.group == "g" and decoded.partition == 0
+    back = records.load(decoded.value)
+    assert back.start_offset == 2
+    assert back.records[1].state == ARCHIVED if 1 in back.records else True
+    got = back.acquire("b", B, 10, 100, 0, L)
+    # 2 (released) and 4, 5 (acquired when written) come back with their counts; 3 is done.
+    assert got == [Acquired(2, 2, 2), Acquired(4, 5, 2), Acquired(6, 9, 1)]
