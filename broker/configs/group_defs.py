@@ -1,7 +1,7 @@
 """The configs a Kafka 4.4 group accepts (GroupConfig): per-group overrides of the broker's
 ``group.*`` settings. kcoord's KIP-848 consumer groups obey ``consumer.session.timeout.ms`` and
-``consumer.heartbeat.interval.ms``; kcoord has no share or streams groups, so their configs are kept
-and shown only."""
+``consumer.heartbeat.interval.ms``; its streams groups run with the broker's ``group.streams.*`` settings,
+so the ``streams.*`` configs are kept and shown only (docs/share-groups.md says which ``share.*`` are obeyed)."""
 
 from __future__ import annotations
 

@@ -92,10 +92,13 @@ def test_kafka_reassign_partitions_list_and_verify(tools: Tools, kcoord: BrokerP
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps({"version": 1, "partitions": [
         {"topic": topic, "partition": p, "replicas": [1], "log_dirs": ["any"]} for p in (0, 1)]}))
-    # --preserve-throttles: clearing throttles is an IncrementalAlterConfigs, which this test is not about.
-    out = tools.out(REASSIGN, "--verify", "--preserve-throttles", "--reassignment-json-file", str(plan))
+    out = tools.out(REASSIGN, "--verify", "--reassignment-json-file", str(plan))
     assert f"Reassignment of partition {topic}-0 is completed." in out
     assert f"Reassignment of partition {topic}-1 is completed." in out
+    # Without --preserve-throttles the tool clears the throttles with IncrementalAlterConfigs (deleting the
+    # brokers' throttled rates and the topics' throttled replicas) and fails if any of them is refused.
+    assert "Clearing broker-level throttles on broker 1" in out
+    assert f"Clearing topic-level throttles on topic {topic}" in out
 
 
 def test_kafka_metadata_quorum_sees_a_one_node_quorum(tools: Tools, kcoord: BrokerProcess) -> None:
