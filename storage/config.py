@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
-_POLICIES = {"delete", "compact", "compact,delete", "delete,compact"}
+# The empty list is a policy too (Kafka 4.1 on): neither deletion nor compaction, so the log is
+# kept whole (infinite retention); it is what SUBTRACT leaves of "delete".
+_POLICIES = {"delete", "compact", "compact,delete", "delete,compact", ""}
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ CONFIGS_LOCK_FILE = "kcoord-configs.lock"
 BROKERS, GROUPS = "brokers", "groups"
 
 Overrides = dict[str, dict[str, str]]
+BOOTSTRAP_CLUSTER_DEFAULTS = {"min.insync.replicas": "1"}
 
 
 class DynamicConfigStore:
@@ -30,7 +31,10 @@ class DynamicConfigStore:
         self.path = data_dir / CONFIGS_FILE
         self.shared = shared
         self._seen: tuple[int, int, int] | None = None
-        self.docs: dict[str, Overrides] = {BROKERS: {}, GROUPS: {}}
+        # Before anything is altered, the cluster-wide defaults a Kafka 4 cluster is formatted with:
+        # its storage tool bootstraps min.insync.replicas=1 (DYNAMIC_DEFAULT_BROKER_CONFIG), which
+        # DescribeConfigs of every topic and broker shows, and which may be altered or deleted.
+        self.docs: dict[str, Overrides] = {BROKERS: {"": dict(BOOTSTRAP_CLUSTER_DEFAULTS)}, GROUPS: {}}
         # Rises whenever what is held changes (here or, found by ``refresh``, on another node).
         self.version = 0
         self._read()

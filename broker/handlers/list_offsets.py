@@ -14,6 +14,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import trio
+
 from broker.network.router import Request
 from broker.topics.catalog import TopicCatalog
 from broker.topics.partitions import TopicLogs
@@ -145,6 +147,20 @@ class ListOffsetsApi:
         return found if found is not None else (-1, -1)
 
     def list_offsets(self, req: Request[ListOffsetsRequest]) -> None:
+        states = self.topic_logs.states
+        moving = [state.start_moving for t in req.body.topics for p in t.partitions
+                  if (state := states.get((t.name, p.partition_index))) is not None and state.start_moving is not None]
+        if moving:
+            self.topic_logs.spawn(self._after_moves, req, moving)
+            return
+        self._answer(req)
+
+    async def _after_moves(self, req: Request[ListOffsetsRequest], moving: list[trio.Event]) -> None:
+        for event in moving:
+            await event.wait()
+        self._answer(req)
+
+    def _answer(self, req: Request[ListOffsetsRequest]) -> None:
         topics = []
         for t in req.body.topics:
             parts = []

@@ -105,6 +105,8 @@ class RecordApis:
         if not moves:
             req.reply.set(DeleteRecordsResponse(throttle_time_ms=0, topics=_by_topic(answers)))
             return
+        for _out, state, _target in moves:
+            state.start_moving = trio.Event()
         self.topic_logs.spawn(self._delete, req, answers, moves)
 
     def _deletable(self, topic: Topic | None, partition: int) -> PartitionState | int:
@@ -140,7 +142,13 @@ class RecordApis:
                               error=repr(result))
                     out.error_code = ErrorCode.KAFKA_STORAGE_ERROR
 
-        await trio.to_thread.run_sync(move_all)
+        try:
+            await trio.to_thread.run_sync(move_all)
+        finally:
+            for _out, state, _target in moves:
+                moving, state.start_moving = state.start_moving, None
+                if moving is not None:
+                    moving.set()
         req.reply.set(DeleteRecordsResponse(throttle_time_ms=0, topics=_by_topic(answers)))
 
     # ---- OffsetForLeaderEpoch ----------------------------------------------------------------------

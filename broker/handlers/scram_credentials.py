@@ -41,7 +41,8 @@ class ScramCredentialApis:
     def describe(self, req: Request[DescribeUserScramCredentialsRequest]) -> None:
         Result = DescribeUserScramCredentialsResponse.Result
         Info = Result.CredentialInfo
-        asked = sorted(self.store.users) if req.body.users is None else [u.name for u in req.body.users]
+        # None or an empty list: every user with credentials, as Kafka answers.
+        asked = sorted(self.store.users) if not req.body.users else [u.name for u in req.body.users]
         counts = Counter(asked)
         results = []
         for user in dict.fromkeys(asked):

@@ -93,7 +93,7 @@ class PartitionState:
     thread (the log itself is thread-safe)."""
 
     __slots__ = ("topic", "topic_id", "partition", "part", "next_offset", "producers", "txns", "max_message_bytes",
-                 "log_append_time", "deleted", "recover")
+                 "log_append_time", "deleted", "recover", "start_moving")
 
     def __init__(self, topic: str, partition: int, part: Partition, max_message_bytes: int,
                  log_append_time: bool, recover: Callable[[PartitionState], None], topic_id: bytes = b"") -> None:
@@ -109,6 +109,10 @@ class PartitionState:
         self.log_append_time = log_append_time
         self.deleted = False
         self.recover = recover
+        # A DeleteRecords moving this log's start, until the new start is durable and applied: a
+        # read of the start that arrives meanwhile waits for it, as it would behind the request on
+        # a Kafka broker (which serves a connection's requests one at a time).
+        self.start_moving: trio.Event | None = None
 
     def on_write_failed(self, exc: Exception) -> None:
         """The runtime's failure policy: this partition's log is reopened from disk."""

@@ -207,10 +207,12 @@ def test_kafka_configs_alter_topic_broker_and_group(tools: Tools, reference: Too
     try:
         ours, theirs = on_both(tools, reference, lambda t: _config_lines(t.out(
             CONFIGS, "--describe", "--entity-type", "brokers", "--entity-default")))
-        # Kafka's storage format also sets min.insync.replicas as a cluster default.
-        assert ours == {"log.retention.bytes": theirs["log.retention.bytes"]} == {
-            "log.retention.bytes": "log.retention.bytes=123456789 sensitive=false "
-                                   "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.bytes=123456789}"}
+        # Kafka's storage format also sets min.insync.replicas as a cluster default, and so does kcoord.
+        assert ours == theirs
+        assert ours["log.retention.bytes"] == ("log.retention.bytes=123456789 sensitive=false "
+                                               "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.bytes=123456789}")
+        assert ours["min.insync.replicas"] == ("min.insync.replicas=1 sensitive=false "
+                                               "synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1}")
     finally:
         on_both(tools, reference, lambda t: t.run(CONFIGS, "--alter", "--entity-type", "brokers", "--entity-default",
                                                    "--delete-config", "log.retention.bytes"))
