@@ -147,6 +147,7 @@ def test_unacknowledged_records_return_after_the_lock_expires(broker_factory: Ca
         produce(broker, "q", ["x", "y"])
         held = poll_until(a, lambda got: len(got) >= 2)  # acquired; a stalls and never acknowledges
         assert len(held) == 2
+        assert scrape(broker.metrics_port).value("kcoord_share_records_in_flight", group="sg", state="acquired") == 2
         # b joins only now (a consumer fetches ahead of its application: had b been there first,
         # it could have held the records in its own buffer).
         b = consumer(broker, "sg", "q", explicit=True)
