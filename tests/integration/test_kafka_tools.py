@@ -6,6 +6,7 @@ the outputs are compared once normalized (ids, timestamps, what only one of them
 
 from __future__ import annotations
 
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -616,8 +617,9 @@ def test_kafka_configs_client_metrics_alter_and_describe(tools: Tools, reference
     assert "interval.ms=1000" in ours and "metrics=org.apache.kafka.producer." in ours
     assert ours == theirs
     for bad in ("interval.ms=5", "no.such.config=1"):
-        refused = on_both(tools, reference, lambda t, bad=bad: t.run(
-            CONFIGS, "--alter", "--entity-type", "client-metrics", "--entity-name", name, "--add-config", bad,
-            check=False))
+        def alter(t: Tools, config: str = bad) -> subprocess.CompletedProcess[str]:
+            return t.run(CONFIGS, "--alter", "--entity-type", "client-metrics", "--entity-name", name,
+                         "--add-config", config, check=False)
+        refused = on_both(tools, reference, alter)
         assert refused[0].returncode == refused[1].returncode != 0
         assert "InvalidConfigurationException" in refused[0].stdout + refused[0].stderr
