@@ -36,14 +36,20 @@ class ConfigApis:
 
     def _describe_client_metrics(self, name: str, keys: list[str] | None,
                                  synonyms: bool) -> list[DescribeConfigsResponse.Result.ResourceResult]:
-        """What the subscription sets (Kafka shows no defaults for it), each its own synonym."""
+        """The subscription's three configs: what it sets (its own synonym), defaults for the rest."""
         Entry = DescribeConfigsResponse.Result.ResourceResult
         assert self.subscriptions is not None
-        source = ConfigSource.CLIENT_METRICS_CONFIG
-        return [Entry(name=k, value=v, read_only=False, config_source=source, is_default=False, is_sensitive=False,
-                      synonyms=[Entry.Synonym(name=k, value=v, source=source)] if synonyms else [],
-                      config_type=ConfigType.INT if k == INTERVAL_MS else ConfigType.LIST, documentation=None)
-                for k, v in sorted(self.subscriptions.configs.get(name, {}).items()) if keys is None or k in keys]
+        own = self.subscriptions.configs.get(name, {})
+        out = []
+        for k, v in self.subscriptions.describe_config(name):
+            if keys is not None and k not in keys:
+                continue
+            source = ConfigSource.CLIENT_METRICS_CONFIG if k in own else ConfigSource.DEFAULT_CONFIG
+            out.append(Entry(name=k, value=v, read_only=False, config_source=source,
+                             is_default=source == ConfigSource.DEFAULT_CONFIG, is_sensitive=False,
+                             synonyms=[Entry.Synonym(name=k, value=v, source=source)] if synonyms and k in own else [],
+                             config_type=ConfigType.INT if k == INTERVAL_MS else ConfigType.LIST, documentation=None))
+        return out
 
     def describe_configs(self, req: Request[DescribeConfigsRequest]) -> None:
         body = req.body

@@ -622,4 +622,4 @@ def test_kafka_configs_client_metrics_alter_and_describe(tools: Tools, reference
                          "--add-config", config, check=False)
         refused = on_both(tools, reference, alter)
         assert refused[0].returncode == refused[1].returncode != 0
-        assert "InvalidConfigurationException" in refused[0].stdout + refused[0].stderr
+        assert "InvalidRequestException" in refused[0].stdout + refused[0].stderr
