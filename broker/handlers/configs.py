@@ -1,5 +1,5 @@
 """DescribeConfigs, AlterConfigs, IncrementalAlterConfigs and ListConfigResources: the configs of
-topics, brokers and groups as admin clients and ``kafka-configs`` read and change them. Each
+topics, brokers, groups and client-metrics subscriptions as admin clients and ``kafka-configs`` read and change them. Each
 resource is answered on its own; a change is durable and in effect before its answer leaves
 (broker/configs/service.py)."""
 
