@@ -342,7 +342,7 @@ class BrokerApp:
                                   lambda: [k for k, _, _ in self.router.advertised()], self.clock),
             client_quotas=ClientQuotaApis(self.quotas, self.quotas_etcd, self.logs),
             telemetry=TelemetryApis(self.telemetry),
-            configs=ConfigApis(self.configs, self.view),
+            configs=ConfigApis(self.configs, self.view, self.telemetry.subscriptions, self.logs),
             write_txn_markers=None if self.cluster is None else
             WriteTxnMarkersApi(self.transactions.markers, self.peer_secret),
         )

@@ -62,25 +62,25 @@ def parse(name: str, configs: Mapping[str, str]) -> Subscription | ConfigError:
     """One subscription from its configs, with Kafka's checks."""
     for key in configs:
         if key not in (METRICS, INTERVAL_MS, MATCH):
-            return ConfigError(ErrorCode.INVALID_CONFIG, f"Unknown client metrics configuration: {key}")
+            return ConfigError(ErrorCode.INVALID_REQUEST, f"Unknown client metrics configuration: {key}")
     try:
         interval = int(configs.get(INTERVAL_MS, str(DEFAULT_INTERVAL_MS)))
     except ValueError:
-        return ConfigError(ErrorCode.INVALID_CONFIG, f"Invalid value {configs[INTERVAL_MS]} for configuration "
+        return ConfigError(ErrorCode.INVALID_REQUEST, f"Invalid value {configs[INTERVAL_MS]} for configuration "
                                                      f"{INTERVAL_MS}: Not a number of type INT")
     if not MIN_INTERVAL_MS <= interval <= MAX_INTERVAL_MS:
-        return ConfigError(ErrorCode.INVALID_CONFIG, f"Invalid value {interval} for {INTERVAL_MS}, interval must be "
+        return ConfigError(ErrorCode.INVALID_REQUEST, f"Invalid value {interval} for {INTERVAL_MS}, interval must be "
                                                      f"between {MIN_INTERVAL_MS} and {MAX_INTERVAL_MS} (1 hour)")
     match: list[tuple[str, str]] = []
     for item in _list(configs.get(MATCH, "")):
         selector, eq, pattern = item.partition("=")
         selector = selector.strip()
         if not eq or selector not in SELECTORS:
-            return ConfigError(ErrorCode.INVALID_CONFIG, f"Illegal client matching pattern: {item}")
+            return ConfigError(ErrorCode.INVALID_REQUEST, f"Illegal client matching pattern: {item}")
         try:
             re.compile(pattern)
         except re.error:
-            return ConfigError(ErrorCode.INVALID_CONFIG, f"Illegal regex pattern for selector {selector}: {pattern}")
+            return ConfigError(ErrorCode.INVALID_REQUEST, f"Illegal regex pattern for selector {selector}: {pattern}")
         match.append((selector, pattern.strip()))
     metrics = tuple(_list(configs.get(METRICS, "")))
     return Subscription(name, metrics, interval, tuple(match))

@@ -6,6 +6,7 @@ the outputs are compared once normalized (ids, timestamps, what only one of them
 
 from __future__ import annotations
 
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -604,3 +605,23 @@ def test_verifiable_consumers_through_a_rolling_bounce(kafka_libs: Path, tools: 
     assert {(topic, int(r["PARTITION"])): (int(r["CURRENT-OFFSET"]), r["LAG"])
             for r in rows if r["CURRENT-OFFSET"] != "-"} == {tp: (end, "0") for tp, end in ends.items()}
     assert len(every) == 6 and all(c.named("partitions_assigned") for c in every)
+
+
+def test_kafka_configs_client_metrics_alter_and_describe(tools: Tools, reference: Tools) -> None:
+    """kafka-configs on a client-metrics subscription (KIP-714): --alter sets it, --describe shows
+    it as Kafka does, and a bad interval or unknown name is refused as Kafka refuses it."""
+    name = f"tools-metrics-{SUFFIX}"
+    on_both(tools, reference, lambda t: t.run(
+        CONFIGS, "--alter", "--entity-type", "client-metrics", "--entity-name", name,
+        "--add-config", "metrics=org.apache.kafka.producer.,interval.ms=1000"))
+    ours, theirs = on_both(tools, reference, lambda t: t.out(
+        CONFIGS, "--describe", "--entity-type", "client-metrics", "--entity-name", name))
+    assert "interval.ms=1000" in ours and "metrics=org.apache.kafka.producer." in ours
+    assert ours == theirs
+    for bad in ("interval.ms=5", "no.such.config=1"):
+        def alter(t: Tools, config: str = bad) -> subprocess.CompletedProcess[str]:
+            return t.run(CONFIGS, "--alter", "--entity-type", "client-metrics", "--entity-name", name,
+                         "--add-config", config, check=False)
+        refused = on_both(tools, reference, alter)
+        assert refused[0].returncode == refused[1].returncode != 0
+        assert "InvalidRequestException" in refused[0].stdout + refused[0].stderr

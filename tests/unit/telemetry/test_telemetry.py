@@ -61,9 +61,9 @@ def test_truncated_input_is_refused() -> None:
 
 def test_subscriptions_are_checked_durable_and_matched(tmp_path: Path) -> None:
     store = SubscriptionStore(tmp_path)
-    assert store.alter_config("s", [("interval.ms", SET, "50")]).code == 40  # type: ignore[union-attr]
-    assert store.alter_config("s", [("colour", SET, "red")]).code == 40  # type: ignore[union-attr]
-    assert store.alter_config("s", [("match", SET, "nobody=x")]).code == 40  # type: ignore[union-attr]
+    assert store.alter_config("s", [("interval.ms", SET, "50")]).code == 42  # type: ignore[union-attr]
+    assert store.alter_config("s", [("colour", SET, "red")]).code == 42  # type: ignore[union-attr]
+    assert store.alter_config("s", [("match", SET, "nobody=x")]).code == 42  # type: ignore[union-attr]
     assert store.alter_config("s", [("metrics", SET, "org.apache.kafka.producer.")], validate_only=True) is None
     assert store.subscriptions == {}
     assert store.alter_config("s", [("metrics", SET, "org.apache.kafka.producer."), ("interval.ms", SET, "1000"),
