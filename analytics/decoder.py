@@ -27,6 +27,7 @@ from protocol.offsets_log_records import (
     OFFSET_COMMIT_KEY_VERSIONS,
     RECORD_TYPES,
     SHARE_GROUP_RECORD_TYPES,
+    STREAMS_GROUP_RECORD_TYPES,
     decode_group_metadata_value,
     decode_key,
     decode_offset_commit_value,
@@ -152,7 +153,7 @@ class _Keys:
     @staticmethod
     def _decode(key: bytes) -> tuple[Any, ...]:
         version, k = decode_key(key)
-        if k is None or version in SHARE_GROUP_RECORD_TYPES:
+        if k is None or version in SHARE_GROUP_RECORD_TYPES or version in STREAMS_GROUP_RECORD_TYPES:
             # Share and streams groups, and types no Kafka we know writes: not covered here.
             return _SKIP
         if version in CONSUMER_GROUP_RECORD_TYPES:
