@@ -287,7 +287,10 @@ class BrokerApp:
             EtcdClient(endpoints), self.cluster.prefix, self.quotas, self.data_dir)
         self.enforcer = QuotaEnforcer(self.quotas, c.get_int("quota.window.num"), c.get_int("quota.window.size.seconds"))
         enforcement.install_collector(self.enforcer)
-        self.router.observer = self.enforcer.observe
+        # The router calls the enforcer only while some quota is configured: a broker without
+        # quotas pays nothing for them on each request.
+        self.quotas.listeners.append(self._observe_quotas)
+        self._observe_quotas()
         subscriptions = SubscriptionStore(self.data_dir)
         self.subscriptions_etcd = None if self.cluster is None else EtcdSubscriptionStore(
             EtcdClient(endpoints), self.cluster.prefix, subscriptions, self.data_dir)
@@ -300,6 +303,9 @@ class BrokerApp:
         self.router.install(router_apis(self.table, None if authorizer is None else
                                         RequestChecks(self.catalog, authorizer, self.peer_secret)))
         self.metrics_port: int | None = None
+
+    def _observe_quotas(self) -> None:
+        self.router.observer = self.enforcer.observe if self.quotas.quotas else None
 
     def _make_handlers(self) -> Handlers:
         c = self.config

@@ -47,6 +47,9 @@ class ApiVersionsApi:
         if req.version >= 3 and not (_SOFTWARE.match(body.client_software_name or "")
                                      and _SOFTWARE.match(body.client_software_version or "")):
             error = ErrorCode.INVALID_REQUEST
+        if req.version >= 3:
+            # What the client says it is: client telemetry subscriptions match on it (KIP-714).
+            req.conn.software = (body.client_software_name, body.client_software_version)
         advertised = self.advertised()
         served = {k for k, _, _ in advertised}
         Supported, Finalized = ApiVersionsResponse.SupportedFeatureKey, ApiVersionsResponse.FinalizedFeatureKey

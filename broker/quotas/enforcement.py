@@ -103,11 +103,8 @@ class QuotaEnforcer:
 
     def observe(self, req: Request[Data], size: int) -> Callable[[], None] | None:
         """Before a request's handler runs: with quotas configured, its answer will be throttled
-        where they are exceeded. Returns what to call when the handler returns. (It also keeps
-        the software a client names in ApiVersions, which client telemetry matches on.)"""
-        if req.api_key == ApiKey.ApiVersions and req.version >= 3:
-            body: Any = req.body
-            req.conn.software = (body.client_software_name, body.client_software_version)
+        where they are exceeded. Returns what to call when the handler returns. The router calls
+        it only while some quota is configured (``watch``)."""
         if not self.store.quotas:
             return None
         pending = _Pending(size, time.perf_counter())

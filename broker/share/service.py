@@ -33,6 +33,9 @@ from storage.config import LogConfig
 
 STATE_TOPIC = "__share_group_state"
 Key = tuple[str, bytes, int]  # group, topic id, partition
+# How often acquisition locks and idle sessions are checked while any may expire: a lock is
+# released at most this late.
+LOCK_CHECK_SECONDS = 0.1
 
 
 @dataclass
@@ -59,6 +62,7 @@ class ShareService:
         self.snapshot_epochs: dict[Key, int] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.parts: dict[int, Partition] = {}
+        self._opened = trio.Event()
 
     # ---- loading ----------------------------------------------------------------------------
 
@@ -106,10 +110,19 @@ class ShareService:
         await self.load()
         task_status.started()
         while True:
-            await trio.sleep(0.1)
+            if not self.sessions and not any(sp.next_deadline() is not None for sp in self.partitions.values()):
+                # Nothing can expire: sleep until a consumer opens a share session (a broker
+                # without share consumers does not wake up for them).
+                self._opened = trio.Event()
+                await self._opened.wait()
+            await trio.sleep(LOCK_CHECK_SECONDS)
             now = self.clock()
             self.expire_locks(now)
             self.close_idle_sessions(now)
+
+    def session_opened(self) -> None:
+        """A share session opened: its locks and its idleness are to be watched."""
+        self._opened.set()
 
     # ---- state --------------------------------------------------------------------------------
 
