@@ -8,6 +8,7 @@ client tests run Kafka's programs from the same jars.
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import shutil
 import signal
@@ -76,6 +77,32 @@ def java() -> str | None:
 
 def classpath(libs: Path) -> str:
     return str(libs / "*")
+
+
+def class_archive(libs: Path) -> Path:
+    """The JVM's class-data archive of Kafka's jars (AppCDS), beside them in the cache: a tool run
+    with it starts in about half the time (~0.5 s instead of ~1.2 s). Named after the JVM and the
+    jars, so that another JDK or another Kafka makes its own."""
+    binary = java() or "java"
+    real = Path(binary).resolve()
+    key = f"{real}:{real.stat().st_mtime_ns if real.exists() else 0}:{sorted(p.name for p in libs.glob('*.jar'))}"
+    return libs.parent / f"classes-{hashlib.sha256(key.encode()).hexdigest()[:16]}.jsa"
+
+
+def java_command(libs: Path, main: str, *args: str, classes: Path | None = None,
+                 heap: str = "-Xmx256m") -> list[str]:
+    """A short-lived JVM running ``main`` from Kafka's jars (and ``classes``, a directory of test
+    programs, after them: the class archive covers the jars only as a prefix of the classpath)."""
+    binary = java()
+    if binary is None:
+        raise RuntimeError("java is not installed")
+    path = classpath(libs) if classes is None else f"{classpath(libs)}{os.pathsep}{classes}"
+    archive = class_archive(libs)
+    sharing = [f"-XX:SharedArchiveFile={archive}"] if archive.exists() else []
+    # -Xlog: the JVM's own warnings (a stale class archive, say) go to stderr, never into the
+    # output the tests parse.
+    return [binary, heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xlog:disable", "-Xlog:all=error:stderr",
+            *sharing, "-Dlog4j2.level=WARN", "-cp", path, main, *args]
 
 
 class KafkaProcess:
@@ -162,10 +189,19 @@ class KafkaProcess:
 def run_tool(libs: Path, main: str, *args: str, timeout: float = 120.0, input: str | None = None,
              work_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
     """One of Kafka's tools, against whichever broker its arguments name (Kafka or kcoord)."""
-    binary = java()
-    if binary is None:
-        raise RuntimeError("java is not installed")
-    command = [binary, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-               "-Dlog4j2.level=WARN", "-cp", classpath(libs), main, *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, input=input,
-                          cwd=work_dir)
+    command = java_command(libs, main, *args)
+    archive = class_archive(libs)
+    recording = None
+    if not archive.exists():
+        # The first tool run records the classes it loaded; later JVMs map them ready-made.
+        recording = archive.with_name(f"{archive.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        command.insert(1, f"-XX:ArchiveClassesAtExit={recording}")
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, input=input,
+                              cwd=work_dir)
+        if recording is not None and done.returncode == 0 and recording.exists():
+            os.replace(recording, archive)  # atomic: a concurrent JVM maps a whole archive or none
+        return done
+    finally:
+        if recording is not None:
+            recording.unlink(missing_ok=True)

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from testkit.kafka import classpath, java
+from testkit.kafka import classpath, java_command
 from testkit.kcoord import ROOT, BrokerProcess
 from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.offsets import committed
@@ -68,11 +68,8 @@ def java_classes(kafka_libs: Path, request: pytest.FixtureRequest) -> Path:
 
 
 def run_java(classes: Path, libs: Path, *args: str) -> Events:
-    binary = java()
-    assert binary is not None
-    done = subprocess.run([binary, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=WARN",
-                           "-cp", f"{classes}{os.pathsep}{classpath(libs)}", MAIN, *args],
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(java_command(libs, MAIN, *args, classes=classes), capture_output=True, text=True,
+                          timeout=180)
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     errors = [e for e in events if e["event"] == "error"]
     assert done.returncode == 0 and not errors, \

@@ -8,7 +8,6 @@ its tasks taken over by the others, and the counts read back (read_committed) ar
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import struct
@@ -23,7 +22,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from testkit.kafka import classpath, java, run_tool
+from testkit.kafka import java_command, run_tool
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.clients import create_topic, wait_for
 from tests.integration.test_java_clients import java_classes  # noqa: F401  (the compiled programs)
@@ -44,13 +43,10 @@ class Instance:
 
     def __init__(self, classes: Path, libs: Path, bootstrap: str, app: str, topics: tuple[str, str],
                  state_dir: Path, log: Path) -> None:
-        binary = java()
-        assert binary is not None
         self.log = log.open("w")
         self.proc = subprocess.Popen(
-            [binary, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=WARN",
-             "-cp", f"{classes}{os.pathsep}{classpath(libs)}", "StreamsWordCount", bootstrap, app, *topics,
-             str(state_dir)], stdout=subprocess.PIPE, stderr=self.log, text=True)
+            java_command(libs, "StreamsWordCount", bootstrap, app, *topics, str(state_dir), classes=classes),
+            stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.state = "CREATED"
         self.active: set[str] = set()
         self.standby: set[str] = set()

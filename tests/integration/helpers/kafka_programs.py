@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from testkit.kafka import classpath, java, run_tool
+from testkit.kafka import java_command, run_tool
 
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 CONFIGS = "org.apache.kafka.tools.ConfigCommand"
@@ -94,10 +94,7 @@ class JsonProcess:
     """One of Kafka's Verifiable* clients, its JSON lines collected as they come."""
 
     def __init__(self, libs: Path, main: str, *args: str) -> None:
-        binary = java()
-        assert binary is not None
-        self.command = [binary, "-Xmx192m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                        "-Dlog4j2.level=WARN", "-cp", classpath(libs), main, *args]
+        self.command = java_command(libs, main, *args, heap="-Xmx192m")
         self.events: list[dict[str, Any]] = []
         self.stderr: list[str] = []
         self.lock = threading.Lock()

@@ -5,7 +5,6 @@ Java programs."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -13,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from testkit.kafka import classpath, java
+from testkit.kafka import java_command
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.clients import create_topic
 from tests.integration.share.test_share_consumer import OVERRIDES
@@ -25,11 +24,8 @@ pytestmark = [pytest.mark.timeout(240)]
 def run_share(classes: Path, libs: Path, *args: str) -> list[dict[str, Any]]:
     import json
 
-    binary = java()
-    assert binary is not None
-    done = subprocess.run([binary, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Dlog4j2.level=WARN",
-                           "-cp", f"{classes}{os.pathsep}{classpath(libs)}", "ShareClients", *args],
-                          capture_output=True, text=True, timeout=180)
+    done = subprocess.run(java_command(libs, "ShareClients", *args, classes=classes), capture_output=True,
+                          text=True, timeout=180)
     events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     errors = [e for e in events if e["event"] == "error"]
     assert done.returncode == 0 and not errors, f"{errors}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
