@@ -107,3 +107,34 @@ def kafka(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     server = KafkaProcess(kafka_libs, tmp_path_factory.mktemp("apache-kafka")).start()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One local Spark session for every analysis test (its JVM takes seconds to start)."""
+    import shutil
+
+    pytest.importorskip("pyspark", reason="the analysis tests need the analysis extra (pyspark)")
+    pytest.importorskip("pyarrow", reason="Python data sources need pyarrow")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs a Java runtime (java on PATH or JAVA_HOME)")
+    from analytics.job import build_session
+
+    session = build_session("local[2]", "kcoord-tests", {"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()
+
+
+# Processes that the whole session shares, and the tests that need them: with pytest-xdist
+# (scripts/test.sh runs two workers) all of one group's tests run on one worker, so that each is
+# started once. Every other test module stays whole on one worker (its module fixtures start once).
+_SHARED = (("apache-kafka", {"kafka", "pair"}), ("spark", {"spark"}))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        fixtures = set(getattr(item, "fixturenames", ()))
+        group = next((name for name, needs in _SHARED if fixtures & needs), item.nodeid.split("::", 1)[0])
+        item.add_marker(pytest.mark.xdist_group(group))

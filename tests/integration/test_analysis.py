@@ -1,5 +1,5 @@
 """`kcoord analyze` over logs that real clients made through a running kcoord, and over a log in
-Kafka's own bytes with damage in it. One Spark session serves every test here."""
+Kafka's own bytes with damage in it. The session's one Spark session serves every test here."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
 from confluent_kafka import TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient  # noqa: E402
 
-from analytics.job import AnalyzeOptions, analyze, build_session, end_offsets_from_data_dir  # noqa: E402
+from analytics.job import AnalyzeOptions, analyze, end_offsets_from_data_dir  # noqa: E402
 from analytics.source import NAME  # noqa: E402
 from testkit.kcoord import BrokerProcess  # noqa: E402
 from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for  # noqa: E402
@@ -36,13 +36,6 @@ from tests.unit.analytics import kafka_bytes as kb  # noqa: E402
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
 TOPIC = "orders"
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[Any]:
-    session = build_session("local[2]", "kcoord-analysis-tests", {"spark.sql.shuffle.partitions": "2"})
-    yield session
-    session.stop()
 
 
 @dataclass

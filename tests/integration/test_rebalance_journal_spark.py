@@ -15,7 +15,7 @@ pytest.importorskip("pyarrow", reason="Python data sources need pyarrow")
 if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
     pytest.skip("Spark needs a Java runtime (java on PATH or JAVA_HOME)", allow_module_level=True)
 
-from analytics.job import AnalyzeOptions, analyze, build_session
+from analytics.job import AnalyzeOptions, analyze
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.journal import (
     member_closing_with_a_reason,
@@ -28,18 +28,14 @@ from tests.integration.helpers.journal import (
 pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.timeout(400)]
 
 
-def test_the_rebalances_and_doctor_tables(broker: BrokerProcess, tmp_path: Any) -> None:
+def test_the_rebalances_and_doctor_tables(broker: BrokerProcess, spark: Any, tmp_path: Any) -> None:
     seen = [member_closing_with_a_reason(broker), member_killed_with_sigkill(broker), member_stops_polling(broker),
             partition_count_change(broker)]
     assert broker.stop() == 0  # a clean stop: every journal event is on disk
-    spark = build_session("local[2]", "kcoord-journal-tests", {"spark.sql.shuffle.partitions": "2"})
-    try:
-        out = tmp_path / "report"
-        result = analyze(spark, AnalyzeOptions(data_dir=str(broker.data_dir), out=str(out)))
-        rows = [r.asDict() for r in spark.read.parquet(str(out / "rebalances")).collect()]
-        findings = [r.asDict() for r in spark.read.parquet(str(out / "doctor")).collect()]
-    finally:
-        spark.stop()
+    out = tmp_path / "report"
+    result = analyze(spark, AnalyzeOptions(data_dir=str(broker.data_dir), out=str(out)))
+    rows = [r.asDict() for r in spark.read.parquet(str(out / "rebalances")).collect()]
+    findings = [r.asDict() for r in spark.read.parquet(str(out / "doctor")).collect()]
     for s in seen:
         mine = sorted((r for r in rows if r["group"] == s.group and r["cause"] == s.cause),
                       key=lambda r: r["started_ms"])

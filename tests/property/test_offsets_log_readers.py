@@ -631,7 +631,7 @@ def folded(facts: list[tuple[Any, ...]]) -> tuple[dict[Any, Any], dict[str, Any]
 # ---- the property --------------------------------------------------------------------------------
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(written=entries, batch_size=st.integers(1, 6), gaps=st.lists(st.integers(0, 5000), min_size=25, max_size=25))
 def test_every_reader_reports_what_was_written(written: list[Entry], batch_size: int, gaps: list[int]) -> None:
     stamps = [T0 + sum(gaps[: i + 1]) for i in range(len(written))]
