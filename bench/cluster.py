@@ -1,6 +1,6 @@
 """A kcoord cluster on this machine: throughput of one node against two, and failover time.
 
-    python -m bench.cluster [--seconds 5] [--rounds 3] [--failovers 5] [--lease-ms 9000]
+    python -m bench.cluster [--seconds 5] [--rounds 3] [--failovers 5] [--lease-ms 9000] [--baseline DIR]
 
 Starts a real etcd (Debian's etcd-server) and kcoord nodes on one shared data dir, then:
 
@@ -12,7 +12,8 @@ Starts a real etcd (Debian's etcd-server) and kcoord nodes on one shared data di
    first acknowledged commit of every moved group, --failovers times (a node is killed, then
    restarted, then the next is killed).
 
-Prints every run and the medians.
+Prints every run and the medians. ``--baseline DIR`` (a checkout of the previous release) runs the
+throughput rounds with its nodes too, taking turns with this checkout's, and prints the ratios.
 """
 
 from __future__ import annotations
@@ -49,12 +50,13 @@ from testkit.kcoord import BrokerProcess
 class Node(BrokerProcess):
     """One cluster node, started (not awaited: the cluster settles as a whole)."""
 
-    def __init__(self, etcd: EtcdProcess, data_dir: Path, cluster_id: str, node_id: int, lease_ms: int) -> None:
+    def __init__(self, etcd: EtcdProcess, data_dir: Path, cluster_id: str, node_id: int, lease_ms: int,
+                 root: Path | None = None) -> None:
         props = {"node.id": node_id, "cluster.id": cluster_id, "etcd.endpoints": etcd.endpoint,
                  "broker.session.timeout.ms": lease_ms, "metrics.listener": "", "log.level": "WARNING"}
         data_dir.mkdir(parents=True, exist_ok=True)
         super().__init__(data_dir, {k: str(v) for k, v in props.items()},
-                         log_path=data_dir.parent / f"node{node_id}.log")
+                         root=root, log_path=data_dir.parent / f"node{node_id}.log")
         self.node_id = node_id
         self.start(wait=120)
 
@@ -148,10 +150,11 @@ def load(targets: list[tuple[int, list[list[bytes]]]], seconds: float, nodes: li
     return done / seconds, (sum(n.cpu() for n in nodes) - c0) / wall
 
 
-def throughput(etcd: EtcdProcess, tmp: Path, count: int, seconds: float, lease_ms: int) -> dict[str, tuple[float, float]]:
+def throughput(etcd: EtcdProcess, tmp: Path, count: int, seconds: float, lease_ms: int,
+               root: Path | None = None) -> dict[str, tuple[float, float]]:
     cid = "bench" + uuid.uuid4().hex[:8]
     data = tmp / cid
-    nodes = [Node(etcd, data, cid, n, lease_ms) for n in range(1, count + 1)]
+    nodes = [Node(etcd, data, cid, n, lease_ms, root) for n in range(1, count + 1)]
     try:
         time.sleep(1)
         wait_spread(nodes)
@@ -235,23 +238,37 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--failovers", type=int, default=5)
     parser.add_argument("--lease-ms", type=int, default=9000)
+    parser.add_argument("--baseline", type=Path, help="a checkout of the previous release, measured in turns with this one")
     args = parser.parse_args()
     if not os.path.exists(ETCD_BINARY):
         raise SystemExit("needs etcd (Debian package etcd-server)")
     tmp = Path(tempfile.mkdtemp(prefix="kcoord-cluster-bench-"))
     etcd = EtcdProcess(tmp / "etcd", fsync=True).start()
     try:
-        results: dict[tuple[int, str], list[tuple[float, float]]] = {}
-        for _ in range(args.rounds):
+        results: dict[tuple[str, int, str], list[tuple[float, float]]] = {}
+        checkouts: list[tuple[str, Path | None]] = [("now", None)]
+        if args.baseline is not None:
+            checkouts.append(("before", args.baseline))
+        for round_no in range(args.rounds):
             for count in (1, 2):
-                for api, figures in throughput(etcd, tmp, count, args.seconds, args.lease_ms).items():
-                    results.setdefault((count, api), []).append(figures)
-                    print(f"{count} node(s) {api:12} {figures[0]:9,.0f} req/s  nodes {figures[1]:.2f} cores  "
-                          f"{figures[1] / figures[0] * 1e6:5.0f} us of node CPU per request", flush=True)
-        for api in ("OffsetCommit", "Heartbeat"):
-            one = statistics.median(r[0] for r in results[(1, api)])
-            two = statistics.median(r[0] for r in results[(2, api)])
-            print(f"median {api:12} one node {one:9,.0f} req/s  two nodes {two:9,.0f} req/s  ratio {two / one:.2f}")
+                # Taking turns: each checkout goes first in every other round.
+                for label, root in checkouts[::-1] if round_no % 2 else checkouts:
+                    for api, figures in throughput(etcd, tmp, count, args.seconds, args.lease_ms, root).items():
+                        results.setdefault((label, count, api), []).append(figures)
+                        print(f"{label:6} {count} node(s) {api:12} {figures[0]:9,.0f} req/s  nodes "
+                              f"{figures[1]:.2f} cores  {figures[1] / figures[0] * 1e6:5.0f} us of node CPU per "
+                              f"request", flush=True)
+        medians: dict[tuple[str, int, str], float] = {k: statistics.median(r[0] for r in v) for k, v in results.items()}
+        for label, _ in checkouts:
+            for api in ("OffsetCommit", "Heartbeat"):
+                one, two = medians[(label, 1, api)], medians[(label, 2, api)]
+                print(f"{label:6} median {api:12} one node {one:9,.0f} req/s  two nodes {two:9,.0f} req/s  "
+                      f"ratio {two / one:.2f}")
+        if args.baseline is not None:
+            for count in (1, 2):
+                for api in ("OffsetCommit", "Heartbeat"):
+                    print(f"now / before, {count} node(s) {api:12} "
+                          f"{medians[('now', count, api)] / medians[('before', count, api)]:.3f}")
         if args.failovers:
             times = failovers(etcd, tmp, args.failovers, args.lease_ms)
             print(f"failover after kill -9 (lease {args.lease_ms} ms): p50 {statistics.median(times):.2f} s, "
