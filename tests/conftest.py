@@ -131,6 +131,7 @@ def spark() -> Iterator[Any]:
 _SHARED = (("apache-kafka", {"kafka", "pair"}), ("spark", {"spark"}))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         return
