@@ -53,4 +53,4 @@ fi
 # The whole suite, or, given paths or test ids, just those.
 # Two workers: most tests wait on brokers, clients and timeouts rather than on the CPU. Tests that
 # share a session-wide process (Apache Kafka, Spark) run on one worker (tests/conftest.py).
-exec .venv/bin/python -m pytest -n "${KCOORD_TEST_WORKERS:-2}" --dist loadgroup "$@"
+exec .venv/bin/python -m pytest -n "${KCOORD_TEST_WORKERS:-2}" --dist loadscope "$@"

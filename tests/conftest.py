@@ -125,17 +125,43 @@ def spark() -> Iterator[Any]:
     session.stop()
 
 
-# Processes that the whole session shares, and the tests that need them: with pytest-xdist
-# (scripts/test.sh runs two workers) all of one group's tests run on one worker, so that each is
-# started once. Every other test module stays whole on one worker (its module fixtures start once).
-_SHARED = (("apache-kafka", {"kafka", "pair"}), ("spark", {"spark"}))
+# Processes that the whole session shares, and the test modules that need them: with pytest-xdist
+# (scripts/test.sh runs two workers) all of a group's modules run on one worker, so that each process
+# is started once; every other module runs whole on one worker (its module fixtures start once).
+# Collection checks the lists: a module that uses one of these fixtures and is not listed fails.
+KAFKA_MODULES = {"tests/integration/test_java_clients.py", "tests/integration/test_kafka_tools.py",
+                 "tests/integration/test_storage_interchange.py"}  # and all of tests/differential/
+SPARK_MODULES = {"tests/integration/test_analysis.py", "tests/integration/test_rebalance_journal_spark.py"}
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
+def test_group(nodeid: str) -> str:
+    """The unit of work a test belongs to on the xdist workers."""
+    module = nodeid.split("::", 1)[0]
+    if module.startswith("tests/differential/") or module in KAFKA_MODULES:
+        return "apache-kafka"
+    if module in SPARK_MODULES:
+        return "spark"
+    return module
+
+
+test_group.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
     for item in items:
         fixtures = set(getattr(item, "fixturenames", ()))
-        group = next((name for name, needs in _SHARED if fixtures & needs), item.nodeid.split("::", 1)[0])
-        item.add_marker(pytest.mark.xdist_group(group))
+        for group, needs in (("apache-kafka", {"kafka", "pair"}), ("spark", {"spark"})):
+            if fixtures & needs and test_group(item.nodeid) != group:
+                raise pytest.UsageError(f"{item.nodeid} uses the session's {group}: list its module in "
+                                        f"tests/conftest.py ({group} group)")
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """xdist's scope scheduling, with the scopes above (largest first)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedProcessScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return test_group(nodeid)
+
+    return SharedProcessScheduling(config, log)
