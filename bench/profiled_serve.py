@@ -1,5 +1,5 @@
 """`kcoord serve` under cProfile, for bench.request_cost: SIGUSR2 starts counting, SIGUSR1 stops and
-writes the statistics to $KCOORD_PROFILE_OUT. Run as a file (``python bench/profiled_serve.py
+writes the statistics to $BENCH_PROFILE_OUT. Run as a file (``python bench/profiled_serve.py
 serve ...``) with the measured checkout first on PYTHONPATH, so that its kcoord is the one run."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def _start(signum: int, frame: FrameType | None) -> None:
 
 def _stop(signum: int, frame: FrameType | None) -> None:
     profile.disable()
-    profile.dump_stats(os.environ["KCOORD_PROFILE_OUT"])
+    profile.dump_stats(os.environ["BENCH_PROFILE_OUT"])
 
 
 signal.signal(signal.SIGUSR2, _start)

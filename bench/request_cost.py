@@ -36,7 +36,7 @@ class ProfiledBroker(Broker):
 
     def command(self) -> tuple[list[str], dict[str, str]]:
         args, env = super().command()
-        env["KCOORD_PROFILE_OUT"] = self.profile_out
+        env["BENCH_PROFILE_OUT"] = self.profile_out
         # [python, -m, kcoord, serve, ...] -> [python, profiled_serve.py, serve, ...]
         return [args[0], str(ROOT / "bench" / "profiled_serve.py"), *args[3:]], env
 

@@ -173,9 +173,12 @@ class ShardManager(Coordinator[GroupCoordinatorShard, Result]):
                        snapshot_records=load.snapshot_records, log_records=load.log_records,
                        seconds=round(seconds, 4))
 
-    def applying(self, slot: GroupShardRuntime, result: Result, now: int, op_seconds: float | None) -> None:
+    def writes(self, slot: GroupShardRuntime, result: Result, now: int, started: float | None) -> list[Append]:
+        """Observes the result (assignments computed, the journal, state transitions), then
+        returns its records and then its transactional writes, in that order."""
         state = slot.shard.state
-        if op_seconds is not None and state.assignments:
+        if started is not None and state.assignments:
+            op_seconds = time.perf_counter() - started
             for group_id, epoch, assignor, members in state.assignments:
                 METRICS.consumer_assignments.labels(assignor).inc()
                 METRICS.consumer_assignment_seconds.observe(op_seconds)
@@ -187,9 +190,6 @@ class ShardManager(Coordinator[GroupCoordinatorShard, Result]):
             self.journal(result.events)
         for tr in result.transitions:
             self.on_transition(tr)
-
-    def encode(self, result: Result, now: int) -> list[Append]:
-        """The result's records, then its transactional writes, in that order."""
         if not result.records and not result.txn_writes:
             return []
         appends: list[Append] = []

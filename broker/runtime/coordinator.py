@@ -54,7 +54,7 @@ class CoordinatorShard(Protocol):
 class OpResult(Protocol):
     """An operation's result as the runtime reads it: replies to parked requests (by token) and
     timers to arm or cancel. Its records, which must be durable before any reply leaves, are the
-    coordinator's to turn into writes (``Coordinator.encode``)."""
+    coordinator's to turn into writes (``Coordinator.writes``)."""
 
     @property
     def replies(self) -> Sequence[tuple[int, object]]: ...
@@ -99,8 +99,11 @@ class Coordinator(Generic[S, R]):
         a worker thread."""
         raise NotImplementedError
 
-    def encode(self, result: R, now: int) -> list[Append]:
-        """The writes that make ``result`` durable, in log order."""
+    def writes(self, slot: ShardRuntime[S, R], result: R, now: int, started: float | None) -> list[Append]:
+        """The writes that make ``result`` durable, in log order; called once for every result,
+        before anything of it is written, it is also where the coordinator observes results
+        (metrics, the journal). ``started``: ``time.perf_counter()`` when a request's operation
+        began (None for other operations)."""
         raise NotImplementedError
 
     def on_timer(self, slot: ShardRuntime[S, R], key: str, now: int) -> tuple[R, Done | None]:
@@ -110,10 +113,6 @@ class Coordinator(Generic[S, R]):
 
     def on_loaded(self, slot: ShardRuntime[S, R], now: int) -> None:
         """The shard has just loaded (its timers are armed): the coordinator's own follow-ups."""
-
-    def applying(self, slot: ShardRuntime[S, R], result: R, now: int, op_seconds: float | None) -> None:
-        """Before ``result`` is written: what the coordinator observes of every result.
-        ``op_seconds``: how long a request's operation took (None for other operations)."""
 
     def on_unloaded(self, slot: ShardRuntime[S, R]) -> None:
         """The shard has just unloaded."""
@@ -254,7 +253,7 @@ class ShardRuntime(Generic[S, R]):
         now = self.runtime.clock()
         started = time.perf_counter()
         result = op(self.shard, token, now)
-        self.apply(result, now, key, op_seconds=time.perf_counter() - started)
+        self.apply(result, now, key, started=started)
 
     def write(self, op: Callable[[S, int], R], done: Done) -> R | None:
         """An operation answered through ``done``: ``op(shard, now)`` runs now and its result is
@@ -288,10 +287,9 @@ class ShardRuntime(Generic[S, R]):
             self.apply(result, now, done=done)
 
     def apply(self, result: R, now: int, key: str | None = None, *, done: Done | None = None,
-              op_seconds: float | None = None) -> None:
+              started: float | None = None) -> None:
         """Arms the result's timers, queues its writes, and releases its replies (and ``done``)
         once they are durable."""
-        self.coordinator.applying(self, result, now, op_seconds)
         if result.timers:
             timers = self.runtime.timers
             index = self.partition
@@ -301,7 +299,7 @@ class ShardRuntime(Generic[S, R]):
                 else:
                     timers.cancel(index, t.key)
         part = self.part
-        appends = self.coordinator.encode(result, now)
+        appends = self.coordinator.writes(self, result, now, started)
         if appends:
             if part is None:
                 part = self._create()

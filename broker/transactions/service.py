@@ -169,7 +169,8 @@ class TransactionService(Coordinator[TransactionCoordinatorShard, TxnResult]):
         for job in unfinished:
             self.write_markers(job)
 
-    def encode(self, result: TxnResult, now: int) -> list[Append]:
+    def writes(self, slot: TxnShardRuntime, result: TxnResult, now: int, started: float | None) -> list[Append]:
+        del slot, started  # nothing observed here
         if not result.records:
             return []
         entries: list[Entry] = []

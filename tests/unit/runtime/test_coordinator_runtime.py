@@ -86,7 +86,8 @@ class Tally(Coordinator[TallyShard, TallyResult]):
                 read += 1
         return read
 
-    def encode(self, result: TallyResult, now: int) -> list[Append]:
+    def writes(self, slot: ShardRuntime[TallyShard, TallyResult], result: TallyResult, now: int,
+               started: float | None) -> list[Append]:
         if not result.records:
             return []
         return [Append([(n.encode(), str(c).encode(), now) for n, c in result.records], [n for n, _ in result.records])]
