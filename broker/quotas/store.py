@@ -96,10 +96,10 @@ class QuotaStore:
         """The value of ``key`` on the entity of these names; ``()`` for a type the entity lacks,
         None for its default."""
         entity: list[tuple[str, str | None]] = []
-        if user != ():
-            entity.append((USER, user))  # type: ignore[arg-type]
-        if client != ():
-            entity.append((CLIENT_ID, client))  # type: ignore[arg-type]
+        if not isinstance(user, tuple):
+            entity.append((USER, user))
+        if not isinstance(client, tuple):
+            entity.append((CLIENT_ID, client))
         return self.quotas.get(tuple(sorted(entity)), {}).get(key)
 
     def resolve(self, key: str, user: str, client_id: str) -> Resolved | None:

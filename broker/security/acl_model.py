@@ -63,7 +63,8 @@ IMPLIED_BY = {
     Operation.DESCRIBE_CONFIGS: frozenset({Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS}),
 }
 # The operations that apply to each resource type (authorized_operations reports these).
-OPERATIONS_OF = {
+# Keyed by the wire's resource type (an int; ResourceType members are ints too).
+OPERATIONS_OF: dict[int, tuple[Operation, ...]] = {
     ResourceType.TOPIC: (Operation.READ, Operation.WRITE, Operation.CREATE, Operation.DELETE, Operation.ALTER,
                          Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS),
     ResourceType.GROUP: (Operation.READ, Operation.DELETE, Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS,
@@ -79,7 +80,7 @@ def all_operations(resource_type: int) -> int:
     """The authorized-operations bit field without an authorizer: every operation of the resource
     type, as Kafka answers when no authorizer is configured."""
     bits = 0
-    for operation in OPERATIONS_OF.get(resource_type, ()):  # type: ignore[call-overload]
+    for operation in OPERATIONS_OF.get(resource_type, ()):
         bits |= 1 << operation
     return bits
 

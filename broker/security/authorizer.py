@@ -82,7 +82,7 @@ class Authorizer:
     def authorized_operations(self, principal: str, host: str, resource_type: int, name: str) -> int:
         """Kafka's bit field: bit n set when operation n is allowed on the resource."""
         bits = 0
-        for operation in OPERATIONS_OF.get(resource_type, ()):  # type: ignore[call-overload]
+        for operation in OPERATIONS_OF.get(resource_type, ()):
             if self.authorize(principal, host, operation, resource_type, name):
                 bits |= 1 << operation
         return bits
