@@ -15,8 +15,14 @@ import sys
 import time
 from collections.abc import Callable
 
-from broker.coordinator.consumer.assignor_api import Assignment, Assignor, GroupSpec, MemberSpec, TopicId
-from broker.coordinator.consumer.assignors import ASSIGNORS
+from broker.group_coordinator.consumer.assignor_api import (
+    Assignment,
+    Assignor,
+    GroupSpec,
+    MemberSpec,
+    TopicId,
+)
+from broker.group_coordinator.consumer.assignors import ASSIGNORS
 
 
 class Topics:

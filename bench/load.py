@@ -34,8 +34,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from broker.coordinator.context import CoordinatorConfig
-from broker.coordinator.records import OffsetCommitRecord, encode_record
+from broker.group_coordinator.context import CoordinatorConfig
+from broker.group_coordinator.records import OffsetCommitRecord, encode_record
 from broker.groups.shards import ShardManager
 from broker.log_runtime.runtime import LogRuntime
 from protocol.messages.offsets_log import OffsetCommitValue

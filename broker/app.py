@@ -28,8 +28,8 @@ from broker.cluster.peers import PeerClient, PeerSecret
 from broker.cluster.view import ClusterView
 from broker.config import BrokerConfig
 from broker.configs.wiring import build_config_service, follow
-from broker.coordinator.context import CoordinatorConfig
-from broker.coordinator.result import Transition
+from broker.group_coordinator.context import CoordinatorConfig
+from broker.group_coordinator.result import Transition
 from broker.groups.journal_writer import JournalWriter
 from broker.groups.shards import ShardManager
 from broker.handlers.acls import AclApis

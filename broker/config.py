@@ -321,7 +321,7 @@ class BrokerConfig:
         if policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
             raise ConfigError(f"group.consumer.migration.policy: {values['group.consumer.migration.policy']!r}; "
                               "expected bidirectional, upgrade, downgrade or disabled")
-        from broker.coordinator.consumer.assignors import ASSIGNORS
+        from broker.group_coordinator.consumer.assignors import ASSIGNORS
 
         names = [n.strip() for n in values["group.consumer.assignors"].split(",") if n.strip()]
         unknown = [n for n in names if n not in ASSIGNORS]

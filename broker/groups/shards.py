@@ -22,11 +22,11 @@ from typing import Any
 import trio
 
 from broker.cluster.node import ClusterNode
-from broker.coordinator.context import CoordinatorConfig, TopicView
-from broker.coordinator.pending_offsets import TxnOffsetBatch
-from broker.coordinator.result import Result, Transition
-from broker.coordinator.shard import GroupCoordinatorShard
-from broker.coordinator.timers import OFFSETS_EXPIRY_KEY
+from broker.group_coordinator.context import CoordinatorConfig, TopicView
+from broker.group_coordinator.pending_offsets import TxnOffsetBatch
+from broker.group_coordinator.result import Result, Transition
+from broker.group_coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.timers import OFFSETS_EXPIRY_KEY
 from broker.groups import replay_snapshot
 from broker.groups.replay_snapshot import ReplaySnapshot, SnapshotRejected
 from broker.log_runtime.runtime import Entry, LogRuntime, Partition

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from broker import features
 from broker.cluster.view import ClusterView
-from broker.coordinator.partitioning import partition_for
+from broker.group_coordinator.partitioning import partition_for
 from broker.network.router import Request
 from broker.security.acl_model import ResourceType, all_operations
 from broker.topics.admin import TopicAdmin

@@ -12,11 +12,11 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
-from broker.coordinator.consumer.heartbeat import error_response as consumer_heartbeat_response
-from broker.coordinator.context import RequestContext
-from broker.coordinator.partitioning import partition_for
-from broker.coordinator.result import Result
-from broker.coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.consumer.heartbeat import error_response as consumer_heartbeat_response
+from broker.group_coordinator.context import RequestContext
+from broker.group_coordinator.partitioning import partition_for
+from broker.group_coordinator.result import Result
+from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.groups.shards import GroupShardRuntime, ShardManager
 from broker.network.router import Request
 from broker.runtime.countdown import Countdown

@@ -16,10 +16,10 @@ from typing import Any
 
 import trio
 
-from broker.coordinator.context import RequestContext
-from broker.coordinator.result import Result
-from broker.coordinator.shard import GroupCoordinatorShard
-from broker.coordinator.share import describe as share_describe
+from broker.group_coordinator.context import RequestContext
+from broker.group_coordinator.result import Result
+from broker.group_coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.share import describe as share_describe
 from broker.groups.shards import ShardManager, ShardRuntime
 from broker.handlers.fetch import below
 from broker.handlers.groups import GroupRouting, SingleGroupApi

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.coordinator.context import RequestContext
-from broker.coordinator.result import Result
-from broker.coordinator.shard import GroupCoordinatorShard
-from broker.coordinator.streams import describe as streams_describe
-from broker.coordinator.streams.heartbeat import error_response
-from broker.coordinator.streams.topology import MISSING_INTERNAL_TOPICS, InternalTopic
+from broker.group_coordinator.context import RequestContext
+from broker.group_coordinator.result import Result
+from broker.group_coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.streams import describe as streams_describe
+from broker.group_coordinator.streams.heartbeat import error_response
+from broker.group_coordinator.streams.topology import MISSING_INTERNAL_TOPICS, InternalTopic
 from broker.groups.shards import ShardManager
 from broker.handlers.groups import GroupRouting
 from broker.network.router import Request

@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from broker.coordinator.partitioning import partition_for
+from broker.group_coordinator.partitioning import partition_for
 from broker.network.router import Request
 from broker.runtime.countdown import Countdown
 from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 from prometheus_client.utils import floatToGoString
 
-from broker.coordinator.classic_group import GroupState
+from broker.group_coordinator.classic_group import GroupState
 from protocol.consumer_protocol import decode_assignment
 from protocol.errors import DecodeError
 from protocol.record_batch import decode_records

@@ -6,8 +6,8 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from broker.coordinator.classic_group import GroupState
-from broker.coordinator.consumer.group import ConsumerGroupState
+from broker.group_coordinator.classic_group import GroupState
+from broker.group_coordinator.consumer.group import ConsumerGroupState
 from broker.groups.journal_writer import JournalWriter
 from broker.groups.shards import ShardManager
 

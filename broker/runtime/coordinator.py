@@ -30,7 +30,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 import trio
 
 from broker.cluster.node import ClusterNode
-from broker.coordinator.result import CancelTimer, SetTimer
+from broker.group_coordinator.result import CancelTimer, SetTimer
 from broker.log_runtime.runtime import BatchWrite, Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.runtime.countdown import Countdown

@@ -12,8 +12,8 @@ from functools import partial
 
 from broker.cluster.node import ClusterNode
 from broker.cluster.peers import PeerClient
-from broker.coordinator.result import Result
-from broker.coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.result import Result
+from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.groups.shards import ShardManager
 from broker.topics.catalog import OFFSETS_TOPIC, owning_partition
 from broker.topics.partitions import TopicLogs

@@ -28,7 +28,7 @@ from typing import Any
 import trio
 
 from broker.cluster.node import ClusterNode
-from broker.coordinator.partitioning import partition_for
+from broker.group_coordinator.partitioning import partition_for
 from broker.log_runtime.runtime import Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.observability.metrics import METRICS

@@ -23,7 +23,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from broker.config import PROPERTIES
-from broker.coordinator.partitioning import partition_for
+from broker.group_coordinator.partitioning import partition_for
 from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from confluent_kafka import TopicPartition
 
-from broker.coordinator.partitioning import partition_for
+from broker.group_coordinator.partitioning import partition_for
 from kclient.wire_client import WireClient
 from protocol.consumer_protocol import encode_assignment, encode_subscription
 from protocol.messages import ApiKey

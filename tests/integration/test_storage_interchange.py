@@ -21,7 +21,7 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from broker.coordinator.partitioning import partition_for
+from broker.group_coordinator.partitioning import partition_for
 from protocol.consumer_protocol import decode_assignment, decode_subscription
 from testkit.kafka import run_tool
 from testkit.kcoord import ROOT

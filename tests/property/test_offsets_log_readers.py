@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 
 from analytics.decoder import ConsumerGroupRow, Decoded, decode_segment
 from analytics.segments import SegmentHealth
-from broker.coordinator.context import CoordinatorConfig
-from broker.coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.context import CoordinatorConfig
+from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.groups.replay_plan import replay_log
 from kclient.dump_log import dump_file
 from protocol.offsets_log_records import (

@@ -8,9 +8,14 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.coordinator.context import CoordinatorConfig
-from broker.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, decode_record, encode_record
-from broker.coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.context import CoordinatorConfig
+from broker.group_coordinator.records import (
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+    decode_record,
+    encode_record,
+)
+from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.groups.replay_plan import replay_log
 from protocol.messages.offsets_log import GroupMetadataValue, OffsetCommitValue
 from protocol.record_batch import decode_records

@@ -14,10 +14,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.coordinator.consumer import records as cg
-from broker.coordinator.context import CoordinatorConfig
-from broker.coordinator.records import GroupMetadataRecord, OffsetCommitRecord, decode_record, encode_record
-from broker.coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.consumer import records as cg
+from broker.group_coordinator.context import CoordinatorConfig
+from broker.group_coordinator.records import (
+    GroupMetadataRecord,
+    OffsetCommitRecord,
+    decode_record,
+    encode_record,
+)
+from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.groups import replay_snapshot
 from broker.groups.replay_snapshot import ReplaySnapshot, SnapshotRejected
 from protocol.messages.offsets_log import GroupMetadataValue, OffsetCommitValue

@@ -16,9 +16,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.coordinator.context import CoordinatorConfig
-from broker.coordinator.records import OffsetCommitRecord, encode_record
-from broker.coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.context import CoordinatorConfig
+from broker.group_coordinator.records import OffsetCommitRecord, encode_record
+from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.groups.replay_plan import replay_log
 from protocol.errors import ErrorCode
 from protocol.messages.offsets_log import OffsetCommitValue
@@ -27,7 +27,7 @@ from protocol.record_batch import build_end_txn_marker, build_simple_batch
 from storage.cleaner import clean
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
-from tests.unit.coordinator.harness import Harness
+from tests.unit.group_coordinator.harness import Harness
 
 GROUP = "g"
 PARTITIONS = (0, 1)

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import trio
 
-from broker.coordinator.context import CoordinatorConfig
-from broker.coordinator.records import OffsetCommitRecord, encode_record
-from broker.coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.context import CoordinatorConfig
+from broker.group_coordinator.records import OffsetCommitRecord, encode_record
+from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.groups import replay_snapshot
 from broker.groups.replay_snapshot import ReplaySnapshot
 from broker.groups.shards import SNAPSHOT_TAIL_RECORDS, ShardManager

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.coordinator.context import CoordinatorConfig
-from broker.coordinator.records import encode_record
-from broker.coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.context import CoordinatorConfig
+from broker.group_coordinator.records import encode_record
+from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.groups.replay_plan import replay_log
 from protocol.messages.offsets_log_share_groups import ShareGroupMemberMetadataValue, ShareGroupMetadataValue
 from protocol.offsets_log_records import ShareGroupMemberMetadataRecord, ShareGroupMetadataRecord

@@ -16,7 +16,7 @@ from protocol.group_events import EVENTS_TOPIC, decode_event, journal_partition
 from protocol.partitioning import partition_for
 from protocol.record_batch import decode_records, iter_batches
 from storage.config import LogConfig
-from tests.unit.coordinator.harness import Harness
+from tests.unit.group_coordinator.harness import Harness
 
 PARTITIONS = 5
 

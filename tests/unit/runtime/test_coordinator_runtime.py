@@ -12,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from broker.coordinator.result import CancelTimer, SetTimer
+from broker.group_coordinator.result import CancelTimer, SetTimer
 from broker.log_runtime.runtime import LogRuntime, Partition
 from broker.runtime.coordinator import (
     RELOAD_DELAY_S,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio.testing
 
-from broker.coordinator.records import OffsetCommitRecord
+from broker.group_coordinator.records import OffsetCommitRecord
 from broker.groups.shards import RELOAD_DELAY_S
 from protocol.errors import ErrorCode
 from tests.unit.runtime.inproc import (

@@ -90,7 +90,7 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     # A module-level import, one under TYPE_CHECKING and one inside a function.
     assert "broker.network.router" in graph["broker.handlers.groups"]
     assert "broker.security.sasl" in graph["broker.network.router"]
-    assert "broker.coordinator.consumer.assignors" in graph["broker.config"]
+    assert "broker.group_coordinator.consumer.assignors" in graph["broker.config"]
 
 
 def test_cycles_are_found() -> None:

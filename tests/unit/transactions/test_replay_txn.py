@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from broker.coordinator.context import CoordinatorConfig
-from broker.coordinator.records import OffsetCommitRecord, encode_record
-from broker.coordinator.shard import GroupCoordinatorShard
+from broker.group_coordinator.context import CoordinatorConfig
+from broker.group_coordinator.records import OffsetCommitRecord, encode_record
+from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.groups.replay_plan import replay_log
 from protocol.messages.offsets_log import OffsetCommitValue
 from protocol.record_batch import build_end_txn_marker, build_simple_batch, iter_batches

@@ -1,0 +1,303 @@
+"""ShareGroupHeartbeat: joining, heartbeating and leaving a share group (Kafka 4.4's rules), the
+session timeout that fences a silent member, and topic changes picked up without member action.
+
+Every change is a record, emitted (and so replayed) here: a member's metadata, the group epoch
+with its subscription metadata hash, the target assignment (per member and its epoch), a member's
+current assignment, and the topic partitions whose share state the group uses.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from broker.group_coordinator.classic_group import GroupState
+from broker.group_coordinator.consumer.subscriptions import metadata_hash
+from broker.group_coordinator.context import RequestContext
+from broker.group_coordinator.result import Result
+from broker.group_coordinator.share import assignor
+from broker.group_coordinator.share.group import Assignment, ShareGroup, ShareMember, TopicId
+from broker.group_coordinator.timers import TimerTarget
+from protocol.errors import ErrorCode
+from protocol.messages.offsets_log_share_groups import (
+    ShareGroupCurrentMemberAssignmentValue,
+    ShareGroupMemberMetadataValue,
+    ShareGroupMetadataValue,
+    ShareGroupStatePartitionMetadataValue,
+    ShareGroupTargetAssignmentMemberValue,
+    ShareGroupTargetAssignmentMetadataValue,
+)
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from protocol.offsets_log_records import (
+    ShareGroupCurrentMemberAssignmentRecord,
+    ShareGroupMemberMetadataRecord,
+    ShareGroupMetadataRecord,
+    ShareGroupStatePartitionMetadataRecord,
+    ShareGroupTargetAssignmentMemberRecord,
+    ShareGroupTargetAssignmentMetadataRecord,
+)
+
+if TYPE_CHECKING:
+    from broker.group_coordinator.state import CoordinatorState
+
+SESSION = "share-session"
+INITIALIZE = "share-initialize"
+LEAVE_EPOCH = -1
+_Response = ShareGroupHeartbeatResponse
+_TopicPartitions = ShareGroupHeartbeatResponse.Assignment.TopicPartitions
+
+
+def session_key(group_id: str, member_id: str) -> str:
+    return f"share-session:{group_id}:{member_id}"
+
+
+def initialize_key(group_id: str) -> str:
+    return f"share-initialize:{group_id}"
+
+
+def set_session_timeout(st: CoordinatorState, out: Result, group_id: str, member_id: str, now_ms: int) -> None:
+    st.timers.set(out, session_key(group_id, member_id), now_ms + st.config.share_session_timeout_ms,
+                  TimerTarget(SESSION, group_id, member_id))
+
+
+def _error(code: int, message: str | None = None) -> Any:
+    return _Response(error_code=code, error_message=message, member_id=None, member_epoch=0,
+                     heartbeat_interval_ms=0, assignment=None)
+
+
+def _wire(assignment: Assignment) -> list[Any]:
+    return [_TopicPartitions(topic_id=t, partitions=sorted(ps)) for t, ps in sorted(assignment.items()) if ps]
+
+
+def _topic_partitions(st: CoordinatorState, names: set[str]) -> dict[str, tuple[TopicId, int]]:
+    out = {}
+    for name in names:
+        topic_id = st.topics.topic_id(name)
+        count = st.topics.partition_count(name)
+        if topic_id is not None and count is not None:
+            out[name] = (topic_id, count)
+    return out
+
+
+def _member_metadata(group_id: str, m: ShareMember) -> ShareGroupMemberMetadataRecord:
+    return ShareGroupMemberMetadataRecord(group_id, m.member_id, ShareGroupMemberMetadataValue(
+        rack_id=m.rack_id, client_id=m.client_id, client_host=m.client_host,
+        subscribed_topic_names=sorted(m.subscribed_topic_names)))
+
+
+def _current(group_id: str, member_id: str, epoch: int, previous: int, assigned: Assignment) -> ShareGroupCurrentMemberAssignmentRecord:
+    return ShareGroupCurrentMemberAssignmentRecord(group_id, member_id, ShareGroupCurrentMemberAssignmentValue(
+        member_epoch=epoch, previous_member_epoch=previous, state=0,
+        assigned_partitions=[ShareGroupCurrentMemberAssignmentValue.TopicPartitions(topic_id=t, partitions=sorted(ps))
+                             for t, ps in sorted(assigned.items()) if ps]))
+
+
+def _partition_metadata(group_id: str, initializing: dict[TopicId, tuple[str, frozenset[int]]],
+                        initialized: dict[TopicId, tuple[str, frozenset[int]]]) -> ShareGroupStatePartitionMetadataRecord:
+    Info = ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo
+    return ShareGroupStatePartitionMetadataRecord(group_id, ShareGroupStatePartitionMetadataValue(
+        initializing_topics=[Info(topic_id=t, topic_name=n, partitions=sorted(ps))
+                             for t, (n, ps) in sorted(initializing.items()) if ps],
+        initialized_topics=[Info(topic_id=t, topic_name=n, partitions=sorted(ps))
+                            for t, (n, ps) in sorted(initialized.items()) if ps],
+        deleting_topics=[]))
+
+
+def _assignable(st: CoordinatorState, group: ShareGroup) -> dict[str, tuple[TopicId, frozenset[int]]]:
+    """The subscribed partitions that may be assigned: those whose share state is initialized."""
+    out = {}
+    for name, (topic_id, count) in _topic_partitions(st, group.subscribed_topics()).items():
+        done = group.initialized.get(topic_id, ("", frozenset()))[1] & frozenset(range(count))
+        if done:
+            out[name] = (topic_id, done)
+    return out
+
+
+def initialized_assignment_pending(st: CoordinatorState, group: ShareGroup) -> bool:
+    """Some initialized partition of a subscribed topic is in no member's target assignment: the
+    group needs a new epoch (Kafka's ``initializedAssignmentPending``)."""
+    assigned: dict[TopicId, set[int]] = {}
+    for assignment in group.target.values():
+        for topic_id, ps in assignment.items():
+            assigned.setdefault(topic_id, set()).update(ps)
+    return any(not ps <= assigned.get(topic_id, set()) for topic_id, ps in _assignable(st, group).values())
+
+
+def maybe_initialize(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int) -> None:
+    """Subscribed partitions whose share state is neither initialized nor being initialized are
+    written as initializing; the initialization completes in the timer it arms (``on_initialize``)."""
+    todo: dict[TopicId, tuple[str, frozenset[int]]] = {}
+    for name, (topic_id, count) in _topic_partitions(st, group.subscribed_topics()).items():
+        known = (group.initialized.get(topic_id, ("", frozenset()))[1]
+                 | group.initializing.get(topic_id, ("", frozenset()))[1])
+        missing = frozenset(range(count)) - known
+        if missing:
+            todo[topic_id] = (name, missing)
+    if not todo:
+        return
+    initializing = dict(group.initializing)
+    for topic_id, (name, ps) in todo.items():
+        initializing[topic_id] = (name, initializing.get(topic_id, (name, frozenset()))[1] | ps)
+    st.emit(out, _partition_metadata(group.group_id, initializing, group.initialized))
+    arm_initialize(st, out, group.group_id, now_ms)
+
+
+def arm_initialize(st: CoordinatorState, out: Result, group_id: str, now_ms: int) -> None:
+    st.timers.set(out, initialize_key(group_id), now_ms, TimerTarget(INITIALIZE, group_id))
+
+
+def on_initialize(st: CoordinatorState, group_id: str) -> Result:
+    """The share state of the initializing partitions exists (kcoord's share partitions start at
+    their first fetch, at the partition's end): they become initialized, and the next heartbeat
+    assigns them."""
+    out = Result()
+    group = st.share_groups.get(group_id)
+    if group is None or not group.initializing:
+        return out
+    initialized = dict(group.initialized)
+    for topic_id, (name, ps) in group.initializing.items():
+        initialized[topic_id] = (name, initialized.get(topic_id, (name, frozenset()))[1] | ps)
+    st.emit(out, _partition_metadata(group_id, {}, initialized))
+    return out
+
+
+def bump_epoch(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int) -> None:
+    """A new group epoch (membership, subscriptions, their topics or the initialized partitions
+    changed): the epoch and the metadata hash, then the target assignment computed for it over the
+    initialized partitions."""
+    gid = group.group_id
+    names = group.subscribed_topics()
+    st.emit(out, ShareGroupMetadataRecord(gid, ShareGroupMetadataValue(
+        epoch=group.group_epoch + 1, metadata_hash=metadata_hash(names, st.topics))))
+    target = assignor.assign({m.member_id: m.subscribed_topic_names for m in group.members.values()},
+                             _assignable(st, group))
+    for member_id, assignment in sorted(target.items()):
+        if group.target.get(member_id) != assignment:
+            st.emit(out, ShareGroupTargetAssignmentMemberRecord(gid, member_id, ShareGroupTargetAssignmentMemberValue(
+                topic_partitions=[ShareGroupTargetAssignmentMemberValue.TopicPartition(topic_id=t, partitions=sorted(ps))
+                                  for t, ps in sorted(assignment.items())])))
+    st.emit(out, ShareGroupTargetAssignmentMetadataRecord(gid, ShareGroupTargetAssignmentMetadataValue(
+        assignment_epoch=group.group_epoch, assignment_timestamp=now_ms)))
+
+
+def _reconcile(st: CoordinatorState, out: Result, group: ShareGroup, member: ShareMember) -> bool:
+    """Brings the member to the target assignment's epoch; True when its assignment changed (the
+    answer then carries it; a new epoch alone does not, as in Kafka)."""
+    target = group.target.get(member.member_id, {})
+    if member.member_epoch == group.assignment_epoch and member.assigned == target:
+        return False
+    changed = member.assigned != target
+    st.emit(out, _current(group.group_id, member.member_id, group.assignment_epoch, member.member_epoch, target))
+    return changed
+
+
+def remove_member(st: CoordinatorState, out: Result, group: ShareGroup, member_id: str, now_ms: int) -> None:
+    """The member leaves (or is fenced): its records are tombstoned and the others reassigned."""
+    gid = group.group_id
+    st.emit(out, ShareGroupCurrentMemberAssignmentRecord(gid, member_id, None))
+    if member_id in group.target:
+        st.emit(out, ShareGroupTargetAssignmentMemberRecord(gid, member_id, None))
+    st.emit(out, ShareGroupMemberMetadataRecord(gid, member_id, None))
+    st.timers.cancel(out, session_key(gid, member_id))
+    bump_epoch(st, out, group, now_ms)
+
+
+def _validate(req: ShareGroupHeartbeatRequest) -> str | None:
+    if not req.group_id:
+        return "GroupId can't be empty."
+    if not req.member_id:
+        return "MemberId can't be empty."
+    if req.member_epoch < LEAVE_EPOCH:
+        return f"MemberEpoch is {req.member_epoch}, but must be greater than or equal to -1."
+    if req.member_epoch == 0 and not req.subscribed_topic_names:
+        return "SubscribedTopicNames must be set in first request."
+    if req.rack_id is not None and not req.rack_id.strip():
+        return "RackId can't be empty."
+    return None
+
+
+def share_group_heartbeat(st: CoordinatorState, req: ShareGroupHeartbeatRequest, ctx: RequestContext,
+                          now_ms: int) -> Result:
+    out = Result()
+
+    def answer(response: Any) -> Result:
+        out.replies.append((ctx.token, response))
+        return out
+
+    invalid = _validate(req)
+    if invalid is not None:
+        return answer(_error(ErrorCode.INVALID_REQUEST, invalid))
+    gid = req.group_id
+    classic = st.groups.get(gid)
+    if gid in st.consumer_groups or (classic is not None and classic.state is not GroupState.DEAD):
+        return answer(_error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a share group."))
+    group = st.share_groups.get(gid)
+    if req.member_epoch == LEAVE_EPOCH:
+        if group is None:
+            return answer(_error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} not found."))
+        if req.member_id not in group.members:
+            return answer(_error(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {gid}."))
+        remove_member(st, out, group, req.member_id, now_ms)
+        return answer(_Response(error_code=0, member_id=req.member_id, member_epoch=LEAVE_EPOCH,
+                                heartbeat_interval_ms=0, assignment=None))
+    if group is None:
+        if req.member_epoch != 0:
+            return answer(_error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} not found."))
+        group = ShareGroup(gid)
+    member = group.members.get(req.member_id)
+    if member is None:
+        if req.member_epoch != 0:
+            return answer(_error(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {gid}."))
+        if len(group.members) >= st.config.share_max_size:
+            return answer(_error(ErrorCode.GROUP_MAX_SIZE_REACHED,
+                                 f"The share group has reached its maximum capacity of {st.config.share_max_size} members."))
+        member = ShareMember(req.member_id)
+    elif req.member_epoch not in (0, member.member_epoch):
+        return answer(_error(ErrorCode.FENCED_MEMBER_EPOCH,
+                             f"The share group member has a different epoch ({req.member_epoch}) than the coordinator "
+                             f"({member.member_epoch})."))
+    joining = req.member_epoch == 0
+    updated = ShareMember(
+        member.member_id,
+        rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+        client_id=ctx.client_id, client_host=ctx.client_host,
+        subscribed_topic_names=(frozenset(req.subscribed_topic_names) if req.subscribed_topic_names is not None
+                                else member.subscribed_topic_names),
+    )
+    new_member = req.member_id not in group.members
+    if new_member:
+        st.share_groups.setdefault(gid, group)
+    bump = new_member or updated.subscribed_topic_names != member.subscribed_topic_names
+    if (new_member or updated.rack_id != member.rack_id or updated.client_id != member.client_id
+            or updated.client_host != member.client_host or bump):
+        st.emit(out, _member_metadata(gid, updated))
+    group = st.share_groups[gid]
+    member = group.members[req.member_id]
+    if (bump or metadata_hash(group.subscribed_topics(), st.topics) != group.metadata_hash
+            or initialized_assignment_pending(st, group)):
+        bump_epoch(st, out, group, now_ms)
+    changed = _reconcile(st, out, group, member)
+    maybe_initialize(st, out, group, now_ms)
+    set_session_timeout(st, out, gid, member.member_id, now_ms)
+    assignment = (_Response.Assignment(topic_partitions=_wire(member.assigned))
+                  if joining or changed else None)
+    return answer(_Response(error_code=0, member_id=member.member_id, member_epoch=member.member_epoch,
+                            heartbeat_interval_ms=st.config.share_heartbeat_interval_ms, assignment=assignment))
+
+
+def on_session_timeout(st: CoordinatorState, group_id: str, member_id: str, now_ms: int) -> Result:
+    out = Result()
+    group = st.share_groups.get(group_id)
+    if group is not None and member_id in group.members:
+        remove_member(st, out, group, member_id, now_ms)
+    return out
+
+
+def on_topics_changed(st: CoordinatorState, topics: set[str], now_ms: int) -> Result:
+    """Topics were created, grew or were deleted: every share group subscribed to one gets a new
+    epoch and assignment, which its members pick up on their next heartbeat."""
+    out = Result()
+    for group in list(st.share_groups.values()):
+        if (group.members and group.subscribed_topics() & topics
+                and metadata_hash(group.subscribed_topics(), st.topics) != group.metadata_hash):
+            bump_epoch(st, out, group, now_ms)
+    return out

@@ -1,0 +1,117 @@
+"""StreamsGroupDescribe, and streams groups in ListGroups and DeleteGroups (Kafka 4.4's rules)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from broker.group_coordinator.records import AnyRecord, OffsetCommitRecord
+from broker.group_coordinator.result import Result
+from broker.group_coordinator.streams import records as rec
+from broker.group_coordinator.streams import timers
+from broker.group_coordinator.streams.heartbeat import configured, remove_members
+from broker.group_coordinator.streams.model import StreamsGroup, StreamsMember, TaskAssignment, Tasks
+from protocol.errors import ErrorCode
+from protocol.messages.list_groups import ListGroupsResponse
+from protocol.messages.streams_group_describe import StreamsGroupDescribeResponse
+
+if TYPE_CHECKING:
+    from broker.group_coordinator.state import CoordinatorState
+
+GROUP_TYPE = "streams"
+PROTOCOL_TYPE = "streams"
+ASSIGNOR = "sticky"
+_D = StreamsGroupDescribeResponse.DescribedGroup
+_A = _D.Member.Assignment
+
+
+def failed(group_id: str, code: int, message: str | None = None) -> Any:
+    return _D(error_code=code, error_message=message, group_id=group_id, group_state="", group_epoch=0,
+              assignment_epoch=0, members=[])
+
+
+def _tasks(tasks: Tasks) -> list[Any]:
+    return [_A.TaskIds(subtopology_id=s, partitions=sorted(p)) for s, p in sorted(tasks.items()) if p]
+
+
+def _assignment(a: TaskAssignment) -> Any:
+    return _A(active_tasks=_tasks(a.active), standby_tasks=_tasks(a.standby), warmup_tasks=_tasks(a.warmup))
+
+
+def _member(m: StreamsMember, target: TaskAssignment) -> Any:
+    endpoint = None if m.user_endpoint is None else _D.Member.Endpoint(host=m.user_endpoint[0], port=m.user_endpoint[1])
+    return _D.Member(member_id=m.member_id, member_epoch=m.member_epoch, instance_id=m.instance_id,
+                     rack_id=m.rack_id, client_id=m.client_id, client_host=m.client_host,
+                     topology_epoch=m.topology_epoch, process_id=m.process_id, user_endpoint=endpoint,
+                     client_tags=[_D.Member.KeyValue(key=k, value=v) for k, v in m.client_tags],
+                     task_offsets=[], task_end_offsets=[], assignment=_assignment(m.assigned),
+                     target_assignment=_assignment(target), is_classic=False)
+
+
+def describe(st: CoordinatorState, group_id: str) -> Any:
+    group = st.streams.groups.get(group_id)
+    if group is None:
+        if group_id in st.groups or group_id in st.consumer_groups:
+            return failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a streams group.")
+        return failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
+    topology = None
+    if group.topology is not None:
+        conf = configured(st, group)
+        ready = conf is not None and not conf.statuses
+        T = _D.Topology.Subtopology
+        # As Kafka 4.4 describes them: the partition counts once the topology is configured, the
+        # counts the topology itself gives (0: unspecified) while topics are missing.
+        subs = [T(subtopology_id=s.subtopology_id, source_topics=list(s.source_topics),
+                  repartition_sink_topics=list(s.repartition_sink_topics),
+                  state_changelog_topics=[_info(t, conf.tasks.get(s.subtopology_id, 0) if ready and conf else
+                                                t.partitions) for t in s.state_changelog_topics],
+                  repartition_source_topics=[_info(t, (st.topics.partition_count(t.name) or t.partitions) if ready
+                                                   else t.partitions) for t in s.repartition_source_topics])
+                for s in group.topology.subtopologies]
+        topology = _D.Topology(epoch=group.topology.epoch, subtopologies=subs)
+    return _D(error_code=0, error_message=None, group_id=group_id, group_state=group.state_name(),
+              group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch, topology=topology,
+              members=[_member(m, group.targets.get(mid, TaskAssignment()))
+                       for mid, m in sorted(group.members.items())],
+              assignor_name=ASSIGNOR)
+
+
+def _info(t: Any, partitions: int) -> Any:
+    info = _D.Topology.Subtopology.TopicInfo
+    return info(name=t.name, partitions=partitions, replication_factor=t.replication_factor,
+                topic_configs=[info.KeyValue(key=c.key, value=c.value) for c in t.topic_configs])
+
+
+def listed(st: CoordinatorState, states: set[str] | None) -> list[Any]:
+    return [ListGroupsResponse.ListedGroup(group_id=g.group_id, protocol_type=PROTOCOL_TYPE,
+                                           group_state=g.state_name(), group_type=GROUP_TYPE)
+            for g in st.streams.groups.values() if states is None or g.state_name().lower() in states]
+
+
+def deletion(group: StreamsGroup, offsets: list[tuple[str, int]]) -> tuple[int, list[AnyRecord]]:
+    """Only an empty streams group is deleted: its offsets, then its records."""
+    if group.members:
+        return ErrorCode.NON_EMPTY_GROUP, []
+    records: list[AnyRecord] = [OffsetCommitRecord(group.group_id, t, p, None) for t, p in offsets]
+    records.extend(rec.group_deletion(group))
+    return ErrorCode.NONE, records
+
+
+def on_loaded(st: CoordinatorState, out: Result, now: int) -> None:
+    """Every member gets a fresh session after a load, as Kafka does."""
+    for group in st.streams.groups.values():
+        for mid in group.members:
+            timers.set_session_timeout(st, out, group.group_id, mid, now + st.config.streams_session_timeout_ms)
+
+
+def on_timer(st: CoordinatorState, kind: str, group_id: str, member_id: str, epoch: int, now: int) -> Result:
+    """A session or rebalance timeout fired: the member is fenced and its tasks move."""
+    out = Result()
+    group = st.streams.groups.get(group_id)
+    member = None if group is None else group.members.get(member_id)
+    if group is None or member is None:
+        return out
+    if kind == timers.REBALANCE and member.member_epoch != epoch:
+        return out
+    for record in remove_members(st, out, group, [member_id], now):
+        st.emit(out, record)
+    return out

@@ -1,0 +1,429 @@
+"""StreamsGroupHeartbeat (KIP-1071): join, stay, reconcile and leave, as Kafka's
+``GroupMetadataManager.streamsGroupHeartbeat`` does it:
+
+1. create or update the member (its topology epoch, process, endpoint, tags); a joining member
+   brings the topology, which the group takes when it has none or an older one; a member change
+   that matters to the assignment, or a change in the topics the topology names, bumps the group
+   epoch;
+2. configure the topology against the topics: internal topics missing are to be created (the
+   shell creates them), and while any topic is missing or partitioned wrongly the statuses say
+   so and no tasks are assigned;
+3. if the group epoch is ahead of the target assignment, run the assignor and write the members
+   whose target changed, then the new assignment epoch;
+4. move the member one step towards its target (``reconcile``: revoke before reassign).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from broker.group_coordinator.context import RequestContext
+from broker.group_coordinator.result import Result
+from broker.group_coordinator.streams import records as rec
+from broker.group_coordinator.streams import timers
+from broker.group_coordinator.streams.assignor import AssignorMember, assign
+from broker.group_coordinator.streams.model import (
+    JOIN_EPOCH,
+    LEAVE_EPOCH,
+    LEAVE_STATIC_EPOCH,
+    MemberState,
+    StreamsGroup,
+    StreamsMember,
+    StreamsState,
+    TaskAssignment,
+    Tasks,
+)
+from broker.group_coordinator.streams.reconcile import FencedMemberEpochError, reconcile, validate_epoch
+from broker.group_coordinator.streams.topology import (
+    ASSIGNMENT_DELAYED,
+    STALE_TOPOLOGY,
+    ConfiguredTopology,
+    configure,
+    metadata_hash,
+)
+from protocol.errors import ErrorCode
+from protocol.messages.offsets_log_streams_groups import StreamsGroupTopologyValue
+from protocol.messages.streams_group_heartbeat import (
+    StreamsGroupHeartbeatRequest,
+    StreamsGroupHeartbeatResponse,
+)
+
+if TYPE_CHECKING:
+    from broker.group_coordinator.state import CoordinatorState
+
+_R = StreamsGroupHeartbeatResponse
+_TopoValue = StreamsGroupTopologyValue
+# How often members send their task offsets, and the lag under which a task counts as caught up
+# (Kafka's defaults; this assignor moves no warm-up tasks, so neither changes an assignment).
+TASK_OFFSET_INTERVAL_MS = 60000
+ACCEPTABLE_RECOVERY_LAG = 10000
+
+
+class HeartbeatError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def error_response(code: int, message: str | None = None) -> Any:
+    return _R(error_code=code, error_message=message, member_id="", member_epoch=0, heartbeat_interval_ms=0,
+              acceptable_recovery_lag_legacy=0, task_offset_interval_ms=0, status=[],
+              endpoint_information_epoch=0)
+
+
+def _invalid(message: str) -> HeartbeatError:
+    return HeartbeatError(ErrorCode.INVALID_REQUEST, message)
+
+
+def validate(req: Any) -> None:
+    """Kafka's throwIfStreamsGroupHeartbeatRequestIsInvalid."""
+    if not req.group_id:
+        raise _invalid("GroupId can't be empty.")
+    if not req.member_id:
+        raise _invalid("MemberId can't be empty.")
+    if req.instance_id == "":
+        raise _invalid("InstanceId can't be empty.")
+    if req.rack_id == "":
+        raise _invalid("RackId can't be empty.")
+    epoch = req.member_epoch
+    if epoch == JOIN_EPOCH:
+        if req.rebalance_timeout_ms == -1:
+            raise _invalid("RebalanceTimeoutMs must be provided in first request.")
+        if req.active_tasks is None or req.active_tasks:
+            raise _invalid("ActiveTasks must be empty when (re-)joining.")
+        if req.standby_tasks is None or req.standby_tasks:
+            raise _invalid("StandbyTasks must be empty when (re-)joining.")
+        if req.warmup_tasks is None or req.warmup_tasks:
+            raise _invalid("WarmupTasks must be empty when (re-)joining.")
+        if req.topology is None:
+            raise _invalid("Topology must be non-null when (re-)joining.")
+        _validate_topology(req.topology)
+    elif epoch == LEAVE_STATIC_EPOCH:
+        if req.instance_id is None:
+            raise _invalid("InstanceId can't be null.")
+    elif epoch < LEAVE_STATIC_EPOCH:
+        raise _invalid(f"MemberEpoch is {epoch}, but must be greater than or equal to -2.")
+    if epoch > 0 and req.topology is not None:
+        pass  # a member may resend its topology; only joining members' topologies are taken
+
+
+def _validate_topology(topology: Any) -> None:
+    """What the client generates consistently, checked so that a broken topology is refused (as
+    Kafka 4.4 does, INVALID_REQUEST) instead of mis-assigned."""
+    seen: set[str] = set()
+    repartition_sources: set[str] = set()
+    sinks: set[str] = set()
+    for sub in topology.subtopologies:
+        if sub.subtopology_id in seen:
+            raise _invalid(f"Subtopology {sub.subtopology_id} is defined more than once.")
+        seen.add(sub.subtopology_id)
+        repartition_sources.update(t.name for t in sub.repartition_source_topics)
+        sinks.update(sub.repartition_sink_topics)
+        for g in sub.copartition_groups:
+            if any(not 0 <= i < len(sub.source_topics) for i in g.source_topics) or any(
+                    not 0 <= i < len(sub.repartition_source_topics) for i in g.repartition_source_topics):
+                raise _invalid(f"Copartition group of subtopology {sub.subtopology_id} refers to an unknown topic.")
+    missing = sorted(sinks - repartition_sources)
+    if missing:
+        raise _invalid(f"Repartition sink topics {', '.join(missing)} are not read by any subtopology.")
+
+
+def _tasks(ids: list[Any] | None) -> Tasks | None:
+    if ids is None:
+        return None
+    return {t.subtopology_id: frozenset(t.partitions) for t in ids if t.partitions}
+
+
+def _owned(req: Any) -> TaskAssignment | None:
+    a, s, w = _tasks(req.active_tasks), _tasks(req.standby_tasks), _tasks(req.warmup_tasks)
+    if a is None or s is None or w is None:
+        return None
+    return TaskAssignment(a, s, w)
+
+
+def _response_tasks(tasks: Tasks) -> list[Any]:
+    return [_R.TaskIds(subtopology_id=s, partitions=sorted(p)) for s, p in sorted(tasks.items()) if p]
+
+
+def topology_value(topology: Any) -> Any:
+    """The request's topology as the StreamsGroupTopology record stores it."""
+    def info(t: Any) -> Any:
+        return _TopoValue.Subtopology.TopicInfo(
+            name=t.name, partitions=t.partitions, replication_factor=t.replication_factor,
+            topic_configs=[_TopoValue.Subtopology.TopicInfo.TopicConfig(key=c.key, value=c.value)
+                           for c in t.topic_configs])
+    return _TopoValue(epoch=topology.epoch, subtopologies=[
+        _TopoValue.Subtopology(
+            subtopology_id=s.subtopology_id, source_topics=list(s.source_topics),
+            source_topic_regex=list(s.source_topic_regex),
+            state_changelog_topics=[info(t) for t in s.state_changelog_topics],
+            repartition_sink_topics=list(s.repartition_sink_topics),
+            repartition_source_topics=[info(t) for t in s.repartition_source_topics],
+            copartition_groups=[_TopoValue.Subtopology.CopartitionGroup(
+                source_topics=list(g.source_topics), source_topic_regex=list(g.source_topic_regex),
+                repartition_source_topics=list(g.repartition_source_topics)) for g in s.copartition_groups])
+        for s in sorted(topology.subtopologies, key=lambda s: s.subtopology_id)])
+
+
+def configured(st: CoordinatorState, group: StreamsGroup) -> ConfiguredTopology | None:
+    """The group's topology configured against the topics as they are now (cached per topics
+    version)."""
+    if group.topology is None:
+        return None
+    if group.configured is None or group.topics_version != st.topics.version:
+        group.configured = configure(group.topology, st.topics)
+        group.topics_version = st.topics.version
+    return group.configured
+
+
+class Heartbeat:
+    def __init__(self, st: CoordinatorState, streams: StreamsState, req: StreamsGroupHeartbeatRequest,
+                 ctx: RequestContext, now: int) -> None:
+        self.st, self.streams, self.req, self.ctx, self.now = st, streams, req, ctx, now
+        self.cfg = st.config
+        self.out = Result()
+        self.records: list[Any] = []
+
+    def run(self) -> Result:
+        try:
+            validate(self.req)
+            if self.req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
+                response = self._leave()
+            else:
+                response = self._heartbeat()
+        except HeartbeatError as exc:
+            self.records.clear()
+            self.out = Result()
+            response = error_response(exc.code, exc.message)
+        for record in self.records:
+            self.st.emit(self.out, record)
+        self.out.replies.append((self.ctx.token, response))
+        return self.out
+
+    def _group(self, create: bool) -> StreamsGroup:
+        gid = self.req.group_id
+        group = self.streams.groups.get(gid)
+        if group is not None:
+            return group
+        classic = self.st.groups.get(gid)
+        if gid in self.st.consumer_groups or (classic is not None and not classic.is_empty):
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} is not a streams group.")
+        if not create:
+            raise HeartbeatError(ErrorCode.GROUP_ID_NOT_FOUND, f"Streams group {gid} not found.")
+        if classic is not None:
+            self.records.extend(self.st.classic_group_deletion(gid))  # an empty classic group gives way
+        return StreamsGroup(gid)
+
+    def _heartbeat(self) -> Any:
+        req, cfg, ctx = self.req, self.cfg, self.ctx
+        gid, member_id = req.group_id, req.member_id
+        joining = req.member_epoch == JOIN_EPOCH
+        group = self._group(create=joining)
+        owned = _owned(req)
+        member = group.members.get(member_id)
+        if member is None:
+            if not joining:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Member {member_id} is not a member of group {gid}.")
+            if len(group.members) >= cfg.streams_max_size:
+                raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum "
+                                     f"capacity of {cfg.streams_max_size} members.")
+            member = StreamsMember(member_id)
+        elif not joining:
+            try:
+                validate_epoch(member, req.member_epoch, owned)
+            except FencedMemberEpochError as exc:
+                raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
+
+        # 1. the topology and the member
+        topology_changed = False
+        group_topology_epoch = -1 if group.topology is None else group.topology.epoch
+        if req.topology is not None and req.topology.epoch > group_topology_epoch:
+            self.records.append(rec.topology(gid, topology_value(req.topology)))
+            topology_changed = True
+            group_topology_epoch = req.topology.epoch
+        endpoint = None if req.user_endpoint is None else (req.user_endpoint.host, req.user_endpoint.port)
+        updated = replace(
+            member,
+            instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+            rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+            client_id=ctx.client_id, client_host=ctx.client_host,
+            rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1
+            else member.rebalance_timeout_ms,
+            topology_epoch=req.topology.epoch if req.topology is not None else member.topology_epoch,
+            process_id=req.process_id if req.process_id is not None else member.process_id,
+            user_endpoint=endpoint if req.user_endpoint is not None else member.user_endpoint,
+            client_tags=(tuple((kv.key, kv.value) for kv in req.client_tags) if req.client_tags is not None
+                         else member.client_tags),
+        )
+        bump = False
+        if updated != member or member_id not in group.members:
+            self.records.append(rec.member_metadata(gid, updated))
+            bump = (member_id not in group.members or updated.process_id != member.process_id
+                    or updated.topology_epoch != member.topology_epoch or updated.client_tags != member.client_tags
+                    or updated.user_endpoint != member.user_endpoint or updated.rack_id != member.rack_id)
+
+        # 2. the topology against the topics
+        topo = topology_value(req.topology) if topology_changed else group.topology
+        conf = None
+        new_hash = group.metadata_hash
+        if topo is not None:
+            # A steady heartbeat with the topics unchanged reuses what the last one computed.
+            seen = not topology_changed and group.configured is not None and group.topics_version == self.st.topics.version
+            conf = configure(topo, self.st.topics) if topology_changed else configured(self.st, group)
+            if not seen:
+                new_hash = metadata_hash(topo, self.st.topics)
+        epoch = group.group_epoch
+        if bump or topology_changed or new_hash != group.metadata_hash:
+            epoch += 1
+            self.records.append(rec.group_epoch(group, epoch, new_hash, group_topology_epoch
+                                                if conf is not None and not conf.statuses else -1))
+        if conf is not None and conf.to_create:
+            self.streams.to_create.extend(conf.to_create)
+
+        # 3. the target assignment; a new group's first one waits for more members to join
+        members_after = dict(group.members)
+        members_after[member_id] = updated
+        delays = self.streams.assignment_delayed_until
+        new_group = gid not in self.streams.groups
+        if new_group and cfg.streams_initial_rebalance_delay_ms > 0:
+            delays[gid] = self.now + cfg.streams_initial_rebalance_delay_ms
+        delayed = delays.get(gid, 0) > self.now
+        if not delayed:
+            delays.pop(gid, None)
+        # Kafka 4.4 computes a group's target assignment at most once per assignment interval.
+        waits = (not delayed and epoch > group.assignment_epoch
+                 and self.now < group.assignment_time + cfg.streams_assignment_interval_ms)
+        if new_group and delayed:
+            # An empty target at the first epoch, and the group epoch one ahead of it: the real
+            # assignment is computed once the delay is over.
+            target, target_epoch = TaskAssignment(), epoch
+            self.records.append(rec.target_member(gid, member_id, target))
+            self.records.append(rec.target_epoch(gid, epoch, self.now))
+            epoch += 1
+            self.records.append(rec.group_epoch(group, epoch, new_hash, -1))
+        elif epoch > group.assignment_epoch and not delayed and not waits:
+            targets = self._new_target(group, epoch, members_after, conf)
+            target = targets.get(member_id, TaskAssignment())
+            target_epoch = epoch
+        else:
+            target = group.targets.get(member_id, TaskAssignment())
+            target_epoch = group.assignment_epoch
+
+        # 4. one step towards it
+        owners = rec.owners_of_active(group)
+        reconciled = reconcile(updated, target_epoch, target, owners, owned)
+        if reconciled != updated or member_id not in group.members:
+            self.records.append(rec.current_assignment(gid, reconciled))
+            if reconciled.state is MemberState.UNREVOKED_TASKS:
+                timers.set_rebalance_timeout(self.st, self.out, gid, member_id, reconciled.member_epoch,
+                                             self.now + max(reconciled.rebalance_timeout_ms, 0))
+            else:
+                timers.cancel_rebalance_timeout(self.st, self.out, gid, member_id)
+        timers.set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.streams_session_timeout_ms)
+
+        statuses = [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay.")
+                    ] if delayed else [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment "
+                                        "interval.")] if waits else []
+        statuses += [] if conf is None else [(c, d) for c, d in conf.statuses]
+        if req.topology is None and member.topology_epoch < group_topology_epoch:
+            statuses.append((STALE_TOPOLOGY, f"The member's topology epoch {member.topology_epoch} is behind the "
+                             f"group's topology epoch {group_topology_epoch}."))
+        response = _R(
+            error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
+            member_epoch=reconciled.member_epoch, heartbeat_interval_ms=cfg.streams_heartbeat_interval_ms,
+            acceptable_recovery_lag_legacy=ACCEPTABLE_RECOVERY_LAG, task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
+            acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
+            status=[_R.Status(status_code=c, status_detail=d) for c, d in statuses],
+            endpoint_information_epoch=group.endpoint_epoch + (
+                1 if reconciled.assigned != member.assigned and reconciled.user_endpoint is not None else 0))
+        if joining or reconciled.assigned != member.assigned:
+            response.active_tasks = _response_tasks(reconciled.assigned.active)
+            response.standby_tasks = _response_tasks(reconciled.assigned.standby)
+            response.warmup_tasks = _response_tasks(reconciled.assigned.warmup)
+        if req.endpoint_information_epoch < response.endpoint_information_epoch:
+            response.partitions_by_user_endpoint = self._endpoints(group, members_after, reconciled, conf)
+        return response
+
+    def _new_target(self, group: StreamsGroup, epoch: int, members: dict[str, StreamsMember],
+                    conf: ConfiguredTopology | None) -> dict[str, TaskAssignment]:
+        counts = {} if conf is None or conf.statuses_block_assignment else conf.tasks
+        inputs = [AssignorMember(mid, m.process_id, group.targets.get(mid, m.assigned))
+                  for mid, m in members.items()]
+        targets = assign(inputs, counts, self.cfg.streams_num_standby_replicas, () if conf is None else conf.stateful)
+        gid = group.group_id
+        for mid, target in sorted(targets.items()):
+            if group.targets.get(mid) != target or mid not in group.targets:
+                self.records.append(rec.target_member(gid, mid, target))
+        self.records.append(rec.target_epoch(gid, epoch, self.now))
+        self.st.note_assignment(gid, epoch, "sticky", len(members))
+        return targets
+
+    def _endpoints(self, group: StreamsGroup, members: dict[str, StreamsMember], me: StreamsMember,
+                   conf: ConfiguredTopology | None) -> list[Any]:
+        """Which partitions each member with an endpoint serves, for interactive queries."""
+        out = []
+        sources = {} if conf is None else conf.source_topics
+
+        def partitions(tasks: Tasks) -> list[Any]:
+            by_topic: dict[str, set[int]] = {}
+            for sid, parts in tasks.items():
+                for topic in sources.get(sid, []):
+                    by_topic.setdefault(topic, set()).update(parts)
+            return [_R.EndpointToPartitions.TopicPartition(topic=t, partitions=sorted(p))
+                    for t, p in sorted(by_topic.items())]
+
+        for mid, m in sorted(members.items()):
+            m = me if mid == me.member_id else m
+            if m.user_endpoint is None:
+                continue
+            standby = {**m.assigned.standby}
+            for s, p in m.assigned.warmup.items():
+                standby[s] = standby.get(s, frozenset()) | p
+            out.append(_R.EndpointToPartitions(
+                user_endpoint=_R.EndpointToPartitions.Endpoint(host=m.user_endpoint[0], port=m.user_endpoint[1]),
+                active_partitions=partitions(m.assigned.active), standby_partitions=partitions(standby)))
+        return out
+
+    def _leave(self) -> Any:
+        req = self.req
+        group = self._group(create=False)
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                 f"Member {req.member_id} is not a member of group {group.group_id}.")
+        self.records.extend(remove_members(self.st, self.out, group, [req.member_id], self.now))
+        return _R(error_code=ErrorCode.NONE, error_message=None, member_id=req.member_id,
+                  member_epoch=req.member_epoch, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
+                  task_offset_interval_ms=0, status=[], endpoint_information_epoch=0)
+
+
+def remove_members(st: CoordinatorState, out: Result, group: StreamsGroup, member_ids: list[str],
+                   now: int) -> list[Any]:
+    """A member left, or its session or rebalance timeout expired: its records go and the group
+    epoch rises so that the others take over its tasks. Kafka computes the new target assignment
+    at once, without waiting for a heartbeat."""
+    gid = group.group_id
+    records: list[Any] = []
+    for mid in member_ids:
+        records.extend(rec.member_removal(gid, mid))
+        timers.cancel_member_timers(st, out, gid, mid)
+    epoch = group.group_epoch + 1
+    records.append(rec.group_epoch(group, epoch, group.metadata_hash, group.validated_topology_epoch))
+    remaining = {mid: m for mid, m in group.members.items() if mid not in member_ids}
+    conf = configured(st, group)
+    counts = {} if conf is None or conf.statuses_block_assignment else conf.tasks
+    inputs = [AssignorMember(mid, m.process_id, group.targets.get(mid, m.assigned)) for mid, m in remaining.items()]
+    targets = assign(inputs, counts, st.config.streams_num_standby_replicas, () if conf is None else conf.stateful)
+    for mid, target in sorted(targets.items()):
+        if group.targets.get(mid) != target:
+            records.append(rec.target_member(gid, mid, target))
+    records.append(rec.target_epoch(gid, epoch, now))
+    return records
+
+
+def streams_group_heartbeat(st: CoordinatorState, streams: StreamsState, req: StreamsGroupHeartbeatRequest,
+                            ctx: RequestContext, now: int) -> Result:
+    return Heartbeat(st, streams, req, ctx, now).run()

@@ -1,0 +1,104 @@
+"""Transactional offset commits (TxnOffsetCommit, KIP-98/KIP-447) and transaction markers on the
+group coordinator's side.
+
+A transactional commit is written as OffsetCommit records in a batch that carries the producer's
+id and epoch and the transactional bit. Until the transaction's marker reaches the partition the
+offsets are *pending*: held per producer id, invisible to OffsetFetch, and they make OffsetFetch
+with ``require_stable`` answer UNSTABLE_OFFSET_COMMIT for their partitions. A COMMIT marker moves
+them into the committed offsets, each unless a newer record's offset has been applied since (the
+newest record wins, as in Kafka); an ABORT marker drops them. A restart replays the batches and
+markers in log order, so what was still pending at the end of the log is pending again.
+
+``PendingTxnOffsets`` is the whole of that state: producer id -> (group, topic, partition) -> the
+OffsetCommit record written, in the order written.
+"""
+
+from __future__ import annotations
+
+from broker.group_coordinator.classic_group import GroupState
+from broker.group_coordinator.context import RequestContext
+from broker.group_coordinator.offset_commit import java_length
+from broker.group_coordinator.pending_offsets import TxnMarkerWrite, TxnOffsetBatch
+from broker.group_coordinator.records import OffsetCommitRecord
+from broker.group_coordinator.result import Result
+from broker.group_coordinator.state import CoordinatorState
+from broker.group_coordinator.streams import offsets as streams_offsets
+from protocol.errors import ErrorCode
+from protocol.messages.offsets_log import OffsetCommitValue
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+
+
+def _group_error(st: CoordinatorState, req: TxnOffsetCommitRequest, version: int) -> int:
+    member_id = req.member_id if version >= 3 else ""
+    generation = req.generation_id if version >= 3 else -1
+    instance_id = req.group_instance_id if version >= 3 else None
+    sgroup = st.streams.groups.get(req.group_id)
+    if sgroup is not None:
+        return streams_offsets.commit_error(sgroup, member_id, generation, transactional=True)
+    cgroup = st.consumer_groups.get(req.group_id)
+    if cgroup is not None:
+        # Kafka's ConsumerGroup.validateOffsetCommit with isTransactional, a stale epoch answered
+        # as ILLEGAL_GENERATION.
+        if generation < 0 and not cgroup.members:
+            return ErrorCode.NONE
+        member = cgroup.member(member_id)
+        if member is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.NONE if member.member_epoch == generation else ErrorCode.ILLEGAL_GENERATION
+    group = st.groups.get(req.group_id)
+    if group is None or group.state is GroupState.DEAD:
+        # A simple group comes into being with its first offset; a member of no group is refused.
+        return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
+    return group.validate_offset_commit(member_id, instance_id, generation, transactional=True)
+
+
+def txn_offset_commit(st: CoordinatorState, req: TxnOffsetCommitRequest, ctx: RequestContext, now: int) -> Result:
+    out = Result()
+    version = ctx.api_version
+    topics = []
+    valid: list[tuple[TxnOffsetCommitResponse.Topic.Partition, str, TxnOffsetCommitRequest.Topic.Partition]] = []
+    for topic in req.topics:
+        count = st.topics.partition_count(topic.name)
+        parts = []
+        for p in topic.partitions:
+            rp = TxnOffsetCommitResponse.Topic.Partition(partition_index=p.partition_index, error_code=0)
+            parts.append(rp)
+            if count is None or not 0 <= p.partition_index < count:
+                rp.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                valid.append((rp, topic.name, p))
+        topics.append(TxnOffsetCommitResponse.Topic(name=topic.name, partitions=parts))
+    out.replies.append((ctx.token, TxnOffsetCommitResponse(topics=topics)))
+    if not valid:
+        return out
+    error = _group_error(st, req, version)
+    if error:
+        for rp, _, _ in valid:
+            rp.error_code = error
+        return out
+    records = []
+    max_len = st.config.offset_metadata_max_bytes
+    for rp, name, p in valid:
+        metadata = p.committed_metadata or ""
+        if 2 * len(metadata) > max_len and java_length(metadata) > max_len:
+            rp.error_code = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            continue
+        value = OffsetCommitValue(offset=p.committed_offset,
+                                  leader_epoch=p.committed_leader_epoch if version >= 2 else -1,
+                                  metadata=metadata, commit_timestamp=now, expire_timestamp=-1)
+        record = OffsetCommitRecord(req.group_id, name, p.partition_index, value)
+        st.replay_txn_offset(record, req.producer_id)
+        records.append(record)
+    if records:
+        out.txn_writes.append(TxnOffsetBatch(req.producer_id, req.producer_epoch, tuple(records)))
+    return out
+
+
+def write_marker(st: CoordinatorState, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int) -> Result:
+    """The transaction coordinator's marker for this partition: pending offsets of ``producer_id``
+    are applied (COMMIT) or dropped (ABORT), and the marker is written."""
+    out = Result()
+    groups = st.pending_txn.groups_of(producer_id)
+    st.replay_marker(producer_id, commit)
+    out.txn_writes.append(TxnMarkerWrite(producer_id, producer_epoch, commit, coordinator_epoch, groups))
+    return out
