@@ -276,3 +276,43 @@ def test_a_member_leaves_and_the_other_takes_its_tasks(pair: Pair) -> None:
 
     answers = pair.compare(scenario)
     assert answers["a"] == {"0": [0, 1], "1": [0, 1]}  # type: ignore[index]
+
+
+def test_group_configs_take_effect(pair: Pair) -> None:
+    """The group's own streams.* configs over the broker's: the heartbeat interval members are
+    given, and standby replicas turned on while the group runs (a new assignment, as Kafka makes)."""
+    from tests.differential.test_configs import GROUP, SET, incremental, settle
+
+    group, source = unique("streams-configs"), unique("streams-configs-in")
+
+    def scenario(t: Target) -> object:
+        a_conn, b_conn = t.client("a"), t.client("b")
+        create_topic(a_conn, source, 2)
+        steps: dict[str, object] = {"set": incremental(a_conn, GROUP, group, ("streams.heartbeat.interval.ms", SET, "6000"),
+                                                       ("streams.session.timeout.ms", SET, "50000"))}
+        settle(t)
+        a, b = Member(a_conn, group, source, "a"), Member(b_conn, group, source, "b")
+        steps["joined"] = plain(a.heartbeat())["heartbeat_interval_ms"]
+        until_tasks(a)
+        b.heartbeat()
+
+        def until(done: Any) -> None:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not done():
+                a.heartbeat()
+                b.heartbeat()
+                time.sleep(0.2)
+        until(lambda: describe(a_conn, group)["state"] == "Stable" and a.active and b.active)
+        before = describe(a_conn, group)["members"]
+        steps["standby_on"] = incremental(a_conn, GROUP, group, ("streams.num.standby.replicas", SET, "1"))
+        settle(t)
+        until(lambda: a.standby and b.standby and describe(a_conn, group)["state"] == "Stable")
+
+        def held(m: Member) -> object:
+            return {t.subtopology_id: sorted(t.partitions) for t in m.standby}
+        steps |= {"standby": [held(a), held(b)], "epoch_rose": describe(a_conn, group)["members"] > before}
+        return steps
+
+    answers = pair.compare(scenario)
+    assert answers["joined"] == 6000  # type: ignore[index]
+    assert answers["standby"] == [{"1": [1]}, {"1": [0]}]  # type: ignore[index]

@@ -100,7 +100,7 @@ def on_loaded(st: CoordinatorState, out: Result, now: int) -> None:
     """Every member gets a fresh session after a load, as Kafka does."""
     for group in st.streams.groups.values():
         for mid in group.members:
-            timers.set_session_timeout(st, out, group.group_id, mid, now + st.config.streams_session_timeout_ms)
+            timers.set_session_timeout(st, out, group.group_id, mid, now + st.config.streams_session_timeout_for(group.group_id))
 
 
 def on_timer(st: CoordinatorState, kind: str, group_id: str, member_id: str, epoch: int, now: int) -> Result:

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -167,6 +168,10 @@ def topology_value(topology: Any) -> Any:
         for s in sorted(topology.subtopologies, key=lambda s: s.subtopology_id)])
 
 
+def _standby(assignment_configs: Mapping[str, str]) -> int:
+    return int(assignment_configs.get("num.standby.replicas", "0"))
+
+
 def configured(st: CoordinatorState, group: StreamsGroup) -> ConfiguredTopology | None:
     """The group's topology configured against the topics as they are now (cached per topics
     version)."""
@@ -276,10 +281,14 @@ class Heartbeat:
             if not seen:
                 new_hash = metadata_hash(topo, self.st.topics)
         epoch = group.group_epoch
-        if bump or topology_changed or new_hash != group.metadata_hash:
+        # The group's assignment configs changed since its last epoch (its streams.num.standby.replicas
+        # set, say): Kafka assigns again with the new ones.
+        assignment_configs = cfg.streams_assignment_configs_for(gid)
+        if bump or topology_changed or new_hash != group.metadata_hash or (
+                assignment_configs != group.last_assignment_configs):
             epoch += 1
             self.records.append(rec.group_epoch(group, epoch, new_hash, group_topology_epoch
-                                                if conf is not None and not conf.statuses else -1))
+                                                if conf is not None and not conf.statuses else -1, assignment_configs))
         if conf is not None and conf.to_create:
             self.streams.to_create.extend(conf.to_create)
 
@@ -288,14 +297,15 @@ class Heartbeat:
         members_after[member_id] = updated
         delays = self.streams.assignment_delayed_until
         new_group = gid not in self.streams.groups
-        if new_group and cfg.streams_initial_rebalance_delay_ms > 0:
-            delays[gid] = self.now + cfg.streams_initial_rebalance_delay_ms
+        initial_delay = cfg.streams_initial_rebalance_delay_for(gid)
+        if new_group and initial_delay > 0:
+            delays[gid] = self.now + initial_delay
         delayed = delays.get(gid, 0) > self.now
         if not delayed:
             delays.pop(gid, None)
         # Kafka 4.4 computes a group's target assignment at most once per assignment interval.
         waits = (not delayed and epoch > group.assignment_epoch
-                 and self.now < group.assignment_time + cfg.streams_assignment_interval_ms)
+                 and self.now < group.assignment_time + cfg.streams_assignment_interval_for(gid))
         if new_group and delayed:
             # An empty target at the first epoch, and the group epoch one ahead of it: the real
             # assignment is computed once the delay is over.
@@ -303,9 +313,9 @@ class Heartbeat:
             self.records.append(rec.target_member(gid, member_id, target))
             self.records.append(rec.target_epoch(gid, epoch, self.now))
             epoch += 1
-            self.records.append(rec.group_epoch(group, epoch, new_hash, -1))
+            self.records.append(rec.group_epoch(group, epoch, new_hash, -1, assignment_configs))
         elif epoch > group.assignment_epoch and not delayed and not waits:
-            targets = self._new_target(group, epoch, members_after, conf)
+            targets = self._new_target(group, epoch, members_after, conf, _standby(assignment_configs))
             target = targets.get(member_id, TaskAssignment())
             target_epoch = epoch
         else:
@@ -322,7 +332,7 @@ class Heartbeat:
                                              self.now + max(reconciled.rebalance_timeout_ms, 0))
             else:
                 timers.cancel_rebalance_timeout(self.st, self.out, gid, member_id)
-        timers.set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.streams_session_timeout_ms)
+        timers.set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.streams_session_timeout_for(gid))
 
         statuses = [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay.")
                     ] if delayed else [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment "
@@ -333,7 +343,7 @@ class Heartbeat:
                              f"group's topology epoch {group_topology_epoch}."))
         response = _R(
             error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
-            member_epoch=reconciled.member_epoch, heartbeat_interval_ms=cfg.streams_heartbeat_interval_ms,
+            member_epoch=reconciled.member_epoch, heartbeat_interval_ms=cfg.streams_heartbeat_interval_for(gid),
             acceptable_recovery_lag_legacy=ACCEPTABLE_RECOVERY_LAG, task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
             acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
             status=[_R.Status(status_code=c, status_detail=d) for c, d in statuses],
@@ -348,11 +358,11 @@ class Heartbeat:
         return response
 
     def _new_target(self, group: StreamsGroup, epoch: int, members: dict[str, StreamsMember],
-                    conf: ConfiguredTopology | None) -> dict[str, TaskAssignment]:
+                    conf: ConfiguredTopology | None, num_standby: int) -> dict[str, TaskAssignment]:
         counts = {} if conf is None or conf.statuses_block_assignment else conf.tasks
         inputs = [AssignorMember(mid, m.process_id, group.targets.get(mid, m.assigned))
                   for mid, m in members.items()]
-        targets = assign(inputs, counts, self.cfg.streams_num_standby_replicas, () if conf is None else conf.stateful)
+        targets = assign(inputs, counts, num_standby, () if conf is None else conf.stateful)
         gid = group.group_id
         for mid, target in sorted(targets.items()):
             if group.targets.get(mid) != target or mid not in group.targets:
@@ -416,7 +426,9 @@ def remove_members(st: CoordinatorState, out: Result, group: StreamsGroup, membe
     conf = configured(st, group)
     counts = {} if conf is None or conf.statuses_block_assignment else conf.tasks
     inputs = [AssignorMember(mid, m.process_id, group.targets.get(mid, m.assigned)) for mid, m in remaining.items()]
-    targets = assign(inputs, counts, st.config.streams_num_standby_replicas, () if conf is None else conf.stateful)
+    # Assigned with the configs of the group's last epoch, as Kafka's fencing keeps them.
+    num_standby = _standby(group.last_assignment_configs or st.config.streams_assignment_configs_for(gid))
+    targets = assign(inputs, counts, num_standby, () if conf is None else conf.stateful)
     for mid, target in sorted(targets.items()):
         if group.targets.get(mid) != target:
             records.append(rec.target_member(gid, mid, target))
