@@ -44,6 +44,7 @@ from broker.coordinator.streams.topology import (
     metadata_hash,
 )
 from protocol.errors import ErrorCode
+from protocol.group_events import FENCED, MEMBER_LEFT, NEW_MEMBER
 from protocol.messages.offsets_log_streams_groups import StreamsGroupTopologyValue
 from protocol.messages.streams_group_heartbeat import (
     StreamsGroupHeartbeatRequest,
@@ -192,18 +193,31 @@ class Heartbeat:
         self.records: list[Any] = []
 
     def run(self) -> Result:
+        req = self.req
+        before = group_state(self.streams, req.group_id)
         try:
-            validate(self.req)
-            if self.req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
+            validate(req)
+            if req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
                 response = self._leave()
             else:
                 response = self._heartbeat()
         except HeartbeatError as exc:
             self.records.clear()
             self.out = Result()
+            if exc.code == ErrorCode.FENCED_MEMBER_EPOCH:
+                self.st.journal.note(req.group_id, FENCED, req.member_id, client_id=self.ctx.client_id,
+                                     why=exc.message, member_epoch=req.member_epoch)
             response = error_response(exc.code, exc.message)
+        joined = req.member_epoch == JOIN_EPOCH and response.error_code == 0 and bool(self.records)
+        if joined or (req.member_epoch < 0 and self.records):
+            self.st.journal.note(req.group_id, NEW_MEMBER if joined else MEMBER_LEFT, req.member_id,
+                                 client_id=self.ctx.client_id, member_epoch=req.member_epoch,
+                                 instance_id=req.instance_id, process_id=req.process_id)
         for record in self.records:
             self.st.emit(self.out, record)
+        note_transition(self.st, self.out, req.group_id, before,
+                        f"member {req.member_id} joined" if joined else "member left" if req.member_epoch < 0
+                        else "heartbeat")
         self.out.replies.append((self.ctx.token, response))
         return self.out
 
@@ -408,6 +422,21 @@ class Heartbeat:
         return _R(error_code=ErrorCode.NONE, error_message=None, member_id=req.member_id,
                   member_epoch=req.member_epoch, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
                   task_offset_interval_ms=0, status=[], endpoint_information_epoch=0)
+
+
+def group_state(streams: StreamsState, group_id: str) -> str:
+    group = streams.groups.get(group_id)
+    return "Dead" if group is None else group.state_name()
+
+
+def note_transition(st: CoordinatorState, out: Result, group_id: str, before: str, reason: str) -> None:
+    """A streams group's change of state, reported as consumer groups' are (the journal and the
+    rebalance metrics follow them)."""
+    after = group_state(st.streams, group_id)
+    if after != before:
+        group = st.streams.groups.get(group_id)
+        out.transitions.append((group_id, before, after, 0 if group is None else group.group_epoch,
+                                0 if group is None else len(group.members), reason))
 
 
 def remove_members(st: CoordinatorState, out: Result, group: StreamsGroup, member_ids: list[str],
