@@ -44,12 +44,13 @@ from broker.coordinator.streams.topology import (
     metadata_hash,
 )
 from protocol.errors import ErrorCode
-from protocol.group_events import FENCED, MEMBER_LEFT, NEW_MEMBER
+from protocol.group_events import FENCED, MEMBER_LEFT, NEW_MEMBER, STATIC_REJOINED
 from protocol.messages.offsets_log_streams_groups import StreamsGroupTopologyValue
 from protocol.messages.streams_group_heartbeat import (
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
 )
+from protocol.offsets_log_records import StreamsGroupMetadataRecord
 
 if TYPE_CHECKING:
     from broker.coordinator.state import CoordinatorState
@@ -191,6 +192,7 @@ class Heartbeat:
         self.cfg = st.config
         self.out = Result()
         self.records: list[Any] = []
+        self.replaced: str | None = None  # the static member a rejoining instance took over
 
     def run(self) -> Result:
         req = self.req
@@ -209,7 +211,12 @@ class Heartbeat:
                                      why=exc.message, member_epoch=req.member_epoch)
             response = error_response(exc.code, exc.message)
         joined = req.member_epoch == JOIN_EPOCH and response.error_code == 0 and bool(self.records)
-        if joined or (req.member_epoch < 0 and self.records):
+        if joined and self.replaced is not None:
+            self.st.journal.note(req.group_id, STATIC_REJOINED, req.member_id, instance_id=req.instance_id,
+                                 replaced=self.replaced, client_id=self.ctx.client_id,
+                                 avoided_rebalance=not any(isinstance(r, StreamsGroupMetadataRecord)
+                                                           for r in self.records))
+        elif joined or (req.member_epoch < 0 and self.records):
             self.st.journal.note(req.group_id, NEW_MEMBER if joined else MEMBER_LEFT, req.member_id,
                                  client_id=self.ctx.client_id, member_epoch=req.member_epoch,
                                  instance_id=req.instance_id, process_id=req.process_id)
@@ -241,20 +248,24 @@ class Heartbeat:
         joining = req.member_epoch == JOIN_EPOCH
         group = self._group(create=joining)
         owned = _owned(req)
-        member = group.members.get(member_id)
-        if member is None:
-            if not joining:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                     f"Member {member_id} is not a member of group {gid}.")
-            if len(group.members) >= cfg.streams_max_size:
-                raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum "
-                                     f"capacity of {cfg.streams_max_size} members.")
-            member = StreamsMember(member_id)
-        elif not joining:
-            try:
-                validate_epoch(member, req.member_epoch, owned)
-            except FencedMemberEpochError as exc:
-                raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
+        # A static member (instance id) that left with epoch -2 and comes back under a new member
+        # id takes over its old member: its tasks, target and metadata (Kafka 4.4).
+        replaced: str | None = None
+        static = None if req.instance_id is None else group.members.get(group.static_member_id(req.instance_id) or "")
+        if static is not None and joining and static.member_id != member_id:
+            if static.member_epoch != LEAVE_STATIC_EPOCH:
+                raise HeartbeatError(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                     f"{req.instance_id} cannot join the group because the instance id is owned by "
+                                     f"{static.member_id} member.")
+            replaced = self.replaced = static.member_id
+            self.records.extend(rec.member_removal(gid, replaced))
+            timers.cancel_member_timers(self.st, self.out, gid, replaced)
+            member = replace(static, member_id=member_id, member_epoch=0, previous_member_epoch=0,
+                             state=MemberState.STABLE, pending_revocation=TaskAssignment())
+        else:
+            if req.instance_id is not None and not joining:
+                self._check_static(group, static)
+            member = self._member(group, owned, joining)
 
         # 1. the topology and the member
         topology_changed = False
@@ -280,7 +291,7 @@ class Heartbeat:
         bump = False
         if updated != member or member_id not in group.members:
             self.records.append(rec.member_metadata(gid, updated))
-            bump = (member_id not in group.members or updated.process_id != member.process_id
+            bump = ((member_id not in group.members and replaced is None) or updated.process_id != member.process_id
                     or updated.topology_epoch != member.topology_epoch or updated.client_tags != member.client_tags
                     or updated.user_endpoint != member.user_endpoint or updated.rack_id != member.rack_id)
 
@@ -308,6 +319,7 @@ class Heartbeat:
 
         # 3. the target assignment; a new group's first one waits for more members to join
         members_after = dict(group.members)
+        members_after.pop(replaced or "", None)
         members_after[member_id] = updated
         delays = self.streams.assignment_delayed_until
         new_group = gid not in self.streams.groups
@@ -333,11 +345,15 @@ class Heartbeat:
             target = targets.get(member_id, TaskAssignment())
             target_epoch = epoch
         else:
-            target = group.targets.get(member_id, TaskAssignment())
+            target = group.targets.get(member_id) or group.targets.get(replaced or "", TaskAssignment())
             target_epoch = group.assignment_epoch
+        if replaced is not None:
+            self.records.append(rec.target_member(gid, member_id, target))
 
         # 4. one step towards it
         owners = rec.owners_of_active(group)
+        if replaced is not None:  # the old member's tasks are the new one's
+            owners = {task: member_id if owner == replaced else owner for task, owner in owners.items()}
         reconciled = reconcile(updated, target_epoch, target, owners, owned)
         if reconciled != updated or member_id not in group.members:
             self.records.append(rec.current_assignment(gid, reconciled))
@@ -370,6 +386,33 @@ class Heartbeat:
         if req.endpoint_information_epoch < response.endpoint_information_epoch:
             response.partitions_by_user_endpoint = self._endpoints(group, members_after, reconciled, conf)
         return response
+
+    def _member(self, group: StreamsGroup, owned: TaskAssignment | None, joining: bool) -> StreamsMember:
+        req, cfg = self.req, self.cfg
+        member = group.members.get(req.member_id)
+        if member is None:
+            if not joining:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Member {req.member_id} is not a member of group {group.group_id}.")
+            if len(group.members) >= cfg.streams_max_size:
+                raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum "
+                                     f"capacity of {cfg.streams_max_size} members.")
+            return StreamsMember(req.member_id)
+        if not joining:
+            try:
+                validate_epoch(member, req.member_epoch, owned)
+            except FencedMemberEpochError as exc:
+                raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
+        return member
+
+    def _check_static(self, group: StreamsGroup, static: StreamsMember | None) -> None:
+        """Kafka's throwIfStaticMemberIsUnknown and throwIfInstanceIdIsFenced."""
+        req = self.req
+        if static is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+        if static.member_id != req.member_id:
+            raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {req.member_id} with instance id "
+                                 f"{req.instance_id} was fenced by member {static.member_id}.")
 
     def _new_target(self, group: StreamsGroup, epoch: int, members: dict[str, StreamsMember],
                     conf: ConfiguredTopology | None, num_standby: int) -> dict[str, TaskAssignment]:
@@ -414,10 +457,22 @@ class Heartbeat:
     def _leave(self) -> Any:
         req = self.req
         group = self._group(create=False)
-        member = group.members.get(req.member_id)
-        if member is None:
-            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Member {req.member_id} is not a member of group {group.group_id}.")
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Member {req.member_id} is not a member of group {group.group_id}.")
+        else:
+            member = group.members.get(group.static_member_id(req.instance_id) or "")
+            self._check_static(group, member)
+            assert member is not None
+            if req.member_epoch == LEAVE_STATIC_EPOCH:
+                # Gone for now: its tasks wait for the instance to come back (or its session to end).
+                self.records.append(rec.current_assignment(group.group_id, replace(
+                    member, member_epoch=LEAVE_STATIC_EPOCH, pending_revocation=TaskAssignment())))
+                return _R(error_code=ErrorCode.NONE, error_message=None, member_id=req.member_id,
+                          member_epoch=LEAVE_STATIC_EPOCH, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
+                          task_offset_interval_ms=0, status=[], endpoint_information_epoch=0)
         self.records.extend(remove_members(self.st, self.out, group, [req.member_id], self.now))
         return _R(error_code=ErrorCode.NONE, error_message=None, member_id=req.member_id,
                   member_epoch=req.member_epoch, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
