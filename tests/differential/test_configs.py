@@ -217,7 +217,9 @@ def test_client_metrics_subscription(pair: Pair) -> None:
 
 STREAMS_GROUP_CONFIGS = ["streams.session.timeout.ms", "streams.heartbeat.interval.ms", "streams.num.standby.replicas",
                          "streams.initial.rebalance.delay.ms", "streams.assignment.interval.ms",
-                         "streams.rack.aware.assignment.tags", "streams.assignor.name"]
+                         "streams.rack.aware.assignment.tags", "streams.assignor.name",
+                         "streams.assignor.offload.enable", "streams.task.offset.interval.ms",
+                         "streams.num.warmup.replicas", "streams.acceptable.recovery.lag"]
 
 
 @pytest.mark.parametrize("ops", [
