@@ -77,6 +77,9 @@ def test_a_streams_group_in_kcoord_groups_metrics_and_the_journal(broker_factory
         s = scrape(broker.metrics_port)
         assert s.value("kcoord_streams_groups", state="Stable") == 1
         assert s.value("kcoord_streams_group_members") == 2
+        # b's arrival moved tasks: a rebalance, counted and timed (no other group on this broker).
+        assert sum(v for _, v in s.samples.get("kcoord_rebalances_total", [])) >= 1
+        assert s.value("kcoord_rebalance_duration_seconds_count") >= 1  # type: ignore[operator]
         assert s.value("kafka_consumergroup_lag", consumergroup=GROUP, topic=SOURCE, partition="0") == 3
         [(labels, _)] = [(got, v) for got, v in s.samples["kafka_consumergroup_group_lag_seconds"]
                          if got.get("group") == GROUP and got.get("partition") == "0"]
