@@ -10,7 +10,8 @@ The rules and their thresholds (``Thresholds``):
   ``max.poll.records``.
 - ``session-timeout-cluster``: at least ``session_cluster`` session timeouts within
   ``session_cluster_window_ms``: the clients paused (GC, blocking calls); raise
-  ``session.timeout.ms`` or fix the pause.
+  ``session.timeout.ms`` (for a streams group, its ``streams.session.timeout.ms`` group config) or
+  fix the pause.
 - ``member-churn``: one client id joined as a new dynamic member ``churn`` times or more: give it a
   ``group.instance.id`` (static membership) so restarts do not rebalance.
 - ``eager-rebalances``: rebalances of a classic group with an eager assignor that moved fewer
@@ -120,7 +121,10 @@ def _diagnose_group(group: str, evs: list[dict[str, Any]], t: Thresholds) -> lis
             f"{len(cluster)} session timeouts within {span / 1000:.1f} s: the members stopped heartbeating "
             "together, which points at pauses (garbage collection, a blocked process or host) more than "
             "at crashes",
-            "find and fix the pause, or raise session.timeout.ms above its length",
+            # A streams group's session timeout is the broker's (KIP-1071), not the client's.
+            "find and fix the pause, or raise the group's streams.session.timeout.ms (a group config) above "
+            "its length" if any(e.get("group_type") == "streams" for e in cluster)
+            else "find and fix the pause, or raise session.timeout.ms above its length",
             [int(e["timestamp"]) for e in cluster], _ids(cluster)))
 
     joins: dict[str, list[dict[str, Any]]] = defaultdict(list)

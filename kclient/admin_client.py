@@ -24,6 +24,7 @@ from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
 
 TopicPartition = tuple[str, int]
 LATEST, EARLIEST = -1, -2
@@ -63,13 +64,16 @@ class Member:
     client_id: str
     host: str
     assignment: list[TopicPartition]
+    # A streams group member's tasks ("<subtopology>_<partition>") by kind: active, standby, warmup.
+    tasks: dict[str, list[str]] = field(default_factory=dict)
+    process_id: str = ""
 
 
 @dataclass
 class GroupDescription:
     group_id: str
     state: str  # Kafka's spelling: Stable, Empty, Dead, PreparingRebalance, Assigning, ...
-    group_type: str  # "Classic" or "Consumer", as Kafka's GroupType prints
+    group_type: str  # "Classic", "Consumer" or "Streams", as Kafka's GroupType prints
     assignor: str
     coordinator: Node
     members: list[Member] = field(default_factory=list)
@@ -208,8 +212,8 @@ class KafkaAdmin:
     # ---- groups ------------------------------------------------------------------------------
 
     def list_groups(self, states: list[str] | None = None, types: list[str] | None = None) -> list[GroupListing]:
-        """Consumer groups (protocol type "consumer" or none) of every broker, as Kafka's
-        listConsumerGroups gathers them."""
+        """Consumer groups (protocol type "consumer" or none) and streams groups of every broker,
+        as Kafka's listGroups gathers them."""
         out: dict[str, GroupListing] = {}
         for node_id in sorted(self.nodes):
             def build(v: int) -> Any:
@@ -220,7 +224,7 @@ class KafkaAdmin:
             if response.error_code:
                 raise AdminError(response.error_code, "ListGroups")
             for g in response.groups:
-                if g.protocol_type not in ("consumer", ""):
+                if g.protocol_type not in ("consumer", "", "streams"):
                     continue
                 listing = GroupListing(g.group_id, g.group_state or "Unknown",
                                        (g.group_type or "Unknown").capitalize())
@@ -243,6 +247,10 @@ class KafkaAdmin:
                 return GroupDescription(group_id, g.group_state, "Consumer", g.assignor_name, node, members)
             if g.error_code not in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION):
                 raise AdminError(g.error_code, g.error_message)
+        if self.supports(node.node_id, ApiKey.StreamsGroupDescribe):
+            streams = self._describe_streams_group(group_id, node)
+            if streams is not None:
+                return streams
         response = self.call(node.node_id, ApiKey.DescribeGroups, lambda v: DescribeGroupsRequest(groups=[group_id]))
         d = response.groups[0]
         if d.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
@@ -258,6 +266,32 @@ class KafkaAdmin:
             members.append(Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                                   [(tp.topic, p) for tp in assigned for p in tp.partitions]))
         return GroupDescription(group_id, d.group_state, "Classic", d.protocol_data, node, members)
+
+    def _describe_streams_group(self, group_id: str, node: Node) -> GroupDescription | None:
+        """A streams group (KIP-1071), or None when the group is not one. Each member's
+        assignment is the partitions its active tasks read: task s_p reads partition p of
+        subtopology s's source and repartition topics."""
+        response: StreamsGroupDescribeResponse = self.call(
+            node.node_id, ApiKey.StreamsGroupDescribe, lambda v: StreamsGroupDescribeRequest(group_ids=[group_id]))
+        g = response.groups[0]
+        if g.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        if g.error_code:
+            raise AdminError(g.error_code, g.error_message)
+        reads: dict[str, list[str]] = {}
+        for s in (g.topology.subtopologies or []) if g.topology is not None else []:
+            reads[s.subtopology_id] = [*s.source_topics, *(t.name for t in s.repartition_source_topics)]
+        members = []
+        for m in g.members:
+            a = m.assignment
+            kinds = {"active": a.active_tasks, "standby": a.standby_tasks, "warmup": a.warmup_tasks} if a else {}
+            tasks = {k: [f"{t.subtopology_id}_{p}" for t in ids for p in sorted(t.partitions)]
+                     for k, ids in kinds.items()}
+            partitions = sorted({(topic, p) for t in (a.active_tasks if a else []) for p in t.partitions
+                                 for topic in reads.get(t.subtopology_id, [])})
+            members.append(Member(m.member_id, m.instance_id, m.client_id, m.client_host, partitions, tasks,
+                                  m.process_id))
+        return GroupDescription(group_id, g.group_state, "Streams", "sticky", node, members)
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """Every committed offset of the group (OffsetFetch for all topics)."""

@@ -38,8 +38,9 @@ from kclient.groups_output import (
 )
 from kclient.offset_reset import SCENARIOS, UsageError, partitions_to_reset, plan_reset
 
-STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling")
-TYPES = ("Consumer", "Classic", "Share")
+STATES = ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty", "Assigning", "Reconciling",
+          "NotReady")
+TYPES = ("Consumer", "Classic", "Share", "Streams")
 
 Handler = Callable[[KafkaAdmin, argparse.Namespace, TextIO, TextIO], int]
 
@@ -247,7 +248,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                                help="With --describe the group's state; with --list the state of every group, "
                                "or only groups in these states (comma-separated).")
     describe_opts.add_argument("--type", nargs="?", const="", default=None,
-                               help="With --list: the type of every group, or only these types (classic,consumer).")
+                               help="With --list: the type of every group, or only these types "
+                               "(classic,consumer,streams).")
     reset = p.add_argument_group("reset-offsets")
     reset.add_argument("--dry-run", action="store_true", help="Only show the new offsets (the default).")
     reset.add_argument("--execute", action="store_true", help="Commit the new offsets.")

@@ -98,7 +98,24 @@ def _assignment_text(assignment: list[TopicPartition]) -> str:
     return ", ".join(sorted(t + "(" + ",".join(str(p) for p in sorted(ps)) + ")" for t, ps in by_topic.items()))
 
 
+def print_streams_members(group: GroupDescription, out: TextIO, err: TextIO) -> None:
+    """A streams group's members with their process and tasks, the columns Kafka's
+    kafka-streams-groups.sh --describe --members prints."""
+    if not should_print(group.group_id, group.state, len(group.members), out, err):
+        return
+    rows = [(group.group_id, m.member_id, m.process_id or MISSING, m.client_id,
+             ",".join(m.tasks.get("active", [])) or MISSING, ",".join(m.tasks.get("standby", [])) or MISSING,
+             ",".join(m.tasks.get("warmup", [])) or MISSING) for m in group.members]
+    header = ("GROUP", "MEMBER", "PROCESS", "CLIENT-ID", "ACTIVE-TASKS", "STANDBY-TASKS", "WARMUP-TASKS")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
+    fmt = " ".join(f"%-{w}s" for w in widths)
+    print("\n" + "\n".join(fmt % r for r in [header, *rows]), file=out)
+
+
 def print_members(group: GroupDescription, verbose: bool, out: TextIO, err: TextIO) -> None:
+    if group.group_type == "Streams":
+        print_streams_members(group, out, err)
+        return
     members: list[Member] = group.members
     wg, wc, wi, wh, wcl = 15, 15, 17, 15, 15
     with_instance = False

@@ -5,8 +5,8 @@ the Spark analysis read them; all of them take the format from here.
 
 Encoding (``VERSION`` 1): the record key is the JSON object ``{"version": 1, "group": <group
 id>}``, the value one JSON object with ``version``, ``kind`` (``member``, ``state`` or
-``rebalance``), ``group``, ``group_type`` (``classic`` or ``consumer``), ``generation`` (the group
-epoch for consumer groups), ``state_before``, ``state_after``, ``timestamp`` (ms), ``cause`` (one
+``rebalance``), ``group``, ``group_type`` (``classic``, ``consumer`` or ``streams``), ``generation`` (the
+group epoch for consumer and streams groups), ``state_before``, ``state_after``, ``timestamp`` (ms), ``cause`` (one
 of ``CAUSES``) and the kind's own fields (docs/journal.md); the record timestamp
 is the event's. JSON because every client and tool (kcat, the console consumer, Spark's JSON
 functions) reads it without a schema; ``version`` in key and value lets a later encoding change

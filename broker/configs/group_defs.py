@@ -1,7 +1,8 @@
 """The configs a Kafka 4.4 group accepts (GroupConfig): per-group overrides of the broker's
 ``group.*`` settings. kcoord's KIP-848 consumer groups obey ``consumer.session.timeout.ms`` and
-``consumer.heartbeat.interval.ms``; its streams groups run with the broker's ``group.streams.*`` settings,
-so the ``streams.*`` configs are kept and shown only (docs/share-groups.md says which ``share.*`` are obeyed)."""
+``consumer.heartbeat.interval.ms``; its streams groups the ``streams.*`` timings, standby replicas and
+assignment interval (the assignor name and rack tags are kept and shown only: kcoord has one streams
+assignor); docs/share-groups.md says which ``share.*`` are obeyed."""
 
 from __future__ import annotations
 
@@ -55,7 +56,7 @@ _G = (
      "Heartbeat interval of streams group members."),
     ("streams.initial.rebalance.delay.ms", INT, "3000", ("group.streams.initial.rebalance.delay.ms",), at_least(0),
      "Wait for more members when a streams group forms."),
-    ("streams.num.standby.replicas", INT, "0", ("group.streams.num.standby.replicas",), None,
+    ("streams.num.standby.replicas", INT, "0", ("group.streams.num.standby.replicas",), at_least(0),
      "Standby replicas of each task of a streams group."),
     ("streams.rack.aware.assignment.tags", LI, "", ("group.streams.rack.aware.assignment.tags",), None,
      "Client tags a streams group spreads standby tasks over."),
@@ -80,12 +81,17 @@ FIXED_RANGES = {
     "streams.session.timeout.ms": (45000, 60000),
 }
 
+# Bounded above only by the broker (the definition keeps them non-negative), as Kafka words it.
+_AT_MOST = frozenset({"streams.num.standby.replicas"})
+
 
 def check_group_configs(values: Mapping[str, object], ranges: Mapping[str, tuple[int, int]]) -> None:
     """Kafka's GroupConfig checks of a group's effective configs (overrides over the broker's):
     each bounded value within its range, each heartbeat interval below its session timeout."""
     for name, (low, high) in ranges.items():
         value = values.get(name)
+        if name in _AT_MOST and isinstance(value, int) and value > high:
+            raise InvalidValue(f"{name} must be less than or equal to {high}")
         if isinstance(value, int) and not low <= value <= high:
             raise InvalidValue(f"{name} must be in the range {low} to {high} inclusive.")
     for kind in ("consumer", "share", "streams"):

@@ -136,6 +136,15 @@ class ConfigService:
                 out[group] = (None if session is None else int(session), None if beat is None else int(beat))
         return out
 
+    def group_streams(self) -> dict[str, dict[str, str]]:
+        """Each group's own ``streams.*`` configs, as set (for the coordinator's streams groups)."""
+        out: dict[str, dict[str, str]] = {}
+        for group in self.store.names(GROUPS):
+            own = {k: v for k, v in self.store.get(GROUPS, group).items() if k.startswith("streams.")}
+            if own:
+                out[group] = own
+        return out
+
     def sync(self) -> None:
         """Cluster mode: what another node changed in the shared document, in effect here too."""
         if self.store.refresh():

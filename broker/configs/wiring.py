@@ -49,6 +49,7 @@ def build_config_service(config: BrokerConfig, node_id: int, data_dir: Path, *, 
 
     def on_groups() -> None:
         shards.set_group_timings(service.group_timings())
+        shards.set_group_streams(service.group_streams())
 
     ranges = {name: (config.get_int(f"group.consumer.min.{name}"), config.get_int(f"group.consumer.max.{name}"))
               for name in ("session.timeout.ms", "heartbeat.interval.ms")}

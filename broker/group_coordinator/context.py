@@ -81,6 +81,37 @@ class CoordinatorConfig:
         own = self.group_timings.get(group_id, (None, None))[1]
         return self.consumer_heartbeat_interval_ms if own is None else own
 
+    # Streams groups' own configs (Kafka's streams.* group configs, set by IncrementalAlterConfigs),
+    # given by the broker as data: group id -> config name -> value as set, checked when it was set.
+    group_streams: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
+
+    def _streams_int(self, group_id: str, name: str, broker_value: int) -> int:
+        own = self.group_streams.get(group_id, {}).get(name)
+        return broker_value if own is None else int(own)
+
+    def streams_session_timeout_for(self, group_id: str) -> int:
+        return self._streams_int(group_id, "streams.session.timeout.ms", self.streams_session_timeout_ms)
+
+    def streams_heartbeat_interval_for(self, group_id: str) -> int:
+        return self._streams_int(group_id, "streams.heartbeat.interval.ms", self.streams_heartbeat_interval_ms)
+
+    def streams_initial_rebalance_delay_for(self, group_id: str) -> int:
+        return self._streams_int(group_id, "streams.initial.rebalance.delay.ms",
+                                 self.streams_initial_rebalance_delay_ms)
+
+    def streams_assignment_interval_for(self, group_id: str) -> int:
+        return self._streams_int(group_id, "streams.assignment.interval.ms", self.streams_assignment_interval_ms)
+
+    def streams_assignment_configs_for(self, group_id: str) -> dict[str, str]:
+        """What the task assignor is given, as Kafka keeps it in the group's metadata record
+        (LastAssignmentConfigs): a change of these triggers a new target assignment."""
+        standby = self._streams_int(group_id, "streams.num.standby.replicas", self.streams_num_standby_replicas)
+        configs = {"num.standby.replicas": str(standby)}
+        tags = self.group_streams.get(group_id, {}).get("streams.rack.aware.assignment.tags", "")
+        if tags:
+            configs["rack.aware.assignment.tags"] = ",".join(t.strip() for t in tags.split(","))
+        return configs
+
 
 class TopicView(Protocol):
     """The broker's topic metadata (Kafka's metadata image, as far as the coordinator reads it)."""

@@ -164,9 +164,10 @@ class Journal:
                 trace.notes.append({"cause": n.cause, "member_id": n.member_id, "at_ms": now - trace.started,
                                     **n.detail})
         for group, before, after, generation, members, reason in out.transitions:
-            gtype = "consumer" if group in st.consumer_groups else "classic"
+            gtype = _group_type(st, group)
             first = by_group.get(group, [])
             trace = self.traces.get(group)
+            # A streams group converges as a consumer group does (Assigning, then Reconciling).
             rebalancing = CLASSIC_REBALANCING if gtype == "classic" else CONSUMER_REBALANCING
             if trace is None and after in rebalancing:
                 trace = self._start(st, group, gtype, before, generation, reason, first, now)
@@ -216,7 +217,7 @@ class Journal:
             self.owned.pop(group, None)
             self.partition_counts.pop(group, None)
         moved = _moved(trace.before, after_owned)
-        cooperative = gtype == "consumer" or "cooperative" in (trace.protocol or _protocol(st, group) or "")
+        cooperative = gtype in ("consumer", "streams") or "cooperative" in (trace.protocol or _protocol(st, group) or "")
         idle: dict[str, int] = {}
         for member_id, holds in after_owned.items():
             kept = holds & trace.before.get(member_id, set())
@@ -244,7 +245,9 @@ class Journal:
             "waited_for": trace.waited_for,
             "no_partitions_ms": idle,
             "max_no_partitions_ms": max(idle.values(), default=0),
-            "moved": [{"topic": t, "partition": p, "from": a, "to": b} for (t, p), a, b in moved[:200]],
+            # A streams group's tasks are named by subtopology, as Kafka Streams names them.
+            "moved": [{"subtopology" if gtype == "streams" else "topic": t, "partition": p, "from": a, "to": b}
+                      for (t, p), a, b in moved[:200]],
             "moved_count": len(moved),
             "cause_detail": cause_detail,
             "also": trace.notes[:50],
@@ -255,7 +258,16 @@ class Journal:
 
 
 
+def _group_type(st: Any, group_id: str) -> str:
+    if group_id in st.consumer_groups:
+        return "consumer"
+    return "streams" if group_id in st.streams.groups else "classic"
+
+
 def _describe(st: Any, group_id: str) -> tuple[str, int, str]:
+    sgroup = st.streams.groups.get(group_id)
+    if sgroup is not None:
+        return "streams", sgroup.group_epoch, sgroup.state_name()
     cgroup = st.consumer_groups.get(group_id)
     if cgroup is not None:
         return "consumer", cgroup.group_epoch, str(cgroup.state.value)
@@ -282,6 +294,11 @@ def assigned_partitions(assignment: bytes) -> set[tuple[str, int]]:
 
 
 def _owned(st: Any, group_id: str) -> Owned:
+    sgroup = st.streams.groups.get(group_id)
+    if sgroup is not None:
+        # A streams member owns active tasks: (subtopology id, partition).
+        return {mid: {(s, p) for s, parts in m.assigned.active.items() for p in parts}
+                for mid, m in sgroup.members.items()}
     cgroup = st.consumer_groups.get(group_id)
     if cgroup is not None:
         owned: Owned = {}

@@ -124,6 +124,14 @@ class ShardManager(Coordinator[GroupCoordinatorShard, Result]):
         for runtime in self.runtimes:
             runtime.shard.state.config = self.coordinator_config
 
+    def set_group_streams(self, configs: Mapping[str, Mapping[str, str]]) -> None:
+        """Streams groups' own configs changed: in effect from each group's next heartbeat (and, for
+        the assignment configs, with a new target assignment then, as Kafka does)."""
+        self.coordinator_config = replace(self.coordinator_config, group_streams={
+            g: dict(c) for g, c in configs.items()})
+        for runtime in self.runtimes:
+            runtime.shard.state.config = self.coordinator_config
+
     def new_shard(self, index: int) -> GroupCoordinatorShard:
         return GroupCoordinatorShard(index, self.coordinator_config, self.topics, new_member_id)
 

@@ -149,6 +149,15 @@ class LagMetrics:
                     if name is not None:
                         for p in partitions:
                             out[(name, p)] = (m.client_host, m.member_id, m.client_id)
+        streams = st.streams.groups.get(group_id)
+        configured = None if streams is None else streams.configured
+        if streams is not None and configured is not None:
+            # A streams member's active task s_p reads partition p of its subtopology's source topics.
+            for m in streams.members.values():
+                for sid, partitions in m.assigned.active.items():
+                    for name in configured.source_topics.get(sid, []):
+                        for p in partitions:
+                            out[(name, p)] = (m.client_host, m.member_id, m.client_id)
         return out
 
     async def _committed(self) -> tuple[list[tuple[str, str, int, int, Owner]], int, list[Any]]:

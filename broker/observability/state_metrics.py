@@ -11,6 +11,7 @@ from broker.group_coordinator.consumer.group import ConsumerGroupState
 from broker.groups.journal_writer import JournalWriter
 from broker.groups.shards import ShardManager
 
+STREAMS_STATES = ("Empty", "NotReady", "Assigning", "Reconciling", "Stable")
 Family = tuple[str, str, list[str], list[tuple[list[str], float]]]
 
 
@@ -24,6 +25,9 @@ def state_families(shards: ShardManager) -> Iterator[Family]:
     states: Counter[str] = Counter({s.value: 0 for s in GroupState})
     consumer_states: Counter[str] = Counter({s.value: 0 for s in ConsumerGroupState if s.value != "Dead"})
     consumer_members = 0
+    # Streams groups (KIP-1071), by Kafka's StreamsGroupState names.
+    streams_states: Counter[str] = Counter({s: 0 for s in STREAMS_STATES})
+    streams_members = 0
     members = parked_join = parked_sync = offsets = 0
     log_size: list[tuple[list[str], float]] = []
     log_segments: list[tuple[list[str], float]] = []
@@ -48,12 +52,18 @@ def state_families(shards: ShardManager) -> Iterator[Family]:
         for cgroup in st.consumer_groups.values():
             consumer_states[cgroup.state.value] += 1
             consumer_members += len(cgroup.members)
+        for sgroup in st.streams.groups.values():
+            streams_states[sgroup.state_name()] += 1
+            streams_members += len(sgroup.members)
     yield ("kcoord_groups", "Groups by state.", ["state"], [([s], float(n)) for s, n in sorted(states.items())])
     yield ("kcoord_group_members", "Members across all groups.", [], [([], float(members))])
     yield ("kcoord_consumer_groups", "KIP-848 consumer groups by state.", ["state"],
            [([s], float(n)) for s, n in sorted(consumer_states.items())])
     yield ("kcoord_consumer_group_members", "Members across all KIP-848 consumer groups.", [],
            [([], float(consumer_members))])
+    yield ("kcoord_streams_groups", "KIP-1071 streams groups by state.", ["state"],
+           [([s], float(n)) for s, n in sorted(streams_states.items())])
+    yield ("kcoord_streams_group_members", "Members across all streams groups.", [], [([], float(streams_members))])
     yield ("kcoord_parked_requests", "JoinGroup/SyncGroup requests waiting for the rebalance.", ["kind"],
            [(["join"], float(parked_join)), (["sync"], float(parked_sync))])
     yield ("kcoord_offsets", "Committed offsets held.", [], [([], float(offsets))])

@@ -213,3 +213,40 @@ def test_client_metrics_subscription(pair: Pair) -> None:
 
     answers = pair.compare(scenario)
     assert answers["listed"] == [0, [[name, CLIENT_METRICS]]]  # type: ignore[index]
+
+
+STREAMS_GROUP_CONFIGS = ["streams.session.timeout.ms", "streams.heartbeat.interval.ms", "streams.num.standby.replicas",
+                         "streams.initial.rebalance.delay.ms", "streams.assignment.interval.ms",
+                         "streams.rack.aware.assignment.tags", "streams.assignor.name",
+                         "streams.assignor.offload.enable", "streams.task.offset.interval.ms",
+                         "streams.num.warmup.replicas", "streams.acceptable.recovery.lag"]
+
+
+@pytest.mark.parametrize("ops", [
+    [("streams.num.standby.replicas", SET, "3")],
+    [("streams.num.standby.replicas", SET, "-1")],
+    [("streams.session.timeout.ms", SET, "10000")],
+    [("streams.heartbeat.interval.ms", SET, "20000")],
+    [("streams.session.timeout.ms", SET, "50000"), ("streams.heartbeat.interval.ms", SET, "50000")],
+    [("streams.initial.rebalance.delay.ms", SET, "-1")],
+])
+def test_bad_streams_group_configs(pair: Pair, ops: list[tuple[str, int, str | None]]) -> None:
+    pair.compare(lambda t: incremental(t.client(), GROUP, unique("diff-streams-config"), *ops))
+
+
+def test_streams_group_configs(pair: Pair) -> None:
+    """A streams group's own configs, set and described with their broker synonyms."""
+    group = unique("diff-streams-config")
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        steps: dict[str, object] = {
+            "set": incremental(c, GROUP, group, ("streams.session.timeout.ms", SET, "50000"),
+                               ("streams.heartbeat.interval.ms", SET, "6000"),
+                               ("streams.num.standby.replicas", SET, "1"))}
+        settle(t)
+        steps["described"] = describe(c, GROUP, group, STREAMS_GROUP_CONFIGS)
+        steps["never_set"] = describe(c, GROUP, unique("diff-streams-none"), STREAMS_GROUP_CONFIGS)
+        return steps
+
+    pair.compare(scenario)

@@ -276,3 +276,81 @@ def test_a_member_leaves_and_the_other_takes_its_tasks(pair: Pair) -> None:
 
     answers = pair.compare(scenario)
     assert answers["a"] == {"0": [0, 1], "1": [0, 1]}  # type: ignore[index]
+
+
+def test_group_configs_take_effect(pair: Pair) -> None:
+    """The group's own streams.* configs over the broker's: the heartbeat interval members are
+    given, and standby replicas turned on while the group runs (a new assignment, as Kafka makes)."""
+    from tests.differential.test_configs import GROUP, SET, incremental, settle
+
+    group, source = unique("streams-configs"), unique("streams-configs-in")
+
+    def scenario(t: Target) -> object:
+        a_conn, b_conn = t.client("a"), t.client("b")
+        create_topic(a_conn, source, 2)
+        steps: dict[str, object] = {"set": incremental(a_conn, GROUP, group, ("streams.heartbeat.interval.ms", SET, "6000"),
+                                                       ("streams.session.timeout.ms", SET, "50000"))}
+        settle(t)
+        a, b = Member(a_conn, group, source, "a"), Member(b_conn, group, source, "b")
+        steps["joined"] = plain(a.heartbeat())["heartbeat_interval_ms"]
+        until_tasks(a)
+        b.heartbeat()
+
+        def until(done: Any) -> None:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and not done():
+                a.heartbeat()
+                b.heartbeat()
+                time.sleep(0.2)
+        until(lambda: describe(a_conn, group)["state"] == "Stable" and a.active and b.active)
+        before = describe(a_conn, group)["members"]
+        steps["standby_on"] = incremental(a_conn, GROUP, group, ("streams.num.standby.replicas", SET, "1"))
+        settle(t)
+        until(lambda: a.standby and b.standby and describe(a_conn, group)["state"] == "Stable")
+
+        def held(m: Member) -> object:
+            return {t.subtopology_id: sorted(t.partitions) for t in m.standby}
+        steps |= {"standby": [held(a), held(b)], "epoch_rose": describe(a_conn, group)["members"] > before}
+        return steps
+
+    answers = pair.compare(scenario)
+    assert answers["joined"] == 6000  # type: ignore[index]
+    assert answers["standby"] == [{"1": [1]}, {"1": [0]}]  # type: ignore[index]
+
+
+def test_a_static_member_leaves_for_a_moment_and_its_instance_takes_its_tasks_back(pair: Pair) -> None:
+    """Kafka 4.4's static members: epoch -2 keeps the member and its tasks, a member with the same
+    instance id is refused while it runs and takes over its tasks once it left."""
+    group, source = unique("streams-static"), unique("streams-static-in")
+
+    def scenario(t: Target) -> object:
+        a_conn, b_conn = t.client("a"), t.client("b")
+        create_topic(a_conn, source, 2)
+        a, b = Member(a_conn, group, source, "a"), Member(b_conn, group, source, "b")
+        a.heartbeat(instance_id=f"{group}-a")
+        until_tasks(a)
+        b.heartbeat(instance_id=f"{group}-b")
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            a.heartbeat()
+            b.heartbeat()
+            if describe(a_conn, group)["state"] == "Stable" and a.active and b.active:
+                break
+            time.sleep(0.2)
+        held = {t.subtopology_id: sorted(t.partitions) for t in a.active}
+        again = Member(a_conn, group, source, "a-again")
+        again.process = a.process
+        steps: dict[str, object] = {"busy": plain(again.heartbeat(instance_id=f"{group}-a"))}
+        steps["left"] = plain(a.heartbeat(epoch=-2, instance_id=f"{group}-a"))
+        steps["b_meanwhile"] = plain(b.heartbeat())
+        steps["while_away"] = describe(a_conn, group)
+        again.epoch = 0
+        steps["back"] = plain(again.heartbeat(instance_id=f"{group}-a"))
+        steps["stale"] = plain(a.heartbeat(instance_id=f"{group}-a"))
+        steps["same_tasks"] = {t.subtopology_id: sorted(t.partitions) for t in again.active} == held
+        steps["described"] = describe(a_conn, group)
+        return steps
+
+    answers = pair.compare(scenario)
+    assert answers["busy"]["error_code"] == 111  # type: ignore[index]  # UNRELEASED_INSTANCE_ID
+    assert answers["same_tasks"] is True  # type: ignore[index]

@@ -8,9 +8,10 @@ from broker.group_coordinator.records import AnyRecord, OffsetCommitRecord
 from broker.group_coordinator.result import Result
 from broker.group_coordinator.streams import records as rec
 from broker.group_coordinator.streams import timers
-from broker.group_coordinator.streams.heartbeat import configured, remove_members
+from broker.group_coordinator.streams.heartbeat import configured, note_transition, remove_members
 from broker.group_coordinator.streams.model import StreamsGroup, StreamsMember, TaskAssignment, Tasks
 from protocol.errors import ErrorCode
+from protocol.group_events import REBALANCE_TIMEOUT, SESSION_TIMEOUT, SHARD_LOADED
 from protocol.messages.list_groups import ListGroupsResponse
 from protocol.messages.streams_group_describe import StreamsGroupDescribeResponse
 
@@ -99,8 +100,10 @@ def deletion(group: StreamsGroup, offsets: list[tuple[str, int]]) -> tuple[int, 
 def on_loaded(st: CoordinatorState, out: Result, now: int) -> None:
     """Every member gets a fresh session after a load, as Kafka does."""
     for group in st.streams.groups.values():
+        if group.members:
+            st.journal.note(group.group_id, SHARD_LOADED, members=len(group.members), group_epoch=group.group_epoch)
         for mid in group.members:
-            timers.set_session_timeout(st, out, group.group_id, mid, now + st.config.streams_session_timeout_ms)
+            timers.set_session_timeout(st, out, group.group_id, mid, now + st.config.streams_session_timeout_for(group.group_id))
 
 
 def on_timer(st: CoordinatorState, kind: str, group_id: str, member_id: str, epoch: int, now: int) -> Result:
@@ -112,6 +115,11 @@ def on_timer(st: CoordinatorState, kind: str, group_id: str, member_id: str, epo
         return out
     if kind == timers.REBALANCE and member.member_epoch != epoch:
         return out
+    before = group.state_name()
+    why = "rebalance timeout" if kind == timers.REBALANCE else "session timeout"
+    st.journal.note(group_id, REBALANCE_TIMEOUT if kind == timers.REBALANCE else SESSION_TIMEOUT, member_id,
+                    client_id=member.client_id, instance_id=member.instance_id, process_id=member.process_id)
     for record in remove_members(st, out, group, [member_id], now):
         st.emit(out, record)
+    note_transition(st, out, group_id, before, f"member {member_id} fenced: {why}")
     return out

@@ -15,6 +15,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -43,11 +44,13 @@ from broker.group_coordinator.streams.topology import (
     metadata_hash,
 )
 from protocol.errors import ErrorCode
+from protocol.group_events import FENCED, MEMBER_LEFT, NEW_MEMBER, STATIC_REJOINED
 from protocol.messages.offsets_log_streams_groups import StreamsGroupTopologyValue
 from protocol.messages.streams_group_heartbeat import (
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
 )
+from protocol.offsets_log_records import StreamsGroupMetadataRecord
 
 if TYPE_CHECKING:
     from broker.group_coordinator.state import CoordinatorState
@@ -167,6 +170,10 @@ def topology_value(topology: Any) -> Any:
         for s in sorted(topology.subtopologies, key=lambda s: s.subtopology_id)])
 
 
+def _standby(assignment_configs: Mapping[str, str]) -> int:
+    return int(assignment_configs.get("num.standby.replicas", "0"))
+
+
 def configured(st: CoordinatorState, group: StreamsGroup) -> ConfiguredTopology | None:
     """The group's topology configured against the topics as they are now (cached per topics
     version)."""
@@ -185,20 +192,39 @@ class Heartbeat:
         self.cfg = st.config
         self.out = Result()
         self.records: list[Any] = []
+        self.replaced: str | None = None  # the static member a rejoining instance took over
 
     def run(self) -> Result:
+        req = self.req
+        before = group_state(self.streams, req.group_id)
         try:
-            validate(self.req)
-            if self.req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
+            validate(req)
+            if req.member_epoch in (LEAVE_EPOCH, LEAVE_STATIC_EPOCH):
                 response = self._leave()
             else:
                 response = self._heartbeat()
         except HeartbeatError as exc:
             self.records.clear()
             self.out = Result()
+            if exc.code == ErrorCode.FENCED_MEMBER_EPOCH:
+                self.st.journal.note(req.group_id, FENCED, req.member_id, client_id=self.ctx.client_id,
+                                     why=exc.message, member_epoch=req.member_epoch)
             response = error_response(exc.code, exc.message)
+        joined = req.member_epoch == JOIN_EPOCH and response.error_code == 0 and bool(self.records)
+        if joined and self.replaced is not None:
+            self.st.journal.note(req.group_id, STATIC_REJOINED, req.member_id, instance_id=req.instance_id,
+                                 replaced=self.replaced, client_id=self.ctx.client_id,
+                                 avoided_rebalance=not any(isinstance(r, StreamsGroupMetadataRecord)
+                                                           for r in self.records))
+        elif joined or (req.member_epoch < 0 and self.records):
+            self.st.journal.note(req.group_id, NEW_MEMBER if joined else MEMBER_LEFT, req.member_id,
+                                 client_id=self.ctx.client_id, member_epoch=req.member_epoch,
+                                 instance_id=req.instance_id, process_id=req.process_id)
         for record in self.records:
             self.st.emit(self.out, record)
+        note_transition(self.st, self.out, req.group_id, before,
+                        f"member {req.member_id} joined" if joined else "member left" if req.member_epoch < 0
+                        else "heartbeat")
         self.out.replies.append((self.ctx.token, response))
         return self.out
 
@@ -222,20 +248,24 @@ class Heartbeat:
         joining = req.member_epoch == JOIN_EPOCH
         group = self._group(create=joining)
         owned = _owned(req)
-        member = group.members.get(member_id)
-        if member is None:
-            if not joining:
-                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                     f"Member {member_id} is not a member of group {gid}.")
-            if len(group.members) >= cfg.streams_max_size:
-                raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum "
-                                     f"capacity of {cfg.streams_max_size} members.")
-            member = StreamsMember(member_id)
-        elif not joining:
-            try:
-                validate_epoch(member, req.member_epoch, owned)
-            except FencedMemberEpochError as exc:
-                raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
+        # A static member (instance id) that left with epoch -2 and comes back under a new member
+        # id takes over its old member: its tasks, target and metadata (Kafka 4.4).
+        replaced: str | None = None
+        static = None if req.instance_id is None else group.members.get(group.static_member_id(req.instance_id) or "")
+        if static is not None and joining and static.member_id != member_id:
+            if static.member_epoch != LEAVE_STATIC_EPOCH:
+                raise HeartbeatError(ErrorCode.UNRELEASED_INSTANCE_ID, f"Static member {member_id} with instance id "
+                                     f"{req.instance_id} cannot join the group because the instance id is owned by "
+                                     f"{static.member_id} member.")
+            replaced = self.replaced = static.member_id
+            self.records.extend(rec.member_removal(gid, replaced))
+            timers.cancel_member_timers(self.st, self.out, gid, replaced)
+            member = replace(static, member_id=member_id, member_epoch=0, previous_member_epoch=0,
+                             state=MemberState.STABLE, pending_revocation=TaskAssignment())
+        else:
+            if req.instance_id is not None and not joining:
+                self._check_static(group, static)
+            member = self._member(group, owned, joining)
 
         # 1. the topology and the member
         topology_changed = False
@@ -261,7 +291,7 @@ class Heartbeat:
         bump = False
         if updated != member or member_id not in group.members:
             self.records.append(rec.member_metadata(gid, updated))
-            bump = (member_id not in group.members or updated.process_id != member.process_id
+            bump = ((member_id not in group.members and replaced is None) or updated.process_id != member.process_id
                     or updated.topology_epoch != member.topology_epoch or updated.client_tags != member.client_tags
                     or updated.user_endpoint != member.user_endpoint or updated.rack_id != member.rack_id)
 
@@ -276,26 +306,32 @@ class Heartbeat:
             if not seen:
                 new_hash = metadata_hash(topo, self.st.topics)
         epoch = group.group_epoch
-        if bump or topology_changed or new_hash != group.metadata_hash:
+        # The group's assignment configs changed since its last epoch (its streams.num.standby.replicas
+        # set, say): Kafka assigns again with the new ones.
+        assignment_configs = cfg.streams_assignment_configs_for(gid)
+        if bump or topology_changed or new_hash != group.metadata_hash or (
+                assignment_configs != group.last_assignment_configs):
             epoch += 1
             self.records.append(rec.group_epoch(group, epoch, new_hash, group_topology_epoch
-                                                if conf is not None and not conf.statuses else -1))
+                                                if conf is not None and not conf.statuses else -1, assignment_configs))
         if conf is not None and conf.to_create:
             self.streams.to_create.extend(conf.to_create)
 
         # 3. the target assignment; a new group's first one waits for more members to join
         members_after = dict(group.members)
+        members_after.pop(replaced or "", None)
         members_after[member_id] = updated
         delays = self.streams.assignment_delayed_until
         new_group = gid not in self.streams.groups
-        if new_group and cfg.streams_initial_rebalance_delay_ms > 0:
-            delays[gid] = self.now + cfg.streams_initial_rebalance_delay_ms
+        initial_delay = cfg.streams_initial_rebalance_delay_for(gid)
+        if new_group and initial_delay > 0:
+            delays[gid] = self.now + initial_delay
         delayed = delays.get(gid, 0) > self.now
         if not delayed:
             delays.pop(gid, None)
         # Kafka 4.4 computes a group's target assignment at most once per assignment interval.
         waits = (not delayed and epoch > group.assignment_epoch
-                 and self.now < group.assignment_time + cfg.streams_assignment_interval_ms)
+                 and self.now < group.assignment_time + cfg.streams_assignment_interval_for(gid))
         if new_group and delayed:
             # An empty target at the first epoch, and the group epoch one ahead of it: the real
             # assignment is computed once the delay is over.
@@ -303,17 +339,21 @@ class Heartbeat:
             self.records.append(rec.target_member(gid, member_id, target))
             self.records.append(rec.target_epoch(gid, epoch, self.now))
             epoch += 1
-            self.records.append(rec.group_epoch(group, epoch, new_hash, -1))
+            self.records.append(rec.group_epoch(group, epoch, new_hash, -1, assignment_configs))
         elif epoch > group.assignment_epoch and not delayed and not waits:
-            targets = self._new_target(group, epoch, members_after, conf)
+            targets = self._new_target(group, epoch, members_after, conf, _standby(assignment_configs))
             target = targets.get(member_id, TaskAssignment())
             target_epoch = epoch
         else:
-            target = group.targets.get(member_id, TaskAssignment())
+            target = group.targets.get(member_id) or group.targets.get(replaced or "", TaskAssignment())
             target_epoch = group.assignment_epoch
+        if replaced is not None:
+            self.records.append(rec.target_member(gid, member_id, target))
 
         # 4. one step towards it
         owners = rec.owners_of_active(group)
+        if replaced is not None:  # the old member's tasks are the new one's
+            owners = {task: member_id if owner == replaced else owner for task, owner in owners.items()}
         reconciled = reconcile(updated, target_epoch, target, owners, owned)
         if reconciled != updated or member_id not in group.members:
             self.records.append(rec.current_assignment(gid, reconciled))
@@ -322,7 +362,7 @@ class Heartbeat:
                                              self.now + max(reconciled.rebalance_timeout_ms, 0))
             else:
                 timers.cancel_rebalance_timeout(self.st, self.out, gid, member_id)
-        timers.set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.streams_session_timeout_ms)
+        timers.set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.streams_session_timeout_for(gid))
 
         statuses = [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay.")
                     ] if delayed else [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment "
@@ -333,7 +373,7 @@ class Heartbeat:
                              f"group's topology epoch {group_topology_epoch}."))
         response = _R(
             error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
-            member_epoch=reconciled.member_epoch, heartbeat_interval_ms=cfg.streams_heartbeat_interval_ms,
+            member_epoch=reconciled.member_epoch, heartbeat_interval_ms=cfg.streams_heartbeat_interval_for(gid),
             acceptable_recovery_lag_legacy=ACCEPTABLE_RECOVERY_LAG, task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
             acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
             status=[_R.Status(status_code=c, status_detail=d) for c, d in statuses],
@@ -347,12 +387,39 @@ class Heartbeat:
             response.partitions_by_user_endpoint = self._endpoints(group, members_after, reconciled, conf)
         return response
 
+    def _member(self, group: StreamsGroup, owned: TaskAssignment | None, joining: bool) -> StreamsMember:
+        req, cfg = self.req, self.cfg
+        member = group.members.get(req.member_id)
+        if member is None:
+            if not joining:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Member {req.member_id} is not a member of group {group.group_id}.")
+            if len(group.members) >= cfg.streams_max_size:
+                raise HeartbeatError(ErrorCode.GROUP_MAX_SIZE_REACHED, "The streams group has reached its maximum "
+                                     f"capacity of {cfg.streams_max_size} members.")
+            return StreamsMember(req.member_id)
+        if not joining:
+            try:
+                validate_epoch(member, req.member_epoch, owned)
+            except FencedMemberEpochError as exc:
+                raise HeartbeatError(ErrorCode.FENCED_MEMBER_EPOCH, str(exc)) from None
+        return member
+
+    def _check_static(self, group: StreamsGroup, static: StreamsMember | None) -> None:
+        """Kafka's throwIfStaticMemberIsUnknown and throwIfInstanceIdIsFenced."""
+        req = self.req
+        if static is None:
+            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID, f"Instance id {req.instance_id} is unknown.")
+        if static.member_id != req.member_id:
+            raise HeartbeatError(ErrorCode.FENCED_INSTANCE_ID, f"Static member {req.member_id} with instance id "
+                                 f"{req.instance_id} was fenced by member {static.member_id}.")
+
     def _new_target(self, group: StreamsGroup, epoch: int, members: dict[str, StreamsMember],
-                    conf: ConfiguredTopology | None) -> dict[str, TaskAssignment]:
+                    conf: ConfiguredTopology | None, num_standby: int) -> dict[str, TaskAssignment]:
         counts = {} if conf is None or conf.statuses_block_assignment else conf.tasks
         inputs = [AssignorMember(mid, m.process_id, group.targets.get(mid, m.assigned))
                   for mid, m in members.items()]
-        targets = assign(inputs, counts, self.cfg.streams_num_standby_replicas, () if conf is None else conf.stateful)
+        targets = assign(inputs, counts, num_standby, () if conf is None else conf.stateful)
         gid = group.group_id
         for mid, target in sorted(targets.items()):
             if group.targets.get(mid) != target or mid not in group.targets:
@@ -390,14 +457,41 @@ class Heartbeat:
     def _leave(self) -> Any:
         req = self.req
         group = self._group(create=False)
-        member = group.members.get(req.member_id)
-        if member is None:
-            raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
-                                 f"Member {req.member_id} is not a member of group {group.group_id}.")
+        if req.instance_id is None:
+            member = group.members.get(req.member_id)
+            if member is None:
+                raise HeartbeatError(ErrorCode.UNKNOWN_MEMBER_ID,
+                                     f"Member {req.member_id} is not a member of group {group.group_id}.")
+        else:
+            member = group.members.get(group.static_member_id(req.instance_id) or "")
+            self._check_static(group, member)
+            assert member is not None
+            if req.member_epoch == LEAVE_STATIC_EPOCH:
+                # Gone for now: its tasks wait for the instance to come back (or its session to end).
+                self.records.append(rec.current_assignment(group.group_id, replace(
+                    member, member_epoch=LEAVE_STATIC_EPOCH, pending_revocation=TaskAssignment())))
+                return _R(error_code=ErrorCode.NONE, error_message=None, member_id=req.member_id,
+                          member_epoch=LEAVE_STATIC_EPOCH, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
+                          task_offset_interval_ms=0, status=[], endpoint_information_epoch=0)
         self.records.extend(remove_members(self.st, self.out, group, [req.member_id], self.now))
         return _R(error_code=ErrorCode.NONE, error_message=None, member_id=req.member_id,
                   member_epoch=req.member_epoch, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
                   task_offset_interval_ms=0, status=[], endpoint_information_epoch=0)
+
+
+def group_state(streams: StreamsState, group_id: str) -> str:
+    group = streams.groups.get(group_id)
+    return "Dead" if group is None else group.state_name()
+
+
+def note_transition(st: CoordinatorState, out: Result, group_id: str, before: str, reason: str) -> None:
+    """A streams group's change of state, reported as consumer groups' are (the journal and the
+    rebalance metrics follow them)."""
+    after = group_state(st.streams, group_id)
+    if after != before:
+        group = st.streams.groups.get(group_id)
+        out.transitions.append((group_id, before, after, 0 if group is None else group.group_epoch,
+                                0 if group is None else len(group.members), reason))
 
 
 def remove_members(st: CoordinatorState, out: Result, group: StreamsGroup, member_ids: list[str],
@@ -416,7 +510,9 @@ def remove_members(st: CoordinatorState, out: Result, group: StreamsGroup, membe
     conf = configured(st, group)
     counts = {} if conf is None or conf.statuses_block_assignment else conf.tasks
     inputs = [AssignorMember(mid, m.process_id, group.targets.get(mid, m.assigned)) for mid, m in remaining.items()]
-    targets = assign(inputs, counts, st.config.streams_num_standby_replicas, () if conf is None else conf.stateful)
+    # Assigned with the configs of the group's last epoch, as Kafka's fencing keeps them.
+    num_standby = _standby(group.last_assignment_configs or st.config.streams_assignment_configs_for(gid))
+    targets = assign(inputs, counts, num_standby, () if conf is None else conf.stateful)
     for mid, target in sorted(targets.items()):
         if group.targets.get(mid) != target:
             records.append(rec.target_member(gid, mid, target))

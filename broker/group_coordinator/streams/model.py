@@ -66,6 +66,8 @@ class StreamsGroup:
     topology: Any = None  # StreamsGroupTopologyValue, None until the first member sends one
     assignment_epoch: int = 0
     assignment_time: int = 0  # when the target assignment was computed
+    # The assignment configs the last group epoch was assigned with (Kafka's LastAssignmentConfigs).
+    last_assignment_configs: dict[str, str] = field(default_factory=dict)
     members: dict[str, StreamsMember] = field(default_factory=dict)
     targets: dict[str, TaskAssignment] = field(default_factory=dict)
     # Soft state: the topics version the configured topology was computed at, and its result.

@@ -35,6 +35,7 @@ _Current = StreamsGroupCurrentMemberAssignmentValue.TaskIds
 _Target = StreamsGroupTargetAssignmentMemberValue.TaskIds
 _Endpoint = StreamsGroupMemberMetadataValue.Endpoint
 _KeyValue = StreamsGroupMemberMetadataValue.KeyValue
+_Config = StreamsGroupMetadataValue.LastAssignmentConfig
 
 
 def _task_ids(cls: Any, tasks: Tasks) -> list[Any]:
@@ -47,9 +48,13 @@ def _tasks(ids: list[Any]) -> Tasks:
 
 # ---- building ----------------------------------------------------------------------------------
 
-def group_epoch(group: StreamsGroup, epoch: int, metadata_hash: int, validated: int) -> StreamsGroupMetadataRecord:
+def group_epoch(group: StreamsGroup, epoch: int, metadata_hash: int, validated: int,
+                configs: Mapping[str, str] | None = None) -> StreamsGroupMetadataRecord:
+    """``configs``: the assignment configs this epoch is assigned with (the group's last ones when None)."""
+    kept = group.last_assignment_configs if configs is None else configs
     return StreamsGroupMetadataRecord(group.group_id, StreamsGroupMetadataValue(
-        epoch=epoch, metadata_hash=metadata_hash, validated_topology_epoch=validated))
+        epoch=epoch, metadata_hash=metadata_hash, validated_topology_epoch=validated,
+        last_assignment_configs=[_Config(key=k, value=v) for k, v in sorted(kept.items())]))
 
 
 def topology(group_id: str, value: Any) -> StreamsGroupTopologyRecord:
@@ -121,6 +126,7 @@ def replay(groups: dict[str, StreamsGroup], record: StreamsGroupRecord) -> None:
             group.group_epoch = value.epoch
             group.metadata_hash = value.metadata_hash
             group.validated_topology_epoch = value.validated_topology_epoch
+            group.last_assignment_configs = {c.key: c.value for c in value.last_assignment_configs or []}
     elif isinstance(record, StreamsGroupTopologyRecord):
         group.topology = value
         group.topics_version = -1  # configure again

@@ -87,3 +87,10 @@ def test_rebalance_storms() -> None:
     spread = [rebalance(i * 3_600_000, protocol="cooperative-sticky") for i in range(5)]
     assert "rebalance-storm" not in rules(spread)
     assert "rebalance-storm" in [f.rule for f in diagnose(spread, Thresholds(storm_window_ms=10 * 3_600_000))]
+
+
+def test_a_streams_groups_session_timeouts_point_at_its_group_config() -> None:
+    together = [member(0, "session-timeout", "a", group_type="streams"),
+                member(1500, "session-timeout", "b", group_type="streams")]
+    [f] = [f for f in diagnose(together) if f.rule == "session-timeout-cluster"]
+    assert "streams.session.timeout.ms" in f.recommendation

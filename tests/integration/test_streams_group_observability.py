@@ -1,0 +1,100 @@
+"""A streams group seen through kcoord's own tools, over TCP: two members (on two processes) split
+a word count's tasks and commit offsets; `kcoord groups` lists it with its type and state,
+describes its lag and its members' tasks, /metrics counts it and exports its lag with the member
+that holds each partition, and the rebalance journal (`kcoord groups --history`) tells who joined."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from confluent_kafka import Producer
+
+from kclient.group_history import read_events
+from kclient.wire_client import WireClient
+from kcoord.cli import main
+from protocol.messages.offset_commit import OffsetCommitRequest
+from tests.differential.test_streams_groups import Member, describe, until_tasks
+from tests.integration.helpers.clients import create_topic, wait_for
+from tests.integration.helpers.metrics import scrape
+from tests.integration.test_groups_command import table
+
+pytestmark = pytest.mark.timeout(90)
+
+GROUP, SOURCE = "wordcount", "sentences"
+
+
+def groups(capsys: Any, bootstrap: str, *args: str) -> tuple[int, str]:
+    capsys.readouterr()
+    status = main(["groups", "--bootstrap-server", bootstrap, *args])
+    return status, capsys.readouterr().out
+
+
+def test_a_streams_group_in_kcoord_groups_metrics_and_the_journal(broker_factory: Any, capsys: Any) -> None:
+    broker = broker_factory({"group.streams.initial.rebalance.delay.ms": "0"})
+    create_topic(broker.bootstrap, SOURCE, 2)
+    p = Producer({"bootstrap.servers": broker.bootstrap})
+    for partition, n in ((0, 5), (1, 3)):
+        for i in range(n):
+            p.produce(SOURCE, f"w{i}".encode(), partition=partition)
+    assert p.flush(15) == 0
+
+    with WireClient("127.0.0.1", broker.port) as a_conn, WireClient("127.0.0.1", broker.port) as b_conn:
+        a, b = Member(a_conn, GROUP, SOURCE, "a"), Member(b_conn, GROUP, SOURCE, "b")
+        until_tasks(a)
+        b.heartbeat()
+
+        def settled() -> bool:
+            a.heartbeat()
+            b.heartbeat()
+            return bool(describe(a_conn, GROUP)["state"] == "Stable" and a.active and b.active)
+        wait_for(settled, 30, "both members running tasks")
+        holder = {p: m for m in (a, b) for t in m.active if t.subtopology_id == "0" for p in t.partitions}
+        for partition, offset in ((0, 2), (1, 3)):
+            m = holder[partition]
+            answer = m.c.call(8, 9, OffsetCommitRequest(
+                group_id=GROUP, generation_id_or_member_epoch=m.epoch, member_id=m.mid,
+                topics=[OffsetCommitRequest.Topic(name=SOURCE, partitions=[
+                    OffsetCommitRequest.Topic.Partition(partition_index=partition, committed_offset=offset)])]))
+            assert answer.topics[0].partitions[0].error_code == 0
+
+        status, out = groups(capsys, broker.bootstrap, "--list", "--type", "--state")
+        assert status == 0 and [GROUP, "Streams", "Stable"] in table(out)
+
+        status, out = groups(capsys, broker.bootstrap, "--describe", "--group", GROUP)
+        rows = {(r[1], r[2]): r for r in table(out)[1:] if r[0] == GROUP}
+        assert rows[(SOURCE, "0")][3:6] == ["2", "5", "3"] and rows[(SOURCE, "1")][3:6] == ["3", "3", "0"]
+        assert rows[(SOURCE, "0")][6] == holder[0].mid
+
+        status, out = groups(capsys, broker.bootstrap, "--describe", "--group", GROUP, "--members")
+        [header, *members] = table(out)
+        assert header == ["GROUP", "MEMBER", "PROCESS", "CLIENT-ID", "ACTIVE-TASKS", "STANDBY-TASKS", "WARMUP-TASKS"]
+        active = {r[1]: set(r[4].split(",")) for r in members}
+        assert active[a.mid] | active[b.mid] == {"0_0", "0_1", "1_0", "1_1"} and not active[a.mid] & active[b.mid]
+        assert {r[2] for r in members} == {a.process, b.process}
+
+        s = scrape(broker.metrics_port)
+        assert s.value("kcoord_streams_groups", state="Stable") == 1
+        assert s.value("kcoord_streams_group_members") == 2
+        # b's arrival moved tasks: a rebalance, counted and timed (no other group on this broker).
+        assert sum(v for _, v in s.samples.get("kcoord_rebalances_total", [])) >= 1
+        assert s.value("kcoord_rebalance_duration_seconds_count") >= 1  # type: ignore[operator]
+        assert s.value("kafka_consumergroup_lag", consumergroup=GROUP, topic=SOURCE, partition="0") == 3
+        [(labels, _)] = [(got, v) for got, v in s.samples["kafka_consumergroup_group_lag_seconds"]
+                         if got.get("group") == GROUP and got.get("partition") == "0"]
+        assert labels["consumer_id"] == holder[0].mid
+
+        deadline = time.monotonic() + 10
+        while True:
+            events = read_events(broker.bootstrap, GROUP)
+            summaries = [e for e in events if e["kind"] == "rebalance"]
+            if summaries or time.monotonic() > deadline:
+                break
+            time.sleep(0.3)
+        joined = [e for e in events if e["kind"] == "member" and e["cause"] == "new-member-joined"]
+        assert {e["member_id"] for e in joined} == {a.mid, b.mid}
+        assert all(e["group_type"] == "streams" for e in events)
+        assert summaries and summaries[-1]["state_after"] == "Stable" and summaries[-1]["moved"]
+        status, out = groups(capsys, broker.bootstrap, "--history", "--group", GROUP)
+        assert status == 0 and "new-member-joined" in out
