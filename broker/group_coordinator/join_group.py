@@ -23,6 +23,7 @@ from broker.group_coordinator.records import GroupMetadataRecord
 from broker.group_coordinator.responses import join_response, sync_response
 from broker.group_coordinator.result import Result
 from broker.group_coordinator.state import CoordinatorState
+from broker.group_coordinator.streams import records as streams_records
 from broker.group_coordinator.timers import TimerTarget, heartbeat_key
 from protocol import group_events
 from protocol.errors import ErrorCode
@@ -92,6 +93,15 @@ def join_group(st: CoordinatorState, req: JoinGroupRequest, ctx: RequestContext,
             return classic_members.join(st, consumer_group, spec, ctx, now)
         # An empty consumer group gives its id up to a classic group (its offsets stay).
         for record in consumer_describe.group_deletion_records(consumer_group):
+            st.emit(out, record)
+    streams_group = st.streams.groups.get(spec.group_id)
+    if streams_group is not None:
+        if streams_group.members:
+            # A streams group's members speak StreamsGroupHeartbeat only (Kafka 4.4 answers this).
+            return reply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, spec.member_id)
+        # Offline migration (KIP-1071): an empty streams group gives its id up to a classic group;
+        # its committed offsets stay.
+        for record in streams_records.group_deletion(streams_group):
             st.emit(out, record)
     group = st.groups.get(spec.group_id)
     is_new_group = group is None

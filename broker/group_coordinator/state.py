@@ -78,15 +78,26 @@ class CoordinatorState:
         elif isinstance(record, GroupMetadataRecord):
             self._replay_group(record)
         elif isinstance(record, STREAMS_GROUP_RECORDS):
+            self._give_way(record.group, record.value)
             streams_records.replay(self.streams.groups, record)
         elif isinstance(record, share_group.SHARE_RECORDS):
+            self._give_way(record.group, record.value)
             share_group.replay(self.share_groups, record)
         else:
+            self._give_way(record.group, record.value)
             try:
                 consumer_records.replay(self.consumer_groups, record)
             except IllegalStateError as exc:
                 self.replay_anomalies += 1
                 self.last_anomaly = str(exc)
+
+    def _give_way(self, group: str, value: object) -> None:
+        """A consumer, streams or share group's record replaces a simple group of the same id: one
+        that replayed offset commits made up, with no metadata record of its own. After compaction
+        has removed a migrated classic group's tombstone, its commits come before the new group's
+        records in the log (KAFKA-20254)."""
+        if value is not None and group in self.groups and group not in self.persisted:
+            del self.groups[group]
 
     def replay_txn_offset(self, record: OffsetCommitRecord, producer_id: int) -> None:
         """An OffsetCommit record of a transactional batch: pending until the producer's marker."""

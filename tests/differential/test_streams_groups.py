@@ -354,3 +354,49 @@ def test_a_static_member_leaves_for_a_moment_and_its_instance_takes_its_tasks_ba
     answers = pair.compare(scenario)
     assert answers["busy"]["error_code"] == 111  # type: ignore[index]  # UNRELEASED_INSTANCE_ID
     assert answers["same_tasks"] is True  # type: ignore[index]
+
+
+def test_offline_migration_between_classic_and_streams_keeps_the_offsets(pair: Pair) -> None:
+    """Kafka 4.2+'s offline migration: an empty classic group gives its id up to a streams group and
+    an empty streams group to a classic one, committed offsets kept; a group with members refuses
+    the other protocol."""
+    group, source = unique("streams-migrate"), unique("streams-migrate-in")
+
+    def scenario(t: Target) -> object:
+        from protocol.messages.offset_commit import OffsetCommitRequest
+        from protocol.messages.offset_fetch import OffsetFetchRequest
+        from tests.differential.ops import describe as describe_classic
+        from tests.differential.ops import join_member, leave, stable_member
+
+        c = t.client("migrate")
+        create_topic(c, source, 1)
+
+        def commit(offset: int) -> object:
+            return c.call(8, 9, OffsetCommitRequest(
+                group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                topics=[OffsetCommitRequest.Topic(name=source, partitions=[
+                    OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=offset)])]))
+
+        def fetch() -> object:
+            return c.call(9, 9, OffsetFetchRequest(groups=[OffsetFetchRequest.Group(
+                group_id=group, member_id=None, member_epoch=-1,
+                topics=[OffsetFetchRequest.Group.Topics(name=source, partition_indexes=[0])])]))
+
+        out: dict[str, object] = {}
+        classic = stable_member(c, group)
+        m = Member(t.client("streams"), group, source, "a")
+        out["streams_while_classic_has_members"] = plain(m.heartbeat())
+        out["classic_leaves"] = leave(c, group, (classic.member_id, None))
+        out["commit_to_the_empty_classic_group"] = commit(7)
+        until_tasks(m)
+        out["streams_took_over"] = describe(c, group)
+        out["classic_describe_of_the_streams_group"] = describe_classic(c, group)
+        out["offsets_after_classic_to_streams"] = fetch()
+        out["classic_join_while_streams_has_members"] = join_member(c, group)
+        out["streams_leaves"] = plain(m.heartbeat(epoch=-1))
+        out["classic_join_after"] = join_member(c, group)
+        out["classic_describe_after"] = describe_classic(c, group)
+        out["offsets_after_streams_to_classic"] = fetch()
+        return out
+
+    pair.compare(scenario)

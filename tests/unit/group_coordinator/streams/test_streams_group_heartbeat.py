@@ -259,3 +259,35 @@ def test_offset_delete_refuses_the_topics_a_running_topology_reads() -> None:
         beat(h, m, -1)
     assert delete() == 0
     assert h.shard.offset_fetch_group(APP, [("input", [0])], False)[1][0][2] == -1
+
+
+def test_offsets_before_the_streams_records_replay_into_the_streams_group() -> None:
+    """KAFKA-20254: once compaction has removed a migrated classic group's tombstone, that group's
+    offset commits come before the streams group's records in the log. Replay keeps both: the
+    streams group with its members and the offsets, and no classic group of that id."""
+    from broker.group_coordinator import GroupCoordinatorShard, decode_record
+    from broker.group_coordinator.records import GroupMetadataRecord
+    from protocol.messages.offset_commit import OffsetCommitRequest
+
+    h = Harness(CONFIG, topics={"input": 4, REPARTITION: 4, CHANGELOG: 4})
+    member, token = h.join_new(APP)  # a classic group of one member leaves; its offsets stay
+    h.sleep(3000)  # the initial rebalance delay
+    h.sync(APP, member, h.response(token).generation_id, {member: b""})
+    h.leave(APP, [(member, None)])
+    ctx = h.ctx(9)
+    h.op(h.shard.offset_commit(OffsetCommitRequest(
+        group_id=APP, generation_id_or_member_epoch=-1, member_id="",
+        topics=[OffsetCommitRequest.Topic(name="input", partitions=[
+            OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=42)])]), ctx, h.now))
+    assert h.response(ctx.token).topics[0].partitions[0].error_code == 0
+    send(h, join("a", "p1"))  # the empty classic group gives way to a streams group
+    send(h, join("b", "p2"))
+    assert APP not in h.shard.state.groups and APP in h.shard.state.streams.groups
+    # Compaction has dropped the classic group's metadata and its tombstone; its commits are first.
+    compacted = [(k, v) for k, v in h.log if not isinstance(decode_record(k, v), GroupMetadataRecord)]
+    shard = GroupCoordinatorShard(0, CONFIG, h.topics, lambda p: p)
+    for key, value in compacted:
+        shard.replay(decode_record(key, value))
+    assert shard.streams_group_describe(APP).to_dict() == h.shard.streams_group_describe(APP).to_dict()
+    assert APP not in shard.state.groups
+    assert shard.state.offsets.get(APP, "input", 0).offset == 42
