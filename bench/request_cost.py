@@ -2,12 +2,14 @@
 request on the event loop's thread (cProfile), for a heartbeat, an OffsetCommit with one request in
 flight, and OffsetCommits pipelined 4 connections x 8 deep.
 
-    python -m bench.request_cost [--seconds 3] [--baseline DIR]
+    python -m bench.request_cost [--seconds 3] [--baseline DIR] [--cluster]
 
 CPU time per request swings by 10-20 % between runs of the same code on a shared 2-core machine;
 the number of calls does not, so a change to the request path shows in it at once. ``--baseline
 DIR`` (a checkout of the previous release) runs the same load against its broker and prints the
-ratios. Wall-clock figures under the profiler are inflated and only comparable with each other.
+ratios. ``--cluster`` runs each broker as a one-node cluster on a real etcd (cluster mode's request
+path: ownership checks, fenced logs). Wall-clock figures under the profiler are inflated and only
+comparable with each other.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import trio
 from bench.commits import run_case
 from bench.groups import heartbeat_rate
 from bench.harness import ROOT, Broker
+from testkit.etcd import EtcdProcess
 
 LOADS = ("heartbeat", "commit, one in flight", "commit, 4 x 8 in flight")
 
@@ -41,11 +44,15 @@ class ProfiledBroker(Broker):
         return [args[0], str(ROOT / "bench" / "profiled_serve.py"), *args[3:]], env
 
 
-def measure(root: Path | None, load: str, seconds: float, out: Path) -> tuple[float, pstats.Stats]:
-    """(requests served, the profile) of ``load`` against a broker of ``root``."""
+def measure(root: Path | None, load: str, seconds: float, out: Path,
+            etcd: EtcdProcess | None = None) -> tuple[float, pstats.Stats]:
+    """(requests served, the profile) of ``load`` against a broker of ``root`` (with ``etcd``: a
+    one-node cluster of its own)."""
     broker = ProfiledBroker.__new__(ProfiledBroker)
     broker.profile_out = str(out)
-    Broker.__init__(broker, root=root, log_flush_policy="sync")
+    cluster = {} if etcd is None else {"node_id": 1, "cluster_id": f"cost{out.stem.replace('-', '')}",
+                                       "etcd_endpoints": etcd.endpoint}
+    Broker.__init__(broker, root=root, log_flush_policy="sync", **cluster)
     try:
         run_case(broker, [("warm-up", -1, "")], 1, 1)
         os.kill(broker.pid, signal.SIGUSR2)
@@ -71,22 +78,31 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--baseline", type=Path, help="a checkout of the previous release")
+    parser.add_argument("--cluster", action="store_true", help="each broker a one-node cluster on a real etcd")
     args = parser.parse_args()
     checkouts: list[tuple[str, Path | None]] = [("now", None)]
     if args.baseline is not None:
         checkouts.insert(0, ("before", args.baseline))
     with tempfile.TemporaryDirectory(prefix="kcoord-cost-") as tmp:
-        calls: dict[tuple[str, str], float] = {}
+        etcd = EtcdProcess(Path(tmp) / "etcd").start() if args.cluster else None
+        try:
+            report(checkouts, args.seconds, Path(tmp), etcd)
+        finally:
+            if etcd is not None:
+                etcd.stop()
+
+
+def report(checkouts: list[tuple[str, Path | None]], seconds: float, tmp: Path, etcd: EtcdProcess | None) -> None:
+    calls: dict[tuple[str, str], float] = {}
+    for load in LOADS:
+        for label, root in checkouts:
+            served, stats = measure(root, load, seconds, tmp / f"{label}-{len(calls)}.prof", etcd)
+            total_calls = getattr(stats, "total_calls", 0)
+            calls[(label, load)] = total_calls / served
+            print(f"{label:6} {load:26} {served:9,.0f} requests  {total_calls / served:7.1f} calls/request", flush=True)
+    if len(checkouts) > 1:
         for load in LOADS:
-            for label, root in checkouts:
-                served, stats = measure(root, load, args.seconds, Path(tmp) / f"{label}-{len(calls)}.prof")
-                total_calls = getattr(stats, "total_calls", 0)
-                calls[(label, load)] = total_calls / served
-                print(f"{label:6} {load:26} {served:9,.0f} requests  {total_calls / served:7.1f} calls/request",
-                      flush=True)
-        if args.baseline is not None:
-            for load in LOADS:
-                print(f"now / before, {load:26} {calls[('now', load)] / calls[('before', load)]:.3f}")
+            print(f"now / before, {load:26} {calls[('now', load)] / calls[('before', load)]:.3f}")
 
 
 if __name__ == "__main__":
