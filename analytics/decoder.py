@@ -41,6 +41,7 @@ from storage.checkpoints import topic_id_to_str
 OFFSET_COMMIT = "offset_commit"
 GROUP_METADATA = "group_metadata"
 CONSUMER_GROUP = "consumer_group"
+STREAMS_GROUP = "streams_group"
 
 _Q = struct.Struct(">q")
 _V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
@@ -48,7 +49,7 @@ _V1_HEAD = struct.Struct(">hqh")  # version, offset, metadata length
 _QQ = struct.Struct(">qq")
 _SKIP = ("skip",)
 _UNWANTED = ("-",)
-KINDS = frozenset((OFFSET_COMMIT, GROUP_METADATA, CONSUMER_GROUP))
+KINDS = frozenset((OFFSET_COMMIT, GROUP_METADATA, CONSUMER_GROUP, STREAMS_GROUP))
 _GROUPS_ONLY = frozenset((GROUP_METADATA,))
 
 
@@ -119,17 +120,40 @@ class ConsumerGroupRow:
 
 
 @dataclass
+class StreamsGroupRow:
+    """One KIP-1071 streams-group record: the fields of its type, None elsewhere. Tasks are
+    ``[{"subtopology_id": ..., "partitions": [...]}]``."""
+
+    log_offset: int
+    timestamp: int
+    group: str
+    record_type: str  # Kafka's record name, e.g. "StreamsGroupCurrentMemberAssignment"
+    tombstone: bool
+    member_id: str | None = None
+    # group epoch (type 17), assignment epoch (20), member epoch (22), topology epoch (23)
+    epoch: int | None = None
+    previous_member_epoch: int | None = None
+    member_state: int | None = None
+    streams_member: dict[str, Any] | None = None  # type 19
+    active_tasks: list[dict[str, Any]] | None = None  # target (21) or current (22)
+    standby_tasks: list[dict[str, Any]] | None = None
+    warmup_tasks: list[dict[str, Any]] | None = None
+    subtopologies: list[str] | None = None  # type 23
+
+
+@dataclass
 class Decoded:
     """One chunk of a segment: commit columns, group rows, and records left unread."""
 
     commits: CommitColumns = field(default_factory=CommitColumns)
     groups: list[GroupRow] = field(default_factory=list)
     consumer_groups: list[ConsumerGroupRow] = field(default_factory=list)
+    streams_groups: list[StreamsGroupRow] = field(default_factory=list)
     skipped: int = 0
     undecodable: int = 0
 
     def __len__(self) -> int:
-        return len(self.commits) + len(self.groups) + len(self.consumer_groups)
+        return len(self.commits) + len(self.groups) + len(self.consumer_groups) + len(self.streams_groups)
 
 
 class _Keys:
@@ -145,7 +169,8 @@ class _Keys:
         if hit is None:
             hit = self._decode(key)
             if (hit[0] == "c" and OFFSET_COMMIT not in self.kinds) or (hit[0] == "g" and GROUP_METADATA not in self.kinds) \
-                    or (hit[0] == "k" and CONSUMER_GROUP not in self.kinds):
+                    or (hit[0] == "k" and CONSUMER_GROUP not in self.kinds) \
+                    or (hit[0] == "s" and STREAMS_GROUP not in self.kinds):
                 hit = _UNWANTED
             self.cache[key] = hit
         return hit
@@ -153,9 +178,11 @@ class _Keys:
     @staticmethod
     def _decode(key: bytes) -> tuple[Any, ...]:
         version, k = decode_key(key)
-        if k is None or version in SHARE_GROUP_RECORD_TYPES or version in STREAMS_GROUP_RECORD_TYPES:
-            # Share and streams groups, and types no Kafka we know writes: not covered here.
+        if k is None or version in SHARE_GROUP_RECORD_TYPES:
+            # Share groups, and types no Kafka we know writes: not covered here.
             return _SKIP
+        if version in STREAMS_GROUP_RECORD_TYPES:
+            return ("s", version, k.group_id, getattr(k, "member_id", None))
         if version in CONSUMER_GROUP_RECORD_TYPES:
             second = k.regular_expression if version == 16 else getattr(k, "member_id", None)
             return ("k", version, k.group_id, second)
@@ -201,6 +228,39 @@ def _group_row(offset: int, ts: int, group: str, value: bytes | None) -> GroupRo
 
 def _partitions(topics: list[Any]) -> list[dict[str, Any]]:
     return [{"topic_id": topic_id_to_str(t.topic_id), "partitions": list(t.partitions)} for t in topics]
+
+
+def _tasks(tasks: list[Any]) -> list[dict[str, Any]]:
+    return [{"subtopology_id": t.subtopology_id, "partitions": list(t.partitions)} for t in tasks]
+
+
+def _streams_group_row(offset: int, ts: int, kinfo: tuple[Any, ...], value: bytes | None) -> StreamsGroupRow:
+    _, record_type, group, member_id = kinfo
+    row = StreamsGroupRow(offset, ts, group, RECORD_TYPES[record_type], value is None, member_id)
+    if value is None:
+        return row
+    message = value_message(record_type)
+    assert message is not None
+    v = decode_value(message, value)[1]
+    if record_type == 17:
+        row.epoch = v.epoch
+    elif record_type == 19:
+        row.streams_member = {
+            "instance_id": v.instance_id, "rack_id": v.rack_id, "client_id": v.client_id,
+            "client_host": v.client_host, "process_id": v.process_id, "topology_epoch": v.topology_epoch,
+            "rebalance_timeout_ms": v.rebalance_timeout_ms,
+        }
+    elif record_type == 20:
+        row.epoch = v.assignment_epoch
+    elif record_type in (21, 22):
+        row.active_tasks, row.standby_tasks = _tasks(v.active_tasks), _tasks(v.standby_tasks)
+        row.warmup_tasks = _tasks(v.warmup_tasks)
+        if record_type == 22:
+            row.epoch, row.previous_member_epoch, row.member_state = v.member_epoch, v.previous_member_epoch, v.state
+    elif record_type == 23:
+        row.epoch = v.epoch
+        row.subtopologies = [t.subtopology_id for t in v.subtopologies]
+    return row
 
 
 def _consumer_group_row(offset: int, ts: int, kinfo: tuple[Any, ...], value: bytes | None) -> ConsumerGroupRow:
@@ -358,6 +418,10 @@ def _decode_records(batch: RecordBatch, keys: _Keys, out: Decoded) -> None:
                 value = None if vlen < 0 else buf[p:p + vlen]
                 out.consumer_groups.append(_consumer_group_row(base_offset + off_delta, base_ts + ts_delta, kinfo,
                                                                value))
+            elif kinfo[0] == "s":
+                value = None if vlen < 0 else buf[p:p + vlen]
+                out.streams_groups.append(_streams_group_row(base_offset + off_delta, base_ts + ts_delta, kinfo,
+                                                             value))
             elif kinfo is _SKIP:
                 out.skipped += 1
         except (DecodeError, struct.error, IndexError, UnicodeDecodeError, ValueError):
@@ -472,5 +536,6 @@ def _merge(out: Decoded, other: Decoded) -> None:
     out.commits.extend(other.commits)
     out.groups.extend(other.groups)
     out.consumer_groups.extend(other.consumer_groups)
+    out.streams_groups.extend(other.streams_groups)
     out.skipped += other.skipped
     out.undecodable += other.undecodable

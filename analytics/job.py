@@ -19,7 +19,7 @@ from analytics.segments import NoSegments, list_segments
 
 TABLES = ["latest_offsets", "commit_activity", "partition_status", "generation_history",
           "membership_timeline", "group_inventory", "consumer_group_history", "consumer_group_members",
-          "consumer_assignments", "rebalances", "doctor"]
+          "consumer_assignments", "streams_group_history", "streams_group_members", "rebalances", "doctor"]
 
 
 @dataclass
@@ -230,9 +230,12 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     n_groups = groups.count()
     consumer = spark.read.format(NAME).option("kinds", "consumer_group").load(opts.data_dir).cache()
     n_consumer = consumer.count()
+    streams = spark.read.format(NAME).option("kinds", "streams_group").load(opts.data_dir).cache()
+    n_streams = streams.count()
     result.timings["decode"] = time.perf_counter() - t0
     say(f"decoded {sum(s['records'] for s in segments):,} records from {len(segments)} segment file(s): "
-        f"{n_groups:,} group-metadata records, {n_consumer:,} consumer-group records, offset commits summed into {n_buckets:,} partition-buckets")
+        f"{n_groups:,} group-metadata records, {n_consumer:,} consumer-group records, {n_streams:,} streams-group "
+        f"records, offset commits summed into {n_buckets:,} partition-buckets")
 
     t1 = time.perf_counter()
     for s in segments:
@@ -264,6 +267,8 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
         "consumer_group_history": T.consumer_group_history(consumer),
         "consumer_group_members": T.consumer_group_members(consumer),
         "consumer_assignments": T.consumer_assignments(consumer),
+        "streams_group_history": T.streams_group_history(streams),
+        "streams_group_members": T.streams_group_members(streams),
     }
     # The rebalance journal beside the offsets log, read on the driver (it is small).
     journal_events = J.read_events(opts.data_dir)
@@ -271,7 +276,8 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     frames["rebalances"] = J.to_frame(spark, rebalance_rows, J.REBALANCE_COLUMNS)
     frames["doctor"] = J.to_frame(spark, doctor_rows, J.DOCTOR_COLUMNS)
     small = {"partition_status", "generation_history", "membership_timeline", "group_inventory",
-             "consumer_group_history", "consumer_group_members", "rebalances", "doctor"}
+             "consumer_group_history", "consumer_group_members", "streams_group_history", "streams_group_members",
+             "rebalances", "doctor"}
     for name, df in frames.items():
         t = time.perf_counter()
         target = _join(opts.out, name)

@@ -5,8 +5,8 @@
     segments = spark.read.format("kafka_offsets_log").option("view", "segments").load(path)
 
 One Spark partition per segment file. The ``records`` view (default) has one row per offset
-commit, group-metadata or KIP-848 consumer-group record (the columns after ``tombstone``
-belong to the consumer-group records); the ``segments`` view has one row per file with its batch
+commit, group-metadata, KIP-848 consumer-group or KIP-1071 streams-group record (the columns after
+``tombstone`` belong to the consumer-group and streams-group records); the ``segments`` view has one row per file with its batch
 and record counts, offsets, times and the problems met reading it (torn tail, bad CRC, bytes
 that are not a log), walking batch headers only. Rows are handed to Spark as Arrow batches.
 """
@@ -31,7 +31,15 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from analytics.decoder import CONSUMER_GROUP, GROUP_METADATA, KINDS, OFFSET_COMMIT, Decoded, decode_segment
+from analytics.decoder import (
+    CONSUMER_GROUP,
+    GROUP_METADATA,
+    KINDS,
+    OFFSET_COMMIT,
+    STREAMS_GROUP,
+    Decoded,
+    decode_segment,
+)
 from analytics.segments import SegmentHealth, iter_batches, list_segments, log_segment_base, open_bytes
 
 NAME = "kafka_offsets_log"
@@ -74,6 +82,21 @@ TOPIC_METADATA = ArrayType(StructType([
     StructField("num_partitions", IntegerType()),
 ]))
 
+STREAMS_MEMBER = StructType([
+    StructField("instance_id", StringType()),
+    StructField("rack_id", StringType()),
+    StructField("client_id", StringType()),
+    StructField("client_host", StringType()),
+    StructField("process_id", StringType()),
+    StructField("topology_epoch", IntegerType()),
+    StructField("rebalance_timeout_ms", IntegerType()),
+])
+
+TASKS = ArrayType(StructType([
+    StructField("subtopology_id", StringType()),
+    StructField("partitions", ArrayType(IntegerType())),
+]))
+
 RECORDS = StructType([
     StructField("log_partition", IntegerType()),
     StructField("log_offset", LongType()),
@@ -109,6 +132,13 @@ RECORDS = StructType([
     StructField("resolved_topics", ArrayType(StringType())),
     StructField("regex_version", LongType()),
     StructField("regex_resolved_at", TimestampType()),
+    # Streams-group (KIP-1071) records only, beside record_type, member_id, epoch,
+    # previous_member_epoch and member_state; see analytics.decoder.StreamsGroupRow.
+    StructField("streams_member", STREAMS_MEMBER),
+    StructField("active_tasks", TASKS),
+    StructField("standby_tasks", TASKS),
+    StructField("warmup_tasks", TASKS),
+    StructField("subtopologies", ArrayType(StringType())),
     # Offset commits only: how the transaction of a TxnOffsetCommit ended (null for a plain commit).
     StructField("txn", StringType()),
 ])
@@ -243,6 +273,35 @@ def records_to_arrow(chunk: Decoded, log_partition: int, schema: pa.Schema) -> I
             "regex_resolved_at": lambda: _ts([row.regex_resolved_at for row in k]),
         }
         yield _batch(consumer_cols, r, schema)
+    st = chunk.streams_groups
+    if st:
+        n_st = len(st)
+
+        def scol(name: str, typ: pa.DataType) -> Callable[[], pa.Array]:
+            return lambda: pa.array([getattr(row, name) for row in st], typ)
+
+        def snested(name: str) -> Callable[[], pa.Array]:
+            return scol(name, schema.field(name).type)
+
+        streams_cols: dict[str, Callable[[], pa.Array]] = {
+            "log_partition": lambda: pa.array([log_partition] * n_st, pa.int32()),
+            "log_offset": scol("log_offset", pa.int64()),
+            "batch_timestamp": lambda: _ts([row.timestamp for row in st]),
+            "kind": lambda: pa.array([STREAMS_GROUP] * n_st, pa.string()),
+            "group": scol("group", pa.string()),
+            "tombstone": scol("tombstone", pa.bool_()),
+            "record_type": scol("record_type", pa.string()),
+            "member_id": scol("member_id", pa.string()),
+            "epoch": scol("epoch", pa.int32()),
+            "previous_member_epoch": scol("previous_member_epoch", pa.int32()),
+            "member_state": scol("member_state", pa.int32()),
+            "streams_member": snested("streams_member"),
+            "active_tasks": snested("active_tasks"),
+            "standby_tasks": snested("standby_tasks"),
+            "warmup_tasks": snested("warmup_tasks"),
+            "subtopologies": snested("subtopologies"),
+        }
+        yield _batch(streams_cols, n_st, schema)
 
 
 def segment_summary(path: str, log_partition: int) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from analytics import rules
-from analytics.decoder import CONSUMER_GROUP, GROUP_METADATA
+from analytics.decoder import CONSUMER_GROUP, GROUP_METADATA, STREAMS_GROUP
 
 KEY = ["group", "topic", "partition"]
 
@@ -281,9 +281,13 @@ def group_inventory(spark: SparkSession, events: DataFrame, latest: DataFrame, s
 _MEMBER_STATES = {0: "Stable", 1: "UnrevokedPartitions", 2: "UnreleasedPartitions"}
 
 
-def _state_name(column: str) -> Column:
+# Kafka's StreamsGroupMember.MemberState.
+_STREAMS_MEMBER_STATES = {0: "Stable", 1: "UnrevokedTasks", 2: "UnreleasedTasks"}
+
+
+def _state_name(column: str, states: dict[int, str] = _MEMBER_STATES) -> Column:
     expr = F.lit("Unknown")
-    for value, name in sorted(_MEMBER_STATES.items(), reverse=True):
+    for value, name in sorted(states.items(), reverse=True):
         expr = F.when(F.col(column) == value, name).otherwise(expr)
     return expr
 
@@ -359,3 +363,57 @@ def consumer_group_members(records: DataFrame) -> DataFrame:
                     F.col("c.epoch").alias("last_member_epoch"), _state_name("c.member_state").alias("last_state"),
                     F.coalesce("epochs", F.lit(0)).alias("epochs"),
                     F.coalesce(F.col("c.assignment"), F.array()).alias("last_assigned")))
+
+
+def streams_group_history(records: DataFrame) -> DataFrame:
+    """A streams group's epochs over time: every group epoch bump, every new target assignment,
+    every topology the group validated (with its subtopologies), and the group's deletion."""
+    kinds = ("StreamsGroupMetadata", "StreamsGroupTargetAssignmentMetadata", "StreamsGroupTopology")
+    epochs = (records.filter(F.col("record_type").isin(*kinds))
+              .withColumn("seq", _seq())
+              .withColumn("event", F.when(F.col("tombstone") & (F.col("record_type") == "StreamsGroupMetadata"),
+                                          "deleted")
+                          .when(F.col("tombstone"), F.lit(None))
+                          .when(F.col("record_type") == "StreamsGroupMetadata", "group epoch")
+                          .when(F.col("record_type") == "StreamsGroupTopology", "topology")
+                          .otherwise("target assignment"))
+              .filter(F.col("event").isNotNull()))
+    w = Window.partitionBy("group").orderBy("seq")
+    return (epochs.withColumn("seconds_since_previous",
+                              (F.unix_millis("batch_timestamp") - F.lag(F.unix_millis("batch_timestamp")).over(w))
+                              / 1000.0)
+            .select("group", "event", "epoch", F.col("subtopologies"), F.col("batch_timestamp").alias("at"),
+                    "seconds_since_previous", "log_partition", "log_offset"))
+
+
+def streams_group_members(records: DataFrame) -> DataFrame:
+    """Every member a streams group has had: its process and client (the last metadata it wrote),
+    when it came and left, the member epochs it went through and the tasks it held last."""
+    sg = records.filter(F.col("kind") == STREAMS_GROUP).withColumn("seq", _seq())
+    meta = (sg.filter(F.col("record_type") == "StreamsGroupMemberMetadata")
+            .groupBy("group", "member_id")
+            .agg(F.max_by(F.struct(F.col("tombstone").alias("left"), F.col("batch_timestamp").alias("at")),
+                          "seq").alias("last"),
+                 F.max_by("streams_member", F.when(~F.col("tombstone"), F.col("seq"))).alias("identity"),
+                 F.min("batch_timestamp").alias("first_seen"),
+                 F.max(F.when(~F.col("tombstone"), F.col("batch_timestamp"))).alias("last_seen")))
+    current = (sg.filter(F.col("record_type") == "StreamsGroupCurrentMemberAssignment")
+               .groupBy("group", "member_id")
+               .agg(F.max_by(F.struct("epoch", "member_state", "active_tasks", "standby_tasks", "warmup_tasks"),
+                             F.when(~F.col("tombstone"), F.col("seq"))).alias("c"),
+                    F.countDistinct(F.when(~F.col("tombstone"), F.col("epoch"))).alias("epochs")))
+    m = F.col("identity")
+    return (meta.join(current, ["group", "member_id"], "left")
+            .select("group", "member_id", m["process_id"].alias("process_id"), m["instance_id"].alias("instance_id"),
+                    m["client_id"].alias("client_id"), m["client_host"].alias("client_host"),
+                    m["topology_epoch"].alias("topology_epoch"), "first_seen", "last_seen",
+                    F.when(F.col("last.left"), F.col("last.at")).alias("left_at"),
+                    (~F.col("last.left")).alias("current_member"),
+                    F.col("c.epoch").alias("last_member_epoch"),
+                    _state_name("c.member_state", _STREAMS_MEMBER_STATES).alias("last_state"),
+                    F.coalesce("epochs", F.lit(0)).alias("epochs"),
+                    F.coalesce(F.col("c.active_tasks"), F.array()).alias("last_active_tasks"),
+                    F.coalesce(F.col("c.standby_tasks"), F.array()).alias("last_standby_tasks"),
+                    _partition_count("c.active_tasks").alias("active_task_count"),
+                    _partition_count("c.standby_tasks").alias("standby_task_count")))
+

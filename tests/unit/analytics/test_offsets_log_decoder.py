@@ -23,6 +23,7 @@ def decode_all(data: bytes, health: SegmentHealth | None = None) -> Decoded:
         out.commits.extend(chunk.commits)
         out.groups.extend(chunk.groups)
         out.consumer_groups.extend(chunk.consumer_groups)
+        out.streams_groups.extend(chunk.streams_groups)
         out.skipped += chunk.skipped
     return out
 
@@ -122,6 +123,43 @@ def test_consumer_group_records_become_rows_of_their_type() -> None:
     ]
     assert (rows[1].previous_member_epoch, rows[1].member_state, rows[1].pending_revocation) == (4, 1, [])
     assert rows[1].assignment == [{"topic_id": "AAECAwQFBgcICQoLDA0ODw", "partitions": [0, 2]}]
+
+
+def test_streams_group_records_become_rows_of_their_type() -> None:
+    """Bytes laid out by hand from Kafka 4.4's StreamsGroup*Value schemas (flexible, v0)."""
+    def compact_str(text: str) -> bytes:
+        return bytes([len(text) + 1]) + text.encode()
+
+    def tasks(*entries: tuple[str, list[int]]) -> bytes:
+        out = bytes([len(entries) + 1])
+        for subtopology, partitions in entries:
+            out += compact_str(subtopology) + bytes([len(partitions) + 1])
+            out += b"".join(struct.pack(">i", p) for p in partitions) + b"\x00"
+        return out
+
+    group_key = struct.pack(">h", 17) + kb.s16("wordcount")
+    current_key = struct.pack(">h", 22) + kb.s16("wordcount") + kb.s16("m-1")
+    # v0: group epoch 3, metadata hash 9, no tagged fields.
+    metadata = b"\x00\x00" + struct.pack(">iq", 3, 9) + b"\x00"
+    # v0: member epoch 3, previous 2, state 0; active 0:[0, 1] and 1:[1]; standby 1:[0]; the rest empty.
+    current = (b"\x00\x00" + struct.pack(">iib", 3, 2, 0) + tasks(("0", [0, 1]), ("1", [1])) + tasks(("1", [0]))
+               + tasks() + tasks() + tasks() + tasks() + b"\x00")
+    data = kb.batch(0, [(group_key, metadata, T0), (current_key, current, T0 + 1), (current_key, None, T0 + 2)])
+    d = decode_all(data)
+    assert d.skipped == 0 and d.undecodable == 0 and d.consumer_groups == []
+    rows = d.streams_groups
+    assert [(r.log_offset, r.record_type, r.group, r.member_id, r.tombstone, r.epoch) for r in rows] == [
+        (0, "StreamsGroupMetadata", "wordcount", None, False, 3),
+        (1, "StreamsGroupCurrentMemberAssignment", "wordcount", "m-1", False, 3),
+        (2, "StreamsGroupCurrentMemberAssignment", "wordcount", "m-1", True, None),
+    ]
+    assert (rows[1].previous_member_epoch, rows[1].member_state) == (2, 0)
+    assert rows[1].active_tasks == [{"subtopology_id": "0", "partitions": [0, 1]},
+                                    {"subtopology_id": "1", "partitions": [1]}]
+    assert rows[1].standby_tasks == [{"subtopology_id": "1", "partitions": [0]}] and rows[1].warmup_tasks == []
+    # Reading another kind leaves them out, uncounted.
+    other = [c for c in decode_segment(data, kinds=frozenset({"offset_commit"}))]
+    assert sum(len(c.streams_groups) + c.skipped for c in other) == 0
 
 
 @pytest.mark.parametrize("codec", [1, 2, 3, 4], ids=["gzip", "snappy", "lz4", "zstd"])
