@@ -4,7 +4,6 @@ messages), group configs, and ListConfigResources."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -12,15 +11,23 @@ import pytest
 from kclient.wire_client import WireClient
 from protocol.messages.alter_configs import AlterConfigsRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest
-from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
 from protocol.messages.list_config_resources import ListConfigResourcesRequest
+from tests.differential.config_ops import (
+    APPEND,
+    BROKER,
+    DELETE,
+    GROUP,
+    SET,
+    SUBTRACT,
+    TOPIC,
+    incremental,
+    settle,
+)
 from tests.differential.harness import Pair, Target, unique
 from tests.differential.ops import create_topic
 
 pytestmark = pytest.mark.differential
 
-TOPIC, BROKER, GROUP = 2, 4, 32
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 # The topic configs whose defaults come from broker properties both brokers leave alone (the
 # reference Kafka's storage format sets min.insync.replicas; Kafka names no synonym for a few
 # whose broker property has no default, such as log.roll.ms: kcoord names log.retention.ms).
@@ -31,13 +38,6 @@ COMPARED = ("cleanup.policy", "compression.type", "delete.retention.ms", "max.co
             "max.message.bytes", "local.retention.ms", "remote.storage.enable")
 
 
-def incremental(c: WireClient, kind: int, name: str, *ops: tuple[str, int, str | None],
-                validate_only: bool = False) -> list[dict[str, Any]]:
-    Resource = IncrementalAlterConfigsRequest.AlterConfigsResource
-    answer = c.call(44, 1, IncrementalAlterConfigsRequest(resources=[Resource(
-        resource_type=kind, resource_name=name, configs=[Resource.AlterableConfig(name=k, config_operation=op, value=v)
-                                                         for k, op, v in ops])], validate_only=validate_only))
-    return [{"code": r.error_code, "message": r.error_message, "type": r.resource_type} for r in answer.responses]
 
 
 def replace(c: WireClient, kind: int, name: str, configs: dict[str, str]) -> list[dict[str, Any]]:
@@ -48,11 +48,6 @@ def replace(c: WireClient, kind: int, name: str, configs: dict[str, str]) -> lis
     return [{"code": r.error_code, "message": r.error_message} for r in answer.responses]
 
 
-def settle(t: Target) -> None:
-    """Kafka answers an alter once its controller committed it; the broker that describes applies it
-    from the metadata log a moment later. kcoord's answer comes after the change is in effect."""
-    if t.name == "kafka":
-        time.sleep(0.5)
 
 
 def describe(c: WireClient, kind: int, name: str, keys: list[str] | None = None) -> object:

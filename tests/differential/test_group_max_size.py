@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.differential.conftest import start_pair, wait_ready
+from tests.differential.consumer_ops import Member, assignment_by_name, member_id
 from tests.differential.harness import Pair, Target, retry, unique
 from tests.differential.ops import create_topic, describe, join, join_request, stable_member, sync
-from tests.differential.test_consumer_groups import Member, assignment_by_name, member_id
 
 pytestmark = pytest.mark.differential
 

@@ -15,9 +15,9 @@ from protocol.messages.describe_producers import DescribeProducersRequest
 from protocol.messages.init_producer_id import InitProducerIdRequest
 from protocol.messages.list_offsets import ListOffsetsRequest
 from protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
+from tests.differential.data_ops import fetch, produce
 from tests.differential.harness import Pair, Target, unique
 from tests.differential.ops import batch, create_topic, wait_topic
-from tests.differential.test_topics_and_data import fetch, produce
 
 pytestmark = pytest.mark.differential
 
@@ -180,7 +180,7 @@ def test_alter_replica_log_dirs(pair: Pair) -> None:
 def test_describe_producers_of_transactions(pair: Pair) -> None:
     """A transactional producer with a transaction open on the partition (its first offset shown),
     then once the transaction is committed (the marker's coordinator epoch shown, none open)."""
-    from tests.differential.test_transactions import add_partitions, completed, end, init
+    from tests.differential.txn_ops import add_partitions, completed, end, init
 
     topic, txn = unique("producers-txn"), unique("producers-txn-id")
 
@@ -216,7 +216,7 @@ def test_describe_producers_of_transactions(pair: Pair) -> None:
 def test_delete_records_past_an_open_transaction(pair: Pair) -> None:
     """Records deleted up to the high watermark, past a transaction still open: the last stable
     offset is the new log start, in Fetch and in ListOffsets for read_committed."""
-    from tests.differential.test_transactions import add_partitions, init
+    from tests.differential.txn_ops import add_partitions, init
 
     topic, txn = unique("delrec-txn"), unique("delrec-txn-id")
 

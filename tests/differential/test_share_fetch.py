@@ -13,11 +13,11 @@ import pytest
 from kclient.wire_client import WireClient
 from protocol.messages.share_acknowledge import ShareAcknowledgeRequest
 from protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
+from tests.differential.consumer_ops import create_topics, member_id
+from tests.differential.data_ops import produce
 from tests.differential.harness import Pair, Target, unique
 from tests.differential.ops import batch
-from tests.differential.test_consumer_groups import create_topics, member_id
-from tests.differential.test_share_groups import heartbeat, until_assigned
-from tests.differential.test_topics_and_data import produce
+from tests.differential.share_ops import heartbeat, until_assigned
 
 pytestmark = pytest.mark.differential
 
@@ -94,7 +94,7 @@ def test_fetch_acknowledge_and_session_errors(pair: Pair) -> None:
         mid = member_id(group)
         joined = heartbeat(c, group, mid, 0, [topic])
         until_assigned(c, group, mid, joined["member_epoch"])  # type: ignore[arg-type]
-        from tests.differential.test_consumer_groups import topic_names
+        from tests.differential.consumer_ops import topic_names
 
         topic_id = next(i for i, n in topic_names(c).items() if n == topic)
         s = Session(c, group, mid, topic_id)

@@ -14,6 +14,7 @@ from kclient.wire_client import WireClient
 from testkit.etcd import EtcdProcess
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.cluster import Cluster
+from tests.integration.helpers.java import compiled_java
 from tests.integration.helpers.security import SecureBroker, start_secure_broker
 
 
@@ -45,3 +46,9 @@ def secure(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         yield broker
     finally:
         broker.process.kill()
+
+
+@pytest.fixture(scope="session")
+def java_classes(kafka_libs: Path, request: pytest.FixtureRequest) -> Path:
+    """The Java test programs of tests/java/, compiled against Kafka's jars."""
+    return compiled_java(kafka_libs, request)

@@ -15,20 +15,18 @@ import pytest
 from kafka import KafkaConsumer
 
 from kclient.wire_client import WireClient
-from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from protocol.messages.api_versions import ApiVersionsRequest
-from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.record_batch import build_simple_batch
 from testkit.kcoord import BrokerProcess
 from tests.conftest import BrokerFactory
 from tests.integration.helpers.metrics import scrape
+from tests.integration.helpers.quotas import alter, describe
 
 # Short sample windows, so that a rate settles within the test (Kafka's defaults are 11 x 1 s).
 WINDOWS = {"quota.window.num": "2", "quota.window.size.seconds": "1"}
 QUOTA = 200_000.0
-Entry = AlterClientQuotasRequest.EntryData
 
 
 @pytest.fixture(scope="module")
@@ -41,23 +39,8 @@ def windowed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess
         broker.kill()
 
 
-def alter(port: int, entity: list[tuple[str, str | None]], ops: list[tuple[str, float, bool]],
-          validate_only: bool = False) -> list[tuple[int, str | None]]:
-    with WireClient("127.0.0.1", port) as c:
-        answer: AlterClientQuotasResponse = c.call(49, 1, AlterClientQuotasRequest(validate_only=validate_only, entries=[
-            Entry(entity=[Entry.EntityData(entity_type=t, entity_name=n) for t, n in entity],
-                  ops=[Entry.OpData(key=k, value=v, remove=r) for k, v, r in ops])]))
-    return [(e.error_code, e.error_message) for e in answer.entries]
 
 
-def describe(port: int, components: list[tuple[str, int, str | None]], strict: bool = False) -> Any:
-    with WireClient("127.0.0.1", port) as c:
-        answer: DescribeClientQuotasResponse = c.call(48, 1, DescribeClientQuotasRequest(strict=strict, components=[
-            DescribeClientQuotasRequest.ComponentData(entity_type=t, match_type=m, match=n) for t, m, n in components]))
-    if answer.error_code:
-        return answer.error_code, answer.error_message
-    return sorted((([(e.entity_type, e.entity_name) for e in entry.entity], {v.key: v.value for v in entry.values})
-                   for entry in answer.entries or []), key=repr)
 
 
 def test_quotas_are_altered_described_checked_and_kept_across_a_restart(broker_factory: BrokerFactory) -> None:

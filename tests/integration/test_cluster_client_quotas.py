@@ -15,7 +15,7 @@ from broker.telemetry.etcd_store import EtcdSubscriptionStore
 from broker.telemetry.subscriptions import DELETE, SET, SubscriptionStore
 from testkit.etcd import EtcdProcess
 from tests.integration.helpers.cluster import Cluster
-from tests.integration.test_client_quotas import alter, describe
+from tests.integration.helpers.quotas import alter, describe
 
 
 def test_a_quota_altered_through_one_node_is_described_by_the_other(cluster: Cluster) -> None:

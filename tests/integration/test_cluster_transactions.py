@@ -31,7 +31,7 @@ from protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from testkit.etcd import EtcdProcess
 from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.cluster import Cluster
-from tests.integration.test_transactions import produce_plain, read_all
+from tests.integration.helpers.transactions import produce_plain, read_all
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

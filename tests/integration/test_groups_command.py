@@ -4,7 +4,6 @@ where a restarted confluent-kafka consumer resumes."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 from typing import Any
 
@@ -14,6 +13,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from kcoord.cli import main
 from testkit.kcoord import KCOORD, ROOT
 from tests.integration.helpers.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
+from tests.integration.helpers.tables import table
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -36,9 +36,6 @@ def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
     assert p.flush(15) == 0
 
 
-def table(text: str) -> list[list[str]]:
-    """Rows of a printed table, split on runs of spaces (no cell here holds a space)."""
-    return [re.split(r" +", line.strip()) for line in text.splitlines() if line.strip()]
 
 
 def test_describe_offsets_matches_kafka_python(broker: Any, capsys: Any) -> None:

@@ -23,7 +23,7 @@ from confluent_kafka.admin import (
 )
 from cryptography import x509
 
-from tests.integration.helpers.security import SecureBroker
+from tests.integration.helpers.security import SecureBroker, _sasl_wire_client
 
 pytestmark = pytest.mark.timeout(90)
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -327,19 +327,6 @@ def test_a_consumer_group_member_needs_describe_on_its_subscribed_topics(secure:
     assert join() == 0
 
 
-def _sasl_wire_client(secure: SecureBroker, user: str) -> Any:
-    """A raw protocol client on the SASL_PLAINTEXT listener, authenticated as ``user`` with PLAIN."""
-    from kclient.wire_client import WireClient
-    from protocol.messages import ApiKey
-    from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
-    from protocol.messages.sasl_handshake import SaslHandshakeRequest
-    from tests.integration.helpers.security import USERS
-
-    c = WireClient("127.0.0.1", secure.ports["SASL_PLAINTEXT"])
-    assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
-    assert c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(
-        auth_bytes=f"\0{user}\0{USERS[user]}".encode())).error_code == 0
-    return c
 
 
 def test_a_regex_subscription_is_resolved_to_the_topics_its_member_may_describe(secure: SecureBroker) -> None:

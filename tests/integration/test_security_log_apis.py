@@ -27,8 +27,7 @@ from protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from protocol.messages.describe_producers import DescribeProducersRequest
 from protocol.messages.list_offsets import ListOffsetsRequest
 from protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
-from tests.integration.helpers.security import SecureBroker
-from tests.integration.test_security_acls import _sasl_wire_client
+from tests.integration.helpers.security import SecureBroker, _sasl_wire_client
 
 pytestmark = pytest.mark.timeout(90)
 SUFFIX = uuid.uuid4().hex[:6]

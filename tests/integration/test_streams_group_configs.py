@@ -11,7 +11,7 @@ import pytest
 
 from kclient.wire_client import WireClient
 from testkit.kafka import run_tool
-from tests.differential.test_streams_groups import Member
+from tests.differential.streams_ops import Member
 from tests.integration.helpers.clients import create_topic
 
 pytestmark = pytest.mark.timeout(120)

@@ -15,10 +15,10 @@ from kclient.group_history import read_events
 from kclient.wire_client import WireClient
 from kcoord.cli import main
 from protocol.messages.offset_commit import OffsetCommitRequest
-from tests.differential.test_streams_groups import Member, describe, until_tasks
+from tests.differential.streams_ops import Member, describe, until_tasks
 from tests.integration.helpers.clients import create_topic, wait_for
 from tests.integration.helpers.metrics import scrape
-from tests.integration.test_groups_command import table
+from tests.integration.helpers.tables import table
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -25,7 +25,6 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from testkit.kafka import java_command, run_tool
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.clients import create_topic, wait_for
-from tests.integration.test_java_clients import java_classes  # noqa: F401  (the compiled programs)
 
 pytestmark = [pytest.mark.timeout(240)]
 
@@ -138,7 +137,7 @@ def sentences(rng: random.Random, n: int) -> list[str]:
 
 
 def test_word_count_on_the_streams_protocol_two_then_three_instances_one_killed(
-        java_classes: Path, kafka_libs: Path, broker_factory: Any, tmp_path: Path) -> None:  # noqa: F811
+        java_classes: Path, kafka_libs: Path, broker_factory: Any, tmp_path: Path) -> None:
     broker: BrokerProcess = broker_factory(BROKER)
     suffix = uuid.uuid4().hex[:6]
     app, source, sink = f"wordcount-{suffix}", f"lines-{suffix}", f"counts-{suffix}"
@@ -193,7 +192,7 @@ def test_a_streams_group_survives_a_broker_killed_and_restarted(broker_factory: 
     describes the same group, and its member goes on heartbeating with its epoch and tasks."""
     from kclient.wire_client import WireClient
     from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
-    from tests.differential.test_streams_groups import Member
+    from tests.differential.streams_ops import Member
 
     broker: BrokerProcess = broker_factory({**BROKER, "group.streams.session.timeout.ms": "30000"})
     suffix = uuid.uuid4().hex[:6]
@@ -226,7 +225,7 @@ def test_kafka_streams_groups_tool_lists_describes_resets_and_deletes(broker_fac
     group once its member left: --reset-offsets --to-earliest, --delete-offsets and --delete."""
     from kclient.wire_client import WireClient
     from protocol.messages.offset_commit import OffsetCommitRequest
-    from tests.differential.test_streams_groups import Member
+    from tests.differential.streams_ops import Member
 
     # The member does not heartbeat while a tool runs: a session long enough to outlast two.
     broker: BrokerProcess = broker_factory({**BROKER, "group.streams.session.timeout.ms": "30000"})

@@ -12,18 +12,13 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from tests.integration.helpers.clients import create_topic
-from tests.integration.helpers.transactions import consumer, read_all, txn_producer
+from tests.integration.helpers.transactions import consumer, produce_plain, read_all, txn_producer
 
 pytestmark = pytest.mark.timeout(180)
 
 PARTITIONS = 3
 
 
-def produce_plain(bootstrap: str, topic: str, count: int) -> None:
-    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for i in range(count):
-        p.produce(topic, key=b"k%d" % i, value=b"v%d" % i)
-    assert p.flush(30) == 0
 
 
 

@@ -80,3 +80,20 @@ def start_secure_broker(directory: Path, extra: dict[str, str] | None = None) ->
     process.start()
     process.wait_loaded()
     return SecureBroker(process, pki, ports)
+
+
+def _sasl_wire_client(secure: SecureBroker, user: str) -> Any:
+    """A raw protocol client on the SASL_PLAINTEXT listener, authenticated as ``user`` with PLAIN."""
+    from kclient.wire_client import WireClient
+    from protocol.messages import ApiKey
+    from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+    from protocol.messages.sasl_handshake import SaslHandshakeRequest
+    from tests.integration.helpers.security import USERS
+
+    c = WireClient("127.0.0.1", secure.ports["SASL_PLAINTEXT"])
+    assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+    assert c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(
+        auth_bytes=f"\0{user}\0{USERS[user]}".encode())).error_code == 0
+    return c
+
+

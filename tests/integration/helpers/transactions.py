@@ -36,3 +36,12 @@ def read_all(bootstrap: str, topic: str, quiet_s: float = 2.0, limit_s: float = 
     finally:
         c.close()
     return values
+
+
+def produce_plain(bootstrap: str, topic: str, count: int) -> None:
+    p = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for i in range(count):
+        p.produce(topic, key=b"k%d" % i, value=b"v%d" % i)
+    assert p.flush(30) == 0
+
+

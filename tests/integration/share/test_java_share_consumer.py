@@ -15,8 +15,7 @@ import pytest
 from testkit.kafka import java_command
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.clients import create_topic
-from tests.integration.share.test_share_consumer import OVERRIDES
-from tests.integration.test_java_clients import java_classes  # noqa: F401 (the fixture)
+from tests.integration.helpers.share import OVERRIDES
 
 pytestmark = [pytest.mark.timeout(240)]
 
@@ -33,7 +32,7 @@ def run_share(classes: Path, libs: Path, *args: str) -> list[dict[str, Any]]:
 
 
 def test_two_java_share_consumers(broker_factory: Callable[..., BrokerProcess], kafka_libs: Path,
-                                  java_classes: Path) -> None:  # noqa: F811
+                                  java_classes: Path) -> None:
     broker = broker_factory(OVERRIDES)
     create_topic(broker.bootstrap, "jq", 1)
     events = run_share(java_classes, kafka_libs, "share", broker.bootstrap, "jq", "jsg", "20")

@@ -17,43 +17,15 @@ from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.metrics import scrape
 
 ck = pytest.importorskip("confluent_kafka")
-from confluent_kafka import AcknowledgeType, Producer, ShareConsumer  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka import AcknowledgeType  # noqa: E402
 
-LOCK_MS = 1500
-# A short heartbeat interval: a member is given its partitions at the heartbeat after their
-# share state is initialized.
-OVERRIDES = {"group.share.record.lock.duration.ms": str(LOCK_MS), "group.share.heartbeat.interval.ms": "500"}
-
-
-def bootstrap(broker: BrokerProcess) -> str:
-    return f"127.0.0.1:{broker.port}"
-
-
-def make_topic(broker: BrokerProcess, name: str, partitions: int = 1) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap(broker)})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
-
-
-def produce(broker: BrokerProcess, topic: str, values: list[str]) -> None:
-    p = Producer({"bootstrap.servers": bootstrap(broker)})
-    for v in values:
-        p.produce(topic, value=v.encode())
-    p.flush(10)
-
-
-def consumer(broker: BrokerProcess, group: str, topic: str, explicit: bool = False) -> Any:
-    config = {"bootstrap.servers": bootstrap(broker), "group.id": group}
-    if explicit:
-        config["share.acknowledgement.mode"] = "explicit"
-    c = ShareConsumer(config)
-    c.subscribe([topic])
-    return c
-
-
-def joined(c: Any) -> None:
-    """The first poll joins and starts the share partition at its end (share.auto.offset.reset=latest)."""
-    c.poll(2)
+from tests.integration.helpers.share import (  # noqa: E402
+    OVERRIDES,
+    consumer,
+    joined,
+    make_topic,
+    produce,
+)
 
 
 def poll_until(c: Any, done: Callable[[list[Any]], bool], seconds: float = 15.0,

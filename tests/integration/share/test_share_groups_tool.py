@@ -12,7 +12,7 @@ import pytest
 
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.kafka_programs import Tools, table
-from tests.integration.share.test_share_consumer import OVERRIDES, consumer, joined, make_topic, produce
+from tests.integration.helpers.share import OVERRIDES, consumer, joined, make_topic, produce
 
 pytest.importorskip("confluent_kafka")
 SHARE_GROUPS = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"

@@ -28,7 +28,7 @@ from protocol.messages.list_partition_reassignments import (
 from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from protocol.schema import Message, Versions
 from testkit.kafka import kafka_libs
-from tests.unit.protocol.test_message_tables import kafka_view, our_view
+from tests.unit.protocol.specs import kafka_view, our_view
 
 MESSAGES = [DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
             ElectLeadersResponse, AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,

@@ -21,7 +21,7 @@ from protocol.messages.offset_for_leader_epoch import (
 )
 from protocol.schema import Message, Versions
 from testkit.kafka import kafka_libs
-from tests.unit.protocol.test_message_tables import kafka_view, our_view
+from tests.unit.protocol.specs import kafka_view, our_view
 
 MESSAGES = [DeleteRecordsRequest, DeleteRecordsResponse, OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse,
             AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, DescribeLogDirsRequest, DescribeLogDirsResponse,

@@ -13,7 +13,7 @@ import pytest
 
 from protocol.messages import offsets_log_share_groups, share_state_log
 from protocol.schema import Message, Versions
-from tests.unit.protocol.test_message_tables import kafka_spec, kafka_view, our_view
+from tests.unit.protocol.specs import kafka_spec, kafka_view, our_view
 
 RECORD_MESSAGES: list[Message] = [
     m for module in (offsets_log_share_groups, share_state_log)

@@ -14,7 +14,7 @@ from protocol.messages import ApiKey
 from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from protocol.schema import Data
-from tests.unit.server.test_api_table import make_app
+from tests.unit.server.apps import make_app
 
 CLUSTER_AUTHORIZATION_FAILED = 31
 Entry = AlterClientQuotasRequest.EntryData

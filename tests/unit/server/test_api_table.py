@@ -11,7 +11,6 @@ import pytest
 
 from broker.apis import OPEN_TO_ALL, ApiEntry
 from broker.app import BrokerApp
-from broker.config import BrokerConfig
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Request
 from broker.security.request_checks import RequestChecks
@@ -20,12 +19,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.schema import Data
-
-
-def make_app(tmp_path: Path, *overrides: str) -> BrokerApp:
-    config = BrokerConfig.load(overrides=[f"log.dirs={tmp_path}", "listeners=PLAINTEXT://127.0.0.1:0",
-                                          *overrides], environ={})
-    return BrokerApp(config)
+from tests.unit.server.apps import make_app
 
 
 @pytest.fixture

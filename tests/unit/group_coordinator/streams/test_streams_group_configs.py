@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tests.unit.group_coordinator.harness import Harness
-from tests.unit.group_coordinator.streams.test_streams_group_heartbeat import (
+from tests.unit.group_coordinator.streams.wordcount import (
     APP,
     CHANGELOG,
     CONFIG,

@@ -8,7 +8,7 @@ from typing import Any
 
 from protocol import group_events
 from tests.unit.group_coordinator.harness import Harness
-from tests.unit.group_coordinator.streams.test_streams_group_heartbeat import (
+from tests.unit.group_coordinator.streams.wordcount import (
     APP,
     CHANGELOG,
     CONFIG,

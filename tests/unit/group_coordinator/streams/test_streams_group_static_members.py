@@ -9,7 +9,7 @@ from protocol import group_events
 from protocol.errors import ErrorCode
 from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest as Req
 from tests.unit.group_coordinator.harness import Harness
-from tests.unit.group_coordinator.streams.test_streams_group_heartbeat import (
+from tests.unit.group_coordinator.streams.wordcount import (
     APP,
     CHANGELOG,
     CONFIG,

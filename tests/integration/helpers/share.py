@@ -1,0 +1,49 @@
+"""Share consumers, topics and records for the share-group tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from testkit.kcoord import BrokerProcess
+
+LOCK_MS = 1500
+
+
+# A short heartbeat interval: a member is given its partitions at the heartbeat after their
+# share state is initialized.
+OVERRIDES = {"group.share.record.lock.duration.ms": str(LOCK_MS), "group.share.heartbeat.interval.ms": "500"}
+
+
+def bootstrap(broker: BrokerProcess) -> str:
+    return f"127.0.0.1:{broker.port}"
+
+
+def make_topic(broker: BrokerProcess, name: str, partitions: int = 1) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap(broker)})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+
+
+def produce(broker: BrokerProcess, topic: str, values: list[str]) -> None:
+    p = Producer({"bootstrap.servers": bootstrap(broker)})
+    for v in values:
+        p.produce(topic, value=v.encode())
+    p.flush(10)
+
+
+def consumer(broker: BrokerProcess, group: str, topic: str, explicit: bool = False) -> Any:
+    config = {"bootstrap.servers": bootstrap(broker), "group.id": group}
+    if explicit:
+        config["share.acknowledgement.mode"] = "explicit"
+    c = ShareConsumer(config)
+    c.subscribe([topic])
+    return c
+
+
+def joined(c: Any) -> None:
+    """The first poll joins and starts the share partition at its end (share.auto.offset.reset=latest)."""
+    c.poll(2)
+
+
