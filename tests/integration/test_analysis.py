@@ -132,6 +132,18 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         dave.close()
         wait_for(lambda: len(carol.held()) == 4, 30, "carol to take dave's partitions back")
         carol.close()
+
+        # A streams group (KIP-1071) of two instances, one of which leaves.
+        from kclient.wire_client import WireClient
+        from tests.differential.streams_ops import Member, until_tasks
+
+        with WireClient("127.0.0.1", broker.port) as one, WireClient("127.0.0.1", broker.port) as two:
+            first, second = Member(one, "wordcount", TOPIC, "a"), Member(two, "wordcount", TOPIC, "b")
+            until_tasks(first)
+            until_tasks(second)
+            wait_for(lambda: bool(first.heartbeat() and second.heartbeat() and first.active and second.active
+                                  and first.epoch == second.epoch), 30, "the two instances to split the tasks")
+            second.heartbeat(epoch=-1)
     finally:
         s.ended = int(time.time() * 1000)
         broker.stop()
@@ -236,6 +248,23 @@ def test_consumer_group_tables_follow_an_upgrade_and_a_downgrade(spark: Any, ana
                      key=lambda r: (r["log_partition"], r["log_offset"]))
     upgraded = [r["event"] for r in classic].index("deleted")
     assert any(r["protocol_type"] == "consumer" and r["event"] != "deleted" for r in classic[upgraded + 1:])
+
+
+def test_streams_group_tables_follow_the_instances(spark: Any, analysed: tuple[Path, Any]) -> None:
+    out, _ = analysed
+    history = sorted((r for r in table(spark, out, "streams_group_history") if r["group"] == "wordcount"),
+                     key=lambda r: r["log_offset"])
+    events = [r["event"] for r in history]
+    assert {"group epoch", "topology", "target assignment"} <= set(events) and "deleted" not in events
+    assert next(r for r in history if r["event"] == "topology")["subtopologies"] == ["0", "1"]
+    epochs = [r["epoch"] for r in history if r["event"] == "group epoch"]
+    assert epochs == sorted(epochs) and len(set(epochs)) >= 3  # first joins, second joins, second leaves
+    members = sorted((r for r in table(spark, out, "streams_group_members") if r["group"] == "wordcount"),
+                     key=lambda r: r["first_seen"])
+    assert len(members) == 2 and len({m["process_id"] for m in members}) == 2
+    stayed, left = members
+    assert stayed["current_member"] and stayed["left_at"] is None and stayed["active_task_count"] > 0
+    assert not left["current_member"] and left["left_at"] is not None and left["epochs"] >= 1
 
 
 def test_the_report_has_its_charts_and_the_covered_window(analysed: tuple[Path, Any]) -> None:
