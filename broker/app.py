@@ -69,7 +69,6 @@ from broker.runtime.timers import wall_ms
 from broker.security.context import SecurityContext
 from broker.security.request_checks import RequestChecks
 from broker.share.service import ShareService
-from broker.share_partition.partition import Limits
 from broker.telemetry import service as telemetry_service
 from broker.telemetry.etcd_store import EtcdSubscriptionStore
 from broker.telemetry.service import TelemetryService
@@ -268,11 +267,9 @@ class BrokerApp:
             id_expiration_ms=c.get_int("transactional.id.expiration.ms"), cluster=self.cluster)
         # Share partitions and their __share_group_state logs live on one node: in a cluster they would
         # need the partitions' ownership (not done), so ShareFetch and the rest are not served there.
-        share_limits = Limits(lock_ms=c.get_int("group.share.record.lock.duration.ms"),
-                              delivery_limit=c.get_int("group.share.delivery.count.limit"),
-                              max_in_flight=c.get_int("group.share.partition.max.record.locks"))
+        # Each share group obeys its own share.* group configs over the broker's group.share.*.
         self.share = None if self.cluster is not None else ShareService(
-            self.logs, share_limits, c.get_int("share.coordinator.state.topic.num.partitions"),
+            self.logs, self.configs.share_settings, c.get_int("share.coordinator.state.topic.num.partitions"),
             _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")), clock,
             c.get_int("group.share.max.share.sessions"), c.get_int("group.share.session.timeout.ms"))
         if self.share is not None:

@@ -6,8 +6,9 @@ ShareFetch and ShareAcknowledge: acknowledgements are applied first and the answ
 once the share partitions they changed are durable in ``__share_group_state``; then ShareFetch
 acquires records for the member (read from the topic log up to the high watermark, or the last
 stable offset) and, when none are available, waits up to ``max_wait_ms`` for new data.
-A share partition starts at the partition's end at its first fetch (``share.auto.offset.reset``
-is ``latest`` by default in Kafka).
+A share partition starts where its group's ``share.auto.offset.reset`` says at its first fetch
+(the partition's end by default, as in Kafka). Every share partition obeys its group's settings
+(``ShareService.settings``): lock duration, delivery limit, in-flight cap and isolation level.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from broker.network.router import Request
 from broker.security.acl_model import ResourceType, all_operations
 from broker.share.service import Key, ShareService, ShareSession
 from broker.share_partition.partition import BatchRange
+from broker.share_partition.settings import BY_DURATION, EARLIEST, Reset
 from broker.topics.catalog import TopicCatalog
 from broker.topics.partitions import TopicLogs
 from protocol.errors import ErrorCode
@@ -34,12 +36,14 @@ from protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAc
 from protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
+from storage.partition_log import PartitionLog
+from storage.txn_index import AbortedTxn
 
 _FetchPart = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData
 _AckPart = ShareAcknowledgeResponse.TopicResponse.PartitionData
 _CONTROL = 0x20
+_TRANSACTIONAL = 0x10
 _MAX_EPOCH = 2**31 - 1
-READ_COMMITTED = "read_committed"
 
 
 def share_heartbeat_error(req: Request[ShareGroupHeartbeatRequest], code: int) -> ShareGroupHeartbeatResponse:
@@ -63,8 +67,10 @@ def _ignore(ok: bool) -> None:
     del ok
 
 
-def batch_ranges(data: bytes) -> list[BatchRange]:
-    """The offsets of each stored batch in ``data`` (its header only is read)."""
+def batch_ranges(data: bytes, aborted: list[AbortedTxn] | None = None) -> list[BatchRange]:
+    """The offsets of each stored batch in ``data`` (its header only is read); with ``aborted``
+    (a read_committed group), whether each transactional batch belongs to one of those aborted
+    transactions."""
     out = []
     pos, n = 0, len(data)
     while pos + 61 <= n:
@@ -72,14 +78,31 @@ def batch_ranges(data: bytes) -> list[BatchRange]:
         length = int.from_bytes(data[pos + 8:pos + 12], "big", signed=True)
         attributes = int.from_bytes(data[pos + 21:pos + 23], "big")
         last_delta = int.from_bytes(data[pos + 23:pos + 27], "big", signed=True)
-        out.append(BatchRange(base, base + last_delta, bool(attributes & _CONTROL)))
+        control = bool(attributes & _CONTROL)
+        dropped = False
+        if aborted and attributes & _TRANSACTIONAL and not control:
+            producer = int.from_bytes(data[pos + 43:pos + 51], "big", signed=True)
+            dropped = any(t.producer_id == producer and t.first_offset <= base < t.last_offset for t in aborted)
+        out.append(BatchRange(base, base + last_delta, control, dropped))
         pos += 12 + length
     return out
 
 
+def start_offset(reset: Reset, log: PartitionLog, high_watermark: int, now_ms: int) -> int:
+    """Where a share partition with no state starts (``share.auto.offset.reset``): the log start,
+    the first record no older than the duration (the end when there is none), or the end."""
+    if reset.kind == EARLIEST:
+        return log.log_start_offset
+    if reset.kind == BY_DURATION:
+        found = log.offset_for_timestamp(now_ms - reset.duration_ms)
+        if found is not None and found[0] < high_watermark:
+            return max(found[0], log.log_start_offset)
+    return high_watermark
+
+
 class ShareApis:
     def __init__(self, shards: ShardManager, routing: GroupRouting, service: ShareService | None, topic_logs: TopicLogs,
-                 catalog: TopicCatalog, node_id: int, isolation_level: str = "read_uncommitted") -> None:
+                 catalog: TopicCatalog, node_id: int) -> None:
         self.shards = shards
         self.routing = routing
         # None in a cluster, where ShareFetch and ShareAcknowledge are not served (apis.py).
@@ -87,7 +110,6 @@ class ShareApis:
         self.topic_logs = topic_logs
         self.catalog = catalog
         self.node_id = node_id
-        self.committed = isolation_level == READ_COMMITTED
         # The member id is the client's own; the group id is checked by the operation.
         self.share_group_heartbeat = SingleGroupApi(routing, self._heartbeat, share_heartbeat_error,
                                                     describable_topics=None, empty_id_invalid=False)
@@ -176,9 +198,9 @@ class ShareApis:
             return ErrorCode.INVALID_RECORD_STATE
         code: int = ErrorCode.NONE
         now = self.service.clock()
+        limits = self.service.limits(group)
         for b in batches:
-            err = sp.acknowledge(member, b.first_offset, b.last_offset, list(b.acknowledge_types), self.service.limits,
-                                 now)
+            err = sp.acknowledge(member, b.first_offset, b.last_offset, list(b.acknowledge_types), limits, now)
             code = code or err
         changed.append(key)
         return code
@@ -264,6 +286,7 @@ class ShareApis:
                  ) -> tuple[ShareFetchResponse, bool, list[Any], list[Key]]:
         service = self.service
         now = service.clock()
+        settings = service.settings(group)
         by_topic: dict[bytes, list[Any]] = {}
         waits: list[Any] = []
         got_any = False
@@ -285,14 +308,16 @@ class ShareApis:
             waits.append(src)
             log, hw = src.log, src.high_watermark
             visible = hw
-            if self.committed and topic is not None:
+            txns = None
+            if settings.read_committed and topic is not None:
                 data_state = self.topic_logs.states.get((topic.name, index))
                 if data_state is not None and data_state.txns is not None:
-                    visible = data_state.txns.last_stable_offset(hw)
+                    txns = data_state.txns
+                    visible = txns.last_stable_offset(hw)
             key = (group, topic_id, index)
             sp = service.get(key)
             if not sp.initialized:
-                sp.initialize(hw)
+                sp.initialize(start_offset(settings.reset, log, hw, now))
                 started.append(key)
             sp.move_start(log.log_start_offset)
             start = sp.read_from()
@@ -301,7 +326,8 @@ class ShareApis:
                     data = below(log.read(start, budget), visible)
                 except Exception:  # the log moved under us (retention, deletion): nothing this time
                     data = b""
-                acquired = sp.acquire(member, batch_ranges(data), visible, max_records, now, service.limits)
+                aborted = txns.aborted_between(start, visible) if txns is not None and txns.aborted else None
+                acquired = sp.acquire(member, batch_ranges(data, aborted), visible, max_records, now, settings.limits)
                 if acquired:
                     got_any = True
                     max_records -= sum(a.last - a.first + 1 for a in acquired)
@@ -313,7 +339,7 @@ class ShareApis:
             if pd.acquired_records or pd.error_code or (topic_id, index) in listed:
                 by_topic.setdefault(topic_id, []).append(pd)
         response = ShareFetchResponse(
-            error_code=0, acquisition_lock_timeout_ms=service.limits.lock_ms, node_endpoints=[],
+            error_code=0, acquisition_lock_timeout_ms=settings.limits.lock_ms, node_endpoints=[],
             responses=[ShareFetchResponse.ShareFetchableTopicResponse(topic_id=t, partitions=ps)
                        for t, ps in by_topic.items()])
         return response, got_any, waits, started
@@ -344,7 +370,8 @@ class ShareApis:
             topics.append(ShareAcknowledgeResponse.TopicResponse(topic_id=t.topic_id, partitions=parts))
         if body.share_session_epoch == -1:
             changed += self.service.release_member(group, member)
-        response = ShareAcknowledgeResponse(error_code=0, acquisition_lock_timeout_ms=self.service.limits.lock_ms,
+        response = ShareAcknowledgeResponse(error_code=0,
+                                            acquisition_lock_timeout_ms=self.service.limits(group).lock_ms,
                                             responses=topics, node_endpoints=[])
 
         def durable(ok: bool) -> None:

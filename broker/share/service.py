@@ -23,6 +23,7 @@ from broker.log_runtime.runtime import Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.share_partition import records as state_records
 from broker.share_partition.partition import Limits, SharePartition
+from broker.share_partition.settings import ShareGroupSettings
 from broker.topics.changes import Settlement, TopicChange, TopicDeleted
 from protocol import share_state_records
 from protocol.errors import DecodeError
@@ -43,14 +44,17 @@ class ShareSession:
 
 
 class ShareService:
-    def __init__(self, runtime: LogRuntime, limits: Limits, num_partitions: int, log_config: LogConfig,
-                 clock: Callable[[], int], max_sessions: int = 2000, session_idle_ms: int = 45000) -> None:
+    def __init__(self, runtime: LogRuntime, settings: Callable[[str], ShareGroupSettings], num_partitions: int,
+                 log_config: LogConfig, clock: Callable[[], int], max_sessions: int = 2000,
+                 session_idle_ms: int = 45000) -> None:
+        """``settings`` gives a group's effective share settings (its group configs over the
+        broker's ``group.share.*``), looked up at each use so that a change applies at once."""
         self.max_sessions = max_sessions
         # A session unused this long belongs to a consumer that is gone (one that polls fetches
         # far more often): it is closed and what its member holds is released.
         self.session_idle_ms = session_idle_ms
         self.runtime = runtime
-        self.limits = limits
+        self.settings = settings
         self.num_partitions = num_partitions
         self.log_config = log_config
         self.clock = clock
@@ -113,6 +117,9 @@ class ShareService:
 
     # ---- state --------------------------------------------------------------------------------
 
+    def limits(self, group: str) -> Limits:
+        return self.settings(group).limits
+
     def get(self, key: Key) -> SharePartition:
         sp = self.partitions.get(key)
         if sp is None:
@@ -120,10 +127,10 @@ class ShareService:
         return sp
 
     def expire_locks(self, now_ms: int) -> None:
-        for sp in self.partitions.values():
+        for key, sp in self.partitions.items():
             deadline = sp.next_deadline()
             if deadline is not None and deadline <= now_ms:
-                sp.expire(now_ms, self.limits)
+                sp.expire(now_ms, self.limits(key[0]))
 
     def close_idle_sessions(self, now_ms: int) -> None:
         idle = [key for key, session in self.sessions.items() if now_ms - session.last_used_ms > self.session_idle_ms]
@@ -133,7 +140,8 @@ class ShareService:
 
     def release_member(self, group: str, member: str) -> list[Key]:
         """The member's session ended: whatever it holds in the group's share partitions goes back."""
-        return [key for key, sp in self.partitions.items() if key[0] == group and sp.release_member(member, self.limits)]
+        limits = self.limits(group)
+        return [key for key, sp in self.partitions.items() if key[0] == group and sp.release_member(member, limits)]
 
     # ---- durability ---------------------------------------------------------------------------
 

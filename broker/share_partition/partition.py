@@ -29,11 +29,13 @@ RENEW = 4
 
 
 class BatchRange(NamedTuple):
-    """A stored batch, as the shell read it: its offsets and whether it is a control batch."""
+    """A stored batch, as the shell read it: its offsets, whether it is a control batch and, for a
+    ``read_committed`` group, whether its transaction was aborted."""
 
     first: int
     last: int
     control: bool
+    aborted: bool = False
 
 
 class Acquired(NamedTuple):
@@ -96,9 +98,10 @@ class SharePartition:
                 if len(got) >= max_records:
                     break
                 rec = self.records.get(offset)
-                if batch.control:
+                if batch.control or (batch.aborted and rec is None):
                     if offset >= self.next_offset:
-                        # A transaction marker is no record to deliver.
+                        # A transaction marker is no record to deliver, nor (read_committed) a
+                        # record of an aborted transaction: Kafka archives both.
                         self.records[offset] = InFlight(ARCHIVED)
                         self.next_offset = offset + 1
                     continue

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-STDLIB_ALLOWED = {"__future__", "collections", "dataclasses", "typing", "enum", "itertools", "functools"}
+STDLIB_ALLOWED = {"__future__", "collections", "dataclasses", "typing", "enum", "itertools", "functools", "re"}
 PURE_BROKER = ("broker.coordinator", "broker.share_partition")
 
 
