@@ -271,7 +271,8 @@ class BrokerApp:
         self.share = None if self.cluster is not None else ShareService(
             self.logs, self.configs.share_settings, c.get_int("share.coordinator.state.topic.num.partitions"),
             _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")), clock,
-            c.get_int("group.share.max.share.sessions"), c.get_int("group.share.session.timeout.ms"))
+            c.get_int("group.share.max.share.sessions"), c.get_int("group.share.session.timeout.ms"),
+            c.get_int("share.coordinator.snapshot.update.records.per.snapshot"))
         if self.share is not None:
             self.topic_changes.subscribe(self.share.on_topic_change)
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),

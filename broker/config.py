@@ -140,6 +140,9 @@ PROPERTIES: tuple[Property, ...] = (
              "a share fetch that would open one more is answered SHARE_SESSION_LIMIT_REACHED.", minimum=1),
     Property("share.coordinator.state.topic.num.partitions", int, 50, "Partitions of __share_group_state, where "
              "share partitions' delivery state is kept.", minimum=1),
+    Property("share.coordinator.snapshot.update.records.per.snapshot", int, 500, "ShareUpdate records written "
+             "for a share partition between two ShareSnapshot records of it in __share_group_state (0: every "
+             "write is a snapshot).", minimum=0, maximum=500),
     Property("group.consumer.session.timeout.ms", int, 45000, "Session timeout of consumer-protocol (KIP-848) "
              "members: the broker decides it, not the client.", minimum=1),
     Property("group.consumer.min.session.timeout.ms", int, 45000, "Smallest group.consumer.session.timeout.ms.",

@@ -2,10 +2,12 @@
 
 Every share partition (group, topic id, partition) is a pure ``SharePartition``. A change that
 must survive a crash (an acknowledgement, a release, the start offset set by a first fetch) is
-written as a ShareSnapshot record of the whole share partition to the ``__share_group_state``
-partition its key hashes to, and the request that made it is answered only once that record is
-durable. At start the service replays those partitions. Acquisitions are not written: after a
-restart an acquired record is available again.
+written to the ``__share_group_state`` partition its key hashes to, as Kafka's share coordinator
+writes it: a ShareUpdate of what changed since the last write, and a ShareSnapshot of the whole
+share partition first and after every ``share.coordinator.snapshot.update.records.per.snapshot``
+updates. The request that made the change is answered only once that record is durable. At start
+the service replays those partitions (snapshots, then the updates after them). Acquisitions are
+written only with the next change: after a restart an acquired record is available again.
 
 The state log is owned here for now; it runs on the same log runtime as every other partition.
 """
@@ -29,7 +31,7 @@ from protocol import share_state_records
 from protocol.errors import DecodeError
 from protocol.partitioning import partition_for
 from protocol.record_batch import decode_records
-from protocol.share_state_records import SNAPSHOT, ShareStateRecord
+from protocol.share_state_records import SNAPSHOT, UPDATE, ShareStateRecord
 from storage.config import LogConfig
 
 STATE_TOPIC = "__share_group_state"
@@ -46,7 +48,7 @@ class ShareSession:
 class ShareService:
     def __init__(self, runtime: LogRuntime, settings: Callable[[str], ShareGroupSettings], num_partitions: int,
                  log_config: LogConfig, clock: Callable[[], int], max_sessions: int = 2000,
-                 session_idle_ms: int = 45000) -> None:
+                 session_idle_ms: int = 45000, updates_per_snapshot: int = 500) -> None:
         """``settings`` gives a group's effective share settings (its group configs over the
         broker's ``group.share.*``), looked up at each use so that a change applies at once."""
         self.max_sessions = max_sessions
@@ -61,6 +63,12 @@ class ShareService:
         self.partitions: dict[Key, SharePartition] = {}
         self.created: dict[Key, int] = {}
         self.snapshot_epochs: dict[Key, int] = {}
+        # ShareUpdates written since each share partition's last snapshot; at
+        # ``updates_per_snapshot`` the next write is a snapshot again (0: every write is one).
+        self.updates_per_snapshot = updates_per_snapshot
+        self.updates_since_snapshot: dict[Key, int] = {}
+        # Share partitions whose next write must be a snapshot (their state was replaced whole).
+        self.snapshot_due: set[Key] = set()
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self.parts: dict[int, Partition] = {}
 
@@ -92,12 +100,16 @@ class ShareService:
         key = (rec.group, rec.topic_id, rec.partition)
         if rec.value is None:
             self.partitions.pop(key, None)
+            self.snapshot_epochs.pop(key, None)
+            self.updates_since_snapshot.pop(key, None)
         elif rec.record_type == SNAPSHOT:
             self.partitions[key] = state_records.load(rec.value)
             self.created[key] = rec.value.create_timestamp
             self.snapshot_epochs[key] = rec.value.snapshot_epoch
+            self.updates_since_snapshot[key] = 0
         elif key in self.partitions:
             state_records.apply_update(self.partitions[key], rec.value)
+            self.updates_since_snapshot[key] = self.updates_since_snapshot.get(key, 0) + 1
 
     async def load(self) -> None:
         started = time.perf_counter()
@@ -153,7 +165,8 @@ class ShareService:
         return part
 
     def persist(self, keys: list[Key], done: Callable[[bool], None]) -> None:
-        """Writes a snapshot of each share partition; ``done(ok)`` once all are durable."""
+        """Writes what changed in each share partition (a ShareUpdate, or a ShareSnapshot when one
+        is due); ``done(ok)`` once all are durable."""
         if not keys:
             done(True)
             return
@@ -163,10 +176,20 @@ class ShareService:
             sp = self.partitions.get(key)
             if sp is None:
                 continue
-            epoch = self.snapshot_epochs[key] = self.snapshot_epochs.get(key, -1) + 1
-            created = self.created.setdefault(key, now)
-            value = state_records.snapshot(sp, 0, epoch, now, created)
-            k, v = share_state_records.encode(ShareStateRecord(SNAPSHOT, key[0], key[1], key[2], value))
+            updates = self.updates_since_snapshot.get(key, 0)
+            if key not in self.snapshot_epochs or key in self.snapshot_due or updates >= self.updates_per_snapshot:
+                epoch = self.snapshot_epochs[key] = self.snapshot_epochs.get(key, -1) + 1
+                created = self.created.setdefault(key, now)
+                record = ShareStateRecord(SNAPSHOT, key[0], key[1], key[2],
+                                          state_records.snapshot(sp, 0, epoch, now, created))
+                self.updates_since_snapshot[key] = 0
+                self.snapshot_due.discard(key)
+            else:
+                record = ShareStateRecord(UPDATE, key[0], key[1], key[2],
+                                          state_records.update(sp, self.snapshot_epochs[key]))
+                self.updates_since_snapshot[key] = updates + 1
+            sp.changed.clear()
+            k, v = share_state_records.encode(record)
             by_part.setdefault(self._index(key), []).append((k, v, now))
         self._write(by_part, done)
 
@@ -179,6 +202,7 @@ class ShareService:
         """AlterShareGroupOffsets: the share partition starts again at ``offset``, nothing in flight."""
         sp = self.partitions[key] = SharePartition()
         sp.initialize(offset)
+        self.snapshot_due.add(key)
 
     def forget(self, keys: list[Key], done: Callable[[bool], None]) -> None:
         """DeleteShareGroupOffsets, DeleteGroups: the share partitions' state goes (tombstones)."""
@@ -188,6 +212,8 @@ class ShareService:
             self.partitions.pop(key, None)
             self.snapshot_epochs.pop(key, None)
             self.created.pop(key, None)
+            self.updates_since_snapshot.pop(key, None)
+            self.snapshot_due.discard(key)
             k, v = share_state_records.encode(ShareStateRecord(SNAPSHOT, key[0], key[1], key[2], None))
             by_part.setdefault(self._index(key), []).append((k, v, now))
         self._write(by_part, done)

@@ -69,6 +69,9 @@ class SharePartition:
     redelivered: int = 0
     lock_expiries: int = 0
     archived_at_limit: int = 0
+    # Offsets whose durable state (delivery state as written, delivery count) changed since the
+    # shell last wrote this share partition: what a ShareUpdate record carries.
+    changed: set[int] = field(default_factory=set)
 
     @property
     def initialized(self) -> bool:
@@ -103,6 +106,7 @@ class SharePartition:
                         # A transaction marker is no record to deliver, nor (read_committed) a
                         # record of an aborted transaction: Kafka archives both.
                         self.records[offset] = InFlight(ARCHIVED)
+                        self.changed.add(offset)
                         self.next_offset = offset + 1
                     continue
                 if rec is not None:
@@ -121,6 +125,7 @@ class SharePartition:
                 if rec.delivery_count > 1:
                     self.redelivered += 1
                 got.append(offset)
+                self.changed.add(offset)
         self.advance()
         return self._ranges(got)
 
@@ -154,13 +159,14 @@ class SharePartition:
             if kind == GAP:
                 rec = self.records.get(offset)
                 if rec is not None and rec.state == ACQUIRED and rec.member == member:
-                    todo.append((rec, GAP))
+                    todo.append((offset, rec, GAP))
                 continue
             rec = self.records.get(offset)
             if rec is None or rec.state != ACQUIRED or rec.member != member:
                 return ErrorCode.INVALID_RECORD_STATE
-            todo.append((rec, kind))
-        for rec, kind in todo:
+            todo.append((offset, rec, kind))
+        for offset, rec, kind in todo:
+            self.changed.add(offset)
             if kind in (ACCEPT, GAP):
                 rec.state, rec.member, rec.deadline_ms = (ACKNOWLEDGED if kind == ACCEPT else ARCHIVED), "", 0
             elif kind == REJECT:
@@ -177,9 +183,10 @@ class SharePartition:
     def release_member(self, member: str, limits: Limits) -> bool:
         """Every record ``member`` holds goes back (its session closed or it left the group)."""
         changed = False
-        for rec in self.records.values():
+        for offset, rec in self.records.items():
             if rec.state == ACQUIRED and rec.member == member:
                 self._release(rec, limits)
+                self.changed.add(offset)
                 changed = True
         self.advance()
         return changed
@@ -187,9 +194,10 @@ class SharePartition:
     def expire(self, now_ms: int, limits: Limits) -> int:
         """Locks past their deadline are released; returns how many."""
         n = 0
-        for rec in self.records.values():
+        for offset, rec in self.records.items():
             if rec.state == ACQUIRED and rec.deadline_ms <= now_ms:
                 self._release(rec, limits)
+                self.changed.add(offset)
                 n += 1
         self.lock_expiries += n
         if n:
