@@ -143,6 +143,9 @@ PROPERTIES: tuple[Property, ...] = (
     Property("share.coordinator.snapshot.update.records.per.snapshot", int, 500, "ShareUpdate records written "
              "for a share partition between two ShareSnapshot records of it in __share_group_state (0: every "
              "write is a snapshot).", minimum=0, maximum=500),
+    Property("share.coordinator.cold.partition.snapshot.interval.ms", int, 300000, "How often the share "
+             "coordinator writes a ShareSnapshot of each share partition whose last record is a ShareUpdate.",
+             minimum=1),
     Property("group.consumer.session.timeout.ms", int, 45000, "Session timeout of consumer-protocol (KIP-848) "
              "members: the broker decides it, not the client.", minimum=1),
     Property("group.consumer.min.session.timeout.ms", int, 45000, "Smallest group.consumer.session.timeout.ms.",

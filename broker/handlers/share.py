@@ -1,6 +1,7 @@
 """The share-group APIs: ShareGroupHeartbeat and ShareGroupDescribe on the group's coordinator
-shard; ShareFetch and ShareAcknowledge on the partitions' leader (this node), over the share
-partitions of ``broker/share``.
+shard; ShareFetch and ShareAcknowledge on the partitions' leader, over the share partitions of
+``broker/share`` (a partition another node of a cluster leads is answered
+NOT_LEADER_OR_FOLLOWER, as Kafka answers it; the client finds the leader again).
 
 ShareFetch and ShareAcknowledge: acknowledgements are applied first and the answer leaves only
 once the share partitions they changed are durable in ``__share_group_state``; then ShareFetch
@@ -105,7 +106,6 @@ class ShareApis:
                  catalog: TopicCatalog, node_id: int) -> None:
         self.shards = shards
         self.routing = routing
-        # None in a cluster, where ShareFetch and ShareAcknowledge are not served (apis.py).
         self._service = service
         self.topic_logs = topic_logs
         self.catalog = catalog
@@ -192,6 +192,9 @@ class ShareApis:
         topic = self.catalog.by_id.get(topic_id)
         if topic is None:
             return ErrorCode.UNKNOWN_TOPIC_ID
+        src = self.topic_logs.readable(topic, partition)
+        if isinstance(src, int):
+            return src  # NOT_LEADER_OR_FOLLOWER in a cluster: another node leads it
         key = (group, topic_id, partition)
         sp = self.service.partitions.get(key)
         if sp is None:
@@ -217,17 +220,29 @@ class ShareApis:
         if session is None:
             req.reply.set(share_fetch_error(req, error))
             return
-        ack_codes: dict[tuple[bytes, int], int] = {}
         for t in body.topics:
             for p in t.partitions:
                 if body.share_session_epoch != -1:
                     session.partitions.add((t.topic_id, p.partition_index))
-                if p.acknowledgement_batches:  # a partition is answered for its acknowledgements
-                    ack_codes[(t.topic_id, p.partition_index)] = self._acknowledge(
-                        group, member, t.topic_id, p.partition_index, p.acknowledgement_batches, changed)
         for forgotten in body.forgotten_topics_data:
             for index in forgotten.partitions:
                 session.partitions.discard((forgotten.topic_id, index))
+        # The share partitions' state is read first (a first use after a start reads it from the
+        # share coordinator), then acknowledgements apply and records are acquired.
+        known = self.catalog.by_id
+        keys = [(group, t, i) for t, i in session.partitions if t in known] + [
+            (group, t.topic_id, p.partition_index) for t in body.topics if t.topic_id in known for p in t.partitions]
+        self.service.prepare(keys, lambda ok: self._fetch_prepared(req, group, member, session, changed))
+
+    def _fetch_prepared(self, req: Request[ShareFetchRequest], group: str, member: str, session: ShareSession,
+                        changed: list[Key]) -> None:
+        body = req.body
+        ack_codes: dict[tuple[bytes, int], int] = {}
+        for t in body.topics:
+            for p in t.partitions:
+                if p.acknowledgement_batches:  # a partition is answered for its acknowledgements
+                    ack_codes[(t.topic_id, p.partition_index)] = self._acknowledge(
+                        group, member, t.topic_id, p.partition_index, p.acknowledgement_batches, changed)
         if body.share_session_epoch == -1:
             changed += self.service.release_member(group, member)
         wanted = [] if body.share_session_epoch == -1 else sorted(session.partitions)
@@ -315,7 +330,15 @@ class ShareApis:
                     txns = data_state.txns
                     visible = txns.last_stable_offset(hw)
             key = (group, topic_id, index)
-            sp = service.get(key)
+            found = service.partitions.get(key)
+            if found is None:
+                # Its state could not be read from the share coordinator yet (it is moving to
+                # another node, or loading): nothing is delivered from it until it can be, and the
+                # client, told nothing, fetches again.
+                if (topic_id, index) in listed:
+                    by_topic.setdefault(topic_id, []).append(pd)
+                continue
+            sp = found
             if not sp.initialized:
                 sp.initialize(start_offset(settings.reset, log, hw, now))
                 started.append(key)
