@@ -12,6 +12,10 @@ from typing import Any
 
 import pytest
 
+from kclient.wire_client import WireClient
+from protocol.errors import ErrorCode
+from protocol.messages import ApiKey
+from protocol.messages.write_share_group_state import WriteShareGroupStateRequest
 from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.cluster import Cluster, wait_for
 
@@ -74,6 +78,7 @@ def test_share_group_across_two_nodes_survives_kill_9(cluster: Cluster) -> None:
     bootstrap = ",".join(b.bootstrap for b in cluster.alive())
     create_topic(bootstrap, TOPIC, PARTITIONS)
     wait_for(lambda: set(cluster.leaders(topic=TOPIC).values()) == {1, 2}, 30, "leaders on both nodes")
+    _clients_may_not_write_share_state(cluster)
     admin = AdminClient({"bootstrap.servers": bootstrap})
     resource = ConfigResource(ResourceType.GROUP, GROUP, incremental_configs=[
         ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
@@ -120,3 +125,14 @@ def test_share_group_across_two_nodes_survives_kill_9(cluster: Cluster) -> None:
     # Nothing acknowledged comes back; every record left unacknowledged does.
     assert not set(again) & set(acked) and not set(again) & set(first)
     assert set(again) == set(second) - set(acked) and set(held) <= set(again)
+
+
+def _clients_may_not_write_share_state(cluster: Cluster) -> None:
+    """WriteShareGroupState is for the cluster's nodes: a client is refused on every partition."""
+    D = WriteShareGroupStateRequest.WriteStateData
+    request = WriteShareGroupStateRequest(group_id=GROUP, topics=[D(topic_id=bytes(range(16)), partitions=[
+        D.PartitionData(partition=0, state_epoch=0, leader_epoch=0, start_offset=0, state_batches=[])])])
+    for b in cluster.alive():
+        with WireClient("127.0.0.1", b.port, timeout=5) as c:
+            r = c.call(ApiKey.WriteShareGroupState, 1, request)
+        assert r.results[0].partitions[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
