@@ -13,6 +13,7 @@ coordinate the partition (or it unloads first).
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable
 from typing import Any, TypeAlias
@@ -47,8 +48,10 @@ ShareShardRuntime = ShardRuntime[ShareCoordinatorShard, ShareResult]
 
 
 def coordinator_key(key: Key) -> str:
-    """The share partition's key as the coordinator hashes it (and as reads wait on it)."""
-    return f"{key[0]}:{key[1].hex()}:{key[2]}"
+    """The share partition's key as Kafka's share coordinator hashes it (and FindCoordinator with
+    key type 2 names it): ``group:topic id:partition``, the topic id as Kafka prints a Uuid
+    (URL-safe base64 without padding)."""
+    return f"{key[0]}:{base64.urlsafe_b64encode(key[1]).rstrip(b'=').decode()}:{key[2]}"
 
 
 def request_key(request: StateRequest) -> Key:

@@ -15,6 +15,7 @@ import pytest
 from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
+from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.write_share_group_state import WriteShareGroupStateRequest
 from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.cluster import Cluster, wait_for
@@ -136,3 +137,12 @@ def _clients_may_not_write_share_state(cluster: Cluster) -> None:
         with WireClient("127.0.0.1", b.port, timeout=5) as c:
             r = c.call(ApiKey.WriteShareGroupState, 1, request)
         assert r.results[0].partitions[0].error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    # A share state key's coordinator is a node of the cluster, the same one whichever node is asked.
+    found = set()
+    for b in cluster.alive():
+        with WireClient("127.0.0.1", b.port, timeout=5) as c:
+            r = c.call(ApiKey.FindCoordinator, 6, FindCoordinatorRequest(
+                key_type=2, coordinator_keys=[f"{GROUP}:AAECAwQFBgcICQoLDA0ODw:0"]))
+        assert r.coordinators[0].error_code == 0
+        found.add(r.coordinators[0].node_id)
+    assert len(found) == 1 and found <= {1, 2}
