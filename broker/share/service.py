@@ -236,6 +236,11 @@ class ShareService:
             if error == ErrorCode.INVALID_REQUEST:
                 # The coordinator has no state for it (deleted meanwhile): initialize it again.
                 self.state_epochs.pop(key, None)
+            elif error in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH) \
+                    and sp is self.partitions.get(key):
+                # Its offsets were reset, or a later leader wrote it: what is in memory is stale,
+                # and is read again at the next use.
+                self._drop(key)
             done(error == ErrorCode.NONE)
 
         self.persister.send(request, written)

@@ -120,6 +120,7 @@ def test_a_new_leader_rereads_and_fences_the_former_one() -> None:
     # The former leader's late write is refused: it must not overwrite the new leader's state.
     assert acquire_and_accept(old, 2, 2) == [False]
     assert persister.shard.states[KEY].start_offset == 2
+    assert KEY not in old.partitions  # stale: read again at its next use
     # This node leads again at a later epoch: the share partition is read afresh.
     old_epoch[0] = 9
     assert ready(old) and old.partitions[KEY].start_offset == 2
