@@ -318,6 +318,8 @@ class ShareApis:
             src = self.topic_logs.readable(topic, index) if topic is not None else ErrorCode.UNKNOWN_TOPIC_ID
             if isinstance(src, int):
                 pd.error_code = src
+                # Not this node's: the leader is for the client's metadata to say.
+                pd.current_leader = _FetchPart.LeaderIdAndEpoch(leader_id=-1, leader_epoch=-1)
                 by_topic.setdefault(topic_id, []).append(pd)
                 continue
             waits.append(src)
@@ -388,8 +390,10 @@ class ShareApis:
             for p in t.partitions:
                 code = self._acknowledge(group, member, t.topic_id, p.partition_index, p.acknowledgement_batches,
                                          changed)
+                leader = -1 if code == ErrorCode.NOT_LEADER_OR_FOLLOWER else self.node_id
                 parts.append(_AckPart(partition_index=p.partition_index, error_code=code,
-                                      current_leader=_AckPart.LeaderIdAndEpoch(leader_id=self.node_id, leader_epoch=0)))
+                                      current_leader=_AckPart.LeaderIdAndEpoch(leader_id=leader,
+                                                                               leader_epoch=-1 if leader < 0 else 0)))
             topics.append(ShareAcknowledgeResponse.TopicResponse(topic_id=t.topic_id, partitions=parts))
         if body.share_session_epoch == -1:
             changed += self.service.release_member(group, member)
