@@ -400,7 +400,7 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             refuse=share_fetch_error),
         api(ShareAcknowledgeRequest, ShareAcknowledgeResponse, h.share.share_acknowledge,
             authorize=checks.share_acknowledge, refuse=share_acknowledge_error),
-    ) + (() if h.share_offsets is None else (  # one node only: it reads every share partition's state
+    ) + (() if h.share_offsets is None else (
         api(DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
             h.share_offsets.describe_share_group_offsets, authorize=checks.describe_share_group_offsets,
             refuse=describe_share_offsets_error),

@@ -284,7 +284,8 @@ class BrokerApp:
             ClusterPersister(self.share_state, self.cluster, self.peers)
         self.share = ShareService(
             persister, self.configs.share_settings, clock, c.get_int("group.share.max.share.sessions"),
-            c.get_int("group.share.session.timeout.ms"), local=self.share_state, leader_epoch=self._share_leader_epoch)
+            c.get_int("group.share.session.timeout.ms"), local=self.share_state, leader_epoch=self._share_leader_epoch,
+            reread_at_session_open=self.cluster is not None)
         self.topic_changes.subscribe(self.share.on_topic_change)
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
                                                         share_families(self.shards, self.share)))
@@ -337,9 +338,7 @@ class BrokerApp:
             fetch=FetchApi(self.topic_logs, self.catalog),
             share=ShareApis(self.shards, GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,
                             self.node_id),
-            # The share-group offset APIs read every share partition's state here: one node only.
-            share_offsets=None if self.share is None or self.cluster is not None else
-            ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog),
+            share_offsets=ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog),
             list_offsets=ListOffsetsApi(self.topic_logs, self.catalog),
             records=RecordApis(self.topic_logs, self.catalog, self.view),
             log_dirs=LogDirApis(self.data_dir, self.topic_logs, self.catalog),

@@ -172,6 +172,7 @@ class ShareApis:
             elif len(sessions) >= self.service.max_sessions:
                 return ErrorCode.SHARE_SESSION_LIMIT_REACHED, None, released
             opened = sessions[key] = ShareSession(1, set(), self.service.clock())
+            self.service.session_opened(group)
             return ErrorCode.NONE, opened, released
         session = sessions.get(key)
         if session is None:

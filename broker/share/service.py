@@ -27,7 +27,7 @@ from broker.runtime.countdown import Countdown
 from broker.share.coordinator import Deliver, ShareStateCoordinator, StateRequest
 from broker.share_coordinator.state import ShareGroupOffset
 from broker.share_partition import records as state_records
-from broker.share_partition.partition import InFlight, Limits, SharePartition
+from broker.share_partition.partition import ACQUIRED, InFlight, Limits, SharePartition
 from broker.share_partition.settings import ShareGroupSettings
 from broker.topics.changes import Settlement, TopicChange, TopicDeleted
 from protocol.errors import ErrorCode
@@ -83,12 +83,16 @@ class ShareService:
     def __init__(self, persister: Persister, settings: Callable[[str], ShareGroupSettings],
                  clock: Callable[[], int], max_sessions: int = 2000, session_idle_ms: int = 45000,
                  local: ShareStateCoordinator | None = None,
-                 leader_epoch: Callable[[bytes, int], int | None] = lambda topic_id, index: -1) -> None:
+                 leader_epoch: Callable[[bytes, int], int | None] = lambda topic_id, index: -1,
+                 reread_at_session_open: bool = False) -> None:
         """``settings`` gives a group's effective share settings (its group configs over the
         broker's ``group.share.*``), looked up at each use so that a change applies at once.
         ``local``: the share coordinator of this node (what it coordinates is listed from it).
         ``leader_epoch(topic id, partition)``: the epoch this node leads the topic partition at
-        (-1: no fencing), None when it does not lead it."""
+        (-1: no fencing), None when it does not lead it. ``reread_at_session_open`` (a cluster):
+        a member's new session has the group's idle share partitions read again, as another node
+        may have reset their offsets meanwhile."""
+        self.reread_at_session_open = reread_at_session_open
         self.max_sessions = max_sessions
         # A session unused this long belongs to a consumer that is gone (one that polls fetches
         # far more often): it is closed and what its member holds is released.
@@ -150,6 +154,16 @@ class ShareService:
             self.persister.send(ReadShareGroupStateRequest(group_id=key[0], topics=[D(topic_id=key[1], partitions=[
                 D.PartitionData(partition=key[2], leader_epoch=-1 if epoch is None else epoch)])]),
                 partial(self._read, key, -1 if epoch is None else epoch))
+
+    def session_opened(self, group: str) -> None:
+        """A member of ``group`` opened a share session: in a cluster, the group's share partitions
+        with nothing acquired and nothing left to write are read again at their next use."""
+        if not self.reread_at_session_open:
+            return
+        for key, sp in list(self.partitions.items()):
+            if key[0] == group and key not in self.reading and not sp.changed \
+                    and not any(r.state == ACQUIRED for r in sp.records.values()):
+                self._drop(key)
 
     def _drop(self, key: Key) -> None:
         self.partitions.pop(key, None)
@@ -276,6 +290,33 @@ class ShareService:
             topic_id=key[1], partitions=[D.PartitionData(partition=key[2], leader_epoch=-1)])]), summary)
 
     # ---- administration -----------------------------------------------------------------------
+
+    def gather(self, keys: list[Key], done: Callable[[dict[Key, SharePartition]], None]) -> None:
+        """The share partitions of ``keys`` not in memory, as their share coordinator holds them
+        (read without a leader epoch: nothing is fenced); those never written are left out."""
+        found: dict[Key, SharePartition] = {}
+        keys = [k for k in dict.fromkeys(keys) if k not in self.partitions]
+        if not keys:
+            done(found)
+            return
+        countdown = Countdown(len(keys), lambda ok: done(found))
+        for key in keys:
+            def read(response: Any, key: Key = key) -> None:
+                if _error(response) == ErrorCode.NONE:
+                    part = response.results[0].partitions[0]
+                    found[key] = from_state(part.start_offset, part.state_batches)
+                countdown.arrive()
+
+            D = ReadShareGroupStateRequest.ReadStateData
+            self.persister.send(ReadShareGroupStateRequest(group_id=key[0], topics=[D(topic_id=key[1], partitions=[
+                D.PartitionData(partition=key[2], leader_epoch=-1)])]), read)
+
+    def drop_unled(self, keys: list[Key]) -> None:
+        """Forgets the share partitions of ``keys`` whose topic partition another node leads (an
+        offset reset written from here): their leader reads them again."""
+        for key in keys:
+            if self.leader_epoch(key[1], key[2]) is None:
+                self._drop(key)
 
     def of_group(self, group: str) -> dict[tuple[bytes, int], SharePartition]:
         """The group's share partitions: those in memory, and those the local coordinator holds."""

@@ -15,6 +15,8 @@ import pytest
 from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
+from protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
+from protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.write_share_group_state import WriteShareGroupStateRequest
 from tests.integration.helpers.clients import create_topic
@@ -94,6 +96,8 @@ def test_share_group_across_two_nodes_survives_kill_9(cluster: Cluster) -> None:
         c.close()
     # Every record, from the partitions of both nodes, accepted once.
     assert sorted(accepted) == sorted(first)
+    # The group's coordinator describes every share partition, wherever its state lives.
+    assert wait_for(lambda: start_offsets(cluster) == {p: 10 for p in range(PARTITIONS)}, 15, "the start offsets")
 
     second = [f"b{i}" for i in range(40)]
     produce(bootstrap, second)
@@ -127,6 +131,17 @@ def test_share_group_across_two_nodes_survives_kill_9(cluster: Cluster) -> None:
     assert not set(again) & set(acked) and not set(again) & set(first)
     assert set(again) == set(second) - set(acked) and set(held) <= set(again)
 
+    # Offsets reset to 0 by the group's coordinator: the whole topic is delivered again, also from
+    # the share partitions the survivor holds in memory.
+    wait_for(lambda: reset_offsets(cluster, 0) == 0, 15, "the offsets reset")
+    assert start_offsets(cluster) == {p: 0 for p in range(PARTITIONS)}
+    f = consumer(survivor.bootstrap)
+    try:
+        replayed, _ = poll_accepting(f, set(first) | set(second), 60)
+    finally:
+        f.close()
+    assert set(replayed) == set(first) | set(second)
+
 
 def _clients_may_not_write_share_state(cluster: Cluster) -> None:
     """WriteShareGroupState is for the cluster's nodes: a client is refused on every partition."""
@@ -146,3 +161,24 @@ def _clients_may_not_write_share_state(cluster: Cluster) -> None:
         assert r.coordinators[0].error_code == 0
         found.add(r.coordinators[0].node_id)
     assert len(found) == 1 and found <= {1, 2}
+
+
+def _at_coordinator(cluster: Cluster, api: ApiKey, version: int, body: Any) -> Any:
+    node = cluster.coordinator(GROUP)
+    with WireClient("127.0.0.1", cluster.nodes[node].port, timeout=10) as c:
+        return c.call(api, version, body)
+
+
+def start_offsets(cluster: Cluster) -> dict[int, int]:
+    """Each partition's start offset as DescribeShareGroupOffsets tells it."""
+    r = _at_coordinator(cluster, ApiKey.DescribeShareGroupOffsets, 0, DescribeShareGroupOffsetsRequest(
+        groups=[DescribeShareGroupOffsetsRequest.Group(group_id=GROUP, topics=None)]))
+    return {p.partition_index: p.start_offset for t in r.groups[0].topics for p in t.partitions}
+
+
+def reset_offsets(cluster: Cluster, offset: int) -> int:
+    T = AlterShareGroupOffsetsRequest.Topic
+    r = _at_coordinator(cluster, ApiKey.AlterShareGroupOffsets, 0, AlterShareGroupOffsetsRequest(
+        group_id=GROUP, topics=[T(topic_name=TOPIC, partitions=[
+            T.Partition(partition_index=p, start_offset=offset) for p in range(PARTITIONS)])]))
+    return int(r.error_code)
