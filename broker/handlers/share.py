@@ -158,7 +158,8 @@ class ShareApis:
 
     # ---- sessions -------------------------------------------------------------------------------
 
-    def _session(self, group: str, member: str, epoch: int) -> tuple[int, ShareSession | None, list[Key]]:
+    def _session(self, group: str, member: str, epoch: int, conn_id: int = -1,
+                 ) -> tuple[int, ShareSession | None, list[Key]]:
         """(error, session, share partitions released): epoch 0 opens a session (a previous one
         of the member is closed), -1 closes it, any other must be the session's next epoch."""
         sessions = self.service.sessions
@@ -169,7 +170,7 @@ class ShareApis:
                 released = self.service.release_member(group, member)
             elif len(sessions) >= self.service.max_sessions:
                 return ErrorCode.SHARE_SESSION_LIMIT_REACHED, None, released
-            opened = sessions[key] = ShareSession(1, set(), self.service.clock())
+            opened = sessions[key] = ShareSession(1, set(), self.service.clock(), conn_id)
             return ErrorCode.NONE, opened, released
         session = sessions.get(key)
         if session is None:
@@ -211,7 +212,7 @@ class ShareApis:
             req.reply.set(share_fetch_error(req, ErrorCode.INVALID_REQUEST))
             return
         group, member = body.group_id, body.member_id
-        error, session, changed = self._session(group, member, body.share_session_epoch)
+        error, session, changed = self._session(group, member, body.share_session_epoch, req.conn.conn_id)
         if session is None:
             req.reply.set(share_fetch_error(req, error))
             return
@@ -357,7 +358,7 @@ class ShareApis:
         if body.share_session_epoch == 0:
             req.reply.set(share_acknowledge_error(req, ErrorCode.INVALID_SHARE_SESSION_EPOCH))
             return
-        error, session, changed = self._session(group, member, body.share_session_epoch)
+        error, session, changed = self._session(group, member, body.share_session_epoch, req.conn.conn_id)
         if session is None:
             req.reply.set(share_acknowledge_error(req, error))
             return

@@ -125,3 +125,22 @@ def test_a_topic_just_deleted_is_not_auto_created_again_at_once(broker: BrokerPr
         admin.delete_topics([name])[name].result(15)
         time.sleep(0.4)
         assert c.call(3, 12, ask).topics[0].error_code == 0  # auto-created again, as Kafka would
+
+
+def test_a_closed_connection_ends_its_share_sessions(broker: BrokerProcess) -> None:
+    """The records a member holds come back as soon as the connection that opened its share
+    session closes (a consumer that dies), not after their 30 s locks, as in Kafka 4.4."""
+    _name, group, topic_id = topic_with_records(broker, 3)
+    with WireClient("127.0.0.1", broker.port) as first:
+        assert acquired(fetch(first, group, "dies", topic_id, 0, 10)) == [(0, 2)]
+    with WireClient("127.0.0.1", broker.port) as second:
+        got: Any = None
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            got = fetch(second, group, "lives", topic_id, 0, 10)
+            if acquired(got):
+                break
+            fetch(second, group, "lives", topic_id, -1, 10)
+            time.sleep(0.1)
+        assert acquired(got) == [(0, 2)]
+        assert [a.delivery_count for t in got.responses for p in t.partitions for a in p.acquired_records] == [2]
