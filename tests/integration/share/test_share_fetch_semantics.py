@@ -144,3 +144,21 @@ def test_a_closed_connection_ends_its_share_sessions(broker: BrokerProcess) -> N
             time.sleep(0.1)
         assert acquired(got) == [(0, 2)]
         assert [a.delivery_count for t in got.responses for p in t.partitions for a in p.acquired_records] == [2]
+
+
+def test_share_fetch_counts_against_the_consumer_byte_rate(broker: BrokerProcess) -> None:
+    """A client over its consumer_byte_rate is told to wait (throttle_time_ms) and answered with
+    no records, as Kafka answers a throttled ShareFetch."""
+    from protocol.messages.alter_client_quotas import AlterClientQuotasRequest
+
+    _name, group, topic_id = topic_with_records(broker, 200)
+    client_id = f"slow-{uuid.uuid4().hex[:6]}"
+    entry = AlterClientQuotasRequest.EntryData
+    with WireClient("127.0.0.1", broker.port) as admin:
+        answer = admin.call(49, 1, AlterClientQuotasRequest(validate_only=False, entries=[entry(
+            entity=[entry.EntityData(entity_type="client-id", entity_name=client_id)],
+            ops=[entry.OpData(key="consumer_byte_rate", value=100.0, remove=False)])]))
+        assert [e.error_code for e in answer.entries] == [0]
+    with WireClient("127.0.0.1", broker.port, client_id=client_id) as c:
+        first = fetch(c, group, "m", topic_id, 0, 500)
+        assert first.throttle_time_ms > 0 and acquired(first) == []
