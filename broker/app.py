@@ -291,6 +291,9 @@ class BrokerApp:
                                                         share_families(self.shards, self.share)))
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
+        if self.share is not None:
+            share = self.share
+            self.router.closed_hooks.append(lambda info: share.close_sessions_of(info.conn_id))
         # ---- client quotas and client telemetry (KIP-714) ----
         self.quotas = QuotaStore(self.data_dir)
         self.quotas_etcd = None if self.cluster is None else EtcdQuotaStore(

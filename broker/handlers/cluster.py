@@ -37,6 +37,14 @@ def _share_key_valid(key: str) -> bool:
     return len(parts) == 3 and all(parts) and parts[2].lstrip("-").isdigit() and int(parts[2]) >= 0
 
 
+# A Metadata request read while a DeleteTopics of the same topic held the event loop (its catalog
+# and directory fsyncs) is answered after the deletion; Kafka would answer it from the metadata
+# image it was read against, where the topic still exists, and create nothing. So a topic deleted
+# this recently is not auto-created again (the client is told UNKNOWN_TOPIC_OR_PARTITION and asks
+# again at its next refresh): an admin recreating it just after its deletion is not beaten to it.
+RECREATE_GRACE_S = 0.25
+
+
 class ApiVersionsApi:
     """ApiVersions: the versions of every API in the table that the router serves."""
 
@@ -108,7 +116,8 @@ class ClusterApis:
         topics = []
         for name in names:
             topic = catalog.get(name)
-            if topic is None and allow_create and validate_topic_name(name) is None:
+            if (topic is None and allow_create and validate_topic_name(name) is None
+                    and not self.admin.deleted_within(name, RECREATE_GRACE_S)):
                 try:
                     topic = self.admin.create_topic(name, self.default_partitions, {})
                 except TopicError:

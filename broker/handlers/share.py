@@ -44,6 +44,7 @@ _FetchPart = ShareFetchResponse.ShareFetchableTopicResponse.PartitionData
 _AckPart = ShareAcknowledgeResponse.TopicResponse.PartitionData
 _CONTROL = 0x20
 _TRANSACTIONAL = 0x10
+RECORD_LIMIT = 1  # ShareFetch's ShareAcquireMode: 0 batch-optimized, 1 record-limit
 _MAX_EPOCH = 2**31 - 1
 
 
@@ -121,14 +122,11 @@ class ShareApis:
 
     def _heartbeat(self, shard: GroupCoordinatorShard, body: ShareGroupHeartbeatRequest, ctx: RequestContext,
                    now: int) -> Result:
-        """The heartbeat on the group's shard; a member that leaves gives back what it holds (its
-        share session ends, its acquired records are available again at once)."""
-        result = shard.share_group_heartbeat(body, ctx, now)
-        service = self._service
-        if service is not None and body.member_epoch == -1 and any(getattr(r, "error_code", -1) == 0 for _, r in result.replies):
-            service.sessions.pop((body.group_id, body.member_id), None)
-            service.persist(service.release_member(body.group_id, body.member_id), _ignore)
-        return result
+        """The heartbeat on the group's shard. A member that leaves keeps its share session: as in
+        Kafka 4.4, what it holds goes back when that session ends (its close, which carries its
+        last acknowledgements and may well arrive after the leave, or its idleness) or when its
+        locks expire, not at the leave itself."""
+        return shard.share_group_heartbeat(body, ctx, now)
 
     # ---- membership -----------------------------------------------------------------------------
 
@@ -160,7 +158,8 @@ class ShareApis:
 
     # ---- sessions -------------------------------------------------------------------------------
 
-    def _session(self, group: str, member: str, epoch: int) -> tuple[int, ShareSession | None, list[Key]]:
+    def _session(self, group: str, member: str, epoch: int, conn_id: int = -1,
+                 ) -> tuple[int, ShareSession | None, list[Key]]:
         """(error, session, share partitions released): epoch 0 opens a session (a previous one
         of the member is closed), -1 closes it, any other must be the session's next epoch."""
         sessions = self.service.sessions
@@ -171,7 +170,7 @@ class ShareApis:
                 released = self.service.release_member(group, member)
             elif len(sessions) >= self.service.max_sessions:
                 return ErrorCode.SHARE_SESSION_LIMIT_REACHED, None, released
-            opened = sessions[key] = ShareSession(1, set(), self.service.clock())
+            opened = sessions[key] = ShareSession(1, set(), self.service.clock(), conn_id)
             self.service.session_opened(group)
             return ErrorCode.NONE, opened, released
         session = sessions.get(key)
@@ -217,7 +216,7 @@ class ShareApis:
             req.reply.set(share_fetch_error(req, ErrorCode.INVALID_REQUEST))
             return
         group, member = body.group_id, body.member_id
-        error, session, changed = self._session(group, member, body.share_session_epoch)
+        error, session, changed = self._session(group, member, body.share_session_epoch, req.conn.conn_id)
         if session is None:
             req.reply.set(share_fetch_error(req, error))
             return
@@ -248,13 +247,16 @@ class ShareApis:
             changed += self.service.release_member(group, member)
         wanted = [] if body.share_session_epoch == -1 else sorted(session.partitions)
         max_records = body.max_records if body.max_records > 0 else 500
+        # Kafka's default acquire mode (batch-optimized) ends an acquisition at a batch boundary
+        # only; record-limit mode (ShareFetch v2) stops at max_records exactly.
+        whole_batches = body.share_acquire_mode != RECORD_LIMIT
 
         def durable(ok: bool) -> None:
             if not ok:
                 req.reply.set(share_fetch_error(req, ErrorCode.UNKNOWN_SERVER_ERROR))
                 return
             response, got, waits, started = self._acquire(group, member, wanted, ack_codes, body.max_bytes,
-                                                           max_records)
+                                                           max_records, whole_batches=whole_batches)
             if got or body.max_wait_ms <= 0 or not wanted:
                 self._answer_after_init(req, response, started)
                 return
@@ -290,7 +292,7 @@ class ShareApis:
             if (group, member) not in self.service.sessions:
                 break
             response, got, waits, more = self._acquire(group, member, wanted, {}, req.body.max_bytes, max_records,
-                                                       ack_codes)
+                                                       ack_codes, whole_batches=req.body.share_acquire_mode != RECORD_LIMIT)
             started += more
             if got:
                 break
@@ -298,7 +300,7 @@ class ShareApis:
 
     def _acquire(self, group: str, member: str, wanted: list[tuple[bytes, int]], ack_codes: dict[tuple[bytes, int], int],
                  max_bytes: int, max_records: int,
-                 earlier_acks: dict[tuple[bytes, int], int] | None = None,
+                 earlier_acks: dict[tuple[bytes, int], int] | None = None, whole_batches: bool = True,
                  ) -> tuple[ShareFetchResponse, bool, list[Any], list[Key]]:
         service = self.service
         now = service.clock()
@@ -353,7 +355,8 @@ class ShareApis:
                 except Exception:  # the log moved under us (retention, deletion): nothing this time
                     data = b""
                 aborted = txns.aborted_between(start, visible) if txns is not None and txns.aborted else None
-                acquired = sp.acquire(member, batch_ranges(data, aborted), visible, max_records, now, settings.limits)
+                acquired = sp.acquire(member, batch_ranges(data, aborted), visible, max_records, now, settings.limits,
+                                      whole_batches=whole_batches)
                 if acquired:
                     got_any = True
                     max_records -= sum(a.last - a.first + 1 for a in acquired)
@@ -381,7 +384,7 @@ class ShareApis:
         if body.share_session_epoch == 0:
             req.reply.set(share_acknowledge_error(req, ErrorCode.INVALID_SHARE_SESSION_EPOCH))
             return
-        error, session, changed = self._session(group, member, body.share_session_epoch)
+        error, session, changed = self._session(group, member, body.share_session_epoch, req.conn.conn_id)
         if session is None:
             req.reply.set(share_acknowledge_error(req, error))
             return

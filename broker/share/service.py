@@ -53,6 +53,9 @@ class ShareSession:
     epoch: int
     partitions: set[tuple[bytes, int]]
     last_used_ms: int = 0
+    # The connection that opened it: the session ends when that connection closes (Kafka 4.4's
+    # share session cache does the same); -1 when not known.
+    conn_id: int = -1
 
 
 def _error(response: Any) -> int:
@@ -204,6 +207,17 @@ class ShareService:
         for group, member in idle:
             del self.sessions[(group, member)]
             self.release_member(group, member)
+
+    def close_sessions_of(self, conn_id: int) -> None:
+        """A client connection closed: the share sessions it opened end, and what their members
+        hold is available again at once (written like any release)."""
+        ended = [key for key, session in self.sessions.items() if session.conn_id == conn_id]
+        changed: list[Key] = []
+        for group, member in ended:
+            del self.sessions[(group, member)]
+            changed += self.release_member(group, member)
+        if changed:
+            self.persist(changed, lambda ok: None)
 
     def release_member(self, group: str, member: str) -> list[Key]:
         """The member's session ended: whatever it holds in the group's share partitions goes back."""

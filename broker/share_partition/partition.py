@@ -89,16 +89,20 @@ class SharePartition:
         return sum(1 for r in self.records.values() if r.state in (AVAILABLE, ACQUIRED))
 
     def acquire(self, member: str, batches: list[BatchRange], visible_end: int, max_records: int, now_ms: int,
-                limits: Limits) -> list[Acquired]:
+                limits: Limits, whole_batches: bool = False) -> list[Acquired]:
         """Acquires for ``member`` up to ``max_records`` of the records in ``batches`` below
         ``visible_end``: released ones first come first, then new ones (while fewer than
-        ``limits.max_in_flight`` records are in flight)."""
+        ``limits.max_in_flight`` records are in flight). ``whole_batches`` (ShareFetch's
+        batch-optimized acquire mode, Kafka's default) stops only at a batch boundary: a batch
+        begun is acquired whole, even past ``max_records``."""
         got: list[int] = []
         deadline = now_ms + limits.lock_ms
         in_flight = self.in_flight()  # counted once: new records add to it below
         for batch in batches:
+            if whole_batches and len(got) >= max_records:
+                break
             for offset in range(max(batch.first, self.start_offset), min(batch.last + 1, visible_end)):
-                if len(got) >= max_records:
+                if not whole_batches and len(got) >= max_records:
                     break
                 rec = self.records.get(offset)
                 if batch.control or (batch.aborted and rec is None):

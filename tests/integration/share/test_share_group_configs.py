@@ -207,3 +207,34 @@ def test_out_of_bounds_values_are_refused(broker: BrokerProcess, name: str, valu
     error = refused.value.args[0]
     assert error.name() == "INVALID_CONFIG"
     assert message in error.str()
+
+
+def test_kcoord_groups_describes_a_share_group_with_its_lag(broker: BrokerProcess, capsys: Any) -> None:
+    """`kcoord groups` on a share group: its start offset and lag (records not yet acknowledged),
+    its members and their assignment, its state."""
+    from kcoord.cli import main
+
+    def groups(*args: str) -> str:
+        capsys.readouterr()
+        assert main(["groups", "--bootstrap-server", bootstrap(broker), *args]) == 0
+        return str(capsys.readouterr().out)
+
+    topic, group = make_topic(broker, "lag"), unique("lag")
+    set_group_configs(broker, group, {"share.auto.offset.reset": "earliest"})
+    produce(broker, topic, [f"m{i}" for i in range(5)])
+    c = consumer(broker, group, topic)
+    try:
+        got = poll_until(c, lambda got: len(got) >= 5, ack=None)
+        assert len(got) == 5
+        for m in got[:3]:
+            c.acknowledge(m, AcknowledgeType.ACCEPT)
+        c.commit_sync()
+        rows = [line.split() for line in groups("--describe", "--group", group).splitlines() if line.strip()]
+        assert rows == [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"], [group, topic, "0", "3", "2"]]
+        members = [line.split() for line in groups("--describe", "--group", group, "--members").splitlines()
+                   if line.strip()]
+        assert members[0][:2] == ["GROUP", "CONSUMER-ID"] and members[1][0] == group and members[1][-1] == "1"
+        assert group in groups("--describe", "--group", group, "--state")
+        assert group in groups("--list", "--type", "Share")
+    finally:
+        c.close()
