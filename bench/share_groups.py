@@ -86,7 +86,7 @@ def main() -> None:
     parser.add_argument("--consumers", type=int, default=4)
     parser.add_argument("--partitions", type=int, default=4)
     args = parser.parse_args()
-    broker = Broker(group_share_heartbeat_interval_ms=500)
+    broker = Broker(group_share_heartbeat_interval_ms=500, group_share_min_heartbeat_interval_ms=500)
     try:
         for kind in ("share", "consumer"):
             r = run(broker, kind, args.records, args.consumers, args.partitions)

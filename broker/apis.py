@@ -53,6 +53,8 @@ from broker.handlers.share_admin import ShareOffsetApis
 from broker.handlers.share_admin import alter_offsets_error as alter_share_offsets_error
 from broker.handlers.share_admin import delete_offsets_error as delete_share_offsets_error
 from broker.handlers.share_admin import describe_offsets_error as describe_share_offsets_error
+from broker.handlers.share_state import ShareStateApis
+from broker.handlers.share_state import refused as share_state_refused
 from broker.handlers.streams_groups import StreamsGroupApis
 from broker.handlers.streams_groups import describe_error as streams_describe_error
 from broker.handlers.streams_groups import heartbeat_error as streams_heartbeat_error
@@ -106,6 +108,10 @@ from protocol.messages.delete_share_group_offsets import (
     DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsResponse,
 )
+from protocol.messages.delete_share_group_state import (
+    DeleteShareGroupStateRequest,
+    DeleteShareGroupStateResponse,
+)
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
@@ -142,6 +148,10 @@ from protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
 )
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from protocol.messages.initialize_share_group_state import (
+    InitializeShareGroupStateRequest,
+    InitializeShareGroupStateResponse,
+)
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
@@ -162,6 +172,11 @@ from protocol.messages.offset_for_leader_epoch import (
 )
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
+from protocol.messages.read_share_group_state import ReadShareGroupStateRequest, ReadShareGroupStateResponse
+from protocol.messages.read_share_group_state_summary import (
+    ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryResponse,
+)
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
@@ -176,6 +191,10 @@ from protocol.messages.streams_group_heartbeat import (
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
+from protocol.messages.write_share_group_state import (
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateResponse,
+)
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from protocol.schema import Data, Message
 
@@ -248,6 +267,8 @@ class Handlers:
     write_txn_markers: WriteTxnMarkersApi | None = None
     # Share partitions (ShareFetch, ShareAcknowledge, the share-group offsets): one node only.
     share_offsets: ShareOffsetApis | None = None
+    # The share coordinator's APIs between the nodes of a cluster.
+    share_state: ShareStateApis | None = None
 
 
 def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
@@ -373,12 +394,13 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.incremental_alter_configs, refuse=refusals.incremental_alter_configs),
         api(ListConfigResourcesRequest, ListConfigResourcesResponse, h.configs.list_config_resources,
             authorize=checks.list_config_resources, refuse=refusals.list_config_resources),
-    ) + _quota_and_telemetry_apis(h) + (() if h.share_offsets is None else (  # with it, ShareApis has its share partitions
-        # ---- share partitions on this node (not in a cluster) -----------------------------------
+    ) + _quota_and_telemetry_apis(h) + (
+        # ---- share partitions, on the node leading their topic partition -----------------------
         api(ShareFetchRequest, ShareFetchResponse, h.share.share_fetch, authorize=checks.share_fetch,
             refuse=share_fetch_error),
         api(ShareAcknowledgeRequest, ShareAcknowledgeResponse, h.share.share_acknowledge,
             authorize=checks.share_acknowledge, refuse=share_acknowledge_error),
+    ) + (() if h.share_offsets is None else (
         api(DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
             h.share_offsets.describe_share_group_offsets, authorize=checks.describe_share_group_offsets,
             refuse=describe_share_offsets_error),
@@ -391,6 +413,18 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
         # ---- between the nodes of a cluster ----------------------------------------------------
         api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, h.write_txn_markers, authorize=checks.cluster_peer,
             refuse=write_txn_markers_refused, versions=(1, 1)),
+    )) + (() if h.share_state is None else (
+        # ---- share partitions' state, from their leader to the share coordinator ----------------
+        api(InitializeShareGroupStateRequest, InitializeShareGroupStateResponse, h.share_state,
+            authorize=checks.cluster_peer, refuse=share_state_refused, versions=(0, 0)),
+        api(ReadShareGroupStateRequest, ReadShareGroupStateResponse, h.share_state,
+            authorize=checks.cluster_peer, refuse=share_state_refused, versions=(0, 0)),
+        api(WriteShareGroupStateRequest, WriteShareGroupStateResponse, h.share_state,
+            authorize=checks.cluster_peer, refuse=share_state_refused, versions=(0, 1)),
+        api(DeleteShareGroupStateRequest, DeleteShareGroupStateResponse, h.share_state,
+            authorize=checks.cluster_peer, refuse=share_state_refused, versions=(0, 0)),
+        api(ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse, h.share_state,
+            authorize=checks.cluster_peer, refuse=share_state_refused, versions=(0, 1)),
     ))
 
 

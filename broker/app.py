@@ -47,6 +47,7 @@ from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
 from broker.handlers.share import ShareApis
 from broker.handlers.share_admin import ShareOffsetApis
+from broker.handlers.share_state import ShareStateApis
 from broker.handlers.streams_groups import StreamsGroupApis, may_create_topics
 from broker.handlers.telemetry import TelemetryApis
 from broker.handlers.topics import TopicApis
@@ -68,8 +69,10 @@ from broker.quotas.store import QuotaStore
 from broker.runtime.timers import wall_ms
 from broker.security.context import SecurityContext
 from broker.security.request_checks import RequestChecks
-from broker.share.service import ShareService
-from broker.share_partition.partition import Limits
+from broker.share.coordinator import STATE_TOPIC as SHARE_STATE_TOPIC
+from broker.share.coordinator import ShareStateCoordinator
+from broker.share.remote import ClusterPersister
+from broker.share.service import Persister, ShareService
 from broker.telemetry import service as telemetry_service
 from broker.telemetry.etcd_store import EtcdSubscriptionStore
 from broker.telemetry.service import TelemetryService
@@ -266,21 +269,31 @@ class BrokerApp:
             c.get_int("transactions.remove.expired.transaction.cleanup.interval.ms"),
             max_timeout_ms=c.get_int("transaction.max.timeout.ms"),
             id_expiration_ms=c.get_int("transactional.id.expiration.ms"), cluster=self.cluster)
-        # Share partitions and their __share_group_state logs live on one node: in a cluster they would
-        # need the partitions' ownership (not done), so ShareFetch and the rest are not served there.
-        share_limits = Limits(lock_ms=c.get_int("group.share.record.lock.duration.ms"),
-                              delivery_limit=c.get_int("group.share.delivery.count.limit"),
-                              max_in_flight=c.get_int("group.share.partition.max.record.locks"))
-        self.share = None if self.cluster is not None else ShareService(
-            self.logs, share_limits, c.get_int("share.coordinator.state.topic.num.partitions"),
+        # The share coordinator (__share_group_state) runs on the coordinator runtime; share
+        # partitions are served on one node for now (in a cluster ShareFetch and the rest are not).
+        # Each share group obeys its own share.* group configs over the broker's group.share.*.
+        self.share_state = ShareStateCoordinator(
+            self.logs, c.get_int("share.coordinator.state.topic.num.partitions"),
             _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")), clock,
-            c.get_int("group.share.max.share.sessions"), c.get_int("group.share.session.timeout.ms"))
-        if self.share is not None:
-            self.topic_changes.subscribe(self.share.on_topic_change)
+            updates_per_snapshot=c.get_int("share.coordinator.snapshot.update.records.per.snapshot"),
+            cold_snapshot_interval_ms=c.get_int("share.coordinator.cold.partition.snapshot.interval.ms"),
+            cluster=self.cluster)
+        # Share partitions live on the node leading their topic partition; their state is read and
+        # written at the share coordinator of the key (this node's, or in a cluster its owner's).
+        persister: Persister = self.share_state if self.cluster is None or self.peers is None else \
+            ClusterPersister(self.share_state, self.cluster, self.peers)
+        self.share = ShareService(
+            persister, self.configs.share_settings, clock, c.get_int("group.share.max.share.sessions"),
+            c.get_int("group.share.session.timeout.ms"), local=self.share_state, leader_epoch=self._share_leader_epoch,
+            reread_at_session_open=self.cluster is not None)
+        self.topic_changes.subscribe(self.share.on_topic_change)
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
                                                         share_families(self.shards, self.share)))
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
+        if self.share is not None:
+            share = self.share
+            self.router.closed_hooks.append(lambda info: share.close_sessions_of(info.conn_id))
         # ---- client quotas and client telemetry (KIP-714) ----
         self.quotas = QuotaStore(self.data_dir)
         self.quotas_etcd = None if self.cluster is None else EtcdQuotaStore(
@@ -322,7 +335,8 @@ class BrokerApp:
             api_versions=ApiVersionsApi(self.router.advertised),
             cluster=ClusterApis(self.view, self.catalog, self.admin, self.transactions,
                                 auto_create_topics=c.get_bool("auto.create.topics.enable"),
-                                default_partitions=c.get_int("num.partitions"), offsets_partitions=offsets_partitions),
+                                default_partitions=c.get_int("num.partitions"), offsets_partitions=offsets_partitions,
+                                share_state_partitions=self.share_state.num_partitions),
             topics=TopicApis(self.admin, self.catalog, c.get_int("num.partitions")),
             create_partitions=CreatePartitionsApi(self.catalog, self.node_id, self.admin.grow_topic),
             groups=groups,
@@ -333,8 +347,7 @@ class BrokerApp:
             fetch=FetchApi(self.topic_logs, self.catalog),
             share=ShareApis(self.shards, GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,
                             self.node_id),
-            share_offsets=None if self.share is None else
-            ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog),
+            share_offsets=ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog),
             list_offsets=ListOffsetsApi(self.topic_logs, self.catalog),
             records=RecordApis(self.topic_logs, self.catalog, self.view),
             log_dirs=LogDirApis(self.data_dir, self.topic_logs, self.catalog),
@@ -351,6 +364,7 @@ class BrokerApp:
             configs=ConfigApis(self.configs, self.view, self.telemetry.subscriptions, self.logs),
             write_txn_markers=None if self.cluster is None else
             WriteTxnMarkersApi(self.transactions.markers, self.peer_secret),
+            share_state=None if self.cluster is None else ShareStateApis(self.share_state, self.peer_secret),
         )
 
     # ---- running ------------------------------------------------------------------------------
@@ -377,6 +391,7 @@ class BrokerApp:
         if self.subscriptions_etcd is not None:
             await nursery.start(self.subscriptions_etcd.run)
         await nursery.start(self.shards.run)
+        await nursery.start(self.share_state.run)
         if self.share is not None:
             await nursery.start(self.share.run)
         # In a cluster the coordinator loads each __transaction_state partition as it is claimed.
@@ -387,11 +402,25 @@ class BrokerApp:
             self.cluster.address = self.view.advertised
             self.cluster.listener_addresses = dict(self.view.advertised_by_listener)
             self.cluster.listener = ClusterListener(self.shards, self.journal, self.topic_logs, self.logs,
-                                                    self.transactions)
+                                                    self.transactions, self.share_state)
             await nursery.start(self.cluster.run)
         if self.cluster is not None:
             nursery.start_soon(follow, self.configs)
         nursery.start_soon(self._settle_heap)
+
+    def _share_leader_epoch(self, topic_id: bytes, index: int) -> int | None:
+        """The leader epoch this node writes a share partition's state with: -1 on a single broker
+        (no fencing needed), in a cluster its claim's epoch of the topic partition (a later
+        leader's is higher, and fences this one's writes), None when it does not lead it."""
+        if self.cluster is None:
+            return -1
+        topic = self.catalog.by_id.get(topic_id)
+        if topic is None:
+            return None
+        partition = owning_partition(topic.name, index)
+        if not self.cluster.owns(partition):
+            return None
+        return self.cluster.mine[partition] & 0x7FFFFFFF
 
     def _fence_for(self, topic: str, index: int) -> Fence | None:
         """This node's right to change the files of a partition it owns (cluster mode)."""
@@ -423,6 +452,7 @@ class BrokerApp:
         return [(topic.name, p) for topic in list(self.catalog.topics.values()) if topic.name != EVENTS_TOPIC
                 for p in range(topic.partitions)] + \
             [(TRANSACTION_STATE_TOPIC, p) for p in range(self.transactions.num_partitions)] + \
+            [(SHARE_STATE_TOPIC, p) for p in range(self.share_state.num_partitions)] + \
             self.topic_logs.leftovers()
 
     async def stop_serving(self) -> None:
@@ -452,8 +482,9 @@ class ClusterListener:
     topic partition."""
 
     def __init__(self, shards: ShardManager, journal: JournalWriter, topic_logs: TopicLogs,
-                 logs_runtime: LogRuntime, transactions: TransactionService) -> None:
+                 logs_runtime: LogRuntime, transactions: TransactionService, share_state: ShareStateCoordinator) -> None:
         self.transactions = transactions
+        self.share_state = share_state
         self.shards = shards
         self.journal = journal
         self.topic_logs = topic_logs
@@ -463,6 +494,8 @@ class ClusterListener:
         topic, index = partition
         if topic == TRANSACTION_STATE_TOPIC:
             self.transactions.gain(index, epoch)
+        elif topic == SHARE_STATE_TOPIC:
+            self.share_state.gain(index, epoch)
         elif topic == OFFSETS_TOPIC:
             # The journal partition first: the shard's load already writes events to it.
             self.journal.gain(index, epoch)
@@ -474,6 +507,8 @@ class ClusterListener:
         topic, index = partition
         if topic == TRANSACTION_STATE_TOPIC:
             await self.transactions.release(index)
+        elif topic == SHARE_STATE_TOPIC:
+            await self.share_state.release(index)
         elif topic == OFFSETS_TOPIC:
             await self.shards.runtimes[index].release()
             await self.journal.release(index)
@@ -484,6 +519,8 @@ class ClusterListener:
         topic, index = partition
         if topic == TRANSACTION_STATE_TOPIC:
             self.transactions.lose(index)
+        elif topic == SHARE_STATE_TOPIC:
+            self.share_state.lose(index)
         elif topic == OFFSETS_TOPIC:
             self.shards.runtimes[index].lose()
             self.journal.lose(index)

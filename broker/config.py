@@ -39,6 +39,7 @@ class Property:
     doc: str
     choices: tuple[str, ...] = ()
     minimum: int | None = None
+    maximum: int | None = None
     # Passwords and keys: DescribeConfigs answers them with no value and is_sensitive, as Kafka does.
     secret: bool = False
 
@@ -94,19 +95,57 @@ PROPERTIES: tuple[Property, ...] = (
     Property("group.max.size", int, 2147483647, "Most members a group may have.", minimum=1),
     Property("group.share.session.timeout.ms", int, 45000, "Session timeout of share-group (KIP-932) members.",
              minimum=1),
+    Property("group.share.min.session.timeout.ms", int, 45000, "Smallest share.session.timeout.ms a share group "
+             "may set, and smallest group.share.session.timeout.ms.", minimum=1),
+    Property("group.share.max.session.timeout.ms", int, 60000, "Largest share.session.timeout.ms a share group "
+             "may set, and largest group.share.session.timeout.ms.", minimum=1),
     Property("group.share.heartbeat.interval.ms", int, 5000, "Heartbeat interval the broker gives share-group "
              "members.", minimum=1),
-    Property("group.share.max.size", int, 200, "Most members a share group may have.", minimum=1),
+    Property("group.share.min.heartbeat.interval.ms", int, 5000, "Smallest share.heartbeat.interval.ms a share "
+             "group may set, and smallest group.share.heartbeat.interval.ms.", minimum=1),
+    Property("group.share.max.heartbeat.interval.ms", int, 15000, "Largest share.heartbeat.interval.ms a share "
+             "group may set, and largest group.share.heartbeat.interval.ms.", minimum=1),
+    Property("group.share.max.size", int, 200, "Most members a share group may have.", minimum=1, maximum=1000),
     Property("group.share.record.lock.duration.ms", int, 30000, "How long a share-group member holds the records "
-             "it acquired before they are released for another delivery.", minimum=1000),
+             "it acquired before they are released for another delivery.", minimum=1000, maximum=3600000),
+    Property("group.share.min.record.lock.duration.ms", int, 15000, "Smallest record lock duration: of "
+             "group.share.record.lock.duration.ms and of a share group's share.record.lock.duration.ms.",
+             minimum=1000, maximum=30000),
+    Property("group.share.max.record.lock.duration.ms", int, 60000, "Largest record lock duration: of "
+             "group.share.record.lock.duration.ms and of a share group's share.record.lock.duration.ms.",
+             minimum=30000, maximum=3600000),
     Property("group.share.delivery.count.limit", int, 5, "Deliveries of a record to a share group after which it "
-             "is archived instead of released again.", minimum=2),
+             "is archived instead of released again.", minimum=2, maximum=10),
+    Property("group.share.min.delivery.count.limit", int, 2, "Smallest delivery count limit: of "
+             "group.share.delivery.count.limit and of a share group's share.delivery.count.limit.",
+             minimum=2, maximum=5),
+    Property("group.share.max.delivery.count.limit", int, 10, "Largest delivery count limit: of "
+             "group.share.delivery.count.limit and of a share group's share.delivery.count.limit.",
+             minimum=5, maximum=25),
     Property("group.share.partition.max.record.locks", int, 2000, "Most records of a share partition in flight "
-             "(acquired or released for redelivery) at once.", minimum=100),
+             "(acquired or released for redelivery) at once.", minimum=100, maximum=10000),
+    Property("group.share.min.partition.max.record.locks", int, 100, "Smallest in-flight cap: of "
+             "group.share.partition.max.record.locks and of a share group's share.partition.max.record.locks.",
+             minimum=100, maximum=2000),
+    Property("group.share.max.partition.max.record.locks", int, 4000, "Largest in-flight cap: of "
+             "group.share.partition.max.record.locks and of a share group's share.partition.max.record.locks.",
+             minimum=2000, maximum=10000),
+    Property("group.share.assignment.interval.ms", int, 1000, "Default of a share group's "
+             "share.assignment.interval.ms (kcoord assigns in the heartbeat that needs it).", minimum=0),
+    Property("group.share.min.assignment.interval.ms", int, 0, "Smallest share.assignment.interval.ms a share "
+             "group may set.", minimum=0),
+    Property("group.share.max.assignment.interval.ms", int, 15000, "Largest share.assignment.interval.ms a share "
+             "group may set.", minimum=0),
     Property("group.share.max.share.sessions", int, 2000, "Most share sessions open on this broker at once; "
              "a share fetch that would open one more is answered SHARE_SESSION_LIMIT_REACHED.", minimum=1),
     Property("share.coordinator.state.topic.num.partitions", int, 50, "Partitions of __share_group_state, where "
              "share partitions' delivery state is kept.", minimum=1),
+    Property("share.coordinator.snapshot.update.records.per.snapshot", int, 500, "ShareUpdate records written "
+             "for a share partition between two ShareSnapshot records of it in __share_group_state (0: every "
+             "write is a snapshot).", minimum=0, maximum=500),
+    Property("share.coordinator.cold.partition.snapshot.interval.ms", int, 300000, "How often the share "
+             "coordinator writes a ShareSnapshot of each share partition whose last record is a ShareUpdate.",
+             minimum=1),
     Property("group.consumer.session.timeout.ms", int, 45000, "Session timeout of consumer-protocol (KIP-848) "
              "members: the broker decides it, not the client.", minimum=1),
     Property("group.consumer.min.session.timeout.ms", int, 45000, "Smallest group.consumer.session.timeout.ms.",
@@ -250,6 +289,8 @@ def _coerce(prop: Property, raw: Any, source: str) -> Any:
         raise ConfigError(f"{prop.name}: {value!r} is not one of {', '.join(prop.choices)} (from {source})")
     if prop.minimum is not None and value < prop.minimum:
         raise ConfigError(f"{prop.name}: {value} is below the minimum {prop.minimum} (from {source})")
+    if prop.maximum is not None and value > prop.maximum:
+        raise ConfigError(f"{prop.name}: {value} is above the maximum {prop.maximum} (from {source})")
     return value
 
 
@@ -277,6 +318,24 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> Any:
             yield from _flatten(value, name + ".")
         else:
             yield name, value
+
+
+# Each share-group setting and the broker's bounds of it: the setting must lie within them, as
+# Kafka's ShareGroupConfig and GroupCoordinatorConfig require at startup.
+SHARE_BOUNDED = ("record.lock.duration.ms", "delivery.count.limit", "partition.max.record.locks",
+                 "session.timeout.ms", "heartbeat.interval.ms")
+
+
+def _check_share_ranges(values: Mapping[str, Any]) -> None:
+    for name in SHARE_BOUNDED:
+        value, low, high = (values[f"group.share.{name}"], values[f"group.share.min.{name}"],
+                            values[f"group.share.max.{name}"])
+        if value < low:
+            raise ConfigError(f"group.share.{name} must be greater than or equal to group.share.min.{name}")
+        if high < value:
+            raise ConfigError(f"group.share.max.{name} must be greater than or equal to group.share.{name}")
+    if values["group.share.heartbeat.interval.ms"] >= values["group.share.session.timeout.ms"]:
+        raise ConfigError("group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms")
 
 
 @dataclass(frozen=True)
@@ -315,6 +374,7 @@ class BrokerConfig:
                                   f"group.consumer.max.{name} ({high})")
         if values["group.consumer.heartbeat.interval.ms"] >= values["group.consumer.session.timeout.ms"]:
             raise ConfigError("group.consumer.heartbeat.interval.ms must be below group.consumer.session.timeout.ms")
+        _check_share_ranges(values)
         if values["group.streams.heartbeat.interval.ms"] >= values["group.streams.session.timeout.ms"]:
             raise ConfigError("group.streams.heartbeat.interval.ms must be below group.streams.session.timeout.ms")
         policy = values["group.consumer.migration.policy"].strip().lower()

@@ -17,6 +17,7 @@ from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.list_offsets import ListOffsetsRequest
@@ -24,6 +25,7 @@ from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
 
 TopicPartition = tuple[str, int]
@@ -73,7 +75,7 @@ class Member:
 class GroupDescription:
     group_id: str
     state: str  # Kafka's spelling: Stable, Empty, Dead, PreparingRebalance, Assigning, ...
-    group_type: str  # "Classic", "Consumer" or "Streams", as Kafka's GroupType prints
+    group_type: str  # "Classic", "Consumer", "Streams" or "Share", as Kafka's GroupType prints
     assignor: str
     coordinator: Node
     members: list[Member] = field(default_factory=list)
@@ -213,7 +215,8 @@ class KafkaAdmin:
 
     def list_groups(self, states: list[str] | None = None, types: list[str] | None = None) -> list[GroupListing]:
         """Consumer groups (protocol type "consumer" or none) and streams groups of every broker,
-        as Kafka's listGroups gathers them."""
+        as Kafka's listGroups gathers them; share groups too when ``types`` names them."""
+        wanted = {t.lower() for t in types or []}
         out: dict[str, GroupListing] = {}
         for node_id in sorted(self.nodes):
             def build(v: int) -> Any:
@@ -224,7 +227,9 @@ class KafkaAdmin:
             if response.error_code:
                 raise AdminError(response.error_code, "ListGroups")
             for g in response.groups:
-                if g.protocol_type not in ("consumer", "", "streams"):
+                # Share groups only when asked for by type (Kafka's tool lists consumer groups).
+                if g.protocol_type not in ("consumer", "", "streams") and not (g.protocol_type == "share"
+                                                                                and "share" in wanted):
                     continue
                 listing = GroupListing(g.group_id, g.group_state or "Unknown",
                                        (g.group_type or "Unknown").capitalize())
@@ -247,6 +252,9 @@ class KafkaAdmin:
                 return GroupDescription(group_id, g.group_state, "Consumer", g.assignor_name, node, members)
             if g.error_code not in (ErrorCode.GROUP_ID_NOT_FOUND, ErrorCode.UNSUPPORTED_VERSION):
                 raise AdminError(g.error_code, g.error_message)
+            share = self.describe_share_group(group_id, node)
+            if share is not None:
+                return share
         if self.supports(node.node_id, ApiKey.StreamsGroupDescribe):
             streams = self._describe_streams_group(group_id, node)
             if streams is not None:
@@ -266,6 +274,43 @@ class KafkaAdmin:
             members.append(Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
                                   [(tp.topic, p) for tp in assigned for p in tp.partitions]))
         return GroupDescription(group_id, d.group_state, "Classic", d.protocol_data, node, members)
+
+    def describe_share_group(self, group_id: str, node: Node | None = None) -> GroupDescription | None:
+        """ShareGroupDescribe (KIP-932): the share group, or None when the broker has no share
+        group of that id (or serves no share groups)."""
+        node = node or self.coordinator(group_id)
+        if not self.supports(node.node_id, ApiKey.ShareGroupDescribe):
+            return None
+        response = self.call(node.node_id, ApiKey.ShareGroupDescribe,
+                             lambda v: ShareGroupDescribeRequest(group_ids=[group_id],
+                                                                 include_authorized_operations=False))
+        g = response.groups[0]
+        if g.error_code == ErrorCode.GROUP_ID_NOT_FOUND:
+            return None
+        if g.error_code:
+            raise AdminError(g.error_code, g.error_message)
+        members = [Member(m.member_id, None, m.client_id, m.client_host,
+                          [(tp.topic_name, p) for tp in m.assignment.topic_partitions for p in tp.partitions])
+                   for m in g.members]
+        return GroupDescription(group_id, g.group_state, "Share", g.assignor_name, node, members)
+
+    def share_offsets(self, group_id: str) -> dict[TopicPartition, tuple[int, int]]:
+        """DescribeShareGroupOffsets: each share partition's start offset and lag (the records
+        from the start offset on not yet acknowledged or archived; -1 where the broker does not
+        say, DescribeShareGroupOffsets v0)."""
+        node = self.coordinator(group_id)
+        response = self.call(node.node_id, ApiKey.DescribeShareGroupOffsets, lambda v: DescribeShareGroupOffsetsRequest(
+            groups=[DescribeShareGroupOffsetsRequest.Group(group_id=group_id, topics=None)]))
+        group = response.groups[0]
+        if group.error_code:
+            raise AdminError(group.error_code, group.error_message)
+        out: dict[TopicPartition, tuple[int, int]] = {}
+        for t in group.topics:
+            for p in t.partitions:
+                if p.error_code:
+                    raise AdminError(p.error_code, p.error_message)
+                out[(t.topic_name, p.partition_index)] = (p.start_offset, p.lag)
+        return out
 
     def _describe_streams_group(self, group_id: str, node: Node) -> GroupDescription | None:
         """A streams group (KIP-1071), or None when the group is not one. Each member's

@@ -34,6 +34,7 @@ from kclient.groups_output import (
     print_members,
     print_new_offsets,
     print_offsets,
+    print_share_offsets,
     print_state,
 )
 from kclient.offset_reset import SCENARIOS, UsageError, partitions_to_reset, plan_reset
@@ -111,6 +112,8 @@ def describe(admin: KafkaAdmin, args: argparse.Namespace, out: TextIO, err: Text
             print_members(group, args.verbose, out, err)
         elif args.state is not None:
             print_state(group, out, err)
+        elif group.group_type == "Share":
+            print_share_offsets(group, admin.share_offsets(group_id), out, err)
         else:
             print_offsets(group, offset_rows(admin, group), out, err)
     return status

@@ -45,7 +45,8 @@ def print_error(message: str, out: TextIO | None = None) -> None:
     print(f"\nError: {message}", file=out or sys.stdout)
 
 
-def should_print(group: str, state: str, rows: int | None, out: TextIO, err: TextIO) -> bool:
+def should_print(group: str, state: str, rows: int | None, out: TextIO, err: TextIO,
+                 kind: str = "Consumer group") -> bool:
     """Kafka's notices before a description: a missing group is an error, an empty one and a
     rebalancing one a note on stderr; rows are printed only for a live group that has some."""
     if rows is None:
@@ -54,9 +55,9 @@ def should_print(group: str, state: str, rows: int | None, out: TextIO, err: Tex
     if state == "Dead":
         print_error(f"Consumer group '{group}' does not exist.", out)
     elif state == "Empty":
-        print(f"\nConsumer group '{group}' has no active members.", file=err)
+        print(f"\n{kind} '{group}' has no active members.", file=err)
     elif state in REBALANCING:
-        print(f"\nWarning: Consumer group '{group}' is rebalancing.", file=err)
+        print(f"\nWarning: {kind} '{group}' is rebalancing.", file=err)
     return state != "Dead" and rows > 0
 
 
@@ -86,6 +87,23 @@ def print_offsets(group: GroupDescription, rows: list[OffsetRow], out: TextIO, e
     for r in rows:
         text += fmt % (r.group, _show(r.topic), _show(r.partition), _show(r.offset), _show(r.log_end), _show(r.lag),
                        r.consumer_id, r.host, r.client_id)
+    print(text, file=out)
+
+
+def print_share_offsets(group: GroupDescription, offsets: dict[TopicPartition, tuple[int, int]], out: TextIO,
+                        err: TextIO) -> None:
+    """A share group's start offset and lag per partition, as `kafka-share-groups.sh --describe`
+    prints them (lag: the records not yet acknowledged)."""
+    if not should_print(group.group_id, group.state, len(offsets), out, err, "Share group"):
+        return
+    rows = sorted(offsets.items())
+    wg = max([15, len(group.group_id)])
+    wt = max([15, *(len(t) for (t, _p), _v in rows)])
+    fmt = f"\n%-{wg}s %-{wt}s %-10s %-13s %s"
+    text = fmt % ("GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG")
+    for (topic, partition), (start, lag) in rows:
+        text += fmt % (group.group_id, topic, partition, _show(None if start < 0 else start),
+                       _show(None if lag < 0 else lag))
     print(text, file=out)
 
 

@@ -45,6 +45,8 @@ def _own(prop: Property) -> ConfigDef:
             raise InvalidValue(f"String must be one of: {', '.join(prop.choices)}")
         if prop.minimum is not None and isinstance(value, (int, float)) and value < prop.minimum:
             raise InvalidValue(f"Value must be at least {prop.minimum}")
+        if prop.maximum is not None and isinstance(value, (int, float)) and value > prop.maximum:
+            raise InvalidValue(f"Value must be no more than {prop.maximum}")
 
     return ConfigDef(prop.name, typ, None if prop.secret else text, prop.doc, check, sensitive=prop.secret)
 

@@ -1,22 +1,25 @@
 """The configs a Kafka 4.4 group accepts (GroupConfig): per-group overrides of the broker's
 ``group.*`` settings. kcoord's KIP-848 consumer groups obey ``consumer.session.timeout.ms`` and
-``consumer.heartbeat.interval.ms``; its streams groups the ``streams.*`` timings, standby replicas and
+``consumer.heartbeat.interval.ms``; its share groups obey the ``share.*`` configs
+(docs/share-groups.md says which); its streams groups the ``streams.*`` timings, standby replicas and
 assignment interval (the assignor name and rack tags are kept and shown only: kcoord has one streams
-assignor); docs/share-groups.md says which ``share.*`` are obeyed."""
+assignor)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from broker.configs.model import ConfigDef, ConfigType, InvalidValue, at_least, one_of
+from broker.share_partition.settings import parse_reset
 
 B, S, INT, LI = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LIST
 
 
 def _share_reset(value: object) -> None:
     assert isinstance(value, str)
-    if value not in ("earliest", "latest") and not value.startswith("by_duration:"):
-        raise InvalidValue("Must be earliest, latest or by_duration:<ISO-8601 duration>")
+    if parse_reset(value) is None:
+        raise InvalidValue(f"Invalid value `{value}` for configuration share.auto.offset.reset. The value must be "
+                           "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
 
 
 _G = (
@@ -34,19 +37,19 @@ _G = (
      "Time between two target assignments of a share group."),
     ("share.auto.offset.reset", S, "latest", ("share.auto.offset.reset",), _share_reset,
      "Where a share group starts reading a partition."),
-    ("share.delivery.count.limit", INT, "5", ("group.share.delivery.count.limit",), None,
+    ("share.delivery.count.limit", INT, "5", ("group.share.delivery.count.limit",), at_least(2),
      "Deliveries of a record before a share group gives up on it."),
-    ("share.heartbeat.interval.ms", INT, "5000", ("group.share.heartbeat.interval.ms",), None,
+    ("share.heartbeat.interval.ms", INT, "5000", ("group.share.heartbeat.interval.ms",), at_least(1),
      "Heartbeat interval of share group members."),
     ("share.isolation.level", S, "read_uncommitted", ("share.isolation.level",),
      one_of("read_committed", "read_uncommitted"), "Whether a share group sees aborted transactional records."),
-    ("share.partition.max.record.locks", INT, "2000", ("group.share.partition.max.record.locks",), None,
+    ("share.partition.max.record.locks", INT, "2000", ("group.share.partition.max.record.locks",), at_least(100),
      "Records a share partition may hold locked at once."),
-    ("share.record.lock.duration.ms", INT, "30000", ("group.share.record.lock.duration.ms",), None,
+    ("share.record.lock.duration.ms", INT, "30000", ("group.share.record.lock.duration.ms",), at_least(1000),
      "How long a share group member holds a record."),
     ("share.renew.acknowledge.enable", B, "true", ("share.renew.acknowledge.enable",), None,
      "Whether share consumers may renew their acquisition of a record."),
-    ("share.session.timeout.ms", INT, "45000", ("group.share.session.timeout.ms",), None,
+    ("share.session.timeout.ms", INT, "45000", ("group.share.session.timeout.ms",), at_least(1),
      "A share group member silent this long is fenced."),
     ("streams.assignment.interval.ms", INT, "1000", ("group.streams.assignment.interval.ms",), at_least(0),
      "Time between two target assignments of a streams group."),
@@ -69,11 +72,21 @@ GROUP_DEFS: dict[str, ConfigDef] = {
 }
 
 # The range each bounded group config must stay within: the broker's min and max properties
-# (Kafka's defaults for those kcoord does not have: it serves no share or streams groups).
+# (``group.share.min.<name>`` and ``group.share.max.<name>`` for the share configs here); Kafka's
+# defaults of those properties stand in where the broker gives none (the streams bounds always).
+SHARE_BOUNDED = {
+    "share.delivery.count.limit": "delivery.count.limit",
+    "share.heartbeat.interval.ms": "heartbeat.interval.ms",
+    "share.partition.max.record.locks": "partition.max.record.locks",
+    "share.record.lock.duration.ms": "record.lock.duration.ms",
+    "share.session.timeout.ms": "session.timeout.ms",
+    "share.assignment.interval.ms": "assignment.interval.ms",
+}
 FIXED_RANGES = {
+    "share.assignment.interval.ms": (0, 15000),
     "share.delivery.count.limit": (2, 10),
     "share.heartbeat.interval.ms": (5000, 15000),
-    "share.partition.max.record.locks": (100, 10000),
+    "share.partition.max.record.locks": (100, 4000),
     "share.record.lock.duration.ms": (15000, 60000),
     "share.session.timeout.ms": (45000, 60000),
     "streams.heartbeat.interval.ms": (5000, 15000),

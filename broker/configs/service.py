@@ -17,6 +17,8 @@ from broker.configs.group_defs import FIXED_RANGES, GROUP_DEFS, check_group_conf
 from broker.configs.model import ConfigDef, ConfigOp, ConfigSource, ConfigType, InvalidValue, ResourceType
 from broker.configs.store import BROKERS, GROUPS, DynamicConfigStore
 from broker.configs.topic_defs import TOPIC_DEFS
+from broker.share_partition.partition import Limits
+from broker.share_partition.settings import LATEST, Reset, ShareGroupSettings, parse_reset
 from broker.topics.catalog import Topic, TopicCatalog
 from broker.topics.partitions import topic_log_config
 from protocol.errors import ErrorCode
@@ -86,6 +88,8 @@ class ConfigService:
         self.on_log_level = on_log_level
         # The root logger's level as Kafka names it; changed until the broker restarts, as Kafka's.
         self.log_level = _FROM_PYTHON.get(self.static.get("log.level", "INFO"), "INFO")
+        # Share groups' effective settings, read on every share fetch: forgotten on every change.
+        self._share_settings: dict[str, ShareGroupSettings] = {}
 
     # ---- layers ---------------------------------------------------------------------------------
 
@@ -145,9 +149,53 @@ class ConfigService:
                 out[group] = own
         return out
 
+    def share_group_timings(self) -> dict[str, tuple[int | None, int | None]]:
+        """Each share group's own session timeout and heartbeat interval (for the coordinator)."""
+        out: dict[str, tuple[int | None, int | None]] = {}
+        for group in self.store.names(GROUPS):
+            own = self.store.get(GROUPS, group)
+            session, beat = own.get("share.session.timeout.ms"), own.get("share.heartbeat.interval.ms")
+            if session is not None or beat is not None:
+                out[group] = (None if session is None else int(session), None if beat is None else int(beat))
+        return out
+
+    def _group_value(self, own: Mapping[str, str], name: str) -> object:
+        """A group config's parsed value: the group's own, else its broker default."""
+        definition = GROUP_DEFS[name]
+        for text in (own.get(name), self.default_of(definition), definition.default):
+            if text is not None:
+                try:
+                    return definition.parse(text)
+                except InvalidValue:
+                    continue
+        return None
+
+    def share_settings(self, group: str) -> ShareGroupSettings:
+        """What the share partitions of ``group`` obey: its share configs over the broker's."""
+        settings = self._share_settings.get(group)
+        if settings is not None:
+            return settings
+        own = self.store.get(GROUPS, group)
+
+        def number(name: str, fallback: int) -> int:
+            value = self._group_value(own, name)
+            return value if isinstance(value, int) else fallback
+
+        reset_text = self._group_value(own, "share.auto.offset.reset")
+        reset = parse_reset(reset_text) if isinstance(reset_text, str) else None
+        settings = ShareGroupSettings(
+            Limits(lock_ms=number("share.record.lock.duration.ms", Limits.lock_ms),
+                   delivery_limit=number("share.delivery.count.limit", Limits.delivery_limit),
+                   max_in_flight=number("share.partition.max.record.locks", Limits.max_in_flight)),
+            read_committed=self._group_value(own, "share.isolation.level") == "read_committed",
+            reset=reset or Reset(LATEST))
+        self._share_settings[group] = settings
+        return settings
+
     def sync(self) -> None:
         """Cluster mode: what another node changed in the shared document, in effect here too."""
         if self.store.refresh():
+            self._share_settings.clear()
             self.on_defaults()
             self.on_groups()
 
@@ -298,9 +346,11 @@ class ConfigService:
             self.on_topic(self.catalog.set_configs(name, updated))
         elif resource_type == ResourceType.GROUP:
             self.store.put(GROUPS, name, updated)
+            self._share_settings.pop(name, None)
             self.on_groups()
         else:
             self.store.put(BROKERS, name, updated)
+            self._share_settings.clear()
             self.on_defaults()
 
     def _apply_ops(self, resource_type: int, current: dict[str, str], changes: list[Change],

@@ -8,6 +8,7 @@ from pathlib import Path
 import trio
 
 from broker.config import BrokerConfig
+from broker.configs.group_defs import SHARE_BOUNDED
 from broker.configs.service import ConfigService
 from broker.configs.store import DynamicConfigStore
 from broker.configs.topic_defs import TOPIC_DEFS
@@ -48,13 +49,16 @@ def build_config_service(config: BrokerConfig, node_id: int, data_dir: Path, *, 
                 topic_logs.reconfigure(topic)
 
     def on_groups() -> None:
-        shards.set_group_timings(service.group_timings())
+        shards.set_group_timings(service.group_timings(), service.share_group_timings())
         shards.set_group_streams(service.group_streams())
 
-    ranges = {name: (config.get_int(f"group.consumer.min.{name}"), config.get_int(f"group.consumer.max.{name}"))
+    ranges = {f"consumer.{name}": (config.get_int(f"group.consumer.min.{name}"),
+                                   config.get_int(f"group.consumer.max.{name}"))
               for name in ("session.timeout.ms", "heartbeat.interval.ms")}
+    ranges.update({group_name: (config.get_int(f"group.share.min.{suffix}"), config.get_int(f"group.share.max.{suffix}"))
+                   for group_name, suffix in SHARE_BOUNDED.items()})
     service = ConfigService(node_id, catalog, store, {k: _text(v) for k, v in config.values.items()}, config.given,
-                            {f"consumer.{k}": v for k, v in ranges.items()},
+                            ranges,
                             on_topic=on_topic, on_defaults=on_defaults, on_groups=on_groups,
                             on_log_level=logs.set_level)
     on_defaults()

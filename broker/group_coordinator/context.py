@@ -112,6 +112,17 @@ class CoordinatorConfig:
             configs["rack.aware.assignment.tags"] = ",".join(t.strip() for t in tags.split(","))
         return configs
 
+    # Share groups' own timings (share.session.timeout.ms, share.heartbeat.interval.ms), likewise.
+    share_group_timings: Mapping[str, tuple[int | None, int | None]] = field(default_factory=dict, compare=False)
+
+    def share_session_timeout_for(self, group_id: str) -> int:
+        own = self.share_group_timings.get(group_id, (None, None))[0]
+        return self.share_session_timeout_ms if own is None else own
+
+    def share_heartbeat_interval_for(self, group_id: str) -> int:
+        own = self.share_group_timings.get(group_id, (None, None))[1]
+        return self.share_heartbeat_interval_ms if own is None else own
+
 
 class TopicView(Protocol):
     """The broker's topic metadata (Kafka's metadata image, as far as the coordinator reads it)."""

@@ -117,10 +117,13 @@ class ShardManager(Coordinator[GroupCoordinatorShard, Result]):
         self.runtimes = self.runtime.shards
         self.timers = self.runtime.timers
 
-    def set_group_timings(self, timings: Mapping[str, tuple[int | None, int | None]]) -> None:
-        """Groups' own session timeouts and heartbeat intervals (group configs) changed: every
-        shard gets the new ones as part of its configuration, used from its next heartbeat."""
-        self.coordinator_config = replace(self.coordinator_config, group_timings=dict(timings))
+    def set_group_timings(self, timings: Mapping[str, tuple[int | None, int | None]],
+                          share_timings: Mapping[str, tuple[int | None, int | None]] | None = None) -> None:
+        """Groups' own session timeouts and heartbeat intervals (group configs: consumer groups'
+        and share groups') changed: every shard gets the new ones as part of its configuration,
+        used from its next heartbeat."""
+        self.coordinator_config = replace(self.coordinator_config, group_timings=dict(timings),
+                                          share_group_timings=dict(share_timings or {}))
         for runtime in self.runtimes:
             runtime.shard.state.config = self.coordinator_config
 

@@ -21,6 +21,8 @@ from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoord
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 
+SHARE_STATE_TOPIC = "__share_group_state"
+
 _SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
 _NOT_REQUESTED = -2147483648
 
@@ -33,6 +35,14 @@ KEY_TYPE_SHARE = 2  # "group:topic id:partition", a share partition's state (KIP
 def _share_key_valid(key: str) -> bool:
     parts = key.rsplit(":", 2)
     return len(parts) == 3 and all(parts) and parts[2].lstrip("-").isdigit() and int(parts[2]) >= 0
+
+
+# A Metadata request read while a DeleteTopics of the same topic held the event loop (its catalog
+# and directory fsyncs) is answered after the deletion; Kafka would answer it from the metadata
+# image it was read against, where the topic still exists, and create nothing. So a topic deleted
+# this recently is not auto-created again (the client is told UNKNOWN_TOPIC_OR_PARTITION and asks
+# again at its next refresh): an admin recreating it just after its deletion is not beaten to it.
+RECREATE_GRACE_S = 0.25
 
 
 class ApiVersionsApi:
@@ -71,8 +81,10 @@ class ClusterApis:
     the topic admin (which auto-creates topics)."""
 
     def __init__(self, view: ClusterView, catalog: TopicCatalog, admin: TopicAdmin, transactions: TransactionService,
-                 *, auto_create_topics: bool, default_partitions: int, offsets_partitions: int) -> None:
+                 *, auto_create_topics: bool, default_partitions: int, offsets_partitions: int,
+                 share_state_partitions: int = 50) -> None:
         self.view = view
+        self.share_state_partitions = share_state_partitions
         self.catalog = catalog
         self.admin = admin
         self.transactions = transactions
@@ -107,7 +119,8 @@ class ClusterApis:
         topics = []
         for name in names:
             topic = catalog.get(name)
-            if topic is None and allow_create and validate_topic_name(name) is None:
+            if (topic is None and allow_create and validate_topic_name(name) is None
+                    and not self.admin.deleted_within(name, RECREATE_GRACE_S)):
                 try:
                     topic = self.admin.create_topic(name, self.default_partitions, {})
                 except TopicError:
@@ -188,11 +201,12 @@ class ClusterApis:
                     key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
                     error_message="a share coordinator key is groupId:topicId:partition"))
             elif body.key_type == KEY_TYPE_SHARE and self.view.clustered:
-                entries.append(FindCoordinatorResponse.Coordinator(
-                    key=key, node_id=-1, host="", port=-1, error_code=ErrorCode.INVALID_REQUEST,
-                    error_message="share partitions are not served in a cluster"))
+                # The owner of the key's __share_group_state partition coordinates its state.
+                node, _epoch = self.view.leader(SHARE_STATE_TOPIC, partition_for(key, self.share_state_partitions))
+                entries.append(self.owner_entry(key, node, addresses,
+                                                "the share state key's partition has no owner at the moment"))
             elif body.key_type == KEY_TYPE_SHARE:
-                # The share state is kept by the node that serves the share partitions: this one.
+                # A single broker coordinates every share partition's state.
                 host, port = self.view.advertised
                 entries.append(FindCoordinatorResponse.Coordinator(
                     key=key, node_id=self.view.node_id, host=host, port=port, error_code=0, error_message=None))

@@ -10,7 +10,7 @@ from typing import Any
 from broker.handlers.groups import GroupRouting
 from broker.network.router import Request
 from broker.share.service import Key, ShareService
-from broker.share_partition.partition import ACKNOWLEDGED, ARCHIVED
+from broker.share_partition.partition import ACKNOWLEDGED, ARCHIVED, SharePartition
 from broker.topics.catalog import TopicCatalog
 from broker.topics.partitions import TopicLogs
 from protocol.errors import ErrorCode
@@ -74,13 +74,14 @@ class ShareOffsetApis:
         return max(0, src.high_watermark - start - done)
 
     def describe_share_group_offsets(self, req: Request[DescribeShareGroupOffsetsRequest]) -> None:
-        groups = []
+        """Each share partition's start offset, from this node's share partitions or, for those it
+        does not hold (in a cluster, those another node leads), as their share coordinator has it."""
+        asked: list[tuple[Any, int, dict[str, list[int]], dict[tuple[bytes, int], SharePartition]]] = []
+        missing: list[Key] = []
         for g in req.body.groups:
             code, _, initialized = self._group(g.group_id)
             if code:
-                groups.append(_DGroup(group_id=g.group_id, topics=[], error_code=code,
-                                      error_message=None if code != ErrorCode.GROUP_ID_NOT_FOUND else
-                                      f"Group {g.group_id} not found."))
+                asked.append((g, code, {}, {}))
                 continue
             state = self.service.of_group(g.group_id)
             wanted: dict[str, list[int]] = {}
@@ -95,27 +96,47 @@ class ShareOffsetApis:
                         wanted[t.name].append(index)
             else:
                 wanted = {t.topic_name: list(t.partitions) for t in g.topics}
-            topics = []
-            for name, indexes in sorted(wanted.items()):
+            for name, indexes in wanted.items():
                 topic = self.catalog.get(name)
-                if topic is None:
-                    topics.append(_DTopic(topic_name=name, topic_id=bytes(16), partitions=[
-                        _DPart(partition_index=i, start_offset=-1, leader_epoch=-1,
-                               error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for i in sorted(indexes)]))
+                if topic is not None:
+                    missing += [(g.group_id, topic.topic_id, i) for i in indexes if (topic.topic_id, i) not in state]
+            asked.append((g, 0, wanted, state))
+
+        def answer(found: dict[Key, SharePartition]) -> None:
+            groups = []
+            for g, code, wanted, state in asked:
+                if code:
+                    groups.append(_DGroup(group_id=g.group_id, topics=[], error_code=code,
+                                          error_message=None if code != ErrorCode.GROUP_ID_NOT_FOUND else
+                                          f"Group {g.group_id} not found."))
                     continue
-                parts = []
-                for index in sorted(set(indexes)):
-                    sp = state.get((topic.topic_id, index))
-                    if sp is None or not sp.initialized:
-                        parts.append(_DPart(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1,
-                                            error_code=0))
-                        continue
-                    done = sum(1 for r in sp.records.values() if r.state in (ACKNOWLEDGED, ARCHIVED))
-                    parts.append(_DPart(partition_index=index, start_offset=sp.start_offset, leader_epoch=0,
-                                        lag=self._lag(name, index, sp.start_offset, done), error_code=0))
-                topics.append(_DTopic(topic_name=name, topic_id=topic.topic_id, partitions=parts))
-            groups.append(_DGroup(group_id=g.group_id, topics=topics, error_code=0))
-        req.reply.set(DescribeShareGroupOffsetsResponse(groups=groups))
+                state.update({(k[1], k[2]): sp for k, sp in found.items() if k[0] == g.group_id})
+                groups.append(_DGroup(group_id=g.group_id, topics=self._described(wanted, state), error_code=0))
+            req.reply.set(DescribeShareGroupOffsetsResponse(groups=groups))
+
+        self.service.gather(missing, answer)
+
+    def _described(self, wanted: dict[str, list[int]], state: dict[tuple[bytes, int], SharePartition]) -> list[Any]:
+        topics = []
+        for name, indexes in sorted(wanted.items()):
+            topic = self.catalog.get(name)
+            if topic is None:
+                topics.append(_DTopic(topic_name=name, topic_id=bytes(16), partitions=[
+                    _DPart(partition_index=i, start_offset=-1, leader_epoch=-1,
+                           error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for i in sorted(indexes)]))
+                continue
+            parts = []
+            for index in sorted(set(indexes)):
+                sp = state.get((topic.topic_id, index))
+                if sp is None or not sp.initialized:
+                    parts.append(_DPart(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1,
+                                        error_code=0))
+                    continue
+                done = sum(1 for r in sp.records.values() if r.state in (ACKNOWLEDGED, ARCHIVED))
+                parts.append(_DPart(partition_index=index, start_offset=sp.start_offset, leader_epoch=0,
+                                    lag=self._lag(name, index, sp.start_offset, done), error_code=0))
+            topics.append(_DTopic(topic_name=name, topic_id=topic.topic_id, partitions=parts))
+        return topics
 
     def _empty_group_error(self, group_id: str) -> tuple[int, str | None]:
         code, members, _ = self._group(group_id)
@@ -149,6 +170,9 @@ class ShareOffsetApis:
                 topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else bytes(16), partitions=parts))
 
         def durable(ok: bool) -> None:
+            # In a cluster the leaders of these partitions read the new start again (their next
+            # write is fenced by the new state epoch); this node keeps no copy of those it does not lead.
+            self.service.drop_unled(changed)
             req.reply.set(AlterShareGroupOffsetsResponse(error_code=0, responses=responses) if ok else
                           alter_offsets_error(req, ErrorCode.UNKNOWN_SERVER_ERROR))
 
@@ -161,6 +185,7 @@ class ShareOffsetApis:
             req.reply.set(DeleteShareGroupOffsetsResponse(error_code=code, error_message=message, responses=[]))
             return
         state = self.service.of_group(body.group_id)
+        initialized = self._group(body.group_id)[2]
         gone: list[Key] = []
         responses = []
         for t in body.topics:
@@ -170,6 +195,9 @@ class ShareOffsetApis:
                     topic_name=t.topic_name, topic_id=bytes(16), error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                 continue
             gone += [(body.group_id, topic_id, index) for topic_id, index in state if topic_id == topic.topic_id]
+            # In a cluster another node may coordinate (or lead) a partition's state: every
+            # partition the group initialized is deleted too (deleting a key never written is no error).
+            gone += [(body.group_id, topic.topic_id, index) for index in initialized.get(topic.topic_id, ())]
             responses.append(DeleteShareGroupOffsetsResponse.Topic(topic_name=t.topic_name, topic_id=topic.topic_id,
                                                                    error_code=0))
 

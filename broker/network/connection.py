@@ -112,6 +112,7 @@ class Connection:
             # server's nursery.
             pass
         finally:
+            self.router.connection_closed(self.info)
             # Replies still parked (a join waiting for its rebalance) may be filled after this
             # connection is gone; filling one must never write to the descriptor number, which
             # the next accepted connection may already have.

@@ -143,6 +143,8 @@ class Router:
         self.routes: dict[int, Route] = {}
         # Called once the requests read together have been dispatched (see after_frames).
         self.frames_done_hooks: list[Callable[[], None]] = []
+        # Called once a client connection has closed, with its info (share sessions end with it).
+        self.closed_hooks: list[Callable[[ConnectionInfo], None]] = []
         # A bare SASL token after SaslHandshake v0 (broker/handlers/sasl.py).
         self.raw_sasl_token: Callable[[bytes, ConnectionInfo], Reply] | None = None
         # Sees every request that reaches its handler, with its frame's size, before the handler
@@ -221,6 +223,10 @@ class Router:
             counter=api.counter(version), latency=api.latency_observer())
         self.routes[(api_key << 16) | (version & 0xFFFF)] = route
         return route
+
+    def connection_closed(self, info: ConnectionInfo) -> None:
+        for hook in self.closed_hooks:
+            hook(info)
 
     def after_frames(self) -> None:
         """A connection has dispatched all the requests it had: handlers that queued writes

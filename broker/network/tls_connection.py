@@ -46,6 +46,7 @@ class TlsConnection(Connection):
             # server's nursery.
             pass
         finally:
+            self.router.connection_closed(self.info)
             self.broken = True
             with trio.CancelScope(shield=True):
                 if self.linger:

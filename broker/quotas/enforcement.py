@@ -9,7 +9,9 @@ above its bound gives a throttle time (``rate.throttle_ms``; request time is cap
 as Kafka caps it; a Fetch asks for no more than the quota lets through in all windows but one);
 the response carries the largest in ``throttle_time_ms`` and leaves at once
 (KIP-219), and the connection reads nothing more for that long. A throttled Fetch is answered
-empty and its bytes are not counted, as Kafka answers it.
+empty and its bytes are not counted, as Kafka answers it. A ShareFetch counts against
+``consumer_byte_rate`` as a Fetch does, and is likewise answered empty when throttled (the
+records it acquired come back when their locks expire, as in Kafka 4.4).
 
 Nothing is recorded while no quota is configured: the request path then costs one check."""
 
@@ -115,7 +117,7 @@ class QuotaEnforcer:
             mute = req.conn.mute
             if pending.produce[0] > 0 and mute is not None:
                 mute(pending.produce[0] / 1000.0, False)
-        elif req.api_key == ApiKey.Fetch and req.version >= 3:
+        elif (req.api_key == ApiKey.Fetch and req.version >= 3) or req.api_key == ApiKey.ShareFetch:
             self._cap_fetch(req)
         earlier = req.reply.amend
 
@@ -171,7 +173,7 @@ class QuotaEnforcer:
         charged: list[tuple[int, Sensor | None]] = []
         if req.api_key == ApiKey.Produce:
             charged.append(pending.produce)
-        elif req.api_key == ApiKey.Fetch:
+        elif req.api_key in (ApiKey.Fetch, ApiKey.ShareFetch):
             size = fetch_bytes(response)
             throttle, sensor = self.record(FETCH, user, client, size, now)
             if throttle > 0 and sensor is not None:

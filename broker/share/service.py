@@ -1,41 +1,54 @@
-"""Share partitions on this node: their state in memory, made durable in ``__share_group_state``.
+"""Share partitions on this node: their state in memory, made durable through the share coordinator.
 
-Every share partition (group, topic id, partition) is a pure ``SharePartition``. A change that
-must survive a crash (an acknowledgement, a release, the start offset set by a first fetch) is
-written as a ShareSnapshot record of the whole share partition to the ``__share_group_state``
-partition its key hashes to, and the request that made it is answered only once that record is
-durable. At start the service replays those partitions. Acquisitions are not written: after a
-restart an acquired record is available again.
-
-The state log is owned here for now; it runs on the same log runtime as every other partition.
+Every share partition (group, topic id, partition) is a pure ``SharePartition``, kept by the node
+that leads its topic partition. Its durable state is the share coordinator's
+(``broker.share.coordinator``, on the coordinator runtime), reached through a ``Persister``: the
+local coordinator on a single broker, the node coordinating the key's ``__share_group_state``
+partition in a cluster. A share partition's first use reads its state (ReadShareGroupState;
+``prepare``); one never written starts where its group's reset says at its first fetch and is
+initialized (InitializeShareGroupState, at a state epoch above any earlier one) before its first
+write. A change that must survive a crash (an acknowledgement, a release, the start offset set by
+a first fetch, an offset reset) is written (WriteShareGroupState: its start offset and in-flight
+batches, acquired records as available), and the request that made it is answered only once that
+write is durable. Acquisitions are not written: after a restart an acquired record is available
+again.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import partial
+from typing import Any, Protocol
 
 import trio
 
-from broker.log_runtime.runtime import Entry, LogRuntime, Partition
-from broker.observability import logs
+from broker.runtime.countdown import Countdown
+from broker.share.coordinator import Deliver, ShareStateCoordinator, StateRequest
+from broker.share_coordinator.state import ShareGroupOffset
 from broker.share_partition import records as state_records
-from broker.share_partition.partition import Limits, SharePartition
+from broker.share_partition.partition import ACQUIRED, InFlight, Limits, SharePartition
+from broker.share_partition.settings import ShareGroupSettings
 from broker.topics.changes import Settlement, TopicChange, TopicDeleted
-from protocol import share_state_records
-from protocol.errors import DecodeError
-from protocol.partitioning import partition_for
-from protocol.record_batch import decode_records
-from protocol.share_state_records import SNAPSHOT, ShareStateRecord
-from storage.config import LogConfig
+from protocol.errors import ErrorCode
+from protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
+from protocol.messages.initialize_share_group_state import InitializeShareGroupStateRequest
+from protocol.messages.read_share_group_state import ReadShareGroupStateRequest
+from protocol.messages.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
+from protocol.messages.write_share_group_state import WriteShareGroupStateRequest
 
-STATE_TOPIC = "__share_group_state"
 Key = tuple[str, bytes, int]  # group, topic id, partition
 # How often acquisition locks and idle sessions are checked while any may expire: a lock is
 # released at most this late.
 LOCK_CHECK_SECONDS = 0.1
+Done = Callable[[bool], None]
+
+
+class Persister(Protocol):
+    """Where share partitions' state is read and written: ``deliver(response)`` once durable,
+    ``deliver(None)`` when the coordinator could not be reached or does not serve the key."""
+
+    def send(self, request: StateRequest, deliver: Deliver) -> None: ...
 
 
 @dataclass
@@ -43,71 +56,71 @@ class ShareSession:
     epoch: int
     partitions: set[tuple[bytes, int]]
     last_used_ms: int = 0
+    # The connection that opened it: the session ends when that connection closes (Kafka 4.4's
+    # share session cache does the same); -1 when not known.
+    conn_id: int = -1
+
+
+def _error(response: Any) -> int:
+    """The one partition's error of a single-key state response (None: not reached)."""
+    if response is None:
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    return int(response.results[0].partitions[0].error_code)
+
+
+def from_state(start_offset: int, batches: list[Any]) -> SharePartition:
+    """A share partition from its durable state: acquired records were written available."""
+    sp = SharePartition(start_offset=start_offset, next_offset=start_offset)
+    for b in batches:
+        for offset in range(max(b.first_offset, start_offset), b.last_offset + 1):
+            sp.records[offset] = InFlight(b.delivery_state, b.delivery_count)
+        sp.next_offset = max(sp.next_offset, b.last_offset + 1)
+    sp.advance()
+    return sp
+
+
+def _from_offset(state: ShareGroupOffset) -> SharePartition:
+    W = WriteShareGroupStateRequest.WriteStateData.PartitionData.StateBatch
+    return from_state(state.start_offset, [W(first_offset=b.first, last_offset=b.last, delivery_state=b.state,
+                                             delivery_count=b.deliveries) for b in state.batches])
 
 
 class ShareService:
-    def __init__(self, runtime: LogRuntime, limits: Limits, num_partitions: int, log_config: LogConfig,
-                 clock: Callable[[], int], max_sessions: int = 2000, session_idle_ms: int = 45000) -> None:
+    def __init__(self, persister: Persister, settings: Callable[[str], ShareGroupSettings],
+                 clock: Callable[[], int], max_sessions: int = 2000, session_idle_ms: int = 45000,
+                 local: ShareStateCoordinator | None = None,
+                 leader_epoch: Callable[[bytes, int], int | None] = lambda topic_id, index: -1,
+                 reread_at_session_open: bool = False) -> None:
+        """``settings`` gives a group's effective share settings (its group configs over the
+        broker's ``group.share.*``), looked up at each use so that a change applies at once.
+        ``local``: the share coordinator of this node (what it coordinates is listed from it).
+        ``leader_epoch(topic id, partition)``: the epoch this node leads the topic partition at
+        (-1: no fencing), None when it does not lead it. ``reread_at_session_open`` (a cluster):
+        a member's new session has the group's idle share partitions read again, as another node
+        may have reset their offsets meanwhile."""
+        self.reread_at_session_open = reread_at_session_open
         self.max_sessions = max_sessions
         # A session unused this long belongs to a consumer that is gone (one that polls fetches
         # far more often): it is closed and what its member holds is released.
         self.session_idle_ms = session_idle_ms
-        self.runtime = runtime
-        self.limits = limits
-        self.num_partitions = num_partitions
-        self.log_config = log_config
+        self.persister = persister
+        self.local = local
+        self.settings = settings
         self.clock = clock
         self.partitions: dict[Key, SharePartition] = {}
-        self.created: dict[Key, int] = {}
-        self.snapshot_epochs: dict[Key, int] = {}
+        self.leader_epoch = leader_epoch
+        # The leader epoch each share partition in memory was read at: once this node leads its
+        # topic partition at another epoch (it lost and regained it), the state is read again.
+        self.read_at: dict[Key, int] = {}
+        # The state epoch each share partition's coordinator state has; a key missing here is
+        # initialized (at a higher state epoch than any before) at its next write.
+        self.state_epochs: dict[Key, int] = {}
+        # Reads of share partitions' state in flight, and who waits for each.
+        self.reading: dict[Key, list[Done]] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
-        self.parts: dict[int, Partition] = {}
         self._opened = trio.Event()
 
-    # ---- loading ----------------------------------------------------------------------------
-
-    def _open_and_replay(self) -> list[Partition]:
-        opened = []
-        for topic, index in self.runtime.manager.existing_partitions():
-            if topic != STATE_TOPIC:
-                continue
-            part = self.runtime.open(topic, index, self.log_config, owner=None)
-            for batch in part.log.batches():
-                if batch.is_control:
-                    continue
-                for record in decode_records(batch):
-                    if record.key is None:
-                        continue
-                    try:
-                        rec = share_state_records.decode(record.key, record.value)
-                    except DecodeError as exc:
-                        logs.warn("share.unreadable_record", partition=index, error=str(exc))
-                        continue
-                    if rec is not None:
-                        self._replay(rec)
-            opened.append(part)
-        return opened
-
-    def _replay(self, rec: ShareStateRecord) -> None:
-        key = (rec.group, rec.topic_id, rec.partition)
-        if rec.value is None:
-            self.partitions.pop(key, None)
-        elif rec.record_type == SNAPSHOT:
-            self.partitions[key] = state_records.load(rec.value)
-            self.created[key] = rec.value.create_timestamp
-            self.snapshot_epochs[key] = rec.value.snapshot_epoch
-        elif key in self.partitions:
-            state_records.apply_update(self.partitions[key], rec.value)
-
-    async def load(self) -> None:
-        started = time.perf_counter()
-        for part in await trio.to_thread.run_sync(self._open_and_replay):
-            self.parts[part.index] = self.runtime.adopt(part)
-        logs.event("share.loaded", share_partitions=len(self.partitions),
-                   seconds=round(time.perf_counter() - started, 3))
-
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-        await self.load()
         task_status.started()
         while True:
             if not self.sessions and not any(sp.next_deadline() is not None for sp in self.partitions.values()):
@@ -120,23 +133,85 @@ class ShareService:
             self.expire_locks(now)
             self.close_idle_sessions(now)
 
-    def session_opened(self) -> None:
-        """A share session opened: its locks and its idleness are to be watched."""
-        self._opened.set()
-
     # ---- state --------------------------------------------------------------------------------
 
+    def limits(self, group: str) -> Limits:
+        return self.settings(group).limits
+
+    def prepare(self, keys: list[Key], done: Done) -> None:
+        """Reads the state of each share partition not in memory yet; ``done(True)`` once all are
+        (a key whose state could not be read stays out of ``partitions``: ``done(False)``)."""
+        missing = []
+        for key in dict.fromkeys(keys):
+            epoch = self.leader_epoch(key[1], key[2])
+            if epoch is None:
+                self._drop(key)  # another node leads it: its share partition lives there
+            elif self.read_at.get(key) != epoch:
+                self._drop(key)
+                missing.append(key)
+            elif key not in self.partitions:
+                missing.append(key)
+        if not missing:
+            done(True)
+            return
+        countdown = Countdown(len(missing), done)
+        for key in missing:
+            waiting = self.reading.get(key)
+            if waiting is not None:
+                waiting.append(countdown.arrive)
+                continue
+            self.reading[key] = [countdown.arrive]
+            D = ReadShareGroupStateRequest.ReadStateData
+            epoch = self.leader_epoch(key[1], key[2])
+            self.persister.send(ReadShareGroupStateRequest(group_id=key[0], topics=[D(topic_id=key[1], partitions=[
+                D.PartitionData(partition=key[2], leader_epoch=-1 if epoch is None else epoch)])]),
+                partial(self._read, key, -1 if epoch is None else epoch))
+
+    def session_opened(self, group: str) -> None:
+        """A member of ``group`` opened a share session: in a cluster, the group's share partitions
+        with nothing acquired and nothing left to write are read again at their next use. Locks and
+        idle sessions are watched from now on."""
+        self._opened.set()
+        if not self.reread_at_session_open:
+            return
+        for key, sp in list(self.partitions.items()):
+            if key[0] == group and key not in self.reading and not sp.changed \
+                    and not any(r.state == ACQUIRED for r in sp.records.values()):
+                self._drop(key)
+
+    def _drop(self, key: Key) -> None:
+        self.partitions.pop(key, None)
+        self.state_epochs.pop(key, None)
+        self.read_at.pop(key, None)
+
+    def _read(self, key: Key, epoch: int, response: Any) -> None:
+        error = _error(response)
+        ok = error in (ErrorCode.NONE, ErrorCode.INVALID_REQUEST)
+        if key not in self.partitions:  # else reset or created meanwhile: that state is newer
+            if ok:
+                self.read_at[key] = epoch
+            if error == ErrorCode.NONE:
+                part = response.results[0].partitions[0]
+                self.partitions[key] = from_state(part.start_offset, part.state_batches)
+                self.state_epochs[key] = part.state_epoch
+            elif error == ErrorCode.INVALID_REQUEST:
+                # Never initialized: the share partition starts at its first fetch.
+                self.partitions[key] = SharePartition()
+        for waiter in self.reading.pop(key, []):
+            waiter(ok)
+
     def get(self, key: Key) -> SharePartition:
+        """The share partition (``prepare`` read its state already)."""
         sp = self.partitions.get(key)
         if sp is None:
             sp = self.partitions[key] = SharePartition()
         return sp
 
     def expire_locks(self, now_ms: int) -> None:
-        for sp in self.partitions.values():
+        for key, sp in self.partitions.items():
             deadline = sp.next_deadline()
             if deadline is not None and deadline <= now_ms:
-                sp.expire(now_ms, self.limits)
+                sp.expire(now_ms, self.limits(key[0]))
 
     def close_idle_sessions(self, now_ms: int) -> None:
         idle = [key for key, session in self.sessions.items() if now_ms - session.last_used_ms > self.session_idle_ms]
@@ -144,92 +219,175 @@ class ShareService:
             del self.sessions[(group, member)]
             self.release_member(group, member)
 
+    def close_sessions_of(self, conn_id: int) -> None:
+        """A client connection closed: the share sessions it opened end, and what their members
+        hold is available again at once (written like any release)."""
+        ended = [key for key, session in self.sessions.items() if session.conn_id == conn_id]
+        changed: list[Key] = []
+        for group, member in ended:
+            del self.sessions[(group, member)]
+            changed += self.release_member(group, member)
+        if changed:
+            self.persist(changed, lambda ok: None)
+
     def release_member(self, group: str, member: str) -> list[Key]:
         """The member's session ended: whatever it holds in the group's share partitions goes back."""
-        return [key for key, sp in self.partitions.items() if key[0] == group and sp.release_member(member, self.limits)]
+        limits = self.limits(group)
+        return [key for key, sp in self.partitions.items() if key[0] == group and sp.release_member(member, limits)]
 
     # ---- durability ---------------------------------------------------------------------------
 
-    def _part(self, index: int) -> Partition:
-        part = self.parts.get(index)
-        if part is None:
-            part = self.parts[index] = self.runtime.adopt(
-                self.runtime.open(STATE_TOPIC, index, self.log_config, owner=None))
-        return part
-
-    def persist(self, keys: list[Key], done: Callable[[bool], None]) -> None:
-        """Writes a snapshot of each share partition; ``done(ok)`` once all are durable."""
-        if not keys:
+    def persist(self, keys: list[Key], done: Done) -> None:
+        """Writes each share partition's state; ``done(ok)`` once all are durable."""
+        todo = [k for k in dict.fromkeys(keys) if k in self.partitions and self.partitions[k].initialized]
+        if not todo:
             done(True)
             return
-        now = self.clock()
-        by_part: dict[int, list[Entry]] = {}
-        for key in dict.fromkeys(keys):
+        countdown = Countdown(len(todo), done)
+        for key in todo:
+            if key in self.state_epochs:
+                self._write(key, countdown.arrive)
+            else:
+                self._initialize(key, countdown.arrive)
+
+    def _write(self, key: Key, done: Done, everything: bool = False) -> None:
+        """Writes what changed since the last write (every record in flight when ``everything``):
+        the start offset and those records' batches, as a ShareUpdate carries them."""
+        sp = self.partitions.get(key)
+        if sp is None:
+            done(True)  # forgotten meanwhile
+            return
+        D = WriteShareGroupStateRequest.WriteStateData
+        P = D.PartitionData
+        changed, sp.changed = sp.changed, set()
+        batches = state_records.state_batches(sp, None if everything else changed, P.StateBatch)
+        if everything and not batches:
+            done(True)  # the initialization wrote the start offset: nothing more to say
+            return
+        request = WriteShareGroupStateRequest(group_id=key[0], topics=[D(topic_id=key[1], partitions=[P(
+            partition=key[2], state_epoch=self.state_epochs.get(key, -1), leader_epoch=self.read_at.get(key, -1),
+            start_offset=sp.start_offset, state_batches=batches)])])
+
+        def written(response: Any) -> None:
+            error = _error(response)
+            if error != ErrorCode.NONE and sp is self.partitions.get(key):
+                sp.changed |= changed  # written again with the next change
+            if error == ErrorCode.INVALID_REQUEST:
+                # The coordinator has no state for it (deleted meanwhile): initialize it again.
+                self.state_epochs.pop(key, None)
+            elif error in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH) \
+                    and sp is self.partitions.get(key):
+                # Its offsets were reset, or a later leader wrote it: what is in memory is stale,
+                # and is read again at the next use.
+                self._drop(key)
+            done(error == ErrorCode.NONE)
+
+        self.persister.send(request, written)
+
+    def _initialize(self, key: Key, done: Done) -> None:
+        """The share partition's state starts afresh at its start offset, at a state epoch above
+        the coordinator's (read first), then its batches are written."""
+        D = ReadShareGroupStateSummaryRequest.ReadStateSummaryData
+
+        def summary(response: Any) -> None:
+            if _error(response) != ErrorCode.NONE:
+                done(False)
+                return
             sp = self.partitions.get(key)
             if sp is None:
-                continue
-            epoch = self.snapshot_epochs[key] = self.snapshot_epochs.get(key, -1) + 1
-            created = self.created.setdefault(key, now)
-            value = state_records.snapshot(sp, 0, epoch, now, created)
-            k, v = share_state_records.encode(ShareStateRecord(SNAPSHOT, key[0], key[1], key[2], value))
-            by_part.setdefault(self._index(key), []).append((k, v, now))
-        self._write(by_part, done)
+                done(True)
+                return
+            epoch = response.results[0].partitions[0].state_epoch + 1
+            self.state_epochs[key] = epoch
+            I = InitializeShareGroupStateRequest.InitializeStateData  # noqa: E741
+            self.persister.send(InitializeShareGroupStateRequest(group_id=key[0], topics=[I(
+                topic_id=key[1], partitions=[I.PartitionData(partition=key[2], state_epoch=epoch,
+                                                             start_offset=sp.start_offset)])]), initialized)
+
+        def initialized(response: Any) -> None:
+            if _error(response) != ErrorCode.NONE:
+                self.state_epochs.pop(key, None)
+                done(False)
+                return
+            self._write(key, done, everything=True)
+
+        self.persister.send(ReadShareGroupStateSummaryRequest(group_id=key[0], topics=[D(
+            topic_id=key[1], partitions=[D.PartitionData(partition=key[2], leader_epoch=-1)])]), summary)
 
     # ---- administration -----------------------------------------------------------------------
 
+    def gather(self, keys: list[Key], done: Callable[[dict[Key, SharePartition]], None]) -> None:
+        """The share partitions of ``keys`` not in memory, as their share coordinator holds them
+        (read without a leader epoch: nothing is fenced); those never written are left out."""
+        found: dict[Key, SharePartition] = {}
+        keys = [k for k in dict.fromkeys(keys) if k not in self.partitions]
+        if not keys:
+            done(found)
+            return
+        countdown = Countdown(len(keys), lambda ok: done(found))
+        for key in keys:
+            def read(response: Any, key: Key = key) -> None:
+                if _error(response) == ErrorCode.NONE:
+                    part = response.results[0].partitions[0]
+                    found[key] = from_state(part.start_offset, part.state_batches)
+                countdown.arrive()
+
+            D = ReadShareGroupStateRequest.ReadStateData
+            self.persister.send(ReadShareGroupStateRequest(group_id=key[0], topics=[D(topic_id=key[1], partitions=[
+                D.PartitionData(partition=key[2], leader_epoch=-1)])]), read)
+
+    def drop_unled(self, keys: list[Key]) -> None:
+        """Forgets the share partitions of ``keys`` whose topic partition another node leads (an
+        offset reset written from here): their leader reads them again."""
+        for key in keys:
+            if self.leader_epoch(key[1], key[2]) is None:
+                self._drop(key)
+
     def of_group(self, group: str) -> dict[tuple[bytes, int], SharePartition]:
-        return {(k[1], k[2]): sp for k, sp in self.partitions.items() if k[0] == group}
+        """The group's share partitions: those in memory, and those the local coordinator holds."""
+        out: dict[tuple[bytes, int], SharePartition] = {}
+        if self.local is not None:
+            out = {(k[1], k[2]): _from_offset(state) for k, state in self.local.states(group).items()}
+        out.update({(k[1], k[2]): sp for k, sp in self.partitions.items() if k[0] == group})
+        return out
 
     def reset(self, key: Key, offset: int) -> None:
-        """AlterShareGroupOffsets: the share partition starts again at ``offset``, nothing in flight."""
+        """AlterShareGroupOffsets: the share partition starts again at ``offset``, nothing in flight
+        (written at a new state epoch by the next ``persist``)."""
+        self._drop(key)
         sp = self.partitions[key] = SharePartition()
         sp.initialize(offset)
+        epoch = self.leader_epoch(key[1], key[2])
+        self.read_at[key] = -1 if epoch is None else epoch
 
-    def forget(self, keys: list[Key], done: Callable[[bool], None]) -> None:
-        """DeleteShareGroupOffsets, DeleteGroups: the share partitions' state goes (tombstones)."""
-        now = self.clock()
-        by_part: dict[int, list[Entry]] = {}
+    def forget(self, keys: list[Key], done: Done) -> None:
+        """DeleteShareGroupOffsets, DeleteGroups: the share partitions' state goes."""
+        keys = list(dict.fromkeys(keys))
+        if not keys:
+            done(True)
+            return
+        countdown = Countdown(len(keys), done)
         for key in keys:
-            self.partitions.pop(key, None)
-            self.snapshot_epochs.pop(key, None)
-            self.created.pop(key, None)
-            k, v = share_state_records.encode(ShareStateRecord(SNAPSHOT, key[0], key[1], key[2], None))
-            by_part.setdefault(self._index(key), []).append((k, v, now))
-        self._write(by_part, done)
+            self._drop(key)
+            D = DeleteShareGroupStateRequest.DeleteStateData
+            self.persister.send(DeleteShareGroupStateRequest(group_id=key[0], topics=[D(
+                topic_id=key[1], partitions=[D.PartitionData(partition=key[2])])]),
+                lambda r: countdown.arrive(_error(r) == ErrorCode.NONE))
+
+    def _known(self) -> list[Key]:
+        keys = list(self.partitions)
+        if self.local is not None:
+            keys += [k for k in self.local.states() if k not in self.partitions]
+        return keys
 
     def on_topic_change(self, change: TopicChange, settlement: Settlement) -> None:
         """Subscribed to the broker's topic changes: a deleted topic's share partitions are
-        forgotten (tombstoned in __share_group_state); DeleteTopics settles once that is durable."""
+        forgotten (their state deleted); DeleteTopics settles once that is durable."""
         if not isinstance(change, TopicDeleted):
             return
         release = settlement.hold()
-        self.forget([key for key in self.partitions if key[1] == change.topic_id], lambda ok: release())
+        self.forget([key for key in self._known() if key[1] == change.topic_id], lambda ok: release())
 
     def forget_group(self, group: str) -> None:
         """DeleteGroups deleted the group: its share partitions' state goes too."""
-        self.forget([key for key in self.partitions if key[0] == group], lambda ok: None)
-
-    def _index(self, key: Key) -> int:
-        return partition_for(f"{key[0]}:{key[1].hex()}:{key[2]}", self.num_partitions)
-
-    def _write(self, by_part: dict[int, list[Entry]], done: Callable[[bool], None]) -> None:
-        if not by_part:
-            done(True)
-            return
-        remaining = [len(by_part)]
-
-        def one(ok: bool) -> None:
-            if remaining[0] <= 0:
-                return
-            if not ok:
-                remaining[0] = 0
-                done(False)
-                return
-            remaining[0] -= 1
-            if remaining[0] == 0:
-                done(True)
-
-        for index, entries in by_part.items():
-            part = self._part(index)
-            self.runtime.append_records(part, entries)
-            part.when_durable(one)
+        self.forget([key for key in self._known() if key[0] == group], lambda ok: None)

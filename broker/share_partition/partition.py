@@ -29,11 +29,13 @@ RENEW = 4
 
 
 class BatchRange(NamedTuple):
-    """A stored batch, as the shell read it: its offsets and whether it is a control batch."""
+    """A stored batch, as the shell read it: its offsets, whether it is a control batch and, for a
+    ``read_committed`` group, whether its transaction was aborted."""
 
     first: int
     last: int
     control: bool
+    aborted: bool = False
 
 
 class Acquired(NamedTuple):
@@ -67,6 +69,9 @@ class SharePartition:
     redelivered: int = 0
     lock_expiries: int = 0
     archived_at_limit: int = 0
+    # Offsets whose durable state (delivery state as written, delivery count) changed since the
+    # shell last wrote this share partition: what a ShareUpdate record carries.
+    changed: set[int] = field(default_factory=set)
 
     @property
     def initialized(self) -> bool:
@@ -84,22 +89,28 @@ class SharePartition:
         return sum(1 for r in self.records.values() if r.state in (AVAILABLE, ACQUIRED))
 
     def acquire(self, member: str, batches: list[BatchRange], visible_end: int, max_records: int, now_ms: int,
-                limits: Limits) -> list[Acquired]:
+                limits: Limits, whole_batches: bool = False) -> list[Acquired]:
         """Acquires for ``member`` up to ``max_records`` of the records in ``batches`` below
         ``visible_end``: released ones first come first, then new ones (while fewer than
-        ``limits.max_in_flight`` records are in flight)."""
+        ``limits.max_in_flight`` records are in flight). ``whole_batches`` (ShareFetch's
+        batch-optimized acquire mode, Kafka's default) stops only at a batch boundary: a batch
+        begun is acquired whole, even past ``max_records``."""
         got: list[int] = []
         deadline = now_ms + limits.lock_ms
         in_flight = self.in_flight()  # counted once: new records add to it below
         for batch in batches:
+            if whole_batches and len(got) >= max_records:
+                break
             for offset in range(max(batch.first, self.start_offset), min(batch.last + 1, visible_end)):
-                if len(got) >= max_records:
+                if not whole_batches and len(got) >= max_records:
                     break
                 rec = self.records.get(offset)
-                if batch.control:
+                if batch.control or (batch.aborted and rec is None):
                     if offset >= self.next_offset:
-                        # A transaction marker is no record to deliver.
+                        # A transaction marker is no record to deliver, nor (read_committed) a
+                        # record of an aborted transaction: Kafka archives both.
                         self.records[offset] = InFlight(ARCHIVED)
+                        self.changed.add(offset)
                         self.next_offset = offset + 1
                     continue
                 if rec is not None:
@@ -118,6 +129,7 @@ class SharePartition:
                 if rec.delivery_count > 1:
                     self.redelivered += 1
                 got.append(offset)
+                self.changed.add(offset)
         self.advance()
         return self._ranges(got)
 
@@ -151,13 +163,14 @@ class SharePartition:
             if kind == GAP:
                 rec = self.records.get(offset)
                 if rec is not None and rec.state == ACQUIRED and rec.member == member:
-                    todo.append((rec, GAP))
+                    todo.append((offset, rec, GAP))
                 continue
             rec = self.records.get(offset)
             if rec is None or rec.state != ACQUIRED or rec.member != member:
                 return ErrorCode.INVALID_RECORD_STATE
-            todo.append((rec, kind))
-        for rec, kind in todo:
+            todo.append((offset, rec, kind))
+        for offset, rec, kind in todo:
+            self.changed.add(offset)
             if kind in (ACCEPT, GAP):
                 rec.state, rec.member, rec.deadline_ms = (ACKNOWLEDGED if kind == ACCEPT else ARCHIVED), "", 0
             elif kind == REJECT:
@@ -174,9 +187,10 @@ class SharePartition:
     def release_member(self, member: str, limits: Limits) -> bool:
         """Every record ``member`` holds goes back (its session closed or it left the group)."""
         changed = False
-        for rec in self.records.values():
+        for offset, rec in self.records.items():
             if rec.state == ACQUIRED and rec.member == member:
                 self._release(rec, limits)
+                self.changed.add(offset)
                 changed = True
         self.advance()
         return changed
@@ -184,9 +198,10 @@ class SharePartition:
     def expire(self, now_ms: int, limits: Limits) -> int:
         """Locks past their deadline are released; returns how many."""
         n = 0
-        for rec in self.records.values():
+        for offset, rec in self.records.items():
             if rec.state == ACQUIRED and rec.deadline_ms <= now_ms:
                 self._release(rec, limits)
+                self.changed.add(offset)
                 n += 1
         self.lock_expiries += n
         if n:

@@ -1,29 +1,33 @@
 """A share partition's durable state as the share coordinator writes it in
-``__share_group_state``: a ShareSnapshot of the whole state (Kafka's key ``group:topic id:
-partition``), replayed at load. An acquired record is written as available with its delivery
-count: after a restart it is delivered again, and counted."""
+``__share_group_state`` (Kafka's key ``group:topic id:partition``): a ShareSnapshot of the whole
+state, or a ShareUpdate of what changed since the last write (its start offset and the changed
+records), replayed in order at load. An acquired record is written as available with its
+delivery count: after a restart it is delivered again, and counted."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from broker.share_partition.partition import ACQUIRED, AVAILABLE, InFlight, SharePartition
 from protocol.messages.share_state_log import ShareSnapshotValue, ShareUpdateValue
 
 _Batch = ShareSnapshotValue.StateBatch
+_UpdateBatch = ShareUpdateValue.StateBatch
 
 
-def state_batches(sp: SharePartition) -> list[Any]:
+def state_batches(sp: SharePartition, offsets: Iterable[int] | None = None, batch: Any = _Batch) -> list[Any]:
+    """The records at ``offsets`` (every one in flight when None) as runs of equal state."""
     out: list[Any] = []
-    for offset in sorted(sp.records):
+    for offset in sorted(sp.records if offsets is None else (o for o in offsets if o in sp.records)):
         rec = sp.records[offset]
         state = AVAILABLE if rec.state == ACQUIRED else rec.state
         if out and out[-1].last_offset == offset - 1 and out[-1].delivery_state == state \
                 and out[-1].delivery_count == rec.delivery_count:
             out[-1].last_offset = offset
         else:
-            out.append(_Batch(first_offset=offset, last_offset=offset, delivery_state=state,
-                              delivery_count=rec.delivery_count))
+            out.append(batch(first_offset=offset, last_offset=offset, delivery_state=state,
+                             delivery_count=rec.delivery_count))
     return out
 
 
@@ -31,6 +35,14 @@ def snapshot(sp: SharePartition, state_epoch: int, snapshot_epoch: int, now_ms: 
     return ShareSnapshotValue(snapshot_epoch=snapshot_epoch, state_epoch=state_epoch, leader_epoch=0,
                               start_offset=sp.start_offset, delivery_complete_count=-1,
                               create_timestamp=created_ms, write_timestamp=now_ms, state_batches=state_batches(sp))
+
+
+def update(sp: SharePartition, snapshot_epoch: int) -> Any:
+    """What changed since the last write: the start offset and the records changed that are
+    still in flight (those below the start offset are done, the start offset says so)."""
+    return ShareUpdateValue(snapshot_epoch=snapshot_epoch, leader_epoch=0, start_offset=sp.start_offset,
+                            delivery_complete_count=-1,
+                            state_batches=state_batches(sp, sp.changed, _UpdateBatch))
 
 
 def load(value: Any) -> SharePartition:

@@ -4,6 +4,7 @@ the group coordinator (a subscriber of ``TopicChanges``) learns of it."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 
 from broker.configs.model import InvalidValue
@@ -24,6 +25,8 @@ class TopicAdmin:
         self.topic_logs = topic_logs
         self.changes = changes
         self.config_defaults = dict(config_defaults)
+        # When each topic was last deleted here (monotonic seconds): see ``deleted_within``.
+        self.deleted_at: dict[str, float] = {}
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str],
                      validate_only: bool = False) -> Topic:
@@ -64,9 +67,20 @@ class TopicAdmin:
         offset tombstones are durable."""
         topic = self.catalog.delete(name)
         self.topic_logs.delete_topic(name)
+        self.deleted_at[name] = time.monotonic()
         logs.event("topic.deleted", topic=name)
         self.changes.publish(TopicDeleted(name, topic.topic_id, topic.partitions), settlement)
         return topic
+
+    def deleted_within(self, name: str, seconds: float) -> bool:
+        """Whether ``name`` was deleted here less than ``seconds`` ago."""
+        at = self.deleted_at.get(name)
+        if at is None:
+            return False
+        if time.monotonic() - at < seconds:
+            return True
+        del self.deleted_at[name]
+        return False
 
     def topic_configs(self, topic: Topic) -> dict[str, str]:
         configs = dict(self.config_defaults)

@@ -48,7 +48,8 @@ REOPEN_DELAY_S = 0.1
 # when it learns of a deletion).
 LEFTOVER_SCAN_S = 5.0
 # Partitions owned through another key (the journal's) or by the coordinators: never leftovers.
-_OWNED_ELSEWHERE = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, EVENTS_TOPIC})
+SHARE_STATE_TOPIC = "__share_group_state"
+_OWNED_ELSEWHERE = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC, EVENTS_TOPIC})
 _LOG_CONFIG_NAMES = {f.name.replace("_", "."): f.name for f in fields(LogConfig)}
 
 
@@ -230,7 +231,7 @@ class TopicLogs:
         if self.cluster is not None:
             return 0  # partitions open as this node claims them (``gain``)
         for name, partition in self.runtime.manager.existing_partitions():
-            if name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC):
+            if name in (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC):
                 continue  # the coordinators open their own partitions
             topic = self.catalog.get(name)
             if topic is not None and topic.internal:

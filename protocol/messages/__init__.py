@@ -44,6 +44,10 @@ from protocol.messages.delete_share_group_offsets import (
     DeleteShareGroupOffsetsRequest,
     DeleteShareGroupOffsetsResponse,
 )
+from protocol.messages.delete_share_group_state import (
+    DeleteShareGroupStateRequest,
+    DeleteShareGroupStateResponse,
+)
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
 from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
@@ -80,6 +84,10 @@ from protocol.messages.incremental_alter_configs import (
     IncrementalAlterConfigsResponse,
 )
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from protocol.messages.initialize_share_group_state import (
+    InitializeShareGroupStateRequest,
+    InitializeShareGroupStateResponse,
+)
 from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
 from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
 from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
@@ -100,6 +108,11 @@ from protocol.messages.offset_for_leader_epoch import (
 )
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
+from protocol.messages.read_share_group_state import ReadShareGroupStateRequest, ReadShareGroupStateResponse
+from protocol.messages.read_share_group_state_summary import (
+    ReadShareGroupStateSummaryRequest,
+    ReadShareGroupStateSummaryResponse,
+)
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
@@ -114,6 +127,10 @@ from protocol.messages.streams_group_heartbeat import (
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
+from protocol.messages.write_share_group_state import (
+    WriteShareGroupStateRequest,
+    WriteShareGroupStateResponse,
+)
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 from protocol.schema import Message
 
@@ -187,6 +204,12 @@ class ApiKey(IntEnum):
     DescribeShareGroupOffsets = 90
     AlterShareGroupOffsets = 91
     DeleteShareGroupOffsets = 92
+    # Between the nodes of a cluster: share partitions' leaders and the share coordinator.
+    InitializeShareGroupState = 83
+    ReadShareGroupState = 84
+    WriteShareGroupState = 85
+    DeleteShareGroupState = 86
+    ReadShareGroupStateSummary = 87
 
 
 _PAIRS: list[tuple[Message, Message]] = [
@@ -254,6 +277,11 @@ _PAIRS: list[tuple[Message, Message]] = [
     (ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse),
     (ShareGroupDescribeRequest, ShareGroupDescribeResponse),
     (ShareFetchRequest, ShareFetchResponse),
+    (InitializeShareGroupStateRequest, InitializeShareGroupStateResponse),
+    (ReadShareGroupStateRequest, ReadShareGroupStateResponse),
+    (WriteShareGroupStateRequest, WriteShareGroupStateResponse),
+    (DeleteShareGroupStateRequest, DeleteShareGroupStateResponse),
+    (ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse),
     (ShareAcknowledgeRequest, ShareAcknowledgeResponse),
     (DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse),
     (AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse),

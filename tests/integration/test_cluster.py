@@ -36,6 +36,7 @@ from tests.integration.helpers.cluster import (
 from tests.integration.helpers.dataplane_clients import confluent_group, confluent_produce, kafka_python_group
 
 TXN_STATE = "__transaction_state"
+SHARE_STATE = "__share_group_state"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -53,6 +54,7 @@ def test_three_nodes_spread_the_groups_and_real_clients_work_across_them(cluster
     leaders = cluster.wait_spread({1, 2, 3})
     shares = Counter(leaders.values())
     txn_shares = Counter(desired_owners([(TXN_STATE, p) for p in range(50)], [1, 2, 3]).values())
+    share_state_shares = Counter(desired_owners([(SHARE_STATE, p) for p in range(50)], [1, 2, 3]).values())
     assert max(shares.values()) - min(shares.values()) <= 1, shares
     # Each node tells its share: `kcoord health` and its own metrics.
     for node, b in cluster.nodes.items():
@@ -64,8 +66,9 @@ def test_three_nodes_spread_the_groups_and_real_clients_work_across_them(cluster
         with urllib.request.urlopen(f"http://127.0.0.1:{b.metrics_port}/metrics", timeout=10) as response:
             metrics = response.read().decode()
         assert "kcoord_cluster_nodes 3.0" in metrics
-        # Its share of __consumer_offsets and of __transaction_state.
-        assert f"kcoord_cluster_partitions_owned {float(shares[node] + txn_shares[node])}" in metrics
+        # Its share of __consumer_offsets, __transaction_state and __share_group_state.
+        owned = shares[node] + txn_shares[node] + share_state_shares[node]
+        assert f"kcoord_cluster_partitions_owned {float(owned)}" in metrics
         assert "kcoord_cluster_lease_renewals_total" in metrics
         assert "kcoord_cluster_takeover_load_seconds_count" in metrics
     bootstrap = ",".join(b.bootstrap for b in cluster.alive())

@@ -55,7 +55,7 @@ def initialize_key(group_id: str) -> str:
 
 
 def set_session_timeout(st: CoordinatorState, out: Result, group_id: str, member_id: str, now_ms: int) -> None:
-    st.timers.set(out, session_key(group_id, member_id), now_ms + st.config.share_session_timeout_ms,
+    st.timers.set(out, session_key(group_id, member_id), now_ms + st.config.share_session_timeout_for(group_id),
                   TimerTarget(SESSION, group_id, member_id))
 
 
@@ -281,7 +281,8 @@ def share_group_heartbeat(st: CoordinatorState, req: ShareGroupHeartbeatRequest,
     assignment = (_Response.Assignment(topic_partitions=_wire(member.assigned))
                   if joining or changed else None)
     return answer(_Response(error_code=0, member_id=member.member_id, member_epoch=member.member_epoch,
-                            heartbeat_interval_ms=st.config.share_heartbeat_interval_ms, assignment=assignment))
+                            heartbeat_interval_ms=st.config.share_heartbeat_interval_for(gid),
+                            assignment=assignment))
 
 
 def on_session_timeout(st: CoordinatorState, group_id: str, member_id: str, now_ms: int) -> Result:

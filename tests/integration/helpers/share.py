@@ -14,7 +14,9 @@ LOCK_MS = 1500
 
 # A short heartbeat interval: a member is given its partitions at the heartbeat after their
 # share state is initialized.
-OVERRIDES = {"group.share.record.lock.duration.ms": str(LOCK_MS), "group.share.heartbeat.interval.ms": "500"}
+# Both below Kafka's minimums, so the minimums go down with them (as Kafka requires).
+OVERRIDES = {"group.share.record.lock.duration.ms": str(LOCK_MS), "group.share.min.record.lock.duration.ms": "1000",
+             "group.share.heartbeat.interval.ms": "500", "group.share.min.heartbeat.interval.ms": "500"}
 
 
 def bootstrap(broker: BrokerProcess) -> str:

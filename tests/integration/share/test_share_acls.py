@@ -27,7 +27,8 @@ TOPIC = f"queue-{SUFFIX}"
 ALLOWED = f"share-a-{SUFFIX}"
 DENIED = f"share-b-{SUFFIX}"
 SECURE_OVERRIDES = {"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                    "super.users": "User:admin", "group.share.heartbeat.interval.ms": "500"}
+                    "super.users": "User:admin", "group.share.heartbeat.interval.ms": "500",
+                    "group.share.min.heartbeat.interval.ms": "500"}
 
 
 def prepare_secure(broker: SecureBroker) -> None:

@@ -117,8 +117,16 @@ def test_append_and_subtract_start_from_the_effective_value(tmp_path: Path) -> N
     (ResourceType.GROUP, "g", [Change("foo", 0, "5")], ErrorCode.INVALID_CONFIG, "Unknown group config name: foo"),
     (ResourceType.GROUP, "g", [Change("share.session.timeout.ms", 0, "45000"),
                                Change("share.heartbeat.interval.ms", 0, "5000"),
-                               Change("share.record.lock.duration.ms", 0, "100")], ErrorCode.INVALID_CONFIG,
+                               Change("share.record.lock.duration.ms", 0, "1000")], ErrorCode.INVALID_CONFIG,
      "share.record.lock.duration.ms must be in the range 15000 to 60000 inclusive."),
+    (ResourceType.GROUP, "g", [Change("share.record.lock.duration.ms", 0, "100")], ErrorCode.INVALID_CONFIG,
+     "Invalid value 100 for configuration share.record.lock.duration.ms: Value must be at least 1000"),
+    (ResourceType.GROUP, "g", [Change("share.partition.max.record.locks", 0, "5000")], ErrorCode.INVALID_CONFIG,
+     "share.partition.max.record.locks must be in the range 100 to 4000 inclusive."),
+    (ResourceType.GROUP, "g", [Change("share.auto.offset.reset", 0, "by_duration:-PT1H")], ErrorCode.INVALID_CONFIG,
+     "Invalid value by_duration:-PT1H for configuration share.auto.offset.reset: Invalid value `by_duration:-PT1H` "
+     "for configuration share.auto.offset.reset. The value must be either 'earliest', 'latest' or of the format "
+     "'by_duration:<PnDTnHnMn.nS>'."),
     (9, "x", [Change("a", 0, "1")], ErrorCode.INVALID_REQUEST, "Unknown resource type 9"),
 ])
 def test_errors_as_kafka(tmp_path: Path, kind: int, name: str, changes: list[Change], code: int,

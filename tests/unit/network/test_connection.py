@@ -44,6 +44,9 @@ class StubRouter:
     def after_frames(self) -> None:
         pass
 
+    def connection_closed(self, info: ConnectionInfo) -> None:
+        pass
+
     def answer_parked(self) -> None:
         parked, self.parked = self.parked, []
         for reply in parked:

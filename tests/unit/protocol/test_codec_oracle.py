@@ -167,6 +167,47 @@ class StreamsGroupDescribeResponse(ApiMessage, load_json="tests.kafka_specs"):
     pass
 
 
+# The share coordinator's node-to-node APIs (KIP-932), from Kafka 4.4's specs.
+class InitializeShareGroupStateRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class InitializeShareGroupStateResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ReadShareGroupStateRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ReadShareGroupStateResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class WriteShareGroupStateRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class WriteShareGroupStateResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DeleteShareGroupStateRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DeleteShareGroupStateResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ReadShareGroupStateSummaryRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ReadShareGroupStateSummaryResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
 KP = _kafka_python_classes()
 
 # ---- random values drawn from our tables --------------------------------------------------------

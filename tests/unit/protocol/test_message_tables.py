@@ -116,6 +116,11 @@ EXPECTED_VALID = {
     "DescribeShareGroupOffsets": "0-1",
     "AlterShareGroupOffsets": "0",
     "DeleteShareGroupOffsets": "0",
+    "InitializeShareGroupState": "0",
+    "ReadShareGroupState": "0",
+    "WriteShareGroupState": "0-1",
+    "DeleteShareGroupState": "0",
+    "ReadShareGroupStateSummary": "0-1",
 }
 
 

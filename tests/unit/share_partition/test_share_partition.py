@@ -93,3 +93,15 @@ def test_snapshot_round_trip_keeps_outcomes_and_frees_acquired() -> None:
     got = back.acquire("b", B, 10, 100, 0, L)
     # 2 (released) and 4, 5 (acquired when written) come back with their counts; 3 is done.
     assert got == [Acquired(2, 2, 2), Acquired(4, 5, 2), Acquired(6, 9, 1)]
+
+
+def test_aborted_transaction_records_are_archived_not_delivered() -> None:
+    """read_committed: the shell marks an aborted transaction's batch; its records and the
+    marker are archived, the committed records around them delivered."""
+    sp = fresh()
+    batches = [BatchRange(0, 1, False), BatchRange(2, 4, False, aborted=True), BatchRange(5, 5, True),
+               BatchRange(6, 6, False)]
+    assert sp.acquire("a", batches, 7, 100, 0, L) == [Acquired(0, 1, 1), Acquired(6, 6, 1)]
+    assert sp.acknowledge("a", 0, 1, [ACCEPT], L) == ErrorCode.NONE
+    assert sp.acknowledge("a", 6, 6, [ACCEPT], L) == ErrorCode.NONE
+    assert sp.start_offset == 7 and not sp.records

@@ -1,0 +1,126 @@
+"""ShareService over a share coordinator (here its pure shard, answering at once): a share
+partition's first use reads its state, its first write initializes it, acknowledgements are
+written as updates, a restart reads back what was acknowledged, a failed write is written again
+with the next one, and a new leader's epoch fences a former leader's writes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from broker.share.coordinator import StateRequest
+from broker.share.service import ShareService
+from broker.share_coordinator.shard import ShareCoordinatorShard
+from broker.share_partition.partition import ACCEPT, ACKNOWLEDGED, AVAILABLE, BatchRange
+from broker.share_partition.settings import ShareGroupSettings
+from protocol.errors import ErrorCode
+from protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
+from protocol.messages.initialize_share_group_state import InitializeShareGroupStateRequest
+from protocol.messages.read_share_group_state import ReadShareGroupStateRequest
+from protocol.messages.write_share_group_state import WriteShareGroupStateRequest
+from protocol.share_state_records import UPDATE
+
+KEY = ("g", bytes(range(1, 17)), 0)
+SETTINGS = ShareGroupSettings()
+
+
+class ShardPersister:
+    """The share coordinator's shard in the same process; ``down`` answers None (not reached)."""
+
+    def __init__(self) -> None:
+        self.shard = ShareCoordinatorShard(0)
+        self.down = False
+        self.records: list[Any] = []
+
+    def send(self, request: StateRequest, deliver: Any) -> None:
+        if self.down:
+            deliver(None)
+            return
+        if isinstance(request, WriteShareGroupStateRequest):
+            result = self.shard.write_state(1, request, 0)
+        elif isinstance(request, ReadShareGroupStateRequest):
+            result = self.shard.read_state(1, request, 0)
+        elif isinstance(request, InitializeShareGroupStateRequest):
+            result = self.shard.initialize_state(1, request, 0)
+        elif isinstance(request, DeleteShareGroupStateRequest):
+            result = self.shard.delete_state(1, request, 0)
+        else:
+            result = self.shard.read_state_summary(1, request, 0)
+        self.records += result.records
+        deliver(result.replies[0][1])
+
+
+def service(persister: ShardPersister, epoch: list[int] | None = None) -> ShareService:
+    leader = epoch if epoch is not None else [-1]
+    return ShareService(persister, lambda group: SETTINGS, lambda: 0,
+                        leader_epoch=lambda topic_id, index: leader[0])
+
+
+def ready(s: ShareService) -> bool:
+    out: list[bool] = []
+    s.prepare([KEY], out.append)
+    return out == [True]
+
+
+def acquire_and_accept(s: ShareService, first: int, last: int) -> list[bool]:
+    sp = s.partitions[KEY]
+    sp.acquire("m", [BatchRange(first, last + 5, False)], last + 6, last - first + 6, 0, SETTINGS.limits)
+    assert sp.acknowledge("m", first, last, [ACCEPT], SETTINGS.limits) == ErrorCode.NONE
+    done: list[bool] = []
+    s.persist([KEY], done.append)
+    return done
+
+
+def test_first_use_initializes_then_writes_updates_and_a_restart_reads_them() -> None:
+    persister = ShardPersister()
+    s = service(persister)
+    assert ready(s) and not s.partitions[KEY].initialized
+    s.partitions[KEY].initialize(10)
+    assert acquire_and_accept(s, 10, 12) == [True]
+    state = persister.shard.states[KEY]
+    assert (state.state_epoch, state.start_offset) == (1, 13)
+    assert persister.records[-1].record_type == UPDATE
+
+    again = service(persister)
+    assert ready(again)
+    sp = again.partitions[KEY]
+    # Accepted records are done; those acquired and never acknowledged are available again.
+    assert sp.start_offset == 13 and {o: r.state for o, r in sp.records.items()} == {
+        o: AVAILABLE for o in range(13, 18)}
+    assert all(r.delivery_count == 1 for r in sp.records.values())
+
+
+def test_a_failed_write_is_written_with_the_next() -> None:
+    persister = ShardPersister()
+    s = service(persister)
+    assert ready(s)
+    s.partitions[KEY].initialize(0)
+    persister.down = True
+    assert acquire_and_accept(s, 0, 0) == [False]  # the initialization failed: not acknowledged
+    persister.down = False
+    sp = s.partitions[KEY]
+    assert sp.acknowledge("m", 2, 2, [ACCEPT], SETTINGS.limits) == ErrorCode.NONE
+    done: list[bool] = []
+    s.persist([KEY], done.append)
+    assert done == [True]
+    state = persister.shard.states[KEY]
+    assert state.start_offset == 1
+    assert [(b.first, b.last, b.state) for b in state.batches if b.state == ACKNOWLEDGED] == [(2, 2, ACKNOWLEDGED)]
+
+
+def test_a_new_leader_rereads_and_fences_the_former_one() -> None:
+    persister = ShardPersister()
+    old_epoch, new_epoch = [5], [7]
+    old = service(persister, old_epoch)
+    assert ready(old)
+    old.partitions[KEY].initialize(0)
+    assert acquire_and_accept(old, 0, 1) == [True]
+    new = service(persister, new_epoch)
+    assert ready(new) and new.partitions[KEY].start_offset == 2
+    assert persister.shard.states[KEY].leader_epoch == 7
+    # The former leader's late write is refused: it must not overwrite the new leader's state.
+    assert acquire_and_accept(old, 2, 2) == [False]
+    assert persister.shard.states[KEY].start_offset == 2
+    assert KEY not in old.partitions  # stale: read again at its next use
+    # This node leads again at a later epoch: the share partition is read afresh.
+    old_epoch[0] = 9
+    assert ready(old) and old.partitions[KEY].start_offset == 2
