@@ -26,6 +26,7 @@ from broker.log_runtime.runtime import Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.runtime.coordinator import Append, Coordinator, CoordinatorRuntime, Done, ShardRuntime
 from broker.share_coordinator.shard import Key, ShareCoordinatorShard, ShareResult
+from broker.share_coordinator.state import ShareGroupOffset
 from protocol import share_state_records
 from protocol.errors import DecodeError
 from protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
@@ -95,6 +96,8 @@ class ShareStateCoordinator(Coordinator[ShareCoordinatorShard, ShareResult]):
         if slot.error:
             deliver(None)
             return
+        if key not in slot.shard.states:
+            self._move_misplaced(key, slot)
 
         def op(shard: ShareCoordinatorShard, token: int, now: int) -> ShareResult:
             if isinstance(request, WriteShareGroupStateRequest):
@@ -108,6 +111,28 @@ class ShareStateCoordinator(Coordinator[ShareCoordinatorShard, ShareResult]):
             return shard.read_state_summary(token, request, now)
 
         slot.execute(op, deliver, lambda code: None, key=coordinator_key(key))
+
+    def _move_misplaced(self, key: Key, slot: ShareShardRuntime) -> None:
+        """The release before this one hashed a share partition's key with its topic id in hex,
+        not as Kafka prints it: state it wrote may sit in another partition this node loaded.
+        It is moved to the key's partition (a snapshot there, then a tombstone where it was)
+        before the request runs, so nothing an earlier release acknowledged is delivered again."""
+        for other in self.shards:
+            state = other.shard.states.get(key) if other is not slot and other.loaded and other.serving else None
+            if state is None:
+                continue
+
+            def forget_old(ok: bool, old: ShareShardRuntime = other) -> None:
+                if ok:  # the old copy goes only once the new one is durable
+                    old.write(lambda shard, now: shard.forget(key), lambda done: None)
+
+            def adopt(shard: ShareCoordinatorShard, now: int, found: ShareGroupOffset = state) -> ShareResult:
+                return shard.adopt(key, found)
+
+            slot.write(adopt, forget_old)
+            logs.event("share.state_moved", group=key[0], partition=key[2], from_partition=other.partition,
+                       to_partition=slot.partition)
+            return
 
     def states(self, group: str | None = None) -> dict[Key, Any]:
         """The durable state of every share partition this node coordinates (of ``group``)."""

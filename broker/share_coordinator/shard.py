@@ -134,6 +134,24 @@ class ShareCoordinatorShard:
     def on_loaded(self, now_ms: int) -> list[SetTimer]:
         return [SetTimer(COLD_SNAPSHOT_KEY, now_ms + self.cold_snapshot_interval_ms)]
 
+    # ---- state written under another partition ------------------------------------------------
+
+    def adopt(self, key: Key, state: ShareGroupOffset) -> ShareResult:
+        """Takes over the state of a share partition that an earlier kcoord (which hashed the
+        topic id in hex) wrote to another partition: a snapshot of it here. Nothing when this
+        shard has the key already."""
+        result = ShareResult()
+        if key not in self.states:
+            self._emit(result, self._snapshot(key, state))
+        return result
+
+    def forget(self, key: Key) -> ShareResult:
+        """The key's state leaves this shard (a tombstone): another shard has adopted it."""
+        result = ShareResult()
+        if key in self.states:
+            self._emit(result, ShareStateRecord(SNAPSHOT, key[0], key[1], key[2], None))
+        return result
+
     # ---- records ------------------------------------------------------------------------------
 
     def _snapshot(self, key: Key, state: ShareGroupOffset) -> ShareStateRecord:

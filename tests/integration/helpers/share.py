@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Producer, ShareConsumer
@@ -47,5 +49,20 @@ def consumer(broker: BrokerProcess, group: str, topic: str, explicit: bool = Fal
 def joined(c: Any) -> None:
     """The first poll joins and starts the share partition at its end (share.auto.offset.reset=latest)."""
     c.poll(2)
+
+
+
+
+def poll_until(c: Any, done: Callable[[list[Any]], bool], seconds: float = 15.0,
+               on_message: Callable[[Any], None] | None = None) -> list[Any]:
+    got: list[Any] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not done(got):
+        for m in c.poll(0.5):
+            if m.error() is None:
+                got.append(m)
+                if on_message is not None:
+                    on_message(m)
+    return got
 
 

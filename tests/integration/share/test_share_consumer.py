@@ -24,21 +24,9 @@ from tests.integration.helpers.share import (  # noqa: E402
     consumer,
     joined,
     make_topic,
+    poll_until,
     produce,
 )
-
-
-def poll_until(c: Any, done: Callable[[list[Any]], bool], seconds: float = 15.0,
-               on_message: Callable[[Any], None] | None = None) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not done(got):
-        for m in c.poll(0.5):
-            if m.error() is None:
-                got.append(m)
-                if on_message is not None:
-                    on_message(m)
-    return got
 
 
 def test_two_consumers_share_a_partition_without_duplicates(broker_factory: Callable[..., BrokerProcess]) -> None:

@@ -1,0 +1,102 @@
+"""Share-group state written by the release before this one, which hashed a share partition's key
+(``group:topic id:partition``) with the topic id in hex: Kafka's share coordinator, and kcoord now,
+print it in base64, so that state sits in another ``__share_group_state`` partition. It is found
+and moved, and nothing that release acknowledged is delivered again."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import pytest
+
+from broker.share.coordinator import coordinator_key
+from broker.share_coordinator.shard import ShareCoordinatorShard
+from protocol import share_state_records
+from protocol.partitioning import partition_for
+from protocol.record_batch import decode_records
+from protocol.share_state_records import SNAPSHOT, ShareStateRecord
+from storage.checkpoints import read_partition_metadata
+from storage.config import LogConfig
+from storage.partition_log import PartitionLog
+from testkit.kcoord import BrokerProcess
+
+ck = pytest.importorskip("confluent_kafka")
+from confluent_kafka import AcknowledgeType  # noqa: E402
+
+from tests.integration.helpers.share import OVERRIDES, consumer, joined, make_topic, poll_until, produce  # noqa: E402
+
+GROUP, TOPIC = "sg-upgrade", "q-upgrade"
+
+
+def records_of(log: PartitionLog) -> list[ShareStateRecord]:
+    out = []
+    for batch in log.batches():
+        for record in decode_records(batch):
+            if not batch.is_control and record.key is not None:
+                rec = share_state_records.decode(record.key, record.value)
+                if rec is not None:
+                    out.append(rec)
+    return out
+
+
+def test_state_an_earlier_release_hashed_elsewhere_is_moved_and_kept(
+        broker_factory: Callable[..., BrokerProcess]) -> None:
+    broker = broker_factory(OVERRIDES)
+    make_topic(broker, TOPIC)
+    c = consumer(broker, GROUP, TOPIC, explicit=True)
+    joined(c)
+    values = [f"m{i}" for i in range(6)]
+    produce(broker, TOPIC, values)
+    got = poll_until(c, lambda got: len(got) >= 6)
+    for m in got[:4]:
+        c.acknowledge(m, AcknowledgeType.ACCEPT)
+    c.commit_sync()  # answered only once durable
+    broker.kill()
+    c.close()
+
+    # Rewrite the data dir as the earlier release left it: the state in the partition the hex key
+    # hashes to, none in the partition of Kafka's key.
+    topic_id = read_partition_metadata(broker.data_dir / f"{TOPIC}-0")
+    assert topic_id is not None
+    key = (GROUP, topic_id, 0)
+    now_p = partition_for(coordinator_key(key), 50)
+    old_p = partition_for(f"{GROUP}:{topic_id.hex()}:0", 50)
+    assert old_p != now_p
+    config = LogConfig.offsets_topic()
+    log, _ = PartitionLog.open(broker.data_dir / f"__share_group_state-{now_p}", config)
+    shard = ShareCoordinatorShard(now_p)
+    for rec in records_of(log):
+        shard.replay(rec)
+    state = shard.states[key]
+    assert state.start_offset >= 4  # the four accepted records are behind the start
+    tombstone = share_state_records.encode(ShareStateRecord(SNAPSHOT, GROUP, topic_id, 0, None))
+    log.append([(*tombstone, int(time.time() * 1000))])
+    log.flush()
+    log.close()
+    (snapshot,) = ShareCoordinatorShard(old_p).adopt(key, state).records
+    old, _ = PartitionLog.open(broker.data_dir / f"__share_group_state-{old_p}", config)
+    old.append([(*share_state_records.encode(snapshot), int(time.time() * 1000))])
+    old.flush()
+    old.close()
+
+    broker.start_loaded()
+    d = consumer(broker, GROUP, TOPIC, explicit=True)
+    try:
+        again = poll_until(d, lambda got: len(got) >= 2)
+        for m in again:
+            d.acknowledge(m, AcknowledgeType.ACCEPT)
+        d.commit_sync()
+        assert sorted(m.value().decode() for m in again) == ["m4", "m5"]
+    finally:
+        d.close()
+    # The state now lives in its own partition, and the earlier copy is gone.
+    broker.kill()
+    now_log, _ = PartitionLog.open(broker.data_dir / f"__share_group_state-{now_p}", config)
+    old_log, _ = PartitionLog.open(broker.data_dir / f"__share_group_state-{old_p}", config)
+    try:
+        assert records_of(now_log)[-1].value is not None
+        assert records_of(old_log)[-1].value is None
+    finally:
+        now_log.close()
+        old_log.close()
