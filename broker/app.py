@@ -276,7 +276,8 @@ class BrokerApp:
         if self.share is not None:
             self.topic_changes.subscribe(self.share.on_topic_change)
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
-                                                        share_families(self.shards, self.share)))
+                                                        share_families(self.shards, self.share,
+                                                                       self._share_partition_end)))
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
         if self.share is not None:
@@ -387,6 +388,14 @@ class BrokerApp:
         if self.cluster is not None:
             nursery.start_soon(follow, self.configs)
         nursery.start_soon(self._settle_heap)
+
+    def _share_partition_end(self, topic_id: bytes, index: int) -> tuple[str, int] | None:
+        """A share partition's topic name and high watermark (its lag gauge), None when gone."""
+        topic = self.catalog.by_id.get(topic_id)
+        src = self.topic_logs.readable(topic, index) if topic is not None else None
+        if topic is None or src is None or isinstance(src, int):
+            return None
+        return topic.name, src.high_watermark
 
     def _fence_for(self, topic: str, index: int) -> Fence | None:
         """This node's right to change the files of a partition it owns (cluster mode)."""
