@@ -288,7 +288,8 @@ class BrokerApp:
             reread_at_session_open=self.cluster is not None)
         self.topic_changes.subscribe(self.share.on_topic_change)
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
-                                                        share_families(self.shards, self.share)))
+                                                        share_families(self.shards, self.share,
+                                                                       self._share_partition_end)))
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
         if self.share is not None:
@@ -421,6 +422,14 @@ class BrokerApp:
         if not self.cluster.owns(partition):
             return None
         return self.cluster.mine[partition] & 0x7FFFFFFF
+
+    def _share_partition_end(self, topic_id: bytes, index: int) -> tuple[str, int] | None:
+        """A share partition's topic name and high watermark (its lag gauge), None when gone."""
+        topic = self.catalog.by_id.get(topic_id)
+        src = self.topic_logs.readable(topic, index) if topic is not None else None
+        if topic is None or src is None or isinstance(src, int):
+            return None
+        return topic.name, src.high_watermark
 
     def _fence_for(self, topic: str, index: int) -> Fence | None:
         """This node's right to change the files of a partition it owns (cluster mode)."""

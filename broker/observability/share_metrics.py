@@ -1,19 +1,24 @@
 """Scrape-time gauges of share groups (KIP-932): groups and members from the coordinator shards,
-records in flight per group, and per group what its share partitions counted since they were
-loaded: redeliveries, lock expiries and records archived at the delivery limit."""
+records in flight per group, each share partition's lag (records from its start offset to the
+partition's end not yet acknowledged or archived), and per group what its share partitions counted
+since they were loaded: redeliveries, lock expiries and records archived at the delivery limit."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from broker.groups.shards import ShardManager
 from broker.observability.state_metrics import Family
 from broker.share.service import ShareService
-from broker.share_partition.partition import ACQUIRED, AVAILABLE
+from broker.share_partition.partition import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE
+
+# (topic id, partition) -> (topic name, high watermark), None when the partition is not served here.
+PartitionEnd = Callable[[bytes, int], tuple[str, int] | None]
 
 
-def share_families(shards: ShardManager, service: ShareService | None) -> Iterator[Family]:
+def share_families(shards: ShardManager, service: ShareService | None,
+                   partition_end: PartitionEnd | None = None) -> Iterator[Family]:
     states: Counter[str] = Counter({"Empty": 0, "Stable": 0})
     members = 0
     for runtime in shards.runtimes:
@@ -25,7 +30,12 @@ def share_families(shards: ShardManager, service: ShareService | None) -> Iterat
     redelivered: Counter[str] = Counter()
     expired: Counter[str] = Counter()
     archived: Counter[str] = Counter()
-    for (group, _, _), sp in ({} if service is None else service.partitions).items():
+    lag: list[tuple[list[str], float]] = []
+    for (group, topic_id, index), sp in ({} if service is None else service.partitions).items():
+        end = None if partition_end is None or not sp.initialized else partition_end(topic_id, index)
+        if end is not None:
+            done = sum(1 for r in sp.records.values() if r.state in (ACKNOWLEDGED, ARCHIVED))
+            lag.append(([group, end[0], str(index)], float(max(0, end[1] - sp.start_offset - done))))
         for rec in sp.records.values():
             if rec.state == ACQUIRED:
                 in_flight[(group, "acquired")] += 1
@@ -40,6 +50,8 @@ def share_families(shards: ShardManager, service: ShareService | None) -> Iterat
     yield ("kcoord_share_records_in_flight", "Records of a share group's share partitions acquired or "
            "available for another delivery.", ["group", "state"],
            [([g, s], float(n)) for (g, s), n in sorted(in_flight.items())])
+    yield ("kcoord_share_group_lag", "Records of a share partition from its start offset to the partition's "
+           "end not yet acknowledged or archived.", ["group", "topic", "partition"], sorted(lag))
     yield ("kcoord_share_redeliveries", "Records delivered again to a share group since its share partitions "
            "were loaded.", ["group"], [([g], float(n)) for g, n in sorted(redelivered.items())])
     yield ("kcoord_share_lock_expiries", "Acquisition locks that expired since the share partitions were "

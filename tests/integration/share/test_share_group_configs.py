@@ -17,6 +17,7 @@ import pytest
 from kclient.wire_client import WireClient
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from testkit.kcoord import BrokerProcess
+from tests.integration.helpers.metrics import scrape
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType, KafkaException, Producer, ShareConsumer  # noqa: E402
@@ -231,6 +232,8 @@ def test_kcoord_groups_describes_a_share_group_with_its_lag(broker: BrokerProces
         c.commit_sync()
         rows = [line.split() for line in groups("--describe", "--group", group).splitlines() if line.strip()]
         assert rows == [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"], [group, topic, "0", "3", "2"]]
+        assert scrape(broker.metrics_port).value("kcoord_share_group_lag", group=group, topic=topic,
+                                                  partition="0") == 2
         members = [line.split() for line in groups("--describe", "--group", group, "--members").splitlines()
                    if line.strip()]
         assert members[0][:2] == ["GROUP", "CONSUMER-ID"] and members[1][0] == group and members[1][-1] == "1"
