@@ -93,7 +93,10 @@ def test_kafka_python(secure: SecureBroker, listener: str, mechanism: str | None
         producer.send(topic, f"m{i}".encode())
     producer.flush(15)
     producer.close()
-    consumer = KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False, **conf)
+    # A join that raced the new topic's metadata assigns nothing until the next refresh: keep
+    # refreshes quick (kafka-python's default is 5 minutes).
+    consumer = KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
+                             metadata_max_age_ms=1000, **conf)
     try:
         got: list[bytes] = []
         deadline = time.monotonic() + 60  # a group join can take long on a loaded machine

@@ -161,4 +161,9 @@ def test_share_fetch_counts_against_the_consumer_byte_rate(broker: BrokerProcess
         assert [e.error_code for e in answer.entries] == [0]
     with WireClient("127.0.0.1", broker.port, client_id=client_id) as c:
         first = fetch(c, group, "m", topic_id, 0, 500)
-        assert first.throttle_time_ms > 0 and acquired(first) == []
+        answers = [first]
+        if first.throttle_time_ms == 0:
+            # Let through under its cap (the quota's window had room): the next one is over.
+            answers.append(fetch(c, group, "m", topic_id, 1, 500))
+        throttled = [a for a in answers if a.throttle_time_ms > 0]
+        assert throttled and acquired(throttled[0]) == []
