@@ -96,7 +96,10 @@ class CoordinatorState:
         that replayed offset commits made up, with no metadata record of its own. After compaction
         has removed a migrated classic group's tombstone, its commits come before the new group's
         records in the log (KAFKA-20254)."""
-        if value is not None and group in self.groups and group not in self.persisted:
+        if self.loaded or value is None:
+            return  # live operations delete a group of another type with records of their own
+        simple = self.groups.get(group)
+        if simple is not None and group not in self.persisted and not simple.members and not simple.protocol_type:
             del self.groups[group]
 
     def replay_txn_offset(self, record: OffsetCommitRecord, producer_id: int) -> None:
