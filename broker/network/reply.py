@@ -37,7 +37,7 @@ class LatencyObserver(Protocol):
 
 class Reply:
     __slots__ = ("on_ready", "close", "data", "flexible_header", "correlation_id", "error_code", "message", "version",
-                 "received", "latency", "amend")
+                 "received", "latency", "amend", "request_bytes")
 
     def __init__(self, message: Message | None, version: int, correlation_id: int, flexible_header: bool,
                  received: float = 0.0, latency: LatencyObserver | None = None) -> None:
@@ -49,6 +49,8 @@ class Reply:
         self.received = received
         self.latency = latency
         self.data: bytes | None = None
+        # The size of the request's frame, while the connection counts it as in flight.
+        self.request_bytes = 0
         self.close = False
         self.error_code = 0
         # Set by the connection that owns this slot: told when the slot fills, so a reply whose

@@ -150,6 +150,30 @@ async def test_reading_stops_at_the_in_flight_limit_and_resumes(hub: ReadinessHu
     assert router.frames == [f"r{i}".encode() for i in range(10)]
 
 
+async def test_reading_stops_at_the_in_flight_bytes_limit_and_resumes(hub: ReadinessHub | None,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # Requests of a little over 1 KiB each and room for 3 KiB: the third one reaches the limit, the
+    # fourth waits until answers leave.
+    monkeypatch.setattr(connection_module, "MAX_IN_FLIGHT_BYTES", 3 * 1024)
+    router = StubRouter(park=True)
+    bodies = [bytes([i]) * 1024 for i in range(10)]
+    async with trio.open_nursery() as nursery:
+        client, _ = await serve(router, hub, nursery)
+        await client.send_all(b"".join(frame(b) for b in bodies))
+        await trio.testing.wait_all_tasks_blocked()
+        assert len(router.frames) == 3
+        answered: list[tuple[int, bytes]] = []
+        while len(answered) < 10:
+            owed = len(router.parked)
+            router.answer_parked()
+            answered += await read_answers(client, owed)
+            await trio.testing.wait_all_tasks_blocked()
+            assert len(router.frames) - len(answered) <= 3
+        assert [c for c, _ in answered] == list(range(1, 11))
+        await client.aclose()
+    assert router.frames == bodies
+
+
 async def test_a_client_that_hangs_up_still_gets_its_parked_answer_written(hub: ReadinessHub | None) -> None:
     router = StubRouter(park=True)
     async with trio.open_nursery() as nursery:
