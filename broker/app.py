@@ -285,7 +285,7 @@ class BrokerApp:
         self.share = ShareService(
             persister, self.configs.share_settings, clock, c.get_int("group.share.max.share.sessions"),
             c.get_int("group.share.session.timeout.ms"), local=self.share_state, leader_epoch=self._share_leader_epoch,
-            reread_at_session_open=self.cluster is not None)
+            reread_at_session_open=self.cluster is not None, group_partitions=self._share_group_partitions)
         self.topic_changes.subscribe(self.share.on_topic_change)
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
                                                         share_families(self.shards, self.share,
@@ -331,7 +331,7 @@ class BrokerApp:
                            None if authorizer is None else authorizer.describable_topics,
                            transactions=self.transactions if verify_transactions else None, clock=self.clock,
                            offsets_partitions=offsets_partitions,
-                           on_deleted=None if self.share is None else self.share.forget_group)
+                           delete_share_state=None if self.share is None else self.share.forget_group)
         return Handlers(
             api_versions=ApiVersionsApi(self.router.advertised),
             cluster=ClusterApis(self.view, self.catalog, self.admin, self.transactions,
@@ -422,6 +422,12 @@ class BrokerApp:
         if not self.cluster.owns(partition):
             return None
         return self.cluster.mine[partition] & 0x7FFFFFFF
+
+    def _share_group_partitions(self, topic_id: bytes) -> list[tuple[str, bytes, int]]:
+        """The share partitions of ``topic_id`` that the share groups of the group shards this
+        node serves initialized (or are initializing)."""
+        return [key for runtime in self.shards.serving_runtimes() if runtime.loaded
+                for key in runtime.shard.share_partitions(topic_id=topic_id)]
 
     def _share_partition_end(self, topic_id: bytes, index: int) -> tuple[str, int] | None:
         """A share partition's topic name and high watermark (its lag gauge), None when gone."""

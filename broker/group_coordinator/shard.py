@@ -266,6 +266,21 @@ class GroupCoordinatorShard:
             return None
         return len(group.members), {t: ps for t, (_, ps) in group.initialized.items()}
 
+    def share_partitions(self, group_id: str | None = None,
+                         topic_id: bytes | None = None) -> list[tuple[str, bytes, int]]:
+        """(group, topic id, partition) of every share partition the share groups of this shard
+        have initialized or are initializing (of ``group_id``, of ``topic_id``): whose share state
+        may exist, wherever it is coordinated. Kafka's group coordinator deletes exactly these
+        through its persister when a share group or a topic is deleted."""
+        out: list[tuple[str, bytes, int]] = []
+        groups = self.state.share_groups
+        for group in (groups.values() if group_id is None else [g for g in [groups.get(group_id)] if g]):
+            for known in (group.initialized, group.initializing):
+                for t, (_, ps) in known.items():
+                    if topic_id is None or t == topic_id:
+                        out += [(group.group_id, t, p) for p in sorted(ps)]
+        return list(dict.fromkeys(out))
+
     def list_groups(self, states: set[str] | None, types: set[str] | None) -> list[ListGroupsResponse.ListedGroup]:
         listed = describe.list_groups(self.state, states, types)
         wanted_types = {t.strip().lower() for t in types} if types else None

@@ -58,6 +58,8 @@ class GroupRequest(Protocol):
 
 GroupBody = TypeVar("GroupBody", bound=GroupRequest)
 GroupReply = TypeVar("GroupReply", bound=Data)
+# delete_share_state(group id, share partitions (group, topic id, partition), done(ok)).
+DeleteShareState = Callable[[str, list[tuple[str, bytes, int]], Callable[[bool], None]], None]
 
 
 # ---- error responses (loading, write failures) ------------------------------------------------
@@ -272,11 +274,13 @@ class GroupApis:
     def __init__(self, shards: ShardManager, max_record_bytes: int,
                  describable_topics: Callable[[str, str], Callable[[str], bool]] | None, *,
                  transactions: TransactionService | None = None, clock: Callable[[], int] = lambda: 0,
-                 offsets_partitions: int = 50, on_deleted: Callable[[str], None] | None = None) -> None:
+                 offsets_partitions: int = 50, delete_share_state: DeleteShareState | None = None) -> None:
         """``transactions`` verifies transactional offset commits (None: not verified);
-        ``on_deleted(group_id)`` follows each group DeleteGroups deleted (a share group's share
-        partitions go with it)."""
-        self.on_deleted = on_deleted
+        ``delete_share_state(group_id, keys, done)`` deletes an empty share group's share state
+        before DeleteGroups deletes the group: ``keys``, the share partitions its coordinator
+        knows it initialized, wherever their state is coordinated, and those this node holds;
+        ``done(ok)`` once every deletion is durable."""
+        self.delete_share_state = delete_share_state
         self.shards = shards
         self.transactions = transactions
         self.clock = clock
@@ -447,8 +451,6 @@ class GroupApis:
 
         def done(index: int, result: DeleteGroupsResponse.DeletableGroupResult) -> None:
             results[index] = result
-            if result.error_code == 0 and self.on_deleted is not None:
-                self.on_deleted(result.group_id)
             all_done.arrive()
 
         for index, group_id in enumerate(names):
@@ -467,6 +469,27 @@ class GroupApis:
             def failed(code: int, gid: str = group_id) -> DeleteGroupsResponse.DeletableGroupResult:
                 return Deleted(group_id=gid, error_code=code)
 
-            runtime.execute(op, partial(done, index), failed, group_id)
+            def delete(runtime: GroupShardRuntime = runtime,
+                       op: Callable[[GroupCoordinatorShard, int, int], Result] = op, index: int = index,
+                       failed: Callable[[int], DeleteGroupsResponse.DeletableGroupResult] = failed,
+                       gid: str = group_id) -> None:
+                runtime.execute(op, partial(done, index), failed, gid)
+
+            view = runtime.shard.share_group_view(group_id)
+            if view is None or view[0] or self.delete_share_state is None:
+                delete()  # not a share group, or one with members (NON_EMPTY_GROUP)
+                continue
+
+            # As Kafka's group coordinator: the share state goes first, through the persister to
+            # wherever it is coordinated, and the group only once that is durable; a group whose
+            # state could not be deleted stays, and deleting it again is safe.
+            def state_deleted(ok: bool, delete: Callable[[], None] = delete, index: int = index,
+                              gid: str = group_id) -> None:
+                if ok:
+                    delete()
+                else:
+                    done(index, Deleted(group_id=gid, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+
+            self.delete_share_state(group_id, runtime.shard.share_partitions(group_id), state_deleted)
         all_done.start()
 

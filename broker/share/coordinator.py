@@ -76,6 +76,8 @@ class ShareStateCoordinator(Coordinator[ShareCoordinatorShard, ShareResult]):
         self.runtime = CoordinatorRuntime(self, logs_runtime, num_partitions, clock, cluster)
         self.shards = self.runtime.shards
         self.started = False
+        # Told of each key whose state a DeleteShareGroupState deleted here, once durable.
+        self.on_deleted: list[Callable[[Key], None]] = []
 
     def new_shard(self, index: int) -> ShareCoordinatorShard:
         return ShareCoordinatorShard(index, self.updates_per_snapshot, self.cold_snapshot_interval_ms)
@@ -110,6 +112,16 @@ class ShareStateCoordinator(Coordinator[ShareCoordinatorShard, ShareResult]):
                 return shard.delete_state(token, request, now)
             return shard.read_state_summary(token, request, now)
 
+        if isinstance(request, DeleteShareGroupStateRequest) and self.on_deleted:
+            answer = deliver
+
+            def deleted(response: Any) -> None:
+                if response is not None and response.results[0].partitions[0].error_code == 0:
+                    for listener in self.on_deleted:
+                        listener(key)
+                answer(response)
+
+            deliver = deleted
         slot.execute(op, deliver, lambda code: None, key=coordinator_key(key))
 
     def _move_misplaced(self, key: Key, slot: ShareShardRuntime) -> None:

@@ -90,15 +90,19 @@ class ShareService:
                  clock: Callable[[], int], max_sessions: int = 2000, session_idle_ms: int = 45000,
                  local: ShareStateCoordinator | None = None,
                  leader_epoch: Callable[[bytes, int], int | None] = lambda topic_id, index: -1,
-                 reread_at_session_open: bool = False) -> None:
+                 reread_at_session_open: bool = False,
+                 group_partitions: Callable[[bytes], list[Key]] = lambda topic_id: []) -> None:
         """``settings`` gives a group's effective share settings (its group configs over the
         broker's ``group.share.*``), looked up at each use so that a change applies at once.
         ``local``: the share coordinator of this node (what it coordinates is listed from it).
         ``leader_epoch(topic id, partition)``: the epoch this node leads the topic partition at
         (-1: no fencing), None when it does not lead it. ``reread_at_session_open`` (a cluster):
         a member's new session has the group's idle share partitions read again, as another node
-        may have reset their offsets meanwhile."""
+        may have reset their offsets meanwhile. ``group_partitions(topic id)``: the share
+        partitions of that topic the share groups this node coordinates initialized (their state
+        may be coordinated by any node), deleted with the topic."""
         self.reread_at_session_open = reread_at_session_open
+        self.group_partitions = group_partitions
         self.max_sessions = max_sessions
         # A session unused this long belongs to a consumer that is gone (one that polls fetches
         # far more often): it is closed and what its member holds is released.
@@ -119,6 +123,10 @@ class ShareService:
         self.reading: dict[Key, list[Done]] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
         self._opened = trio.Event()
+        if local is not None:
+            # State deleted at this node's coordinator (by whichever node asked): a copy held
+            # here is stale, and the next use reads the key again (and finds it never written).
+            local.on_deleted.append(self._drop)
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
@@ -272,9 +280,11 @@ class ShareService:
             error = _error(response)
             if error != ErrorCode.NONE and sp is self.partitions.get(key):
                 sp.changed |= changed  # written again with the next change
-            if error == ErrorCode.INVALID_REQUEST:
-                # The coordinator has no state for it (deleted meanwhile): initialize it again.
-                self.state_epochs.pop(key, None)
+            if error == ErrorCode.INVALID_REQUEST and sp is self.partitions.get(key):
+                # The coordinator has no state for it: deleted meanwhile (its group or topic was
+                # deleted, or its offsets), so what is in memory is forgotten, never written
+                # back; the next use reads it again and starts where its group's reset says.
+                self._drop(key)
             elif error in (ErrorCode.FENCED_STATE_EPOCH, ErrorCode.FENCED_LEADER_EPOCH) \
                     and sp is self.partitions.get(key):
                 # Its offsets were reset, or a later leader wrote it: what is in memory is stale,
@@ -382,12 +392,17 @@ class ShareService:
 
     def on_topic_change(self, change: TopicChange, settlement: Settlement) -> None:
         """Subscribed to the broker's topic changes: a deleted topic's share partitions are
-        forgotten (their state deleted); DeleteTopics settles once that is durable."""
+        forgotten, their state deleted wherever it is coordinated: those this node holds or
+        coordinates, and every one the share groups it coordinates initialized (as Kafka's group
+        coordinator deletes them through its persister). DeleteTopics settles once that is durable."""
         if not isinstance(change, TopicDeleted):
             return
         release = settlement.hold()
-        self.forget([key for key in self._known() if key[1] == change.topic_id], lambda ok: release())
+        keys = [key for key in self._known() if key[1] == change.topic_id] + self.group_partitions(change.topic_id)
+        self.forget(keys, lambda ok: release())
 
-    def forget_group(self, group: str) -> None:
-        """DeleteGroups deleted the group: its share partitions' state goes too."""
-        self.forget([key for key in self._known() if key[0] == group], lambda ok: None)
+    def forget_group(self, group: str, keys: list[Key], done: Done) -> None:
+        """DeleteGroups, before it deletes the share group: the state of ``keys`` (the share
+        partitions the group initialized) and of the group's share partitions this node holds or
+        coordinates is deleted where it is coordinated; ``done(ok)`` once that is durable."""
+        self.forget(keys + [key for key in self._known() if key[0] == group], done)

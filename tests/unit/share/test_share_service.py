@@ -10,7 +10,7 @@ from typing import Any
 from broker.share.coordinator import StateRequest
 from broker.share.service import ShareService
 from broker.share_coordinator.shard import ShareCoordinatorShard
-from broker.share_partition.partition import ACCEPT, ACKNOWLEDGED, AVAILABLE, BatchRange
+from broker.share_partition.partition import ACCEPT, ACKNOWLEDGED, AVAILABLE, BatchRange, SharePartition
 from broker.share_partition.settings import ShareGroupSettings
 from protocol.errors import ErrorCode
 from protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
@@ -124,3 +124,37 @@ def test_a_new_leader_rereads_and_fences_the_former_one() -> None:
     # This node leads again at a later epoch: the share partition is read afresh.
     old_epoch[0] = 9
     assert ready(old) and old.partitions[KEY].start_offset == 2
+
+
+def test_state_deleted_elsewhere_is_forgotten_here_not_written_back() -> None:
+    """Another node deleted the share partition's state (DeleteGroups, a deleted topic): the
+    leader's next write finds none, and the leader forgets what it held instead of initializing
+    the old start offset and acknowledgements again; the next use starts afresh."""
+    persister = ShardPersister()
+    s = service(persister)
+    assert ready(s)
+    s.partitions[KEY].initialize(0)
+    assert acquire_and_accept(s, 0, 2) == [True]
+    D = DeleteShareGroupStateRequest.DeleteStateData
+    persister.send(DeleteShareGroupStateRequest(group_id=KEY[0], topics=[D(
+        topic_id=KEY[1], partitions=[D.PartitionData(partition=KEY[2])])]), lambda r: None)
+    assert acquire_and_accept(s, 3, 3) == [False]
+    assert KEY not in s.partitions and KEY not in persister.shard.states
+    assert ready(s) and not s.partitions[KEY].initialized  # starts where its group's reset says
+
+
+def test_forget_group_deletes_the_keys_its_coordinator_names_and_those_held_here() -> None:
+    persister = ShardPersister()
+    s = service(persister)
+    assert ready(s)
+    s.partitions[KEY].initialize(0)
+    assert acquire_and_accept(s, 0, 0) == [True]
+    elsewhere = (KEY[0], bytes(range(2, 18)), 3)  # held by another node, named by the group's coordinator
+    other = service(persister)
+    other.partitions[elsewhere] = SharePartition()
+    other.partitions[elsewhere].initialize(5)
+    other.persist([elsewhere], lambda ok: None)
+    assert set(persister.shard.states) == {KEY, elsewhere}
+    done: list[bool] = []
+    s.forget_group(KEY[0], [elsewhere], done.append)
+    assert done == [True] and not persister.shard.states and KEY not in s.partitions
