@@ -202,7 +202,7 @@ def bump_epoch(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int
 
 
 def _named(st: CoordinatorState, assignment: Assignment) -> set[str]:
-    out = set()
+    out: set[str] = set()
     for topic_id, partitions in assignment.items():
         name = st.topics.topic_name(topic_id) or topic_id.hex()
         out.update(f"{name}-{p}" for p in partitions)

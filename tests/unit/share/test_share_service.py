@@ -10,7 +10,7 @@ from typing import Any
 from broker.share.coordinator import StateRequest
 from broker.share.service import ShareService
 from broker.share_coordinator.shard import ShareCoordinatorShard
-from broker.share_partition.partition import ACCEPT, ACKNOWLEDGED, AVAILABLE, BatchRange
+from broker.share_partition.partition import ACCEPT, ACKNOWLEDGED, AVAILABLE, BatchRange, Limits
 from broker.share_partition.settings import ShareGroupSettings
 from protocol.errors import ErrorCode
 from protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
@@ -124,3 +124,32 @@ def test_a_new_leader_rereads_and_fences_the_former_one() -> None:
     # This node leads again at a later epoch: the share partition is read afresh.
     old_epoch[0] = 9
     assert ready(old) and old.partitions[KEY].start_offset == 2
+
+
+def test_delivery_trouble_goes_to_the_journal_once_per_round() -> None:
+    from broker.share_partition.partition import RELEASE
+
+    persister = ShardPersister()
+    written: list[Any] = []
+    now = [0]
+    s = ShareService(persister, lambda group: ShareGroupSettings(limits=Limits(lock_ms=100, delivery_limit=1)),
+                     lambda: now[0], journal=written.extend, group_info=lambda group: (4, "Stable"),
+                     topic_name=lambda topic_id: "orders")
+    assert ready(s)
+    sp = s.partitions[KEY]
+    sp.initialize(0)
+    limits = s.limits("g")
+    sp.acquire("m", [BatchRange(0, 9, False)], 10, 10, 0, limits)
+    assert sp.acknowledge("m", 0, 9, [RELEASE], limits) == ErrorCode.NONE
+    s.persist([KEY], lambda ok: None)
+    [poison] = written
+    assert (poison.cause, poison.group, poison.generation) == ("delivery-limit-reached", "g", 4)
+    assert poison.detail["topic"] == "orders" and poison.detail["offsets"] == [[0, 9]]
+    assert poison.detail["records"] == 10
+    s.persist([KEY], lambda ok: None)
+    assert len(written) == 1  # reported once
+    sp.acquire("m", [BatchRange(10, 14, False)], 15, 5, 0, limits)
+    now[0] = 500
+    s.expire_locks(now[0])
+    assert [e.cause for e in written[1:]] == ["acquisition-lock-expired", "delivery-limit-reached"]
+    assert written[1].detail["offsets"] == [[10, 14]] and written[1].timestamp == 500
