@@ -211,9 +211,10 @@ def _session_advice(timeouts: list[dict[str, Any]]) -> str:
 
 def _where(events: list[dict[str, Any]], limit: int = 5) -> str:
     """``topic-partition offsets a-b, c`` for the first share partitions the events name."""
-    offsets: dict[str, list[list[int]]] = defaultdict(list)
+    offsets: dict[str, set[tuple[int, int]]] = defaultdict(set)
     for e in events:
-        offsets[f"{e.get('topic')}-{e.get('partition')}"] += [list(r) for r in e.get("offsets") or []]
+        # The same records may be named by several rounds (expired again, then archived).
+        offsets[f"{e.get('topic')}-{e.get('partition')}"].update((int(r[0]), int(r[1])) for r in e.get("offsets") or [])
     parts = []
     for tp, ranges in sorted(offsets.items())[:limit]:
         shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in sorted(ranges)[:8])
@@ -240,7 +241,8 @@ def _poison(group: str, archived: list[dict[str, Any]], t: Thresholds) -> list[F
             f"--offset {first[1][0]} --max-messages 1")
     return [Finding(
         group, "poison-records", records,
-        f"{records} records were archived after {limit} deliveries each (share.delivery.count.limit {limit}), "
+        (f"{records} records were" if records != 1 else "1 record was")
+        + f" archived after {limit} deliveries (share.delivery.count.limit {limit}), "
         f"so no consumer will get them again: {_where(archived)}"
         + (f"; {expired} of them because their acquisition locks expired" if expired else ""),
         f"look at those records (e.g. {look}) and at the consumers' logs for the error they raise on them; a "

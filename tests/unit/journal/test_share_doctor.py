@@ -22,7 +22,7 @@ def share_member(ts: int, cause: str, member_id: str, **kw: Any) -> dict[str, An
 def test_one_poison_record_is_a_finding_naming_where_it_is() -> None:
     [f] = diagnose([delivery(1000, "delivery-limit-reached", [[41, 41]], 1, released_by={"released": 1})])
     assert f.rule == "poison-records" and f.group == "sg" and f.count == 1
-    assert "orders-2 offsets 41" in f.evidence and "3 deliveries" in f.evidence
+    assert "orders-2 offsets 41" in f.evidence and "after 3 deliveries" in f.evidence and f.evidence.startswith("1 record was")
     assert "--partition 2 --offset 41" in f.recommendation and "REJECT" in f.recommendation
     assert "share.delivery.count.limit" in f.recommendation and f.members == ["m-1"]
 
@@ -60,3 +60,10 @@ def test_rules_for_other_groups_treat_share_groups_sensibly() -> None:
     epochs = [{"version": 1, "kind": "assignment", "group": "sg", "group_type": "share", "timestamp": i * 1000,
                "cause": "new-member-joined", "members": i} for i in range(10)]
     assert diagnose(epochs) == []
+
+
+def test_records_named_by_several_rounds_are_named_once() -> None:
+    again = [delivery(1000, "acquisition-lock-expired", [[0, 4]], 5),
+             delivery(5000, "acquisition-lock-expired", [[0, 4]], 5)]
+    [f] = diagnose(again)
+    assert "orders-2 offsets 0-4" in f.evidence and "0-4, 0-4" not in f.evidence
