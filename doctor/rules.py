@@ -236,9 +236,12 @@ def _poison(group: str, archived: list[dict[str, Any]], t: Thresholds) -> list[F
         for how, n in (e.get("released_by") or {}).items():
             via[str(how)] += int(n)
     expired = via.get("lock-expired", 0)
-    first = min(((e, r) for e in archived for r in e.get("offsets") or []), key=lambda er: er[1][0])
-    look = (f"kafka-console-consumer.sh --topic {first[0].get('topic')} --partition {first[0].get('partition')} "
-            f"--offset {first[1][0]} --max-messages 1")
+    named = [(e, r) for e in archived for r in e.get("offsets") or []]
+    look = "kafka-console-consumer.sh --topic T --partition P --offset O --max-messages 1"
+    if named:
+        e, r = min(named, key=lambda er: int(er[1][0]))
+        look = (f"kafka-console-consumer.sh --topic {e.get('topic')} --partition {e.get('partition')} "
+                f"--offset {r[0]} --max-messages 1")
     return [Finding(
         group, "poison-records", records,
         (f"{records} records were" if records != 1 else "1 record was")

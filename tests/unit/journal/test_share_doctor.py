@@ -67,3 +67,8 @@ def test_records_named_by_several_rounds_are_named_once() -> None:
              delivery(5000, "acquisition-lock-expired", [[0, 4]], 5)]
     [f] = diagnose(again)
     assert "orders-2 offsets 0-4" in f.evidence and "0-4, 0-4" not in f.evidence
+
+
+def test_an_event_without_offsets_still_makes_a_finding() -> None:
+    [f] = diagnose([delivery(1000, "delivery-limit-reached", [], 3)])
+    assert f.rule == "poison-records" and f.count == 3 and "--offset O" in f.recommendation
