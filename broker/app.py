@@ -83,6 +83,7 @@ from broker.topics.changes import TopicChanges, TopicCreated, TopicDeleted
 from broker.topics.partitions import TopicLogs
 from broker.transactions.markers import MarkerWriter
 from broker.transactions.service import TransactionService
+from protocol.partitioning import partition_for
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.checkpoints import CheckpointError, read_meta_properties, write_meta_properties
 from storage.config import LogConfig
@@ -285,7 +286,11 @@ class BrokerApp:
         self.share = ShareService(
             persister, self.configs.share_settings, clock, c.get_int("group.share.max.share.sessions"),
             c.get_int("group.share.session.timeout.ms"), local=self.share_state, leader_epoch=self._share_leader_epoch,
-            reread_at_session_open=self.cluster is not None, group_partitions=self._share_group_partitions)
+            reread_at_session_open=self.cluster is not None, group_partitions=self._share_group_partitions,
+            # Records archived at the delivery limit and expired locks, as journal events of the
+            # share group (written where the group's journal partition is this node's).
+            journal=self.journal.write if self.journal.enabled else None, group_info=self._share_group_info,
+            topic_name=lambda topic_id: (t.name if (t := self.catalog.by_id.get(topic_id)) is not None else None))
         self.topic_changes.subscribe(self.share.on_topic_change)
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
                                                         share_families(self.shards, self.share,
@@ -408,6 +413,14 @@ class BrokerApp:
         if self.cluster is not None:
             nursery.start_soon(follow, self.configs)
         nursery.start_soon(self._settle_heap)
+
+    def _share_group_info(self, group_id: str) -> tuple[int, str] | None:
+        """(epoch, state) of a share group this node coordinates, for its journal events."""
+        slot = self.shards.runtimes[partition_for(group_id, self.shards.num_partitions)]
+        if not slot.loaded or not slot.serving:
+            return None
+        group = slot.shard.state.share_groups.get(group_id)
+        return None if group is None else (group.group_epoch, group.state)
 
     def _share_leader_epoch(self, topic_id: bytes, index: int) -> int | None:
         """The leader epoch this node writes a share partition's state with: -1 on a single broker

@@ -20,6 +20,15 @@ The rules and their thresholds (``Thresholds``):
 - ``slow-joiner``: a join phase that waited ``slow_join_ms`` or more for one member after the
   others had joined: that member's poll loop is slow to reach ``poll()``.
 - ``rebalance-storm``: ``storm`` rebalances or more within ``storm_window_ms``.
+- ``poison-records`` (share groups): records archived because they were delivered
+  ``share.delivery.count.limit`` times (``poison`` or more): look at those records and at why
+  the consumers fail on them; reject what can never be processed.
+- ``lock-expiries`` (share groups): acquisition locks expired in ``lock_expiries`` rounds or more
+  within ``lock_expiry_window_ms``: the consumers hold records longer than
+  ``share.record.lock.duration.ms``; raise it or process (and fetch) less at a time.
+
+Share groups have no static membership and no rebalance (members joining cost the others
+nothing), so ``member-churn`` leaves them alone; their session timeout is the broker's.
 """
 
 from __future__ import annotations
@@ -30,6 +39,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from protocol.group_events import (
+    DELIVERY,
+    DELIVERY_LIMIT,
+    LOCK_EXPIRED,
     MEMBER,
     MEMBER_LEFT,
     NEW_MEMBER,
@@ -39,7 +51,7 @@ from protocol.group_events import (
 )
 
 RULES = ("rebalance-timeout-evictions", "session-timeout-cluster", "member-churn", "eager-rebalances",
-         "slow-joiner", "rebalance-storm")
+         "slow-joiner", "rebalance-storm", "poison-records", "lock-expiries")
 _POLL_WORDS = ("poll", "max.poll")
 
 
@@ -52,6 +64,9 @@ class Thresholds:
     slow_join_ms: int = 3_000
     storm: int = 5
     storm_window_ms: int = 600_000
+    poison: int = 1
+    lock_expiries: int = 2
+    lock_expiry_window_ms: int = 600_000
 
 
 @dataclass
@@ -121,15 +136,14 @@ def _diagnose_group(group: str, evs: list[dict[str, Any]], t: Thresholds) -> lis
             f"{len(cluster)} session timeouts within {span / 1000:.1f} s: the members stopped heartbeating "
             "together, which points at pauses (garbage collection, a blocked process or host) more than "
             "at crashes",
-            # A streams group's session timeout is the broker's (KIP-1071), not the client's.
-            "find and fix the pause, or raise the group's streams.session.timeout.ms (a group config) above "
-            "its length" if any(e.get("group_type") == "streams" for e in cluster)
-            else "find and fix the pause, or raise session.timeout.ms above its length",
+            _session_advice(cluster),
             [int(e["timestamp"]) for e in cluster], _ids(cluster)))
 
     joins: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for e in members:
-        if e.get("cause") == NEW_MEMBER and not e.get("instance_id") and e.get("client_id"):
+        # A share group has no static membership, and a member joining stops no other member.
+        if e.get("cause") == NEW_MEMBER and not e.get("instance_id") and e.get("client_id") \
+                and e.get("group_type") != "share":
             joins[str(e["client_id"])].append(e)
     for client_id, js in sorted(joins.items()):
         if len(js) >= t.churn:
@@ -176,7 +190,89 @@ def _diagnose_group(group: str, evs: list[dict[str, Any]], t: Thresholds) -> lis
             f"{len(storm)} rebalances within {t.storm_window_ms // 60_000} minutes ({top})",
             "address the leading cause above; each rebalance stalls consumption of the whole group",
             [int(r["timestamp"]) for r in storm]))
+
+    deliveries = [e for e in evs if e.get("kind") == DELIVERY]
+    out += _poison(group, [e for e in deliveries if e.get("cause") == DELIVERY_LIMIT], t)
+    out += _lock_expiries(group, [e for e in deliveries if e.get("cause") == LOCK_EXPIRED], t)
     return out
+
+
+def _session_advice(timeouts: list[dict[str, Any]]) -> str:
+    """Streams and share groups' session timeouts are the broker's (KIP-1071, KIP-932), not the client's."""
+    types = {e.get("group_type") for e in timeouts}
+    if "streams" in types:
+        return ("find and fix the pause, or raise the group's streams.session.timeout.ms (a group config) above "
+                "its length")
+    if "share" in types:
+        return ("find and fix the pause, or raise the group's share.session.timeout.ms (a group config; the "
+                "broker's default is group.share.session.timeout.ms) above its length")
+    return "find and fix the pause, or raise session.timeout.ms above its length"
+
+
+def _where(events: list[dict[str, Any]], limit: int = 5) -> str:
+    """``topic-partition offsets a-b, c`` for the first share partitions the events name."""
+    offsets: dict[str, set[tuple[int, int]]] = defaultdict(set)
+    for e in events:
+        # The same records may be named by several rounds (expired again, then archived).
+        offsets[f"{e.get('topic')}-{e.get('partition')}"].update((int(r[0]), int(r[1])) for r in e.get("offsets") or [])
+    parts = []
+    for tp, ranges in sorted(offsets.items())[:limit]:
+        shown = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in sorted(ranges)[:8])
+        parts.append(f"{tp} offsets {shown}" + (" ..." if len(ranges) > 8 else ""))
+    return "; ".join(parts) + (f"; and {len(offsets) - limit} more partitions" if len(offsets) > limit else "")
+
+
+def _members_of(events: list[dict[str, Any]]) -> list[str]:
+    return sorted({str(m) for e in events for m in e.get("members") or [] if m})
+
+
+def _poison(group: str, archived: list[dict[str, Any]], t: Thresholds) -> list[Finding]:
+    records = sum(int(e.get("records") or 0) for e in archived)
+    if not archived or records < t.poison:
+        return []
+    limit = max(int(e.get("delivery_limit") or 0) for e in archived)
+    via: dict[str, int] = defaultdict(int)
+    for e in archived:
+        for how, n in (e.get("released_by") or {}).items():
+            via[str(how)] += int(n)
+    expired = via.get("lock-expired", 0)
+    named = [(e, r) for e in archived for r in e.get("offsets") or []]
+    look = "kafka-console-consumer.sh --topic T --partition P --offset O --max-messages 1"
+    if named:
+        e, r = min(named, key=lambda er: int(er[1][0]))
+        look = (f"kafka-console-consumer.sh --topic {e.get('topic')} --partition {e.get('partition')} "
+                f"--offset {r[0]} --max-messages 1")
+    return [Finding(
+        group, "poison-records", records,
+        (f"{records} records were" if records != 1 else "1 record was")
+        + f" archived after {limit} deliveries (share.delivery.count.limit {limit}), "
+        f"so no consumer will get them again: {_where(archived)}"
+        + (f"; {expired} of them because their acquisition locks expired" if expired else ""),
+        f"look at those records (e.g. {look}) and at the consumers' logs for the error they raise on them; a "
+        "record that can never be processed should be acknowledged with REJECT rather than released, and "
+        "share.delivery.count.limit (a group config) raised only if the failures are transient"
+        + ("; locks expiring on them points at processing slower than share.record.lock.duration.ms"
+           if expired else ""),
+        [int(e["timestamp"]) for e in archived], _members_of(archived))]
+
+
+def _lock_expiries(group: str, expired: list[dict[str, Any]], t: Thresholds) -> list[Finding]:
+    rounds = _densest(expired, t.lock_expiry_window_ms)
+    if len(rounds) < t.lock_expiries:
+        return []
+    records = sum(int(e.get("records") or 0) for e in rounds)
+    lock_ms = sorted({int(e["lock_duration_ms"]) for e in rounds if e.get("lock_duration_ms") is not None})
+    shown = ", ".join(map(str, lock_ms)) or "unknown"
+    return [Finding(
+        group, "lock-expiries", len(rounds),
+        f"acquisition locks expired {len(rounds)} times within {t.lock_expiry_window_ms // 60_000} minutes "
+        f"({records} records, share.record.lock.duration.ms {shown}): the consumers held what they fetched "
+        f"longer than the lock lasts, and each record was delivered again: {_where(rounds)}",
+        "raise share.record.lock.duration.ms (a group config; the broker's default is "
+        "group.share.record.lock.duration.ms) above the time one poll's records take to process, fetch fewer "
+        "records per poll (max.poll.records; share.acquire.mode=record_limit makes it exact), or process faster; "
+        "a consumer that is slow but alive can renew its locks (acknowledge with RENEW)",
+        [int(e["timestamp"]) for e in rounds], _members_of(rounds))]
 
 
 def _member_configs(members: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -161,10 +161,14 @@ def _who(event: dict[str, Any]) -> str:
 
 def render_history(events: list[dict[str, Any]], group: str) -> str:
     """Rebalances of ``group`` (one line each: cause, stall, phases, moves, who was waited for),
-    then every membership change, as ``kafka-consumer-groups.sh`` prints tables."""
+    then every membership change, as ``kafka-consumer-groups.sh`` prints tables. A share group
+    has no rebalances: its new epochs (what each member gained and lost) and its share partitions'
+    delivery trouble (poison records, expired locks) instead."""
     mine = [e for e in events if e.get("group") == group]
     if not mine:
         return f"Consumer group '{group}' has no recorded history."
+    if any(e.get("group_type") == "share" for e in mine):
+        return _render_share(group, mine)
     rebalances = [e for e in mine if e.get("kind") == "rebalance"]
     lines = [f"GROUP {group}: {len(rebalances)} rebalances\n"]
     rows = []
@@ -180,18 +184,54 @@ def render_history(events: list[dict[str, Any]], group: str) -> str:
         ])
     lines.append(_table(["STARTED", "GENERATION", "CAUSE", "CLIENT-REASON", "STALL", "JOIN", "SYNC",
                          "NO-PARTITIONS", "MOVED", "MEMBERS", "WAITED-FOR"], rows))
+    lines += _membership(mine)
+    return "\n".join(lines)
+
+
+def _membership(mine: list[dict[str, Any]]) -> list[str]:
     members = [e for e in mine if e.get("kind") == "member"]
-    if members:
-        lines.append("\nMEMBERSHIP CHANGES\n")
-        lines.append(_table(["TIME", "CAUSE", "MEMBER", "DETAIL"], [
-            [_ts(e["timestamp"]), str(e.get("cause")), _who(e), _member_detail(e)] for e in members]))
+    if not members:
+        return []
+    return ["\nMEMBERSHIP CHANGES\n", _table(["TIME", "CAUSE", "MEMBER", "DETAIL"], [
+        [_ts(e["timestamp"]), str(e.get("cause")), _who(e), _member_detail(e)] for e in members])]
+
+
+def _partitions(by_member: Any) -> str:
+    if not by_member:
+        return "-"
+    return " ".join(f"{m}:{','.join(ps)}" for m, ps in sorted(by_member.items()))[:80]
+
+
+def _ranges(ranges: Any) -> str:
+    shown = ",".join(f"{a}" if a == b else f"{a}-{b}" for a, b in (ranges or [])[:6])
+    return (shown + (",..." if len(ranges or []) > 6 else "")) or "-"
+
+
+def _render_share(group: str, mine: list[dict[str, Any]]) -> str:
+    """A share group's history: its epochs, its delivery trouble, its membership changes."""
+    assignments = [e for e in mine if e.get("kind") == "assignment"]
+    deliveries = [e for e in mine if e.get("kind") == "delivery"]
+    lines = [f"SHARE GROUP {group}: {len(assignments)} assignments, {len(deliveries)} delivery problems\n"]
+    lines.append(_table(["TIME", "EPOCH", "CAUSE", "REASON", "MEMBERS", "PARTITIONS", "SHARED", "GAINED", "LOST"], [
+        [_ts(e["timestamp"]), f"{e.get('epoch_before', '-')}->{e.get('generation')}", str(e.get("cause")),
+         str(e.get("reason") or "-")[:40], str(e.get("members", "-")), str(e.get("partitions", "-")),
+         str(e.get("shared_partitions", "-")), _partitions(e.get("gained")), _partitions(e.get("lost"))]
+        for e in assignments]))
+    if deliveries:
+        lines.append("\nDELIVERY PROBLEMS\n")
+        lines.append(_table(["TIME", "CAUSE", "PARTITION", "RECORDS", "OFFSETS", "LIMIT", "LOCK", "MEMBERS"], [
+            [_ts(e["timestamp"]), str(e.get("cause")), f"{e.get('topic')}-{e.get('partition')}",
+             str(e.get("records", "-")), _ranges(e.get("offsets")), str(e.get("delivery_limit", "-")),
+             _secs(e.get("lock_duration_ms")), ",".join(e.get("members") or [])[:60] or "-"]
+            for e in deliveries]))
+    lines += _membership(mine)
     return "\n".join(lines)
 
 
 def _member_detail(e: dict[str, Any]) -> str:
     parts = []
     for key in ("client_reason", "instance_id", "avoided_rebalance", "last_heartbeat_age_ms",
-                "rebalance_timeout_ms", "why", "partitions", "action"):
+                "rebalance_timeout_ms", "why", "partitions", "action", "subscribed_topics"):
         if e.get(key) is not None:
             parts.append(f"{key}={e[key]}")
     return " ".join(parts) or "-"

@@ -4,10 +4,11 @@ coordinator makes the events, the broker writes them, ``kcoord groups --history`
 the Spark analysis read them; all of them take the format from here.
 
 Encoding (``VERSION`` 1): the record key is the JSON object ``{"version": 1, "group": <group
-id>}``, the value one JSON object with ``version``, ``kind`` (``member``, ``state`` or
-``rebalance``), ``group``, ``group_type`` (``classic``, ``consumer`` or ``streams``), ``generation`` (the
-group epoch for consumer and streams groups), ``state_before``, ``state_after``, ``timestamp`` (ms), ``cause`` (one
-of ``CAUSES``) and the kind's own fields (docs/journal.md); the record timestamp
+id>}``, the value one JSON object with ``version``, ``kind`` (``member``, ``state``, ``rebalance``,
+``assignment`` or ``delivery``), ``group``, ``group_type`` (``classic``, ``consumer``, ``streams`` or
+``share``), ``generation`` (the group epoch for consumer, streams and share groups), ``state_before``,
+``state_after``, ``timestamp`` (ms), ``cause`` (one of ``CAUSES``) and the kind's own fields
+(docs/journal.md); the record timestamp
 is the event's. JSON because every client and tool (kcat, the console consumer, Spark's JSON
 functions) reads it without a schema; ``version`` in key and value lets a later encoding change
 without breaking readers that check it: a reader skips a record whose version it does not know
@@ -31,8 +32,14 @@ from protocol.partitioning import partition_for
 EVENTS_TOPIC = "__kcoord_group_events"
 VERSION = 1
 
-# The kinds of event.
+# The kinds of event. A share group (KIP-932) has no rebalance: members never give partitions up
+# and a partition may go to several members, so a new group epoch is an ``assignment`` event (what
+# each member gained and lost) rather than a ``rebalance``; its share partitions' trouble with
+# deliveries (records archived at the delivery limit, acquisition locks that expired) is a
+# ``delivery`` event, one per share partition and fetch, acknowledgement or expiry round.
 MEMBER, STATE, REBALANCE = "member", "state", "rebalance"
+ASSIGNMENT, DELIVERY = "assignment", "delivery"
+KINDS = (MEMBER, STATE, REBALANCE, ASSIGNMENT, DELIVERY)
 
 # The causes, in the order docs/journal.md lists them.
 NEW_MEMBER = "new-member-joined"
@@ -47,14 +54,22 @@ PARTITIONS_CHANGED = "partition-count-changed"
 FENCED = "member-fenced"
 ADMIN = "removed-by-admin"
 SHARD_LOADED = "shard-loaded"
+# Share groups' deliveries (``delivery`` events): records archived because they were delivered
+# ``share.delivery.count.limit`` times (poison records), and acquisition locks that expired
+# before the member acknowledged (``share.record.lock.duration.ms``).
+DELIVERY_LIMIT = "delivery-limit-reached"
+LOCK_EXPIRED = "acquisition-lock-expired"
 CAUSES = (NEW_MEMBER, STATIC_REJOINED, MEMBER_LEFT, SESSION_TIMEOUT, REBALANCE_TIMEOUT, SYNC_TIMEOUT,
-          LEADER_REJOINED, METADATA_CHANGED, PARTITIONS_CHANGED, FENCED, ADMIN, SHARD_LOADED)
+          LEADER_REJOINED, METADATA_CHANGED, PARTITIONS_CHANGED, FENCED, ADMIN, SHARD_LOADED,
+          DELIVERY_LIMIT, LOCK_EXPIRED)
 
 
 @dataclass(frozen=True)
 class GroupEvent:
     """One journal entry. ``kind`` is ``member`` (a membership change), ``state`` (a phase of a
-    rebalance: a state transition) or ``rebalance`` (the summary once the group settles)."""
+    rebalance: a state transition), ``rebalance`` (the summary once the group settles),
+    ``assignment`` (a share group's new epoch and target assignment) or ``delivery`` (a share
+    partition's records archived at the delivery limit or whose locks expired)."""
 
     kind: str
     group: str

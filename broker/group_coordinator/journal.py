@@ -22,6 +22,7 @@ from protocol.consumer_protocol import decode_assignment
 from protocol.errors import DecodeError
 from protocol.group_events import (
     ADMIN,
+    ASSIGNMENT,
     LEADER_REJOINED,
     MEMBER,
     MEMBER_LEFT,
@@ -86,6 +87,7 @@ class Note:
     cause: str
     member_id: str | None
     detail: dict[str, Any]
+    kind: str = MEMBER
 
 
 @dataclass
@@ -125,6 +127,12 @@ class Journal:
         if self.enabled:
             self.notes.append(Note(group, cause, member_id, {k: v for k, v in detail.items() if v is not None}))
 
+    def assignment(self, group: str, cause: str, **detail: Any) -> None:
+        """A share group's new epoch and target assignment (share groups have no rebalance: no
+        member gives anything up, so the new assignment is the whole story)."""
+        if self.enabled:
+            self.notes.append(Note(group, cause, None, detail, ASSIGNMENT))
+
     def joined(self, group: str, member_id: str, now: int) -> None:
         """A member's JoinGroup arrived (an eager member has just given up its partitions)."""
         if self.enabled:
@@ -157,18 +165,20 @@ class Journal:
         for n in notes:
             by_group.setdefault(n.group, []).append(n)
             gtype, gen, state = _describe(st, n.group)
-            events.append(GroupEvent(MEMBER, n.group, gtype, gen, state, state, now, n.cause, n.member_id,
+            events.append(GroupEvent(n.kind, n.group, gtype, gen, state, state, now, n.cause, n.member_id,
                                      n.detail))
             trace = self.traces.get(n.group)
-            if trace is not None:
+            if trace is not None and n.kind == MEMBER:
                 trace.notes.append({"cause": n.cause, "member_id": n.member_id, "at_ms": now - trace.started,
                                     **n.detail})
         for group, before, after, generation, members, reason in out.transitions:
             gtype = _group_type(st, group)
             first = by_group.get(group, [])
             trace = self.traces.get(group)
-            # A streams group converges as a consumer group does (Assigning, then Reconciling).
-            rebalancing = CLASSIC_REBALANCING if gtype == "classic" else CONSUMER_REBALANCING
+            # A streams group converges as a consumer group does (Assigning, then Reconciling); a
+            # share group never rebalances (it is Empty or Stable: its epochs are ``assignment``s).
+            rebalancing = (CLASSIC_REBALANCING if gtype == "classic" else () if gtype == "share"
+                           else CONSUMER_REBALANCING)
             if trace is None and after in rebalancing:
                 trace = self._start(st, group, gtype, before, generation, reason, first, now)
                 trace.members_at_start = members
@@ -261,10 +271,15 @@ class Journal:
 def _group_type(st: Any, group_id: str) -> str:
     if group_id in st.consumer_groups:
         return "consumer"
+    if group_id in st.share_groups:
+        return "share"
     return "streams" if group_id in st.streams.groups else "classic"
 
 
 def _describe(st: Any, group_id: str) -> tuple[str, int, str]:
+    share = st.share_groups.get(group_id)
+    if share is not None:
+        return "share", share.group_epoch, share.state
     sgroup = st.streams.groups.get(group_id)
     if sgroup is not None:
         return "streams", sgroup.group_epoch, sgroup.state_name()

@@ -137,6 +137,9 @@ class GroupCoordinatorShard:
                                                           cmember.member_epoch, now_ms + cmember.rebalance_timeout_ms)
         streams_describe.on_loaded(st, out, now_ms)
         for sgroup in st.share_groups.values():
+            if sgroup.members:
+                st.journal.note(sgroup.group_id, group_events.SHARD_LOADED, members=len(sgroup.members),
+                                group_epoch=sgroup.group_epoch)
             for member_id in sgroup.members:
                 share_heartbeat.set_session_timeout(st, out, sgroup.group_id, member_id, now_ms)
             if sgroup.initializing:
@@ -309,6 +312,9 @@ class GroupCoordinatorShard:
         share = st.share_groups.get(group_id)
         if share is not None:
             error, records = share_describe.deletion(share)
+            if not error:
+                # Named here: once its records are replayed, the journal no longer knows the group's type.
+                st.journal.note(group_id, group_events.ADMIN, action="group deleted", group_type="share")
             out = Result()
             for record in records:
                 st.emit(out, record)

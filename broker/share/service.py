@@ -12,11 +12,16 @@ a first fetch, an offset reset) is written (WriteShareGroupState: its start offs
 batches, acquired records as available), and the request that made it is answered only once that
 write is durable. Acquisitions are not written: after a restart an acquired record is available
 again.
+
+Records archived at the delivery limit and acquisition locks that expired go to the rebalance
+journal as events of the share group (``journal``, the journal writer's ``write``: it only queues),
+one per share partition and round: after each fetch or acknowledgement round (when its changes are
+written), each expiry pass and each release of a gone member's records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
@@ -27,10 +32,12 @@ from broker.runtime.countdown import Countdown
 from broker.share.coordinator import Deliver, ShareStateCoordinator, StateRequest
 from broker.share_coordinator.state import ShareGroupOffset
 from broker.share_partition import records as state_records
+from broker.share_partition.journal import delivery_events
 from broker.share_partition.partition import ACQUIRED, InFlight, Limits, SharePartition
 from broker.share_partition.settings import ShareGroupSettings
 from broker.topics.changes import Settlement, TopicChange, TopicDeleted
 from protocol.errors import ErrorCode
+from protocol.group_events import GroupEvent
 from protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
 from protocol.messages.initialize_share_group_state import InitializeShareGroupStateRequest
 from protocol.messages.read_share_group_state import ReadShareGroupStateRequest
@@ -42,6 +49,9 @@ Key = tuple[str, bytes, int]  # group, topic id, partition
 # released at most this late.
 LOCK_CHECK_SECONDS = 0.1
 Done = Callable[[bool], None]
+Journal = Callable[[Sequence[GroupEvent]], None]
+# A share group's (epoch, state) where this node coordinates it, else None.
+GroupInfo = Callable[[str], "tuple[int, str] | None"]
 
 
 class Persister(Protocol):
@@ -91,7 +101,10 @@ class ShareService:
                  local: ShareStateCoordinator | None = None,
                  leader_epoch: Callable[[bytes, int], int | None] = lambda topic_id, index: -1,
                  reread_at_session_open: bool = False,
-                 group_partitions: Callable[[bytes], list[Key]] = lambda topic_id: []) -> None:
+                 group_partitions: Callable[[bytes], list[Key]] = lambda topic_id: [],
+                 journal: Journal | None = None,
+                 group_info: GroupInfo = lambda group: None,
+                 topic_name: Callable[[bytes], str | None] = lambda topic_id: None) -> None:
         """``settings`` gives a group's effective share settings (its group configs over the
         broker's ``group.share.*``), looked up at each use so that a change applies at once.
         ``local``: the share coordinator of this node (what it coordinates is listed from it).
@@ -100,9 +113,14 @@ class ShareService:
         a member's new session has the group's idle share partitions read again, as another node
         may have reset their offsets meanwhile. ``group_partitions(topic id)``: the share
         partitions of that topic the share groups this node coordinates initialized (their state
-        may be coordinated by any node), deleted with the topic."""
+        may be coordinated by any node), deleted with the topic. ``journal``: where delivery
+        trouble is reported (none: it is only counted), with the group's epoch and state from
+        ``group_info`` and the topic's name from ``topic_name``."""
         self.reread_at_session_open = reread_at_session_open
         self.group_partitions = group_partitions
+        self.journal = journal
+        self.group_info = group_info
+        self.topic_name = topic_name
         self.max_sessions = max_sessions
         # A session unused this long belongs to a consumer that is gone (one that polls fetches
         # far more often): it is closed and what its member holds is released.
@@ -216,16 +234,40 @@ class ShareService:
         return sp
 
     def expire_locks(self, now_ms: int) -> None:
+        expired = []
         for key, sp in self.partitions.items():
             deadline = sp.next_deadline()
             if deadline is not None and deadline <= now_ms:
                 sp.expire(now_ms, self.limits(key[0]))
+                expired.append(key)
+        self.report(expired)
 
     def close_idle_sessions(self, now_ms: int) -> None:
         idle = [key for key, session in self.sessions.items() if now_ms - session.last_used_ms > self.session_idle_ms]
+        released: list[Key] = []
         for group, member in idle:
             del self.sessions[(group, member)]
-            self.release_member(group, member)
+            released += self.release_member(group, member)
+        self.report(released)
+
+    def report(self, keys: list[Key]) -> None:
+        """Hands the delivery trouble of the share partitions of ``keys`` to the journal: one or
+        two events per share partition for the whole round."""
+        events: list[GroupEvent] = []
+        now = -1
+        for key in dict.fromkeys(keys):
+            sp = self.partitions.get(key)
+            trouble = None if sp is None else sp.take_trouble()
+            if trouble is None or self.journal is None:
+                continue
+            if now < 0:
+                now = self.clock()
+            info = self.group_info(key[0])
+            epoch, state = info if info is not None else (-1, "Unknown")
+            events += delivery_events(key[0], self.topic_name(key[1]) or key[1].hex(), key[2], trouble,
+                                      self.limits(key[0]), now, epoch, state)
+        if events and self.journal is not None:
+            self.journal(events)
 
     def close_sessions_of(self, conn_id: int) -> None:
         """A client connection closed: the share sessions it opened end, and what their members
@@ -246,7 +288,9 @@ class ShareService:
     # ---- durability ---------------------------------------------------------------------------
 
     def persist(self, keys: list[Key], done: Done) -> None:
-        """Writes each share partition's state; ``done(ok)`` once all are durable."""
+        """Writes each share partition's state; ``done(ok)`` once all are durable. The round's
+        delivery trouble goes to the journal first."""
+        self.report(keys)
         todo = [k for k in dict.fromkeys(keys) if k in self.partitions and self.partitions[k].initialized]
         if not todo:
             done(True)

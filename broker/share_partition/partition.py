@@ -6,6 +6,11 @@ the member, by its lock expiring or by its member leaving) is available again un
 delivered ``delivery_limit`` times, in which case it is archived (a poison record is not
 delivered forever). The start offset moves past every record that is acknowledged or archived;
 ``next_offset`` is the first offset never acquired.
+
+What went wrong with deliveries (records archived at the delivery limit, locks that expired) is
+gathered in ``trouble`` until the shell takes it (``take_trouble``) after each fetch,
+acknowledgement or expiry round, for the rebalance journal: one event per share partition and
+round, never one per record.
 """
 
 from __future__ import annotations
@@ -59,6 +64,30 @@ class Limits:
     max_in_flight: int = 2000
 
 
+# How many offsets of each kind of trouble a round keeps (the counts stay whole).
+TROUBLE_OFFSETS = 1000
+
+# How a record came to be released: by its member (ShareFetch/ShareAcknowledge RELEASE), by its
+# lock expiring, or because its member's share session ended.
+RELEASED, LOCK_EXPIRED, MEMBER_GONE = "released", "lock-expired", "member-gone"
+
+
+@dataclass
+class DeliveryTrouble:
+    """What went wrong with this share partition's deliveries since the shell last took it."""
+
+    archived: int = 0  # records archived because they reached the delivery limit
+    archived_offsets: list[int] = field(default_factory=list)
+    archived_via: dict[str, int] = field(default_factory=dict)  # how they were last released
+    expired: int = 0  # acquisition locks that expired
+    expired_offsets: list[int] = field(default_factory=list)
+    members: dict[str, int] = field(default_factory=dict)  # who held those records: how many
+    max_delivery_count: int = 0
+
+    def __bool__(self) -> bool:
+        return bool(self.archived or self.expired)
+
+
 @dataclass
 class SharePartition:
     start_offset: int = -1  # -1 until the first fetch (or the durable state) sets it
@@ -72,6 +101,14 @@ class SharePartition:
     # Offsets whose durable state (delivery state as written, delivery count) changed since the
     # shell last wrote this share partition: what a ShareUpdate record carries.
     changed: set[int] = field(default_factory=set)
+    trouble: DeliveryTrouble = field(default_factory=DeliveryTrouble)
+
+    def take_trouble(self) -> DeliveryTrouble | None:
+        """What went wrong since the last call (None: nothing)."""
+        if not self.trouble:
+            return None
+        taken, self.trouble = self.trouble, DeliveryTrouble()
+        return taken
 
     @property
     def initialized(self) -> bool:
@@ -143,11 +180,19 @@ class SharePartition:
                 out.append(Acquired(offset, offset, count))
         return out
 
-    def _release(self, rec: InFlight, limits: Limits) -> None:
+    def _release(self, offset: int, rec: InFlight, limits: Limits, via: str) -> None:
+        holder = rec.member
         rec.member, rec.deadline_ms = "", 0
         rec.state = ARCHIVED if rec.delivery_count >= limits.delivery_limit else AVAILABLE
         if rec.state == ARCHIVED:
             self.archived_at_limit += 1
+            t = self.trouble
+            t.archived += 1
+            if len(t.archived_offsets) < TROUBLE_OFFSETS:
+                t.archived_offsets.append(offset)
+            t.archived_via[via] = t.archived_via.get(via, 0) + 1
+            t.members[holder] = t.members.get(holder, 0) + 1
+            t.max_delivery_count = max(t.max_delivery_count, rec.delivery_count)
 
     def acknowledge(self, member: str, first: int, last: int, types: list[int], limits: Limits,
                     now_ms: int = 0) -> int:
@@ -176,7 +221,7 @@ class SharePartition:
             elif kind == REJECT:
                 rec.state, rec.member, rec.deadline_ms = ARCHIVED, "", 0
             elif kind == RELEASE:
-                self._release(rec, limits)
+                self._release(offset, rec, limits, RELEASED)
             elif kind == RENEW:
                 rec.deadline_ms = now_ms + limits.lock_ms
             else:
@@ -189,7 +234,7 @@ class SharePartition:
         changed = False
         for offset, rec in self.records.items():
             if rec.state == ACQUIRED and rec.member == member:
-                self._release(rec, limits)
+                self._release(offset, rec, limits, MEMBER_GONE)
                 self.changed.add(offset)
                 changed = True
         self.advance()
@@ -198,9 +243,15 @@ class SharePartition:
     def expire(self, now_ms: int, limits: Limits) -> int:
         """Locks past their deadline are released; returns how many."""
         n = 0
+        t = self.trouble
         for offset, rec in self.records.items():
             if rec.state == ACQUIRED and rec.deadline_ms <= now_ms:
-                self._release(rec, limits)
+                t.expired += 1
+                if len(t.expired_offsets) < TROUBLE_OFFSETS:
+                    t.expired_offsets.append(offset)
+                t.members[rec.member] = t.members.get(rec.member, 0) + 1
+                t.max_delivery_count = max(t.max_delivery_count, rec.delivery_count)
+                self._release(offset, rec, limits, LOCK_EXPIRED)
                 self.changed.add(offset)
                 n += 1
         self.lock_expiries += n

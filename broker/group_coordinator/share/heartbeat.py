@@ -4,6 +4,10 @@ session timeout that fences a silent member, and topic changes picked up without
 Every change is a record, emitted (and so replayed) here: a member's metadata, the group epoch
 with its subscription metadata hash, the target assignment (per member and its epoch), a member's
 current assignment, and the topic partitions whose share state the group uses.
+
+The rebalance journal hears of each member joining, leaving, fenced or timed out, of each new
+group epoch with what its target assignment gave and took from whom (``assignment`` events), and
+of the group's passing between Empty and Stable.
 """
 
 from __future__ import annotations
@@ -18,6 +22,14 @@ from broker.group_coordinator.share import assignor
 from broker.group_coordinator.share.group import Assignment, ShareGroup, ShareMember, TopicId
 from broker.group_coordinator.timers import TimerTarget
 from protocol.errors import ErrorCode
+from protocol.group_events import (
+    FENCED,
+    MEMBER_LEFT,
+    METADATA_CHANGED,
+    NEW_MEMBER,
+    PARTITIONS_CHANGED,
+    SESSION_TIMEOUT,
+)
 from protocol.messages.offsets_log_share_groups import (
     ShareGroupCurrentMemberAssignmentValue,
     ShareGroupMemberMetadataValue,
@@ -44,6 +56,8 @@ INITIALIZE = "share-initialize"
 LEAVE_EPOCH = -1
 _Response = ShareGroupHeartbeatResponse
 _TopicPartitions = ShareGroupHeartbeatResponse.Assignment.TopicPartitions
+# How many partitions an ``assignment`` event names (gained and lost together); counts are whole.
+JOURNAL_PARTITIONS = 200
 
 
 def session_key(group_id: str, member_id: str) -> str:
@@ -160,11 +174,17 @@ def on_initialize(st: CoordinatorState, group_id: str) -> Result:
     return out
 
 
-def bump_epoch(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int) -> None:
+def bump_epoch(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int,
+               cause: str = METADATA_CHANGED, reason: str = "",
+               target_before: dict[str, Assignment] | None = None) -> None:
     """A new group epoch (membership, subscriptions, their topics or the initialized partitions
     changed): the epoch and the metadata hash, then the target assignment computed for it over the
-    initialized partitions."""
+    initialized partitions. The journal hears of it with ``cause`` and ``reason`` (and what was
+    assigned before: ``target_before`` when a removed member's target is already gone)."""
     gid = group.group_id
+    epoch_before = group.group_epoch
+    if target_before is None:
+        target_before = dict(group.target)
     names = group.subscribed_topics()
     st.emit(out, ShareGroupMetadataRecord(gid, ShareGroupMetadataValue(
         epoch=group.group_epoch + 1, metadata_hash=metadata_hash(names, st.topics))))
@@ -177,6 +197,39 @@ def bump_epoch(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int
                                   for t, ps in sorted(assignment.items())])))
     st.emit(out, ShareGroupTargetAssignmentMetadataRecord(gid, ShareGroupTargetAssignmentMetadataValue(
         assignment_epoch=group.group_epoch, assignment_timestamp=now_ms)))
+    if st.journal.enabled:
+        st.journal.assignment(gid, cause, **assignment_change(st, group, epoch_before, target_before, reason))
+
+
+def _named(st: CoordinatorState, assignment: Assignment) -> set[str]:
+    out: set[str] = set()
+    for topic_id, partitions in assignment.items():
+        name = st.topics.topic_name(topic_id) or topic_id.hex()
+        out.update(f"{name}-{p}" for p in partitions)
+    return out
+
+
+def assignment_change(st: CoordinatorState, group: ShareGroup, epoch_before: int,
+                      target_before: dict[str, Assignment], reason: str) -> dict[str, Any]:
+    """What an ``assignment`` event says of a new epoch: the partitions each member gained and
+    lost (``topic-partition``), how many partitions are assigned and how many of them to more than
+    one member (a share group's partitions may be consumed by several members at once)."""
+    holders: dict[str, int] = {}
+    gained: dict[str, list[str]] = {}
+    lost: dict[str, list[str]] = {}
+    named = 0
+    for member_id in sorted(set(target_before) | set(group.target)):
+        now_held = _named(st, group.target.get(member_id, {}))
+        was_held = _named(st, target_before.get(member_id, {}))
+        for tp in now_held:
+            holders[tp] = holders.get(tp, 0) + 1
+        for side, diff in ((gained, now_held - was_held), (lost, was_held - now_held)):
+            if diff and named < JOURNAL_PARTITIONS:
+                side[member_id] = sorted(diff)[:JOURNAL_PARTITIONS - named]
+                named += len(side[member_id])
+    return {"reason": reason or None, "epoch_before": epoch_before, "members": len(group.members),
+            "partitions": len(holders), "shared_partitions": sum(1 for n in holders.values() if n > 1),
+            "gained": gained, "lost": lost, "changed": bool(gained or lost)}
 
 
 def _reconcile(st: CoordinatorState, out: Result, group: ShareGroup, member: ShareMember) -> bool:
@@ -190,15 +243,17 @@ def _reconcile(st: CoordinatorState, out: Result, group: ShareGroup, member: Sha
     return changed
 
 
-def remove_member(st: CoordinatorState, out: Result, group: ShareGroup, member_id: str, now_ms: int) -> None:
+def remove_member(st: CoordinatorState, out: Result, group: ShareGroup, member_id: str, now_ms: int,
+                  cause: str = MEMBER_LEFT) -> None:
     """The member leaves (or is fenced): its records are tombstoned and the others reassigned."""
     gid = group.group_id
+    target_before = dict(group.target)
     st.emit(out, ShareGroupCurrentMemberAssignmentRecord(gid, member_id, None))
     if member_id in group.target:
         st.emit(out, ShareGroupTargetAssignmentMemberRecord(gid, member_id, None))
     st.emit(out, ShareGroupMemberMetadataRecord(gid, member_id, None))
     st.timers.cancel(out, session_key(gid, member_id))
-    bump_epoch(st, out, group, now_ms)
+    bump_epoch(st, out, group, now_ms, cause, f"member {member_id} removed", target_before)
 
 
 def _validate(req: ShareGroupHeartbeatRequest) -> str | None:
@@ -215,8 +270,33 @@ def _validate(req: ShareGroupHeartbeatRequest) -> str | None:
     return None
 
 
+def group_state(st: CoordinatorState, group_id: str) -> str:
+    group = st.share_groups.get(group_id)
+    return "Dead" if group is None else group.state
+
+
+def note_transition(st: CoordinatorState, out: Result, group_id: str, before: str, reason: str) -> None:
+    """A share group's passing between Empty and Stable, reported as other groups' transitions are
+    (the journal's ``state`` events and the broker's log)."""
+    group = st.share_groups.get(group_id)
+    after = group_state(st, group_id)
+    if after != before and group is not None:
+        out.transitions.append((group_id, before, after, group.group_epoch, len(group.members), reason))
+
+
 def share_group_heartbeat(st: CoordinatorState, req: ShareGroupHeartbeatRequest, ctx: RequestContext,
                           now_ms: int) -> Result:
+    before = group_state(st, req.group_id)
+    out = _heartbeat(st, req, ctx, now_ms)
+    joined = req.member_epoch == 0 and any(isinstance(r, ShareGroupMemberMetadataRecord) and r.value is not None
+                                           for r in out.records)
+    note_transition(st, out, req.group_id, before,
+                    f"member {req.member_id} joined" if joined else
+                    "member left" if req.member_epoch == LEAVE_EPOCH else "heartbeat")
+    return out
+
+
+def _heartbeat(st: CoordinatorState, req: ShareGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
     out = Result()
 
     def answer(response: Any) -> Result:
@@ -236,6 +316,7 @@ def share_group_heartbeat(st: CoordinatorState, req: ShareGroupHeartbeatRequest,
             return answer(_error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {gid} not found."))
         if req.member_id not in group.members:
             return answer(_error(ErrorCode.UNKNOWN_MEMBER_ID, f"Member {req.member_id} is not a member of group {gid}."))
+        st.journal.note(gid, MEMBER_LEFT, req.member_id, client_id=ctx.client_id)
         remove_member(st, out, group, req.member_id, now_ms)
         return answer(_Response(error_code=0, member_id=req.member_id, member_epoch=LEAVE_EPOCH,
                                 heartbeat_interval_ms=0, assignment=None))
@@ -252,6 +333,8 @@ def share_group_heartbeat(st: CoordinatorState, req: ShareGroupHeartbeatRequest,
                                  f"The share group has reached its maximum capacity of {st.config.share_max_size} members."))
         member = ShareMember(req.member_id)
     elif req.member_epoch not in (0, member.member_epoch):
+        st.journal.note(gid, FENCED, req.member_id, client_id=ctx.client_id, member_epoch=req.member_epoch,
+                        why=f"stale member epoch {req.member_epoch}, the group has it at {member.member_epoch}")
         return answer(_error(ErrorCode.FENCED_MEMBER_EPOCH,
                              f"The share group member has a different epoch ({req.member_epoch}) than the coordinator "
                              f"({member.member_epoch})."))
@@ -272,9 +355,17 @@ def share_group_heartbeat(st: CoordinatorState, req: ShareGroupHeartbeatRequest,
         st.emit(out, _member_metadata(gid, updated))
     group = st.share_groups[gid]
     member = group.members[req.member_id]
-    if (bump or metadata_hash(group.subscribed_topics(), st.topics) != group.metadata_hash
-            or initialized_assignment_pending(st, group)):
-        bump_epoch(st, out, group, now_ms)
+    if new_member:
+        st.journal.note(gid, NEW_MEMBER, req.member_id, client_id=ctx.client_id, client_host=ctx.client_host,
+                        rack_id=updated.rack_id, subscribed_topics=sorted(updated.subscribed_topic_names),
+                        session_timeout_ms=st.config.share_session_timeout_for(gid))
+    if bump:
+        bump_epoch(st, out, group, now_ms, NEW_MEMBER if new_member else METADATA_CHANGED,
+                   f"member {req.member_id} joined" if new_member else f"member {req.member_id} changed its subscription")
+    elif metadata_hash(group.subscribed_topics(), st.topics) != group.metadata_hash:
+        bump_epoch(st, out, group, now_ms, PARTITIONS_CHANGED, "subscribed topics changed")
+    elif initialized_assignment_pending(st, group):
+        bump_epoch(st, out, group, now_ms, PARTITIONS_CHANGED, "share partitions initialized")
     changed = _reconcile(st, out, group, member)
     maybe_initialize(st, out, group, now_ms)
     set_session_timeout(st, out, gid, member.member_id, now_ms)
@@ -289,7 +380,12 @@ def on_session_timeout(st: CoordinatorState, group_id: str, member_id: str, now_
     out = Result()
     group = st.share_groups.get(group_id)
     if group is not None and member_id in group.members:
-        remove_member(st, out, group, member_id, now_ms)
+        before = group.state
+        timeout_ms = st.config.share_session_timeout_for(group_id)
+        st.journal.note(group_id, SESSION_TIMEOUT, member_id, client_id=group.members[member_id].client_id,
+                        session_timeout_ms=timeout_ms, last_heartbeat_age_ms=timeout_ms)
+        remove_member(st, out, group, member_id, now_ms, SESSION_TIMEOUT)
+        note_transition(st, out, group_id, before, f"member {member_id} fenced: session timeout")
     return out
 
 
@@ -300,5 +396,5 @@ def on_topics_changed(st: CoordinatorState, topics: set[str], now_ms: int) -> Re
     for group in list(st.share_groups.values()):
         if (group.members and group.subscribed_topics() & topics
                 and metadata_hash(group.subscribed_topics(), st.topics) != group.metadata_hash):
-            bump_epoch(st, out, group, now_ms)
+            bump_epoch(st, out, group, now_ms, PARTITIONS_CHANGED, "subscribed topics changed")
     return out

@@ -35,7 +35,7 @@ def test_every_cause_the_coordinator_names_is_in_the_vocabulary() -> None:
                "topics changed", "something else"]
     causes = {journal.cause_of_reason(r) for r in reasons}
     assert causes <= set(group_events.CAUSES)
-    assert len(set(group_events.CAUSES)) == len(group_events.CAUSES) == 12
+    assert len(set(group_events.CAUSES)) == len(group_events.CAUSES) == 14
 
 
 def test_repeated_rebalance_timeout_evictions() -> None:

@@ -10,7 +10,14 @@ from typing import Any
 from broker.share.coordinator import StateRequest
 from broker.share.service import ShareService
 from broker.share_coordinator.shard import ShareCoordinatorShard
-from broker.share_partition.partition import ACCEPT, ACKNOWLEDGED, AVAILABLE, BatchRange, SharePartition
+from broker.share_partition.partition import (
+    ACCEPT,
+    ACKNOWLEDGED,
+    AVAILABLE,
+    BatchRange,
+    Limits,
+    SharePartition,
+)
 from broker.share_partition.settings import ShareGroupSettings
 from protocol.errors import ErrorCode
 from protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
@@ -158,3 +165,32 @@ def test_forget_group_deletes_the_keys_its_coordinator_names_and_those_held_here
     done: list[bool] = []
     s.forget_group(KEY[0], [elsewhere], done.append)
     assert done == [True] and not persister.shard.states and KEY not in s.partitions
+
+
+def test_delivery_trouble_goes_to_the_journal_once_per_round() -> None:
+    from broker.share_partition.partition import RELEASE
+
+    persister = ShardPersister()
+    written: list[Any] = []
+    now = [0]
+    s = ShareService(persister, lambda group: ShareGroupSettings(limits=Limits(lock_ms=100, delivery_limit=1)),
+                     lambda: now[0], journal=written.extend, group_info=lambda group: (4, "Stable"),
+                     topic_name=lambda topic_id: "orders")
+    assert ready(s)
+    sp = s.partitions[KEY]
+    sp.initialize(0)
+    limits = s.limits("g")
+    sp.acquire("m", [BatchRange(0, 9, False)], 10, 10, 0, limits)
+    assert sp.acknowledge("m", 0, 9, [RELEASE], limits) == ErrorCode.NONE
+    s.persist([KEY], lambda ok: None)
+    [poison] = written
+    assert (poison.cause, poison.group, poison.generation) == ("delivery-limit-reached", "g", 4)
+    assert poison.detail["topic"] == "orders" and poison.detail["offsets"] == [[0, 9]]
+    assert poison.detail["records"] == 10
+    s.persist([KEY], lambda ok: None)
+    assert len(written) == 1  # reported once
+    sp.acquire("m", [BatchRange(10, 14, False)], 15, 5, 0, limits)
+    now[0] = 500
+    s.expire_locks(now[0])
+    assert [e.cause for e in written[1:]] == ["acquisition-lock-expired", "delivery-limit-reached"]
+    assert written[1].detail["offsets"] == [[10, 14]] and written[1].timestamp == 500
