@@ -8,6 +8,7 @@ from typing import TypeAlias
 from broker.group_coordinator.pending_offsets import TxnMarkerWrite, TxnOffsetBatch
 from broker.group_coordinator.records import AnyRecord
 from protocol.group_events import GroupEvent
+from protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsResponse
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
 from protocol.messages.delete_groups import DeleteGroupsResponse
 from protocol.messages.heartbeat import HeartbeatResponse
@@ -42,6 +43,7 @@ CoordinatorResponse: TypeAlias = (
     "JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse"
     " | OffsetCommitResponse | OffsetDeleteResponse | DeleteGroupsResponse.DeletableGroupResult"
     " | ConsumerGroupHeartbeatResponse | TxnOffsetCommitResponse | ShareGroupHeartbeatResponse"
+    " | AlterShareGroupOffsetsResponse"
 )
 
 

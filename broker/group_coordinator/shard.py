@@ -261,6 +261,14 @@ class GroupCoordinatorShard:
             return share_describe.failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")
         return share_describe.describe(self.state.share_groups, group_id, self.state.topics)
 
+    def has_group(self, group_id: str) -> bool:
+        """The id names a group of some kind (a classic group that is not dead, a consumer, streams
+        or share group)."""
+        st = self.state
+        classic = st.groups.get(group_id)
+        return (group_id in st.consumer_groups or group_id in st.streams.groups or group_id in st.share_groups
+                or (classic is not None and classic.state is not GroupState.DEAD))
+
     def share_group_view(self, group_id: str) -> tuple[int, dict[bytes, frozenset[int]]] | None:
         """(members, initialized partitions by topic id) of a share group; None when the id names
         no share group."""
@@ -268,6 +276,13 @@ class GroupCoordinatorShard:
         if group is None:
             return None
         return len(group.members), {t: ps for t, (_, ps) in group.initialized.items()}
+
+    def share_group_alter_offsets(self, group_id: str,
+                                  partitions: dict[bytes, tuple[str, frozenset[int]]]) -> tuple[int, list[AnyRecord]]:
+        """AlterShareGroupOffsets wrote the share state of ``partitions`` (topic id: name and
+        indexes): the group has them initialized, and a group id that named no group is now an
+        empty share group."""
+        return share_heartbeat.alter_offsets(self.state, group_id, partitions)
 
     def share_partitions(self, group_id: str | None = None,
                          topic_id: bytes | None = None) -> list[tuple[str, bytes, int]]:

@@ -5,8 +5,11 @@ deletions are answered once their ``__share_group_state`` records are durable.""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
+from broker.group_coordinator.result import Result
+from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.handlers.groups import GroupRouting
 from broker.network.router import Request
 from broker.share.service import Key, ShareService
@@ -65,6 +68,11 @@ class ShareOffsetApis:
             return ErrorCode.GROUP_ID_NOT_FOUND, 0, {}
         return ErrorCode.NONE, view[0], view[1]
 
+    def _unknown(self, group_id: str) -> bool:
+        """The id names no group of any kind (Kafka describes such a group as one without share
+        state, and AlterShareGroupOffsets creates it)."""
+        return not self.routing.runtime_for(group_id).shard.has_group(group_id)
+
     def _lag(self, topic_name: str, index: int, start: int, done: int) -> int:
         """Records from the start offset to the end not yet acknowledged or archived."""
         topic = self.catalog.get(topic_name)
@@ -80,6 +88,9 @@ class ShareOffsetApis:
         missing: list[Key] = []
         for g in req.body.groups:
             code, _, initialized = self._group(g.group_id)
+            if code == ErrorCode.GROUP_ID_NOT_FOUND and self._unknown(g.group_id):
+                # As Kafka: a group that does not exist has no share state, which is no error.
+                code = ErrorCode.NONE
             if code:
                 asked.append((g, code, {}, {}))
                 continue
@@ -95,7 +106,9 @@ class ShareOffsetApis:
                     if t is not None and index not in wanted.setdefault(t.name, []):
                         wanted[t.name].append(index)
             else:
-                wanted = {t.topic_name: list(t.partitions) for t in g.topics}
+                wanted = {}
+                for asked_topic in g.topics:
+                    wanted.setdefault(asked_topic.topic_name, []).extend(asked_topic.partitions)
             for name, indexes in wanted.items():
                 topic = self.catalog.get(name)
                 if topic is not None:
@@ -117,19 +130,21 @@ class ShareOffsetApis:
         self.service.gather(missing, answer)
 
     def _described(self, wanted: dict[str, list[int]], state: dict[tuple[bytes, int], SharePartition]) -> list[Any]:
+        # In the order asked (Kafka's); a topic that does not exist, or a partition without share
+        # state, is described as Kafka describes it: no start offset, no lag, no error.
         topics = []
-        for name, indexes in sorted(wanted.items()):
+        for name, indexes in wanted.items():
             topic = self.catalog.get(name)
             if topic is None:
                 topics.append(_DTopic(topic_name=name, topic_id=bytes(16), partitions=[
-                    _DPart(partition_index=i, start_offset=-1, leader_epoch=-1,
-                           error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) for i in sorted(indexes)]))
+                    _DPart(partition_index=i, start_offset=-1, leader_epoch=0, lag=-1, error_code=0)
+                    for i in sorted(set(indexes))]))
                 continue
             parts = []
             for index in sorted(set(indexes)):
                 sp = state.get((topic.topic_id, index))
                 if sp is None or not sp.initialized:
-                    parts.append(_DPart(partition_index=index, start_offset=-1, leader_epoch=-1, lag=-1,
+                    parts.append(_DPart(partition_index=index, start_offset=-1, leader_epoch=0, lag=-1,
                                         error_code=0))
                     continue
                 done = sum(1 for r in sp.records.values() if r.state in (ACKNOWLEDGED, ARCHIVED))
@@ -149,11 +164,15 @@ class ShareOffsetApis:
     def alter_share_group_offsets(self, req: Request[AlterShareGroupOffsetsRequest]) -> None:
         body = req.body
         code, message = self._empty_group_error(body.group_id)
+        if code == ErrorCode.GROUP_ID_NOT_FOUND and self._unknown(body.group_id):
+            code = ErrorCode.NONE  # as Kafka: the alteration creates the share group
         if code:
             req.reply.set(AlterShareGroupOffsetsResponse(error_code=code, error_message=message, responses=[]))
             return
         P = AlterShareGroupOffsetsResponse.Topic.Partition
         changed: list[Key] = []
+        starts: dict[Key, int] = {}
+        altered: dict[bytes, tuple[str, frozenset[int]]] = {}
         responses: list[Any] = []
         for t in body.topics:
             topic = self.catalog.get(t.topic_name)
@@ -163,11 +182,16 @@ class ShareOffsetApis:
                     parts.append(P(partition_index=p.partition_index, error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION))
                     continue
                 key = (body.group_id, topic.topic_id, p.partition_index)
-                self.service.reset(key, max(0, p.start_offset))
                 changed.append(key)
+                starts[key] = max(0, p.start_offset)
+                name, indexes = altered.get(topic.topic_id, (topic.name, frozenset()))
+                altered[topic.topic_id] = (name, indexes | {p.partition_index})
                 parts.append(P(partition_index=p.partition_index, error_code=0))
             responses.append(AlterShareGroupOffsetsResponse.Topic(
                 topic_name=t.topic_name, topic_id=topic.topic_id if topic is not None else bytes(16), partitions=parts))
+
+        # As Kafka answers: the topics that do not exist first.
+        responses.sort(key=lambda r: r.topic_id != bytes(16))
 
         def durable(ok: bool) -> None:
             # In a cluster the leaders of these partitions read the new start again (their next
@@ -176,7 +200,21 @@ class ShareOffsetApis:
             req.reply.set(AlterShareGroupOffsetsResponse(error_code=0, responses=responses) if ok else
                           alter_offsets_error(req, ErrorCode.UNKNOWN_SERVER_ERROR))
 
-        self.service.persist(changed, durable)
+        def recorded(answer: AlterShareGroupOffsetsResponse) -> None:
+            """The group's records (the partitions initialized; a new group) are durable: the
+            share state is written next, and the answer follows once that is durable too."""
+            if answer.error_code:
+                req.reply.set(answer)
+                return
+            for key in changed:
+                self.service.reset(key, starts[key])
+            self.service.persist(changed, durable)
+
+        def op(shard: GroupCoordinatorShard, token: int, now: int) -> Result:
+            error, records = shard.share_group_alter_offsets(body.group_id, altered)
+            return Result(replies=[(token, alter_offsets_error(req, error))], records=records)
+
+        self.routing.runtime_for(body.group_id).execute(op, recorded, partial(alter_offsets_error, req), body.group_id)
 
     def delete_share_group_offsets(self, req: Request[DeleteShareGroupOffsetsRequest]) -> None:
         body = req.body

@@ -18,11 +18,6 @@ from tests.differential.share_ops import heartbeat, until_assigned
 pytestmark = pytest.mark.differential
 
 
-
-
-
-
-
 def describe(c: WireClient, *groups: str) -> ShareGroupDescribeResponse:
     answer: ShareGroupDescribeResponse = c.call(77, 1, ShareGroupDescribeRequest(group_ids=list(groups)))
     for g in answer.groups:

@@ -28,6 +28,8 @@ SHARE_RECORDS = (ShareGroupMemberMetadataRecord, ShareGroupMetadataRecord, Share
 
 EMPTY = "Empty"
 STABLE = "Stable"
+# A new group starts at 1, as in Kafka 4.4: its first member's first epoch is 2.
+NEW_GROUP_EPOCH = 1
 
 
 @dataclass
@@ -45,8 +47,7 @@ class ShareMember:
 @dataclass
 class ShareGroup:
     group_id: str
-    # A new group starts at 1, as in Kafka 4.4: its first member's first epoch is 2.
-    group_epoch: int = 1
+    group_epoch: int = NEW_GROUP_EPOCH
     metadata_hash: int = 0
     assignment_epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)

@@ -19,7 +19,7 @@ from broker.group_coordinator.consumer.subscriptions import metadata_hash
 from broker.group_coordinator.context import RequestContext
 from broker.group_coordinator.result import Result
 from broker.group_coordinator.share import assignor
-from broker.group_coordinator.share.group import Assignment, ShareGroup, ShareMember, TopicId
+from broker.group_coordinator.share.group import NEW_GROUP_EPOCH, Assignment, ShareGroup, ShareMember, TopicId
 from broker.group_coordinator.timers import TimerTarget
 from protocol.errors import ErrorCode
 from protocol.group_events import (
@@ -105,7 +105,7 @@ def _current(group_id: str, member_id: str, epoch: int, previous: int, assigned:
                              for t, ps in sorted(assigned.items()) if ps]))
 
 
-def _partition_metadata(group_id: str, initializing: dict[TopicId, tuple[str, frozenset[int]]],
+def partition_metadata(group_id: str, initializing: dict[TopicId, tuple[str, frozenset[int]]],
                         initialized: dict[TopicId, tuple[str, frozenset[int]]]) -> ShareGroupStatePartitionMetadataRecord:
     Info = ShareGroupStatePartitionMetadataValue.TopicPartitionsInfo
     return ShareGroupStatePartitionMetadataRecord(group_id, ShareGroupStatePartitionMetadataValue(
@@ -151,8 +151,35 @@ def maybe_initialize(st: CoordinatorState, out: Result, group: ShareGroup, now_m
     initializing = dict(group.initializing)
     for topic_id, (name, ps) in todo.items():
         initializing[topic_id] = (name, initializing.get(topic_id, (name, frozenset()))[1] | ps)
-    st.emit(out, _partition_metadata(group.group_id, initializing, group.initialized))
+    st.emit(out, partition_metadata(group.group_id, initializing, group.initialized))
     arm_initialize(st, out, group.group_id, now_ms)
+
+
+def alter_offsets(st: CoordinatorState, group_id: str,
+                  partitions: dict[TopicId, tuple[str, frozenset[int]]]) -> tuple[int, list[Any]]:
+    """AlterShareGroupOffsets set the start of ``partitions`` (their share state is written): they
+    are initialized partitions of the group from now on. As in Kafka, an id that names no group
+    becomes an empty share group; a group with members is refused (NON_EMPTY_GROUP), and an id
+    of another kind of group is not found."""
+    classic = st.groups.get(group_id)
+    if group_id in st.consumer_groups or group_id in st.streams.groups or (
+            classic is not None and classic.state is not GroupState.DEAD):
+        return ErrorCode.GROUP_ID_NOT_FOUND, []
+    group = st.share_groups.get(group_id)
+    if group is not None and group.members:
+        return ErrorCode.NON_EMPTY_GROUP, []
+    out = Result()
+    if group is None:
+        st.emit(out, ShareGroupMetadataRecord(group_id, ShareGroupMetadataValue(epoch=NEW_GROUP_EPOCH, metadata_hash=0)))
+        group = st.share_groups[group_id]
+    initialized = dict(group.initialized)
+    for topic_id, (name, ps) in partitions.items():
+        initialized[topic_id] = (name, initialized.get(topic_id, (name, frozenset()))[1] | ps)
+    if initialized != group.initialized:
+        initializing = {t: (n, ps - initialized.get(t, (n, frozenset()))[1])
+                        for t, (n, ps) in group.initializing.items()}
+        st.emit(out, partition_metadata(group_id, initializing, initialized))
+    return ErrorCode.NONE, out.records
 
 
 def arm_initialize(st: CoordinatorState, out: Result, group_id: str, now_ms: int) -> None:
@@ -170,7 +197,7 @@ def on_initialize(st: CoordinatorState, group_id: str) -> Result:
     initialized = dict(group.initialized)
     for topic_id, (name, ps) in group.initializing.items():
         initialized[topic_id] = (name, initialized.get(topic_id, (name, frozenset()))[1] | ps)
-    st.emit(out, _partition_metadata(group_id, {}, initialized))
+    st.emit(out, partition_metadata(group_id, {}, initialized))
     return out
 
 

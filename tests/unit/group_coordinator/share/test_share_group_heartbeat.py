@@ -8,16 +8,9 @@ from typing import Any
 from broker.group_coordinator import CoordinatorConfig
 from broker.group_coordinator.share import assignor
 from protocol.errors import ErrorCode
-from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from protocol.offsets_log_records import SHARE_GROUP_RECORD_TYPES, key_version
 from tests.unit.group_coordinator.harness import Harness, Topics
-
-
-def beat(h: Harness, member: str, epoch: int, topics: list[str] | None = None, group: str = "sg") -> Any:
-    ctx = h.ctx(1)
-    req = ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=topics)
-    h.op(h.shard.share_group_heartbeat(req, ctx, h.now))
-    return h.response(ctx.token)
+from tests.unit.group_coordinator.share.beats import beat
 
 
 def partitions(resp: Any) -> set[tuple[str, int]]:
@@ -137,3 +130,17 @@ def test_assignor_spreads_and_shares() -> None:
     assert out == {"a": {b"x" * 16: frozenset({0, 2})}, "b": {b"x" * 16: frozenset({1, 3})}}
     out = assignor.assign({m: frozenset({"t"}) for m in "abc"}, {"t": (b"x" * 16, frozenset({0}))})
     assert all(a == {b"x" * 16: frozenset({0})} for a in out.values())
+
+
+def test_altering_offsets_initializes_partitions_and_creates_an_unknown_group() -> None:
+    h = Harness(topics={"t": 2})
+    t = Topics.id_of("t")
+    code, records = h.shard.share_group_alter_offsets("new", {t: ("t", frozenset({1}))})
+    assert code == ErrorCode.NONE and len(records) == 2  # the group's metadata, its initialized partition
+    assert h.shard.share_group_view("new") == (0, {t: frozenset({1})})
+    # Its first member is assigned the initialized partition at once, and the other one once it
+    # is initialized too.
+    a = beat(h, "a", 0, ["t"], group="new")
+    assert a.member_epoch == 2 and partitions(a) == {(t.hex(), 1)}
+    # A group with members is refused, and writes nothing.
+    assert h.shard.share_group_alter_offsets("new", {t: ("t", frozenset({0}))}) == (ErrorCode.NON_EMPTY_GROUP, [])

@@ -11,7 +11,7 @@ from broker.group_coordinator import CoordinatorConfig
 from protocol import group_events
 from protocol.group_events import encode_event
 from tests.unit.group_coordinator.harness import Harness
-from tests.unit.group_coordinator.share.test_share_group_heartbeat import beat
+from tests.unit.group_coordinator.share.beats import beat
 
 
 def of_kind(h: Harness, kind: str, cause: str | None = None) -> list[Any]:

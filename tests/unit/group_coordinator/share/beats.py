@@ -1,0 +1,15 @@
+"""A share member's heartbeat as the share-group unit tests send it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from tests.unit.group_coordinator.harness import Harness
+
+
+def beat(h: Harness, member: str, epoch: int, topics: list[str] | None = None, group: str = "sg") -> Any:
+    ctx = h.ctx(1)
+    req = ShareGroupHeartbeatRequest(group_id=group, member_id=member, member_epoch=epoch, subscribed_topic_names=topics)
+    h.op(h.shard.share_group_heartbeat(req, ctx, h.now))
+    return h.response(ctx.token)
