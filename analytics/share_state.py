@@ -30,6 +30,7 @@ from storage.checkpoints import topic_id_to_str
 SHARE_STATE = "share_state"
 SNAPSHOT = "ShareSnapshot"
 UPDATE = "ShareUpdate"
+AVAILABLE = 0
 ACKNOWLEDGED = 2
 ARCHIVED = 4
 
@@ -188,8 +189,13 @@ def fold(records: Sequence[dict[str, Any]], bucket_ms: int) -> list[tuple[Any, .
     moved since the previous bucket, the end of the last state batch, and the records between
     the two by delivery state; ``in_flight_records`` are those not yet acknowledged or archived
     (available again, or held by a consumer). Since the first record: ``redelivered_total``
-    distinct records any record showed with a delivery count above 1, ``archived_total`` distinct
-    records shown archived, and the highest delivery count shown. A deleted state has nulls.
+    distinct records shown redelivered, ``archived_total`` distinct records shown archived, and
+    the highest delivery count shown. A deleted state has nulls.
+
+    A record is redelivered when a batch shows it delivered more than once, or delivered and
+    available again (released, or its lock expired): the share partition writes a record's state
+    when it changes, so one accepted on its second delivery goes straight below the start offset
+    and its delivery count of 2 is never written; its release before was.
     """
     out: list[tuple[Any, ...]] = []
     state: _State | None = None
@@ -209,7 +215,7 @@ def fold(records: Sequence[dict[str, Any]], bucket_ms: int) -> list[tuple[Any, .
                 snapshots += rec["record_type"] == SNAPSHOT
                 updates += rec["record_type"] == UPDATE
             for b in _batches(rec):
-                if b.deliveries > 1:
+                if b.deliveries > 1 or (b.state == AVAILABLE and b.deliveries > 0):
                     redelivered.add(b.first, b.last)
                 if b.state == ARCHIVED:
                     archived.add(b.first, b.last)
@@ -225,14 +231,14 @@ def fold(records: Sequence[dict[str, Any]], bucket_ms: int) -> list[tuple[Any, .
         else:
             start = state.start_offset
             end = max((b.last + 1 for b in state.batches), default=start)
-            by_state = {ACKNOWLEDGED: 0, ARCHIVED: 0, 0: 0}
+            by_state = {ACKNOWLEDGED: 0, ARCHIVED: 0, AVAILABLE: 0}
             for b in state.batches:
                 by_state[b.state] = by_state.get(b.state, 0) + b.last - b.first + 1
             base = prev_start if prev_start is not None else first_start
             out.append((bucket, j - i, snapshots, updates, False, state.state_epoch, state.leader_epoch, start,
                         start - (base if base is not None else start), end,
                         end - start - by_state[ACKNOWLEDGED] - by_state[ARCHIVED], by_state[ACKNOWLEDGED],
-                        by_state[0], by_state[ARCHIVED], len(redelivered), len(archived), max_count, last_ms))
+                        by_state[AVAILABLE], by_state[ARCHIVED], len(redelivered), len(archived), max_count, last_ms))
             prev_start = start
         i = j
     return out
