@@ -136,10 +136,6 @@ def ship_code(spark: Any) -> None:
         for pkg in ("analytics", "doctor", "protocol", "storage"):
             for f in sorted((root / pkg).rglob("*.py")):
                 zf.write(f, f.relative_to(root).as_posix())
-        # The share coordinator's pure state rules fold the share-state records.
-        for name in ("broker/__init__.py", "broker/share_coordinator/__init__.py",
-                     "broker/share_coordinator/state.py"):
-            zf.write(root / name, name)
     spark.sparkContext.addPyFile(path)
 
 

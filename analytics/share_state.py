@@ -5,11 +5,11 @@ Every record names a share partition (group, topic id, partition). A ShareSnapsh
 whole durable state: state epoch, leader epoch, start offset and the state batches above it
 (first and last offset, delivery state 0 available / 2 acknowledged / 4 archived, delivery
 count). A ShareUpdate holds only the batches a write changed. ``fold`` rebuilds the state record
-by record exactly as the share coordinator does at load (``broker.share_coordinator``: the same
-``combine``): a snapshot replaces the state; an update applies on top of the state so far, its
-batches overlaying the older ones offset by offset, the start offset never moving back and
-nothing below it kept; an update with no state before it (its key was deleted) is ignored; a
-tombstone deletes the state.
+by record as the share coordinator does at load (with the same
+``protocol.share_state_batches.combine``): a snapshot replaces the state; an update applies on
+top of the state so far, its batches overlaying the older ones offset by offset, the start offset
+never moving back and nothing below it kept; an update with no state before it (its key was
+deleted) is ignored; a tombstone deletes the state.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analytics.segments import SegmentHealth, iter_batches
-from broker.share_coordinator.state import StateBatch, combine
 from protocol import share_state_records
 from protocol.errors import DecodeError
 from protocol.record_batch import decode_records
+from protocol.share_state_batches import StateBatch, combine
 from storage.checkpoints import topic_id_to_str
 
 SHARE_STATE = "share_state"
