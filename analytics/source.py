@@ -246,8 +246,9 @@ def pack_segments(segments: Sequence[Any], pack_bytes: int = PACK_BYTES,
 def reader_segments(path: str, kinds: frozenset[str]) -> tuple[list[SegmentFile], list[SegmentFile]]:
     """(``__consumer_offsets`` segments, ``__share_group_state`` segments) to read for ``kinds``.
 
-    A data dir without share state gives no share-state segments, not an error; files whose
-    directory names neither log are read as the offsets log unless only share state is asked for.
+    A data dir without share state gives no share-state segments, not an error. Share-state
+    segments are known by their directory (``__share_group_state-N``) alone: a file or directory
+    named otherwise is read as the offsets log.
     """
     offsets: list[SegmentFile] = []
     shares: list[SegmentFile] = []
@@ -258,8 +259,7 @@ def reader_segments(path: str, kinds: frozenset[str]) -> tuple[list[SegmentFile]
         except NoSegments:
             if not wants_offsets and not path_exists(path):
                 raise
-        if wants_offsets:
-            shares = [f for f in shares if f.log_partition >= 0]
+        shares = [f for f in shares if f.log_partition >= 0]
     if wants_offsets:
         try:
             offsets = list_segments(path)

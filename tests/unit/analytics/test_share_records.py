@@ -169,6 +169,10 @@ def test_the_data_source_reads_each_log_for_its_kinds(tmp_path: Path) -> None:
     assert ([(s.path, s.log_partition) for s in found[0]], [(s.path, s.log_partition) for s in found[1]]) == (
         [(str(offsets), 4)], [(str(state), 7)])
     assert reader_segments(str(tmp_path), frozenset({"share_state"}))[0] == []
+    # Given on its own, a share-state partition is known by its name; an offsets segment is not share state.
+    assert [s.path for s in reader_segments(str(state.parent), frozenset({"share_state"}))[1]] == [str(state)]
+    assert reader_segments(str(offsets), frozenset({"share_state"})) == ([], [])
+    assert [s.path for s in reader_segments(str(offsets), everything)[0]] == [str(offsets)]
     # A share-state partition given on its own is not read as the offsets log, nor the other way round.
     with pytest.raises(NoSegments):
         list_segments(str(state.parent))
