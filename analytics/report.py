@@ -44,7 +44,7 @@ class ReportData:
     share_groups: list[dict[str, Any]] = field(default_factory=list)  # share_summary rows
 
 
-SHARE_COLUMNS = ["group", "members", "topic", "partition", "start_offset", "in_flight_records",
+SHARE_COLUMNS = ["group", "members", "topic", "partition", "effective_start_offset", "in_flight_records",
                  "acknowledged_records", "redelivered_total", "archived_total", "max_delivery_count", "last_write"]
 
 
@@ -292,7 +292,8 @@ def render_html(d: ReportData, summary: str) -> str:
     parts.append("<h2>Groups</h2>" + _table(d.inventory, cols))
     if d.share_groups:
         parts.append("<h2 id='share-groups'>Share groups</h2><p>Per share partition, its state after the last "
-                     "share-state record: the start offset (everything below it is acknowledged or archived), "
+                     "share-state record: the effective start offset (everything below it is acknowledged or "
+                     "archived), "
                      "records in flight above it, and the records the log shows redelivered or archived.</p>"
                      + _table(d.share_groups, SHARE_COLUMNS))
     if d.coverage:

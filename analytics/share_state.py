@@ -176,18 +176,30 @@ def _apply(state: _State | None, rec: dict[str, Any]) -> _State | None:
 
 # Columns of one ``fold`` row, in order (the Spark table's struct, analytics.tables.SHARE_PROGRESS).
 PROGRESS_FIELDS = ("bucket_ms_start", "records", "snapshots", "updates", "deleted", "state_epoch", "leader_epoch",
-                   "start_offset", "start_offset_advance", "end_offset", "in_flight_records",
+                   "start_offset", "effective_start_offset", "start_offset_advance", "end_offset", "in_flight_records",
                    "acknowledged_records", "available_records", "archived_records", "redelivered_total",
                    "archived_total", "max_delivery_count", "last_write_ms")
+
+
+def effective_start(start: int, batches: Sequence[StateBatch]) -> int:
+    """The start offset moved past the acknowledged and archived batches right above it: where
+    the share partition will move it (Kafka writes an acknowledgement at the start offset as a
+    batch and moves the start offset on a later write; kcoord moves it at once)."""
+    for b in batches:  # sorted, and none below ``start``
+        if b.first > start or b.state not in (ACKNOWLEDGED, ARCHIVED):
+            break
+        start = b.last + 1
+    return start
 
 
 def fold(records: Sequence[dict[str, Any]], bucket_ms: int) -> list[tuple[Any, ...]]:
     """One share partition's records, in log order, as one row per time bucket with a record
     (``PROGRESS_FIELDS``): the state after the bucket's last record, and counts since the start.
 
-    Of the state: the start offset (everything below it is acknowledged or archived), how far it
-    moved since the previous bucket, the end of the last state batch, and the records between
-    the two by delivery state; ``in_flight_records`` are those not yet acknowledged or archived
+    Of the state: the start offset as written and the effective one (``effective_start``;
+    everything below it is acknowledged or archived), how far the effective one moved since the
+    previous bucket (from the first start offset written, for the first bucket), the end of the
+    last state batch, and the records between the start offset and that end by delivery state; ``in_flight_records`` are those not yet acknowledged or archived
     (available again, or held by a consumer). Since the first record: ``redelivered_total``
     distinct records shown redelivered, ``archived_total`` distinct records shown archived, and
     the highest delivery count shown. A deleted state has nulls.
@@ -220,25 +232,27 @@ def fold(records: Sequence[dict[str, Any]], bucket_ms: int) -> list[tuple[Any, .
                 if b.state == ARCHIVED:
                     archived.add(b.first, b.last)
                 max_count = max(max_count, b.deliveries)
-            if first_start is None and state is not None:
-                first_start = state.start_offset
+            if first_start is None and state is not None and state.start_offset >= 0:
+                first_start = state.start_offset  # -1: not initialized yet (Kafka's first snapshot)
             j += 1
         last_ms = records[j - 1]["at_ms"]
         if state is None:
             out.append((bucket, j - i, snapshots, updates, True, None, None, None, None, None, None, None, None,
-                        None, len(redelivered), len(archived), max_count, last_ms))
+                        None, None, len(redelivered), len(archived), max_count, last_ms))
             prev_start = None
         else:
             start = state.start_offset
+            effective = effective_start(start, state.batches)
             end = max((b.last + 1 for b in state.batches), default=start)
             by_state = {ACKNOWLEDGED: 0, ARCHIVED: 0, AVAILABLE: 0}
             for b in state.batches:
                 by_state[b.state] = by_state.get(b.state, 0) + b.last - b.first + 1
             base = prev_start if prev_start is not None else first_start
+            advance = effective - base if base is not None and effective >= 0 else None
             out.append((bucket, j - i, snapshots, updates, False, state.state_epoch, state.leader_epoch, start,
-                        start - (base if base is not None else start), end,
-                        end - start - by_state[ACKNOWLEDGED] - by_state[ARCHIVED], by_state[ACKNOWLEDGED],
-                        by_state[AVAILABLE], by_state[ARCHIVED], len(redelivered), len(archived), max_count, last_ms))
-            prev_start = start
+                        effective, advance, end, max(0, end - start - by_state[ACKNOWLEDGED] - by_state[ARCHIVED]),
+                        by_state[ACKNOWLEDGED], by_state[AVAILABLE], by_state[ARCHIVED], len(redelivered),
+                        len(archived), max_count, last_ms))
+            prev_start = effective if effective >= 0 else None
         i = j
     return out

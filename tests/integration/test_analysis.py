@@ -311,7 +311,7 @@ def test_share_group_tables_show_progress_and_redeliveries(spark: Any, story: St
     assert {(r["topic"], r["partition"]) for r in progress} == {(JOBS, 0)}
     last = progress[-1]
     # Every job acknowledged or archived: the start offset is past the ten, nothing in flight.
-    assert (last["start_offset"], last["end_offset"], last["in_flight_records"]) == (10, 10, 0)
+    assert (last["effective_start_offset"], last["end_offset"], last["in_flight_records"]) == (10, 10, 0)
     assert sum(r["start_offset_advance"] for r in progress) == 10
     # job-3 released twice (the second time after its second delivery), job-7 rejected. Its third
     # delivery's count is durable only if the share partition wrote it before moving past it.

@@ -66,7 +66,7 @@ def share_group_records() -> list[tuple[bytes, bytes | None]]:
     return [encode_consumer_group_record(r) for r in records]
 
 
-def _batches(cls: Any, *batches: tuple[int, int, int, int]) -> list[Any]:
+def batches_of(cls: Any, *batches: tuple[int, int, int, int]) -> list[Any]:
     return [cls.StateBatch(first_offset=a, last_offset=b, delivery_state=s, delivery_count=n) for a, b, s, n in batches]
 
 
@@ -81,10 +81,10 @@ def share_state_records() -> list[tuple[bytes, bytes | None]]:
             create_timestamp=T0, write_timestamp=T0, state_batches=[])),
         ssr.ShareStateRecord(ssr.UPDATE, GROUP, TOPIC_ID, 0, upd(
             snapshot_epoch=0, leader_epoch=3, start_offset=2, delivery_complete_count=-1,
-            state_batches=_batches(upd, (2, 2, 0, 1), (3, 3, 4, 1), (4, 5, 2, 1)))),
+            state_batches=batches_of(upd, (2, 2, 0, 1), (3, 3, 4, 1), (4, 5, 2, 1)))),
         ssr.ShareStateRecord(ssr.UPDATE, GROUP, TOPIC_ID, 0, upd(
             snapshot_epoch=0, leader_epoch=-1, start_offset=2, delivery_complete_count=-1,
-            state_batches=_batches(upd, (2, 2, 0, 2)))),
+            state_batches=batches_of(upd, (2, 2, 0, 2)))),
         ssr.ShareStateRecord(ssr.SNAPSHOT, GROUP, TOPIC_ID, 0, snap(
             snapshot_epoch=1, state_epoch=1, leader_epoch=3, start_offset=6, delivery_complete_count=0,
             create_timestamp=T0 + 3000, write_timestamp=T0 + 3000, state_batches=[])),

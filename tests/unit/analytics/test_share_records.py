@@ -14,6 +14,7 @@ from analytics.segments import NoSegments, list_segments
 from analytics.share_state import PROGRESS_FIELDS, Ranges, decode_share_state_segment, fold
 from broker.share_coordinator.shard import ShareCoordinatorShard
 from protocol import share_state_records as ssr
+from protocol.messages.share_state_log import ShareSnapshotValue, ShareUpdateValue
 from storage.layout import SHARE_STATE_TOPIC
 from tests.unit.analytics.share_bytes import (
     MEMBER,
@@ -21,6 +22,7 @@ from tests.unit.analytics.share_bytes import (
     T0,
     TOPIC_ID,
     TOPIC_ID_TEXT,
+    batches_of,
     segment,
     share_group_records,
     share_state_records,
@@ -113,9 +115,31 @@ def test_the_fold_follows_the_start_offset_redeliveries_and_archived_records() -
                                                                            (0, 0, 1)]
     assert [r["leader_epoch"] for r in rows[:4]] == [-1, 3, 3, 3]  # an update's -1 keeps the epoch known
     assert [r["bucket_ms_start"] for r in rows] == [T0 + i * 1000 for i in range(5)]
+    assert [r["effective_start_offset"] for r in rows] == [0, 2, 2, 6, None]
     # One bucket for everything: the state after the last record, advance measured from the first.
     (whole,) = progress(as_fold_input(share_state_records()[:4]), bucket_ms=60_000)
     assert (whole["records"], whole["start_offset"], whole["start_offset_advance"]) == (4, 6, 6)
+
+
+def test_acknowledgements_at_the_start_offset_move_the_effective_start() -> None:
+    """Kafka's way: the acknowledgement of the record at the start offset is written as a batch
+    there, the start offset moving on a later write; the first snapshot's -1 is no start yet."""
+    snap, upd = ShareSnapshotValue, ShareUpdateValue
+    records = [
+        ssr.encode(ssr.ShareStateRecord(ssr.SNAPSHOT, "workers", TOPIC_ID, 0, snap(
+            snapshot_epoch=0, state_epoch=0, leader_epoch=0, start_offset=-1, delivery_complete_count=-1,
+            create_timestamp=T0, write_timestamp=T0, state_batches=[]))),
+        ssr.encode(ssr.ShareStateRecord(ssr.UPDATE, "workers", TOPIC_ID, 0, upd(
+            snapshot_epoch=0, leader_epoch=0, start_offset=0, delivery_complete_count=-1,
+            state_batches=batches_of(upd, (0, 2, 2, 1), (3, 3, 0, 1), (4, 6, 2, 1), (7, 7, 4, 1), (8, 9, 2, 1))))),
+        ssr.encode(ssr.ShareStateRecord(ssr.UPDATE, "workers", TOPIC_ID, 0, upd(
+            snapshot_epoch=0, leader_epoch=0, start_offset=3, delivery_complete_count=-1,
+            state_batches=batches_of(upd, (3, 3, 2, 3))))),
+    ]
+    rows = progress(as_fold_input(records))
+    assert [(r["start_offset"], r["effective_start_offset"], r["start_offset_advance"], r["in_flight_records"])
+            for r in rows] == [(-1, -1, None, 0), (0, 3, 3, 1), (3, 10, 7, 0)]
+    assert (rows[-1]["redelivered_total"], rows[-1]["archived_total"], rows[-1]["max_delivery_count"]) == (1, 1, 3)
 
 
 def test_the_fold_is_the_share_coordinators_replay() -> None:
@@ -190,15 +214,15 @@ def test_the_data_source_reads_each_log_for_its_kinds(tmp_path: Path) -> None:
 def test_the_summary_counts_share_partitions_redeliveries_and_archived_records() -> None:
     progress_rows = [
         {"group": "workers", "topic": "jobs", "topic_id": TOPIC_ID_TEXT, "partition": 0, "bucket_start": 1,
-         "start_offset": 2, "in_flight_records": 1, "acknowledged_records": 2, "redelivered_total": 1,
+         "effective_start_offset": 2, "in_flight_records": 1, "acknowledged_records": 2, "redelivered_total": 1,
          "archived_total": 1, "max_delivery_count": 2, "last_write": None},
         {"group": "workers", "topic": "jobs", "topic_id": TOPIC_ID_TEXT, "partition": 0, "bucket_start": 2,
-         "start_offset": 6, "in_flight_records": 0, "acknowledged_records": 0, "redelivered_total": 3,
+         "effective_start_offset": 6, "in_flight_records": 0, "acknowledged_records": 0, "redelivered_total": 3,
          "archived_total": 1, "max_delivery_count": 4, "last_write": None}]
     members = [{"group": "workers", "current_member": True}, {"group": "workers", "current_member": False},
                {"group": "idle", "current_member": True}]
     rows = share_summary(progress_rows, members)
-    assert [(r["group"], r["members"], r.get("start_offset")) for r in rows] == [("idle", 1, None),
+    assert [(r["group"], r["members"], r.get("effective_start_offset")) for r in rows] == [("idle", 1, None),
                                                                                 ("workers", 1, 6)]
     text = summary_text(ReportData(source="x", now_ms=T0, bucket_ms=1000, retention_ms=1, share_groups=rows))
     assert ("2 share group(s) over 1 share partition(s): 0 record(s) in flight, 3 redelivered and 1 archived "
