@@ -245,6 +245,10 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     t1 = time.perf_counter()
     for s in segments:
         result.problems.extend((s["path"], p) for p in s["problems"] or [])
+    # The share coordinator's log is read for share_progress: what is wrong in it is reported too.
+    for s in (spark.read.format(NAME).option("view", "segments").option("kinds", "share_state")
+              .load(opts.data_dir).select("path", "problems").collect()):
+        result.problems.extend((s["path"], p) for p in s["problems"] or [])
     t_opts = T.Options(now_ms=now_ms, bucket_ms=bucket_ms, retention_ms=opts.retention_ms, window=opts.window)
     ends_df = T.end_offsets_df(spark, ends) if ends else None
 

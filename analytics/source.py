@@ -10,7 +10,8 @@ record of ``__consumer_offsets``, and per share-state record of ``__share_group_
 ``share_state``; the columns after ``tombstone`` belong to the group records of the newer
 protocols and to the share-state records); the ``segments`` view has one row per file with its batch
 and record counts, offsets, times and the problems met reading it (torn tail, bad CRC, bytes
-that are not a log), walking batch headers only. Rows are handed to Spark as Arrow batches.
+that are not a log), walking batch headers only: the offsets log's, or with ``kinds`` share_state
+alone, ``__share_group_state``'s. Rows are handed to Spark as Arrow batches.
 """
 
 from __future__ import annotations
@@ -508,6 +509,8 @@ class OffsetsLogReader(DataSourceReader):
                                  f"columns: {', '.join(full)}")
 
     def partitions(self) -> Sequence[InputPartition]:
+        if self.view == "segments" and self.kinds == {SHARE_STATE}:
+            return pack_segments(reader_segments(self.path, self.kinds)[1], topic=SHARE_STATE_TOPIC)
         if self.view == "segments":
             return pack_segments(list_segments(self.path))
         offsets, shares = reader_segments(self.path, self.kinds)

@@ -227,3 +227,23 @@ def test_the_summary_counts_share_partitions_redeliveries_and_archived_records()
     text = summary_text(ReportData(source="x", now_ms=T0, bucket_ms=1000, retention_ms=1, share_groups=rows))
     assert ("2 share group(s) over 1 share partition(s): 0 record(s) in flight, 3 redelivered and 1 archived "
             "as far as the log shows, highest delivery count 4.") in text
+
+
+def test_the_segments_view_of_share_state_reports_its_damage(tmp_path: Path) -> None:
+    pytest.importorskip("pyspark")
+    from analytics.source import RECORDS, SEGMENTS, OffsetsLogReader
+
+    data = bytearray(segment(share_state_records()))
+    data[-3] ^= 0xFF  # in the last batch's records: its CRC no longer matches
+    _write(tmp_path / f"{SHARE_STATE_TOPIC}-2", bytes(data))
+    _write(tmp_path / "__consumer_offsets-0", segment(share_group_records()))
+    reader = OffsetsLogReader({"path": str(tmp_path), "view": "segments", "kinds": "share_state"}, SEGMENTS)
+    (pack,) = reader.partitions()
+    rows = [r for batch in reader.read(pack) for r in batch.to_pylist()]
+    assert [(Path(r["path"]).parent.name, r["log_partition"], r["batches"]) for r in rows] == [
+        (f"{SHARE_STATE_TOPIC}-2", 2, 4)]
+    assert rows[0]["problems"] and "CRC mismatch" in rows[0]["problems"][0]
+    # The records view reads around it: the four good records.
+    records = OffsetsLogReader({"path": str(tmp_path), "kinds": "share_state"}, RECORDS)
+    (pack,) = records.partitions()
+    assert sum(b.num_rows for b in records.read(pack)) == 4
