@@ -293,8 +293,8 @@ def render_html(d: ReportData, summary: str) -> str:
     if d.share_groups:
         parts.append("<h2 id='share-groups'>Share groups</h2><p>Per share partition, its state after the last "
                      "share-state record: the effective start offset (everything below it is acknowledged or "
-                     "archived), "
-                     "records in flight above it, and the records the log shows redelivered or archived.</p>"
+                     "archived), records in flight above it, and the records the log shows redelivered or "
+                     "archived.</p>"
                      + _table(d.share_groups, SHARE_COLUMNS))
     if d.coverage:
         parts.append("<h2>Log coverage</h2>" + _table(

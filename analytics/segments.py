@@ -43,7 +43,8 @@ class SegmentHealth:
 
 
 class NoSegments(Exception):
-    """The path holds nothing that looks like a ``__consumer_offsets`` segment."""
+    """The path holds nothing that looks like a segment of the log asked for (``__consumer_offsets``
+    unless told)."""
 
 
 def partition_of(path: str, topic: str = OFFSETS_TOPIC) -> int:
@@ -121,6 +122,7 @@ def _walk(path: str) -> tuple[str, list[tuple[str, int]]] | None:
 
 
 def path_exists(path: str) -> bool:
+    """``path`` is there, as a file or a directory (local or behind a pyarrow file system)."""
     return _walk(path) is not None
 
 
