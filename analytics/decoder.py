@@ -6,8 +6,8 @@ decoded once and then found in a dict; the two value versions brokers write (1 a
 unpacked with one ``struct`` call each, and every other version, newer ones included, is read
 by ``protocol.offsets_log_records``, which defines every record (the fast path is tested against
 it). Rows land in per-column lists, never in per-record objects. Group-metadata records and the
-KIP-848 consumer-group records are rare and are read by ``protocol.offsets_log_records`` every
-time; a consumer-group row names its record type and carries that type's fields (epochs, member,
+KIP-848 consumer-group, KIP-1071 streams-group and KIP-932 share-group records are rare and are
+read by ``protocol.offsets_log_records`` every time; a consumer-group row names its record type and carries that type's fields (epochs, member,
 assignments as topic-id/partition lists), the rest of its fields staying null.
 """
 
@@ -42,6 +42,7 @@ OFFSET_COMMIT = "offset_commit"
 GROUP_METADATA = "group_metadata"
 CONSUMER_GROUP = "consumer_group"
 STREAMS_GROUP = "streams_group"
+SHARE_GROUP = "share_group"
 
 _Q = struct.Struct(">q")
 _V3_HEAD = struct.Struct(">hqih")  # version, offset, leader epoch, metadata length
@@ -49,7 +50,7 @@ _V1_HEAD = struct.Struct(">hqh")  # version, offset, metadata length
 _QQ = struct.Struct(">qq")
 _SKIP = ("skip",)
 _UNWANTED = ("-",)
-KINDS = frozenset((OFFSET_COMMIT, GROUP_METADATA, CONSUMER_GROUP, STREAMS_GROUP))
+KINDS = frozenset((OFFSET_COMMIT, GROUP_METADATA, CONSUMER_GROUP, STREAMS_GROUP, SHARE_GROUP))
 _GROUPS_ONLY = frozenset((GROUP_METADATA,))
 
 
@@ -142,6 +143,28 @@ class StreamsGroupRow:
 
 
 @dataclass
+class ShareGroupRow:
+    """One KIP-932 share-group record: the fields of its type, None elsewhere. An assignment is
+    ``[{"topic_id": ..., "partitions": [...]}]``; the share-state topics of a group (type 15) are
+    ``[{"topic_id", "topic_name", "partitions", "status"}]`` with status "initializing",
+    "initialized" or "deleting" (no partitions)."""
+
+    log_offset: int
+    timestamp: int
+    group: str
+    record_type: str  # Kafka's record name, e.g. "ShareGroupCurrentMemberAssignment"
+    tombstone: bool
+    member_id: str | None = None
+    epoch: int | None = None  # group epoch (type 11), assignment epoch (12), member epoch (14)
+    previous_member_epoch: int | None = None
+    member_state: int | None = None
+    metadata_hash: int | None = None
+    assignment: list[dict[str, Any]] | None = None  # target (type 13) or current (14)
+    share_member: dict[str, Any] | None = None  # type 10
+    share_topics: list[dict[str, Any]] | None = None  # type 15
+
+
+@dataclass
 class Decoded:
     """One chunk of a segment: commit columns, group rows, and records left unread."""
 
@@ -149,16 +172,19 @@ class Decoded:
     groups: list[GroupRow] = field(default_factory=list)
     consumer_groups: list[ConsumerGroupRow] = field(default_factory=list)
     streams_groups: list[StreamsGroupRow] = field(default_factory=list)
+    share_groups: list[ShareGroupRow] = field(default_factory=list)
     skipped: int = 0
     undecodable: int = 0
 
     def __len__(self) -> int:
-        return len(self.commits) + len(self.groups) + len(self.consumer_groups) + len(self.streams_groups)
+        return (len(self.commits) + len(self.groups) + len(self.consumer_groups) + len(self.streams_groups)
+                + len(self.share_groups))
 
 
 class _Keys:
     """Decoded keys by their raw bytes: ("c", group, topic, partition), ("g", group),
-    ("k", record type, group, member id or regular expression) or _SKIP."""
+    ("k", record type, group, member id or regular expression), ("s" streams or "h" share,
+    record type, group, member id) or _SKIP."""
 
     def __init__(self, kinds: frozenset[str] = KINDS) -> None:
         self.cache: dict[bytes, tuple[Any, ...]] = {}
@@ -170,7 +196,8 @@ class _Keys:
             hit = self._decode(key)
             if (hit[0] == "c" and OFFSET_COMMIT not in self.kinds) or (hit[0] == "g" and GROUP_METADATA not in self.kinds) \
                     or (hit[0] == "k" and CONSUMER_GROUP not in self.kinds) \
-                    or (hit[0] == "s" and STREAMS_GROUP not in self.kinds):
+                    or (hit[0] == "s" and STREAMS_GROUP not in self.kinds) \
+                    or (hit[0] == "h" and SHARE_GROUP not in self.kinds):
                 hit = _UNWANTED
             self.cache[key] = hit
         return hit
@@ -178,9 +205,10 @@ class _Keys:
     @staticmethod
     def _decode(key: bytes) -> tuple[Any, ...]:
         version, k = decode_key(key)
-        if k is None or version in SHARE_GROUP_RECORD_TYPES:
-            # Share groups, and types no Kafka we know writes: not covered here.
-            return _SKIP
+        if k is None:
+            return _SKIP  # types no Kafka we know writes
+        if version in SHARE_GROUP_RECORD_TYPES:
+            return ("h", version, k.group_id, getattr(k, "member_id", None))
         if version in STREAMS_GROUP_RECORD_TYPES:
             return ("s", version, k.group_id, getattr(k, "member_id", None))
         if version in CONSUMER_GROUP_RECORD_TYPES:
@@ -260,6 +288,37 @@ def _streams_group_row(offset: int, ts: int, kinfo: tuple[Any, ...], value: byte
     elif record_type == 23:
         row.epoch = v.epoch
         row.subtopologies = [t.subtopology_id for t in v.subtopologies]
+    return row
+
+
+def _share_group_row(offset: int, ts: int, kinfo: tuple[Any, ...], value: bytes | None) -> ShareGroupRow:
+    _, record_type, group, member_id = kinfo
+    row = ShareGroupRow(offset, ts, group, RECORD_TYPES[record_type], value is None, member_id)
+    if value is None:
+        return row
+    message = value_message(record_type)
+    assert message is not None
+    v = decode_value(message, value)[1]
+    if record_type == 10:
+        row.share_member = {"rack_id": v.rack_id, "client_id": v.client_id, "client_host": v.client_host,
+                            "subscribed_topic_names": list(v.subscribed_topic_names)}
+    elif record_type == 11:
+        row.epoch, row.metadata_hash = v.epoch, v.metadata_hash
+    elif record_type == 12:
+        row.epoch = v.assignment_epoch
+    elif record_type == 13:
+        row.assignment = _partitions(v.topic_partitions)
+    elif record_type == 14:
+        row.epoch, row.previous_member_epoch, row.member_state = v.member_epoch, v.previous_member_epoch, v.state
+        row.assignment = _partitions(v.assigned_partitions)
+    else:
+        row.share_topics = [
+            *({"topic_id": topic_id_to_str(t.topic_id), "topic_name": t.topic_name,
+               "partitions": list(t.partitions), "status": status}
+              for status, topics in (("initializing", v.initializing_topics), ("initialized", v.initialized_topics))
+              for t in topics),
+            *({"topic_id": topic_id_to_str(t.topic_id), "topic_name": t.topic_name, "partitions": None,
+               "status": "deleting"} for t in v.deleting_topics)]
     return row
 
 
@@ -422,6 +481,9 @@ def _decode_records(batch: RecordBatch, keys: _Keys, out: Decoded) -> None:
                 value = None if vlen < 0 else buf[p:p + vlen]
                 out.streams_groups.append(_streams_group_row(base_offset + off_delta, base_ts + ts_delta, kinfo,
                                                              value))
+            elif kinfo[0] == "h":
+                value = None if vlen < 0 else buf[p:p + vlen]
+                out.share_groups.append(_share_group_row(base_offset + off_delta, base_ts + ts_delta, kinfo, value))
             elif kinfo is _SKIP:
                 out.skipped += 1
         except (DecodeError, struct.error, IndexError, UnicodeDecodeError, ValueError):
@@ -537,5 +599,6 @@ def _merge(out: Decoded, other: Decoded) -> None:
     out.groups.extend(other.groups)
     out.consumer_groups.extend(other.consumer_groups)
     out.streams_groups.extend(other.streams_groups)
+    out.share_groups.extend(other.share_groups)
     out.skipped += other.skipped
     out.undecodable += other.undecodable

@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from analytics import rules
-from analytics.report import PartitionCoverage, ReportData, render_html, summary_text
+from analytics.report import PartitionCoverage, ReportData, render_html, share_summary, summary_text
 from analytics.segments import NoSegments, list_segments
 
 TABLES = ["latest_offsets", "commit_activity", "partition_status", "generation_history",
           "membership_timeline", "group_inventory", "consumer_group_history", "consumer_group_members",
-          "consumer_assignments", "streams_group_history", "streams_group_members", "rebalances", "doctor"]
+          "consumer_assignments", "streams_group_history", "streams_group_members", "share_group_history",
+          "share_group_members", "share_progress", "rebalances", "doctor"]
 
 
 @dataclass
@@ -232,13 +233,21 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     n_consumer = consumer.count()
     streams = spark.read.format(NAME).option("kinds", "streams_group").load(opts.data_dir).cache()
     n_streams = streams.count()
+    # Share groups: their records in __consumer_offsets, and the share coordinator's own log.
+    shares = spark.read.format(NAME).option("kinds", "share_group").load(opts.data_dir).cache()
+    n_shares = shares.count()
+    share_state = spark.read.format(NAME).option("kinds", "share_state").load(opts.data_dir)
     result.timings["decode"] = time.perf_counter() - t0
     say(f"decoded {sum(s['records'] for s in segments):,} records from {len(segments)} segment file(s): "
         f"{n_groups:,} group-metadata records, {n_consumer:,} consumer-group records, {n_streams:,} streams-group "
-        f"records, offset commits summed into {n_buckets:,} partition-buckets")
+        f"records, {n_shares:,} share-group records, offset commits summed into {n_buckets:,} partition-buckets")
 
     t1 = time.perf_counter()
     for s in segments:
+        result.problems.extend((s["path"], p) for p in s["problems"] or [])
+    # The share coordinator's log is read for share_progress: what is wrong in it is reported too.
+    for s in (spark.read.format(NAME).option("view", "segments").option("kinds", "share_state")
+              .load(opts.data_dir).select("path", "problems").collect()):
         result.problems.extend((s["path"], p) for p in s["problems"] or [])
     t_opts = T.Options(now_ms=now_ms, bucket_ms=bucket_ms, retention_ms=opts.retention_ms, window=opts.window)
     ends_df = T.end_offsets_df(spark, ends) if ends else None
@@ -269,6 +278,9 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
         "consumer_assignments": T.consumer_assignments(consumer),
         "streams_group_history": T.streams_group_history(streams),
         "streams_group_members": T.streams_group_members(streams),
+        "share_group_history": T.share_group_history(shares),
+        "share_group_members": T.share_group_members(shares),
+        "share_progress": T.share_progress(share_state, shares, bucket_ms),
     }
     # The rebalance journal beside the offsets log, read on the driver (it is small).
     journal_events = J.read_events(opts.data_dir)
@@ -277,7 +289,7 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     frames["doctor"] = J.to_frame(spark, doctor_rows, J.DOCTOR_COLUMNS)
     small = {"partition_status", "generation_history", "membership_timeline", "group_inventory",
              "consumer_group_history", "consumer_group_members", "streams_group_history", "streams_group_members",
-             "rebalances", "doctor"}
+             "share_group_history", "share_group_members", "share_progress", "rebalances", "doctor"}
     for name, df in frames.items():
         t = time.perf_counter()
         target = _join(opts.out, name)
@@ -297,17 +309,21 @@ def analyze(spark: Any, opts: AnalyzeOptions, ends: list[rules.EndOffset] | None
     statuses = _read_table(spark, _join(opts.out, "partition_status"), ["status"]).column("status").to_pylist()
     counts = dict(Counter(statuses))
     event_rows = [{**e, "at_ms": e.pop("at")} for e in _with_ms(history, "at").to_pylist()]
+    share_rows = share_summary(
+        _read_table(spark, _join(opts.out, "share_progress"), None).to_pylist(),
+        _read_table(spark, _join(opts.out, "share_group_members"), ["group", "current_member"]).to_pylist())
     rate_rows = _with_ms(rate, "bucket_start").to_pylist()
     data = ReportData(source=opts.data_dir, now_ms=now_ms, bucket_ms=bucket_ms, retention_ms=opts.retention_ms,
                       coverage=coverage, problems=result.problems, inventory=inv,
                       commit_rate=[(r["bucket_start"], r["group"], r["commits_sum"]) for r in rate_rows],
                       events=event_rows, status_counts=counts, tables=result.tables,
-                      end_offsets_given=bool(ends), rebalances=rebalance_rows, findings=doctor_rows)
+                      end_offsets_given=bool(ends), rebalances=rebalance_rows, findings=doctor_rows,
+                      share_groups=share_rows)
     result.summary = summary_text(data)
     _write_text(_join(opts.out, "summary.txt"), result.summary + "\n")
     _write_text(_join(opts.out, "report.html"), render_html(data, result.summary))
     result.timings["report"] = time.perf_counter() - t2
-    for df in (buckets, recent, groups, consumer, latest, status, events):
+    for df in (buckets, recent, groups, consumer, streams, shares, latest, status, events):
         df.unpersist()
     return result
 

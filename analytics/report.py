@@ -41,6 +41,28 @@ class ReportData:
     end_offsets_given: bool = False
     rebalances: list[dict[str, Any]] = field(default_factory=list)  # rows of the rebalances table
     findings: list[dict[str, Any]] = field(default_factory=list)  # rows of the doctor table
+    share_groups: list[dict[str, Any]] = field(default_factory=list)  # share_summary rows
+
+
+SHARE_COLUMNS = ["group", "members", "topic", "partition", "effective_start_offset", "in_flight_records",
+                 "acknowledged_records", "redelivered_total", "archived_total", "max_delivery_count", "last_write"]
+
+
+def share_summary(progress: list[dict[str, Any]], members: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per share partition (rows of ``share_progress``): its newest bucket, with the
+    group's current members; a group with members and no share state yet gets a row of its own."""
+    current: dict[str, int] = defaultdict(int)
+    for m in members:
+        current[m["group"]] += 1 if m["current_member"] else 0
+    newest: dict[tuple[str, str, int], dict[str, Any]] = {}
+    for r in progress:
+        k = (r["group"], r["topic_id"], r["partition"])
+        if k not in newest or r["bucket_start"] > newest[k]["bucket_start"]:
+            newest[k] = r
+    rows = [{**{c: r.get(c) for c in SHARE_COLUMNS}, "topic": r["topic"] or r["topic_id"],
+             "members": current.get(r["group"], 0)} for r in newest.values()]
+    rows += [{"group": g, "members": current[g]} for g in sorted(set(current) - {r["group"] for r in rows})]
+    return sorted(rows, key=lambda r: (r["group"], r.get("topic") or "", r.get("partition") or 0))
 
 
 def _utc(ms: int | None) -> str:
@@ -91,6 +113,13 @@ def summary_text(d: ReportData) -> str:
                      f"in total; the doctor has {len(d.findings)} finding(s)"
                      + (": " + "; ".join(f"{f['group']}: {f['rule']}" for f in d.findings[:5]) if d.findings else "")
                      + ".")
+    if d.share_groups:
+        parts = [r for r in d.share_groups if r.get("partition") is not None]
+        lines.append(f"{len({r['group'] for r in d.share_groups})} share group(s) over {len(parts)} share "
+                     f"partition(s): {sum(r['in_flight_records'] or 0 for r in parts):,} record(s) in flight, "
+                     f"{sum(r['redelivered_total'] or 0 for r in parts):,} redelivered and "
+                     f"{sum(r['archived_total'] or 0 for r in parts):,} archived as far as the log shows, "
+                     f"highest delivery count {max((r['max_delivery_count'] or 0 for r in parts), default=0)}.")
     for path, problem in d.problems:
         lines.append(f"Problem in {path}: {problem}")
     return "\n".join(lines)
@@ -261,6 +290,12 @@ def render_html(d: ReportData, summary: str) -> str:
     cols = ["group", "state", "status", "protocol", "generation", "members", "rebalances", "last_rebalance",
             "last_commit", "partitions_with_offsets", "topics", "total_lag", "stale", "offsets_expire_at"]
     parts.append("<h2>Groups</h2>" + _table(d.inventory, cols))
+    if d.share_groups:
+        parts.append("<h2 id='share-groups'>Share groups</h2><p>Per share partition, its state after the last "
+                     "share-state record: the effective start offset (everything below it is acknowledged or "
+                     "archived), records in flight above it, and the records the log shows redelivered or "
+                     "archived.</p>"
+                     + _table(d.share_groups, SHARE_COLUMNS))
     if d.coverage:
         parts.append("<h2>Log coverage</h2>" + _table(
             [{"partition": c.log_partition, "first offset": c.first_offset, "last offset": c.last_offset,

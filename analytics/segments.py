@@ -16,7 +16,7 @@ from typing import Any
 
 from protocol import record_batch
 from protocol.record_batch import CorruptBatchError, RecordBatch
-from storage.layout import LOG, OFFSETS_TOPIC, parse_partition_dir, parse_segment_file
+from storage.layout import LOG, OFFSETS_TOPIC, SHARE_STATE_TOPIC, parse_partition_dir, parse_segment_file
 
 TOPIC = OFFSETS_TOPIC
 
@@ -43,14 +43,21 @@ class SegmentHealth:
 
 
 class NoSegments(Exception):
-    """The path holds nothing that looks like a ``__consumer_offsets`` segment."""
+    """The path holds nothing that looks like a segment of the log asked for (``__consumer_offsets``
+    unless told)."""
 
 
-def partition_of(path: str) -> int:
-    """The offsets-topic partition a segment belongs to, from its directory's name."""
+def partition_of(path: str, topic: str = OFFSETS_TOPIC) -> int:
+    """The partition of ``topic`` a segment belongs to, from its directory's name."""
     parts = path.rstrip("/").split("/")
     parsed = parse_partition_dir(parts[-2]) if len(parts) > 1 else None
-    return parsed[1] if parsed is not None and parsed[0] == OFFSETS_TOPIC else -1
+    return parsed[1] if parsed is not None and parsed[0] == topic else -1
+
+
+def _other_log(name: str, topic: str) -> bool:
+    """``name`` is a partition directory of the coordinator log other than ``topic``."""
+    parsed = parse_partition_dir(name)
+    return parsed is not None and parsed[0] in (OFFSETS_TOPIC, SHARE_STATE_TOPIC) and parsed[0] != topic
 
 
 def log_segment_base(name: str) -> int | None:
@@ -114,8 +121,14 @@ def _walk(path: str) -> tuple[str, list[tuple[str, int]]] | None:
     return "dir", [(prefix + i.path, i.size or 0) for i in infos if i.type == fs.FileType.File]
 
 
-def list_segments(path: str) -> list[SegmentFile]:
-    """Every segment under ``path`` in (partition, base offset) order.
+def path_exists(path: str) -> bool:
+    """``path`` is there, as a file or a directory (local or behind a pyarrow file system)."""
+    return _walk(path) is not None
+
+
+def list_segments(path: str, topic: str = TOPIC) -> list[SegmentFile]:
+    """Every segment of ``topic`` (``__consumer_offsets`` unless told) under ``path`` in
+    (partition, base offset) order.
 
     Directories of other topics, files being cleaned or deleted (``.cleaned``, ``.swap``,
     ``.deleted``, ``-delete`` directories) and index or checkpoint files are left out. A file
@@ -126,8 +139,11 @@ def list_segments(path: str) -> list[SegmentFile]:
         raise NoSegments(f"{path}: no such file or directory")
     kind, files = walked
     if kind == "file":
+        parent = path.rstrip("/").rsplit("/", 2)
+        if len(parent) > 1 and _other_log(parent[-2], topic):
+            raise NoSegments(f"{path}: a segment of {parent[-2]}, not of {topic}")
         base = log_segment_base(path.rsplit("/", 1)[-1])
-        return [SegmentFile(path, partition_of(path), base or 0, files[0][1])]
+        return [SegmentFile(path, partition_of(path, topic), base or 0, files[0][1])]
     root_name = path.rstrip("/").rsplit("/", 1)[-1]
     found: list[SegmentFile] = []
     for file_path, size in files:
@@ -135,14 +151,15 @@ def list_segments(path: str) -> list[SegmentFile]:
         base = log_segment_base(parts[-1])
         if base is None:
             continue
-        log_partition = partition_of(file_path)
-        # Inside a data dir only the offsets topic counts; files directly in the directory
-        # given are read whatever it is called (a copied partition dir, say).
-        if log_partition < 0 and (len(parts) < 2 or parts[-2] != root_name):
+        log_partition = partition_of(file_path, topic)
+        # Inside a data dir only the topic asked for counts; files directly in the directory
+        # given are read whatever it is called (a copied partition dir, say), unless its name
+        # says it is the other coordinator log's partition.
+        if log_partition < 0 and (len(parts) < 2 or parts[-2] != root_name or _other_log(root_name, topic)):
             continue
         found.append(SegmentFile(file_path, log_partition, base, size))
     if not found:
-        raise NoSegments(f"{path}: no {TOPIC} segment files (NNNNNNNNNNNNNNNNNNNN.log) found")
+        raise NoSegments(f"{path}: no {topic} segment files (NNNNNNNNNNNNNNNNNNNN.log) found")
     found.sort(key=lambda s: (s.log_partition, s.base_offset, s.path))
     return found
 

@@ -5,10 +5,13 @@
     segments = spark.read.format("kafka_offsets_log").option("view", "segments").load(path)
 
 One Spark partition per segment file. The ``records`` view (default) has one row per offset
-commit, group-metadata, KIP-848 consumer-group or KIP-1071 streams-group record (the columns after
-``tombstone`` belong to the consumer-group and streams-group records); the ``segments`` view has one row per file with its batch
+commit, group-metadata, KIP-848 consumer-group, KIP-1071 streams-group or KIP-932 share-group
+record of ``__consumer_offsets``, and per share-state record of ``__share_group_state`` (kind
+``share_state``; the columns after ``tombstone`` belong to the group records of the newer
+protocols and to the share-state records); the ``segments`` view has one row per file with its batch
 and record counts, offsets, times and the problems met reading it (torn tail, bad CRC, bytes
-that are not a log), walking batch headers only. Rows are handed to Spark as Arrow batches.
+that are not a log), walking batch headers only: the offsets log's, or with ``kinds`` share_state
+alone, ``__share_group_state``'s. Rows are handed to Spark as Arrow batches.
 """
 
 from __future__ import annotations
@@ -36,11 +39,23 @@ from analytics.decoder import (
     GROUP_METADATA,
     KINDS,
     OFFSET_COMMIT,
+    SHARE_GROUP,
     STREAMS_GROUP,
     Decoded,
     decode_segment,
 )
-from analytics.segments import SegmentHealth, iter_batches, list_segments, log_segment_base, open_bytes
+from analytics.segments import (
+    NoSegments,
+    SegmentFile,
+    SegmentHealth,
+    iter_batches,
+    list_segments,
+    log_segment_base,
+    open_bytes,
+    path_exists,
+)
+from analytics.share_state import SHARE_STATE, ShareStateChunk, decode_share_state_segment
+from storage.layout import OFFSETS_TOPIC, SHARE_STATE_TOPIC
 
 NAME = "kafka_offsets_log"
 
@@ -97,6 +112,29 @@ TASKS = ArrayType(StructType([
     StructField("partitions", ArrayType(IntegerType())),
 ]))
 
+SHARE_MEMBER = StructType([
+    StructField("rack_id", StringType()),
+    StructField("client_id", StringType()),
+    StructField("client_host", StringType()),
+    StructField("subscribed_topic_names", ArrayType(StringType())),
+])
+
+SHARE_TOPICS = ArrayType(StructType([
+    StructField("topic_id", StringType()),
+    StructField("topic_name", StringType()),
+    StructField("partitions", ArrayType(IntegerType())),
+    StructField("status", StringType()),  # initializing, initialized or deleting
+]))
+
+STATE_BATCHES = ArrayType(StructType([
+    StructField("first_offset", LongType()),
+    StructField("last_offset", LongType()),
+    StructField("delivery_state", IntegerType()),  # 0 available, 2 acknowledged, 4 archived
+    StructField("delivery_count", IntegerType()),
+]))
+
+ALL_KINDS = KINDS | {SHARE_STATE}
+
 RECORDS = StructType([
     StructField("log_partition", IntegerType()),
     StructField("log_offset", LongType()),
@@ -141,6 +179,20 @@ RECORDS = StructType([
     StructField("subtopologies", ArrayType(StringType())),
     # Offset commits only: how the transaction of a TxnOffsetCommit ended (null for a plain commit).
     StructField("txn", StringType()),
+    # Share-group (KIP-932) records only, beside record_type, member_id, epoch, previous_member_epoch,
+    # member_state, metadata_hash and assignment; see analytics.decoder.ShareGroupRow.
+    StructField("share_member", SHARE_MEMBER),
+    StructField("share_topics", SHARE_TOPICS),
+    # Share-state records (__share_group_state) only, beside group, partition, leader_epoch,
+    # record_type (ShareSnapshot or ShareUpdate) and tombstone; see analytics.share_state.ShareStateRow.
+    StructField("topic_id", StringType()),
+    StructField("snapshot_epoch", IntegerType()),
+    StructField("state_epoch", IntegerType()),
+    StructField("start_offset", LongType()),
+    StructField("delivery_complete_count", IntegerType()),
+    StructField("create_timestamp", TimestampType()),
+    StructField("write_timestamp", TimestampType()),
+    StructField("state_batches", STATE_BATCHES),
 ])
 
 SEGMENTS = StructType([
@@ -166,27 +218,57 @@ PACK_BYTES = 32 << 20
 
 
 class SegmentPartition(InputPartition):
-    """Segment files one task reads: (path, partition of __consumer_offsets) pairs, in order."""
+    """Segment files one task reads: (path, partition of the topic) pairs, in order; the topic is
+    ``__consumer_offsets`` or ``__share_group_state``."""
 
-    def __init__(self, files: list[tuple[str, int]]) -> None:
+    def __init__(self, files: list[tuple[str, int]], topic: str = OFFSETS_TOPIC) -> None:
         super().__init__(files[0][0] if files else "")
         self.files = files
+        self.topic = topic
 
 
-def pack_segments(segments: Sequence[Any], pack_bytes: int = PACK_BYTES) -> list[SegmentPartition]:
+def pack_segments(segments: Sequence[Any], pack_bytes: int = PACK_BYTES,
+                  topic: str = OFFSETS_TOPIC) -> list[SegmentPartition]:
     """Consecutive segments grouped into tasks of up to ``pack_bytes`` (a larger file alone)."""
     packs: list[SegmentPartition] = []
     files: list[tuple[str, int]] = []
     size = 0
     for s in segments:
         if files and size + s.size > pack_bytes:
-            packs.append(SegmentPartition(files))
+            packs.append(SegmentPartition(files, topic))
             files, size = [], 0
         files.append((s.path, s.log_partition))
         size += s.size
     if files:
-        packs.append(SegmentPartition(files))
+        packs.append(SegmentPartition(files, topic))
     return packs
+
+
+def reader_segments(path: str, kinds: frozenset[str]) -> tuple[list[SegmentFile], list[SegmentFile]]:
+    """(``__consumer_offsets`` segments, ``__share_group_state`` segments) to read for ``kinds``.
+
+    A data dir without share state gives no share-state segments, not an error. Share-state
+    segments are known by their directory (``__share_group_state-N``) alone: a file or directory
+    named otherwise is read as the offsets log.
+    """
+    offsets: list[SegmentFile] = []
+    shares: list[SegmentFile] = []
+    wants_offsets = bool(kinds & KINDS)
+    if SHARE_STATE in kinds:
+        try:
+            shares = list_segments(path, SHARE_STATE_TOPIC)
+        except NoSegments:
+            if not wants_offsets and not path_exists(path):
+                raise
+        shares = [f for f in shares if f.log_partition >= 0]
+    if wants_offsets:
+        try:
+            offsets = list_segments(path)
+        except NoSegments:
+            if not shares:
+                raise
+    return offsets, shares
+
 
 
 def _ts(ms: Sequence[int | None]) -> pa.Array:
@@ -302,6 +384,65 @@ def records_to_arrow(chunk: Decoded, log_partition: int, schema: pa.Schema) -> I
             "subtopologies": snested("subtopologies"),
         }
         yield _batch(streams_cols, n_st, schema)
+    sh = chunk.share_groups
+    if sh:
+        n_sh = len(sh)
+
+        def hcol(name: str, typ: pa.DataType) -> Callable[[], pa.Array]:
+            return lambda: pa.array([getattr(row, name) for row in sh], typ)
+
+        def hnested(name: str) -> Callable[[], pa.Array]:
+            return hcol(name, schema.field(name).type)
+
+        share_cols: dict[str, Callable[[], pa.Array]] = {
+            "log_partition": lambda: pa.array([log_partition] * n_sh, pa.int32()),
+            "log_offset": hcol("log_offset", pa.int64()),
+            "batch_timestamp": lambda: _ts([row.timestamp for row in sh]),
+            "kind": lambda: pa.array([SHARE_GROUP] * n_sh, pa.string()),
+            "group": hcol("group", pa.string()),
+            "tombstone": hcol("tombstone", pa.bool_()),
+            "record_type": hcol("record_type", pa.string()),
+            "member_id": hcol("member_id", pa.string()),
+            "epoch": hcol("epoch", pa.int32()),
+            "previous_member_epoch": hcol("previous_member_epoch", pa.int32()),
+            "member_state": hcol("member_state", pa.int32()),
+            "metadata_hash": hcol("metadata_hash", pa.int64()),
+            "assignment": hnested("assignment"),
+            "share_member": hnested("share_member"),
+            "share_topics": hnested("share_topics"),
+        }
+        yield _batch(share_cols, n_sh, schema)
+
+
+def share_state_to_arrow(chunk: ShareStateChunk, log_partition: int, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    rows = chunk.rows
+    if not rows:
+        return
+    n = len(rows)
+
+    def col(name: str, typ: pa.DataType) -> Callable[[], pa.Array]:
+        return lambda: pa.array([getattr(row, name) for row in rows], typ)
+
+    cols: dict[str, Callable[[], pa.Array]] = {
+        "log_partition": lambda: pa.array([log_partition] * n, pa.int32()),
+        "log_offset": col("log_offset", pa.int64()),
+        "batch_timestamp": lambda: _ts([row.timestamp for row in rows]),
+        "kind": lambda: pa.array([SHARE_STATE] * n, pa.string()),
+        "group": col("group", pa.string()),
+        "topic_id": col("topic_id", pa.string()),
+        "partition": col("partition", pa.int32()),
+        "record_type": col("record_type", pa.string()),
+        "tombstone": col("tombstone", pa.bool_()),
+        "snapshot_epoch": col("snapshot_epoch", pa.int32()),
+        "state_epoch": col("state_epoch", pa.int32()),
+        "leader_epoch": col("leader_epoch", pa.int32()),
+        "start_offset": col("start_offset", pa.int64()),
+        "delivery_complete_count": col("delivery_complete_count", pa.int32()),
+        "create_timestamp": lambda: _ts([row.create_timestamp for row in rows]),
+        "write_timestamp": lambda: _ts([row.write_timestamp for row in rows]),
+        "state_batches": col("state_batches", schema.field("state_batches").type),
+    }
+    yield _batch(cols, n, schema)
 
 
 def segment_summary(path: str, log_partition: int) -> dict[str, Any]:
@@ -356,10 +497,10 @@ class OffsetsLogReader(DataSourceReader):
         self.verify_crc = options.get("verifyCrc", "true").lower() != "false"
         self.chunk_rows = int(options.get("chunkRows", "65536"))
         # Reading one kind of record is cheaper: the other kind's values are never decoded.
-        wanted = options.get("kinds", ",".join(sorted(KINDS)))
+        wanted = options.get("kinds", ",".join(sorted(ALL_KINDS)))
         self.kinds = frozenset(k.strip() for k in wanted.split(",") if k.strip())
-        if not self.kinds or not self.kinds <= KINDS:
-            raise ValueError(f"{NAME}: option kinds takes {' and/or '.join(sorted(KINDS))}, not {wanted!r}")
+        if not self.kinds or not self.kinds <= ALL_KINDS:
+            raise ValueError(f"{NAME}: option kinds takes {' and/or '.join(sorted(ALL_KINDS))}, not {wanted!r}")
         self.schema = schema
         full = {f.name: f.dataType for f in (SEGMENTS if self.view == "segments" else RECORDS).fields}
         for f in schema.fields:
@@ -368,10 +509,16 @@ class OffsetsLogReader(DataSourceReader):
                                  f"columns: {', '.join(full)}")
 
     def partitions(self) -> Sequence[InputPartition]:
-        return pack_segments(list_segments(self.path))
+        if self.view == "segments" and self.kinds == {SHARE_STATE}:
+            return pack_segments(reader_segments(self.path, self.kinds)[1], topic=SHARE_STATE_TOPIC)
+        if self.view == "segments":
+            return pack_segments(list_segments(self.path))
+        offsets, shares = reader_segments(self.path, self.kinds)
+        return pack_segments(offsets) + pack_segments(shares, topic=SHARE_STATE_TOPIC)
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
-        assert isinstance(partition, SegmentPartition)
+        if not isinstance(partition, SegmentPartition):
+            return  # Spark's stand-in when there is nothing to read (share state asked of a dir without it)
         arrow_schema = to_arrow_schema(self.schema, timezone="UTC")
         if self.view == "segments":
             yield segments_to_arrow([segment_summary(path, log_partition) for path, log_partition in partition.files],
@@ -382,7 +529,11 @@ class OffsetsLogReader(DataSourceReader):
                 data = open_bytes(path)
             except OSError:
                 continue  # the segments view reports it
-            for chunk in decode_segment(data, None, self.chunk_rows, self.verify_crc, self.kinds):
+            if partition.topic == SHARE_STATE_TOPIC:
+                for state in decode_share_state_segment(data, None, self.chunk_rows, self.verify_crc):
+                    yield from share_state_to_arrow(state, log_partition, arrow_schema)
+                continue
+            for chunk in decode_segment(data, None, self.chunk_rows, self.verify_crc, self.kinds & KINDS):
                 yield from records_to_arrow(chunk, log_partition, arrow_schema)
 
 

@@ -11,10 +11,19 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType, StringType, StructField, StructType
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 from analytics import rules
-from analytics.decoder import CONSUMER_GROUP, GROUP_METADATA, STREAMS_GROUP
+from analytics.decoder import CONSUMER_GROUP, GROUP_METADATA, SHARE_GROUP, STREAMS_GROUP
+from analytics.share_state import PROGRESS_FIELDS, fold
 
 KEY = ["group", "topic", "partition"]
 
@@ -417,3 +426,121 @@ def streams_group_members(records: DataFrame) -> DataFrame:
                     _partition_count("c.active_tasks").alias("active_task_count"),
                     _partition_count("c.standby_tasks").alias("standby_task_count")))
 
+
+
+# ---- KIP-932 share groups -----------------------------------------------------------------------
+
+
+def _since_previous(w: Any) -> Column:
+    return (F.unix_millis("batch_timestamp") - F.lag(F.unix_millis("batch_timestamp")).over(w)) / 1000.0
+
+
+def share_group_history(records: DataFrame) -> DataFrame:
+    """A share group over time: every group epoch bump, new target assignment, change of the
+    topics whose share state it initialized (``share_topics``), member joining or leaving, and the
+    group's deletion."""
+    sg = records.filter(F.col("kind") == SHARE_GROUP).withColumn("seq", _seq())
+    per_member = Window.partitionBy("group", "member_id").orderBy("seq")
+    members = (sg.filter(F.col("record_type") == "ShareGroupMemberMetadata")
+               .withColumn("was_member", F.coalesce(~F.lag("tombstone").over(per_member), F.lit(False)))
+               .withColumn("event", F.when(F.col("tombstone") & F.col("was_member"), "member left")
+                           .when(~F.col("tombstone") & ~F.col("was_member"), "member joined"))
+               .filter(F.col("event").isNotNull()))
+    kinds = ("ShareGroupMetadata", "ShareGroupTargetAssignmentMetadata", "ShareGroupStatePartitionMetadata")
+    group_events_ = (sg.filter(F.col("record_type").isin(*kinds))
+                     .withColumn("event", F.when(F.col("tombstone") & (F.col("record_type") == "ShareGroupMetadata"),
+                                                 "deleted")
+                                 .when(F.col("tombstone"), F.lit(None))
+                                 .when(F.col("record_type") == "ShareGroupMetadata", "group epoch")
+                                 .when(F.col("record_type") == "ShareGroupStatePartitionMetadata", "share state topics")
+                                 .otherwise("target assignment"))
+                     .filter(F.col("event").isNotNull()))
+    cols = ["group", "event", "epoch", "member_id", "share_topics", "batch_timestamp", "seq", "log_partition",
+            "log_offset"]
+    both = group_events_.select(*cols).unionByName(members.select(*cols))
+    w = Window.partitionBy("group").orderBy("seq")
+    return (both.withColumn("seconds_since_previous", _since_previous(w))
+            .select("group", "event", "epoch", "member_id", "share_topics", F.col("batch_timestamp").alias("at"),
+                    "seconds_since_previous", "log_partition", "log_offset"))
+
+
+def share_topic_names(records: DataFrame) -> DataFrame:
+    """topic_id -> topic (the newest name a share group's state-partition record gave it)."""
+    named = (records.filter(F.col("record_type") == "ShareGroupStatePartitionMetadata")
+             .filter(~F.col("tombstone"))
+             .select(_seq().alias("seq"), F.explode("share_topics").alias("t")))
+    return named.groupBy(F.col("t.topic_id").alias("topic_id")).agg(F.max_by("t.topic_name", "seq").alias("topic"))
+
+
+def _named(assignment: DataFrame, names: DataFrame, key: list[str], column: str) -> DataFrame:
+    """``column`` (topic_id/partitions pairs) with each topic's name beside its id, per ``key``."""
+    each = (assignment.select(*key, F.explode(column).alias("a"))
+            .select(*key, F.col("a.topic_id").alias("topic_id"), F.col("a.partitions").alias("partitions")))
+    return (each.join(names, "topic_id", "left")
+            .groupBy(*key)
+            .agg(F.sort_array(F.collect_list(F.struct("topic", "topic_id", F.sort_array("partitions")
+                                                      .alias("partitions")))).alias(column)))
+
+
+def share_group_members(records: DataFrame) -> DataFrame:
+    """Every member a share group has had: its client (the last metadata it wrote), subscription,
+    when it came and left, the member epochs it went through and the partitions it was assigned
+    last (with topic names where the group's records give them)."""
+    sg = records.filter(F.col("kind") == SHARE_GROUP).withColumn("seq", _seq())
+    meta = (sg.filter(F.col("record_type") == "ShareGroupMemberMetadata")
+            .groupBy("group", "member_id")
+            .agg(F.max_by(F.struct(F.col("tombstone").alias("left"), F.col("batch_timestamp").alias("at")),
+                          "seq").alias("last"),
+                 F.max_by("share_member", F.when(~F.col("tombstone"), F.col("seq"))).alias("identity"),
+                 F.min("batch_timestamp").alias("first_seen"),
+                 F.max(F.when(~F.col("tombstone"), F.col("batch_timestamp"))).alias("last_seen")))
+    current = (sg.filter(F.col("record_type") == "ShareGroupCurrentMemberAssignment")
+               .groupBy("group", "member_id")
+               .agg(F.max_by(F.struct("epoch", "assignment"), F.when(~F.col("tombstone"), F.col("seq"))).alias("c"),
+                    F.countDistinct(F.when(~F.col("tombstone"), F.col("epoch"))).alias("epochs")))
+    key = ["group", "member_id"]
+    assigned = _named(current.select(*key, F.col("c.assignment").alias("last_assigned")),
+                      share_topic_names(sg), key, "last_assigned")
+    m = F.col("identity")
+    return (meta.join(current, key, "left").join(assigned, key, "left")
+            .select("group", "member_id", m["client_id"].alias("client_id"), m["client_host"].alias("client_host"),
+                    m["rack_id"].alias("rack_id"), m["subscribed_topic_names"].alias("subscribed_topic_names"),
+                    "first_seen", "last_seen",
+                    F.when(F.col("last.left"), F.col("last.at")).alias("left_at"),
+                    (~F.col("last.left")).alias("current_member"),
+                    F.col("c.epoch").alias("last_member_epoch"),
+                    F.coalesce("epochs", F.lit(0)).alias("epochs"),
+                    F.coalesce("last_assigned", F.array()).alias("last_assigned"),
+                    _partition_count("c.assignment").alias("assigned_partition_count")))
+
+
+# The columns ``analytics.share_state.fold`` returns, as Spark types.
+_PROGRESS_TYPES = {"bucket_ms_start": LongType(), "records": IntegerType(), "snapshots": IntegerType(),
+                   "updates": IntegerType(), "deleted": BooleanType(), "state_epoch": IntegerType(),
+                   "leader_epoch": IntegerType(), "last_write_ms": LongType()}
+_PROGRESS = ArrayType(StructType([StructField(name, _PROGRESS_TYPES.get(name, LongType()))
+                                  for name in PROGRESS_FIELDS]))
+
+
+def share_progress(state: DataFrame, share_groups: DataFrame | None, bucket_ms: int) -> DataFrame:
+    """Per share partition (group, topic, partition) and time bucket with share-state records:
+    the state after the bucket's last record, the snapshots and updates folded as the share
+    coordinator folds them (``analytics.share_state.fold``: progress of the start offset, records
+    acknowledged, available, archived and in flight, redeliveries and archived records so far)."""
+    key = ["group", "topic_id", "partition"]
+    rec = F.struct(_seq().alias("seq"), F.unix_millis("batch_timestamp").alias("at_ms"), "record_type", "tombstone",
+                   "state_epoch", "leader_epoch", "start_offset", "state_batches")
+    folder = F.udf(lambda rs: fold(sorted((r.asDict(recursive=True) for r in rs), key=lambda r: r["seq"]),
+                                   bucket_ms), _PROGRESS)
+    rows = (state.filter(F.col("kind") == "share_state")
+            .groupBy(*key).agg(F.collect_list(rec).alias("rs"))
+            .select(*key, F.explode(folder("rs")).alias("p")))
+    if share_groups is not None:
+        rows = rows.join(share_topic_names(share_groups), "topic_id", "left")
+    else:
+        rows = rows.withColumn("topic", F.lit(None).cast(StringType()))
+    p = F.col("p")
+    return rows.select("group", "topic", "topic_id", "partition",
+                       F.timestamp_millis(p["bucket_ms_start"]).alias("bucket_start"), F.lit(bucket_ms).alias("bucket_ms"),
+                       *(p[name].alias(name) for name in PROGRESS_FIELDS[1:-1]),
+                       F.timestamp_millis(p["last_write_ms"]).alias("last_write"))

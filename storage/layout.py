@@ -8,6 +8,8 @@ from pathlib import Path
 
 # The internal topic that holds the group coordinator's records.
 OFFSETS_TOPIC = "__consumer_offsets"
+# The internal topic that holds the share coordinator's records (KIP-932).
+SHARE_STATE_TOPIC = "__share_group_state"
 LOG = ".log"
 INDEX = ".index"
 TIME_INDEX = ".timeindex"

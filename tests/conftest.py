@@ -130,7 +130,8 @@ def spark() -> Iterator[Any]:
 # is started once; every other module runs whole on one worker (its module fixtures start once).
 # Collection checks the lists: a module that uses one of these fixtures and is not listed fails.
 KAFKA_MODULES = {"tests/integration/test_java_clients.py", "tests/integration/test_kafka_tools.py",
-                 "tests/integration/test_storage_interchange.py"}  # and all of tests/differential/
+                 "tests/integration/test_storage_interchange.py",
+                 "tests/integration/test_share_records_interchange.py"}  # and all of tests/differential/
 SPARK_MODULES = {"tests/integration/test_analysis.py", "tests/integration/test_rebalance_journal_spark.py"}
 
 

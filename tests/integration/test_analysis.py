@@ -47,6 +47,7 @@ class Story:
     commit_calls: dict[str, int] = field(default_factory=dict)  # group -> partition offsets committed
     started: int = 0
     ended: int = 0
+    deliveries: list[tuple[str, int]] = field(default_factory=list)  # share group: (value, delivery count)
 
 
 class CommittingConsumer(ThreadedConsumer):
@@ -85,8 +86,11 @@ def _commit(consumer: CommittingConsumer, story: Story, group: str, base: int) -
 def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
     """A group forms, grows, shrinks and empties; another is deleted; a third only commits."""
     root = tmp_path_factory.mktemp("kcoord-analysis")
+    from tests.integration.helpers import share
+
     broker = BrokerProcess(root / "data", {"group.consumer.heartbeat.interval.ms": "500",
-                                           "group.consumer.min.heartbeat.interval.ms": "500"}).start()
+                                           "group.consumer.min.heartbeat.interval.ms": "500",
+                                           **share.OVERRIDES}).start()
     broker.wait_loaded()
     s = Story(root / "data", started=int(time.time() * 1000))
     try:
@@ -144,10 +148,41 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
             wait_for(lambda: bool(first.heartbeat() and second.heartbeat() and first.active and second.active
                                   and first.epoch == second.epoch), 30, "the two instances to split the tasks")
             second.heartbeat(epoch=-1)
+
+        # A share group (KIP-932): ten jobs, one released twice before it is accepted, one rejected.
+        _share_story(broker, s)
     finally:
         s.ended = int(time.time() * 1000)
         broker.stop()
     yield s
+
+
+JOBS = "jobs"
+
+
+def _share_story(broker: BrokerProcess, s: Story) -> None:
+    from confluent_kafka import AcknowledgeType
+
+    from tests.integration.helpers import share
+
+    share.make_topic(broker, JOBS)
+    worker = share.consumer(broker, "workers", JOBS, explicit=True)
+    try:
+        share.joined(worker)
+        share.produce(broker, JOBS, [f"job-{i}" for i in range(10)])
+
+        def verdict(m: Any) -> None:
+            value = m.value().decode()
+            s.deliveries.append((value, m.delivery_count()))
+            worker.acknowledge(m, AcknowledgeType.RELEASE if value == "job-3" and m.delivery_count() < 3
+                               else AcknowledgeType.REJECT if value == "job-7" else AcknowledgeType.ACCEPT)
+
+        for wanted in (10, 1, 1):  # every job; job-3 again; job-3 a third time
+            got = share.poll_until(worker, lambda got, n=wanted: len(got) >= n, on_message=verdict)
+            assert len(got) == wanted, s.deliveries
+            worker.commit_sync()
+    finally:
+        worker.close()
 
 
 def _try_delete(admin: AdminClient, group: str) -> bool:
@@ -265,6 +300,38 @@ def test_streams_group_tables_follow_the_instances(spark: Any, analysed: tuple[P
     stayed, left = members
     assert stayed["current_member"] and stayed["left_at"] is None and stayed["active_task_count"] > 0
     assert not left["current_member"] and left["left_at"] is not None and left["epochs"] >= 1
+
+
+def test_share_group_tables_show_progress_and_redeliveries(spark: Any, story: Story,
+                                                         analysed: tuple[Path, Any]) -> None:
+    out, result = analysed
+    assert sorted(n for v, n in story.deliveries if v == "job-3") == [1, 2, 3]
+    progress = sorted((r for r in table(spark, out, "share_progress") if r["group"] == "workers"),
+                      key=lambda r: r["bucket_start"])
+    assert {(r["topic"], r["partition"]) for r in progress} == {(JOBS, 0)}
+    last = progress[-1]
+    # Every job acknowledged or archived: the start offset is past the ten, nothing in flight.
+    assert (last["effective_start_offset"], last["end_offset"], last["in_flight_records"]) == (10, 10, 0)
+    assert sum(r["start_offset_advance"] for r in progress) == 10
+    # job-3 released twice (the second time after its second delivery), job-7 rejected. Its third
+    # delivery's count is durable only if the share partition wrote it before moving past it.
+    assert (last["redelivered_total"], last["archived_total"]) == (1, 1) and last["max_delivery_count"] >= 2
+    assert not last["deleted"] and last["state_epoch"] >= 0
+    assert sum(r["snapshots"] + r["updates"] for r in progress) == sum(r["records"] for r in progress) >= 4
+
+    (member,) = [r for r in table(spark, out, "share_group_members") if r["group"] == "workers"]
+    assert (member["client_host"], member["subscribed_topic_names"]) == ("/127.0.0.1", [JOBS])
+    assert not member["current_member"] and member["left_at"] is not None and member["epochs"] >= 1
+    assert [(a["topic"], a["partitions"]) for a in member["last_assigned"]] == [(JOBS, [0])]
+    history = sorted((r for r in table(spark, out, "share_group_history") if r["group"] == "workers"),
+                     key=lambda r: r["log_offset"])
+    events = [r["event"] for r in history]
+    assert events[0] == "member joined" and "member left" in events and "share state topics" in events
+    epochs = [r["epoch"] for r in history if r["event"] == "group epoch"]
+    assert epochs == sorted(epochs) and len(set(epochs)) >= 2
+    assert ("1 share group(s) over 1 share partition(s): 0 record(s) in flight, 1 redelivered and 1 archived"
+            in result.summary)
+    assert "<h2 id='share-groups'>Share groups</h2>" in (out / "report.html").read_text()
 
 
 def test_the_report_has_its_charts_and_the_covered_window(analysed: tuple[Path, Any]) -> None:

@@ -24,6 +24,7 @@ def decode_all(data: bytes, health: SegmentHealth | None = None) -> Decoded:
         out.groups.extend(chunk.groups)
         out.consumer_groups.extend(chunk.consumer_groups)
         out.streams_groups.extend(chunk.streams_groups)
+        out.share_groups.extend(chunk.share_groups)
         out.skipped += chunk.skipped
     return out
 
@@ -90,9 +91,10 @@ def test_group_metadata_with_members_and_their_assignments() -> None:
 
 
 def test_records_of_other_group_types_are_skipped() -> None:
-    share_key = struct.pack(">h", 11) + kb.s16("share-group")
+    # Type 9 (ShareGroupPartitionMetadata) was dropped before share groups were released.
+    unknown_key = struct.pack(">h", 9) + kb.s16("share-group")
     data = kb.batch(0, [
-        (share_key, b"\x00\x00\x00\x00\x00\x01\x00", T0),
+        (unknown_key, b"\x00\x00\x00\x00\x00\x01\x00", T0),
         (kb.commit_key("g", "t", 0), kb.commit_value_v3(1, -1, "", T0), T0),
     ])
     d = decode_all(data)
