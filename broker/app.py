@@ -79,7 +79,7 @@ from broker.telemetry.service import TelemetryService
 from broker.telemetry.subscriptions import SubscriptionStore
 from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, TopicCatalog, owning_partition
-from broker.topics.changes import TopicChanges, TopicCreated, TopicDeleted
+from broker.topics.changes import TopicChanges
 from broker.topics.partitions import TopicLogs
 from broker.transactions.markers import MarkerWriter
 from broker.transactions.service import TransactionService
@@ -466,13 +466,7 @@ class BrokerApp:
         """Every partition a cluster spreads over its nodes; publishes what other nodes changed
         in the topic catalog on the way (this runs a few times a second)."""
         self.catalog.refresh()
-        changes, self.catalog.changes = self.catalog.changes, []
-        for change in changes:
-            if isinstance(change, TopicDeleted):
-                self.topic_logs.deleted_elsewhere(change)
-            elif isinstance(change, TopicCreated):
-                self.topic_logs.resume_owned(change.topic)
-            self.topic_changes.publish(change)
+        self.admin.catch_up()
         # The journal's partitions are not owned of their own: each follows the __consumer_offsets
         # partition of the same index. The transaction coordinator's partitions are owned like the
         # group coordinator's. A deleted topic's directory that nobody owns is owned for a moment,

@@ -44,6 +44,7 @@ class TopicAdmin:
         except (ValueError, TypeError) as exc:
             raise TopicError(ErrorCode.INVALID_CONFIG, f"invalid topic config: {exc}") from None
         topic = self.catalog.create(name, partitions, configs, validate_only=validate_only)
+        self.catch_up()
         if not validate_only:
             self.topic_logs.create_topic(topic)
             logs.event("topic.created", topic=name, partitions=partitions)
@@ -56,6 +57,7 @@ class TopicAdmin:
         old = self.catalog.partition_count(name)
         assert old is not None
         topic = self.catalog.grow(name, count)
+        self.catch_up()
         self.topic_logs.grow_topic(topic, old)
         logs.event("topic.partitions_added", topic=name, partitions=count, previous=old)
         self.changes.publish(PartitionsAdded(name, topic.topic_id, old, count))
@@ -66,11 +68,27 @@ class TopicAdmin:
         topic changes) every group's committed offsets of it; ``settlement`` learns when those
         offset tombstones are durable."""
         topic = self.catalog.delete(name)
+        self.catch_up()
         self.topic_logs.delete_topic(name)
         self.deleted_at[name] = time.monotonic()
         logs.event("topic.deleted", topic=name)
         self.changes.publish(TopicDeleted(name, topic.topic_id, topic.partitions), settlement)
         return topic
+
+    def catch_up(self) -> None:
+        """Shared mode: what other nodes changed in the catalog, as its last re-read noted it, is
+        done here too: their deleted topics' partitions no longer served, their new topics'
+        partitions this node holds claims for opened, and each change published. A change of this
+        node's own re-reads the catalog first, so this runs before it: a topic another node
+        deleted a moment ago and this node creates again is the new topic's from then on (applied
+        after it, the old topic's deletion closed the new topic's partitions)."""
+        changes, self.catalog.changes = self.catalog.changes, []
+        for change in changes:
+            if isinstance(change, TopicDeleted):
+                self.topic_logs.deleted_elsewhere(change)
+            elif isinstance(change, TopicCreated):
+                self.topic_logs.resume_owned(change.topic)
+            self.changes.publish(change)
 
     def deleted_within(self, name: str, seconds: float) -> bool:
         """Whether ``name`` was deleted here less than ``seconds`` ago."""

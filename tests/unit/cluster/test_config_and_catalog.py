@@ -43,3 +43,32 @@ def test_nodes_sharing_a_catalog_see_each_others_topic_changes(tmp_path: Path) -
     one.create("payments", 1)
     with pytest.raises(Exception, match="already exists"):
         two.create("payments", 1)
+
+
+def test_a_topic_deleted_elsewhere_and_created_here_again_is_the_new_ones_from_then_on(tmp_path: Path) -> None:
+    """Node two deletes a topic; node one, before it has noticed, creates it again. Node one's
+    change re-reads the catalog first, so the old topic's deletion is applied and published
+    before the new topic's creation: applied after it, it closed the partitions the node had just
+    opened for the new topic (they were left with no log serving them)."""
+    from broker.cluster.etcd import EtcdClient
+    from broker.cluster.node import ClusterNode
+    from broker.log_runtime.runtime import LogRuntime
+    from broker.topics.admin import TopicAdmin
+    from broker.topics.changes import TopicChanges
+    from broker.topics.partitions import TopicLogs
+    from storage.config import LogConfig
+
+    one = TopicCatalog(tmp_path, 3, shared=True)
+    node = ClusterNode(EtcdClient("127.0.0.1:1"), "/k", 1, "127.0.0.1", 9092, 3000, lambda: [])
+    runtime = LogRuntime(tmp_path, LogConfig(), sync_flush=True, flush_interval_ms=10, cleaner_backoff_ms=None,
+                         shared=True)
+    changes = TopicChanges()
+    published: list[object] = []
+    changes.subscribe(lambda change, settlement: published.append(change))
+    admin = TopicAdmin(one, TopicLogs(runtime, one, max_message_bytes=1 << 20, cluster=node), changes, {})
+    old = admin.create_topic("orders", 2, {})
+    TopicCatalog(tmp_path, 3, shared=True).delete("orders")  # node two
+    new = admin.create_topic("orders", 2, {})
+    assert published == [TopicCreated("orders", old.topic_id, 2), TopicDeleted("orders", old.topic_id, 2),
+                         TopicCreated("orders", new.topic_id, 2)]
+    assert one.changes == [] and one.get("orders") is new
