@@ -66,8 +66,10 @@ def kafka_python_group(bootstrap: str, topic: str, group: str, target: int) -> S
     run = GroupRun(target)
 
     def member() -> None:
+        # Metadata refreshed each second: a leader whose metadata lacked the new topic assigned
+        # nothing, and kafka-python refreshes it only every 5 minutes by default.
         c = KafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False,
-                          auto_offset_reset="earliest", session_timeout_ms=10000)
+                          auto_offset_reset="earliest", session_timeout_ms=10000, metadata_max_age_ms=1000)
         try:
             while not run.done.is_set():
                 polled = c.poll(timeout_ms=200)

@@ -103,9 +103,11 @@ def history(broker: BrokerProcess, group: str) -> str:
 def member_closing_with_a_reason(broker: BrokerProcess) -> Seen:
     create_topic(broker.bootstrap, "close-t", 4)
     a = consumer(broker, "close-g", "close-t")
+    # Metadata refreshed each second: a kafka-python leader whose metadata did not have the new
+    # topic yet assigned nothing, and without a refresh it would not rebalance for 5 minutes.
     leaver = KafkaConsumer("close-t", bootstrap_servers=broker.bootstrap, group_id="close-g",
                            client_id="billing-worker", session_timeout_ms=6000, heartbeat_interval_ms=HEARTBEAT_MS,
-                           enable_auto_commit=False)
+                           enable_auto_commit=False, metadata_max_age_ms=1000)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline and not (leaver.assignment() and len(a.held()) == 2):
         leaver.poll(timeout_ms=100)
