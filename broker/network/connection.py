@@ -34,7 +34,7 @@ MAX_IN_FLIGHT = 512
 # Reading also stops while the requests waiting for their answers add up to this many bytes: a
 # producer pipelining 1 MB batches faster than the log makes them durable would otherwise have up
 # to MAX_IN_FLIGHT of them in memory at once (500 MB produced under CPU contention left RSS up to
-# 80 MB higher). 8 MiB cost ~10 % of produce throughput with the durable default (the producer
+# 80 MB higher). 16 MiB cost ~10 % of produce throughput with the durable default (the producer
 # waits on each fsync); 32 MiB costs nothing measurable. Kafka reads one request per connection at
 # a time. A request larger than this is still read, alone.
 MAX_IN_FLIGHT_BYTES = 32 * 1024 * 1024
