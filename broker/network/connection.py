@@ -242,7 +242,8 @@ class Connection:
             self._reply_ready()
         if self.broken:
             return False
-        if not self._room():
+        # ``_room()`` written out: this runs for every request.
+        if len(self.pending) >= MAX_IN_FLIGHT or self.pending_bytes >= MAX_IN_FLIGHT_BYTES:
             self.paused = True
             return False
         # Throttled by a quota: what is buffered waits (dispatched when reading resumes).

@@ -129,47 +129,33 @@ async def test_a_large_frame_sent_in_pieces_arrives_whole(hub: ReadinessHub | No
     assert [body for _, body in answers] == [b"small-1", big, b"small-2"]
 
 
-async def test_reading_stops_at_the_in_flight_limit_and_resumes(hub: ReadinessHub | None,
+# (limit, its value, the requests sent, how many are read before reading stops): 4 requests; or
+# room for 3 KiB with requests of a little over 1 KiB each, where the third reaches the limit.
+LIMITS = {
+    "requests": ("MAX_IN_FLIGHT", 4, [f"r{i}".encode() for i in range(10)], 4),
+    "bytes": ("MAX_IN_FLIGHT_BYTES", 3 * 1024, [bytes([i]) * 1024 for i in range(10)], 3),
+}
+
+
+@pytest.mark.parametrize("limit", LIMITS)
+async def test_reading_stops_at_the_in_flight_limit_and_resumes(hub: ReadinessHub | None, limit: str,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(connection_module, "MAX_IN_FLIGHT", 4)
+    name, value, bodies, read = LIMITS[limit]
+    monkeypatch.setattr(connection_module, name, value)
     router = StubRouter(park=True)
-    async with trio.open_nursery() as nursery:
-        client, _ = await serve(router, hub, nursery)
-        await client.send_all(b"".join(frame(f"r{i}".encode()) for i in range(10)))
-        await trio.testing.wait_all_tasks_blocked()
-        assert len(router.frames) == 4
-        answered: list[tuple[int, bytes]] = []
-        while len(answered) < 10:
-            owed = len(router.parked)
-            router.answer_parked()
-            answered += await read_answers(client, owed)
-            await trio.testing.wait_all_tasks_blocked()
-            assert len(router.frames) - len(answered) <= 4
-        assert [c for c, _ in answered] == list(range(1, 11))
-        await client.aclose()
-    assert router.frames == [f"r{i}".encode() for i in range(10)]
-
-
-async def test_reading_stops_at_the_in_flight_bytes_limit_and_resumes(hub: ReadinessHub | None,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    # Requests of a little over 1 KiB each and room for 3 KiB: the third one reaches the limit, the
-    # fourth waits until answers leave.
-    monkeypatch.setattr(connection_module, "MAX_IN_FLIGHT_BYTES", 3 * 1024)
-    router = StubRouter(park=True)
-    bodies = [bytes([i]) * 1024 for i in range(10)]
     async with trio.open_nursery() as nursery:
         client, _ = await serve(router, hub, nursery)
         await client.send_all(b"".join(frame(b) for b in bodies))
         await trio.testing.wait_all_tasks_blocked()
-        assert len(router.frames) == 3
+        assert len(router.frames) == read
         answered: list[tuple[int, bytes]] = []
-        while len(answered) < 10:
+        while len(answered) < len(bodies):
             owed = len(router.parked)
             router.answer_parked()
             answered += await read_answers(client, owed)
             await trio.testing.wait_all_tasks_blocked()
-            assert len(router.frames) - len(answered) <= 3
-        assert [c for c, _ in answered] == list(range(1, 11))
+            assert len(router.frames) - len(answered) <= read
+        assert [c for c, _ in answered] == list(range(1, len(bodies) + 1))
         await client.aclose()
     assert router.frames == bodies
 
