@@ -461,35 +461,34 @@ class GroupApis:
             if not runtime.loaded:
                 done(index, Deleted(group_id=group_id, error_code=ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue
-
-            def op(shard: GroupCoordinatorShard, token: int, now: int, gid: str = group_id) -> Result:
-                code, records = shard.delete_group(gid, now)
-                return Result(replies=[(token, Deleted(group_id=gid, error_code=code))], records=records)
-
-            def failed(code: int, gid: str = group_id) -> DeleteGroupsResponse.DeletableGroupResult:
-                return Deleted(group_id=gid, error_code=code)
-
-            def delete(runtime: GroupShardRuntime = runtime,
-                       op: Callable[[GroupCoordinatorShard, int, int], Result] = op, index: int = index,
-                       failed: Callable[[int], DeleteGroupsResponse.DeletableGroupResult] = failed,
-                       gid: str = group_id) -> None:
-                runtime.execute(op, partial(done, index), failed, gid)
-
-            view = runtime.shard.share_group_view(group_id)
-            if view is None or view[0] or self.delete_share_state is None:
-                delete()  # not a share group, or one with members (NON_EMPTY_GROUP)
-                continue
-
-            # As Kafka's group coordinator: the share state goes first, through the persister to
-            # wherever it is coordinated, and the group only once that is durable; a group whose
-            # state could not be deleted stays, and deleting it again is safe.
-            def state_deleted(ok: bool, delete: Callable[[], None] = delete, index: int = index,
-                              gid: str = group_id) -> None:
-                if ok:
-                    delete()
-                else:
-                    done(index, Deleted(group_id=gid, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
-
-            self.delete_share_state(group_id, runtime.shard.share_partitions(group_id), state_deleted)
+            self._delete_group(runtime, group_id, partial(done, index))
         all_done.start()
+
+    def _delete_group(self, runtime: GroupShardRuntime, group_id: str,
+                      deliver: Callable[[DeleteGroupsResponse.DeletableGroupResult], None]) -> None:
+        """One group of a DeleteGroups, deleted on its shard once durable; ``deliver`` gets its
+        result. As Kafka's group coordinator, an empty share group's share state goes first,
+        through the persister to wherever it is coordinated, and the group only once that is
+        durable: a group whose state could not be deleted stays, and deleting it again is safe."""
+        Deleted = DeleteGroupsResponse.DeletableGroupResult
+
+        def op(shard: GroupCoordinatorShard, token: int, now: int) -> Result:
+            code, records = shard.delete_group(group_id, now)
+            return Result(replies=[(token, Deleted(group_id=group_id, error_code=code))], records=records)
+
+        def delete() -> None:
+            runtime.execute(op, deliver, lambda code: Deleted(group_id=group_id, error_code=code), group_id)
+
+        view = runtime.shard.share_group_view(group_id)
+        if view is None or view[0] or self.delete_share_state is None:
+            delete()  # not a share group, or one with members (NON_EMPTY_GROUP)
+            return
+
+        def state_deleted(ok: bool) -> None:
+            if ok:
+                delete()
+            else:
+                deliver(Deleted(group_id=group_id, error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE))
+
+        self.delete_share_state(group_id, runtime.shard.share_partitions(group_id), state_deleted)
 
