@@ -196,8 +196,13 @@ def test_a_member_leaves_and_the_other_takes_its_tasks(pair: Pair) -> None:
             if sum(len(t.partitions) for t in a.active) == 4:
                 break
             time.sleep(0.2)
+        described: Any = describe(a_conn, group)
+        # The survivor's member epoch counts the steps its heartbeats took while the other left,
+        # which depends on how they interleaved (one full run in three had 6 on Kafka, 5 on kcoord):
+        # not compared.
+        described["members"] = [(process, topology_epoch) for _, process, topology_epoch in described["members"]]
         return {"left": left, "a": {t.subtopology_id: sorted(t.partitions) for t in a.active},
-                "described": describe(a_conn, group)}
+                "described": described}
 
     answers = pair.compare(scenario)
     assert answers["a"] == {"0": [0, 1], "1": [0, 1]}  # type: ignore[index]

@@ -103,8 +103,10 @@ def history(broker: BrokerProcess, group: str) -> str:
 def member_closing_with_a_reason(broker: BrokerProcess) -> Seen:
     create_topic(broker.bootstrap, "close-t", 4)
     a = consumer(broker, "close-g", "close-t")
-    # Metadata refreshed each second: a kafka-python leader whose metadata did not have the new
-    # topic yet assigned nothing, and without a refresh it would not rebalance for 5 minutes.
+    # The confluent member leads the group (it holds every partition before the other joins): a
+    # kafka-python leader that joined before its metadata had the new topic assigned nothing,
+    # and did not rebalance for the 30 s this scenario waits (two full runs in three).
+    wait_for(lambda: len(a.held()) == 4, 30, "the first member to hold every partition")
     leaver = KafkaConsumer("close-t", bootstrap_servers=broker.bootstrap, group_id="close-g",
                            client_id="billing-worker", session_timeout_ms=6000, heartbeat_interval_ms=HEARTBEAT_MS,
                            enable_auto_commit=False, metadata_max_age_ms=1000)
