@@ -12,11 +12,11 @@ import pytest
 
 from broker.share.coordinator import coordinator_key
 from broker.share_coordinator.shard import ShareCoordinatorShard
+from kclient.wire_client import WireClient
 from protocol import share_state_records
 from protocol.partitioning import partition_for
 from protocol.record_batch import decode_records
 from protocol.share_state_records import SNAPSHOT, ShareStateRecord
-from storage.checkpoints import read_partition_metadata
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
 from testkit.kcoord import BrokerProcess
@@ -24,9 +24,10 @@ from testkit.kcoord import BrokerProcess
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType  # noqa: E402
 
-from tests.integration.helpers.share import OVERRIDES, consumer, joined, make_topic, poll_until, produce  # noqa: E402
+from tests.integration.helpers.dataplane import create  # noqa: E402
+from tests.integration.helpers.share import OVERRIDES, consumer, joined, poll_until, produce  # noqa: E402
 
-GROUP, TOPIC = "sg-upgrade", "q-upgrade"
+TOPIC = "q-upgrade"
 
 
 def records_of(log: PartitionLog) -> list[ShareStateRecord]:
@@ -40,11 +41,24 @@ def records_of(log: PartitionLog) -> list[ShareStateRecord]:
     return out
 
 
+def group_hashed_apart(topic_id: bytes) -> str:
+    """A group whose state key hashes to another partition in hex than in base64: the topic id is
+    random, and for one group in 50 both keys land in the same partition."""
+    for n in range(100):
+        group = f"sg-upgrade-{n}"
+        key = (group, topic_id, 0)
+        if partition_for(coordinator_key(key), 50) != partition_for(f"{group}:{topic_id.hex()}:0", 50):
+            return group
+    raise AssertionError("no group's two keys hash apart")
+
+
 def test_state_an_earlier_release_hashed_elsewhere_is_moved_and_kept(
         broker_factory: Callable[..., BrokerProcess]) -> None:
     broker = broker_factory(OVERRIDES)
-    make_topic(broker, TOPIC)
-    c = consumer(broker, GROUP, TOPIC, explicit=True)
+    with WireClient("127.0.0.1", broker.port) as client:
+        topic_id = create(client, TOPIC)
+    group = group_hashed_apart(topic_id)
+    c = consumer(broker, group, TOPIC, explicit=True)
     joined(c)
     values = [f"m{i}" for i in range(6)]
     produce(broker, TOPIC, values)
@@ -57,11 +71,9 @@ def test_state_an_earlier_release_hashed_elsewhere_is_moved_and_kept(
 
     # Rewrite the data dir as the earlier release left it: the state in the partition the hex key
     # hashes to, none in the partition of Kafka's key.
-    topic_id = read_partition_metadata(broker.data_dir / f"{TOPIC}-0")
-    assert topic_id is not None
-    key = (GROUP, topic_id, 0)
+    key = (group, topic_id, 0)
     now_p = partition_for(coordinator_key(key), 50)
-    old_p = partition_for(f"{GROUP}:{topic_id.hex()}:0", 50)
+    old_p = partition_for(f"{group}:{topic_id.hex()}:0", 50)
     assert old_p != now_p
     config = LogConfig.offsets_topic()
     log, _ = PartitionLog.open(broker.data_dir / f"__share_group_state-{now_p}", config)
@@ -70,7 +82,7 @@ def test_state_an_earlier_release_hashed_elsewhere_is_moved_and_kept(
         shard.replay(rec)
     state = shard.states[key]
     assert state.start_offset >= 4  # the four accepted records are behind the start
-    tombstone = share_state_records.encode(ShareStateRecord(SNAPSHOT, GROUP, topic_id, 0, None))
+    tombstone = share_state_records.encode(ShareStateRecord(SNAPSHOT, group, topic_id, 0, None))
     log.append([(*tombstone, int(time.time() * 1000))])
     log.flush()
     log.close()
@@ -81,7 +93,7 @@ def test_state_an_earlier_release_hashed_elsewhere_is_moved_and_kept(
     old.close()
 
     broker.start_loaded()
-    d = consumer(broker, GROUP, TOPIC, explicit=True)
+    d = consumer(broker, group, TOPIC, explicit=True)
     try:
         again = poll_until(d, lambda got: len(got) >= 2)
         for m in again:
