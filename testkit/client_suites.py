@@ -20,6 +20,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from testkit.kcoord import BrokerProcess
@@ -112,8 +113,40 @@ def summary(output: str) -> dict[str, int]:
     return counts
 
 
-def run(pytest_args: list[str], work: Path) -> tuple[int, str]:
-    """Starts kcoord as the suite's broker, runs the suite against it, returns (exit code, output)."""
+# A failed test is run once more, alone, against the same broker. kafka-python 3.0.12 loses a
+# subscription's metadata request when its bootstrap request (for no topics) is still unanswered at
+# subscribe() (cluster.set_topics: "TODO: handle future when old metadata request is currently
+# in-flight"): the consumer then waits metadata.max.age.ms (300 s) before it sees its topic, whatever
+# the broker. It needs the application thread to be descheduled between the consumer's construction
+# and subscribe(), so it shows on a loaded machine only (docs/client-suites.md). More failed tests
+# than this at once are not that race.
+MAX_RETRIED = 2
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """The suite's run, and the run once more of the tests that failed in it."""
+
+    code: int
+    output: str
+    retried: list[str] = field(default_factory=list)
+    retry_code: int = 0
+    retry_output: str = ""
+
+    @property
+    def report(self) -> str:
+        tail = self.output[-4000:]
+        return f"{tail}\n--- run once more: {self.retried}\n{self.retry_output[-4000:]}" if self.retried else tail
+
+
+def failed_tests(output: str) -> list[str]:
+    """The node ids of pytest's "FAILED <node id> - <reason>" summary lines."""
+    return re.findall(r"^FAILED (\S+)", output, re.MULTILINE)
+
+
+def run(pytest_args: list[str], work: Path) -> SuiteRun:
+    """Starts kcoord as the suite's broker, runs the suite against it, and runs what failed once
+    more (at most MAX_RETRIED tests) against the same broker."""
     tree = suite_source()
     broker = BrokerProcess(work / "data", SUITE_BROKER, log_path=work / "kcoord.log")
     broker.start()
@@ -123,10 +156,15 @@ def run(pytest_args: list[str], work: Path) -> tuple[int, str]:
                # The fixtures want Kafka's install directory to exist even for an external broker.
                "KAFKA_ROOT": str(work)}
         env.pop("PYTHONPATH", None)
-        command = [sys.executable, "-m", "pytest", "test/integration", "-p", "no:cacheprovider", "-q", "-rfEs",
-                   "-o", "log_level=WARNING", *pytest_args]
-        done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True)
-        return done.returncode, done.stdout + done.stderr
+        command = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "-o", "log_level=WARNING"]
+        done = subprocess.run([*command, "test/integration", *pytest_args], cwd=tree, env=env,
+                              capture_output=True, text=True)
+        first = SuiteRun(done.returncode, done.stdout + done.stderr)
+        retried = failed_tests(first.output)
+        if not retried or len(retried) > MAX_RETRIED:
+            return first
+        again = subprocess.run([*command, *retried], cwd=tree, env=env, capture_output=True, text=True)
+        return SuiteRun(first.code, first.output, retried, again.returncode, again.stdout + again.stderr)
     finally:
         broker.kill()
 
@@ -136,12 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     # Every argument goes to pytest (e.g. -k describe, -rA).
     _known, pytest_args = parser.parse_known_args(argv)
     with tempfile.TemporaryDirectory(prefix="kcoord-client-suite-") as tmp:
-        code, output = run(pytest_args, Path(tmp))
-    print(output)
-    counts = summary(output)
+        result = run(pytest_args, Path(tmp))
+    print(result.output)
+    counts = summary(result.output)
     print("kafka-python", KAFKA_PYTHON, "integration suite against kcoord:",
           ", ".join(f"{n} {k}" for k, n in counts.items()) or "no summary")
-    return code
+    if result.retried:
+        print(result.retry_output)
+        print("run once more:", ", ".join(result.retried), "passed" if result.retry_code == 0 else "failed again")
+        return result.retry_code
+    return result.code
 
 
 if __name__ == "__main__":
