@@ -328,33 +328,60 @@ class AckedProducer(threading.Thread):
 
 def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: float = 60.0) -> tuple[dict[int, bytes], int]:
     """Every record of the partition from its start, offset -> value, and its high watermark."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify-" + uuid.uuid4().hex[:8],
+    def consumer() -> Any:
+        return Consumer({"bootstrap.servers": bootstrap, "group.id": "verify-" + uuid.uuid4().hex[:8],
                          "enable.auto.commit": False, "fetch.max.bytes": 8 << 20})
+
+    tp = TopicPartition(topic, partition)
+    deadline = time.monotonic() + timeout
+    while True:
+        # A client per attempt: librdkafka keeps a partition without a leader in its metadata
+        # cache as a lasting error (LEADER_NOT_AVAILABLE, then "Unknown partition" without asking
+        # again), and a node answers so for a moment whenever it cannot be sure of its lease.
+        reader = consumer()
+        try:
+            _low, high = reader.get_watermark_offsets(tp, timeout=5)
+            break
+        except KafkaException as exc:
+            reader.close()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no watermarks of {topic}-{partition}: {exc}; the nodes' metadata: "
+                                     f"{metadata_leaders(bootstrap, topic)}") from exc
+            time.sleep(0.2)
     try:
-        tp = TopicPartition(topic, partition)
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                _low, high = consumer.get_watermark_offsets(tp, timeout=5)
-                break
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
-        consumer.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
+        reader.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
         out: dict[int, bytes] = {}
         last = -1
         while last < high - 1:
             assert time.monotonic() < deadline, f"read {len(out)} records up to {last}, high watermark {high}"
-            for msg in consumer.consume(1000, 0.5):
+            for msg in reader.consume(1000, 0.5):
                 if msg.error() is None:
                     out[msg.offset()] = msg.value()
                     last = max(last, msg.offset())
         return out, high
     finally:
-        consumer.close()
+        reader.close()
+
+
+def metadata_leaders(bootstrap: str, topic: str) -> dict[str, object]:
+    """What each address of ``bootstrap`` answers to Metadata for ``topic``: its brokers and, per
+    partition, (error code, leader) or the topic's error code; for a failed test's message."""
+    answers: dict[str, object] = {}
+    for address in bootstrap.split(","):
+        host, port = address.rsplit(":", 1)
+        try:
+            with WireClient(host, int(port), timeout=5) as c:
+                r = c.call(ApiKey.Metadata, 9, MetadataRequest(topics=[MetadataRequest.Topic(name=topic)],
+                                                              allow_auto_topic_creation=False))
+        except OSError as exc:
+            answers[address] = repr(exc)
+            continue
+        t = r.topics[0]
+        answers[address] = {"brokers": sorted(b.node_id for b in r.brokers), "topic_error": t.error_code,
+                            "partitions": {p.partition_index: (p.error_code, p.leader_id) for p in t.partitions}}
+    return answers
 
 
 def lost_records(acked: dict[int, bytes], stored: dict[int, bytes]) -> list[tuple[int, bytes, bytes | None]]:
