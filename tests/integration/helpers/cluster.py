@@ -87,10 +87,7 @@ class Cluster:
     def leaders(self, via: BrokerProcess | None = None, topic: str = OFFSETS) -> dict[int, int]:
         """Partition -> leader node of ``topic``, as Metadata tells it."""
         via = via or self.alive()[0]
-        with WireClient("127.0.0.1", via.port, timeout=5) as c:
-            r = c.call(ApiKey.Metadata, 9, MetadataRequest(topics=[MetadataRequest.Topic(name=topic)],
-                                                          allow_auto_topic_creation=False))
-        return {p.partition_index: p.leader_id for p in r.topics[0].partitions}
+        return {p.partition_index: p.leader_id for p in topic_metadata("127.0.0.1", via.port, topic).partitions}
 
     def wait_spread(self, nodes: set[int], timeout: float = 30.0) -> dict[int, int]:
         """Waits until every node of ``nodes`` serves its share and nothing is without an owner
@@ -330,17 +327,14 @@ def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: floa
     """Every record of the partition from its start, offset -> value, and its high watermark."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-    def consumer() -> Any:
-        return Consumer({"bootstrap.servers": bootstrap, "group.id": "verify-" + uuid.uuid4().hex[:8],
-                         "enable.auto.commit": False, "fetch.max.bytes": 8 << 20})
-
     tp = TopicPartition(topic, partition)
     deadline = time.monotonic() + timeout
     while True:
         # A client per attempt: librdkafka keeps a partition without a leader in its metadata
         # cache as a lasting error (LEADER_NOT_AVAILABLE, then "Unknown partition" without asking
         # again), and a node answers so for a moment whenever it cannot be sure of its lease.
-        reader = consumer()
+        reader: Any = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify-" + uuid.uuid4().hex[:8],
+                                "enable.auto.commit": False, "fetch.max.bytes": 8 << 20})
         try:
             _low, high = reader.get_watermark_offsets(tp, timeout=5)
             break
@@ -365,21 +359,26 @@ def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: floa
         reader.close()
 
 
+def topic_metadata(host: str, port: int, topic: str) -> Any:
+    """The node's Metadata answer for ``topic`` (without creating it)."""
+    with WireClient(host, port, timeout=5) as c:
+        r = c.call(ApiKey.Metadata, 9, MetadataRequest(topics=[MetadataRequest.Topic(name=topic)],
+                                                      allow_auto_topic_creation=False))
+    return r.topics[0]
+
+
 def metadata_leaders(bootstrap: str, topic: str) -> dict[str, object]:
-    """What each address of ``bootstrap`` answers to Metadata for ``topic``: its brokers and, per
-    partition, (error code, leader) or the topic's error code; for a failed test's message."""
+    """What each address of ``bootstrap`` answers to Metadata for ``topic``: the topic's error code
+    and, per partition, (error code, leader); for a failed test's message."""
     answers: dict[str, object] = {}
     for address in bootstrap.split(","):
         host, port = address.rsplit(":", 1)
         try:
-            with WireClient(host, int(port), timeout=5) as c:
-                r = c.call(ApiKey.Metadata, 9, MetadataRequest(topics=[MetadataRequest.Topic(name=topic)],
-                                                              allow_auto_topic_creation=False))
+            t = topic_metadata(host, int(port), topic)
         except OSError as exc:
             answers[address] = repr(exc)
             continue
-        t = r.topics[0]
-        answers[address] = {"brokers": sorted(b.node_id for b in r.brokers), "topic_error": t.error_code,
+        answers[address] = {"topic_error": t.error_code,
                             "partitions": {p.partition_index: (p.error_code, p.leader_id) for p in t.partitions}}
     return answers
 

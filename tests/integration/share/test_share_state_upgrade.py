@@ -41,14 +41,16 @@ def records_of(log: PartitionLog) -> list[ShareStateRecord]:
     return out
 
 
-def group_hashed_apart(topic_id: bytes) -> str:
-    """A group whose state key hashes to another partition in hex than in base64: the topic id is
-    random, and for one group in 50 both keys land in the same partition."""
+def group_hashed_apart(topic_id: bytes) -> tuple[str, int, int]:
+    """A group whose state key hashes to another partition in base64 (now) than in hex (the
+    earlier release), with both partitions: the topic id is random, and for one group in 50 both
+    keys land in the same partition."""
     for n in range(100):
         group = f"sg-upgrade-{n}"
-        key = (group, topic_id, 0)
-        if partition_for(coordinator_key(key), 50) != partition_for(f"{group}:{topic_id.hex()}:0", 50):
-            return group
+        now_p = partition_for(coordinator_key((group, topic_id, 0)), 50)
+        old_p = partition_for(f"{group}:{topic_id.hex()}:0", 50)
+        if now_p != old_p:
+            return group, now_p, old_p
     raise AssertionError("no group's two keys hash apart")
 
 
@@ -57,7 +59,7 @@ def test_state_an_earlier_release_hashed_elsewhere_is_moved_and_kept(
     broker = broker_factory(OVERRIDES)
     with WireClient("127.0.0.1", broker.port) as client:
         topic_id = create(client, TOPIC)
-    group = group_hashed_apart(topic_id)
+    group, now_p, old_p = group_hashed_apart(topic_id)
     c = consumer(broker, group, TOPIC, explicit=True)
     joined(c)
     values = [f"m{i}" for i in range(6)]
@@ -72,9 +74,6 @@ def test_state_an_earlier_release_hashed_elsewhere_is_moved_and_kept(
     # Rewrite the data dir as the earlier release left it: the state in the partition the hex key
     # hashes to, none in the partition of Kafka's key.
     key = (group, topic_id, 0)
-    now_p = partition_for(coordinator_key(key), 50)
-    old_p = partition_for(f"{group}:{topic_id.hex()}:0", 50)
-    assert old_p != now_p
     config = LogConfig.offsets_topic()
     log, _ = PartitionLog.open(broker.data_dir / f"__share_group_state-{now_p}", config)
     shard = ShareCoordinatorShard(now_p)
