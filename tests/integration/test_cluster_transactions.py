@@ -30,7 +30,7 @@ from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from testkit.etcd import EtcdProcess
 from tests.integration.helpers.clients import create_topic
-from tests.integration.helpers.cluster import Cluster
+from tests.integration.helpers.cluster import Cluster, wait_for
 from tests.integration.helpers.transactions import produce_plain, read_all
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -283,7 +283,7 @@ def test_the_coordinators_node_killed_mid_transaction_loses_nothing_and_duplicat
         failover_s = time.monotonic() - killed_at
     finally:
         app.close()
-    values = read_all(",".join(b.bootstrap for b in cluster.alive()), "rpw-out", quiet_s=2.0, limit_s=30)
+    values = read_all(",".join(b.bootstrap for b in cluster.alive()), "rpw-out")
     counts = Counter(values)
     duplicates = {v: n for v, n in counts.items() if n > 1}
     assert not duplicates, (len(duplicates), list(duplicates)[:5])
@@ -324,12 +324,9 @@ def test_an_open_transaction_of_a_dead_coordinator_is_aborted_by_the_new_one_at_
         later.produce("orphan-out", value=b"later", partition=part)
     later.commit_transaction(30)
     # What committed behind the open transaction becomes readable only once the new coordinator
-    # has aborted it (its timeout) and written the markers on every partition.
-    deadline = time.monotonic() + 30
-    values = read_all(survivors, "orphan-out", quiet_s=1.0)
-    while values.count(b"later") < 3 and time.monotonic() < deadline:
-        values = read_all(survivors, "orphan-out", quiet_s=1.0)
-    assert sorted(values) == [b"later"] * 3
+    # has aborted it (its timeout) and written the markers on every partition (read_all waits
+    # for them).
+    assert sorted(read_all(survivors, "orphan-out")) == [b"later"] * 3
     # The transactional id starts afresh on the survivors.
     again = producer(survivors, txn_id)
     again.begin_transaction()
@@ -361,9 +358,11 @@ def test_a_commit_prepared_by_a_dead_coordinator_is_completed_by_the_new_one(clu
     while txn_state(cluster, coordinator, txn_id) != "PrepareCommit":
         assert time.monotonic() < deadline, txn_state(cluster, coordinator, txn_id)
         time.sleep(0.1)
-    # ...when the coordinator's node dies; then node 3 comes back.
+    # ...when the coordinator's node dies; node 3 comes back once the cluster has named the
+    # transactional id a new coordinator.
     cluster.nodes[coordinator].kill()
-    time.sleep(4)
+    wait_for(lambda: txn_coordinator(cluster, txn_id) not in (-1, coordinator), 30,
+             "a new coordinator of the prepared transaction", step=0.2, seen=lambda: txn_coordinator(cluster, txn_id))
     os.kill(proc.pid, signal.SIGCONT)
     committer.join(60)
     assert outcome == [None], outcome

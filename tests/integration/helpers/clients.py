@@ -6,12 +6,12 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from tests.integration.helpers.cluster import wait_for as wait_for  # one polling helper for every test
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
@@ -93,15 +93,6 @@ class ThreadedConsumer:
         self.stop_flag.set()
         self.thread.join(15)
         self.consumer.close()
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def covers_exactly(consumers: list[ThreadedConsumer], topic: str, partitions: int) -> bool:

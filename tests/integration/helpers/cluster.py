@@ -407,11 +407,13 @@ def partition_leader(cluster: Cluster, topic: str, partition: int = 0) -> int:
     return answers.pop() if len(answers) == 1 else -1
 
 
-def wait_for(predicate: Any, timeout: float, what: str, step: float = 0.05) -> float:
-    """Polls ``predicate`` until true; returns the monotonic time it was seen true."""
+def wait_for(predicate: Any, timeout: float, what: str, step: float = 0.05, seen: Any = None) -> float:
+    """Polls ``predicate`` until true; returns the monotonic time it was seen true. On a timeout
+    the message carries ``seen()``, the state the test was waiting on."""
     deadline = time.monotonic() + timeout
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+            state = "" if seen is None else f"; saw {seen()!r}"
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}{state}")
         time.sleep(step)
     return time.monotonic()
