@@ -227,7 +227,8 @@ def keys_covering(prefix: str, partitions: int = 50) -> list[str]:
 
 
 def retry(call: Callable[[], T], done: Callable[[T], bool], timeout: float = 60.0) -> T:
-    """Repeats ``call`` until ``done`` holds of its answer (for the brokers' start, never a scenario)."""
+    """Repeats ``call`` until ``done`` holds of its answer (for the brokers' start and Kafka's
+    settling after an alter, never a scenario's own requests)."""
     deadline = time.monotonic() + timeout
     while True:
         answer = call()

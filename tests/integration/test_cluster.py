@@ -32,6 +32,7 @@ from tests.integration.helpers.cluster import (
     MemberCommitter,
     commit_request,
     fetch_offset,
+    wait_for,
 )
 from tests.integration.helpers.dataplane_clients import confluent_group, confluent_produce, kafka_python_group
 
@@ -109,11 +110,9 @@ def test_kill_9_during_a_commit_storm_loses_no_acknowledged_commit(cluster: Clus
     moved += members
     for c in committers.values():
         c.start()
-    deadline = time.monotonic() + 20
-    while not all(c.acked > 0 for c in committers.values()) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1)
-    assert all(c.acked > 0 for c in committers.values()), {g: c.acked for g, c in committers.items()}
+    # The storm is under way when the node dies: every committer has had several commits acknowledged.
+    wait_for(lambda: all(c.acked >= 5 for c in committers.values()), 40, "every committer to commit",
+             step=0.1, seen=lambda: {g: c.acked for g, c in committers.items()})
     killed_at = time.monotonic()
     cluster.nodes[2].kill()
     deadline = killed_at + 40
@@ -125,7 +124,10 @@ def test_kill_9_during_a_commit_storm_loses_no_acknowledged_commit(cluster: Clus
 
     failover = resumed_after([g for g in moved if g not in members])
     members_failover = resumed_after(members)
-    time.sleep(1)
+    # The storm goes on after the failover: every committer has several commits acknowledged since the kill.
+    wait_for(lambda: all(len([t for t in c.successes if t > killed_at]) >= 5 for c in committers.values()), 40,
+             "every committer to commit after the failover", step=0.1,
+             seen=lambda: {g: len([t for t in c.successes if t > killed_at]) for g, c in committers.items()})
     for c in committers.values():
         c.stop_flag.set()
     for c in committers.values():

@@ -34,7 +34,7 @@ from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsR
 from protocol.messages.list_offsets import ListOffsetsRequest
 from protocol.record_batch import iter_batches
 from testkit.kcoord import BrokerProcess
-from tests.integration.helpers.cluster import Cluster
+from tests.integration.helpers.cluster import Cluster, wait_for
 
 # Short enough for a test: retention runs every 200 ms, and groups may have 1 s sessions.
 OVERRIDES = {
@@ -302,11 +302,15 @@ def test_group_session_timeout_fences_a_silent_member(admin: AdminClient, served
         assert (joined.error_code, joined.heartbeat_interval_ms) == (0, 300)
         other = _heartbeat(c, "cfg-not-configured")
         assert (other.error_code, other.heartbeat_interval_ms) == (0, 5000)
-        time.sleep(2.5)
-        described = c.call(ApiKey.ConsumerGroupDescribe, 0, ConsumerGroupDescribeRequest(
-            group_ids=[group, "cfg-not-configured"], include_authorized_operations=False))
-        members = {g.group_id: [m.member_id for m in g.members] for g in described.groups}
-        assert members == {group: [], "cfg-not-configured": [other.member_id]}
+
+        def members() -> dict[str, list[str]]:
+            described = c.call(ApiKey.ConsumerGroupDescribe, 0, ConsumerGroupDescribeRequest(
+                group_ids=[group, "cfg-not-configured"], include_authorized_operations=False))
+            return {g.group_id: [m.member_id for m in g.members] for g in described.groups}
+
+        # The configured group's 1.5 s session runs out; the other group's default one does not.
+        wait_for(lambda: members()[group] == [], 30, f"the member of {group} to expire", step=0.1, seen=members)
+        assert members() == {group: [], "cfg-not-configured": [other.member_id]}
         late = _heartbeat(c, group, joined.member_id, joined.member_epoch)
         assert late.error_code == ErrorCode.UNKNOWN_MEMBER_ID
 
@@ -329,15 +333,25 @@ def test_a_change_through_one_node_takes_effect_on_the_others(cluster: Cluster) 
     through_other = AdminClient({"bootstrap.servers": other.bootstrap})
     incremental(through_other, ConfigResource(ConfigResource.Type.TOPIC, "cfg-shared"),
                 ("max.message.bytes", AlterConfigOpType.SET, "1000"))
-    time.sleep(1.2)  # each node follows the shared files twice a second
-    errors = _produce(cluster.nodes[leader].bootstrap, "cfg-shared", [b"x" * 4000])
-    assert [e.code() if e else None for e in errors] == [KafkaError.MSG_SIZE_TOO_LARGE]
+    # Each node follows the shared files twice a second: the leader refuses the batch once it has
+    # the new limit (batches it takes before then are of no concern here).
+    refusals: list[list[Any]] = []
+
+    def refused() -> bool:
+        errors = _produce(cluster.nodes[leader].bootstrap, "cfg-shared", [b"x" * 4000])
+        refusals.append([e.code() if e else None for e in errors])
+        return refusals[-1] == [KafkaError.MSG_SIZE_TOO_LARGE]
+
+    wait_for(refused, 30, "the leader to refuse a batch over the lowered max.message.bytes", step=0.1,
+             seen=lambda: refusals[-3:])
 
     incremental(through_other, ConfigResource(ConfigResource.Type.GROUP, "cfg-shared-group"),
                 ("consumer.session.timeout.ms", AlterConfigOpType.SET, "50000"))
     leader_admin = AdminClient({"bootstrap.servers": cluster.nodes[leader].bootstrap})
-    shown = describe(leader_admin, ConfigResource(ConfigResource.Type.GROUP, "cfg-shared-group"))
-    assert shown["consumer.session.timeout.ms"].value == "50000"
+    group_resource = ConfigResource(ConfigResource.Type.GROUP, "cfg-shared-group")
+    wait_for(lambda: describe(leader_admin, group_resource)["consumer.session.timeout.ms"].value == "50000", 30,
+             "the leader to follow the group config", step=0.1,
+             seen=lambda: describe(leader_admin, group_resource)["consumer.session.timeout.ms"].value)
 
 
 def _records(port: int, topic: str) -> int:

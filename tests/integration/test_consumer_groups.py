@@ -16,6 +16,7 @@ from tests.integration.helpers.clients import (
     start_consumer_process,
     wait_for,
 )
+from tests.integration.helpers.metrics import requests_answered
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -67,7 +68,11 @@ def test_static_member_restart_keeps_partitions_without_rebalance(broker) -> Non
         restarted = ThreadedConsumer(broker.bootstrap, "statics", ["static"], **conf, **{"group.instance.id": "i2"})
         members[2] = restarted
         wait_for(lambda: restarted.held() == before, 30, "the restarted static member to get its partitions back")
-        time.sleep(2)
+        # Each member heartbeats every 300 ms: after many more heartbeats, a rebalance the rejoin
+        # had started would have reached the other members.
+        beats = requests_answered(broker.metrics_port, "Heartbeat")
+        wait_for(lambda: requests_answered(broker.metrics_port, "Heartbeat") >= beats + 15, 60,
+                 "the members to heartbeat", step=0.1, seen=lambda: requests_answered(broker.metrics_port, "Heartbeat"))
         assert [m.revocations for m in members[:2]] == revocations, "the other members saw a rebalance"
         assert covers_exactly(members, "static", 6)
     finally:

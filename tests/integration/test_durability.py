@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import TopicPartition
+from confluent_kafka import Producer, TopicPartition
 
 from broker.group_coordinator.partitioning import partition_for
 from kclient.wire_client import WireClient
@@ -29,6 +29,7 @@ from protocol.messages.offsets_log import (
 )
 from protocol.messages.sync_group import SyncGroupRequest
 from tests.integration.helpers.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
+from tests.integration.helpers.metrics import requests_answered
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -125,8 +126,19 @@ def test_confluent_consumers_resume_and_static_member_rejoins_without_rebalance(
         assert b.stop() == 0
         b.start()
         b.wait_loaded()
-        # The members reconnect on their own; the group was loaded Stable with them in it.
-        time.sleep(3)
+        # The members reconnect on their own; the group was loaded Stable with them in it. Each
+        # member fetches a record written after the restart, and the restarted broker answers
+        # several heartbeats (every 300 ms from each member): a member it had forgotten would
+        # have been told so, and rejoined with a revocation.
+        producer = Producer({"bootstrap.servers": b.bootstrap})
+        for p in range(2):
+            producer.produce("resume", value=b"after-restart", partition=p)
+        assert producer.flush(30) == 0
+        fetched = [len(m.messages) for m in members]
+        wait_for(lambda: all(len(m.messages) > n for m, n in zip(members, fetched))
+                 and requests_answered(b.metrics_port, "Heartbeat") >= 6, 60,
+                 "each member to fetch a new record and heartbeat the restarted broker",
+                 seen=lambda: ([len(m.messages) for m in members], requests_answered(b.metrics_port, "Heartbeat")))
         assert [m.held() for m in members] == held
         assert [m.revocations for m in members] == revocations
         assert fetch_offsets(b.port, "resumers") == {("resume", 0): (41, ""), ("resume", 1): (42, "")}

@@ -4,6 +4,7 @@ with the admin API and survive a restart, and nothing a denied request carries r
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 from pathlib import Path
@@ -23,6 +24,8 @@ from confluent_kafka.admin import (
 )
 from cryptography import x509
 
+from protocol.partitioning import partition_for
+from tests.integration.helpers.cluster import wait_for
 from tests.integration.helpers.security import SecureBroker, _sasl_wire_client
 
 pytestmark = pytest.mark.timeout(90)
@@ -214,8 +217,20 @@ def test_nothing_a_denied_request_carries_reaches_the_log(secure: SecureBroker) 
             consumer.commit(offsets=[TopicPartition(TOPIC, 0, 2, metadata=marker)], asynchronous=False)
     finally:
         consumer.close()
-    time.sleep(0.5)
+    # A barrier: the admin commits a second marker to the offsets partition of the denied group.
+    # Once it is on disk, whatever the denied request had written there would be on disk too.
     data_dir: Path = secure.process.data_dir
+    barrier = f"barrier-{uuid.uuid4().hex}"
+    offsets_partition = partition_for(marker, 50)
+    admin_group = next(g for i in itertools.count() if partition_for(g := f"admin-{i}", 50) == offsets_partition)
+    admin_consumer = Consumer({**secure.confluent_conf("SASL_SSL", "PLAIN", user="admin"), "group.id": admin_group})
+    try:
+        _commit_once_the_coordinator_is_known(admin_consumer, [TopicPartition(TOPIC, 0, 1, metadata=barrier)])
+    finally:
+        admin_consumer.close()
+    offsets_dir = data_dir / f"__consumer_offsets-{offsets_partition}"
+    wait_for(lambda: any(barrier.encode() in p.read_bytes() for p in offsets_dir.glob("*.log")), 30,
+             f"the barrier commit in {offsets_dir}", seen=lambda: sorted(p.name for p in offsets_dir.glob("*")))
     for path in data_dir.rglob("*"):
         if path.is_file():
             assert marker.encode() not in path.read_bytes(), f"{marker} reached {path}"

@@ -43,3 +43,8 @@ def scrape(port: int) -> Scrape:
         for sample in family.samples:
             out.samples.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
     return out
+
+
+def requests_answered(port: int, api: str) -> float:
+    """Requests of ``api`` the broker has received since it started, all versions."""
+    return sum(v for labels, v in scrape(port).samples.get("kcoord_requests_total", []) if labels.get("api") == api)
