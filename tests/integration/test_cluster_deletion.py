@@ -151,14 +151,14 @@ def test_only_the_owner_removes_a_deleted_topics_partitions(cluster: Cluster) ->
         cluster.resume(B)
         # B removes its own when it learns of the deletion (or, if its lease ran out meanwhile,
         # whoever claims what nobody owns any more does).
-        wait_for(lambda: not list(data.glob(f"{topic}-*")), 8, "every directory of the deleted topic removed")
+        wait_for(lambda: not list(data.glob(f"{topic}-*")), 30, "every directory of the deleted topic removed")
     finally:
         if B in cluster.paused:
             cluster.resume(B)
         writer.stop_flag.set()
         writer.join(15)
     # Each deletion logged once, by the node that did it (a moment after the directory went).
-    wait_for(lambda: deletions_logged(cluster, A, topic) | deletions_logged(cluster, B, topic) == set(owner), 5,
+    wait_for(lambda: deletions_logged(cluster, A, topic) | deletions_logged(cluster, B, topic) == set(owner), 30,
              "every deletion logged")
     assert deletions_logged(cluster, A, topic) >= set(of_a)
     assert not deletions_logged(cluster, A, topic) & deletions_logged(cluster, B, topic)
@@ -200,7 +200,7 @@ def test_a_topic_deleted_and_created_again_at_once_keeps_the_new_topics_data(clu
     assert not list(cluster.data_dir.glob(f"{topic}-*-delete"))
     # The old topic's directories went, each once, by their owner (released, or replaced by the
     # new topic's partition opened under the same claim).
-    wait_for(lambda: deletions_logged(cluster, A, topic) | deletions_logged(cluster, B, topic) == {0, 1}, 5,
+    wait_for(lambda: deletions_logged(cluster, A, topic) | deletions_logged(cluster, B, topic) == {0, 1}, 30,
              "the old topic's deletions logged")
     assert not deletions_logged(cluster, A, topic) & deletions_logged(cluster, B, topic)
 
@@ -226,7 +226,7 @@ def test_the_directories_of_a_dead_owner_are_removed_once_its_claims_expire(clus
     time.sleep(1.0)
     # B's claims hold until its lease expires: its directories are left as they are meanwhile.
     assert {p: tree(data / f"{topic}-{p}") for p in of_b} == before
-    wait_for(lambda: not list(data.glob(f"{topic}-*")), 15, "the dead owner's directories removed")
+    wait_for(lambda: not list(data.glob(f"{topic}-*")), 30, "the dead owner's directories removed")
     assert time.monotonic() - killed_at > 3.0  # not before B's claims could have expired
-    wait_for(lambda: deletions_logged(cluster, A, topic) == set(owner), 5, "every deletion logged by A")
+    wait_for(lambda: deletions_logged(cluster, A, topic) == set(owner), 30, "every deletion logged by A")
     assert read_partition_metadata(stranger) == b"\x07" * 16

@@ -21,6 +21,7 @@ from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.produce import ProduceRequest
 from protocol.record_batch import build_simple_batch, decode_records, iter_batches
+from tests.integration.helpers.cluster import wait_for
 from tests.integration.helpers.dataplane import (
     API_VERSIONS,
     FETCH,
@@ -36,6 +37,7 @@ from tests.integration.helpers.dataplane import (
     records,
     values,
 )
+from tests.integration.helpers.metrics import scrape
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -139,10 +141,8 @@ def test_acks_zero_gets_no_response(client: WireClient) -> None:
         replica_id=-1, isolation_level=0, topics=[ListOffsetsRequest.Topic(name="fire", partitions=[
             ListOffsetsRequest.Topic.Partition(partition_index=0, timestamp=-2)])])))
     assert corr < client.correlation and res.topics[0].partitions[0].offset == 0
-    deadline = time.monotonic() + 5
-    while list_offset(client, "fire", -1).offset != 4:  # visible once flushed
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    wait_for(lambda: list_offset(client, "fire", -1).offset == 4, 30, "the acks=0 records to be visible (flushed)",
+             step=0.01, seen=lambda: list_offset(client, "fire", -1).offset)
 
 
 def test_idempotent_retries_are_answered_with_the_original_offsets(client: WireClient) -> None:
@@ -205,19 +205,23 @@ def test_long_poll_wakes_on_append_and_times_out_otherwise(broker: Any, client: 
     create(client, "poll")
     started = time.monotonic()
     empty = fetch(client, "poll", 0, max_wait_ms=300).responses[0].partitions[0]
-    waited = time.monotonic() - started
-    assert empty.records == b"" and 0.25 <= waited < 2.0
+    # Nothing to read: the broker holds the fetch for its max wait (never less) and answers empty.
+    assert empty.records == b"" and time.monotonic() - started >= 0.25
+    fetches = scrape(broker.metrics_port).count("kcoord_requests_total", api="Fetch", version="12")
+    # A max wait far beyond the client's 10 s socket timeout: an answer can only come from the
+    # append waking the fetch, never from its timeout.
     corr = client.send(FETCH, 12, FetchRequest(
-        max_wait_ms=10_000, min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
+        max_wait_ms=600_000, min_bytes=1, max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
         topics=[FetchRequest.Topic(topic="poll", partitions=[
             FetchRequest.Topic.Partition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])],
         forgotten_topics_data=[], rack_id=""))
-    time.sleep(0.2)
+    # The append comes after the broker has taken the fetch (and, finding nothing, parked it).
+    wait_for(lambda: scrape(broker.metrics_port).count("kcoord_requests_total", api="Fetch", version="12") > fetches,
+             30, "the broker to receive the long poll",
+             seen=lambda: scrape(broker.metrics_port).count("kcoord_requests_total", api="Fetch", version="12"))
     with WireClient("127.0.0.1", broker.port) as producer:
-        sent = time.monotonic()
         assert produce(producer, "poll", records(2)).error_code == 0
     res = client.recv(FETCH, 12, corr)
-    assert time.monotonic() - sent < 2.0
     assert values(res.responses[0].partitions[0].records) == [b"value-0", b"value-1"]
 
 
