@@ -148,8 +148,28 @@ def test_group(nodeid: str) -> str:
 test_group.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
 
 
+# The tiers: each folder of tests/ that holds test modules, and the marker all of its tests carry
+# (registered in pyproject.toml). `-m "unit or property"` runs the tests that start no broker, etcd or Kafka
+# (scripts/quick-test.sh); `-m "integration or differential"` those that run brokers and clients.
+TIERS = {"unit": "unit", "property": "property", "integration": "integration", "differential": "differential"}
+
+
+def test_tier(nodeid: str) -> str:
+    """The tier of a test: the folder under tests/ its module is in."""
+    parts = nodeid.split("::", 1)[0].split("/")
+    folder = parts[1] if len(parts) > 2 and parts[0] == "tests" else ""
+    if folder not in TIERS:
+        raise pytest.UsageError(f"{nodeid} is in no tier: add its folder to TIERS in tests/conftest.py")
+    return TIERS[folder]
+
+
+test_tier.__test__ = False  # type: ignore[attr-defined]  # a helper, not a test
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects by marker
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        item.add_marker(test_tier(item.nodeid))
         fixtures = set(getattr(item, "fixturenames", ()))
         for group, needs in (("apache-kafka", {"kafka", "pair"}), ("spark", {"spark"})):
             if fixtures & needs and test_group(item.nodeid) != group:
