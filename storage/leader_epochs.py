@@ -4,19 +4,26 @@ epoch is appended, and entries past the log end are dropped when recovery trunca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from storage.checkpoints import read_leader_epochs, write_leader_epochs
 
 
+def _unfenced() -> None:
+    pass
+
+
 class LeaderEpochCache:
-    def __init__(self, directory: Path, entries: list[tuple[int, int]]) -> None:
+    def __init__(self, directory: Path, entries: list[tuple[int, int]], check: Callable[[], None] = _unfenced) -> None:
         self.directory = directory
         self.entries = entries
+        # Raises FencedError unless this process may still change the partition's files.
+        self.check = check
 
     @classmethod
-    def load(cls, directory: Path) -> LeaderEpochCache:
-        return cls(directory, read_leader_epochs(directory))
+    def load(cls, directory: Path, check: Callable[[], None] = _unfenced) -> LeaderEpochCache:
+        return cls(directory, read_leader_epochs(directory), check)
 
     @property
     def latest_epoch(self) -> int | None:
@@ -26,13 +33,33 @@ class LeaderEpochCache:
         """Note that ``epoch`` starts at ``start_offset`` (no-op for a known or older epoch)."""
         if epoch < 0 or (self.entries and epoch <= self.entries[-1][0]):
             return
+        self.check()
         self.entries.append((epoch, start_offset))
         write_leader_epochs(self.directory, self.entries)
+
+    def rebuild(self, scanned_from: int | None, scanned: list[tuple[int, int]]) -> None:
+        """Make the entries say what the batches say: ``scanned`` are the epochs the batches from
+        ``scanned_from`` on carry (as recovery read them); entries for the log before that are
+        kept from the checkpoint. A checkpoint that lost or never got an entry (a write cut short,
+        an earlier owner's late rewrite) is corrected, as Kafka's recovery assigns epochs from
+        the batches it reads. An epoch under which no batch was written leaves no entry (one begun
+        at the log end would be cut by ``truncate_from_end`` anyway)."""
+        if scanned_from is None:
+            return
+        entries = [(e, o) for e, o in self.entries if o < scanned_from]
+        for epoch, offset in scanned:
+            if not entries or epoch > entries[-1][0]:
+                entries.append((epoch, offset))
+        if entries != self.entries:
+            self.check()
+            self.entries = entries
+            write_leader_epochs(self.directory, entries)
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Forget epochs that start at or after ``end_offset`` (the log was cut there)."""
         kept = [(e, o) for e, o in self.entries if o < end_offset]
         if kept != self.entries:
+            self.check()
             self.entries = kept
             write_leader_epochs(self.directory, kept)
 

@@ -57,7 +57,8 @@ class LogOpener(Protocol):
     a stand-in with the same signature where a test needs a log it controls."""
 
     def __call__(self, directory: str | os.PathLike[str], config: LogConfig, *, recovery_point: int | None = None,
-                 log_start_offset: int | None = None, clock: Clock = wall_clock_ms) -> tuple[PartitionLog, RecoveryReport]:
+                 log_start_offset: int | None = None, clock: Clock = wall_clock_ms,
+                 fence: Fence | None = None) -> tuple[PartitionLog, RecoveryReport]:
         ...
 
 
@@ -144,7 +145,7 @@ class LogManager:
             start = read_partition_log_start(directory) if self.shared else self._log_starts.get(tp)
             log, report = self.opener(
                 directory, config or self.config, recovery_point=self._recovery_points.get(tp),
-                log_start_offset=start, clock=self.clock,
+                log_start_offset=start, clock=self.clock, fence=fence,
             )
             log.cleaner_checkpoint = max(log.log_start_offset, self._cleaner_offsets.get(tp, 0))
             if fence is not None:

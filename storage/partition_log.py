@@ -55,12 +55,16 @@ def wall_clock_ms() -> int:
 class PartitionLog:
     def __init__(
         self, directory: Path, config: LogConfig, segments: list[Segment], log_start_offset: int,
-        recovery_point: int, clock: Clock,
+        recovery_point: int, clock: Clock, fence: Fence | None = None, report: RecoveryReport | None = None,
     ) -> None:
         self.directory = directory
         self.config = config
         self.clock = clock
-        self.epochs = LeaderEpochCache.load(directory)
+        # Cluster mode: the owner's right to change the files (None: a single broker's log).
+        self.fence = fence
+        self.epochs = LeaderEpochCache.load(directory, self.check_fence)
+        if report is not None:
+            self.epochs.rebuild(report.scanned_from, report.scanned_epochs)
         self.epochs.truncate_from_end(segments[-1].next_offset)
         self.leader_epoch = self.epochs.latest_epoch or 0  # stamped into every appended batch
         self.cleaner_checkpoint = log_start_offset  # first offset the cleaner has not seen
@@ -72,8 +76,6 @@ class PartitionLog:
         self._flush_lock = threading.Lock()
         self._dir_dirty = False
         self._closed = False
-        # Cluster mode: the owner's right to change the files (None: a single broker's log).
-        self.fence: Fence | None = None
 
     @classmethod
     def open(
@@ -84,21 +86,37 @@ class PartitionLog:
         recovery_point: int | None = None,
         log_start_offset: int | None = None,
         clock: Clock = wall_clock_ms,
+        fence: Fence | None = None,
     ) -> tuple[PartitionLog, RecoveryReport]:
         """Open (creating if needed) the log in ``directory``. Without ``recovery_point`` every
-        segment is verified; with one, segments wholly below it are trusted."""
+        segment is verified; with one, segments wholly below it are trusted.
+
+        With a ``fence`` (a cluster node's claim) every change opening makes (the directory, a
+        repair, an index rebuilt, the first segment, the epoch checkpoint) is checked against it
+        right before it is made: an opening whose claim ends midway (the node stopped, its lease
+        lapsed, another node took over and writes) raises ``FencedError`` without touching the
+        files the new owner is writing."""
         path = Path(directory)
+        if fence is not None:
+            fence.check()
         path.mkdir(parents=True, exist_ok=True)
         now = clock()
-        segments, report = recover(path, config, now, recovery_point)
+        segments, report = recover(path, config, now, recovery_point, fence)
         start = max(log_start_offset or 0, segments[0].base_offset if segments else 0)
         if not segments:
+            if fence is not None:
+                fence.check()
             seg = Segment.create(path, start, config, now)
             seg.activate()
             segments = [seg]
             fsync_dir(path)
         end = segments[-1].next_offset
-        log = cls(path, config, segments, min(start, end), min(recovery_point or 0, end), clock)
+        try:
+            log = cls(path, config, segments, min(start, end), min(recovery_point or 0, end), clock, fence, report)
+        except BaseException:
+            for seg in segments:
+                seg.close_files()
+            raise
         report.log_start_offset = log.log_start_offset
         report.log_end_offset = log.end_offset
         report.segments = len(segments)

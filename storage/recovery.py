@@ -8,16 +8,23 @@
    short batch, bad CRC, garbage or offset going backwards the segment is cut there and every
    later segment is dropped. Indexes are recomputed during the scan and rewritten if they differ.
 3. Segments below the recovery point are trusted: only their index files are sanity-checked.
+
+In a cluster the opening node holds a ``Fence`` (its claim of the partition), checked right before
+every change recovery makes (a removal, a rename, a cut, an index rewritten or resized, even an
+index file created by opening it): a node stopped midway whose claim passed meanwhile to another
+node stops there with ``FencedError``, and never repairs what the new owner is writing.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from protocol.record_batch import CorruptBatchError, iter_batches
 from storage.config import LogConfig
+from storage.fencing import Fence
 from storage.layout import (
     CLEANED,
     DELETED,
@@ -64,6 +71,11 @@ class RecoveryReport:
     scanned_bytes: int = 0
     log_start_offset: int = 0
     log_end_offset: int = 0
+    # The leader epochs the scanned batches carry: (epoch, first offset), each above the last, and
+    # the first offset scanned (None when every segment was trusted). What the batches say is the
+    # truth the leader-epoch checkpoint is rebuilt from, as Kafka's recovery does.
+    scanned_epochs: list[tuple[int, int]] = field(default_factory=list)
+    scanned_from: int | None = None
 
     @property
     def clean(self) -> bool:
@@ -87,22 +99,42 @@ class RecoveryReport:
         return "; ".join(parts)
 
 
+def _unfenced() -> None:
+    pass
+
+
 def recover(
-    directory: Path, config: LogConfig, now_ms: int, recovery_point: int | None
+    directory: Path, config: LogConfig, now_ms: int, recovery_point: int | None, fence: Fence | None = None
 ) -> tuple[list[Segment], RecoveryReport]:
     """Open every segment of ``directory`` (which must exist), repairing as described above.
-    The last segment comes back active. The list may be empty."""
+    The last segment comes back active. The list may be empty. With a ``fence``, ``FencedError``
+    as soon as a change is due without a valid claim (every file opened is closed first)."""
+    check = fence.check if fence is not None else _unfenced
+    segments: list[Segment] = []
+    try:
+        return _recover(directory, config, now_ms, recovery_point, check, segments)
+    except BaseException:
+        for seg in segments:
+            seg.close_files()
+        raise
+
+
+def _recover(
+    directory: Path, config: LogConfig, now_ms: int, recovery_point: int | None, check: Callable[[], None],
+    segments: list[Segment],
+) -> tuple[list[Segment], RecoveryReport]:
     report = RecoveryReport(directory=str(directory))
-    _finish_interrupted_cleaning(directory, report)
+    _finish_interrupted_cleaning(directory, report, check)
     bases = sorted(
         p[0] for p in map(parse_segment_file, os.listdir(directory)) if p and p[1] == LOG and not p[2]
     )
-    _remove_orphan_indexes(directory, set(bases), report)
-    segments: list[Segment] = []
+    _remove_orphan_indexes(directory, set(bases), report, check)
     expected_offset = -1
     for i, base in enumerate(bases):
         seg = Segment(directory, base, config, now_ms)
         had_indexes = seg.path(INDEX).exists() and seg.path(TIME_INDEX).exists()
+        if not had_indexes:
+            check()  # opening creates the missing index file
         index_sane, time_sane = seg.open_files()
         segments.append(seg)
         last = i == len(bases) - 1
@@ -118,6 +150,7 @@ def recover(
         if trusted:
             seg.stats_known = False
             seg.next_offset = bases[i + 1]
+            check()
             seg.offset_index.trim()
             seg.time_index.trim()
             expected_offset = bases[i + 1]
@@ -126,13 +159,15 @@ def recover(
         # A segment ends where the next one begins: anything beyond that was appended by an owner
         # that had already been replaced (cluster mode: the new owner rolled a new segment at its
         # epoch, the old one kept writing into the file it had open).
-        cut = _scan(seg, max(expected_offset, base), last, why, report, None if last else bases[i + 1])
+        cut = _scan(seg, max(expected_offset, base), last, why, report, None if last else bases[i + 1], check)
         expected_offset = seg.next_offset
         if cut:
             for later in bases[i + 1 :]:
+                check()
                 _drop_segment(directory, later, report)
             break
     if segments:
+        check()
         segments[-1].activate()
     report.segments = len(segments)
     return segments, report
@@ -145,12 +180,15 @@ def _indexes_fit(seg: Segment, next_base: int) -> bool:
 
 
 def _scan(seg: Segment, expected_offset: int, active: bool, why: str, report: RecoveryReport,
-          limit: int | None = None) -> bool:
+          limit: int | None = None, check: Callable[[], None] = _unfenced) -> bool:
     """Validate every batch of ``seg``, rebuilding its state and indexes; cut at the first bad
     one. Returns True when the segment was cut. A batch at or beyond ``limit`` (the next
     segment's base offset) is cut too, but the segments after it stay: they are the log."""
     report.scanned_segments += 1
     report.scanned_bytes += seg.size
+    if report.scanned_from is None:
+        report.scanned_from = seg.base_offset
+    epochs = report.scanned_epochs
     loaded_offsets = seg.offset_index.forget()
     loaded_times = seg.time_index.forget()
     seg.offset_index.write_through = seg.time_index.write_through = False
@@ -170,6 +208,9 @@ def _scan(seg: Segment, expected_offset: int, active: bool, why: str, report: Re
                 )
                 break
             seg.account(position, batch)
+            epoch = batch.partition_leader_epoch
+            if epoch >= 0 and (not epochs or epoch > epochs[-1][0]):
+                epochs.append((epoch, batch.base_offset))
             expected_offset = batch.next_offset
             valid_end = position + batch.size
     except CorruptBatchError as exc:
@@ -189,20 +230,24 @@ def _scan(seg: Segment, expected_offset: int, active: bool, why: str, report: Re
     seg.offset_index.write_through = seg.time_index.write_through = True
     reason = why if why != "stale" else "did not match the log"
     if why != "stale" or loaded_offsets != expected_offsets:
+        check()
         seg.offset_index.replace_all(expected_offsets)
         report.rebuilt_indexes.append((seg.path(INDEX).name, reason))
     if why != "stale" or loaded_times not in (expected_times, closed_times):
+        check()
         seg.time_index.replace_all(expected_times if active else closed_times)
         report.rebuilt_indexes.append((seg.path(TIME_INDEX).name, reason))
     else:
         seg.time_index.set_entries(loaded_times)
     if not active:
+        check()
         seg.offset_index.trim()
         seg.time_index.trim()
     if error is None and stale is None:
         return False
     cause = error or stale
     assert cause is not None
+    check()
     seg.truncate_to(valid_end)
     seg.time_index.truncate_to_offset(seg.next_offset)
     report.truncations.append(
@@ -223,11 +268,12 @@ def _drop_segment(directory: Path, base: int, report: RecoveryReport) -> None:
     report.dropped_segments.append(DroppedSegment(log.name, base, size))
 
 
-def _finish_interrupted_cleaning(directory: Path, report: RecoveryReport) -> None:
+def _finish_interrupted_cleaning(directory: Path, report: RecoveryReport, check: Callable[[], None]) -> None:
     names = sorted(os.listdir(directory))
     parsed = {n: p for n in names if (p := parse_segment_file(n))}
     for name, (_base, _suffix, temp) in parsed.items():
         if temp == CLEANED:
+            check()
             remove_quietly(directory / name)
             report.leftovers.append((name, "removed unfinished compaction output"))
     for name, (base, suffix, temp) in parsed.items():
@@ -240,16 +286,19 @@ def _finish_interrupted_cleaning(directory: Path, report: RecoveryReport) -> Non
                 # (an old one still here has its compacted counterpart in a .swap beside it).
                 continue
             if otemp in ("", DELETED) and base <= obase < upto and (directory / other).exists():
+                check()
                 remove_quietly(directory / other)
                 report.leftovers.append((other, "removed: replaced by a compacted segment"))
         for s in (INDEX, TIME_INDEX, TXN_INDEX, LOG):
             swap = segment_path(directory, base, s + SWAP)
             if swap.exists():
+                check()
                 os.replace(swap, segment_path(directory, base, s))
                 report.leftovers.append((swap.name, "completed an interrupted compaction swap"))
         fsync_dir(directory)
     for name, (_base, _suffix, temp) in parsed.items():
         if temp in (SWAP, DELETED) and (directory / name).exists():
+            check()
             remove_quietly(directory / name)
             report.leftovers.append((name, "removed leftover"))
 
@@ -266,13 +315,16 @@ def _next_offset(path: Path, base: int) -> int:
     return nxt
 
 
-def _remove_orphan_indexes(directory: Path, bases: set[int], report: RecoveryReport) -> None:
+def _remove_orphan_indexes(directory: Path, bases: set[int], report: RecoveryReport,
+                           check: Callable[[], None]) -> None:
     for name in os.listdir(directory):
         if name.endswith(TXN_INDEX + ".tmp"):  # a rewrite of the transaction index cut short
+            check()
             remove_quietly(directory / name)
             report.leftovers.append((name, "removed unfinished transaction index"))
             continue
         p = parse_segment_file(name)
         if p and not p[2] and p[1] in (INDEX, TIME_INDEX, TXN_INDEX) and p[0] not in bases:
+            check()
             remove_quietly(directory / name)
             report.leftovers.append((name, f"removed index without {segment_name(p[0])}{LOG}"))

@@ -33,6 +33,7 @@ from protocol.record_batch import (
 )
 from storage.config import LogConfig
 from storage.errors import LogClosedError, OffsetOutOfRangeError
+from storage.fencing import Fence
 from storage.partition_log import Clock, wall_clock_ms
 from storage.recovery import RecoveryReport
 from storage.txn_index import AbortedTxn
@@ -139,10 +140,13 @@ class FakeDisk:
     # ---- the log opener ------------------------------------------------------------------------
 
     def open(self, directory: str | os.PathLike[str], config: LogConfig, *, recovery_point: int | None = None,
-             log_start_offset: int | None = None, clock: Clock = wall_clock_ms) -> tuple[FakeLog, RecoveryReport]:
+             log_start_offset: int | None = None, clock: Clock = wall_clock_ms,
+             fence: Fence | None = None) -> tuple[FakeLog, RecoveryReport]:
         """``PartitionLog.open`` for the fake: what the disk holds for this directory, where a log
         that was not closed cleanly loses its unflushed tail unless ``keep_unflushed``."""
         del recovery_point, log_start_offset, clock  # the fake trusts itself
+        if fence is not None:
+            fence.check()
         path = Path(directory)
         path.mkdir(parents=True, exist_ok=True)  # the directory is real: the broker keeps files beside the log
         name = path.name
