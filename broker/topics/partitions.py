@@ -36,7 +36,7 @@ from protocol.record_batch import (
 )
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.config import LogConfig
-from storage.errors import LogClosedError, StorageError
+from storage.errors import FencedError, LogClosedError, StorageError
 from storage.layout import partition_dir_name
 from storage.partition_log import PartitionLog
 
@@ -499,10 +499,20 @@ class TopicLogs:
         assert self.cluster is not None
         lock = self.gain_locks.setdefault(key, trio.Lock())
         async with lock:
-            if key not in self.states and self.cluster.owns(key):
+            stale = self.states.get(key)
+            if stale is not None and stale.part.fence is not self.cluster.fence_for(key):
+                # Served under an earlier claim of this node: nothing of that tenure (its segment
+                # list, sizes, indexes, high watermark) may serve this one.
+                self.lose(key)
+            if key not in self.states and self._claim_is(key, epoch):
                 await self._gain(key, epoch)
         if not lock.locked() and not lock.statistics().tasks_waiting:
             self.gain_locks.pop(key, None)
+
+    def _claim_is(self, key: TopicPartition, epoch: int) -> bool:
+        """Whether this node holds ``key`` now under the claim of ``epoch`` (not a later one)."""
+        assert self.cluster is not None
+        return self.cluster.owns(key) and self.cluster.fence_for(key).epoch == epoch
 
     async def _gain(self, key: TopicPartition, epoch: int) -> None:
         assert self.cluster is not None
@@ -512,9 +522,15 @@ class TopicLogs:
 
         # A deleted topic's directory where this topic's partition goes is replaced (under the claim).
         deleted = frozenset(self.catalog.deleted)
+        fence = self.cluster.fence_for(key)
 
         def open_log() -> Partition:
             part = self.runtime.open(key[0], key[1], self.config_for(topic), topic.topic_id, deleted=deleted)
+            if part.fence is not fence:
+                # The claim of ``epoch`` ended while this thread waited, and a later one began: the
+                # log was opened under that one, which opens its own. Let go of it untouched.
+                part.log.abandon()
+                raise FencedError(f"{key[0]}-{key[1]}: the claim at epoch {epoch} ended before its log opened")
             part.log.begin_epoch(epoch)
             return part
 
@@ -524,12 +540,15 @@ class TopicLogs:
             self._report_replaced(key, topic, epoch)
             # Fenced (the claim ended meanwhile) or the disk failed; a claim still held tries again.
             logs.warn("partition.open_failed", topic=key[0], partition=key[1], error=repr(exc))
-            if self.cluster.owns(key) and self.cluster.fence_for(key).epoch == epoch:
+            if self._claim_is(key, epoch):
                 await trio.sleep(REOPEN_DELAY_S)
                 self.runtime.spawn(self.gain, key, epoch)
             return
         self._report_replaced(key, topic, epoch)
-        if not self.cluster.owns(key) or self.catalog.get(key[0]) is not topic:
+        if self.cluster.fence_for(key) is not fence or not self._claim_is(key, epoch) \
+                or self.catalog.get(key[0]) is not topic:
+            # Lost while opening (and perhaps claimed again: that claim opens the log afresh). What
+            # was opened for this claim serves nothing.
             part.log.close()
             self.runtime.manager.forget(*key)
             return
@@ -567,6 +586,7 @@ class TopicLogs:
         """A write failed: reopen the log (recovery drops what was not written whole), then
         restart offset predictions and producer state from it. Produce answers
         KAFKA_STORAGE_ERROR meanwhile, which producers retry."""
+        tenure = state.part.fence  # the claim this state serves (None on a single broker)
         self.runtime.close_partition(state.part)
         await trio.sleep(REOPEN_DELAY_S)
         topic = self.catalog.get(state.topic)
@@ -586,8 +606,9 @@ class TopicLogs:
                 return
             self.runtime.spawn(self._reopen, state)
             return
-        if state.deleted or (self.cluster is not None and not self.cluster.owns(key)):
-            # Lost meanwhile: let go of what was opened, untouched (the next claim opens it afresh).
+        if state.deleted or (self.cluster is not None and (not self.cluster.owns(key) or part.fence is not tenure)):
+            # Lost meanwhile (perhaps claimed again since: that claim opens its own log): let go of
+            # what was opened, untouched.
             part.log.close()
             self.runtime.manager.forget(*key)
             if not state.deleted:
