@@ -149,6 +149,57 @@ def test_pausing_the_leader_past_its_lease_loses_no_record_and_no_commit(cluster
     print(f"failover after SIGSTOP: {[round(f, 2) for f in failovers]} s, {len(producer.acked)} records acked")
 
 
+# A producer as an operator configures one for throughput: large batches, librdkafka's default
+# request timeout (its requests to a stopped node wait 30 s), metadata refreshed twice a second.
+LARGE_BATCHES = {"enable.idempotence": False, "linger.ms": 20, "batch.size": 600000, "message.timeout.ms": 60000,
+                 "topic.metadata.refresh.interval.ms": 500}
+# A reader that takes several of those batches per fetch.
+LARGE_FETCHES = {"fetch.max.bytes": 16 << 20, "max.partition.fetch.bytes": 8 << 20}
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_every_acknowledged_record_reads_back_from_offset_0_after_each_flip_of_ownership(cluster: Cluster) -> None:
+    """Ownership flips from the partition's leader to the other node and back, three times: the
+    leader is stopped at a random moment (SIGSTOP) while 600 KB batches are written, kept stopped
+    until the other node acknowledges records of its own (or 30 s), then resumed, and it claims
+    the partition back. After each flip a fresh consumer reads the partition from offset 0 and
+    every record acknowledged so far must come back with its value: each claim serves what
+    storage holds at the claim plus what that tenure appended, nothing remembered from an earlier
+    tenure of the same node."""
+    for node in (1, 2):
+        cluster.start_node(node)
+    cluster.wait_spread({1, 2})
+    bootstrap = ",".join(b.bootstrap for b in cluster.alive())
+    create_topic(bootstrap, TOPIC, 1)
+    wait_for(lambda: partition_leader(cluster, TOPIC) in cluster.nodes, 30, "a leader of the topic")
+    leader = partition_leader(cluster, TOPIC)
+    producer = AckedProducer(bootstrap, TOPIC, in_flight=40000, value_size=300, rate=4000, config=LARGE_BATCHES)
+    producer.start()
+    started = time.monotonic()
+    wait_for(lambda: producer.acks_after(started) >= 2000, 60, "the first acknowledgements")
+    committers = _committers(cluster, leader, 3, "flipped")
+    rng = random.Random(34)
+    for round_no in range(3):
+        wait_for(lambda: partition_leader(cluster, TOPIC) == leader, 60, "the preferred node leading")
+        time.sleep(rng.uniform(0.2, 1.5))  # a random moment: batches in flight, a roll perhaps
+        cluster.pause(leader)
+        stopped = time.monotonic()
+        try:
+            wait_for(lambda at=stopped: producer.first_new_ack_after(at) is not None or time.monotonic() - at > 30,
+                     45, "the other node acknowledging records, or 30 s")
+        finally:
+            cluster.resume(leader)
+        wait_for(lambda: partition_leader(cluster, TOPIC) == leader, 60, "the preferred node back as leader")
+        with producer.lock:
+            acked = dict(producer.acked)
+        stored, high = read_partition(bootstrap, TOPIC, timeout=180, config=LARGE_FETCHES)
+        lost = lost_records(acked, stored)
+        assert not lost, (f"flip {round_no + 1}: {len(lost)} of {len(acked)} acknowledged records not read back "
+                          f"(high watermark {high}): first {lost[:3]}")
+    _verify(cluster, producer, committers, bootstrap)
+
+
 @pytest.mark.slow
 def test_kill_9_of_the_leader_during_a_produce_and_commit_storm_loses_nothing(cluster: Cluster) -> None:
     producer, bootstrap = _start(cluster)

@@ -254,14 +254,26 @@ class MemberCommitter(threading.Thread):
 class AckedProducer(threading.Thread):
     """A confluent-kafka producer (``acks=all``) writing ``v0``, ``v1``, ... to one partition
     without pause, a bounded number in flight, noting the offset of every acknowledged record
-    (``acked``: offset -> value) and when each acknowledgement arrived."""
+    (``acked``: offset -> value) and when each acknowledgement arrived.
 
-    def __init__(self, bootstrap: str, topic: str, partition: int = 0, in_flight: int = 20000) -> None:
+    ``value_size`` pads each value to that many bytes; ``rate`` caps the records sent per second;
+    ``config`` overrides the producer's settings (by default it fails over within a few seconds:
+    short request and socket timeouts; a client with librdkafka's defaults waits out 30 s)."""
+
+    FAST_FAILOVER = {"enable.idempotence": False, "linger.ms": 5, "request.timeout.ms": 2000,
+                     "message.timeout.ms": 60000, "retry.backoff.ms": 50, "topic.metadata.refresh.interval.ms": 1000,
+                     "socket.timeout.ms": 2000, "batch.size": 262144}
+
+    def __init__(self, bootstrap: str, topic: str, partition: int = 0, in_flight: int = 20000, *,
+                 value_size: int = 0, rate: float | None = None, config: dict[str, Any] | None = None) -> None:
         super().__init__(daemon=True)
         self.bootstrap = bootstrap
         self.topic = topic
         self.partition = partition
         self.in_flight = in_flight
+        self.value_size = value_size
+        self.rate = rate
+        self.config = dict(self.FAST_FAILOVER if config is None else config)
         self.acked: dict[int, bytes] = {}
         self.ack_times: list[float] = []
         self.ack_offsets: list[int] = []  # beside ack_times
@@ -273,10 +285,7 @@ class AckedProducer(threading.Thread):
     def run(self) -> None:
         from confluent_kafka import KafkaError, Producer
 
-        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": False,
-                             "linger.ms": 5, "request.timeout.ms": 2000, "message.timeout.ms": 60000,
-                             "retry.backoff.ms": 50, "topic.metadata.refresh.interval.ms": 1000,
-                             "socket.timeout.ms": 2000, "batch.size": 262144})
+        producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all", **self.config})
         pending = [0]
 
         def delivered(err: KafkaError | None, msg: Any) -> None:
@@ -289,12 +298,16 @@ class AckedProducer(threading.Thread):
                 self.ack_times.append(time.monotonic())
                 self.ack_offsets.append(msg.offset())
 
+        started = time.monotonic()
         try:
             while not self.stop_flag.is_set():
-                if pending[0] >= self.in_flight:
-                    producer.poll(0.01)
+                if pending[0] >= self.in_flight or (
+                        self.rate is not None and self.sent >= (time.monotonic() - started) * self.rate):
+                    producer.poll(0.005)
                     continue
                 value = b"v%d" % self.sent
+                if self.value_size:
+                    value = (value + b"-").ljust(self.value_size, b"x")
                 try:
                     producer.produce(self.topic, value=value, partition=self.partition, on_delivery=delivered)
                 except BufferError:
@@ -323,18 +336,22 @@ class AckedProducer(threading.Thread):
             return next((t for t, o in zip(self.ack_times, self.ack_offsets) if t > moment and o > old), None)
 
 
-def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: float = 60.0) -> tuple[dict[int, bytes], int]:
-    """Every record of the partition from its start, offset -> value, and its high watermark."""
+def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: float = 60.0,
+                   config: dict[str, Any] | None = None) -> tuple[dict[int, bytes], int]:
+    """Every record of the partition from its start, offset -> value, and its high watermark
+    (asked first: what the read must reach). ``config`` adds to the reader's settings. A read that
+    stops short fails with where it stopped, what the batch there holds and each node's answer."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
     tp = TopicPartition(topic, partition)
     deadline = time.monotonic() + timeout
+    settings = {"enable.auto.commit": False, "fetch.max.bytes": 8 << 20, **(config or {})}
     while True:
         # A client per attempt: librdkafka keeps a partition without a leader in its metadata
         # cache as a lasting error (LEADER_NOT_AVAILABLE, then "Unknown partition" without asking
         # again), and a node answers so for a moment whenever it cannot be sure of its lease.
         reader: Any = Consumer({"bootstrap.servers": bootstrap, "group.id": "verify-" + uuid.uuid4().hex[:8],
-                                "enable.auto.commit": False, "fetch.max.bytes": 8 << 20})
+                                **settings})
         try:
             _low, high = reader.get_watermark_offsets(tp, timeout=5)
             break
@@ -348,12 +365,18 @@ def read_partition(bootstrap: str, topic: str, partition: int = 0, timeout: floa
         reader.assign([TopicPartition(topic, partition, OFFSET_BEGINNING)])
         out: dict[int, bytes] = {}
         last = -1
+        errors: list[str] = []
         while last < high - 1:
-            assert time.monotonic() < deadline, f"read {len(out)} records up to {last}, high watermark {high}"
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"read {len(out)} records of {topic}-{partition} up to offset {last}, high watermark {high}; "
+                    f"client errors {errors[-3:]}; the nodes' metadata: {metadata_leaders(bootstrap, topic)}")
             for msg in reader.consume(1000, 0.5):
                 if msg.error() is None:
                     out[msg.offset()] = msg.value()
                     last = max(last, msg.offset())
+                else:
+                    errors.append(str(msg.error()))
         return out, high
     finally:
         reader.close()
