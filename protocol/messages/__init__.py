@@ -126,6 +126,7 @@ from protocol.messages.streams_group_heartbeat import (
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from protocol.messages.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
 from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from protocol.messages.write_share_group_state import (
     WriteShareGroupStateRequest,
@@ -181,6 +182,7 @@ class ApiKey(IntEnum):
     AlterUserScramCredentials = 51
     DescribeCluster = 60
     DescribeProducers = 61
+    UnregisterBroker = 64
     DescribeTransactions = 65
     ListTransactions = 66
     ConsumerGroupHeartbeat = 68
@@ -247,6 +249,7 @@ _PAIRS: list[tuple[Message, Message]] = [
     (DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse),
     (AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse),
     (DescribeClusterRequest, DescribeClusterResponse),
+    (UnregisterBrokerRequest, UnregisterBrokerResponse),
     (DescribeTransactionsRequest, DescribeTransactionsResponse),
     (ListTransactionsRequest, ListTransactionsResponse),
     (ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse),

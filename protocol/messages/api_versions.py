@@ -1,4 +1,7 @@
-"""ApiVersions (API key 18). The response always travels with response header v0 (KIP-511)."""
+"""ApiVersions (API key 18). The response always travels with response header v0 (KIP-511).
+
+v5 (KIP-1242) lets a client name the cluster and node it means to reach: a broker that is not
+that node answers REBOOTSTRAP_REQUIRED."""
 
 from protocol.schema import BOOL, INT16, INT32, INT64, STRING, array, f, message
 
@@ -7,9 +10,11 @@ ApiVersionsRequest = message(
     [
         f("client_software_name", STRING, "3+", ignorable=True),
         f("client_software_version", STRING, "3+", ignorable=True),
+        f("cluster_id", STRING, "5+", nullable="5+", default=None, ignorable=True),
+        f("node_id", INT32, "5+", default=-1, ignorable=True),
     ],
     api_key=18,
-    valid="0-4",
+    valid="0-5",
     flexible="3+",
 )
 
@@ -55,6 +60,6 @@ ApiVersionsResponse = message(
         f("zk_migration_ready", BOOL, "3+", tag=3, default=False, ignorable=True),
     ],
     api_key=18,
-    valid="0-4",
+    valid="0-5",
     flexible="3+",
 )

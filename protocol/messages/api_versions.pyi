@@ -10,18 +10,24 @@ class _ApiVersionsRequestMessage(MessageClass):
     def encode(self, obj: ApiVersionsRequest, version: int) -> bytes: ...
 
 class ApiVersionsRequest(MessageData, metaclass=_ApiVersionsRequestMessage):
-    """ApiVersionsRequest: API key 18, versions 0-4, flexible 3+."""
+    """ApiVersionsRequest: API key 18, versions 0-5, flexible 3+."""
 
     client_software_name: str
     """string; versions 3+; ignorable."""
     client_software_version: str
     """string; versions 3+; ignorable."""
+    cluster_id: str | None
+    """string; versions 5+; nullable 5+; default None; ignorable."""
+    node_id: int
+    """int32; versions 5+; default -1; ignorable."""
 
     def __init__(
         self,
         *,
         client_software_name: str = "",
         client_software_version: str = "",
+        cluster_id: str | None = None,
+        node_id: int = -1,
     ) -> None: ...
 
 class _ApiVersionsResponseMessage(MessageClass):
@@ -30,7 +36,7 @@ class _ApiVersionsResponseMessage(MessageClass):
     def encode(self, obj: ApiVersionsResponse, version: int) -> bytes: ...
 
 class ApiVersionsResponse(MessageData, metaclass=_ApiVersionsResponseMessage):
-    """ApiVersionsResponse: API key 18, versions 0-4, flexible 3+."""
+    """ApiVersionsResponse: API key 18, versions 0-5, flexible 3+."""
 
     class ApiVersion(Data):
         """An element of ``ApiVersionsResponse.api_keys``."""

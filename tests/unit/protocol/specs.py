@@ -21,11 +21,12 @@ ELEMENT_NAME_EXCEPTIONS = {
 
 
 def kafka_spec(name: str) -> dict[str, Any]:
-    """One of Kafka's JSON specs as kafka-python ships it (or, for what it does not ship, as
-    transcribed in ``tests/kafka_specs``), comments stripped, common structs inlined."""
+    """One of Kafka's JSON specs as ``tests/kafka_specs`` holds it (Kafka 4.x's, for what
+    kafka-python does not ship or ships at an older version: ApiVersions v5), else as kafka-python
+    ships it; comments stripped, common structs inlined."""
     shipped = importlib.resources.files("kafka.protocol.schemas.resources").joinpath(f"{name}.json")
     ours = importlib.resources.files("tests.kafka_specs").joinpath(f"{name}.json")
-    text = (shipped if shipped.is_file() else ours).read_text()
+    text = (ours if ours.is_file() else shipped).read_text()
     spec: dict[str, Any] = json.loads(re.sub(r"(?m)^\s*//.*$", "", text))
     common = {s["name"]: s["fields"] for s in spec.get("commonStructs", [])}
 

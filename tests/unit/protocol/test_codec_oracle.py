@@ -208,7 +208,28 @@ class ReadShareGroupStateSummaryResponse(ApiMessage, load_json="tests.kafka_spec
     pass
 
 
+# ApiVersions as Kafka 4.4 declares it (v5, KIP-1242; kafka-python ships v0-4), and
+# UnregisterBroker, which kafka-python does not ship: Kafka 4.4's specs, as its jar ships them.
+class ApiVersionsRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ApiVersionsResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class UnregisterBrokerRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class UnregisterBrokerResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
 KP = _kafka_python_classes()
+# The classes above replace kafka-python's own of the same name.
+KP.update({cls.__name__: cls for cls in (ApiVersionsRequest, ApiVersionsResponse, UnregisterBrokerRequest,
+                                         UnregisterBrokerResponse)})
 
 # ---- random values drawn from our tables --------------------------------------------------------
 

@@ -1,6 +1,7 @@
-"""The tables of the topology and feature APIs against the JSON specs inside Kafka 4.4's own
-kafka-clients jar (the reference broker's), not a client library's copy: every version, field by
-field, with the comparison of test_message_tables. Skipped where Kafka's jars are not fetched."""
+"""The tables of the topology and feature APIs, ApiVersions (v5) and UnregisterBroker against the
+JSON specs inside Kafka 4.4's own kafka-clients jar (the reference broker's), not a client
+library's copy: every version, field by field, with the comparison of test_message_tables. Skipped
+where Kafka's jars are not fetched."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
 )
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
@@ -25,6 +27,7 @@ from protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from protocol.messages.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
 from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from protocol.schema import Message, Versions
 from testkit.kafka import kafka_libs
@@ -33,7 +36,8 @@ from tests.unit.protocol.specs import kafka_view, our_view
 MESSAGES = [DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, ElectLeadersRequest,
             ElectLeadersResponse, AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
             ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, DescribeQuorumRequest,
-            DescribeQuorumResponse, UpdateFeaturesRequest, UpdateFeaturesResponse]
+            DescribeQuorumResponse, UpdateFeaturesRequest, UpdateFeaturesResponse, ApiVersionsRequest,
+            ApiVersionsResponse, UnregisterBrokerRequest, UnregisterBrokerResponse]
 
 
 def jar_spec(name: str) -> dict[str, Any]:

@@ -65,7 +65,7 @@ EXPECTED_VALID = {
     "DeleteAcls": "0-3",
     "DescribeUserScramCredentials": "0",
     "AlterUserScramCredentials": "0",
-    "ApiVersions": "0-4",
+    "ApiVersions": "0-5",  # v5: Kafka 4.4 (KIP-1242)
     "CreateTopics": "0-7",
     "DeleteTopics": "0-6",
     "InitProducerId": "0-6",
@@ -86,6 +86,7 @@ EXPECTED_VALID = {
     "AlterReplicaLogDirs": "0-2",
     "DescribeLogDirs": "1-5",  # v0 only differs in meaning (throttling), not in fields
     "DescribeProducers": "0",
+    "UnregisterBroker": "0",
     # KIP-848: as of Kafka 4.1.
     "ConsumerGroupHeartbeat": "0-1",
     "ConsumerGroupDescribe": "0-1",
