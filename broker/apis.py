@@ -190,6 +190,7 @@ from protocol.messages.streams_group_heartbeat import (
 )
 from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
+from protocol.messages.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
 from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from protocol.messages.write_share_group_state import (
     WriteShareGroupStateRequest,
@@ -285,6 +286,9 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.describe_cluster, refuse=refusals.describe_cluster),
         api(FindCoordinatorRequest, FindCoordinatorResponse, h.cluster.find_coordinator,
             authorize=checks.find_coordinator, refuse=refusals.find_coordinator),
+        # Alter on the cluster, as Kafka's controller checks it.
+        api(UnregisterBrokerRequest, UnregisterBrokerResponse, h.cluster.unregister_broker,
+            authorize=checks.cluster_alter, refuse=refusals.unregister_broker),
         # ---- topics ----------------------------------------------------------------------------
         api(CreateTopicsRequest, CreateTopicsResponse, h.topics.create_topics, authorize=checks.create_topics,
             refuse=refusals.create_topics),

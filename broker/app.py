@@ -338,7 +338,7 @@ class BrokerApp:
                            offsets_partitions=offsets_partitions,
                            delete_share_state=None if self.share is None else self.share.forget_group)
         return Handlers(
-            api_versions=ApiVersionsApi(self.router.advertised),
+            api_versions=ApiVersionsApi(self.router.advertised, self.view),
             cluster=ClusterApis(self.view, self.catalog, self.admin, self.transactions,
                                 auto_create_topics=c.get_bool("auto.create.topics.enable"),
                                 default_partitions=c.get_int("num.partitions"), offsets_partitions=offsets_partitions,

@@ -19,6 +19,7 @@ from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsRespon
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
+from protocol.messages.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 
 SHARE_STATE_TOPIC = "__share_group_state"
@@ -48,18 +49,38 @@ RECREATE_GRACE_S = 0.25
 class ApiVersionsApi:
     """ApiVersions: the versions of every API in the table that the router serves."""
 
-    def __init__(self, advertised: Callable[[], list[tuple[int, int, int]]]) -> None:
+    def __init__(self, advertised: Callable[[], list[tuple[int, int, int]]], view: ClusterView | None = None) -> None:
+        """``view`` names this node and its cluster, which a v5 request may say it means to reach."""
         self.advertised = advertised
+        self.view = view
+
+    def _v5_error(self, body: ApiVersionsRequest) -> int:
+        """KIP-1242, as Kafka 4.4 checks it: the cluster id and the node id come together or not at
+        all (INVALID_REQUEST), and a client that names them must have reached that node of that
+        cluster (REBOOTSTRAP_REQUIRED: its bootstrap addresses lead elsewhere now)."""
+        if (body.cluster_id is None) != (body.node_id == -1):
+            return ErrorCode.INVALID_REQUEST
+        if not (_SOFTWARE.match(body.client_software_name or "") and _SOFTWARE.match(body.client_software_version or "")):
+            return ErrorCode.INVALID_REQUEST
+        view = self.view
+        if body.cluster_id is not None and view is not None and (
+                body.cluster_id != view.cluster_id or body.node_id != view.node_id):
+            return ErrorCode.REBOOTSTRAP_REQUIRED
+        return ErrorCode.NONE
 
     def __call__(self, req: Request[ApiVersionsRequest]) -> None:
         body = req.body
-        error = ErrorCode.NONE
-        if req.version >= 3 and not (_SOFTWARE.match(body.client_software_name or "")
-                                     and _SOFTWARE.match(body.client_software_version or "")):
-            error = ErrorCode.INVALID_REQUEST
+        error: int = ErrorCode.NONE
         if req.version >= 3:
             # What the client says it is: client telemetry subscriptions match on it (KIP-714).
             req.conn.software = (body.client_software_name, body.client_software_version)
+        if req.version >= 5 and (error := self._v5_error(body)):
+            # Kafka answers a refused v5 request with the error alone (no APIs, no features).
+            req.reply.set(ApiVersionsResponse(error_code=error, api_keys=[]))
+            return
+        if req.version >= 3 and not (_SOFTWARE.match(body.client_software_name or "")
+                                     and _SOFTWARE.match(body.client_software_version or "")):
+            error = ErrorCode.INVALID_REQUEST
         advertised = self.advertised()
         served = {k for k, _, _ in advertised}
         Supported, Finalized = ApiVersionsResponse.SupportedFeatureKey, ApiVersionsResponse.FinalizedFeatureKey
@@ -160,6 +181,24 @@ class ClusterApis:
             cluster_authorized_operations=(all_operations(ResourceType.CLUSTER)
                                            if req.body.include_cluster_authorized_operations else _NOT_REQUESTED),
         ))
+
+    def unregister_broker(self, req: Request[UnregisterBrokerRequest]) -> None:
+        """UnregisterBroker (``kafka-cluster.sh unregister``). A node id that is not registered is
+        answered as Kafka's controller answers it. A running node is refused: Kafka removes a live
+        broker's registration and leaves its process out of the cluster (every partition it leads
+        without a leader, its heartbeats refused) until it restarts, while a kcoord node's
+        registration is its etcd lease, which the running node holds and which ends when it stops
+        (docs/limits.md)."""
+        broker_id = req.body.broker_id
+        if broker_id not in {node for node, _, _ in self.view.live_nodes(req.listener)}:
+            req.reply.set(UnregisterBrokerResponse(
+                error_code=ErrorCode.BROKER_ID_NOT_REGISTERED,
+                error_message=f"Broker ID {broker_id} is not currently registered"))
+            return
+        req.reply.set(UnregisterBrokerResponse(
+            error_code=ErrorCode.POLICY_VIOLATION,
+            error_message=f"Broker {broker_id} is running: a kcoord node is unregistered when it stops "
+                          "(its registration is its cluster lease), not while it runs"))
 
     def owner_entry(self, key: str, node: int, addresses: dict[int, tuple[str, int]],
                     no_owner: str) -> FindCoordinatorResponse.Coordinator:

@@ -73,6 +73,7 @@ from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
+from protocol.messages.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
 from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 
 _CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -80,6 +81,12 @@ _CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 def api_versions(req: Request[ApiVersionsRequest], code: int) -> ApiVersionsResponse:
     return ApiVersionsResponse(error_code=code, api_keys=[])
+
+
+def unregister_broker(req: Request[UnregisterBrokerRequest], code: int) -> UnregisterBrokerResponse:
+    # Kafka's controller answers with the message of the exception that refused it.
+    return UnregisterBrokerResponse(
+        error_code=code, error_message="Cluster authorization failed." if code == _CLUSTER_DENIED else None)
 
 
 def metadata(req: Request[MetadataRequest], code: int) -> MetadataResponse:

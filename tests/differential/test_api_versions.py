@@ -1,14 +1,15 @@
 """ApiVersions of Apache Kafka and kcoord: every API kcoord serves Kafka serves too, and where
 their version ranges differ is a known, listed difference (kcoord keeps older versions Kafka 4
-dropped, and does not serve the newest versions of the transaction, offset and ApiVersions
-requests): a change on either side fails here, so the versions the differential tests send stay
-ones both brokers serve."""
+dropped, and does not serve the newest versions of the transaction requests): a change on either
+side fails here, so the versions the differential tests send stay ones both brokers serve. Then
+ApiVersions v5 (KIP-1242): a client naming the cluster and node it means to reach."""
 
 from __future__ import annotations
 
 import pytest
 
-from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.describe_cluster import DescribeClusterRequest
 from tests.differential.harness import Pair, Target
 
 pytestmark = pytest.mark.differential
@@ -19,7 +20,6 @@ KNOWN = {
     2: ((0, 11), (1, 11)),  # ListOffsets
     8: ((0, 9), (2, 10)),  # OffsetCommit: v10 names topics by id (KIP-848 follow-up)
     9: ((0, 9), (1, 10)),  # OffsetFetch: likewise
-    18: ((0, 4), (0, 5)),  # ApiVersions
     19: ((0, 7), (2, 7)),  # CreateTopics
     20: ((0, 6), (1, 6)),  # DeleteTopics
     26: ((0, 4), (0, 5)),  # EndTxn: v5 is transactions version 2 (KIP-890)
@@ -53,3 +53,31 @@ def test_versions_served(pair: Pair) -> None:
     assert set(ours) <= set(kafka), f"kcoord serves APIs Kafka does not: {sorted(set(ours) - set(kafka))}"
     differ = {key: (ours[key], kafka[key]) for key in ours if ours[key] != kafka[key]}
     assert differ == KNOWN
+
+
+def test_api_versions_v5_checks_the_cluster_and_node_the_client_means(pair: Pair) -> None:
+    """A v5 client may name the cluster and the node it means to reach (both or neither: one alone
+    is INVALID_REQUEST); a broker that is not that node of that cluster answers
+    REBOOTSTRAP_REQUIRED, with no APIs. Named rightly, or not at all, v5 answers as v4 does."""
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+
+        def ask(version: int, cluster_id: str | None = None, node_id: int = -1) -> ApiVersionsResponse:
+            return c.call(18, version, ApiVersionsRequest(client_software_name="differential",
+                                                          client_software_version="1", cluster_id=cluster_id,
+                                                          node_id=node_id))
+
+        described = c.call(60, 0, DescribeClusterRequest())
+        me, cluster = described.brokers[0].broker_id, described.cluster_id
+        v4 = ask(4)
+        same_as_v4 = {name: ask(5, *who) == v4 for name, who in
+                      (("anonymous", (None, -1)), ("this node", (cluster, me)))}
+        return {"same_as_v4": same_as_v4, "other_cluster": ask(5, "another-cluster", me),
+                "other_node": ask(5, cluster, me + 1), "cluster_without_node": ask(5, cluster),
+                "node_without_cluster": ask(5, None, me), "v4_ignores_them": ask(4, "another-cluster", me) == v4}
+
+    answers = pair.compare(scenario)
+    assert answers["same_as_v4"] == {"anonymous": True, "this node": True}  # type: ignore[index]
+    assert answers["other_node"]["error_code"] == 129  # type: ignore[index]
+    assert answers["node_without_cluster"]["error_code"] == 42  # type: ignore[index]

@@ -1,6 +1,7 @@
 """Where partitions live, against Apache Kafka 4.4 and kcoord: DescribeTopicPartitions (pages,
 cursors, unknown and invalid topics), ElectLeaders, AlterPartitionReassignments and
-ListPartitionReassignments, DescribeQuorum, UpdateFeatures and the features ApiVersions lists.
+ListPartitionReassignments, DescribeQuorum, UpdateFeatures, the features ApiVersions lists and
+UnregisterBroker of a broker id nobody has.
 Both brokers are one node with one replica per partition, which is what kcoord always is."""
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from protocol.messages.describe_user_scram_credentials import (
 from protocol.messages.elect_leaders import ElectLeadersRequest
 from protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
+from protocol.messages.unregister_broker import UnregisterBrokerRequest
 from protocol.messages.update_features import UpdateFeaturesRequest
 from tests.differential.harness import Pair, Target, unique
 from tests.differential.ops import create_topic
@@ -238,3 +240,17 @@ def test_describe_scram_credentials_of_users_that_do_not_exist(pair: Pair) -> No
 
     answers = pair.compare(scenario)
     assert answers[0][1][0][1] == RESOURCE_NOT_FOUND  # type: ignore[index]
+
+
+def test_unregister_a_broker_id_nobody_has(pair: Pair) -> None:
+    """Kafka's controller answers BROKER_ID_NOT_REGISTERED, and so does kcoord, message included.
+    (Unregistering the live broker is not compared: it would take the shared Kafka out of its own
+    cluster; kcoord refuses it, docs/limits.md.)"""
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        answers = [c.call(64, 0, UnregisterBrokerRequest(broker_id=broker_id)) for broker_id in (4242, -1)]
+        return {"answers": answers, "messages": [a.error_message for a in answers]}
+
+    answers = pair.compare(scenario)
+    assert [a["error_code"] for a in answers["answers"]] == [102, 102]  # type: ignore[index]

@@ -211,4 +211,4 @@ def test_advertised_versions_cover_what_clients_require(broker) -> None:
     for key in (ApiKey.FindCoordinator, ApiKey.JoinGroup, ApiKey.SyncGroup, ApiKey.Heartbeat, ApiKey.LeaveGroup):
         assert ranges[key][0] == 0
     assert ranges[ApiKey.JoinGroup][1] >= 5  # static membership needs v5+
-    assert ranges[ApiKey.ApiVersions] == (0, 4)
+    assert ranges[ApiKey.ApiVersions] == (0, 5)
