@@ -213,8 +213,8 @@ class ShardRuntime(Generic[S, R]):
             # dropped; a shard still owned tries again from its files.
             self.shard = coordinator.new_shard(self.partition)
             logs.warn("shard.load_failed", topic=coordinator.topic, partition=self.partition, error=repr(exc))
-            if tenure == self.tenure and self.serving:
-                self.runtime.logs.spawn(self.reload)
+            if tenure == self.tenure:
+                self._retry_or_hand_back()
             return
         if tenure != self.tenure or not self.owned:
             # Lost while loading: another node owns it now; close what we opened, serve nothing.
@@ -375,13 +375,20 @@ class ShardRuntime(Generic[S, R]):
         it from what the log really holds."""
         del exc  # the log runtime has logged it
         self.unload()
+        self._retry_or_hand_back()
+
+    def _retry_or_hand_back(self) -> None:
+        """The shard is owned but not loaded (a load or a write failed): load it again, or, while
+        the lease cannot be trusted, give the claim up too (it is claimed afresh if the lease turns
+        out to hold). Never owned and unloaded with nothing under way: clients would be told
+        COORDINATOR_LOAD_IN_PROGRESS for as long as the claim lasts."""
         cluster = self.runtime.cluster
+        if not self.owned:
+            return
         if self.serving:
             self.runtime.logs.spawn(self.reload)
-        elif self.owned and cluster is not None:
-            # Refused because the lease could have expired: give the claim up too (it is claimed
-            # afresh if the lease turns out to hold), rather than stay owned and unloaded.
-            cluster.relinquish((self.coordinator.topic, self.partition), "write refused: not certainly the owner")
+        elif cluster is not None:
+            cluster.relinquish((self.coordinator.topic, self.partition), "not certainly the owner while loading")
 
     def unload(self) -> None:
         """Stop serving: every parked request hears NOT_COORDINATOR (clients find the coordinator
@@ -399,9 +406,14 @@ class ShardRuntime(Generic[S, R]):
         self.coordinator.on_unloaded(self)
 
     async def reload(self) -> None:
+        tenure = self.tenure
         await trio.sleep(RELOAD_DELAY_S)
+        if tenure != self.tenure or self.loaded:
+            return
         if self.serving:
             await self.load()
+        else:
+            self._retry_or_hand_back()
 
     # ---- ownership (cluster mode) ---------------------------------------------------------------
 

@@ -504,10 +504,24 @@ class TopicLogs:
                 # Served under an earlier claim of this node: nothing of that tenure (its segment
                 # list, sizes, indexes, high watermark) may serve this one.
                 self.lose(key)
-            if key not in self.states and self._claim_is(key, epoch):
-                await self._gain(key, epoch)
+            if key not in self.states:
+                if self._claim_is(key, epoch):
+                    await self._gain(key, epoch)
+                else:
+                    self._hand_back(key, epoch, "not certainly the owner when its log was to open")
         if not lock.locked() and not lock.statistics().tasks_waiting:
             self.gain_locks.pop(key, None)
+
+    def _hand_back(self, key: TopicPartition, epoch: int | None, reason: str) -> None:
+        """This node still holds the claim of ``key`` (at ``epoch``, if given) but does not serve it
+        and will not open it (its lease could not be trusted a moment): give the claim up, so that
+        it is claimed afresh and opened, rather than stay claimed and unserved. Metadata would go
+        on naming this node the leader, and every client would be told NOT_LEADER_OR_FOLLOWER for
+        as long as the claim lasts."""
+        assert self.cluster is not None
+        held = self.cluster.mine.get(key)
+        if held is not None and (epoch is None or held == epoch) and key not in self.states:
+            self.cluster.relinquish(key, reason)
 
     def _claim_is(self, key: TopicPartition, epoch: int) -> bool:
         """Whether this node holds ``key`` now under the claim of ``epoch`` (not a later one)."""
@@ -543,6 +557,8 @@ class TopicLogs:
             if self._claim_is(key, epoch):
                 await trio.sleep(REOPEN_DELAY_S)
                 self.runtime.spawn(self.gain, key, epoch)
+            else:
+                self._hand_back(key, epoch, "not certainly the owner while its log opened")
             return
         self._report_replaced(key, topic, epoch)
         if self.cluster.fence_for(key) is not fence or not self._claim_is(key, epoch) \
@@ -551,6 +567,8 @@ class TopicLogs:
             # was opened for this claim serves nothing.
             part.log.close()
             self.runtime.manager.forget(*key)
+            if self.cluster.fence_for(key) is fence:
+                self._hand_back(key, epoch, "not certainly the owner when its log opened")
             return
         state = self._open(topic, key[1], part)
         _rebuild_producers(state, int(time.time() * 1000))
@@ -595,6 +613,7 @@ class TopicLogs:
             return
         if self.cluster is not None and not self.cluster.owns(key):
             self.lose(key)
+            self._hand_back(key, tenure.epoch if tenure is not None else None, "not certainly the owner to reopen")
             return
         try:
             part = await trio.to_thread.run_sync(
@@ -603,6 +622,7 @@ class TopicLogs:
             logs.event("log.reopen_failed", 40, topic=state.topic, partition=state.partition, error=repr(exc))
             if self.cluster is not None and not self.cluster.owns(key):
                 self.lose(key)
+                self._hand_back(key, tenure.epoch if tenure is not None else None, "not certainly the owner to reopen")
                 return
             self.runtime.spawn(self._reopen, state)
             return
@@ -613,6 +633,8 @@ class TopicLogs:
             self.runtime.manager.forget(*key)
             if not state.deleted:
                 self.lose(key)
+                if tenure is not None and self.cluster is not None and self.cluster.fence_for(key) is tenure:
+                    self._hand_back(key, tenure.epoch, "not certainly the owner when its log reopened")
             return
         state.part = self.runtime.adopt(part)
         self._resync(state)

@@ -7,11 +7,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import pytest
 import trio
 import trio.testing
 
+from broker.cluster.node import ClusterNode
 from broker.group_coordinator.result import CancelTimer, SetTimer
 from broker.log_runtime.runtime import LogRuntime, Partition
 from broker.runtime.coordinator import (
@@ -26,6 +28,7 @@ from protocol.errors import ErrorCode
 from protocol.record import Record
 from protocol.record_batch import decode_records, iter_batches
 from storage.config import LogConfig
+from storage.fencing import Fence
 from tests.unit.runtime.fake_log import FakeDisk
 
 pytestmark = pytest.mark.timeout(30)
@@ -252,3 +255,45 @@ async def test_lose_unloads(tmp_path: Path, mock_clock: trio.testing.MockClock) 
 
 def _records(raw: bytes) -> list[Record]:
     return [r for batch in iter_batches(raw) for r in decode_records(batch)]
+
+
+class DoubtfulLease:
+    """The part of a cluster node the runtime asks: whether the lease can be trusted now, and the
+    claims it gives up."""
+
+    def __init__(self) -> None:
+        self.trusted = False
+        self.relinquished: list[tuple[str, int]] = []
+
+    def may_write(self) -> bool:
+        return self.trusted
+
+    def relinquish(self, partition: tuple[str, int], reason: str) -> None:
+        del reason
+        self.relinquished.append(partition)
+
+
+@pytest.mark.trio
+async def test_a_load_refused_while_the_lease_is_in_doubt_hands_the_claim_back(
+        tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    """Owned, not loaded, and nothing under way would answer COORDINATOR_LOAD_IN_PROGRESS for as
+    long as the claim lasts: the claim is given up instead, to be claimed and loaded afresh."""
+    disk = FakeDisk(mock_clock.current_time)
+    logs = LogRuntime(tmp_path, LogConfig(), sync_flush=True, flush_interval_ms=1000, cleaner_backoff_ms=None,
+                      opener=disk.open)
+    lease = DoubtfulLease()
+    # The claim's fence holds what the lease does: the open is refused while it is in doubt.
+    logs.fence_for = lambda topic, index: Fence(f"{topic}-{index}", 5, valid=lease.may_write)
+    runtime = CoordinatorRuntime(Tally(), logs, 1, clock=lambda: round(trio.current_time() * 1000),
+                                 cluster=cast(ClusterNode, lease))
+    slot = runtime.shards[0]
+    async with trio.open_nursery() as nursery:
+        await nursery.start(logs.run)
+        slot.gain(5)
+        for _ in range(500):  # the open runs on a worker thread: real time passes, not the mock clock's
+            if lease.relinquished:
+                break
+            await trio.testing.wait_all_tasks_blocked(0.01)
+        assert not slot.loaded and lease.relinquished == [(Tally().topic, 0)]
+        nursery.cancel_scope.cancel()
+    logs.close()

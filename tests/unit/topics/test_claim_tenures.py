@@ -28,6 +28,8 @@ class Claims:
         self.fences: dict[Key, Fence] = {}
         self.mine: dict[Key, int] = {}
         self.owners: dict[Key, object] = {}
+        self.lease_trusted = True  # may_write: false while the lease could have expired
+        self.relinquished: list[Key] = []
 
     def claim(self, key: Key, epoch: int) -> None:
         self.fences[key] = Fence(f"{key[0]}-{key[1]}", epoch)
@@ -38,7 +40,7 @@ class Claims:
         self.mine.pop(key)
 
     def owns(self, key: Key) -> bool:
-        return key in self.mine
+        return key in self.mine and self.lease_trusted
 
     def fence_for(self, key: Key) -> Fence:
         return self.fences.get(key, REVOKED)
@@ -48,7 +50,9 @@ class Claims:
 
     def relinquish(self, key: Key, reason: str) -> None:
         del reason
-        self.lose(key)
+        self.relinquished.append(key)
+        if key in self.mine:
+            self.lose(key)
 
 
 @pytest.mark.trio
@@ -90,5 +94,58 @@ async def test_a_claim_that_ended_while_its_log_opened_does_not_serve_the_next_c
         state = logs.states[key]
         assert state.part.fence is claims.fence_for(key)
         assert state.log.leader_epoch == 9
+        nursery.cancel_scope.cancel()
+    runtime.close()
+
+
+def served_or_handed_back(logs: TopicLogs, claims: Claims, key: Key) -> bool:
+    """Never claimed and unserved: Metadata would name this node the leader of a partition it
+    answers NOT_LEADER_OR_FOLLOWER for, for as long as the claim lasts."""
+    return key in logs.states or key not in claims.mine
+
+
+def make(tmp_path: Path) -> tuple[Claims, LogRuntime, TopicLogs]:
+    claims = Claims()
+    runtime = LogRuntime(tmp_path, LogConfig(), sync_flush=True, flush_interval_ms=10, cleaner_backoff_ms=None,
+                         shared=True)
+    runtime.fence_for = lambda topic, index: claims.fence_for((topic, index))
+    logs = TopicLogs(runtime, TopicCatalog(tmp_path, 1), max_message_bytes=1 << 20,
+                     cluster=cast(ClusterNode, claims))
+    logs.catalog.create("t", 1)
+    return claims, runtime, logs
+
+
+@pytest.mark.trio
+async def test_a_claim_that_cannot_open_while_the_lease_is_in_doubt_is_handed_back(tmp_path: Path) -> None:
+    claims, runtime, logs = make(tmp_path)
+    key = ("t", 0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.run)
+        claims.claim(key, 3)
+        claims.lease_trusted = False  # a renewal late a moment (a loaded host, a resumed process)
+        await logs.gain(key, 3)
+        claims.lease_trusted = True
+        assert served_or_handed_back(logs, claims, key) and claims.relinquished == [key]
+        nursery.cancel_scope.cancel()
+    runtime.close()
+
+
+@pytest.mark.trio
+async def test_a_reopen_while_the_lease_is_in_doubt_hands_the_claim_back(tmp_path: Path) -> None:
+    claims, runtime, logs = make(tmp_path)
+    key = ("t", 0)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(runtime.run)
+        claims.claim(key, 3)
+        await logs.gain(key, 3)
+        state = logs.states[key]
+        # A write failed; the reopen that follows runs while the lease cannot be trusted.
+        logs._recover(state)
+        claims.lease_trusted = False
+        with trio.fail_after(10):
+            while key in logs.states:
+                await trio.sleep(0.01)
+        claims.lease_trusted = True
+        assert served_or_handed_back(logs, claims, key) and claims.relinquished == [key]
         nursery.cancel_scope.cancel()
     runtime.close()
