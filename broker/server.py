@@ -70,6 +70,24 @@ class Broker:
         self._max_request_bytes = config.get_int("socket.request.max.bytes")
         self.readiness = ReadinessHub(after_round=self.router.after_frames)
         self.bound_port: int | None = None
+        # The cancel scope of every client connection's task, to close them all at once.
+        self._connections: set[trio.CancelScope] = set()
+        if app.cluster is not None:
+            app.cluster.on_lost_everything.append(self.close_client_connections)
+
+    def close_client_connections(self, reason: str) -> None:
+        """Closes every client connection now, unanswered requests and all: this node has just
+        dropped every partition it owned (its lease expired or could not be renewed in time, e.g.
+        after a pause), so whatever its clients asked or are about to ask of them would be answered
+        NOT_LEADER_OR_FOLLOWER or NOT_COORDINATOR, after a backlog of requests queued while it was
+        stopped. Disconnected, clients fail their in-flight requests at once, refresh their metadata
+        (from any node) and go to the new owners; Kafka's clients and librdkafka do so on a closed
+        connection without waiting for a timeout."""
+        if not self._connections:
+            return
+        logs.warn("connection.closing_all", reason=reason, connections=len(self._connections))
+        for scope in list(self._connections):
+            scope.cancel()
 
     def _on_response(self, reply: Reply) -> None:
         if reply.latency is not None:
@@ -148,13 +166,17 @@ class Broker:
             sock.close()
 
     async def _run_connection(self, stream: trio.SocketStream, spec: ListenerSpec | None = None) -> None:
+        scope = trio.CancelScope()
+        self._connections.add(scope)
         try:
-            await self._handle_connection(stream, spec)
+            with scope:
+                await self._handle_connection(stream, spec)
         except Exception:
             # A connection's failure ends that connection, never the broker: its task runs in the
             # server's nursery, where an escaping error would cancel every other client.
             logs.event("connection.failed", 40, exc_info=True, listener=spec.name if spec else "PLAINTEXT")
         finally:
+            self._connections.discard(scope)
             await trio.aclose_forcefully(stream)
 
     async def _open_listeners(self) -> list[tuple[ListenerSpec, list[trio.SocketListener]]]:

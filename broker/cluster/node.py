@@ -105,6 +105,10 @@ class ClusterNode:
         self.stopping = False
         self._poke = trio.Event()
         self.takeovers = 0
+        # Called when this node drops every partition it held at once (its lease expired, or it
+        # could not renew it in time: paused, suspended, cut from etcd), after the partitions are
+        # dropped and with etcd's view as fresh as the node could read it.
+        self.on_lost_everything: list[Callable[[str], None]] = []
 
     # ---- what the rest of the broker asks -----------------------------------------------------
 
@@ -197,10 +201,18 @@ class ClusterNode:
 
     def _lose_everything(self, reason: str) -> None:
         # Every fence first: no file of any of them changes from here on, whatever runs next.
+        held = bool(self.fences or self.mine)
         for partition in list(self.fences):
             self._revoke(partition)
         for partition in list(self.mine):
             self._lose(partition, reason)
+        if held:
+            # Every request the clients connected here still carry (or queued while the node was
+            # stopped) is for partitions it no longer serves: the hooks (the broker closing every
+            # client connection) let them go and ask the cluster again now, rather than wait for
+            # answers to a backlog or for their own request timeouts.
+            for hook in self.on_lost_everything:
+                hook(reason)
 
     def _lose(self, partition: PartitionKey, reason: str) -> None:
         self._revoke(partition)
