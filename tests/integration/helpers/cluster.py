@@ -35,8 +35,10 @@ def _prefixed(prefix: list[str]) -> type[BrokerProcess]:
 
 class Cluster:
     def __init__(self, etcd: EtcdProcess, tmp_path: Path, session_timeout_ms: int = 3000,
-                 **overrides: str) -> None:
+                 root: Path | None = None, **overrides: str) -> None:
+        """``root``: the checkout whose kcoord the nodes run (another revision, for A/B benches)."""
         self.etcd = etcd
+        self.root = root
         self.data_dir = tmp_path / "shared"
         self.tmp_path = tmp_path
         self.cluster_id = "t" + uuid.uuid4().hex[:12]
@@ -65,7 +67,7 @@ class Cluster:
         prefix = self.command_prefix.get(node_id)
         b = (BrokerProcess if prefix is None else _prefixed(prefix))(self.data_dir, {
             "node.id": str(node_id), "etcd.endpoints": self.etcd.endpoint, "cluster.id": self.cluster_id,
-            "broker.session.timeout.ms": str(self.session_timeout_ms), **self.overrides})
+            "broker.session.timeout.ms": str(self.session_timeout_ms), **self.overrides}, root=self.root)
         if node_id in self.ports:
             b.port = self.ports[node_id]
             b.overrides["listeners"] = b.overrides["advertised.listeners"] = f"PLAINTEXT://127.0.0.1:{b.port}"
