@@ -301,10 +301,11 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
         api(SyncGroupRequest, SyncGroupResponse, g.sync_group, authorize=checks.group_read, refuse=sync_error),
         api(HeartbeatRequest, HeartbeatResponse, g.heartbeat, authorize=checks.group_read, refuse=heartbeat_error),
         api(LeaveGroupRequest, LeaveGroupResponse, g.leave_group, authorize=checks.group_read, refuse=leave_error),
+        # v10 names topics by id (KIP-848 consumers).
         api(OffsetCommitRequest, OffsetCommitResponse, g.offset_commit, authorize=checks.offset_commit,
-            refuse=commit_error, versions=(0, 9)),
+            refuse=commit_error),
         api(OffsetFetchRequest, OffsetFetchResponse, g.offset_fetch, authorize=checks.offset_fetch,
-            refuse=offset_fetch_error, versions=(0, 9)),
+            refuse=offset_fetch_error),
         api(OffsetDeleteRequest, OffsetDeleteResponse, g.offset_delete, authorize=checks.offset_delete,
             refuse=delete_offsets_error),
         api(TxnOffsetCommitRequest, TxnOffsetCommitResponse, g.txn_offset_commit,

@@ -46,6 +46,7 @@ from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffse
 from protocol.schema import Data
 
 _NOT_REQUESTED = -2147483648
+_ZERO_ID = bytes(16)
 _SHARD_CACHE_SIZE = 100_000
 
 
@@ -97,10 +98,21 @@ def describe_error(group_id: str, code: int) -> DescribeGroupsResponse.Described
                                                  protocol_data="", authorized_operations=_NOT_REQUESTED)
 
 
+# OffsetFetch v10 (and OffsetCommit v10) name topics by id.
+TOPIC_ID_VERSION = 10
+
+# (topic id, partitions) a v10 OffsetFetch asked for by an id no topic has.
+UnknownIds = list[tuple[bytes, list[int]]]
+
+
 def offsets_response(version: int, wanted: list[tuple[str, list[tuple[str, list[int]]] | None]],
-                     groups: list[tuple[str, int, list[Any]]]) -> OffsetFetchResponse:
+                     groups: list[tuple[str, int, list[Any]]], *,
+                     topic_id: Callable[[str], bytes | None] | None = None,
+                     unknown_ids: dict[str, UnknownIds] | None = None) -> OffsetFetchResponse:
     """The OffsetFetch response (either layout) from each group's error and rows
-    ``(topic, partition, offset, leader epoch, metadata, error)``."""
+    ``(topic, partition, offset, leader epoch, metadata, error)``. From v10 each topic is named by
+    its id (``topic_id``: a topic without one is left out, as Kafka leaves it out) and the ids no
+    topic has (``unknown_ids``, per group) follow the group's topics with UNKNOWN_TOPIC_ID."""
     filled = []
     for (group_id, code, rows), (_, topics) in zip(groups, wanted):
         if code and version >= 8:
@@ -109,15 +121,28 @@ def offsets_response(version: int, wanted: list[tuple[str, list[tuple[str, list[
             rows = [(t, p, -1, -1, "", code if version < 2 else 0) for t, ps in topics for p in ps]
         filled.append((group_id, code, rows))
     if version >= 8:
+        Topics, Partitions = OffsetFetchResponse.Group.Topics, OffsetFetchResponse.Group.Topics.Partitions
+        by_id = version >= TOPIC_ID_VERSION and topic_id is not None
         out = []
         for group_id, code, rows in filled:
             by_topic: dict[str, list[Any]] = {}
             for topic, part, offset, epoch, meta, err in rows:
-                by_topic.setdefault(topic, []).append(OffsetFetchResponse.Group.Topics.Partitions(
+                by_topic.setdefault(topic, []).append(Partitions(
                     partition_index=part, committed_offset=offset, committed_leader_epoch=epoch,
                     metadata=meta, error_code=err))
-            out.append(OffsetFetchResponse.Group(group_id=group_id, error_code=code, topics=[
-                OffsetFetchResponse.Group.Topics(name=t, partitions=ps) for t, ps in by_topic.items()]))
+            if by_id:
+                assert topic_id is not None
+                # The name stays on each topic for the authorizer's check; v10 does not carry it.
+                named = [(t, topic_id(t), ps) for t, ps in by_topic.items()]
+                answer = [Topics(name=t, topic_id=i, partitions=ps) for t, i, ps in named if i is not None]
+                if not code:
+                    answer += [Topics(name="", topic_id=i, partitions=[Partitions(
+                        partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                        error_code=ErrorCode.UNKNOWN_TOPIC_ID) for p in ps])
+                        for i, ps in (unknown_ids or {}).get(group_id, [])]
+            else:
+                answer = [Topics(name=t, partitions=ps) for t, ps in by_topic.items()]
+            out.append(OffsetFetchResponse.Group(group_id=group_id, error_code=code, topics=answer))
         return OffsetFetchResponse(groups=out)
     _group_id, code, rows = filled[0]
     by_topic = {}
@@ -330,7 +355,18 @@ class GroupApis:
     def offset_fetch(self, req: Request[OffsetFetchRequest]) -> None:
         body = req.body
         members: dict[str, tuple[str | None, int]] = {}
-        if req.version >= 8:
+        unknown_ids: dict[str, UnknownIds] = {}
+        topic_id: Callable[[str], bytes | None] | None = None
+        if req.version >= TOPIC_ID_VERSION:
+            # Topics named by id, as Kafka's KafkaApis resolves them before its coordinator: an id
+            # no topic has is answered UNKNOWN_TOPIC_ID after the group's other topics.
+            wanted, unknown_ids, asked_ids = self._resolve_topic_ids(body)
+
+            def topic_id(name: str) -> bytes | None:
+                return asked_ids.get(name) or self.shards.topics.topic_id(name)
+
+            members = {g.group_id: (g.member_id, g.member_epoch) for g in body.groups}
+        elif req.version >= 8:
             wanted = [(g.group_id, None if g.topics is None else
                        [(t.name, list(t.partition_indexes)) for t in g.topics]) for g in body.groups]
             if req.version >= 9:
@@ -362,9 +398,33 @@ class GroupApis:
                 req.reply.set(offsets_response(req.version, wanted,
                                                [(g, ErrorCode.NOT_COORDINATOR, []) for g, _, _ in groups]))
             else:
-                req.reply.set(offsets_response(req.version, wanted, groups))
+                req.reply.set(offsets_response(req.version, wanted, groups, topic_id=topic_id,
+                                               unknown_ids=unknown_ids))
 
         self.shards.after_durable(read_from, answer)
+
+    def _resolve_topic_ids(self, body: OffsetFetchRequest) -> tuple[
+            list[tuple[str, list[tuple[str, list[int]]] | None]], dict[str, UnknownIds], dict[str, bytes]]:
+        """A v10 request's groups with their topics named: (what each group asks by name, the ids
+        no topic has per group, the id each name was asked by)."""
+        topic_name = self.shards.topics.topic_name
+        wanted: list[tuple[str, list[tuple[str, list[int]]] | None]] = []
+        unknown: dict[str, UnknownIds] = {}
+        asked: dict[str, bytes] = {}
+        for g in body.groups:
+            if g.topics is None:
+                wanted.append((g.group_id, None))
+                continue
+            named = []
+            for t in g.topics:
+                name = topic_name(t.topic_id) if t.topic_id != _ZERO_ID else None
+                if name is None:
+                    unknown.setdefault(g.group_id, []).append((t.topic_id, list(t.partition_indexes)))
+                else:
+                    asked[name] = t.topic_id
+                    named.append((name, list(t.partition_indexes)))
+            wanted.append((g.group_id, named))
+        return wanted, unknown, asked
 
     def describe_groups(self, req: Request[DescribeGroupsRequest]) -> None:
         out = []

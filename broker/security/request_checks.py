@@ -83,6 +83,8 @@ from protocol.schema import Data
 GROUP_DENIED = ErrorCode.GROUP_AUTHORIZATION_FAILED
 TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+# OffsetCommit and OffsetFetch v10 name topics by id.
+TOPIC_ID_VERSION = 10
 TXN_DENIED = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
 _TRANSACTIONAL = 0x10  # record batch v2 attribute bit
 # DescribeConfigs resource types (Kafka's ConfigResource.Type) -> the ACL resource checked, its error.
@@ -146,8 +148,8 @@ class RequestChecks:
     def _topic_name(self, name: str | None, topic_id: bytes | None) -> str:
         if name:
             return name
-        topic = self.catalog.by_id.get(topic_id) if topic_id else None
-        return topic.name if topic is not None else ""
+        found = self.catalog.topic_name(topic_id) if topic_id else None
+        return found if found is not None else ""
 
     @staticmethod
     def _deny(req: Request[Body], response: Data) -> bool:
@@ -324,7 +326,10 @@ class RequestChecks:
             return self._deny(req, OffsetCommitResponse(topics=[answer(t, GROUP_DENIED) for t in body.topics]))
 
         def readable(t: Any) -> bool:
-            return self.allowed(req, Operation.READ, ResourceType.TOPIC, self._topic_name(t.name, t.topic_id))
+            name = self._topic_name(t.name, t.topic_id)
+            if not name and req.version >= TOPIC_ID_VERSION:
+                return True  # an id no topic has: UNKNOWN_TOPIC_ID, which Kafka answers first
+            return self.allowed(req, Operation.READ, ResourceType.TOPIC, name)
 
         if self._split(req, body.topics, readable, "topics",
                        lambda resp, denied: resp.topics.extend(answer(t, TOPIC_DENIED) for t in denied)):
@@ -382,16 +387,26 @@ class RequestChecks:
                 answer.topics = [t for t in answer.topics if self.authorizer.authorize(
                     principal, host, Operation.DESCRIBE, ResourceType.TOPIC, t.name)]
             return drop
-        denied = [t for t in asked.topics if not self.allowed(
-            req, Operation.DESCRIBE, ResourceType.TOPIC, self._topic_name(t.name, getattr(t, "topic_id", None)))]
+        by_id = req.version >= TOPIC_ID_VERSION
+
+        def denied_topic(t: Any) -> bool:
+            name = self._topic_name(t.name, t.topic_id if by_id else None)
+            if not name and by_id:
+                return False  # an id no topic has: UNKNOWN_TOPIC_ID, which Kafka answers first
+            return not self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC, name)
+
+        denied = [t for t in asked.topics if denied_topic(t)]
         asked.topics = [t for t in asked.topics if t not in denied]
         partition_cls = getattr(topic_cls, "Partition", None) or topic_cls.Partitions
+        # Kafka leaves a refused partition's metadata at its default, "" (answered so from v10;
+        # older versions keep kcoord's null).
+        metadata = "" if by_id else None
 
         def put_back(answer: Any) -> None:
             for t in denied:
                 ids = {"topic_id": t.topic_id} if hasattr(t, "topic_id") else {}
                 answer.topics.append(topic_cls(name=t.name, **ids, partitions=[partition_cls(
-                    partition_index=i, committed_offset=-1, metadata=None, error_code=TOPIC_DENIED)
+                    partition_index=i, committed_offset=-1, metadata=metadata, error_code=TOPIC_DENIED)
                     for i in t.partition_indexes]))
         return put_back
 

@@ -248,6 +248,9 @@ class TopicCatalog:
 
     def topic_name(self, topic_id: bytes) -> str | None:
         t = self.by_id.get(topic_id)
+        if t is None and self.shared:
+            self.refresh()  # perhaps created by another node a moment ago
+            t = self.by_id.get(topic_id)
         return None if t is None else t.name
 
     def topic_names(self) -> list[str]:

@@ -18,8 +18,8 @@ pytestmark = pytest.mark.differential
 KNOWN = {
     1: ((0, 18), (4, 18)),  # Fetch: Kafka 4 dropped v0-v3
     2: ((0, 11), (1, 11)),  # ListOffsets
-    8: ((0, 9), (2, 10)),  # OffsetCommit: v10 names topics by id (KIP-848 follow-up)
-    9: ((0, 9), (1, 10)),  # OffsetFetch: likewise
+    8: ((0, 10), (2, 10)),  # OffsetCommit
+    9: ((0, 10), (1, 10)),  # OffsetFetch
     19: ((0, 7), (2, 7)),  # CreateTopics
     20: ((0, 6), (1, 6)),  # DeleteTopics
     26: ((0, 4), (0, 5)),  # EndTxn: v5 is transactions version 2 (KIP-890)

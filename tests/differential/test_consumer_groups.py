@@ -234,19 +234,22 @@ def test_describe_unknown_and_classic_groups(pair: Pair) -> None:
     pair.compare(scenario)
 
 
-def test_offset_commit_with_member_epochs(pair: Pair) -> None:
+@pytest.mark.parametrize("version", [9, 10])
+def test_offset_commit_with_member_epochs(pair: Pair, version: int) -> None:
+    """v9 names the topic, v10 (what a KIP-848 consumer sends) its id."""
     group, topic = unique("kip848-commit"), unique("kip848-commit-t")
 
     def scenario(t: Target) -> object:
         c = t.client("consumer")
         create_topics(c, {topic: 1})
+        topic_id = {name: i for i, name in topic_names(c).items()}[topic]
         m = Member(c, group, member_id(group), topics=[topic])
         m.heartbeat()
 
-        def commit(epoch: int, member: str, version: int = 9) -> object:
+        def commit(epoch: int, member: str, version: int = version) -> object:
             return c.call(8, version, OffsetCommitRequest(
                 group_id=group, generation_id_or_member_epoch=epoch, member_id=member,
-                topics=[OffsetCommitRequest.Topic(name=topic, partitions=[
+                topics=[OffsetCommitRequest.Topic(name=topic, topic_id=topic_id, partitions=[
                     OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=7)])]))
 
         return [commit(m.epoch, m.mid), commit(m.epoch + 1, m.mid), commit(m.epoch - 1, m.mid),
@@ -311,7 +314,8 @@ def test_first_epochs_of_new_groups(pair: Pair) -> None:
     assert answers["subscribed"]["member_epoch"] == 2  # type: ignore[index]
 
 
-def test_offset_fetch_with_member_epochs_and_group_deletion(pair: Pair) -> None:
+@pytest.mark.parametrize("version", [9, 10])
+def test_offset_fetch_with_member_epochs_and_group_deletion(pair: Pair, version: int) -> None:
     group, topic = unique("kip848-fetch"), unique("kip848-fetch-t")
 
     def scenario(t: Target) -> object:
@@ -320,13 +324,14 @@ def test_offset_fetch_with_member_epochs_and_group_deletion(pair: Pair) -> None:
 
         c = t.client("consumer")
         create_topics(c, {topic: 1})
+        topic_id = {name: i for i, name in topic_names(c).items()}[topic]
         m = Member(c, group, member_id(group), topics=[topic])
         m.heartbeat()
 
         def fetch(member: str | None, epoch: int) -> object:
-            return c.call(9, 9, OffsetFetchRequest(groups=[OffsetFetchRequest.Group(
+            return c.call(9, version, OffsetFetchRequest(groups=[OffsetFetchRequest.Group(
                 group_id=group, member_id=member, member_epoch=epoch,
-                topics=[OffsetFetchRequest.Group.Topics(name=topic, partition_indexes=[0])])]))
+                topics=[OffsetFetchRequest.Group.Topics(name=topic, topic_id=topic_id, partition_indexes=[0])])]))
 
         out = {"current": fetch(m.mid, m.epoch), "stale": fetch(m.mid, m.epoch - 1),
                "unknown": fetch(member_id("stranger"), m.epoch), "admin": fetch(None, -1),

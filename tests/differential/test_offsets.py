@@ -1,7 +1,9 @@
 """Committed offsets (OffsetCommit, OffsetFetch, OffsetDelete) against Apache Kafka and kcoord, in
-the versions clients send: answers compared field by field."""
+the versions clients send (v10 naming topics by id included): answers compared field by field."""
 
 from __future__ import annotations
+
+import uuid
 
 import pytest
 
@@ -251,3 +253,57 @@ def test_commit_and_heartbeat_while_the_group_awaits_its_assignment(pair: Pair) 
 
     answers = pair.compare(scenario)
     assert answers["commit"]["topics"][0]["partitions"][0]["error_code"] == 27  # type: ignore[index]
+
+
+# ---- v10: topics named by id -------------------------------------------------------------------
+
+def labelled(answer: OffsetCommitResponse | OffsetFetchResponse, labels: dict[bytes, str]) -> object:
+    """A v10 answer with each topic's id replaced by what the scenario calls it (v10 carries no
+    names, and each broker draws its own ids), topics sorted by it."""
+    topic_lists = [g.topics for g in answer.groups] if isinstance(answer, OffsetFetchResponse) else [answer.topics]
+    for topics in topic_lists:
+        for topic in topics:
+            topic.name, topic.topic_id = labels.get(topic.topic_id, "an id nobody knows"), bytes(16)
+        topics.sort(key=lambda x: x.name)
+    return answer
+
+
+def test_commit_and_fetch_by_topic_id(pair: Pair) -> None:
+    """OffsetCommit and OffsetFetch v10 name topics by id: offsets committed by id read back by
+    name and the other way round; an id no topic has (and the zero id) answers UNKNOWN_TOPIC_ID
+    per partition, after the group's other topics; a partition the topic lacks is
+    UNKNOWN_TOPIC_OR_PARTITION; asking for every topic answers each by its id."""
+    group, by_name_group, topic = unique("by-id"), unique("by-name"), unique("by-id-topic")
+    no_group, absent = unique("no-such-group"), uuid.uuid4().bytes
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        topic_id = create_topic(c, topic, 3).topics[0].topic_id
+        labels = {topic_id: "the topic", absent: "an id nobody knows", bytes(16): "the zero id"}
+        T, G = OffsetCommitRequest.Topic, OffsetFetchRequest.Group
+        committed = c.call(8, 10, OffsetCommitRequest(group_id=group, topics=[
+            T(topic_id=topic_id, partitions=[P(partition_index=0, committed_offset=10, committed_leader_epoch=0,
+                                               committed_metadata="first"),
+                                             P(partition_index=2, committed_offset=0, committed_metadata=None),
+                                             P(partition_index=7, committed_offset=1, committed_metadata="")]),
+            T(topic_id=absent, partitions=[P(partition_index=0, committed_offset=5, committed_metadata="")]),
+            T(topic_id=bytes(16), partitions=[P(partition_index=0, committed_offset=5, committed_metadata="")])]))
+        only_unknown = c.call(8, 10, OffsetCommitRequest(group_id=group, generation_id_or_member_epoch=3,
+                                                         member_id="nobody", topics=[
+            T(topic_id=absent, partitions=[P(partition_index=0, committed_offset=5, committed_metadata="")])]))
+        commit(c, by_name_group, {topic: [P(partition_index=1, committed_offset=4, committed_metadata="by name")]})
+        fetched = c.call(9, 10, OffsetFetchRequest(groups=[
+            G(group_id=group, topics=[G.Topics(topic_id=absent, partition_indexes=[0, 1]),
+                                      G.Topics(topic_id=topic_id, partition_indexes=[0, 1, 2, 9])]),
+            G(group_id=by_name_group, topics=None),
+            G(group_id=no_group, topics=[G.Topics(topic_id=absent, partition_indexes=[3])])]))
+        every = c.call(9, 10, OffsetFetchRequest(groups=[G(group_id=group, topics=None)]))
+        return [labelled(committed, labels), labelled(only_unknown, labels), labelled(fetched, labels),
+                labelled(every, labels), fetch_groups(c, {group: {topic: [0, 2]}}, version=9)]
+
+    answers = pair.compare(scenario)
+    committed = answers[0]["topics"]  # type: ignore[index]
+    assert [(t["name"], [p["error_code"] for p in t["partitions"]]) for t in committed] == [
+        ("an id nobody knows", [100]), ("the topic", [0, 0, 3]), ("the zero id", [100])]
+    read_back = answers[2]["groups"][0]["topics"]  # type: ignore[index]
+    assert [p["committed_offset"] for t in read_back for p in t["partitions"]] == [-1, -1, 10, -1, 0, -1]

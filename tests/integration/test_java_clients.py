@@ -1,5 +1,6 @@
 """Kafka 4.4's Java clients against kcoord and, as the reference, against a real Kafka: two
-KafkaConsumers sharing a topic (group.protocol classic and consumer), a read-process-write loop of
+KafkaConsumers sharing a topic (group.protocol classic and consumer, whose committed offsets go
+by topic id: OffsetFetch and OffsetCommit v10), a read-process-write loop of
 transactions with an aborted one that read_committed readers never see, and the Admin client's
 topic, cluster and group calls. The same program runs against both brokers at once and what it
 reports is compared.
@@ -24,6 +25,7 @@ from testkit.kafka import java_command
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.java import MAIN
+from tests.integration.helpers.metrics import scrape
 from tests.integration.helpers.offsets import committed
 
 pytestmark = [pytest.mark.timeout(240), pytest.mark.differential]
@@ -78,8 +80,15 @@ def test_two_consumers_share_a_topic(java_classes: Path, kafka_libs: Path, broke
     for b in (broker, kafka):
         create_topic(b.bootstrap, topic, 4)
 
+    def v10(api: str) -> float:
+        return scrape(broker.metrics_port).count("kcoord_requests_total", api=api, version="10")
+
+    before = {api: v10(api) for api in ("OffsetCommit", "OffsetFetch")}
     results = on_both(broker, kafka, lambda bootstrap: run_java(
         java_classes, kafka_libs, "group", bootstrap, topic, group, protocol, str(records)))
+    if protocol == "consumer":
+        # The KIP-848 consumer names its topics by id: OffsetFetch and OffsetCommit v10.
+        assert all(v10(api) > count for api, count in before.items()), before
 
     for b, events in zip((broker, kafka), results):
         shared = named(events, "shared")[0]["held"]

@@ -462,3 +462,40 @@ def test_altering_configs_needs_alter_configs(secure: SecureBroker) -> None:
         admin.incremental_alter_configs([r])[r].result(10)
     shown = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC, mine)])
     assert next(iter(shown.values())).result(10)["retention.ms"].value == "60000"
+
+
+def test_offsets_by_topic_id_are_checked_on_the_topic_the_id_names(secure: SecureBroker) -> None:
+    """OffsetCommit and OffsetFetch v10 name topics by id: Read (commit) or Describe (fetch) is
+    checked on the topic the id names, and an id no topic has is UNKNOWN_TOPIC_ID, as in Kafka."""
+    from protocol.messages.metadata import MetadataRequest
+    from protocol.messages.offset_commit import OffsetCommitRequest
+    from protocol.messages.offset_fetch import OffsetFetchRequest
+    from protocol.messages.unregister_broker import UnregisterBrokerRequest
+
+    hidden, group = f"hidden-ids-{SUFFIX}", f"team-{SUFFIX}-by-id"
+    admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
+    admin.create_topics([NewTopic(hidden, 1, 1)])[hidden].result(15)
+    unknown = uuid.uuid4().bytes
+    T, P, G = OffsetCommitRequest.Topic, OffsetCommitRequest.Topic.Partition, OffsetFetchRequest.Group
+    with _sasl_wire_client(secure, "admin") as c:
+        meta = c.call(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False))
+        ids = {t.name: t.topic_id for t in meta.topics}
+        me = meta.brokers[0].node_id
+        assert c.call(8, 10, OffsetCommitRequest(group_id=group, topics=[T(topic_id=ids[hidden], partitions=[
+            P(partition_index=0, committed_offset=4)])])).topics[0].partitions[0].error_code == 0
+        # UnregisterBroker needs Alter on the cluster: the admin may, and is refused the running node.
+        assert c.call(64, 0, UnregisterBrokerRequest(broker_id=me)).error_code == 44  # POLICY_VIOLATION
+        assert c.call(64, 0, UnregisterBrokerRequest(broker_id=me + 100)).error_code == 102
+    with _sasl_wire_client(secure, "alice") as c:
+        committed = c.call(8, 10, OffsetCommitRequest(group_id=group, topics=[
+            T(topic_id=topic_id, partitions=[P(partition_index=0, committed_offset=2)])
+            for topic_id in (ids[TOPIC], ids[hidden], unknown)]))
+        assert {t.topic_id: t.partitions[0].error_code for t in committed.topics} == {
+            ids[TOPIC]: 0, ids[hidden]: 29, unknown: 100}  # TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_ID
+        fetched = c.call(9, 10, OffsetFetchRequest(groups=[G(group_id=group, topics=[
+            G.Topics(topic_id=topic_id, partition_indexes=[0]) for topic_id in (ids[TOPIC], ids[hidden], unknown)])]))
+        assert {t.topic_id: (t.partitions[0].committed_offset, t.partitions[0].error_code)
+                for t in fetched.groups[0].topics} == {ids[TOPIC]: (2, 0), ids[hidden]: (-1, 29), unknown: (-1, 100)}
+        every = c.call(9, 10, OffsetFetchRequest(groups=[G(group_id=group, topics=None)]))
+        assert [t.topic_id for t in every.groups[0].topics] == [ids[TOPIC]]
+        assert c.call(64, 0, UnregisterBrokerRequest(broker_id=me)).error_code == 31  # CLUSTER_AUTHORIZATION_FAILED
