@@ -292,7 +292,9 @@ class ClusterNode:
             self.listener.on_gain(partition, revision)
 
     async def _release(self, partition: PartitionKey) -> None:
-        epoch = self.mine[partition]
+        epoch = self.mine.get(partition)
+        if epoch is None:
+            return  # lost meanwhile (relinquished, fenced) while an earlier release was awaited
         self.releasing.add(partition)
         if self.listener is not None:
             await self.listener.on_release(partition)
