@@ -22,7 +22,6 @@ import trio
 
 from broker import heap
 from broker.apis import Handlers, api_table, router_apis
-from broker.cluster.etcd import EtcdClient
 from broker.cluster.node import ClusterNode
 from broker.cluster.peers import PeerClient, PeerSecret
 from broker.cluster.view import ClusterView
@@ -68,6 +67,7 @@ from broker.quotas.etcd_store import EtcdQuotaStore
 from broker.quotas.store import QuotaStore
 from broker.runtime.timers import wall_ms
 from broker.security.context import SecurityContext
+from broker.security.etcd_access import check_access, etcd_client
 from broker.security.request_checks import RequestChecks
 from broker.share.coordinator import STATE_TOPIC as SHARE_STATE_TOPIC
 from broker.share.coordinator import ShareStateCoordinator
@@ -210,7 +210,7 @@ class BrokerApp:
         self.cluster: ClusterNode | None = None
         if clustered:
             prefix = c.get_str("etcd.prefix").strip() or f"/kcoord/{self.cluster_id}"
-            self.cluster = ClusterNode(EtcdClient(endpoints), prefix, self.node_id, config.advertised.host,
+            self.cluster = ClusterNode(etcd_client(c.values), prefix, self.node_id, config.advertised.host,
                                        config.advertised.port, c.get_int("broker.session.timeout.ms"),
                                        self._all_partitions)
         # Requests to the other nodes (transaction markers, KIP-890 checks), and the secret that
@@ -220,7 +220,7 @@ class BrokerApp:
         self.view = ClusterView(self.node_id, self.cluster_id, self.cluster,
                                 (config.advertised.host, config.advertised.port), dict(config.advertised_by_listener))
         self.security = SecurityContext(config, self.data_dir, None if self.cluster is None else (
-            EtcdClient(endpoints), self.cluster.prefix))
+            self.cluster.client, self.cluster.prefix))
         # The one runtime that owns every partition log, with the flush policy, the cleaner and
         # retention settings that apply to all of them (per-topic configs override the defaults).
         self.logs = LogRuntime(
@@ -303,7 +303,7 @@ class BrokerApp:
         # ---- client quotas and client telemetry (KIP-714) ----
         self.quotas = QuotaStore(self.data_dir)
         self.quotas_etcd = None if self.cluster is None else EtcdQuotaStore(
-            EtcdClient(endpoints), self.cluster.prefix, self.quotas, self.data_dir)
+            self.cluster.client, self.cluster.prefix, self.quotas, self.data_dir)
         self.enforcer = QuotaEnforcer(self.quotas, c.get_int("quota.window.num"), c.get_int("quota.window.size.seconds"))
         enforcement.install_collector(self.enforcer)
         # The router calls the enforcer only while some quota is configured: a broker without
@@ -312,7 +312,7 @@ class BrokerApp:
         self._observe_quotas()
         subscriptions = SubscriptionStore(self.data_dir)
         self.subscriptions_etcd = None if self.cluster is None else EtcdSubscriptionStore(
-            EtcdClient(endpoints), self.cluster.prefix, subscriptions, self.data_dir)
+            self.cluster.client, self.cluster.prefix, subscriptions, self.data_dir)
         self.telemetry = TelemetryService(subscriptions, c.get_int("telemetry.max.bytes"), monotonic_ms)
         telemetry_service.install_collector(self.telemetry)
         self.handlers = self._make_handlers()
@@ -377,6 +377,8 @@ class BrokerApp:
 
     async def start(self, nursery: trio.Nursery) -> None:
         """Starts every service in ``nursery``, in order, returning once clients may be served."""
+        if self.cluster is not None:  # etcd refusing this node's credentials or rights stops it here
+            await check_access(self.cluster.client, self.cluster.prefix)
         await nursery.start(self.logs.run)
         await trio.to_thread.run_sync(self.journal.open)
         nursery.start_soon(self.journal.run)

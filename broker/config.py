@@ -53,11 +53,39 @@ PROPERTIES: tuple[Property, ...] = (
     Property("advertised.listeners", str, "", "Address given to clients, per listener name; empty = same as "
              "listeners."),
     Property("log.dirs", str, ".kcoord-data", "Data directory (the __consumer_offsets-N and topic logs)."),
-    Property("etcd.endpoints", str, "", "Cluster mode: etcd client URLs, comma-separated (http://host:2379); "
-             "empty = a single node, no etcd."),
+    Property("etcd.endpoints", str, "", "Cluster mode: etcd client URLs, comma-separated (https://host:2379, "
+             "or http:// on loopback or with etcd.allow.plaintext); empty = a single node, no etcd."),
     Property("etcd.prefix", str, "", "Key space of the cluster in etcd; empty = /kcoord/<cluster.id>."),
     Property("broker.session.timeout.ms", int, 9000, "Cluster mode: TTL of this node's etcd lease; a node that "
              "stops renewing it loses its partitions to the others this long after.", minimum=3000),
+    Property("etcd.username", str, "", "Cluster mode: the etcd user this node authenticates as (etcd's auth); "
+             "empty = none."),
+    Property("etcd.password", str, "", "Password of etcd.username.", secret=True),
+    Property("etcd.allow.plaintext", bool, False, "Cluster mode: allow http:// etcd endpoints on other hosts "
+             "(the cluster's secrets then cross the network unencrypted); otherwise they stop startup. Loopback "
+             "is always allowed."),
+    Property("etcd.ssl.keystore.location", str, "", "Keystore file with this node's etcd client certificate and "
+             "private key, of etcd.ssl.keystore.type (https:// endpoints; for etcd's --client-cert-auth)."),
+    Property("etcd.ssl.keystore.type", str, "JKS", "Format of etcd.ssl.keystore.location, as ssl.keystore.type.",
+             choices=("JKS", "PKCS12", "PEM")),
+    Property("etcd.ssl.keystore.password", str, "", "Password of the JKS or PKCS12 etcd keystore.", secret=True),
+    Property("etcd.ssl.keystore.certificate.chain", str, "", "This node's PEM etcd client certificate chain, "
+             "inline (instead of etcd.ssl.keystore.location)."),
+    Property("etcd.ssl.keystore.key", str, "", "This node's PEM etcd client private key, inline (instead of "
+             "etcd.ssl.keystore.location).", secret=True),
+    Property("etcd.ssl.key.password", str, "", "Password of the etcd client private key, as ssl.key.password.",
+             secret=True),
+    Property("etcd.ssl.truststore.location", str, "", "Truststore file of the CA certificates etcd's server "
+             "certificate must chain to, of etcd.ssl.truststore.type; empty = the system's CA certificates."),
+    Property("etcd.ssl.truststore.type", str, "JKS", "Format of etcd.ssl.truststore.location, as "
+             "ssl.truststore.type.", choices=("JKS", "PKCS12", "PEM")),
+    Property("etcd.ssl.truststore.password", str, "", "Password of the JKS or PKCS12 etcd truststore.",
+             secret=True),
+    Property("etcd.ssl.truststore.certificates", str, "", "The CA certificates for etcd in PEM, inline (instead "
+             "of etcd.ssl.truststore.location)."),
+    Property("etcd.ssl.endpoint.identification.algorithm", str, "https", "https = etcd's certificate must name "
+             "the host of the endpoint (as a TLS client checks it); empty = any host name is accepted.",
+             choices=("https", "")),
     Property("socket.request.max.bytes", int, 104857600, "Largest request frame; bigger closes the connection.",
              minimum=1),
     Property("offsets.topic.num.partitions", int, 50, "Partitions (shards) of __consumer_offsets; never change.",

@@ -33,9 +33,18 @@ def _serve(args: argparse.Namespace) -> int:
         exits = group.subgroup(SystemExit)
         if exits is None:
             raise
-        print(exits.exceptions[0], file=sys.stderr)
+        first = _first_leaf(exits)
+        if isinstance(first.code, int):
+            return first.code  # the reason is in the log (e.g. cluster.etcd_refused)
+        print(first, file=sys.stderr)
         return 1
     return 0
+
+
+def _first_leaf(group: BaseExceptionGroup[SystemExit]) -> SystemExit:
+    """The first SystemExit of a group (nested nurseries nest their groups)."""
+    first = group.exceptions[0]
+    return _first_leaf(first) if isinstance(first, BaseExceptionGroup) else first
 
 
 def _health(args: argparse.Namespace) -> int:

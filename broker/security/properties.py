@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from broker.security.etcd_access import check_etcd
 from broker.security.listeners import ListenerSpec
 from broker.security.tls import PrincipalMapper
 
@@ -57,3 +58,4 @@ def check_security(values: Mapping[str, Any], listeners: list[ListenerSpec]) -> 
     for principal in super_users(values):
         if ":" not in principal:
             raise ValueError(f"super.users: {principal!r} is not TYPE:NAME (User:admin)")
+    check_etcd(values)

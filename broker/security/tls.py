@@ -1,5 +1,6 @@
 """TLS for SSL and SASL_SSL listeners: the server context from Kafka's ``ssl.*`` properties, and the
-principal a client certificate stands for.
+principal a client certificate stands for; and the client context of the connections to etcd, from
+the same properties under ``etcd.ssl.*``, read by the same code.
 
 The keystore and truststore are files of type JKS (Kafka's default; a PKCS12 file is read as well,
 as Java reads it), PKCS12 or PEM (``ssl.keystore.location``, ``ssl.truststore.location``, with
@@ -35,25 +36,59 @@ def server_context(values: Mapping[str, Any]) -> ssl.SSLContext:
     """Raises OSError, ssl.SSLError or KeystoreError when a store cannot be read."""
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.minimum_version = ssl.TLSVersion.TLSv1_2
-    key_password = values["ssl.key.password"] or None
-    location = values["ssl.keystore.location"]
+    _load_keystore(ctx, values, "ssl.")
+    _load_truststore(ctx, values, "ssl.")
+    ctx.verify_mode = _VERIFY[values["ssl.client.auth"]]
+    return ctx
+
+
+def client_context(values: Mapping[str, Any], prefix: str) -> ssl.SSLContext:
+    """The context of a TLS client configured as a listener is, under ``prefix`` (``etcd.ssl.``):
+    the server's certificate must chain to the truststore's CA certificates (the system's when none
+    is given) and, with ``<prefix>endpoint.identification.algorithm`` ``https`` (Kafka's default),
+    name the host connected to; the keystore, when given, is this client's certificate.
+    Raises OSError, ssl.SSLError or KeystoreError when a store cannot be read."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if not _load_truststore(ctx, values, prefix):
+        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    if values[f"{prefix}keystore.location"] or values[f"{prefix}keystore.certificate.chain"]:
+        _load_keystore(ctx, values, prefix)
+    ctx.check_hostname = str(values[f"{prefix}endpoint.identification.algorithm"]).lower() == "https"
+    ctx.verify_mode = ssl.CERT_REQUIRED
+    # The JSON gateway of etcd is read as HTTP/1.1 (its port also offers h2 to whoever asks).
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def _load_keystore(ctx: ssl.SSLContext, values: Mapping[str, Any], prefix: str) -> None:
+    """The certificate chain and private key of ``<prefix>keystore.*`` (a file of any store type,
+    or inline PEM) into ``ctx``."""
+    key_password = values[f"{prefix}key.password"] or None
+    location = values[f"{prefix}keystore.location"]
     if location:
-        entry = read_keystore(Path(location).read_bytes(), values["ssl.keystore.type"],
-                              values["ssl.keystore.password"], values["ssl.key.password"])
+        entry = read_keystore(Path(location).read_bytes(), values[f"{prefix}keystore.type"],
+                              values[f"{prefix}keystore.password"], values[f"{prefix}key.password"])
         if entry is None:
             ctx.load_cert_chain(location, password=key_password)
         else:
             _load_inline_chain(ctx, entry.chain_pem, entry.key_pem, None)
     else:
-        _load_inline_chain(ctx, values["ssl.keystore.certificate.chain"], values["ssl.keystore.key"], key_password)
-    if values["ssl.truststore.location"]:
-        trusted = read_truststore(Path(values["ssl.truststore.location"]).read_bytes(),
-                                  values["ssl.truststore.type"], values["ssl.truststore.password"])
+        _load_inline_chain(ctx, values[f"{prefix}keystore.certificate.chain"], values[f"{prefix}keystore.key"],
+                           key_password)
+
+
+def _load_truststore(ctx: ssl.SSLContext, values: Mapping[str, Any], prefix: str) -> bool:
+    """The CA certificates of ``<prefix>truststore.*`` into ``ctx``; False when none is configured."""
+    if values[f"{prefix}truststore.location"]:
+        trusted = read_truststore(Path(values[f"{prefix}truststore.location"]).read_bytes(),
+                                  values[f"{prefix}truststore.type"], values[f"{prefix}truststore.password"])
         ctx.load_verify_locations(cadata=trusted)
-    elif values["ssl.truststore.certificates"]:
-        ctx.load_verify_locations(cadata=values["ssl.truststore.certificates"])
-    ctx.verify_mode = _VERIFY[values["ssl.client.auth"]]
-    return ctx
+        return True
+    if values[f"{prefix}truststore.certificates"]:
+        ctx.load_verify_locations(cadata=values[f"{prefix}truststore.certificates"])
+        return True
+    return False
 
 
 def _load_inline_chain(ctx: ssl.SSLContext, chain: str, key: str, password: str | None) -> None:
