@@ -7,7 +7,6 @@ the outputs are compared once normalized (ids, timestamps, what only one of them
 from __future__ import annotations
 
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -542,24 +541,40 @@ def test_verifiable_consumers_through_a_rolling_bounce(kafka_libs: Path, tools: 
             return sum(len(h) for h in held) == partitions and all(held) and \
                 len(set().union(*held)) == partitions
 
-        deadline = time.monotonic() + 60
-        while not covered(consumers):
-            assert time.monotonic() < deadline, [c.events[-3:] for c in consumers]
-            time.sleep(0.2)
+        def acked_ends() -> dict[tuple[str, int], int]:
+            """The last offset the producer has had acknowledged, per partition, so far."""
+            ends: dict[tuple[str, int], int] = {}
+            for event in producer.named("producer_send_success"):
+                tp = (event["topic"], event["partition"])
+                ends[tp] = max(ends.get(tp, -1), event["offset"])
+            return ends
+
+        def consumed_up_to(ends: dict[tuple[str, int], int]) -> bool:
+            seen = consumed_offsets(every)
+            return all(tp in seen and max(seen[tp]) >= end for tp, end in ends.items())
+
+        def settle(what: str) -> None:
+            """Every partition held by the current consumers, then (the bounce's pacing) this
+            generation has consumed what the producer had written when it formed."""
+            wait_for(lambda: covered(consumers), 60, what,
+                     seen=lambda: [(sorted(assigned_now(c)), c.events[-3:]) for c in consumers])
+            written = acked_ends()
+            wait_for(lambda: consumed_up_to(written), 60, f"{what}: the generation to consume {written}",
+                     seen=lambda: {tp: max(o) for tp, o in consumed_offsets(every).items()})
+
+        # The generation consumes while the producer writes (3000 records at 200/s): something written.
+        producer.wait_for(lambda p: bool(p.named("producer_send_success")), 60, "the first acknowledgement")
+        settle("the three consumers to share the partitions")
 
         members = table(tools.out(GROUPS, "--describe", "--group", group, "--members"), "GROUP")
         assert len(members) == 3 and sum(int(m["#PARTITIONS"]) for m in members) == partitions
 
         for i in range(3):
-            time.sleep(1)  # let each generation consume a little
             assert consumers[i].stop() in (0, 143)  # 143: ended by SIGTERM, after its shutdown hook
             assert consumers[i].named("shutdown_complete")
             consumers[i] = consumer(i)
             every.append(consumers[i])
-            deadline = time.monotonic() + 60
-            while not covered(consumers):
-                assert time.monotonic() < deadline, [c.events[-3:] for c in consumers]
-                time.sleep(0.2)
+            settle(f"the partitions shared again after bounce {i + 1}")
 
         producer.wait_for(lambda p: bool(p.named("shutdown_complete")), 60, "the producer finishes")
         acked: dict[tuple[str, int], list[int]] = {}
@@ -576,10 +591,8 @@ def test_verifiable_consumers_through_a_rolling_bounce(kafka_libs: Path, tools: 
                     last[(o["topic"], o["partition"])] = o["offset"]
             return last
 
-        deadline = time.monotonic() + 60
-        while committed() != ends:
-            assert time.monotonic() < deadline, (committed(), ends)
-            time.sleep(0.2)
+        wait_for(lambda: committed() == ends, 60, "the group's commits to reach the log end",
+                 seen=lambda: (committed(), ends))
     finally:
         producer.kill()
         for c in consumers:
