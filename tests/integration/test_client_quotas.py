@@ -21,6 +21,7 @@ from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.record_batch import build_simple_batch
 from testkit.kcoord import BrokerProcess
 from tests.conftest import BrokerFactory
+from tests.integration.helpers.cluster import wait_for
 from tests.integration.helpers.metrics import scrape
 from tests.integration.helpers.quotas import alter, describe
 
@@ -158,27 +159,44 @@ def test_connections_over_the_address_rate_are_closed_unserved(windowed: BrokerP
         assert 3 <= served <= 9, served
         assert scrape(broker.metrics_port).count("kcoord_quota_connections_throttled_total", ip="127.0.0.1") >= 10
     finally:
-        time.sleep(1)  # the next connection must not be over the rate
-        assert alter(broker.port, [("ip", "127.0.0.1")], [("connection_creation_rate", 0.0, True)]) == [(0, None)]
+        # The removal's own connection is refused while the address is over its rate (held up to
+        # a window, then closed unserved; a refused connection is not counted): it is asked again
+        # until a connection is served.
+        answers: list[object] = []
+
+        def removed() -> bool:
+            try:
+                answers.append(alter(broker.port, [("ip", "127.0.0.1")], [("connection_creation_rate", 0.0, True)]))
+            except (OSError, EOFError, ConnectionError) as exc:
+                answers.append(exc)
+                return False
+            return True
+
+        wait_for(removed, 30, "a connection served to remove the address quota", step=0.2, seen=lambda: answers[-3:])
+        assert answers[-1] == [(0, None)]
 
 
 def test_a_client_older_than_kip_219_gets_its_response_after_the_throttle_time(windowed: BrokerProcess) -> None:
     broker = windowed
+    # v5 is held to a throttle of about a second; v7, under a quota 50 times smaller, is told to
+    # wait over a minute: an answer held for its throttle and one given at once are far apart.
     assert alter(broker.port, [("client-id", "old-producer")], [("producer_byte_rate", 10_000.0, False)]) \
+        == [(0, None)]
+    assert alter(broker.port, [("client-id", "new-producer")], [("producer_byte_rate", 200.0, False)]) \
         == [(0, None)]
     batch = build_simple_batch([(None, b"z" * 16_000, int(time.time() * 1000))])
     P = ProduceRequest.TopicProduceData
-    with WireClient("127.0.0.1", broker.port, client_id="old-producer") as c:
-        c.call(3, 4, MetadataRequest(topics=[MetadataRequest.Topic(name="old-quota")],
-                                     allow_auto_topic_creation=True))
-        timings = []
-        for version in (5, 7):
+    timings = []
+    for version, client_id in ((5, "old-producer"), (7, "new-producer")):
+        with WireClient("127.0.0.1", broker.port, client_id=client_id) as c:
+            c.call(3, 4, MetadataRequest(topics=[MetadataRequest.Topic(name="old-quota")],
+                                         allow_auto_topic_creation=True))
             started = time.monotonic()
             answer: ProduceResponse = c.call(0, version, ProduceRequest(acks=1, timeout_ms=5000, topic_data=[
                 P(name="old-quota", partition_data=[P.PartitionProduceData(index=0, records=batch)])]))
             timings.append((version, answer.throttle_time_ms, time.monotonic() - started))
-            time.sleep(answer.throttle_time_ms / 1000)
     (_, old_throttle, old_wait), (_, new_throttle, new_wait) = timings
-    # v5: the broker holds the response for the throttle time; v7 (KIP-219): it answers at once.
+    # v5: the broker holds the response for the throttle time; v7 (KIP-219): it answers at once,
+    # long before the throttle time it announces has passed (the client waits on its own).
     assert old_throttle > 300 and old_wait >= old_throttle / 1000 * 0.9, timings
-    assert new_throttle > 300 and new_wait < new_throttle / 1000 / 2, timings
+    assert new_throttle > 60_000 and new_wait < new_throttle / 1000 / 2, timings
