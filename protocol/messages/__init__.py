@@ -1,7 +1,8 @@
 """The message tables of every API this broker speaks, keyed by API key.
 
-Being here makes an API decodable (tools, tests), not served: the broker advertises in ApiVersions
-exactly the APIs a handler is registered for (``Router.register``).
+Being here makes an API decodable (tools, tests), not served: the broker serves, and advertises in
+ApiVersions, exactly the APIs of its table in ``broker/apis.py`` (``api_table``), which the router
+installs (``router_apis``).
 """
 
 from __future__ import annotations
