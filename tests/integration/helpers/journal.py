@@ -69,14 +69,28 @@ def settled(cs: list[TimedConsumer], partitions: int) -> bool:
     return sum(len(c.held()) for c in cs) == partitions and all(c.held() for c in cs)
 
 
+def formed(broker: BrokerProcess, group: str, members: int) -> int:
+    """Once the journal holds the rebalance that left ``group`` stable with ``members`` members:
+    the timestamp of its last event, after which a scenario's own rebalance is looked for."""
+    events: list[dict[str, Any]] = []
+
+    def recorded() -> bool:
+        events[:] = read_events(broker.bootstrap, group)
+        done = [e for e in events if e["kind"] == "rebalance"]
+        return bool(done) and done[-1]["outcome"] == "Stable" and done[-1]["members_after"] == members
+
+    wait_for(recorded, 30, f"the journal to record {group} formed of {members} members",
+             seen=lambda: [(e["kind"], e["cause"], e.get("members_after")) for e in events])
+    return max(e["timestamp"] for e in events)
+
+
 def two_stable(broker: BrokerProcess, group: str, topic: str, partitions: int = 4,
                **conf: Any) -> tuple[TimedConsumer, TimedConsumer, int]:
     create_topic(broker.bootstrap, topic, partitions)
     a = consumer(broker, group, topic, **conf)
     b = consumer(broker, group, topic, **conf)
     wait_for(lambda: settled([a, b], partitions), 30, "two members sharing the topic")
-    time.sleep(0.5)
-    return a, b, int(time.time() * 1000)
+    return a, b, formed(broker, group, 2)
 
 
 class Seen(NamedTuple):
@@ -138,8 +152,7 @@ def member_killed_with_sigkill(broker: BrokerProcess) -> Seen:
     a = consumer(broker, "kill-g", "kill-t")
     victim = start_consumer_process(broker.bootstrap, "kill-g", "kill-t")
     wait_for(lambda: len(a.held()) == 2, 30, "the two members to share the topic")
-    time.sleep(0.5)
-    since = int(time.time() * 1000)
+    since = formed(broker, "kill-g", 2)
     victim.send_signal(signal.SIGKILL)
     victim.wait(10)
     wait_for(lambda: len(a.held()) == 4, 30, "the survivor to take every partition")
