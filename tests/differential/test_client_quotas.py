@@ -3,13 +3,11 @@ not, get the same error codes and messages, and the same filters describe the sa
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
-from tests.differential.harness import Pair, Target, unique
+from tests.differential.harness import Pair, Target, retry, unique
 
 pytestmark = pytest.mark.differential
 
@@ -70,9 +68,19 @@ def test_validate_only_and_filters_describe_alike(pair: Pair) -> None:
                             entry([("client-id", client)], [("request_percentage", 25.0, False)])])
         validate = alter_each(target, [entry([("user", user), ("client-id", None)],
                                              [("producer_byte_rate", 1.0, False)])], validate_only=True)
-        time.sleep(0.5)  # Kafka applies an alteration to its quota image asynchronously
         c = target.client()
         C = DescribeClientQuotasRequest.ComponentData
+        # Kafka applies an alteration to its quota image a moment after answering it, in the
+        # metadata log's order: once the last one is described, the others are in effect too.
+        last = [C(entity_type="client-id", match_type=0, match=client)]
+
+        def last_described() -> object:
+            answer: DescribeClientQuotasResponse = c.call(48, 1, DescribeClientQuotasRequest(components=last,
+                                                                                              strict=True))
+            return [sorted((v.key, v.value) for v in x.values) for x in answer.entries or []]
+
+        seen = retry(last_described, lambda got: got == [[("request_percentage", 25.0)]], timeout=30)
+        assert seen == [[("request_percentage", 25.0)]], f"{target.name} did not apply the alterations in 30 s: {seen}"
         described = []
         for components, strict in (
                 ([C(entity_type="user", match_type=0, match=user)], False),
