@@ -116,7 +116,11 @@ class Cluster:
         return True
 
     def coordinator(self, group: str) -> int:
-        with WireClient("127.0.0.1", self.alive()[0].port, timeout=5) as c:
+        """The node that coordinates ``group`` as a live node answers, -1 if none can tell."""
+        alive = self.alive()
+        if not alive:
+            return -1
+        with WireClient("127.0.0.1", alive[0].port, timeout=5) as c:
             r = c.call(ApiKey.FindCoordinator, 3, FindCoordinatorRequest(key=group, key_type=0))
         return int(r.node_id) if r.error_code == 0 else -1
 
