@@ -42,6 +42,7 @@ from tests.integration.helpers.cluster import (
     Committer,
     fetch_offset,
     lost_records,
+    metadata_leaders,
     partition_leader,
     read_partition,
     wait_for,
@@ -57,14 +58,17 @@ MARGIN_S = 0.5  # replies a stopped node had sent before it stopped are read wit
 
 
 def _serving_again(producer: AckedProducer, committers: list[Committer], since: float,
-                   timeout: float = 60) -> tuple[float, float]:
+                   timeout: float = 90) -> tuple[float, float]:
     """Waits for records and every group's commits acknowledged after ``since`` (by whoever serves
     them now); returns the seconds from ``since`` to the first such record and to the last group's
-    first such commit."""
+    first such commit. A cluster that does not serve again within ``timeout`` fails the run, saying
+    who each node names the leader (a liveness failure, as much a finding as a lost record)."""
+    bootstrap = producer.bootstrap
     wait_for(lambda: producer.first_new_ack_after(since, MARGIN_S) is not None
-             and producer.acks_after(since + MARGIN_S) >= 100, timeout, "acknowledged records")
+             and producer.acks_after(since + MARGIN_S) >= 100, timeout, "acknowledged records",
+             seen=lambda: (producer.failed, metadata_leaders(bootstrap, producer.topic)))
     wait_for(lambda: all(c.first_success_after(since + MARGIN_S) is not None for c in committers), timeout,
-             "acknowledged commits")
+             "acknowledged commits", seen=lambda: [(c.group, c.acked, c.errors) for c in committers])
     first = producer.first_new_ack_after(since, MARGIN_S)
     commits = [c.first_success_after(since + MARGIN_S) for c in committers]
     assert first is not None and all(t is not None for t in commits)
