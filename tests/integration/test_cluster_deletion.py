@@ -145,6 +145,8 @@ def test_only_the_owner_removes_a_deleted_topics_partitions(cluster: Cluster) ->
         before = {p: tree(data / f"{topic}-{p}") for p in of_b}
         delete_then_create(cluster, topic, None)
         wait_for(lambda: not any((data / f"{topic}-{p}").exists() for p in of_a), 5, "A's own partitions removed")
+        # That A leaves B's directories alone has no condition to wait on: a node that would
+        # touch them is given until 1.2 s into the pause (well within B's 6 s lease) to do so.
         time.sleep(max(0.0, paused_at + 1.2 - time.monotonic()))
         assert {p: tree(data / f"{topic}-{p}") for p in of_b} == before
         assert not list(data.glob(f"{topic}-*-delete")) and not list(data.glob(f"{topic}-*.*-delete"))
@@ -192,7 +194,8 @@ def test_a_topic_deleted_and_created_again_at_once_keeps_the_new_topics_data(clu
     for p in (0, 1):
         assert read_partition(bootstrap, topic, p, timeout=20) == (expected[p], 100)
     # Later, whatever the owners of the deleted topic's partitions did meanwhile, nothing of it
-    # is lost, and each directory is the new topic's.
+    # is lost, and each directory is the new topic's. A loss has no condition to wait on: an
+    # owner that would remove the new topic's data late is given a second to do so.
     time.sleep(1.0)
     for p in (0, 1):
         assert read_partition(bootstrap, topic, p, timeout=20) == (expected[p], 100)
@@ -223,8 +226,10 @@ def test_the_directories_of_a_dead_owner_are_removed_once_its_claims_expire(clus
     killed_at = time.monotonic()
     before = {p: tree(data / f"{topic}-{p}") for p in of_b}
     delete_then_create(cluster, topic, None)
-    time.sleep(1.0)
     # B's claims hold until its lease expires: its directories are left as they are meanwhile.
+    # That nobody removes them early has no condition to wait on: a node that would is given a
+    # second (of B's 6 s lease) to do so.
+    time.sleep(1.0)
     assert {p: tree(data / f"{topic}-{p}") for p in of_b} == before
     wait_for(lambda: not list(data.glob(f"{topic}-*")), 30, "the dead owner's directories removed")
     assert time.monotonic() - killed_at > 3.0  # not before B's claims could have expired
