@@ -15,11 +15,13 @@ import pkgutil
 import random
 import struct
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import kafka.protocol
 import pytest
 from kafka.protocol.api_data import ApiData
+from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.protocol.api_message import ApiMessage
 
 from protocol.consumer_protocol import (
@@ -56,6 +58,11 @@ def _kafka_python_classes() -> dict[str, Any]:
             if getattr(sub, "_class_version", None) is None:
                 found.setdefault(sub.__name__, sub)
     return found
+
+
+# Every kafka-python protocol module imported (its response classes registered), and what it registered.
+_kafka_python_classes()
+_KAFKA_PYTHONS_DECODERS = dict(ResponseClassRegistry._response_class_registry)
 
 
 # kafka-python ships no KIP-848 API; it generates them from Kafka 4.1's specs as transcribed in
@@ -227,9 +234,24 @@ class UnregisterBrokerResponse(ApiMessage, load_json="tests.kafka_specs"):
 
 
 KP = _kafka_python_classes()
-# The classes above replace kafka-python's own of the same name.
+# The classes above replace kafka-python's own of the same name, here only.
 KP.update({cls.__name__: cls for cls in (ApiVersionsRequest, ApiVersionsResponse, UnregisterBrokerRequest,
                                          UnregisterBrokerResponse)})
+
+
+# Defining a response class makes it kafka-python's decoder of that API key for the whole process
+# (``ResponseClassRegistry``): the kafka-python clients of integration tests that run later in the
+# same worker would decode ApiVersions with the oracle's class and fail to bootstrap. kafka-python's
+# own decoders, as registered before the classes above were defined, are put back; the oracle uses
+# its classes directly and needs no registry.
+ResponseClassRegistry._response_class_registry.update(_KAFKA_PYTHONS_DECODERS)
+
+
+@pytest.fixture(autouse=True)
+def _kafka_python_keeps_its_decoders() -> Iterator[None]:
+    """Codecs built while a test runs register themselves too: put kafka-python's back after it."""
+    yield
+    ResponseClassRegistry._response_class_registry.update(_KAFKA_PYTHONS_DECODERS)
 
 # ---- random values drawn from our tables --------------------------------------------------------
 
@@ -515,3 +537,10 @@ def test_group_metadata_layouts() -> None:
     v4 = GroupMetadataValue.encode(value, 4)
     assert v4.startswith(b"\x09consumer" + struct.pack(">i", 4) + b"\x06range\x04m-1")
     assert GroupMetadataValue.decode(v4, 4) == value
+
+
+def test_kafka_python_clients_keep_their_own_decoders() -> None:
+    """The oracle's classes decode nothing for kafka-python's clients in this process: ApiVersions,
+    which every kafka-python client sends first, is decoded by kafka-python's own class."""
+    registered = ResponseClassRegistry._response_class_registry[ApiVersionsResponse.API_KEY]
+    assert registered.__module__ == "kafka.protocol.metadata.api_versions"
