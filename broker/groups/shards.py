@@ -332,10 +332,15 @@ class ShardManager(Coordinator[GroupCoordinatorShard, Result]):
         while True:
             await trio.sleep(SNAPSHOT_CHECK_S)
             for slot in self.runtimes:
-                if self.snapshot_due(slot, SNAPSHOT_TAIL_RECORDS):
-                    snapshot = await trio.to_thread.run_sync(self.write_snapshot, slot)
-                    if snapshot is not None:
-                        self.loads[slot.partition].snapshot = snapshot
+                try:
+                    if self.snapshot_due(slot, SNAPSHOT_TAIL_RECORDS):
+                        snapshot = await trio.to_thread.run_sync(self.write_snapshot, slot)
+                        if snapshot is not None:
+                            self.loads[slot.partition].snapshot = snapshot
+                except (OSError, StorageError) as exc:
+                    # A snapshot only shortens the next load: failing to take one (out of file
+                    # descriptors, a disk error) is reported and tried again, never the node's end.
+                    logs.warn("shards.snapshot_failed", partition=slot.partition, error=repr(exc))
 
     def write_snapshots(self) -> None:
         """At shutdown, after serving stopped: a snapshot of every loaded shard whose log has

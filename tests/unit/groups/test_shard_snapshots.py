@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import trio
 
 from broker.group_coordinator.context import CoordinatorConfig
 from broker.group_coordinator.records import OffsetCommitRecord, encode_record
 from broker.group_coordinator.shard import GroupCoordinatorShard
-from broker.groups import replay_snapshot
+from broker.groups import replay_snapshot, shards
 from broker.groups.replay_snapshot import ReplaySnapshot
 from broker.groups.shards import SNAPSHOT_TAIL_RECORDS, ShardManager
 from broker.log_runtime.runtime import LogRuntime, Partition
@@ -147,4 +148,33 @@ def test_compaction_makes_a_new_snapshot_due(tmp_path: Path) -> None:
     assert shard.snapshot_due(1)
     assert shard.snapshot is None  # it no longer matches the log
     assert replay_snapshot.path_of(part.log).exists()  # until the next one replaces it
+    shard.manager.logs.close()
+
+
+def test_a_snapshot_that_cannot_be_taken_is_reported_not_fatal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A periodic snapshot only shortens the next load: one that fails (out of file descriptors,
+    say) is logged and tried again at the next check; the shards keep running."""
+    log, _ = PartitionLog.open(tmp_path / "__consumer_offsets-0", OFFSETS)
+    commits(log, range(SNAPSHOT_TAIL_RECORDS), 1)
+    log.close()
+    shard = loaded_shard(tmp_path)
+    attempts: list[int] = []
+
+    def out_of_descriptors(slot: object) -> ReplaySnapshot | None:
+        attempts.append(1)
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(shard.manager, "write_snapshot", out_of_descriptors)
+    monkeypatch.setattr(shards, "SNAPSHOT_CHECK_S", 0.01)
+
+    async def two_checks() -> None:
+        with trio.move_on_after(5):
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(shard.manager._write_snapshots_periodically)
+                while len(attempts) < 2:
+                    await trio.sleep(0.01)
+                nursery.cancel_scope.cancel()
+
+    trio.run(two_checks)
+    assert len(attempts) >= 2 and shard.snapshot is None
     shard.manager.logs.close()
