@@ -10,6 +10,7 @@ and rebuilds them when they disagree.
 from __future__ import annotations
 
 import bisect
+import errno
 import os
 import struct
 from array import array
@@ -28,6 +29,11 @@ class _Index:
         self.keys: array[int] = array(self.KEY_TYPE)
         self.values: array[int] = array(self.VALUE_TYPE)
         self.fd = -1
+        # False once the segment rolled (``release``): the entries live in memory and the file no
+        # longer changes, so it holds no descriptor (a partition of many segments would otherwise
+        # hold three per segment); the rare change or sync after that opens it for the moment.
+        self.held = True
+        self.closed = False
         self.preallocated = False
         self.dirty = False
         self.write_through = True  # off while recovery recomputes entries to compare
@@ -82,8 +88,9 @@ class _Index:
         self.keys.append(key)
         self.values.append(value)
         if self.write_through:
-            os.pwrite(self.fd, self.ENTRY.pack(key, value), at)
+            os.pwrite(self._file(), self.ENTRY.pack(key, value), at)
             self.dirty = True
+            self._done()
 
     def set_entries(self, entries: list[tuple[int, int]]) -> None:
         """Replace the in-memory entries only (they already match the file)."""
@@ -100,37 +107,70 @@ class _Index:
     def replace_all(self, entries: list[tuple[int, int]]) -> None:
         """Rewrite the file with ``entries`` (a rebuild)."""
         self.set_entries(entries)
-        os.ftruncate(self.fd, 0)
+        fd = self._file()
+        os.ftruncate(fd, 0)
         data = b"".join(self.ENTRY.pack(k, v) for k, v in entries)
         if data:
-            os.pwrite(self.fd, data, 0)
+            os.pwrite(fd, data, 0)
         if self.preallocated:
             self.preallocate()
         self.dirty = True
+        self._done()
 
     def truncate_entries(self, count: int) -> None:
         del self.keys[count:]
         del self.values[count:]
-        os.ftruncate(self.fd, count * self.ENTRY.size)
+        os.ftruncate(self._file(), count * self.ENTRY.size)
         if self.preallocated:
             self.preallocate()
         self.dirty = True
+        self._done()
 
     def preallocate(self) -> None:
-        os.ftruncate(self.fd, self.max_entries * self.ENTRY.size)
+        self.held = True  # an active segment's index: appended to all the time
+        os.ftruncate(self._file(), self.max_entries * self.ENTRY.size)
         self.preallocated = True
 
     def trim(self) -> None:
-        os.ftruncate(self.fd, len(self.keys) * self.ENTRY.size)
+        os.ftruncate(self._file(), len(self.keys) * self.ENTRY.size)
         self.preallocated = False
         self.dirty = True
+        self._done()
 
     def flush(self) -> None:
-        if self.dirty and self.fd >= 0:
+        if self.dirty and not self.closed and (self.fd >= 0 or not self.held):
             self.dirty = False
-            os.fsync(self.fd)
+            try:
+                os.fsync(self._file())
+            except BaseException:
+                self.dirty = True
+                raise
+            finally:
+                self._done()
+
+    def release(self) -> None:
+        """The index no longer changes (its segment rolled): close its descriptor. Its entries stay
+        in memory; a later change or sync (recovery, compaction, the flush that makes the roll
+        durable) opens the file for that moment."""
+        self.held = False
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _file(self) -> int:
+        if self.closed:
+            raise OSError(errno.EBADF, f"{self.path.name} is closed")
+        if self.fd < 0:
+            self.fd = os.open(self.path, os.O_RDWR)
+        return self.fd
+
+    def _done(self) -> None:
+        if not self.held and self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
 
     def close(self) -> None:
+        self.closed = True  # nothing opens it again
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1

@@ -169,6 +169,9 @@ def _recover(
     if segments:
         check()
         segments[-1].activate()
+    for seg in segments[:-1]:  # rolled segments: their indexes are in memory and change no more
+        seg.offset_index.release()
+        seg.time_index.release()
     report.segments = len(segments)
     return segments, report
 

@@ -94,6 +94,10 @@ class Segment:
             self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp, even_if_full=True)
         self.offset_index.trim()
         self.time_index.trim()
+        # A rolled segment's indexes no longer change: they keep no descriptor (one for its .log
+        # is all a segment holds then, as in Kafka, whose indexes are memory-mapped).
+        self.offset_index.release()
+        self.time_index.release()
         self.active = False
 
     def sync(self, with_indexes: bool) -> None:

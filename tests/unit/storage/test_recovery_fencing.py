@@ -7,6 +7,7 @@ the claim right before it is made, so the new owner's files stay byte for byte a
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from protocol.record_batch import build_simple_batch
 from storage.config import LogConfig
 from storage.errors import FencedError
 from storage.fencing import Fence
-from storage.layout import CLEANED, DELETED, INDEX, LOG, segment_path
+from storage.layout import CLEANED, DELETED, INDEX, LOG, TIME_INDEX, segment_path
 from storage.leader_epochs import LeaderEpochCache
 from storage.log_manager import LogManager
 from storage.partition_log import PartitionLog
@@ -116,4 +117,43 @@ def test_a_claim_rebuilds_the_epoch_checkpoint_from_the_batches(tmp_path: Path) 
     log = manager.get_or_create("t", 0, fence=Fence("t-0", 21))
     assert log.epochs.entries == [(5, 0), (8, 10), (13, 20)]
     assert LeaderEpochCache.load(directory).entries == [(5, 0), (8, 10), (13, 20)]
+    log.close()
+
+
+def descriptors_into(directory: Path) -> list[str]:
+    """The files of ``directory`` this process holds open."""
+    held = []
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith(str(directory) + os.sep):
+            held.append(Path(target).name)
+    return sorted(held)
+
+
+def test_a_rolled_segment_holds_one_descriptor(tmp_path: Path) -> None:
+    """A partition of many segments is opened whatever its size within the open-file limit allows:
+    a rolled segment keeps its .log open and nothing else (its indexes are in memory), as Kafka's
+    segments keep one file channel each. Written, reopened (recovered) and compacted alike."""
+    directory = tmp_path / "t-0"
+    log, _ = PartitionLog.open(directory, SMALL)
+    for i in range(200):
+        log.append([(b"k%d" % (i % 5), b"value-%d" % i + b"x" * 100, 1000 + i)])
+    log.flush()
+
+    def expected(log: PartitionLog) -> list[str]:
+        active = log.active_segment
+        names = [s.path(LOG).name for s in log.segments()]
+        return sorted([*names, active.path(INDEX).name, active.path(TIME_INDEX).name])
+
+    assert log.segment_count > 10
+    assert descriptors_into(directory) == expected(log)
+    log.close()
+    assert descriptors_into(directory) == []
+    log, report = PartitionLog.open(directory, SMALL)
+    assert report.clean and descriptors_into(directory) == expected(log)
+    # Every record still reads back, through the indexes kept in memory.
+    assert sum(b.records_count for b in log.batches()) == 200
     log.close()
