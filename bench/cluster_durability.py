@@ -27,15 +27,13 @@ from __future__ import annotations
 import argparse
 import os
 import random
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
+from bench.harness import work_dir
 from testkit.etcd import ETCD_BINARY, EtcdProcess
-from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.cluster import (
     AckedProducer,
     Cluster,
@@ -92,13 +90,7 @@ def run(args: argparse.Namespace, tmp: Path) -> int:
     read_backs: list[float] = []
     lost_in_rounds = 0
     try:
-        for node in (1, 2):
-            cluster.start_node(node)
-        cluster.wait_spread({1, 2}, timeout=60)
-        bootstrap = ",".join(b.bootstrap for b in cluster.alive())
-        create_topic(bootstrap, TOPIC, 1)
-        wait_for(lambda: partition_leader(cluster, TOPIC) in cluster.nodes, 30, "a leader")
-        leader = partition_leader(cluster, TOPIC)
+        bootstrap, leader = cluster.start_with_topic(TOPIC)
         if args.producer == "operator":
             producer = AckedProducer(bootstrap, TOPIC, in_flight=40000, value_size=300, rate=4000,
                                      config=OPERATOR_PRODUCER)
@@ -193,14 +185,8 @@ def main() -> int:
     if not os.path.exists(ETCD_BINARY):
         print("etcd is not installed (Debian package etcd-server)", file=sys.stderr)
         return 2
-    tmp = Path(tempfile.mkdtemp(prefix="kcoord-durability-"))
-    try:
+    with work_dir("kcoord-durability-") as tmp:
         return run(args, tmp)
-    finally:
-        if os.environ.get("KCOORD_BENCH_KEEP"):
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -40,17 +40,15 @@ import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
+from bench.harness import work_dir
 from testkit.etcd import ETCD_BINARY, EtcdProcess
 from testkit.kafka import classpath, java_command, kafka_libs
 from testkit.kcoord import ROOT
-from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.cluster import AckedProducer, Cluster, partition_leader, wait_for
 
 TOPIC = "failover"
@@ -193,13 +191,7 @@ def run(args: argparse.Namespace, client: str, tmp: Path) -> dict[str, list[floa
     results: dict[str, list[float]] = {"takeover": [], "producer": [], "consumer": []}
     stoppers: list[Any] = []
     try:
-        for node in (1, 2):
-            cluster.start_node(node)
-        cluster.wait_spread({1, 2}, timeout=60)
-        bootstrap = ",".join(b.bootstrap for b in cluster.alive())
-        create_topic(bootstrap, TOPIC, 1)
-        wait_for(lambda: partition_leader(cluster, TOPIC) in cluster.nodes, 30, "a leader")
-        leader = partition_leader(cluster, TOPIC)
+        bootstrap, leader = cluster.start_with_topic(TOPIC)
         other = 2 if leader == 1 else 1
         group = cluster.groups_on(other, 1, "failover")[0]
         feeder = AckedProducer(bootstrap, TOPIC, rate=RATE)
@@ -288,14 +280,8 @@ def main() -> int:
         return 2
     clients = ["librdkafka", "java"] if args.client == "both" else [args.client]
     for client in clients:
-        tmp = Path(tempfile.mkdtemp(prefix=f"kcoord-failover-{uuid.uuid4().hex[:6]}-"))
-        try:
+        with work_dir(f"kcoord-failover-{client}-") as tmp:
             run(args, client, tmp)
-        finally:
-            if os.environ.get("KCOORD_BENCH_KEEP"):
-                print(f"kept {tmp}")
-            else:
-                shutil.rmtree(tmp, ignore_errors=True)
     return 0
 
 

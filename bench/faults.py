@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
+from bench.harness import work_dir
 from testkit.etcd import ETCD_BINARY
 from testkit.faults.checker import check, dump_readback, load_readback, report
 from testkit.faults.history import History
@@ -60,8 +59,7 @@ def main() -> int:
     if not os.path.exists(ETCD_BINARY):
         print("etcd is not installed (Debian package etcd-server)", file=sys.stderr)
         return 2
-    tmp = Path(tempfile.mkdtemp(prefix="kcoord-faults-"))
-    try:
+    with work_dir("kcoord-faults-") as tmp:
         result = run(args.seed, args.seconds, tmp, nodes=args.nodes, netns=netns, lease_ms=args.lease_ms,
                      drain_timeout=args.drain_timeout, log=lambda line: print(line, flush=True))
         if args.history is not None:
@@ -71,11 +69,6 @@ def main() -> int:
         print(f"\n== seed {args.seed}: {'PASS' if result.verdict.ok else 'FAIL'}")
         print(result.report)
         return 0 if result.verdict.ok else 1
-    finally:
-        if os.environ.get("KCOORD_BENCH_KEEP"):
-            print(f"kept {tmp}")
-        else:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -3,17 +3,33 @@ defaults), its CPU and RSS."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from testkit.kcoord import ROOT, BrokerProcess
 
-__all__ = ["CLK_TCK", "ROOT", "Broker", "cpu_seconds", "rss_mb"]
+__all__ = ["CLK_TCK", "ROOT", "Broker", "cpu_seconds", "rss_mb", "work_dir"]
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@contextlib.contextmanager
+def work_dir(prefix: str) -> Iterator[Path]:
+    """A temporary directory for a benchmark's nodes, etcd and logs, removed afterwards; kept (and
+    named) when ``KCOORD_BENCH_KEEP`` is set, to read the nodes' logs after a failed run."""
+    tmp = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield tmp
+    finally:
+        if os.environ.get("KCOORD_BENCH_KEEP"):
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def cpu_seconds(pid: int) -> float:

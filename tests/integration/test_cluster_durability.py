@@ -57,12 +57,7 @@ def own_etcd(tmp_path: Path) -> Iterator[EtcdProcess]:
 
 
 def _start(cluster: Cluster, nodes: tuple[int, ...] = (1, 2)) -> tuple[AckedProducer, str]:
-    for node in nodes:
-        cluster.start_node(node)
-    cluster.wait_spread(set(nodes))
-    bootstrap = ",".join(b.bootstrap for b in cluster.alive())
-    create_topic(bootstrap, TOPIC, 1)
-    wait_for(lambda: partition_leader(cluster, TOPIC) in cluster.nodes, 30, "a leader of the topic")
+    bootstrap, _leader = cluster.start_with_topic(TOPIC, nodes)
     producer = AckedProducer(bootstrap, TOPIC)
     producer.start()
     started = time.monotonic()
@@ -167,13 +162,7 @@ def test_every_acknowledged_record_reads_back_from_offset_0_after_each_flip_of_o
     every record acknowledged so far must come back with its value: each claim serves what
     storage holds at the claim plus what that tenure appended, nothing remembered from an earlier
     tenure of the same node."""
-    for node in (1, 2):
-        cluster.start_node(node)
-    cluster.wait_spread({1, 2})
-    bootstrap = ",".join(b.bootstrap for b in cluster.alive())
-    create_topic(bootstrap, TOPIC, 1)
-    wait_for(lambda: partition_leader(cluster, TOPIC) in cluster.nodes, 30, "a leader of the topic")
-    leader = partition_leader(cluster, TOPIC)
+    bootstrap, leader = cluster.start_with_topic(TOPIC)
     producer = AckedProducer(bootstrap, TOPIC, in_flight=40000, value_size=300, rate=4000, config=LARGE_BATCHES)
     producer.start()
     started = time.monotonic()

@@ -76,6 +76,19 @@ class Cluster:
         self.nodes[node_id] = b
         return b
 
+    def start_with_topic(self, topic: str, nodes: tuple[int, ...] = (1, 2)) -> tuple[str, int]:
+        """Starts ``nodes``, waits until they share the partitions, creates ``topic`` with one
+        partition and waits until it has a leader; returns the bootstrap list and that leader."""
+        from tests.integration.helpers.clients import create_topic  # it imports this module
+
+        for node in nodes:
+            self.start_node(node)
+        self.wait_spread(set(nodes), timeout=60)
+        bootstrap = ",".join(b.bootstrap for b in self.alive())
+        create_topic(bootstrap, topic, 1)
+        wait_for(lambda: partition_leader(self, topic) in self.nodes, 30, "a leader of the topic")
+        return bootstrap, partition_leader(self, topic)
+
     def alive(self) -> list[BrokerProcess]:
         return [b for n, b in self.nodes.items()
                 if b.proc is not None and b.proc.poll() is None and n not in self.paused]
