@@ -8,7 +8,7 @@ from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from tests.integration.helpers.cluster import metadata_leaders
+from tests.integration.helpers.cluster import metadata_leaders, wait_for
 
 
 def consumer(bootstrap: str, group: str, **conf: Any) -> Consumer:
@@ -48,16 +48,19 @@ def read_all(bootstrap: str, topic: str, timeout_s: float = 60.0) -> list[bytes]
     form could end before it began to read."""
     deadline = time.monotonic() + timeout_s
     seen: dict[str, object] = {}
-    while True:
+    stable: dict[int, int] = {}
+
+    def settled() -> bool:
+        nonlocal seen, stable
         try:
             stable, high = _ends(bootstrap, topic, "read_committed"), _ends(bootstrap, topic, "read_uncommitted")
-            seen = {"last stable offsets": stable, "high watermarks": high}
-            if stable == high:
-                break
         except KafkaException as exc:
             seen = {"error": exc, "metadata": metadata_leaders(bootstrap, topic)}
-        assert time.monotonic() < deadline, f"{topic} did not settle in {timeout_s:.0f} s: {seen}"
-        time.sleep(0.2)
+            return False
+        seen = {"last stable offsets": stable, "high watermarks": high}
+        return stable == high
+
+    wait_for(settled, timeout_s, f"{topic} to settle (no transaction open)", step=0.2, seen=lambda: seen)
     c = consumer(bootstrap, f"reader-{uuid.uuid4()}", **{"enable.partition.eof": True})
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in stable])
     values: list[bytes] = []
