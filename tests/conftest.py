@@ -43,9 +43,36 @@ def _no_client_outlives_its_test(request: pytest.FixtureRequest) -> Iterator[Non
             stop_flag.set()
             thread.join(15)
     gc.collect()  # consumers in reference cycles (callbacks that point back at their owner)
-    for consumer in _librdkafka_consumers():
-        if id(consumer) not in consumers_before:
-            consumer.close()  # idempotent; quick even when its broker is gone
+    leftovers = [c for c in _librdkafka_consumers() if id(c) not in consumers_before]
+    if leftovers:
+        # On a thread of its own: librdkafka's close can block for good (a thread that would not stop
+        # may still be inside that consumer), and the test's thread must never wait on it unbounded.
+        closer = threading.Thread(target=_close_all, args=(leftovers,), daemon=True, name="close-leftovers")
+        closer.start()
+        closer.join(30)
+
+
+def _close_all(consumers: list[Any]) -> None:
+    for consumer in consumers:
+        consumer.close()  # idempotent
+
+
+# The last guard against a run that never ends: pytest-timeout interrupts a test from Python, which
+# a thread blocked inside a C library (librdkafka's destroy or close when its brokers are gone) never
+# returns to; pyproject's faulthandler_timeout dumps every thread and ends the worker from C instead.
+# After the session, the same from C bounds the process's own exit (a client library's threads
+# joined at finalization), so that a worker that ran everything cannot hold the run open.
+EXIT_DEADLINE_S = 300
+_exit_dump: Any = None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    import faulthandler
+
+    global _exit_dump
+    _exit_dump = os.fdopen(os.dup(2), "w")  # kept open until the process ends
+    faulthandler.dump_traceback_later(EXIT_DEADLINE_S, file=_exit_dump, exit=True)
 
 
 BrokerFactory = Callable[..., BrokerProcess]
@@ -184,5 +211,18 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     class SharedProcessScheduling(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return test_group(nodeid)
+
+        def remove_node(self, node: Any) -> str | None:
+            """A test that ended its worker (faulthandler_timeout above) is reported failed once;
+            the rest of its unit goes to the next worker. xdist's own would hand that unit over with
+            the test still pending: each next worker would run it, and hang, again."""
+            workload = self.assigned_work.get(node, {})
+            crashed = next((nodeid for unit in workload.values() for nodeid, done in unit.items() if not done),
+                           None)
+            for unit in workload.values():
+                if crashed in unit:
+                    unit[crashed] = True
+            super().remove_node(node)
+            return crashed
 
     return SharedProcessScheduling(config, log)
