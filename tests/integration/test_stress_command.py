@@ -64,7 +64,9 @@ def test_two_runs_beside_a_hog_report_every_failure_with_its_run(tmp_path: Path)
     out = tmp_path / "out"
     result = subprocess.run(
         [sys.executable, "-m", "testkit.stress", "--runs", "2", "--hogs", "1", "--run-timeout", "8",
-         "--workers", "0", "--out", str(out), str(tests / "test_deliberate.py")],
+         # pytest names tests from its rootdir, which it otherwise infers from the files found
+         # above the module (under a shared temporary directory, whatever other tests left there).
+         "--workers", "0", "--out", str(out), f"--rootdir={tests}", str(tests / "test_deliberate.py")],
         cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=100)
     text = result.stdout
     assert result.returncode == 1, text + result.stderr
