@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -59,6 +60,8 @@ def main() -> int:
     if not os.path.exists(ETCD_BINARY):
         print("etcd is not installed (Debian package etcd-server)", file=sys.stderr)
         return 2
+    # SIGTERM (a caller's deadline) stops the run as Ctrl-C does: the cluster and its namespaces go.
+    signal.signal(signal.SIGTERM, _interrupt)
     with work_dir("kcoord-faults-") as tmp:
         result = run(args.seed, args.seconds, tmp, nodes=args.nodes, netns=netns, lease_ms=args.lease_ms,
                      drain_timeout=args.drain_timeout, log=lambda line: print(line, flush=True))
@@ -71,5 +74,14 @@ def main() -> int:
         return 0 if result.verdict.ok else 1
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    # The clients' threads may still be inside librdkafka calls to nodes that are gone (a handle's
+    # destruction waits for them); nothing is left to do, so the process does not wait on them.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -63,6 +63,7 @@ class Violation:
     time: float
     ops: list[int] = field(default_factory=list)  # indices of the operations involved
     key: str | None = None  # "topic:partition" or group, to pick the window
+    places: list[tuple[str, int]] = field(default_factory=list)  # ("topic:partition", offset) involved
 
     def __str__(self) -> str:
         return f"{self.kind} at {self.time:.3f} s: {self.message}"
@@ -246,7 +247,7 @@ def check(ops: list[Op], readback: ReadBack, *, drain_timeout: float | None = No
             continue
         violations.append(Violation("duplicate", f"{src.process} ({kinds.get(src.process, '?')}) sent {value!r} once; "
                                     f"the read-back has it at {sorted(places)}", src.time, [src.index],
-                                    places[0][0]))
+                                    places[0][0], sorted(places)))
     for t in txns.values():
         if t.outcome != "unknown" or not t.sends:
             continue

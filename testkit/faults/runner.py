@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from protocol.record_batch import HEADER, HEADER_SIZE, LOG_OVERHEAD
 from testkit.faults.checker import PartitionRead, ReadBack, Verdict, check, report
 from testkit.faults.cluster import FaultCluster
 from testkit.faults.history import History, tp_key
@@ -67,6 +68,39 @@ def read_back(bootstrap: str, topic: str, partition: int, timeout: float) -> Par
                                      f"({len(records)} records) in {timeout:.0f} s")
     finally:
         reader.close()
+
+
+def batch_at(partition_dir: Path, offset: int) -> str:
+    """The header of the batch that holds ``offset``, read from the partition's segment files as
+    the nodes left them: the claim that wrote it (its partition leader epoch is the owner epoch),
+    and the producer id, epoch and sequences, which tell a retry appended twice (one sequence) from
+    a record sent again under a new sequence."""
+    for log in sorted(partition_dir.glob("*.log"), reverse=True):
+        if int(log.stem) > offset:
+            continue
+        data = log.read_bytes()
+        pos = 0
+        while pos + HEADER_SIZE <= len(data):
+            (base, length, leader_epoch, _magic, _crc, _attrs, last_delta, _ts, max_ts, pid, epoch, seq,
+             _count) = HEADER.unpack_from(data, pos)
+            if base <= offset <= base + last_delta:
+                return (f"batch {base}-{base + last_delta} at byte {pos} of {log.name}: owner epoch {leader_epoch}, "
+                        f"producer {pid} epoch {epoch} sequences {seq}-{seq + last_delta}, max timestamp {max_ts}")
+            pos += LOG_OVERHEAD + length
+        break
+    return f"offset {offset}: no batch in {partition_dir.name}"
+
+
+def describe_places(data_dir: Path, verdict: Verdict) -> str:
+    """For each duplicate, the batch each copy is in (testkit/faults/checker.py finds them)."""
+    lines = []
+    for v in verdict.violations:
+        if v.kind == "duplicate":
+            lines.append(f"duplicate {v.message}")
+            for key, offset in v.places:
+                topic, partition = key.rsplit(":", 1)
+                lines.append(f"    {key}@{offset}: {batch_at(data_dir / f'{topic}-{partition}', offset)}")
+    return "\n".join(lines)
 
 
 def _drained(history: History, readback: ReadBack, consumers: list[GroupConsumer]) -> bool:
@@ -168,6 +202,9 @@ def run(seed: int, seconds: float, tmp: Path, *, nodes: int = 3, netns: bool = F
         ops = history.snapshot()
         verdict = check(ops, readback, drain_timeout=drain_timeout)
         text = report(ops, verdict, seed)
+        places = describe_places(cluster.data_dir, verdict)
+        if places:
+            text += "\n\nwhere the copies stand in the segment files:\n" + places
         return Run(seed, faults, history, readback, verdict, text)
     finally:
         for c in clients:

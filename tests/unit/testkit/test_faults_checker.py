@@ -135,6 +135,8 @@ def test_duplicates_are_violations_from_idempotent_producers_and_counted_from_pl
     assert verdict.ok and verdict.counts["plain duplicates"] == 1
     rb["log:1"] = PartitionRead(2, {0: "idem.0.1", 1: "idem.0.1"})
     assert kinds(h, rb) == {"duplicate": 1}
+    (dup,) = [v for v in check(h.ops, rb).violations if v.kind == "duplicate"]
+    assert dup.places == [("log:1", 0), ("log:1", 1)]  # where the runner looks up each copy's batch
 
 
 def test_a_phantom_value() -> None:
