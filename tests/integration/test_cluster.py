@@ -115,10 +115,8 @@ def test_kill_9_during_a_commit_storm_loses_no_acknowledged_commit(cluster: Clus
              step=0.1, seen=lambda: {g: c.acked for g, c in committers.items()})
     killed_at = time.monotonic()
     cluster.nodes[2].kill()
-    deadline = killed_at + 40
-    while any(committers[g].first_success_after(killed_at) is None for g in moved):
-        assert time.monotonic() < deadline, "the moved groups did not resume"
-        time.sleep(0.05)
+    wait_for(lambda: all(committers[g].first_success_after(killed_at) is not None for g in moved), 90,
+             "the moved groups to resume", seen=lambda: {g: committers[g].acked for g in moved})
     def resumed_after(groups: list[str]) -> float:
         return max(t for g in groups if (t := committers[g].first_success_after(killed_at)) is not None) - killed_at
 
@@ -135,12 +133,9 @@ def test_kill_9_during_a_commit_storm_loses_no_acknowledged_commit(cluster: Clus
     for group, c in committers.items():
         fetched = fetch_offset(cluster, group, "storm")
         assert c.acked <= fetched <= c.attempted, (group, c.acked, fetched, c.attempted)
+    # How long it takes is measured by bench.failover; here it only has to happen.
     print(f"failover after kill -9: simple committers {failover:.2f}s, group members {members_failover:.2f}s "
           f"(lease {cluster.session_timeout_ms} ms)")
-    # The lease, then the claim, the load and a client's retry; members also wait for librdkafka
-    # to find the coordinator again (it backs off), which is why they are only bounded loosely.
-    assert failover < cluster.session_timeout_ms / 1000 + 8  # generous: the machine may be busy
-    assert members_failover < 30
 
 
 def _batches(partition_dir: Path) -> list[tuple[int, int]]:
@@ -201,8 +196,8 @@ def test_a_paused_node_is_fenced_and_rejoins_without_its_old_ownership(cluster: 
 
 
 def test_a_fourth_node_takes_its_share_and_sigterm_hands_over_at_once(etcd: EtcdProcess, tmp_path: Path) -> None:
-    # A long lease: a hand-over that waited for it would blow the time limit below.
-    cluster = Cluster(etcd, tmp_path, session_timeout_ms=30000)
+    # A lease far longer than the wait below: a hand-over that waited for its expiry would fail.
+    cluster = Cluster(etcd, tmp_path, session_timeout_ms=180000)
     try:
         for node in (1, 2, 3):
             cluster.start_node(node)
@@ -218,13 +213,15 @@ def test_a_fourth_node_takes_its_share_and_sigterm_hands_over_at_once(etcd: Etcd
         joined = time.monotonic()
         stopping = time.monotonic()
         assert cluster.nodes[1].stop() == 0
-        cluster.wait_spread({2, 3, 4}, timeout=15)
+        # It handed its partitions back and revoked its lease before it exited, rather than leaving
+        # them to the lease's expiry.
+        log = cluster.nodes[1].log()
+        assert "cluster.left" in log and "cluster.revoke_failed" not in log, log[-3000:]
+        cluster.wait_spread({2, 3, 4}, timeout=90)
         handed_over = time.monotonic() - stopping
-        assert handed_over < 15  # far below the 30 s lease
-        deadline = time.monotonic() + 20
-        while any(c.first_success_after(time.monotonic() - 0.5) is None for c in committers.values()):
-            assert time.monotonic() < deadline, {g: c.acked for g, c in committers.items()}
-            time.sleep(0.1)
+        wait_for(lambda: all(c.first_success_after(time.monotonic() - 0.5) for c in committers.values()), 60,
+                 "every committer to commit after the hand-over",
+                 seen=lambda: {g: c.acked for g, c in committers.items()})
         assert all(c.first_success_after(joined) for c in committers.values())
         for c in committers.values():
             c.stop_flag.set()

