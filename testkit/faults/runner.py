@@ -122,6 +122,24 @@ def _drained(history: History, readback: ReadBack, consumers: list[GroupConsumer
     return True
 
 
+def behind(readback: ReadBack, consumers: list[GroupConsumer]) -> str:
+    """Each live member's partitions short of the end, with librdkafka's last word on them (its
+    fetch state, the leader it fetches from and that connection's state, its offsets)."""
+    ends = {k: (max(p.records) + 1 if p.records else 0) for k, p in readback.items()}
+    lines = ["members short of the end:"]
+    for c in consumers:
+        if not c.is_alive():
+            continue
+        with c.lock:
+            held, positions, states = sorted(c.assignment), dict(c.positions), dict(c.fetch_states)
+        for t, p in held:
+            key = tp_key(t, p)
+            if positions.get(key, -1) < ends.get(key, 0):
+                lines.append(f"  {c.client_name} ({c.group}) {key} at {positions.get(key)} of {ends.get(key)}: "
+                             f"{states.get(key, 'no statistics')}")
+    return "\n".join(lines)
+
+
 def run(seed: int, seconds: float, tmp: Path, *, nodes: int = 3, netns: bool = False, lease_ms: int = 3000,
         drain_timeout: float = 90.0, readback_timeout: float = 180.0,
         log: Callable[[str], None] = print) -> Run:
@@ -194,6 +212,8 @@ def run(seed: int, seconds: float, tmp: Path, *, nodes: int = 3, netns: bool = F
         while not _drained(history, readback, consumers) and time.monotonic() < drain_deadline:
             time.sleep(0.2)
         history.add("runner", "info", "end")
+        if not _drained(history, readback, consumers):
+            log(behind(readback, consumers))
         log(f"[{history.now():7.1f} s] consumers {'reached the end' if _drained(history, readback, consumers) else 'did NOT reach the end'}; stopping them")
         for c in [*consumers, *observers]:
             c.stop_flag.set()

@@ -5,6 +5,7 @@ observers poll each group's committed offsets (OffsetFetch). Every loop ends on 
 
 from __future__ import annotations
 
+import json
 import random
 import struct
 import threading
@@ -240,6 +241,27 @@ class GroupConsumer(Client):
         self.reads = 0
         self.commits = 0
         self._fetch_committed = False
+        # librdkafka's own view of each partition it fetches (its statistics, once a second): why
+        # a member that stopped reading stopped, told by the client itself.
+        self.fetch_states: dict[str, dict[str, Any]] = {}
+
+    def _on_stats(self, text: str) -> None:
+        try:
+            stats = json.loads(text)
+        except ValueError:
+            return
+        brokers = {b.get("nodeid"): b.get("state") for b in stats.get("brokers", {}).values()}
+        states: dict[str, dict[str, Any]] = {}
+        for topic, t in stats.get("topics", {}).items():
+            for p, part in t.get("partitions", {}).items():
+                if int(p) < 0 or part.get("fetch_state") in (None, "none"):
+                    continue
+                states[tp_key(topic, int(p))] = {
+                    k: part.get(k) for k in ("fetch_state", "leader", "next_offset", "app_offset",
+                                             "committed_offset", "hi_offset", "ls_offset", "consumer_lag")
+                } | {"leader_state": brokers.get(part.get("leader"))}
+        with self.lock:
+            self.fetch_states = states
 
     def work(self) -> None:
         from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -249,7 +271,8 @@ class GroupConsumer(Client):
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
                              "isolation.level": "read_committed", "session.timeout.ms": 6000,
                              "heartbeat.interval.ms": 500, "socket.timeout.ms": 5000,
-                             "topic.metadata.refresh.interval.ms": 2000, "client.id": self.client_name})
+                             "topic.metadata.refresh.interval.ms": 2000, "client.id": self.client_name,
+                             "statistics.interval.ms": 1000, "stats_cb": self._on_stats})
 
         def on_assign(c: Any, partitions: list[Any]) -> None:
             held = [(p.topic, p.partition) for p in partitions]
