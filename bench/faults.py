@@ -75,6 +75,7 @@ def main() -> int:
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not cut the clean-up short
     raise KeyboardInterrupt
 
 
