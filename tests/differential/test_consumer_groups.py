@@ -371,3 +371,37 @@ def test_classic_member_joins_a_consumer_group(pair: Pair) -> None:
                 "described": describe(c, group)}
 
     pair.compare(scenario)
+
+
+def test_a_classic_group_with_members_is_upgraded_unless_an_assignment_carries_user_data(pair: Pair) -> None:
+    """A consumer-protocol member joining a live classic group converts it (Kafka's
+    ``convertToConsumerGroup``), except when a member's assignment carries user data from a custom
+    assignor, which the consumer protocol would lose: GROUP_ID_NOT_FOUND, and the group stays classic."""
+    plain, custom, topic = unique("kip848-up-plain"), unique("kip848-up-custom"), unique("kip848-up-t")
+
+    def scenario(t: Target) -> object:
+        from protocol.consumer_protocol import encode_assignment, encode_subscription
+        from protocol.messages.consumer_protocol import (
+            ConsumerProtocolAssignment,
+            ConsumerProtocolSubscription,
+        )
+        from protocol.messages.list_groups import ListGroupsRequest
+
+        c, classic = t.client("consumer"), t.client("classic")
+        create_topics(c, {topic: 2})
+        subscription = encode_subscription(ConsumerProtocolSubscription(topics=[topic]), 1)
+        out: dict[str, object] = {}
+        for group, user_data in ((plain, None), (custom, b"custom-assignor-state")):
+            assignment = encode_assignment(ConsumerProtocolAssignment(
+                assigned_partitions=[ConsumerProtocolAssignment.TopicPartition(topic=topic, partitions=[0, 1])],
+                user_data=user_data), 1)
+            stable_member(classic, group, assignment, metadata=subscription)
+            answer = Member(c, group, member_id(group), topics=[topic]).heartbeat()
+            out[group] = {"message": answer.error_message, "answer": assignment_by_name(c, answer)}
+        listed = c.call(16, 5, ListGroupsRequest())
+        out["listed"] = sorted((g.group_id, g.protocol_type, g.group_state, g.group_type) for g in listed.groups
+                               if g.group_id in (plain, custom))
+        return out
+
+    answers = pair.compare(scenario)
+    assert answers[custom]["answer"]["error_code"] == 69  # type: ignore[index]  # GROUP_ID_NOT_FOUND

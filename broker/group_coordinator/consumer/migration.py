@@ -51,11 +51,20 @@ class MigrationError(Exception):
 
 # ---- assignments between the two protocols -------------------------------------------------------
 
-def assignment_by_id(data: bytes, topics: TopicView) -> Assignment:
+def assignment_by_id(data: bytes, topics: TopicView, gid: str = "") -> Assignment:
     """A classic member's assignment blob as partitions by topic id (topics that no longer exist
-    are left out, as Kafka's ``toTopicPartitionMap`` does)."""
+    are left out, as Kafka's ``toTopicPartitionMap`` does). An empty blob (a member that has not
+    synced yet) holds nothing; user data in it (a custom assignor's state, which the consumer
+    protocol has no place for) refuses the upgrade, as Kafka's ``fromClassicGroup`` does."""
+    if not data:
+        return {}
+    decoded = decode_assignment(data)
+    if decoded.user_data:
+        raise MigrationError(
+            f"Cannot upgrade classic group {gid} to consumer group because an unsupported custom assignor is in "
+            "use. Please refer to the documentation or switch to a default assignor before re-attempting the upgrade.")
     out: dict[bytes, frozenset[int]] = {}
-    for tp in decode_assignment(data).assigned_partitions:
+    for tp in decoded.assigned_partitions:
         topic_id = topics.topic_id(tp.topic)
         if topic_id is not None and tp.partitions:
             out[topic_id] = out.get(topic_id, frozenset()) | frozenset(tp.partitions)
@@ -100,7 +109,7 @@ def upgrade_refusal(config: CoordinatorConfig, classic: ClassicGroup) -> str | N
     (Kafka's ``validateOnlineUpgrade``)."""
     gid = classic.group_id
     if not config.upgrade_enabled:
-        return f"Cannot upgrade classic group {gid} to consumer group because the online upgrade is disabled."
+        return f"Cannot upgrade classic group {gid} to consumer group because online upgrade is disabled."
     if not classic.uses_consumer_protocol():
         return (f"Cannot upgrade classic group {gid} to consumer group because the group does not use the "
                 "consumer embedded protocol.")
@@ -120,12 +129,12 @@ def upgrade_records(classic: ClassicGroup, topics: TopicView) -> list[AnyRecord]
     members: list[ConsumerGroupMember] = []
     for m in classic.members.values():
         try:
+            assigned = assignment_by_id(m.assignment, topics, gid)
             metadata = m.metadata(classic.protocol_name)
             subscription = decode_subscription(metadata)
-            assigned = assignment_by_id(m.assignment, topics)
-        except DecodeError as exc:
-            raise MigrationError(f"Cannot upgrade the classic group {gid} to consumer group because the "
-                                 f"embedded consumer protocol is malformed: {exc}.") from None
+        except DecodeError:
+            raise MigrationError(f"Cannot upgrade classic group {gid} to consumer group because the embedded "
+                                 "consumer protocol is malformed.") from None
         # A cooperative member may still own partitions its last assignment took away (it revokes
         # them once it has read that assignment, then rejoins). Kafka counts only the assignment;
         # here what it said it owned when it joined is pending revocation, so nobody gets those

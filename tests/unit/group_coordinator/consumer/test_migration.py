@@ -13,10 +13,11 @@ import pytest
 from broker.group_coordinator import CoordinatorConfig
 from broker.group_coordinator.classic_group import GroupState
 from protocol.consumer_protocol import (
+    encode_assignment,
     encode_subscription,
 )
 from protocol.errors import ErrorCode
-from protocol.messages.consumer_protocol import ConsumerProtocolSubscription
+from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from tests.unit.group_coordinator.consumer.classic_members import (
     ALL,
     ClassicMember,
@@ -270,6 +271,25 @@ def test_an_upgrade_is_refused_when_the_classic_members_hold_the_same_partition(
     resp = Member(h, "new").beat()
     assert resp.error_code == ErrorCode.GROUP_ID_NOT_FOUND
     assert "g" in h.shard.state.groups and "g" not in h.shard.state.consumer_groups
+
+
+def test_an_upgrade_is_refused_when_an_assignment_carries_a_custom_assignors_user_data() -> None:
+    """The consumer protocol has no place for it (Kafka's ``fromClassicGroup``); the group stays
+    classic and goes on as it was."""
+    h = Harness(CONFIG)
+    subscription = [("range", encode_subscription(ConsumerProtocolSubscription(topics=["t"]), 0))]
+    first = h.response(h.join("g", "", protocols=subscription))
+    joined = h.response(h.join("g", first.member_id, protocols=subscription))
+    state = encode_assignment(ConsumerProtocolAssignment(
+        assigned_partitions=[ConsumerProtocolAssignment.TopicPartition(topic="t", partitions=[0, 1])],
+        user_data=b"assignor state"), 1)
+    h.response(h.sync("g", joined.member_id, joined.generation_id, {joined.member_id: state}))
+    resp = Member(h, "new").beat()
+    assert resp.error_code == ErrorCode.GROUP_ID_NOT_FOUND
+    assert resp.error_message == (
+        "Cannot upgrade classic group g to consumer group because an unsupported custom assignor is in use. "
+        "Please refer to the documentation or switch to a default assignor before re-attempting the upgrade.")
+    assert h.shard.state.groups["g"].state is GroupState.STABLE and "g" not in h.shard.state.consumer_groups
 
 
 def test_the_upgrade_answers_the_classic_members_parked_joins() -> None:
