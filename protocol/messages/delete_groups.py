@@ -1,4 +1,5 @@
-"""DeleteGroups (API key 42): deletes empty groups and their offsets; flexible from v2."""
+"""DeleteGroups (API key 42): deletes empty groups and their offsets; flexible from v2; v3 (Kafka
+4.4) adds each group's error message to the response, the request unchanged."""
 
 from protocol.schema import INT16, INT32, STRING, ArrayOf, array, f, message
 
@@ -8,7 +9,7 @@ DeleteGroupsRequest = message(
         f("groups_names", ArrayOf(STRING)),
     ],
     api_key=42,
-    valid="0-2",
+    valid="0-3",
     flexible="2+",
 )
 
@@ -22,10 +23,11 @@ DeleteGroupsResponse = message(
                 "DeletableGroupResult",
                 f("group_id", STRING),
                 f("error_code", INT16),
+                f("error_message", STRING, versions="3+", nullable="3+", default=None),
             ),
         ),
     ],
     api_key=42,
-    valid="0-2",
+    valid="0-3",
     flexible="2+",
 )

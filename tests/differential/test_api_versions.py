@@ -28,7 +28,6 @@ KNOWN = {
     30: ((0, 3), (1, 3)),  # CreateAcls
     31: ((0, 3), (1, 3)),  # DeleteAcls
     32: ((0, 4), (1, 4)),  # DescribeConfigs
-    42: ((0, 2), (0, 3)),  # DeleteGroups
 }
 
 # Served by kcoord, not advertised by Kafka: Kafka advertises the KIP-714 telemetry APIs only with a
