@@ -23,7 +23,7 @@ DeleteGroupsResponse = message(
                 "DeletableGroupResult",
                 f("group_id", STRING),
                 f("error_code", INT16),
-                f("error_message", STRING, versions="3+", nullable="3+", default=None),
+                f("error_message", STRING, versions="3+", nullable="3+", default=None, ignorable=True),
             ),
         ),
     ],

@@ -10,7 +10,7 @@ class _DeleteGroupsRequestMessage(MessageClass):
     def encode(self, obj: DeleteGroupsRequest, version: int) -> bytes: ...
 
 class DeleteGroupsRequest(MessageData, metaclass=_DeleteGroupsRequestMessage):
-    """DeleteGroupsRequest: API key 42, versions 0-2, flexible 2+."""
+    """DeleteGroupsRequest: API key 42, versions 0-3, flexible 2+."""
 
     groups_names: list[str]
     """[]string; versions 0+."""
@@ -27,7 +27,7 @@ class _DeleteGroupsResponseMessage(MessageClass):
     def encode(self, obj: DeleteGroupsResponse, version: int) -> bytes: ...
 
 class DeleteGroupsResponse(MessageData, metaclass=_DeleteGroupsResponseMessage):
-    """DeleteGroupsResponse: API key 42, versions 0-2, flexible 2+."""
+    """DeleteGroupsResponse: API key 42, versions 0-3, flexible 2+."""
 
     class DeletableGroupResult(Data):
         """An element of ``DeleteGroupsResponse.results``."""
@@ -36,12 +36,15 @@ class DeleteGroupsResponse(MessageData, metaclass=_DeleteGroupsResponseMessage):
         """string; versions 0+."""
         error_code: int
         """int16; versions 0+."""
+        error_message: str | None
+        """string; versions 3+; nullable 3+; default None; ignorable."""
 
         def __init__(
             self,
             *,
             group_id: str = "",
             error_code: int = 0,
+            error_message: str | None = None,
         ) -> None: ...
 
     throttle_time_ms: int

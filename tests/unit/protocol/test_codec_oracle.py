@@ -233,10 +233,19 @@ class UnregisterBrokerResponse(ApiMessage, load_json="tests.kafka_specs"):
     pass
 
 
+# DeleteGroups as Kafka 4.4 declares it (v3 adds each result's error message; kafka-python ships v0-2).
+class DeleteGroupsRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DeleteGroupsResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
 KP = _kafka_python_classes()
 # The classes above replace kafka-python's own of the same name, here only.
 KP.update({cls.__name__: cls for cls in (ApiVersionsRequest, ApiVersionsResponse, UnregisterBrokerRequest,
-                                         UnregisterBrokerResponse)})
+                                         UnregisterBrokerResponse, DeleteGroupsRequest, DeleteGroupsResponse)})
 
 
 # Defining a response class makes it kafka-python's decoder of that API key for the whole process

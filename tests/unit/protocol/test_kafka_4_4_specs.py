@@ -17,6 +17,7 @@ from protocol.messages.alter_partition_reassignments import (
     AlterPartitionReassignmentsResponse,
 )
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
+from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
 from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
 from protocol.messages.describe_topic_partitions import (
     DescribeTopicPartitionsRequest,
@@ -37,7 +38,8 @@ MESSAGES = [DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, Ele
             ElectLeadersResponse, AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
             ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, DescribeQuorumRequest,
             DescribeQuorumResponse, UpdateFeaturesRequest, UpdateFeaturesResponse, ApiVersionsRequest,
-            ApiVersionsResponse, UnregisterBrokerRequest, UnregisterBrokerResponse]
+            ApiVersionsResponse, UnregisterBrokerRequest, UnregisterBrokerResponse, DeleteGroupsRequest,
+            DeleteGroupsResponse]
 
 
 def jar_spec(name: str) -> dict[str, Any]:

@@ -76,7 +76,7 @@ EXPECTED_VALID = {
     "TxnOffsetCommit": "0-5",
     "DescribeConfigs": "0-4",
     "CreatePartitions": "0-3",
-    "DeleteGroups": "0-2",
+    "DeleteGroups": "0-3",
     "OffsetDelete": "0",
     "DescribeCluster": "0-2",
     "DescribeTransactions": "0",
