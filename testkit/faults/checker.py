@@ -24,6 +24,8 @@ Violation kinds:
 - ``assignment-overlap``: two members held one partition at the same time in the same
   generation (by their own assignment and revocation callbacks; a member of an older generation
   still holding a partition until it learns of the rebalance is what the protocol permits).
+- ``client-crash``: a client of the workload died (its exception is given): whatever it was
+  checking went unchecked from then on, so the run proves less than it claims.
 """
 
 from __future__ import annotations
@@ -288,6 +290,9 @@ def check(ops: list[Op], readback: ReadBack, *, drain_timeout: float | None = No
                 violations.append(Violation("inconsistent-read", f"{op.process} read {value!r} at {key}@{offset}; the "
                                             f"read-back has {stored!r} there", op.time, [op.index], key))
 
+    # A client of the workload that died left what it was checking unchecked from then on.
+    violations += [Violation("client-crash", f"{op.process} died: {op.error}", op.time, [op.index], None)
+                   for op in ops if op.f == "crash"]
     violations += _commit_order(ops)
     violations += _overlaps(ops, last_time)
     violations += _progress(ops, readback, quiet, end, drain_timeout)

@@ -192,7 +192,8 @@ def run(seed: int, seconds: float, tmp: Path, *, nodes: int = 3, netns: bool = F
                 last = history.now()
                 log(f"[{last:7.1f} s] ops {len(history)}, acked {sum(p.acked for p in producers[:3])}, "
                     f"transactions {producers[3].outcomes}, reads {sum(c.reads for c in consumers)}, "
-                    f"commits {sum(c.commits for c in consumers)}")
+                    f"commits {sum(c.commits for c in consumers)}"
+                    + "".join(f"; {c.client_name} DIED: {c.error!r}" for c in clients if c.error is not None))
             if history.now() > seconds + 600:
                 nemesis.stop_flag.set()
         if nemesis.error is not None:

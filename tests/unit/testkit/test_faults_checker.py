@@ -281,3 +281,10 @@ def test_the_schedule_is_a_function_of_the_seed() -> None:
     for target in {f.target for f in a}:  # one fault at a time per target
         mine = sorted((f for f in a if f.target == target), key=lambda f: f.at)
         assert all(x.at + x.duration <= y.at for x, y in itertools.pairwise(mine))
+
+
+def test_a_client_that_died_is_a_violation_with_its_exception() -> None:
+    h, rb = clean()
+    h.add("txn-1", "info", "crash", error="AttributeError('boom')")
+    (crash,) = [v for v in check(h.ops, rb).violations if v.kind == "client-crash"]
+    assert crash.message == "txn-1 died: AttributeError('boom')"
