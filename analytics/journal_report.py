@@ -8,6 +8,8 @@ import datetime as dt
 from collections import defaultdict
 from typing import Any
 
+from analytics.render import html_table, png_of, pyplot, time_axis, utc
+
 MAX_GROUPS = 12
 
 
@@ -16,9 +18,7 @@ def _when(ms: int) -> dt.datetime:
 
 
 def stall_timeline_figure(rebalances: list[dict[str, Any]]) -> Any:
-    from analytics.report import _plt, _time_axis
-
-    plt = _plt()
+    plt = pyplot()
     stall: dict[str, float] = defaultdict(float)
     for r in rebalances:
         stall[r["group"]] += float(r.get("stall_ms") or 0)
@@ -42,7 +42,7 @@ def stall_timeline_figure(rebalances: list[dict[str, Any]]) -> Any:
     ax.set_yticks(range(len(groups)), groups)
     ax.set_ylim(-0.7, max(1, len(groups)) - 0.3)
     ax.set_title("Stalls per group: each band is one rebalance, start until Stable, coloured by cause")
-    _time_axis(ax)
+    time_axis(ax)
     ax.grid(alpha=0.3)
     if causes:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -52,20 +52,18 @@ def stall_timeline_figure(rebalances: list[dict[str, Any]]) -> Any:
 
 
 def journal_sections(rebalances: list[dict[str, Any]], findings: list[dict[str, Any]]) -> list[str]:
-    from analytics.report import _png, _table, _utc
-
-    png = _png(stall_timeline_figure(rebalances))
+    png = png_of(stall_timeline_figure(rebalances))
     parts = [f"<h2>Rebalance stalls</h2><img id='stalls' alt='Rebalance stalls' src='data:image/png;base64,{png}'>"]
     worst = sorted(rebalances, key=lambda r: -int(r.get("stall_ms") or 0))[:20]
     if worst:
-        parts.append("<h3>Longest stalls</h3>" + _table(
-            [{**r, "started": _utc(r.get("started_ms")), "stall": f"{int(r.get('stall_ms') or 0) / 1000:.3f} s"}
+        parts.append("<h3>Longest stalls</h3>" + html_table(
+            [{**r, "started": utc(r.get("started_ms")), "stall": f"{int(r.get('stall_ms') or 0) / 1000:.3f} s"}
              for r in worst],
             ["group", "generation", "cause", "client_reason", "started", "stall", "join_phase_ms", "sync_phase_ms",
              "moved_count", "waited_for"]))
     parts.append("<h2 id='doctor'>Doctor</h2>")
     if findings:
-        parts.append(_table(findings, ["group", "rule", "count", "evidence", "recommendation", "members"]))
+        parts.append(html_table(findings, ["group", "rule", "count", "evidence", "recommendation", "members"]))
     else:
         parts.append("<p>No findings" + ("" if rebalances else " (no rebalance journal in the data dir)")
                      + ".</p>")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import base64
 import datetime as dt
 import html
-import io
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from analytics.journal_report import journal_sections
+from analytics.render import html_table, png_of, pyplot, time_axis, utc
 from analytics.rules import format_duration
 
 MAX_GROUPS_IN_CHART = 8
@@ -65,12 +65,6 @@ def share_summary(progress: list[dict[str, Any]], members: list[dict[str, Any]])
     return sorted(rows, key=lambda r: (r["group"], r.get("topic") or "", r.get("partition") or 0))
 
 
-def _utc(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
 def summary_text(d: ReportData) -> str:
     lines = []
     if d.coverage:
@@ -78,7 +72,7 @@ def summary_text(d: ReportData) -> str:
         last = max(c.last_ms for c in d.coverage)
         records = sum(c.records for c in d.coverage)
         span = sum(c.last_offset - c.first_offset + 1 for c in d.coverage)
-        lines.append(f"The log covers {_utc(first)} to {_utc(last)} ({format_duration(last - first)}): "
+        lines.append(f"The log covers {utc(first)} to {utc(last)} ({format_duration(last - first)}): "
                      f"{records:,} records in {len(d.coverage)} partition(s) of __consumer_offsets.")
         gone = span - records
         cut = sum(c.first_offset > 0 for c in d.coverage)
@@ -103,7 +97,7 @@ def summary_text(d: ReportData) -> str:
                      f"{format_duration(d.retention_ms)}): {', '.join(stale[:10])}{' ...' if len(stale) > 10 else ''}.")
     if d.status_counts:
         what = ", ".join(f"{n} {s}" for s, n in sorted(d.status_counts.items()))
-        lines.append(f"Partition status as of {_utc(d.now_ms)}: {what}"
+        lines.append(f"Partition status as of {utc(d.now_ms)}: {what}"
                      + ("" if d.end_offsets_given else " (STALL and WARN need --end-offsets)") + ".")
     rebalances = sum(1 for e in d.events if e["event"] == "rebalance")
     lines.append(f"{rebalances} rebalance(s) recorded.")
@@ -125,45 +119,18 @@ def summary_text(d: ReportData) -> str:
     return "\n".join(lines)
 
 
-def _plt() -> Any:
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only, whatever display the machine has
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def _time_axis(ax: Any) -> None:
-    """Ticks and labels fitted to the span shown, seconds to years: a fixed minute format would
-    repeat one label along a log of a few seconds."""
-    import matplotlib.dates as mdates
-
-    locator = mdates.AutoDateLocator(tz=dt.UTC)
-    ax.xaxis.set_major_locator(locator)
-    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator, tz=dt.UTC))
-    ax.set_xlabel("UTC")
-
-
-def _png(fig: Any) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
-    _plt().close(fig)
-    return base64.b64encode(buf.getvalue()).decode()
-
-
 def _top_groups(weights: dict[str, float]) -> list[str]:
     return [g for g, _ in sorted(weights.items(), key=lambda kv: (-kv[1], kv[0]))[:MAX_GROUPS_IN_CHART]]
 
 
 def chart_commit_rate(d: ReportData) -> str:
-    return _png(commit_rate_figure(d))
+    return png_of(commit_rate_figure(d))
 
 
 def commit_rate_figure(d: ReportData) -> Any:
     """Commits counted per bucket, as they happened: a rate per minute would turn a burst in a
     one-second bucket into a pace the group never kept."""
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 3.6))
     totals: dict[str, float] = defaultdict(float)
     for _, g, n in d.commit_rate:
@@ -180,7 +147,7 @@ def commit_rate_figure(d: ReportData) -> Any:
                     marker="." if len(pts) < 50 else None, label=name)
     per = format_duration(d.bucket_ms)
     ax.set_title(f"Offset commits per {per} bucket")
-    _time_axis(ax)
+    time_axis(ax)
     from matplotlib.ticker import MaxNLocator
 
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -195,11 +162,11 @@ def commit_rate_figure(d: ReportData) -> Any:
 
 
 def chart_rebalances(d: ReportData) -> str:
-    return _png(rebalances_figure(d))
+    return png_of(rebalances_figure(d))
 
 
 def rebalances_figure(d: ReportData) -> Any:
-    plt = _plt()
+    plt = pyplot()
     counts: dict[str, float] = defaultdict(float)
     for e in d.events:
         counts[e["group"]] += 1
@@ -216,7 +183,7 @@ def rebalances_figure(d: ReportData) -> Any:
     ax.set_yticks(range(len(groups)), groups)
     ax.set_ylim(-0.7, max(1, len(groups)) - 0.3)
     ax.set_title("Rebalances over time per group")
-    _time_axis(ax)
+    time_axis(ax)
     ax.grid(alpha=0.3)
     if d.events:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -226,7 +193,7 @@ def rebalances_figure(d: ReportData) -> Any:
 
 
 def chart_members(d: ReportData) -> str:
-    plt = _plt()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(10, 3.6))
     by_group: dict[str, list[tuple[int, int]]] = defaultdict(list)
     for e in d.events:
@@ -248,23 +215,7 @@ def chart_members(d: ReportData) -> str:
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     else:
         ax.text(0.5, 0.5, "no group-metadata records", ha="center", transform=ax.transAxes)
-    return _png(fig)
-
-
-def _table(rows: list[dict[str, Any]], columns: list[str]) -> str:
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
-    body = []
-    for r in rows:
-        cells = []
-        for c in columns:
-            v = r.get(c)
-            if isinstance(v, list):
-                v = ", ".join(map(str, v))
-            elif isinstance(v, dt.datetime):
-                v = v.strftime("%Y-%m-%d %H:%M:%S")
-            cells.append(f"<td>{html.escape('' if v is None else str(v))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+    return png_of(fig)
 
 
 _CSS = """body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:1200px}
@@ -280,31 +231,29 @@ def render_html(d: ReportData, summary: str) -> str:
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>Consumer groups: {html.escape(d.source)}"
              f"</title><style>{_CSS}</style></head><body>",
              f"<h1>Consumer groups in {html.escape(d.source)}</h1>",
-             f"<p>Generated {_utc(d.now_ms)}.</p>",
+             f"<p>Generated {utc(d.now_ms)}.</p>",
              f"<h2>Summary</h2><pre id='summary'>{html.escape(summary)}</pre>"]
     for title, ident, png in charts:
         parts.append(f"<h2>{title}</h2><img id='{ident}' alt='{title}' src='data:image/png;base64,{png}'>")
-    from analytics.journal_report import journal_sections
-
     parts += journal_sections(d.rebalances, d.findings)
     cols = ["group", "state", "status", "protocol", "generation", "members", "rebalances", "last_rebalance",
             "last_commit", "partitions_with_offsets", "topics", "total_lag", "stale", "offsets_expire_at"]
-    parts.append("<h2>Groups</h2>" + _table(d.inventory, cols))
+    parts.append("<h2>Groups</h2>" + html_table(d.inventory, cols))
     if d.share_groups:
         parts.append("<h2 id='share-groups'>Share groups</h2><p>Per share partition, its state after the last "
                      "share-state record: the effective start offset (everything below it is acknowledged or "
                      "archived), records in flight above it, and the records the log shows redelivered or "
                      "archived.</p>"
-                     + _table(d.share_groups, SHARE_COLUMNS))
+                     + html_table(d.share_groups, SHARE_COLUMNS))
     if d.coverage:
-        parts.append("<h2>Log coverage</h2>" + _table(
+        parts.append("<h2>Log coverage</h2>" + html_table(
             [{"partition": c.log_partition, "first offset": c.first_offset, "last offset": c.last_offset,
-              "records": c.records, "from": _utc(c.first_ms), "to": _utc(c.last_ms)} for c in d.coverage],
+              "records": c.records, "from": utc(c.first_ms), "to": utc(c.last_ms)} for c in d.coverage],
             ["partition", "first offset", "last offset", "records", "from", "to"]))
     if d.problems:
-        parts.append("<h2>Problems reading the log</h2>" + _table(
+        parts.append("<h2>Problems reading the log</h2>" + html_table(
             [{"file": p, "problem": m} for p, m in d.problems], ["file", "problem"]))
-    parts.append("<h2>Tables written</h2>" + _table(
+    parts.append("<h2>Tables written</h2>" + html_table(
         [{"table": k, "rows": v} for k, v in d.tables.items()], ["table", "rows"]))
     parts.append("</body></html>")
     return "\n".join(parts)

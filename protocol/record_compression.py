@@ -14,6 +14,7 @@ import zlib
 from types import ModuleType
 
 from protocol.errors import DecodeError
+from protocol.record import CorruptBatchError
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 CODEC_NAMES = {NONE: "none", GZIP: "gzip", SNAPPY: "snappy", LZ4: "lz4", ZSTD: "zstd"}
@@ -44,9 +45,6 @@ def library(codec: int) -> ModuleType:
 
 
 def _corrupt(reason: str) -> DecodeError:
-    # imported here: record_batch imports this module at load time
-    from protocol.record_batch import CorruptBatchError
-
     return CorruptBatchError(reason, 0, "compression")
 
 
