@@ -10,6 +10,7 @@ import random
 import struct
 import threading
 import time
+from contextlib import suppress
 from typing import Any
 
 from testkit.faults.history import History, Record, tp_key
@@ -222,7 +223,8 @@ class TransactionalProducer(Client):
                     healthy = self._end(producer, outcome, txn) == "ok"
                     time.sleep(self.pace)
             finally:
-                producer.flush(5)
+                with suppress(KafkaException):  # an incarnation ended by a fatal error: flush raises it again
+                    producer.flush(5)
             incarnation += 1
 
 
