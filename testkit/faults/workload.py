@@ -75,7 +75,7 @@ class SendingProducer(Client):
         self.acked = 0
 
     def work(self) -> None:
-        from confluent_kafka import Producer
+        from confluent_kafka import KafkaException, Producer
 
         self.history.add(self.client_name, "info", "client", value="idempotent" if self.idempotent else "plain")
         incarnation = 0
@@ -121,7 +121,9 @@ class SendingProducer(Client):
                     seq += 1
                     producer.poll(self.interval)
             finally:
-                left = producer.flush(120)
+                left = 0
+                with suppress(KafkaException):  # after a fatal error flush raises it again
+                    left = producer.flush(120)
                 if left:
                     self.history.add(self.client_name, "info", "flush", error=f"{left} records undelivered")
             if fatal:
