@@ -30,9 +30,26 @@ BROKER_METRICS: dict[str, set[str]] = {
     "kcoord_requests_total": {"api", "version"},
     "kcoord_request_errors_total": {"api", "error"},
     "kcoord_cluster_lease_failures_total": set(),
+    "kcoord_connections": set(),
+    "kcoord_connections_opened_total": set(),
+    "kcoord_received_bytes_total": set(),
+    "kcoord_sent_bytes_total": set(),
+    "kcoord_group_members": set(),
+    "kcoord_consumer_group_members": set(),
+    "kcoord_share_group_members": set(),
+    "kcoord_group_events_total": set(),
+    "kafka_consumergroup_lag": {"consumergroup", "topic", "partition"},
+    "kafka_consumergroup_group_lag_seconds": {"group", "topic", "partition"},
+    "kcoord_share_records_in_flight": {"group", "state"},
+    "kcoord_share_group_lag": {"group", "topic", "partition"},
+    "kcoord_share_redeliveries": {"group"},
+    "kcoord_transactions_committed_total": set(),
+    "kcoord_transactions_aborted_total": set(),
 }
 BROKER_HISTOGRAMS: dict[str, set[str]] = {
     "kcoord_log_flush_seconds": set(),
+    "kcoord_request_duration_seconds": {"api"},
+    "kcoord_rebalance_duration_seconds": set(),
 }
 # Added by Prometheus to every scraped series, plus its own scrape-health series.
 TARGET_LABELS = {"job", "instance"}
@@ -198,7 +215,7 @@ def test_compose_file_matches_the_compose_spec() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_compose_cluster_wires_broker_prometheus_and_analysis() -> None:
+def test_compose_cluster_wires_broker_prometheus_grafana_and_analysis() -> None:
     compose = load_yaml(ROOT / "docker-compose.yml")
     services = compose["services"]
 
@@ -234,6 +251,20 @@ def test_compose_cluster_wires_broker_prometheus_and_analysis() -> None:
     rules = load_yaml(DEPLOY / "prometheus.yml")["rule_files"]
     for rule_file in rules:
         assert mounts[f"./deploy/{rule_file}"] == str(Path(config_in_container).parent / rule_file)
+
+    # Grafana: Prometheus as its default data source and the dashboard loaded at start.
+    grafana = services["grafana"]
+    assert grafana["image"].startswith("grafana/grafana-oss:")
+    mounts = {m.split(":")[0]: m.split(":")[1] for m in grafana["volumes"]}
+    assert mounts["./deploy/grafana/datasources"] == "/etc/grafana/provisioning/datasources"
+    assert mounts["./deploy/grafana/dashboards"] == "/etc/grafana/provisioning/dashboards"
+    (source,) = load_yaml(DEPLOY / "grafana" / "datasources" / "prometheus.yml")["datasources"]
+    assert source["type"] == "prometheus" and source["isDefault"] is True
+    assert source["url"] == f"http://prometheus:{prometheus['ports'][0].split(':')[1]}"
+    (provider,) = load_yaml(DEPLOY / "grafana" / "dashboards" / "kcoord.yml")["providers"]
+    dashboard_in_container = mounts["./deploy/grafana-dashboard.json"]
+    assert Path(dashboard_in_container).parent == Path(provider["options"]["path"])
+    assert grafana["environment"]["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"] == dashboard_in_container
 
     analysis = services["analysis"]
     assert analysis["profiles"] == ["analysis"]

@@ -237,3 +237,95 @@ def test_prometheus_sees_exact_lag_under_the_exporters_names(broker: BrokerProce
     lag = prom.query('max by (group) (kafka_consumergroup_group_lag_seconds{group="slow-readers"})')
     age = time.time() - written_ms / 1000
     assert len(lag) == 1 and age - 5 <= next(iter(lag.values())) <= age, lag
+
+
+def test_every_dashboard_panel_shows_series_under_load(broker: BrokerProcess, prometheus: Prometheus) -> None:
+    """deploy/grafana-dashboard.json, every panel's every query, as Grafana sends it (its variables
+    filled in), against a real Prometheus scraping kcoord while real clients make each thing a
+    panel shows happen: requests and errors, a classic group's rebalance, committed lag, a share
+    group with records in flight and one delivered again, a committed and an aborted transaction.
+    Each query must return at least one series: a panel that stays empty shows nothing."""
+    from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        ResourceType,
+    )
+
+    from kclient.wire_client import WireClient
+    from protocol.messages import ApiKey
+    from protocol.messages.offset_commit import OffsetCommitRequest
+
+    dashboard = json.loads((ROOT / "deploy" / "grafana-dashboard.json").read_text())
+    queries = [(panel["title"], t["expr"]) for panel in dashboard["panels"] for t in panel.get("targets", [])]
+    prom = prometheus
+    prom.wait_value('up{job="kcoord"}', 1)
+
+    topic, share_topic = "dashboard", "dashboard-share"
+    create_topic(broker.bootstrap, topic, 3)
+    create_topic(broker.bootstrap, share_topic, 1)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    earliest = ConfigResource(ResourceType.GROUP, "dashboard-share", incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([earliest])[earliest].result(15)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    written_ms = int(time.time() * 1000) - 30_000
+    for i in range(30):
+        producer.produce(topic, b"x", partition=i % 3, timestamp=written_ms)
+        producer.produce(share_topic, b"s%d" % i)
+    assert producer.flush(10) == 0
+    txn = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "dashboard-txn"})
+    txn.init_transactions(30)
+    for finish in (txn.commit_transaction, txn.abort_transaction):
+        txn.begin_transaction()
+        txn.produce(topic, b"t", partition=0)
+        finish(30)
+    with WireClient("127.0.0.1", broker.port) as c:  # an error response
+        c.call(ApiKey.OffsetCommit, 8, OffsetCommitRequest(
+            group_id="dashboard-errors", generation_id_or_member_epoch=-1, member_id="", topics=[
+                OffsetCommitRequest.Topic(name="never-created", partitions=[
+                    OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=1)])]))
+    group = ThreadedConsumer(broker.bootstrap, "dashboard-group", [topic])
+    share = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": "dashboard-share",
+                           "share.acknowledgement.mode": "explicit"})
+    share.subscribe([share_topic])
+    try:
+        wait_for(lambda: group.held() == {(topic, p) for p in range(3)}, 30, "the group's assignment")
+        group.commit([TopicPartition(topic, p, 2) for p in range(3)])  # lag: the rest of each partition
+        released: list[Any] = []
+
+        def delivered_again() -> bool:
+            """One record given back (the others accepted) until it comes again; then it is held,
+            unacknowledged: in flight, and the share group's lag."""
+            again = False
+            for m in share.poll(0.5):
+                if m.error() is not None:
+                    continue
+                if not released:
+                    share.acknowledge(m, AcknowledgeType.RELEASE)
+                    released.append(m.value())
+                elif m.value() == released[0]:
+                    again = True
+                else:
+                    share.acknowledge(m, AcknowledgeType.ACCEPT)
+            return again
+
+        wait_for(delivered_again, 60, "a released share record to be delivered again")
+        rate_window = "30s"
+        missing: list[tuple[str, str]] = []
+
+        def every_panel_has_series() -> bool:
+            missing.clear()
+            for title, expr in queries:
+                filled = (expr.replace("$instance", ".*").replace("$__rate_interval", rate_window)
+                          .replace("$__range", "5m"))
+                if not prom.query(filled):
+                    missing.append((title, filled))
+            return not missing
+
+        wait_for(every_panel_has_series, 60, "every panel's queries to return series", seen=lambda: missing)
+    finally:
+        group.close()
+        share.close()
