@@ -15,7 +15,12 @@ import pytest
 
 from testkit.stress import ROOT
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = pytest.mark.timeout(300)
+
+# Each inner run ends at this bound (its hanging test sees to that): long enough for a pytest to
+# start and run the other tests on a loaded machine (two CPU hogs beside a busy suite took 11 s
+# to start one), so what the runs report does not depend on the load.
+RUN_TIMEOUT = 30
 
 MODULE = '''
 import subprocess, sys, time
@@ -63,18 +68,19 @@ def test_two_runs_beside_a_hog_report_every_failure_with_its_run(tmp_path: Path)
     (tests / "test_deliberate.py").write_text(MODULE)
     out = tmp_path / "out"
     result = subprocess.run(
-        [sys.executable, "-m", "testkit.stress", "--runs", "2", "--hogs", "1", "--run-timeout", "8",
+        [sys.executable, "-m", "testkit.stress", "--runs", "2", "--hogs", "1", "--run-timeout", str(RUN_TIMEOUT),
          # pytest names tests from its rootdir, which it otherwise infers from the files found
          # above the module (under a shared temporary directory, whatever other tests left there).
          "--workers", "0", "--out", str(out), f"--rootdir={tests}", str(tests / "test_deliberate.py")],
-        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=100)
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=4 * RUN_TIMEOUT)
     text = result.stdout
     assert result.returncode == 1, text + result.stderr
     assert re.search(r"run 1: +[\d.]+ s  exit 2  TIMED OUT, 1 passed, 2 failed", text), text
     assert re.search(r"run 2: +[\d.]+ s  exit 2  TIMED OUT, 2 passed, 1 failed", text), text
     assert "run 1  failed      test_deliberate.py::test_fails  AssertionError: deliberate" in text
     assert "run 1  failed      test_deliberate.py::test_fails_on_its_first_run  AssertionError: first run" in text
-    assert "run 1  unfinished  test_deliberate.py::test_hangs  still running at the run's timeout (8 s)" in text
+    assert "run 1  unfinished  test_deliberate.py::test_hangs  still running at the run's timeout " \
+        f"({RUN_TIMEOUT} s)" in text
     assert "run 2  failed      test_deliberate.py::test_fails  AssertionError: deliberate" in text
     assert "run 2  unfinished  test_deliberate.py::test_hangs" in text
     assert "test_deliberate.py::test_fails_on_its_first_run: did not pass in 1 of 2 run(s) (1)" in text
