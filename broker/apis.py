@@ -53,8 +53,14 @@ from broker.handlers.share_admin import ShareOffsetApis
 from broker.handlers.share_admin import alter_offsets_error as alter_share_offsets_error
 from broker.handlers.share_admin import delete_offsets_error as delete_share_offsets_error
 from broker.handlers.share_admin import describe_offsets_error as describe_share_offsets_error
-from broker.handlers.share_state import ShareStateApis
-from broker.handlers.share_state import refused as share_state_refused
+from broker.handlers.share_state import (
+    ShareStateApis,
+    refuse_delete,
+    refuse_initialize,
+    refuse_read,
+    refuse_summary,
+    refuse_write,
+)
 from broker.handlers.streams_groups import StreamsGroupApis
 from broker.handlers.streams_groups import describe_error as streams_describe_error
 from broker.handlers.streams_groups import heartbeat_error as streams_heartbeat_error
@@ -420,16 +426,16 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             refuse=write_txn_markers_refused, versions=(1, 1)),
     )) + (() if h.share_state is None else (
         # ---- share partitions' state, from their leader to the share coordinator ----------------
-        api(InitializeShareGroupStateRequest, InitializeShareGroupStateResponse, h.share_state,
-            authorize=checks.cluster_peer, refuse=share_state_refused, versions=(0, 0)),
-        api(ReadShareGroupStateRequest, ReadShareGroupStateResponse, h.share_state,
-            authorize=checks.cluster_peer, refuse=share_state_refused, versions=(0, 0)),
-        api(WriteShareGroupStateRequest, WriteShareGroupStateResponse, h.share_state,
-            authorize=checks.cluster_peer, refuse=share_state_refused, versions=(0, 1)),
-        api(DeleteShareGroupStateRequest, DeleteShareGroupStateResponse, h.share_state,
-            authorize=checks.cluster_peer, refuse=share_state_refused, versions=(0, 0)),
-        api(ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse, h.share_state,
-            authorize=checks.cluster_peer, refuse=share_state_refused, versions=(0, 1)),
+        api(InitializeShareGroupStateRequest, InitializeShareGroupStateResponse, h.share_state.initialize,
+            authorize=checks.cluster_peer, refuse=refuse_initialize, versions=(0, 0)),
+        api(ReadShareGroupStateRequest, ReadShareGroupStateResponse, h.share_state.read,
+            authorize=checks.cluster_peer, refuse=refuse_read, versions=(0, 0)),
+        api(WriteShareGroupStateRequest, WriteShareGroupStateResponse, h.share_state.write,
+            authorize=checks.cluster_peer, refuse=refuse_write, versions=(0, 1)),
+        api(DeleteShareGroupStateRequest, DeleteShareGroupStateResponse, h.share_state.delete,
+            authorize=checks.cluster_peer, refuse=refuse_delete, versions=(0, 0)),
+        api(ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse, h.share_state.read_summary,
+            authorize=checks.cluster_peer, refuse=refuse_summary, versions=(0, 1)),
     ))
 
 

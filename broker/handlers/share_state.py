@@ -14,6 +14,7 @@ finds the coordinator again).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from broker.cluster.peers import PeerSecret
@@ -39,64 +40,107 @@ from protocol.messages.write_share_group_state import (
     WriteShareGroupStateResponse,
 )
 
-# Per API: the request's topic struct, the response's result struct, and a partition's answer
-# with an error (the fields beyond the error as Kafka's error answers set them).
+
+@dataclass(frozen=True)
+class _Shape:
+    """One API's structs: the request's topic, the response and its result per topic, and a
+    partition's answer with an error (the fields beyond the error as Kafka's error answers set them)."""
+
+    topic: Any
+    response: Any
+    result: Any
+    failed: Callable[[int, int], Any]
+
+
 _ReadP = ReadShareGroupStateResponse.ReadStateResult.PartitionResult
 _SummaryP = ReadShareGroupStateSummaryResponse.ReadStateSummaryResult.PartitionResult
-_SHAPES: dict[str, tuple[Any, Any, Any, Callable[[int, int], Any]]] = {
-    "InitializeShareGroupStateRequest": (
-        InitializeShareGroupStateRequest.InitializeStateData, InitializeShareGroupStateResponse,
-        InitializeShareGroupStateResponse.InitializeStateResult,
-        lambda p, code: InitializeShareGroupStateResponse.InitializeStateResult.PartitionResult(
-            partition=p, error_code=code)),
-    "ReadShareGroupStateRequest": (
-        ReadShareGroupStateRequest.ReadStateData, ReadShareGroupStateResponse, ReadShareGroupStateResponse.ReadStateResult,
-        lambda p, code: _ReadP(partition=p, error_code=code, state_epoch=0, start_offset=-1, state_batches=[])),
-    "WriteShareGroupStateRequest": (
-        WriteShareGroupStateRequest.WriteStateData, WriteShareGroupStateResponse,
-        WriteShareGroupStateResponse.WriteStateResult,
-        lambda p, code: WriteShareGroupStateResponse.WriteStateResult.PartitionResult(partition=p, error_code=code)),
-    "DeleteShareGroupStateRequest": (
-        DeleteShareGroupStateRequest.DeleteStateData, DeleteShareGroupStateResponse,
-        DeleteShareGroupStateResponse.DeleteStateResult,
-        lambda p, code: DeleteShareGroupStateResponse.DeleteStateResult.PartitionResult(partition=p, error_code=code)),
-    "ReadShareGroupStateSummaryRequest": (
-        ReadShareGroupStateSummaryRequest.ReadStateSummaryData, ReadShareGroupStateSummaryResponse,
-        ReadShareGroupStateSummaryResponse.ReadStateSummaryResult,
-        lambda p, code: _SummaryP(partition=p, error_code=code, state_epoch=0, leader_epoch=-1, start_offset=-1)),
-}
+INITIALIZE = _Shape(
+    InitializeShareGroupStateRequest.InitializeStateData, InitializeShareGroupStateResponse,
+    InitializeShareGroupStateResponse.InitializeStateResult,
+    lambda p, code: InitializeShareGroupStateResponse.InitializeStateResult.PartitionResult(
+        partition=p, error_code=code))
+READ = _Shape(
+    ReadShareGroupStateRequest.ReadStateData, ReadShareGroupStateResponse, ReadShareGroupStateResponse.ReadStateResult,
+    lambda p, code: _ReadP(partition=p, error_code=code, state_epoch=0, start_offset=-1, state_batches=[]))
+WRITE = _Shape(
+    WriteShareGroupStateRequest.WriteStateData, WriteShareGroupStateResponse,
+    WriteShareGroupStateResponse.WriteStateResult,
+    lambda p, code: WriteShareGroupStateResponse.WriteStateResult.PartitionResult(partition=p, error_code=code))
+DELETE = _Shape(
+    DeleteShareGroupStateRequest.DeleteStateData, DeleteShareGroupStateResponse,
+    DeleteShareGroupStateResponse.DeleteStateResult,
+    lambda p, code: DeleteShareGroupStateResponse.DeleteStateResult.PartitionResult(partition=p, error_code=code))
+SUMMARY = _Shape(
+    ReadShareGroupStateSummaryRequest.ReadStateSummaryData, ReadShareGroupStateSummaryResponse,
+    ReadShareGroupStateSummaryResponse.ReadStateSummaryResult,
+    lambda p, code: _SummaryP(partition=p, error_code=code, state_epoch=0, leader_epoch=-1, start_offset=-1))
 
 
-def _shape(body: Any) -> tuple[Any, Any, Any, Callable[[int, int], Any]]:
-    return _SHAPES[type(body).__name__]
+def _refused(shape: _Shape, body: Any, code: int) -> Any:
+    return shape.response(results=[shape.result(topic_id=t.topic_id, partitions=[
+        shape.failed(p.partition, code) for p in t.partitions]) for t in body.topics])
 
 
-def refused(req: Request[Any], code: int) -> Any:
-    """Every partition of the request answered ``code``."""
-    _topic, response, result, failed = _shape(req.body)
-    return response(results=[result(topic_id=t.topic_id, partitions=[failed(p.partition, code) for p in t.partitions])
-                             for t in req.body.topics])
+def refuse_initialize(req: Request[InitializeShareGroupStateRequest], code: int) -> InitializeShareGroupStateResponse:
+    """Every partition of the request answered ``code``; the same for the four below."""
+    answer: InitializeShareGroupStateResponse = _refused(INITIALIZE, req.body, code)
+    return answer
+
+
+def refuse_read(req: Request[ReadShareGroupStateRequest], code: int) -> ReadShareGroupStateResponse:
+    answer: ReadShareGroupStateResponse = _refused(READ, req.body, code)
+    return answer
+
+
+def refuse_write(req: Request[WriteShareGroupStateRequest], code: int) -> WriteShareGroupStateResponse:
+    answer: WriteShareGroupStateResponse = _refused(WRITE, req.body, code)
+    return answer
+
+
+def refuse_delete(req: Request[DeleteShareGroupStateRequest], code: int) -> DeleteShareGroupStateResponse:
+    answer: DeleteShareGroupStateResponse = _refused(DELETE, req.body, code)
+    return answer
+
+
+def refuse_summary(req: Request[ReadShareGroupStateSummaryRequest], code: int) -> ReadShareGroupStateSummaryResponse:
+    answer: ReadShareGroupStateSummaryResponse = _refused(SUMMARY, req.body, code)
+    return answer
 
 
 class ShareStateApis:
-    """The five share-state APIs over this node's share coordinator."""
+    """The five share-state APIs over this node's share coordinator: one typed handler each, all
+    served the same way."""
 
     def __init__(self, coordinator: ShareStateCoordinator, peers: PeerSecret) -> None:
         self.coordinator = coordinator
         self.peers = peers
 
-    def __call__(self, req: Request[Any]) -> None:
+    def initialize(self, req: Request[InitializeShareGroupStateRequest]) -> None:
+        self._serve(req, INITIALIZE)
+
+    def read(self, req: Request[ReadShareGroupStateRequest]) -> None:
+        self._serve(req, READ)
+
+    def write(self, req: Request[WriteShareGroupStateRequest]) -> None:
+        self._serve(req, WRITE)
+
+    def delete(self, req: Request[DeleteShareGroupStateRequest]) -> None:
+        self._serve(req, DELETE)
+
+    def read_summary(self, req: Request[ReadShareGroupStateSummaryRequest]) -> None:
+        self._serve(req, SUMMARY)
+
+    def _serve(self, req: Request[Any], shape: _Shape) -> None:
         body = req.body
         if not self.peers.is_peer(req.client_id):
-            req.reply.set(refused(req, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+            req.reply.set(_refused(shape, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
             return
-        topic_cls, response_cls, result_cls, failed = _shape(body)
         answers: dict[tuple[bytes, int], Any] = {}
 
         def answer(ok: bool) -> None:
             del ok
-            req.reply.set(response_cls(results=[result_cls(topic_id=t.topic_id, partitions=[
-                answers.get((t.topic_id, p.partition), failed(p.partition, ErrorCode.NOT_COORDINATOR))
+            req.reply.set(shape.response(results=[shape.result(topic_id=t.topic_id, partitions=[
+                answers.get((t.topic_id, p.partition), shape.failed(p.partition, ErrorCode.NOT_COORDINATOR))
                 for p in t.partitions]) for t in body.topics]))
 
         parts = [(t.topic_id, p) for t in body.topics for p in t.partitions]
@@ -106,7 +150,7 @@ class ShareStateApis:
         countdown = Countdown(len(parts), answer)
         for topic_id, p in parts:
             # One key per request: each may live on a different shard.
-            one: StateRequest = type(body)(group_id=body.group_id, topics=[topic_cls(topic_id=topic_id, partitions=[p])])
+            one: StateRequest = type(body)(group_id=body.group_id, topics=[shape.topic(topic_id=topic_id, partitions=[p])])
 
             def delivered(response: Any, topic_id: bytes = topic_id, index: int = p.partition) -> None:
                 if response is not None:

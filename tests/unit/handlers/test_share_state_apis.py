@@ -46,7 +46,8 @@ class TwoShards:
 def call(apis: ShareStateApis, request: Message, response: Message, body: Data, client_id: str) -> Any:
     reply = Reply(response, 0, 1, True)
     assert request.api_key is not None
-    apis(Request(body, reply, request.api_key, 0, client_id, "User:ANONYMOUS", "PLAINTEXT", "127.0.0.1",
+    handler = {InitializeShareGroupStateRequest: apis.initialize, ReadShareGroupStateRequest: apis.read}[request]
+    handler(Request(body, reply, request.api_key, 0, client_id, "User:ANONYMOUS", "PLAINTEXT", "127.0.0.1",
                  ConnectionInfo(1, "127.0.0.1", 1)))
     assert reply.data is not None
     return decode(response, reply.data[9:], 0)  # size, correlation id, tagged fields
