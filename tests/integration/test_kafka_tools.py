@@ -1,5 +1,5 @@
 """Apache Kafka's own command-line tools against kcoord, run from Kafka 4.4's jars: kafka-topics,
-kafka-configs, kafka-consumer-groups, kafka-acls, kafka-transactions, kafka-delete-records,
+kafka-configs, kafka-consumer-groups, kafka-streams-groups, kafka-acls, kafka-transactions, kafka-delete-records,
 kafka-log-dirs, the console producer and consumer, kafka-get-offsets, and the system-test clients
 VerifiableProducer/VerifiableConsumer through a rolling bounce. Where the scenario allows, the same tool runs against a real Kafka and
 the outputs are compared once normalized (ids, timestamps, what only one of them has)."""
@@ -28,6 +28,7 @@ from tests.integration.helpers.kafka_programs import (
     GET_OFFSETS,
     GROUPS,
     LOG_DIRS,
+    STREAMS_GROUPS,
     TOPICS,
     TRANSACTIONS,
     VERIFIABLE_CONSUMER,
@@ -638,3 +639,62 @@ def test_kafka_configs_client_metrics_alter_and_describe(tools: Tools, reference
         refused = on_both(tools, reference, alter)
         assert refused[0].returncode == refused[1].returncode != 0
         assert "InvalidRequestException" in refused[0].stdout + refused[0].stderr
+
+
+def test_streams_groups_describe_reset_offsets_and_delete(tools: Tools, reference: Tools) -> None:
+    """kafka-streams-groups (KIP-1071) on a streams group made over the wire, the same on both
+    brokers: listed; described (state, members, offsets) while its member runs every task; its
+    offsets reset to the earliest once the member left; the group deleted."""
+    from kclient.wire_client import WireClient
+    from protocol.messages.find_coordinator import FindCoordinatorRequest
+    from protocol.messages.offset_commit import OffsetCommitRequest
+    from tests.differential.streams_ops import Member, until_tasks
+
+    group, source = f"tools-streams-{SUFFIX}", f"tools-streams-in-{SUFFIX}"
+    for side in (tools, reference):
+        create(side.bootstrap, source, 2)
+        producer = Producer({"bootstrap.servers": side.bootstrap})
+        for i in range(10):
+            producer.produce(source, b"v%d" % i, partition=i % 2)
+        assert producer.flush(10) == 0
+        host, port = side.bootstrap.rsplit(":", 1)
+        with WireClient(host, int(port), client_id="tools-streams") as c:
+            # As a client does first: Kafka creates __consumer_offsets on it, and answers a streams
+            # heartbeat NOT_COORDINATOR until then.
+            wait_for(lambda c=c: c.call(10, 3, FindCoordinatorRequest(key=group, key_type=0)).error_code == 0, 60,
+                     f"the coordinator of {group} on {side.bootstrap}")
+            member = Member(c, group, source, "only")
+            last = until_tasks(member)
+            assert member.active, f"no task on {side.bootstrap}: {last}"
+            P = OffsetCommitRequest.Topic.Partition
+            committed = c.call(8, 9, OffsetCommitRequest(
+                group_id=group, generation_id_or_member_epoch=member.epoch, member_id=member.mid, topics=[
+                    OffsetCommitRequest.Topic(name=source, partitions=[P(partition_index=0, committed_offset=4),
+                                                                       P(partition_index=1, committed_offset=5)])]))
+            assert [p.error_code for t in committed.topics for p in t.partitions] == [0, 0]
+            listed = side.out(STREAMS_GROUPS, "--list")
+            assert group in listed.split()
+            states = table(side.out(STREAMS_GROUPS, "--describe", "--group", group, "--state"), "GROUP")
+            assert [(r["GROUP"], r["STATE"], r["#MEMBERS"]) for r in states] == [(group, "Stable", "1")]
+            members = table(side.out(STREAMS_GROUPS, "--describe", "--group", group, "--members"), "GROUP", rest=True)
+            assert [(r["GROUP"], r["CLIENT-ID"], r["ASSIGNMENTS"].split()) for r in members] == [
+                (group, "tools-streams", ["ACTIVE:", "0:[0,1];", "1:[0,1];"])]
+            member.heartbeat(epoch=-1)  # leaves: the group is empty, its offsets may be reset
+
+    def offsets(side: Tools) -> list[tuple[str, str, str]]:
+        rows = table(side.out(STREAMS_GROUPS, "--describe", "--group", group, "--offsets"), "GROUP")
+        return sorted((r["TOPIC"], r["PARTITION"], r.get("CURRENT-OFFSET", r.get("OFFSET", ""))) for r in rows
+                      if r["TOPIC"] == source)
+
+    before = on_both(tools, reference, offsets)
+    assert before[0] == before[1], before
+    reset = on_both(tools, reference, lambda t: table(t.out(
+        STREAMS_GROUPS, "--reset-offsets", "--group", group, "--input-topic", source, "--to-earliest", "--execute"),
+        "GROUP"))
+    assert [sorted((r["TOPIC"], r["PARTITION"], r["NEW-OFFSET"]) for r in side) for side in reset] == \
+        [[(source, "0", "0"), (source, "1", "0")]] * 2, reset
+    after = on_both(tools, reference, offsets)
+    assert after[0] == after[1], after
+    deleted = on_both(tools, reference, lambda t: t.out(STREAMS_GROUPS, "--delete", "--group", group))
+    assert deleted[0] == deleted[1], deleted
+    assert [group in t.out(STREAMS_GROUPS, "--list").split() for t in (tools, reference)] == [False, False]

@@ -19,6 +19,7 @@ from testkit.kafka import java_command, run_tool
 TOPICS = "org.apache.kafka.tools.TopicCommand"
 CONFIGS = "org.apache.kafka.tools.ConfigCommand"
 GROUPS = "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand"
+STREAMS_GROUPS = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 ACLS = "org.apache.kafka.tools.AclCommand"
 TRANSACTIONS = "org.apache.kafka.tools.TransactionsCommand"
 CONSOLE_PRODUCER = "org.apache.kafka.tools.ConsoleProducer"
@@ -63,9 +64,10 @@ def on_both(first: Tools, second: Tools, call: Callable[[Tools], Any]) -> tuple[
         return a.result(), b.result()
 
 
-def table(text: str, header: str) -> list[dict[str, str]]:
+def table(text: str, header: str, rest: bool = False) -> list[dict[str, str]]:
     """The rows of the whitespace-aligned table(s) whose header line starts with `header`
-    (kafka-consumer-groups prints one per group), as dictionaries by column name."""
+    (kafka-consumer-groups prints one per group), as dictionaries by column name; with ``rest``
+    the last column takes the rest of the line (kafka-streams-groups' assignments hold spaces)."""
     rows: list[dict[str, str]] = []
     columns: list[str] | None = None
     for line in text.splitlines():
@@ -76,6 +78,8 @@ def table(text: str, header: str) -> list[dict[str, str]]:
         if fields[0] == header:
             columns = fields
             continue
+        if rest and columns is not None:
+            fields = line.split(maxsplit=len(columns) - 1)
         if columns is not None and len(fields) == len(columns):
             rows.append(dict(zip(columns, fields)))
     return rows
