@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar, cast
 
-from broker.handlers import refusals
+from broker.handlers import refusals, share_state
 from broker.handlers.acls import AclApis
 from broker.handlers.client_quotas import ClientQuotaApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis
@@ -53,14 +53,7 @@ from broker.handlers.share_admin import ShareOffsetApis
 from broker.handlers.share_admin import alter_offsets_error as alter_share_offsets_error
 from broker.handlers.share_admin import delete_offsets_error as delete_share_offsets_error
 from broker.handlers.share_admin import describe_offsets_error as describe_share_offsets_error
-from broker.handlers.share_state import (
-    ShareStateApis,
-    refuse_delete,
-    refuse_initialize,
-    refuse_read,
-    refuse_summary,
-    refuse_write,
-)
+from broker.handlers.share_state import ShareStateApis
 from broker.handlers.streams_groups import StreamsGroupApis
 from broker.handlers.streams_groups import describe_error as streams_describe_error
 from broker.handlers.streams_groups import heartbeat_error as streams_heartbeat_error
@@ -427,15 +420,15 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
     )) + (() if h.share_state is None else (
         # ---- share partitions' state, from their leader to the share coordinator ----------------
         api(InitializeShareGroupStateRequest, InitializeShareGroupStateResponse, h.share_state.initialize,
-            authorize=checks.cluster_peer, refuse=refuse_initialize, versions=(0, 0)),
+            authorize=checks.cluster_peer, refuse=share_state.INITIALIZE.refuse, versions=(0, 0)),
         api(ReadShareGroupStateRequest, ReadShareGroupStateResponse, h.share_state.read,
-            authorize=checks.cluster_peer, refuse=refuse_read, versions=(0, 0)),
+            authorize=checks.cluster_peer, refuse=share_state.READ.refuse, versions=(0, 0)),
         api(WriteShareGroupStateRequest, WriteShareGroupStateResponse, h.share_state.write,
-            authorize=checks.cluster_peer, refuse=refuse_write, versions=(0, 1)),
+            authorize=checks.cluster_peer, refuse=share_state.WRITE.refuse, versions=(0, 1)),
         api(DeleteShareGroupStateRequest, DeleteShareGroupStateResponse, h.share_state.delete,
-            authorize=checks.cluster_peer, refuse=refuse_delete, versions=(0, 0)),
+            authorize=checks.cluster_peer, refuse=share_state.DELETE.refuse, versions=(0, 0)),
         api(ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse, h.share_state.read_summary,
-            authorize=checks.cluster_peer, refuse=refuse_summary, versions=(0, 1)),
+            authorize=checks.cluster_peer, refuse=share_state.SUMMARY.refuse, versions=(0, 1)),
     ))
 
 

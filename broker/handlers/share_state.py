@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from broker.cluster.peers import PeerSecret
 from broker.network.router import Request
@@ -39,10 +39,13 @@ from protocol.messages.write_share_group_state import (
     WriteShareGroupStateRequest,
     WriteShareGroupStateResponse,
 )
+from protocol.schema import Data
+
+R = TypeVar("R", bound=StateRequest)
 
 
 @dataclass(frozen=True)
-class _Shape:
+class Shape(Generic[R]):
     """One API's structs: the request's topic, the response and its result per topic, and a
     partition's answer with an error (the fields beyond the error as Kafka's error answers set them)."""
 
@@ -51,60 +54,46 @@ class _Shape:
     result: Any
     failed: Callable[[int, int], Any]
 
+    def answer(self, body: Any, code: int, answered: dict[tuple[bytes, int], Any] | None = None) -> Any:
+        """The response to ``body``: each partition's answer from ``answered`` (by topic id and
+        partition), the others answered ``code``."""
+        got = answered or {}
+
+        def one(topic_id: bytes, partition: int) -> Any:
+            found = got.get((topic_id, partition))
+            return self.failed(partition, code) if found is None else found
+
+        return self.response(results=[self.result(topic_id=t.topic_id, partitions=[
+            one(t.topic_id, p.partition) for p in t.partitions]) for t in body.topics])
+
+    def refuse(self, req: Request[R], code: int) -> Data:
+        """The API's refusal (its entry in ``broker/apis.py``): every partition answered ``code``."""
+        refused: Data = self.answer(req.body, code)
+        return refused
+
 
 _ReadP = ReadShareGroupStateResponse.ReadStateResult.PartitionResult
 _SummaryP = ReadShareGroupStateSummaryResponse.ReadStateSummaryResult.PartitionResult
-INITIALIZE = _Shape(
+INITIALIZE: Shape[InitializeShareGroupStateRequest] = Shape(
     InitializeShareGroupStateRequest.InitializeStateData, InitializeShareGroupStateResponse,
     InitializeShareGroupStateResponse.InitializeStateResult,
     lambda p, code: InitializeShareGroupStateResponse.InitializeStateResult.PartitionResult(
         partition=p, error_code=code))
-READ = _Shape(
+READ: Shape[ReadShareGroupStateRequest] = Shape(
     ReadShareGroupStateRequest.ReadStateData, ReadShareGroupStateResponse, ReadShareGroupStateResponse.ReadStateResult,
     lambda p, code: _ReadP(partition=p, error_code=code, state_epoch=0, start_offset=-1, state_batches=[]))
-WRITE = _Shape(
+WRITE: Shape[WriteShareGroupStateRequest] = Shape(
     WriteShareGroupStateRequest.WriteStateData, WriteShareGroupStateResponse,
     WriteShareGroupStateResponse.WriteStateResult,
     lambda p, code: WriteShareGroupStateResponse.WriteStateResult.PartitionResult(partition=p, error_code=code))
-DELETE = _Shape(
+DELETE: Shape[DeleteShareGroupStateRequest] = Shape(
     DeleteShareGroupStateRequest.DeleteStateData, DeleteShareGroupStateResponse,
     DeleteShareGroupStateResponse.DeleteStateResult,
     lambda p, code: DeleteShareGroupStateResponse.DeleteStateResult.PartitionResult(partition=p, error_code=code))
-SUMMARY = _Shape(
+SUMMARY: Shape[ReadShareGroupStateSummaryRequest] = Shape(
     ReadShareGroupStateSummaryRequest.ReadStateSummaryData, ReadShareGroupStateSummaryResponse,
     ReadShareGroupStateSummaryResponse.ReadStateSummaryResult,
     lambda p, code: _SummaryP(partition=p, error_code=code, state_epoch=0, leader_epoch=-1, start_offset=-1))
-
-
-def _refused(shape: _Shape, body: Any, code: int) -> Any:
-    return shape.response(results=[shape.result(topic_id=t.topic_id, partitions=[
-        shape.failed(p.partition, code) for p in t.partitions]) for t in body.topics])
-
-
-def refuse_initialize(req: Request[InitializeShareGroupStateRequest], code: int) -> InitializeShareGroupStateResponse:
-    """Every partition of the request answered ``code``; the same for the four below."""
-    answer: InitializeShareGroupStateResponse = _refused(INITIALIZE, req.body, code)
-    return answer
-
-
-def refuse_read(req: Request[ReadShareGroupStateRequest], code: int) -> ReadShareGroupStateResponse:
-    answer: ReadShareGroupStateResponse = _refused(READ, req.body, code)
-    return answer
-
-
-def refuse_write(req: Request[WriteShareGroupStateRequest], code: int) -> WriteShareGroupStateResponse:
-    answer: WriteShareGroupStateResponse = _refused(WRITE, req.body, code)
-    return answer
-
-
-def refuse_delete(req: Request[DeleteShareGroupStateRequest], code: int) -> DeleteShareGroupStateResponse:
-    answer: DeleteShareGroupStateResponse = _refused(DELETE, req.body, code)
-    return answer
-
-
-def refuse_summary(req: Request[ReadShareGroupStateSummaryRequest], code: int) -> ReadShareGroupStateSummaryResponse:
-    answer: ReadShareGroupStateSummaryResponse = _refused(SUMMARY, req.body, code)
-    return answer
 
 
 class ShareStateApis:
@@ -130,18 +119,16 @@ class ShareStateApis:
     def read_summary(self, req: Request[ReadShareGroupStateSummaryRequest]) -> None:
         self._serve(req, SUMMARY)
 
-    def _serve(self, req: Request[Any], shape: _Shape) -> None:
+    def _serve(self, req: Request[R], shape: Shape[R]) -> None:
         body = req.body
         if not self.peers.is_peer(req.client_id):
-            req.reply.set(_refused(shape, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
+            req.reply.set(shape.answer(body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED))
             return
         answers: dict[tuple[bytes, int], Any] = {}
 
         def answer(ok: bool) -> None:
-            del ok
-            req.reply.set(shape.response(results=[shape.result(topic_id=t.topic_id, partitions=[
-                answers.get((t.topic_id, p.partition), shape.failed(p.partition, ErrorCode.NOT_COORDINATOR))
-                for p in t.partitions]) for t in body.topics]))
+            del ok  # a partition without an answer is one this node does not coordinate now
+            req.reply.set(shape.answer(body, ErrorCode.NOT_COORDINATOR, answers))
 
         parts = [(t.topic_id, p) for t in body.topics for p in t.partitions]
         if not parts:
