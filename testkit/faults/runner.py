@@ -103,8 +103,13 @@ def describe_places(data_dir: Path, verdict: Verdict) -> str:
     return "\n".join(lines)
 
 
+def _ends(readback: ReadBack) -> dict[str, int]:
+    """The offset after each partition's last record read back."""
+    return {k: (max(p.records) + 1 if p.records else 0) for k, p in readback.items()}
+
+
 def _drained(history: History, readback: ReadBack, consumers: list[GroupConsumer]) -> bool:
-    ends = {k: (max(p.records) + 1 if p.records else 0) for k, p in readback.items()}
+    ends = _ends(readback)
     groups: dict[str, set[str]] = {}
     for c in consumers:
         if not c.is_alive():
@@ -125,7 +130,7 @@ def _drained(history: History, readback: ReadBack, consumers: list[GroupConsumer
 def behind(readback: ReadBack, consumers: list[GroupConsumer]) -> str:
     """Each live member's partitions short of the end, with librdkafka's last word on them (its
     fetch state, the leader it fetches from and that connection's state, its offsets)."""
-    ends = {k: (max(p.records) + 1 if p.records else 0) for k, p in readback.items()}
+    ends = _ends(readback)
     lines = ["members short of the end:"]
     for c in consumers:
         if not c.is_alive():

@@ -13,7 +13,6 @@ does not end in time is stopped (its cluster cleaned up) and fails with its outp
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 from testkit.etcd import ETCD_BINARY
 from testkit.faults.checker import check, load_readback
 from testkit.faults.history import History
+from testkit.stress import stop_run
 from tests.integration.netns import netns_available
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
@@ -31,7 +31,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SECONDS = 60
 DRAIN_TIMEOUT = 90
 RUN_DEADLINE = 720  # 60 s of faults, then writers stopped, read-back and drain: under 3 minutes here
-GRACE = 30
 
 
 def run_checker(seed: int, tmp: Path) -> tuple[int, str, Path]:
@@ -47,12 +46,7 @@ def run_checker(seed: int, tmp: Path) -> tuple[int, str, Path]:
         try:
             proc.wait(RUN_DEADLINE)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGTERM)  # the run stops its cluster and namespaces
-            try:
-                proc.wait(GRACE)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            stop_run(proc)  # interrupted as Ctrl-C does: the run stops its cluster and namespaces
             text = output.read_text(errors="replace")
             pytest.fail(f"seed {seed}: the run did not end in {RUN_DEADLINE} s\n{text}")
     return proc.returncode, output.read_text(errors="replace"), history
