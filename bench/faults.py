@@ -2,11 +2,11 @@
 shared data dir, producers (two idempotent, one plain, one transactional committing and aborting),
 two consumer groups and offset observers writing an operation history, while a seeded nemesis
 pauses, kills and restarts nodes, stops etcd and (as root, with network namespaces) cuts a node off
-from etcd or from its clients. Then the checker's verdict on the history and a read-back of every
+from etcd or from its clients, and (with libfaketime) steps a node's wall clock. Then the checker's verdict on the history and a read-back of every
 partition.
 
     python -m bench.faults --seconds 1800 --seed N [--nodes 3] [--lease-ms 3000] [--no-netns]
-                           [--history PATH]
+                           [--no-clock] [--history PATH]
 
 The schedule is printed first; the same seed gives the same schedule (replay with ``--seed``).
 Exit code 0 when the checker finds no violation, 1 otherwise.
@@ -23,6 +23,7 @@ from pathlib import Path
 from bench.harness import work_dir
 from testkit.etcd import ETCD_BINARY
 from testkit.faults.checker import check, dump_readback, load_readback, report
+from testkit.faults.cluster import faketime_library
 from testkit.faults.history import History
 from testkit.faults.nemesis import schedule
 from testkit.faults.runner import run
@@ -41,6 +42,7 @@ def main() -> int:
     parser.add_argument("--nodes", type=int, default=3, choices=(2, 3))
     parser.add_argument("--lease-ms", type=int, default=3000, help="broker.session.timeout.ms")
     parser.add_argument("--no-netns", action="store_true", help="no network faults even as root")
+    parser.add_argument("--no-clock", action="store_true", help="no clock faults even with libfaketime installed")
     parser.add_argument("--schedule-only", action="store_true", help="print the schedule and exit")
     parser.add_argument("--drain-timeout", type=float, default=90, help="seconds consumers get to reach the end")
     parser.add_argument("--history", type=Path, help="write the history here (JSON lines), and the read-back "
@@ -53,8 +55,9 @@ def main() -> int:
         print(report(ops, verdict, args.seed))
         return 0 if verdict.ok else 1
     netns = not args.no_netns and _netns_available()
+    clock = not args.no_clock and faketime_library() is not None
     if args.schedule_only:
-        for f in schedule(args.seed, args.seconds, args.nodes, netns=netns, lease_s=args.lease_ms / 1000):
+        for f in schedule(args.seed, args.seconds, args.nodes, netns=netns, clock=clock, lease_s=args.lease_ms / 1000):
             print(f)
         return 0
     if not os.path.exists(ETCD_BINARY):
@@ -63,7 +66,7 @@ def main() -> int:
     # SIGTERM (a caller's deadline) stops the run as Ctrl-C does: the cluster and its namespaces go.
     signal.signal(signal.SIGTERM, _interrupt)
     with work_dir("kcoord-faults-") as tmp:
-        result = run(args.seed, args.seconds, tmp, nodes=args.nodes, netns=netns, lease_ms=args.lease_ms,
+        result = run(args.seed, args.seconds, tmp, nodes=args.nodes, netns=netns, clock=clock, lease_ms=args.lease_ms,
                      drain_timeout=args.drain_timeout, log=lambda line: print(line, flush=True))
         if args.history is not None:
             result.history.dump(args.history)

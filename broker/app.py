@@ -65,7 +65,7 @@ from broker.quotas import enforcement
 from broker.quotas.enforcement import QuotaEnforcer, monotonic_ms
 from broker.quotas.etcd_store import EtcdQuotaStore
 from broker.quotas.store import QuotaStore
-from broker.runtime.timers import wall_ms
+from broker.runtime.timers import steady_ms, wall_ms
 from broker.security.context import SecurityContext
 from broker.security.etcd_access import check_access, etcd_client
 from broker.security.request_checks import RequestChecks
@@ -290,7 +290,8 @@ class BrokerApp:
             # Records archived at the delivery limit and expired locks, as journal events of the
             # share group (written where the group's journal partition is this node's).
             journal=self.journal.write if self.journal.enabled else None, group_info=self._share_group_info,
-            topic_name=lambda topic_id: (t.name if (t := self.catalog.by_id.get(topic_id)) is not None else None))
+            topic_name=lambda topic_id: (t.name if (t := self.catalog.by_id.get(topic_id)) is not None else None),
+            steady=steady_ms)
         self.topic_changes.subscribe(self.share.on_topic_change)
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
                                                         share_families(self.shards, self.share,

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 # Go and the Debian-packaged Sarama and kafka-go sources: the Go client tests build against them
 # offline (GO111MODULE=off, GOPATH=/usr/share/gocode).
 # etcd-server: the cluster tests start a real etcd; etcd-client (etcdctl): they turn its auth on.
-apt_packages=(kcat prometheus etcd-server etcd-client docker-compose buildah mmdebstrap golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev)
+# libfaketime: the fault tests step a node's wall clock.
+apt_packages=(kcat prometheus etcd-server etcd-client libfaketime docker-compose buildah mmdebstrap golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -170,7 +170,7 @@ class ShareApis:
                 released = self.service.release_member(group, member)
             elif len(sessions) >= self.service.max_sessions:
                 return ErrorCode.SHARE_SESSION_LIMIT_REACHED, None, released
-            opened = sessions[key] = ShareSession(1, set(), self.service.clock(), conn_id)
+            opened = sessions[key] = ShareSession(1, set(), self.service.steady(), conn_id)
             self.service.session_opened(group)
             return ErrorCode.NONE, opened, released
         session = sessions.get(key)
@@ -182,7 +182,7 @@ class ShareApis:
         if epoch != session.epoch:
             return ErrorCode.INVALID_SHARE_SESSION_EPOCH, None, released
         session.epoch = 1 if session.epoch >= _MAX_EPOCH else session.epoch + 1
-        session.last_used_ms = self.service.clock()
+        session.last_used_ms = self.service.steady()
         return ErrorCode.NONE, session, released
 
     def _acknowledge(self, group: str, member: str, topic_id: bytes, partition: int, batches: list[Any],
@@ -200,7 +200,7 @@ class ShareApis:
         if sp is None:
             return ErrorCode.INVALID_RECORD_STATE
         code: int = ErrorCode.NONE
-        now = self.service.clock()
+        now = self.service.steady()  # a renewed lock's deadline
         limits = self.service.limits(group)
         for b in batches:
             err = sp.acknowledge(member, b.first_offset, b.last_offset, list(b.acknowledge_types), limits, now)
@@ -303,7 +303,8 @@ class ShareApis:
                  earlier_acks: dict[tuple[bytes, int], int] | None = None, whole_batches: bool = True,
                  ) -> tuple[ShareFetchResponse, bool, list[Any], list[Key]]:
         service = self.service
-        now = service.clock()
+        now = service.clock()  # where a share partition starts (by duration)
+        lock_now = service.steady()  # acquisition locks
         settings = service.settings(group)
         by_topic: dict[bytes, list[Any]] = {}
         waits: list[Any] = []
@@ -355,7 +356,7 @@ class ShareApis:
                 except Exception:  # the log moved under us (retention, deletion): nothing this time
                     data = b""
                 aborted = txns.aborted_between(start, visible) if txns is not None and txns.aborted else None
-                acquired = sp.acquire(member, batch_ranges(data, aborted), visible, max_records, now, settings.limits,
+                acquired = sp.acquire(member, batch_ranges(data, aborted), visible, max_records, lock_now, settings.limits,
                                       whole_batches=whole_batches)
                 if acquired:
                     got_any = True

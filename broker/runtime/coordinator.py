@@ -34,7 +34,7 @@ from broker.group_coordinator.result import CancelTimer, SetTimer
 from broker.log_runtime.runtime import BatchWrite, Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.runtime.countdown import Countdown
-from broker.runtime.timers import TimerService, wall_ms
+from broker.runtime.timers import TimerService, steady_ms, wall_ms
 from protocol.errors import ErrorCode
 from protocol.record_batch import build_simple_batch
 from storage.config import LogConfig
@@ -451,10 +451,11 @@ class CoordinatorRuntime(Generic[S, R]):
         self.cluster = cluster
         self.may_write: Callable[[], bool] = cluster.may_write if cluster is not None else _always
         self.num_partitions = num_partitions
-        # Wall-clock milliseconds: what operations see as "now" and what timer deadlines are in.
+        # Wall-clock milliseconds: what operations see as "now" and what timer deadlines are
+        # asked in; the timers count them down on trio's steady clock.
         self.clock = clock
         self.tokens = itertools.count(1)
-        self.timers = TimerService(self._fire, clock)
+        self.timers = TimerService(self._fire, clock, steady_ms)
         self.shards: list[ShardRuntime[S, R]] = [ShardRuntime(self, p) for p in range(num_partitions)]
 
     def _fire(self, partition: int, key: str, now: int) -> None:

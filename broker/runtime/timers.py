@@ -11,6 +11,13 @@ one entry per armed key (pushing one per heartbeat grew it by thousands a second
 members, and its periodic compaction was a pause that grew with them), and the timer task wakes
 about once per session timeout per member rather than never sleeping long. A deadline moved
 earlier gets a new entry; the old one, like a cancelled key's, is dropped when it reaches the top.
+
+Deadlines are asked for in wall-clock milliseconds (the cores' ``now``) but elapse on a steady
+clock: a deadline becomes "this long from now" when it is set, and comes due when that much steady
+time has passed. A wall clock stepped by NTP or an operator (a minute ahead, say) would otherwise
+expire every session at once, or (stepped back) keep a dead member in its group that much longer;
+Kafka's coordinator runs its timers on ``System.nanoTime`` for the same reason. The cores still
+get the wall clock as ``now`` when a timer fires, for what they write down.
 """
 
 from __future__ import annotations
@@ -34,10 +41,19 @@ def wall_ms() -> int:
     return int(time.time() * 1000)
 
 
+def steady_ms() -> int:
+    """trio's clock in milliseconds: monotonic in production, virtual under a MockClock."""
+    return round(trio.current_time() * 1000)
+
+
 class TimerService:
-    def __init__(self, fire: Fire, clock: Callable[[], int] = wall_ms) -> None:
+    def __init__(self, fire: Fire, clock: Callable[[], int] = wall_ms,
+                 steady: Callable[[], int] | None = None) -> None:
+        """``clock`` is the wall clock the cores see as ``now``; ``steady`` (by default ``clock``
+        itself) is what deadlines elapse on. Every deadline kept below is on ``steady``."""
         self.fire = fire
         self.clock = clock
+        self.steady = clock if steady is None else steady
         # (deadline, sequence, shard, key); an entry is current only while ``entry[key]`` is its
         # sequence number, and its deadline may be earlier than the key's deadline.
         self.heap: list[tuple[int, int, int, str]] = []
@@ -51,6 +67,10 @@ class TimerService:
         return len(self.deadline)
 
     def set(self, shard: int, key: str, deadline_ms: int) -> None:
+        """Arms ``key`` of ``shard`` for the wall-clock ``deadline_ms``, that is, for as long from
+        now as that deadline is from the wall clock now."""
+        if self.steady is not self.clock:
+            deadline_ms += self.steady() - self.clock()
         k = (shard, key)
         self.deadline[k] = deadline_ms
         queued = self.entry_deadline.get(k)
@@ -88,7 +108,8 @@ class TimerService:
 
     def fire_due(self) -> int:
         """Fires every due timer; returns the ms until the next one (or -1 when none)."""
-        now = self.clock()
+        now = self.steady()
+        wall = self.clock()
         heap = self.heap
         entry = self.entry
         while heap:
@@ -109,7 +130,7 @@ class TimerService:
                 return at - now
             heapq.heappop(heap)
             del self.deadline[k], entry[k], self.entry_deadline[k]
-            self.fire(shard, key, now)
+            self.fire(shard, key, wall)
         return -1
 
     async def run(self) -> None:

@@ -104,8 +104,12 @@ class ShareService:
                  group_partitions: Callable[[bytes], list[Key]] = lambda topic_id: [],
                  journal: Journal | None = None,
                  group_info: GroupInfo = lambda group: None,
-                 topic_name: Callable[[bytes], str | None] = lambda topic_id: None) -> None:
-        """``settings`` gives a group's effective share settings (its group configs over the
+                 topic_name: Callable[[bytes], str | None] = lambda topic_id: None,
+                 steady: Callable[[], int] | None = None) -> None:
+        """``clock`` is the wall clock (what is written down); acquisition locks and idle sessions
+        are timed on ``steady`` (by default ``clock``), so that a stepped wall clock neither expires
+        every lock at once (each expiry counts a delivery: records would be archived unread) nor
+        keeps a gone consumer's records locked that much longer. ``settings`` gives a group's effective share settings (its group configs over the
         broker's ``group.share.*``), looked up at each use so that a change applies at once.
         ``local``: the share coordinator of this node (what it coordinates is listed from it).
         ``leader_epoch(topic id, partition)``: the epoch this node leads the topic partition at
@@ -129,6 +133,7 @@ class ShareService:
         self.local = local
         self.settings = settings
         self.clock = clock
+        self.steady = clock if steady is None else steady
         self.partitions: dict[Key, SharePartition] = {}
         self.leader_epoch = leader_epoch
         # The leader epoch each share partition in memory was read at: once this node leads its
@@ -155,7 +160,7 @@ class ShareService:
                 self._opened = trio.Event()
                 await self._opened.wait()
             await trio.sleep(LOCK_CHECK_SECONDS)
-            now = self.clock()
+            now = self.steady()
             self.expire_locks(now)
             self.close_idle_sessions(now)
 

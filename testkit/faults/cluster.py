@@ -2,11 +2,17 @@
 the nemesis pauses, kills, restarts, and (with network namespaces) cuts off from etcd or from
 their clients. Each node then runs in a network namespace of its own with only its loopback; the
 process relays TCP into it from clients, out of it to etcd, and between nodes (the transaction
-coordinator writes markers through the partitions' owners)."""
+coordinator writes markers through the partitions' owners).
+
+With ``clock``, every node runs under libfaketime (Debian's ``libfaketime``) reading its wall-clock
+offset from a file of its own, which the nemesis rewrites to step that node's clock. Only the wall
+clock moves (``CLOCK_REALTIME``); the monotonic and boot-time clocks a node times its lease with
+are left alone, as a clock step by NTP or ``date -s`` leaves them."""
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import signal
 import time
@@ -21,24 +27,34 @@ from testkit.ports import free_port
 CUT_PATHS = ("etcd", "clients")
 
 
-class _Prefixed(BrokerProcess):
-    """A node run under a command prefix (``ip netns exec <ns>``)."""
+def faketime_library() -> str | None:
+    """libfaketime's preload library, when installed."""
+    found = sorted(glob.glob("/usr/lib/*/faketime/libfaketime.so.1"))
+    return found[0] if found else None
 
-    def __init__(self, prefix: list[str], *args: Any, **kwargs: Any) -> None:
+
+class _Node(BrokerProcess):
+    """A node run under a command prefix (``ip netns exec <ns>``) and with extra environment."""
+
+    def __init__(self, prefix: list[str], extra_env: dict[str, str], *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.prefix = prefix
+        self.extra_env = extra_env
 
     def command(self) -> tuple[list[str], dict[str, str]]:
         args, env = super().command()
-        return [*self.prefix, *args], env
+        return [*self.prefix, *args], {**env, **self.extra_env}
 
 
 class FaultCluster:
-    def __init__(self, tmp: Path, nodes: int = 3, *, netns: bool = False, lease_ms: int = 3000,
-                 overrides: dict[str, str] | None = None) -> None:
+    def __init__(self, tmp: Path, nodes: int = 3, *, netns: bool = False, clock: bool = False,
+                 lease_ms: int = 3000, overrides: dict[str, str] | None = None) -> None:
         self.tmp = tmp
         self.node_ids = list(range(1, nodes + 1))
         self.netns = netns
+        self.faketime = faketime_library() if clock else None
+        if clock and self.faketime is None:
+            raise RuntimeError("clock faults need libfaketime (Debian package libfaketime)")
         self.lease_ms = lease_ms
         self.overrides = overrides or {}
         self.cluster_id = "f" + uuid.uuid4().hex[:12]
@@ -84,15 +100,32 @@ class FaultCluster:
                      "broker.session.timeout.ms": str(self.lease_ms), "log.level": "WARNING",
                      "listeners": f"PLAINTEXT://127.0.0.1:{self.ports[n]}",
                      "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.ports[n]}", **self.overrides}
-        if n in self.namespaces:
-            b: BrokerProcess = _Prefixed(self.namespaces[n].wrap([]), self.data_dir, overrides, port=self.ports[n],
-                                         log_path=self.tmp / f"node{n}.log")
-        else:
-            b = BrokerProcess(self.data_dir, overrides, port=self.ports[n], log_path=self.tmp / f"node{n}.log")
+        prefix = self.namespaces[n].wrap([]) if n in self.namespaces else []
+        b = _Node(prefix, self._clock_env(n), self.data_dir, overrides, port=self.ports[n],
+                  log_path=self.tmp / f"node{n}.log")
         self.nodes[n] = b
         self.paused.discard(n)
         b.start(wait)
         return b
+
+    def _clock_file(self, n: int) -> Path:
+        return self.tmp / f"node{n}.clock"
+
+    def _clock_env(self, n: int) -> dict[str, str]:
+        if self.faketime is None:
+            return {}
+        if not self._clock_file(n).exists():
+            self.skew(n, 0.0)
+        # Re-read every second; the monotonic clocks stay true (libfaketime fakes only the wall
+        # clock with this set; both spellings, as versions differ).
+        return {"LD_PRELOAD": self.faketime, "FAKETIME_TIMESTAMP_FILE": str(self._clock_file(n)),
+                "FAKETIME_CACHE_DURATION": "1", "DONT_FAKE_MONOTONIC": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+
+    def skew(self, n: int, seconds: float) -> None:
+        """Steps node ``n``'s wall clock to ``seconds`` from the true time (0 sets it right)."""
+        path = self._clock_file(n)
+        path.with_suffix(".tmp").write_text(f"{round(seconds):+d}\n")
+        path.with_suffix(".tmp").replace(path)
 
     def _pid(self, n: int) -> int | None:
         proc = self.nodes[n].proc
@@ -142,6 +175,8 @@ class FaultCluster:
         """Every fault undone: etcd up, every node running, unpaused and connected."""
         self.etcd_start()
         for n in self.node_ids:
+            if self.faketime is not None:
+                self.skew(n, 0.0)
             for path in CUT_PATHS:
                 if n in self.relays:
                     self.cut(n, path, False)

@@ -61,6 +61,7 @@ class Op:
     offsets: dict[str, int] | None = None  # "topic:partition" -> offset
     records: list[Record] | None = None
     leaders: dict[str, int] | None = None  # "topic:partition" -> node id
+    skew: float | None = None  # a clock fault's step, seconds
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None}

@@ -4,7 +4,9 @@ seed, then applied to the cluster with each fault undone after its duration.
 Kinds: ``pause`` (SIGSTOP, then SIGCONT), ``kill`` (SIGKILL, then the node starts again),
 ``etcd`` (etcd killed, then started again on its data), ``cut-etcd`` and ``cut-clients`` (a node's
 network path to etcd, or from its clients, drops everything, then heals; with network namespaces
-only). Faults on different targets may overlap; a target has at most one fault at a time."""
+only), and ``clock`` (the wall clock a node reads stepped ahead or back by seconds to ten minutes,
+then set right: what NTP stepping a host's clock, or an operator with ``date -s``, does to it).
+Faults on different targets may overlap; a target has at most one fault at a time."""
 
 from __future__ import annotations
 
@@ -19,7 +21,10 @@ from testkit.faults.history import History
 
 NODE_KINDS = ("pause", "kill")
 NET_KINDS = ("cut-etcd", "cut-clients")
-KINDS = (*NODE_KINDS, "etcd", *NET_KINDS)
+KINDS = (*NODE_KINDS, "etcd", *NET_KINDS, "clock")
+# How far a clock fault steps a node's wall clock (either way): from less than a lease to well past
+# a session timeout and a transaction's timeout.
+SKEWS = (2, 15, 60, 600)
 
 
 @dataclass(frozen=True)
@@ -28,22 +33,27 @@ class Fault:
     kind: str
     target: str  # "node-<id>" or "etcd"
     duration: float
+    skew: float = 0.0  # seconds the node's wall clock is stepped by (``clock`` faults)
 
     @property
     def node(self) -> int | None:
         return int(self.target.split("-")[1]) if self.target.startswith("node-") else None
 
+    def what(self) -> str:
+        skew = f"  ({self.skew:+.0f} s)" if self.kind == "clock" else ""
+        return f"{self.kind:<11} {self.target:<7} for {self.duration:4.1f} s{skew}"
+
     def __str__(self) -> str:
-        return f"{self.at:7.1f} s  {self.kind:<11} {self.target:<7} for {self.duration:4.1f} s"
+        return f"{self.at:7.1f} s  {self.what()}"
 
 
-def schedule(seed: int, seconds: float, nodes: int, *, netns: bool, lease_s: float = 3.0,
+def schedule(seed: int, seconds: float, nodes: int, *, netns: bool, clock: bool = False, lease_s: float = 3.0,
              warmup: float = 5.0) -> list[Fault]:
     """Faults over ``seconds`` from ``seed``: gaps of 1-6 s between starts, durations from a
     blink to about four leases (a pause shorter than the lease must not move anything; a longer one
     must move everything safely), a fault sometimes beginning while another one lasts."""
     rng = random.Random(seed)
-    kinds = [*NODE_KINDS, *NODE_KINDS, "etcd", *(NET_KINDS if netns else ())]
+    kinds = [*NODE_KINDS, *NODE_KINDS, "etcd", *(NET_KINDS if netns else ()), *(("clock",) if clock else ())]
     busy_until: dict[str, float] = {}
     faults: list[Fault] = []
     t = warmup
@@ -56,10 +66,14 @@ def schedule(seed: int, seconds: float, nodes: int, *, netns: bool, lease_s: flo
             duration = round(rng.uniform(0.5, lease_s * 3), 2)  # down time before the restart
         if kind == "etcd":
             duration = round(rng.uniform(0.5, lease_s * 3), 2)
+        skew = 0.0
+        if kind == "clock":  # long enough for sessions, transactions and locks to be timed on it
+            duration = round(rng.uniform(lease_s * 2, lease_s * 10), 2)
+            skew = float(rng.choice((-1, 1)) * rng.choice(SKEWS))
         start = max(t, busy_until.get(target, 0.0) + 0.5)
         if start + duration > seconds:
             break
-        faults.append(Fault(round(start, 2), kind, target, duration))
+        faults.append(Fault(round(start, 2), kind, target, duration, skew))
         busy_until[target] = start + duration
         if rng.random() < 0.7:  # most faults are alone; the others overlap the next one
             t = start + duration
@@ -76,6 +90,7 @@ class Target(Protocol):
     def etcd_stop(self) -> None: ...
     def etcd_start(self) -> None: ...
     def cut(self, n: int, path: str, cut: bool = True) -> None: ...
+    def skew(self, n: int, seconds: float) -> None: ...
     def heal_all(self) -> None: ...
 
 
@@ -107,6 +122,8 @@ class Nemesis(threading.Thread):
             self.target.etcd_stop()
         elif f.kind in NET_KINDS and n is not None:
             self.target.cut(n, f.kind.removeprefix("cut-"), True)
+        elif f.kind == "clock" and n is not None:
+            self.target.skew(n, f.skew)
 
     def _end(self, f: Fault) -> None:
         n = f.node
@@ -118,6 +135,8 @@ class Nemesis(threading.Thread):
             self.target.etcd_start()
         elif f.kind in NET_KINDS and n is not None:
             self.target.cut(n, f.kind.removeprefix("cut-"), False)
+        elif f.kind == "clock" and n is not None:
+            self.target.skew(n, 0.0)
 
     def run(self) -> None:
         events: list[tuple[float, int, Fault]] = []
@@ -135,9 +154,9 @@ class Nemesis(threading.Thread):
                 if starting:
                     leaders = self.leaders() if self.leaders is not None else None
                     began[f] = self.history.add("nemesis", "info", "fault", value=f.kind, target=f.target,
-                                                leaders=leaders).time
+                                                leaders=leaders, skew=f.skew if f.kind == "clock" else None).time
                     self._begin(f)
-                    self.log(f"[{self.history.now():7.1f} s] fault {f.kind} {f.target} for {f.duration:.1f} s")
+                    self.log(f"[{self.history.now():7.1f} s] fault {f.what()}")
                 else:
                     self._end(f)
                     healed = self.history.add("nemesis", "info", "heal", value=f.kind, target=f.target).time

@@ -145,16 +145,17 @@ def behind(readback: ReadBack, consumers: list[GroupConsumer]) -> str:
     return "\n".join(lines)
 
 
-def run(seed: int, seconds: float, tmp: Path, *, nodes: int = 3, netns: bool = False, lease_ms: int = 3000,
+def run(seed: int, seconds: float, tmp: Path, *, nodes: int = 3, netns: bool = False, clock: bool = False,
+        lease_ms: int = 3000,
         drain_timeout: float = 90.0, readback_timeout: float = 180.0,
         log: Callable[[str], None] = print) -> Run:
     """Runs ``seconds`` of faults drawn from ``seed`` against a fresh cluster under ``tmp``."""
-    faults = schedule(seed, seconds, nodes, netns=netns, lease_s=lease_ms / 1000)
+    faults = schedule(seed, seconds, nodes, netns=netns, clock=clock, lease_s=lease_ms / 1000)
     log(f"seed {seed}: {len(faults)} faults over {seconds:.0f} s, {nodes} nodes, lease {lease_ms} ms, "
-        f"network faults {'on' if netns else 'off'}")
+        f"network faults {'on' if netns else 'off'}, clock faults {'on' if clock else 'off'}")
     for f in faults:
         log(f"  {f}")
-    cluster = FaultCluster(tmp, nodes, netns=netns, lease_ms=lease_ms, overrides={
+    cluster = FaultCluster(tmp, nodes, netns=netns, clock=clock, lease_ms=lease_ms, overrides={
         "log.segment.bytes": "262144", "group.initial.rebalance.delay.ms": "0",
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"})
     clients: list[Any] = []

@@ -119,3 +119,31 @@ def test_many_members_keep_the_heap_near_one_entry_each() -> None:
     timers.fire_due()
     assert len(fired) == 500
     assert timers.heap == []
+
+
+class Steady(Clock):
+    def __init__(self) -> None:
+        self.now = 5_000
+
+
+def test_deadlines_elapse_on_the_steady_clock_when_the_wall_clock_is_stepped() -> None:
+    wall, steady = Clock(), Steady()
+    fired: list[tuple[int, str, int]] = []
+    timers = TimerService(lambda shard, key, now: fired.append((shard, key, now)), wall, steady)
+    timers.set(0, "heartbeat:g:a", wall.now + 45_000)  # a session timeout from now
+    timers.set(0, "heartbeat:g:b", wall.now + 45_000)
+    wall.now += 60_000  # the wall clock stepped a minute ahead: no session has timed out
+    steady.now += 10
+    timers.fire_due()
+    assert fired == []
+    timers.set(0, "heartbeat:g:b", wall.now + 45_000)  # b heartbeats, on the stepped clock
+    wall.now -= 120_000  # and back, a minute behind where it began
+    steady.now += 44_990
+    timers.fire_due()
+    assert fired == [(0, "heartbeat:g:a", wall.now)]  # a: 45 s of real time, fired with the wall time
+    steady.now += 9
+    timers.fire_due()
+    assert len(fired) == 1
+    steady.now += 1
+    timers.fire_due()
+    assert [key for _, key, _ in fired] == ["heartbeat:g:a", "heartbeat:g:b"]

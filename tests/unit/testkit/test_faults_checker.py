@@ -18,7 +18,7 @@ from testkit.faults.checker import (
     window,
 )
 from testkit.faults.history import History, Op
-from testkit.faults.nemesis import schedule
+from testkit.faults.nemesis import SKEWS, schedule
 
 T, X = "log", "txn"
 
@@ -278,6 +278,9 @@ def test_the_schedule_is_a_function_of_the_seed() -> None:
     assert a == schedule(7, 120, 3, netns=True) and a != schedule(8, 120, 3, netns=True)
     assert all(f.at + f.duration <= 120 for f in a)
     assert {f.kind for f in schedule(7, 600, 3, netns=False)} <= {"pause", "kill", "etcd"}
+    clocks = [f for f in schedule(7, 1800, 3, netns=False, clock=True) if f.kind == "clock"]
+    assert clocks and all(abs(f.skew) in SKEWS for f in clocks)
+    assert {f.skew > 0 for f in clocks} == {True, False}  # stepped ahead and back
     for target in {f.target for f in a}:  # one fault at a time per target
         mine = sorted((f for f in a if f.target == target), key=lambda f: f.at)
         assert all(x.at + x.duration <= y.at for x, y in itertools.pairwise(mine))
