@@ -70,132 +70,78 @@ from broker.handlers.write_txn_markers import WriteTxnMarkersApi
 from broker.handlers.write_txn_markers import refused as write_txn_markers_refused
 from broker.network.router import Api, Authorize, Handler, Request
 from broker.security.request_checks import RequestChecks
-from protocol.messages import ApiKey
-from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
-from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
-from protocol.messages.alter_client_quotas import AlterClientQuotasRequest, AlterClientQuotasResponse
-from protocol.messages.alter_configs import AlterConfigsRequest, AlterConfigsResponse
-from protocol.messages.alter_partition_reassignments import (
-    AlterPartitionReassignmentsRequest,
-    AlterPartitionReassignmentsResponse,
-)
-from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse
-from protocol.messages.alter_share_group_offsets import (
-    AlterShareGroupOffsetsRequest,
-    AlterShareGroupOffsetsResponse,
-)
-from protocol.messages.alter_user_scram_credentials import (
-    AlterUserScramCredentialsRequest,
-    AlterUserScramCredentialsResponse,
-)
-from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
-from protocol.messages.consumer_group_describe import (
-    ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
-)
-from protocol.messages.consumer_group_heartbeat import (
-    ConsumerGroupHeartbeatRequest,
-    ConsumerGroupHeartbeatResponse,
-)
-from protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
-from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
-from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
-from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
-from protocol.messages.delete_groups import DeleteGroupsRequest, DeleteGroupsResponse
-from protocol.messages.delete_records import DeleteRecordsRequest, DeleteRecordsResponse
-from protocol.messages.delete_share_group_offsets import (
-    DeleteShareGroupOffsetsRequest,
-    DeleteShareGroupOffsetsResponse,
-)
-from protocol.messages.delete_share_group_state import (
-    DeleteShareGroupStateRequest,
-    DeleteShareGroupStateResponse,
-)
-from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
-from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsResponse
-from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
-from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
-from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
-from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGroupsResponse
-from protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
-from protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
-from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
-from protocol.messages.describe_share_group_offsets import (
-    DescribeShareGroupOffsetsRequest,
-    DescribeShareGroupOffsetsResponse,
-)
-from protocol.messages.describe_topic_partitions import (
-    DescribeTopicPartitionsRequest,
-    DescribeTopicPartitionsResponse,
-)
-from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
-from protocol.messages.describe_user_scram_credentials import (
-    DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse,
-)
-from protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
-from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
-from protocol.messages.fetch import FetchRequest, FetchResponse
-from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
-from protocol.messages.get_telemetry_subscriptions import (
-    GetTelemetrySubscriptionsRequest,
-    GetTelemetrySubscriptionsResponse,
-)
-from protocol.messages.heartbeat import HeartbeatRequest, HeartbeatResponse
-from protocol.messages.incremental_alter_configs import (
-    IncrementalAlterConfigsRequest,
-    IncrementalAlterConfigsResponse,
-)
-from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
-from protocol.messages.initialize_share_group_state import (
-    InitializeShareGroupStateRequest,
-    InitializeShareGroupStateResponse,
-)
-from protocol.messages.join_group import JoinGroupRequest, JoinGroupResponse
-from protocol.messages.leave_group import LeaveGroupRequest, LeaveGroupResponse
-from protocol.messages.list_config_resources import ListConfigResourcesRequest, ListConfigResourcesResponse
-from protocol.messages.list_groups import ListGroupsRequest, ListGroupsResponse
-from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
-from protocol.messages.list_partition_reassignments import (
-    ListPartitionReassignmentsRequest,
-    ListPartitionReassignmentsResponse,
-)
-from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
-from protocol.messages.metadata import MetadataRequest, MetadataResponse
-from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
-from protocol.messages.offset_delete import OffsetDeleteRequest, OffsetDeleteResponse
-from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
-from protocol.messages.offset_for_leader_epoch import (
-    OffsetForLeaderEpochRequest,
-    OffsetForLeaderEpochResponse,
-)
-from protocol.messages.produce import ProduceRequest, ProduceResponse
-from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
-from protocol.messages.read_share_group_state import ReadShareGroupStateRequest, ReadShareGroupStateResponse
-from protocol.messages.read_share_group_state_summary import (
-    ReadShareGroupStateSummaryRequest,
-    ReadShareGroupStateSummaryResponse,
-)
-from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
-from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
-from protocol.messages.share_acknowledge import ShareAcknowledgeRequest, ShareAcknowledgeResponse
-from protocol.messages.share_fetch import ShareFetchRequest, ShareFetchResponse
-from protocol.messages.share_group_describe import ShareGroupDescribeRequest, ShareGroupDescribeResponse
-from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
-from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
-from protocol.messages.streams_group_heartbeat import (
-    StreamsGroupHeartbeatRequest,
-    StreamsGroupHeartbeatResponse,
-)
-from protocol.messages.sync_group import SyncGroupRequest, SyncGroupResponse
-from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
-from protocol.messages.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
-from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
-from protocol.messages.write_share_group_state import (
-    WriteShareGroupStateRequest,
-    WriteShareGroupStateResponse,
-)
-from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
+from protocol.messages import RESPONSES, ApiKey
+from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
+from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest
+from protocol.messages.alter_client_quotas import AlterClientQuotasRequest
+from protocol.messages.alter_configs import AlterConfigsRequest
+from protocol.messages.alter_partition_reassignments import AlterPartitionReassignmentsRequest
+from protocol.messages.alter_replica_log_dirs import AlterReplicaLogDirsRequest
+from protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRequest
+from protocol.messages.alter_user_scram_credentials import AlterUserScramCredentialsRequest
+from protocol.messages.api_versions import ApiVersionsRequest
+from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
+from protocol.messages.create_acls import CreateAclsRequest
+from protocol.messages.create_partitions import CreatePartitionsRequest
+from protocol.messages.create_topics import CreateTopicsRequest
+from protocol.messages.delete_acls import DeleteAclsRequest
+from protocol.messages.delete_groups import DeleteGroupsRequest
+from protocol.messages.delete_records import DeleteRecordsRequest
+from protocol.messages.delete_share_group_offsets import DeleteShareGroupOffsetsRequest
+from protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
+from protocol.messages.delete_topics import DeleteTopicsRequest
+from protocol.messages.describe_acls import DescribeAclsRequest
+from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
+from protocol.messages.describe_cluster import DescribeClusterRequest
+from protocol.messages.describe_configs import DescribeConfigsRequest
+from protocol.messages.describe_groups import DescribeGroupsRequest
+from protocol.messages.describe_log_dirs import DescribeLogDirsRequest
+from protocol.messages.describe_producers import DescribeProducersRequest
+from protocol.messages.describe_quorum import DescribeQuorumRequest
+from protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
+from protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
+from protocol.messages.describe_transactions import DescribeTransactionsRequest
+from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
+from protocol.messages.elect_leaders import ElectLeadersRequest
+from protocol.messages.end_txn import EndTxnRequest
+from protocol.messages.fetch import FetchRequest
+from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.get_telemetry_subscriptions import GetTelemetrySubscriptionsRequest
+from protocol.messages.heartbeat import HeartbeatRequest
+from protocol.messages.incremental_alter_configs import IncrementalAlterConfigsRequest
+from protocol.messages.init_producer_id import InitProducerIdRequest
+from protocol.messages.initialize_share_group_state import InitializeShareGroupStateRequest
+from protocol.messages.join_group import JoinGroupRequest
+from protocol.messages.leave_group import LeaveGroupRequest
+from protocol.messages.list_config_resources import ListConfigResourcesRequest
+from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.list_offsets import ListOffsetsRequest
+from protocol.messages.list_partition_reassignments import ListPartitionReassignmentsRequest
+from protocol.messages.list_transactions import ListTransactionsRequest
+from protocol.messages.metadata import MetadataRequest
+from protocol.messages.offset_commit import OffsetCommitRequest
+from protocol.messages.offset_delete import OffsetDeleteRequest
+from protocol.messages.offset_fetch import OffsetFetchRequest
+from protocol.messages.offset_for_leader_epoch import OffsetForLeaderEpochRequest
+from protocol.messages.produce import ProduceRequest
+from protocol.messages.push_telemetry import PushTelemetryRequest
+from protocol.messages.read_share_group_state import ReadShareGroupStateRequest
+from protocol.messages.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from protocol.messages.share_acknowledge import ShareAcknowledgeRequest
+from protocol.messages.share_fetch import ShareFetchRequest
+from protocol.messages.share_group_describe import ShareGroupDescribeRequest
+from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
+from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
+from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
+from protocol.messages.sync_group import SyncGroupRequest
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
+from protocol.messages.unregister_broker import UnregisterBrokerRequest
+from protocol.messages.update_features import UpdateFeaturesRequest
+from protocol.messages.write_share_group_state import WriteShareGroupStateRequest
+from protocol.messages.write_txn_markers import WriteTxnMarkersRequest
 from protocol.schema import Data, Message
 
 if TYPE_CHECKING:
@@ -226,7 +172,7 @@ class ApiEntry:
     refuse: ErasedRefuse
 
 
-def api(request: type[R], response: Message, handler: Callable[[Request[R]], None], *,
+def api(request: type[R], handler: Callable[[Request[R]], None], *,
         authorize: Callable[[RequestChecks, Request[R], Callable[[Request[R], int], Data]], bool],
         refuse: Callable[[Request[R], int], Data], versions: tuple[int, int] | None = None) -> ApiEntry:
     """One entry. The handler, the rule and the refusal are typed for this API's request; the
@@ -234,7 +180,7 @@ def api(request: type[R], response: Message, handler: Callable[[Request[R]], Non
     makes the erased forms it keeps them in sound."""
     assert request.api_key is not None
     lo, hi = versions or (request.valid.low, request.valid.high)
-    return ApiEntry(request.api_key, ApiKey(request.api_key).name, request, response, (lo, hi),
+    return ApiEntry(request.api_key, ApiKey(request.api_key).name, request, RESPONSES[request.api_key], (lo, hi),
                     cast(Handler, handler), cast(ErasedRule, authorize), cast(ErasedRefuse, refuse))
 
 
@@ -277,157 +223,153 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
     g, t = h.groups, h.transactions
     return (
         # ---- what a client asks first ----------------------------------------------------------
-        api(ApiVersionsRequest, ApiVersionsResponse, h.api_versions, authorize=OPEN_TO_ALL,
+        api(ApiVersionsRequest, h.api_versions, authorize=OPEN_TO_ALL,
             refuse=refusals.api_versions),
-        api(MetadataRequest, MetadataResponse, h.cluster.metadata, authorize=checks.metadata,
+        api(MetadataRequest, h.cluster.metadata, authorize=checks.metadata,
             refuse=refusals.metadata),
-        api(DescribeClusterRequest, DescribeClusterResponse, h.cluster.describe_cluster,
+        api(DescribeClusterRequest, h.cluster.describe_cluster,
             authorize=checks.describe_cluster, refuse=refusals.describe_cluster),
-        api(FindCoordinatorRequest, FindCoordinatorResponse, h.cluster.find_coordinator,
+        api(FindCoordinatorRequest, h.cluster.find_coordinator,
             authorize=checks.find_coordinator, refuse=refusals.find_coordinator),
         # Alter on the cluster, as Kafka's controller checks it.
-        api(UnregisterBrokerRequest, UnregisterBrokerResponse, h.cluster.unregister_broker,
+        api(UnregisterBrokerRequest, h.cluster.unregister_broker,
             authorize=checks.cluster_alter, refuse=refusals.unregister_broker),
         # ---- topics ----------------------------------------------------------------------------
-        api(CreateTopicsRequest, CreateTopicsResponse, h.topics.create_topics, authorize=checks.create_topics,
+        api(CreateTopicsRequest, h.topics.create_topics, authorize=checks.create_topics,
             refuse=refusals.create_topics),
-        api(DeleteTopicsRequest, DeleteTopicsResponse, h.topics.delete_topics, authorize=checks.delete_topics,
+        api(DeleteTopicsRequest, h.topics.delete_topics, authorize=checks.delete_topics,
             refuse=refusals.delete_topics),
-        api(CreatePartitionsRequest, CreatePartitionsResponse, h.create_partitions.create_partitions,
+        api(CreatePartitionsRequest, h.create_partitions.create_partitions,
             authorize=checks.create_partitions, refuse=refusals.create_partitions),
         # ---- groups and offsets ----------------------------------------------------------------
-        api(JoinGroupRequest, JoinGroupResponse, g.join_group, authorize=checks.group_read, refuse=join_error),
-        api(SyncGroupRequest, SyncGroupResponse, g.sync_group, authorize=checks.group_read, refuse=sync_error),
-        api(HeartbeatRequest, HeartbeatResponse, g.heartbeat, authorize=checks.group_read, refuse=heartbeat_error),
-        api(LeaveGroupRequest, LeaveGroupResponse, g.leave_group, authorize=checks.group_read, refuse=leave_error),
+        api(JoinGroupRequest, g.join_group, authorize=checks.group_read, refuse=join_error),
+        api(SyncGroupRequest, g.sync_group, authorize=checks.group_read, refuse=sync_error),
+        api(HeartbeatRequest, g.heartbeat, authorize=checks.group_read, refuse=heartbeat_error),
+        api(LeaveGroupRequest, g.leave_group, authorize=checks.group_read, refuse=leave_error),
         # v10 names topics by id (KIP-848 consumers).
-        api(OffsetCommitRequest, OffsetCommitResponse, g.offset_commit, authorize=checks.offset_commit,
+        api(OffsetCommitRequest, g.offset_commit, authorize=checks.offset_commit,
             refuse=commit_error),
-        api(OffsetFetchRequest, OffsetFetchResponse, g.offset_fetch, authorize=checks.offset_fetch,
+        api(OffsetFetchRequest, g.offset_fetch, authorize=checks.offset_fetch,
             refuse=offset_fetch_error),
-        api(OffsetDeleteRequest, OffsetDeleteResponse, g.offset_delete, authorize=checks.offset_delete,
+        api(OffsetDeleteRequest, g.offset_delete, authorize=checks.offset_delete,
             refuse=delete_offsets_error),
-        api(TxnOffsetCommitRequest, TxnOffsetCommitResponse, g.txn_offset_commit,
+        api(TxnOffsetCommitRequest, g.txn_offset_commit,
             authorize=checks.txn_offset_commit, refuse=txn_commit_error, versions=(0, 4)),
-        api(DescribeGroupsRequest, DescribeGroupsResponse, g.describe_groups, authorize=checks.describe_groups,
+        api(DescribeGroupsRequest, g.describe_groups, authorize=checks.describe_groups,
             refuse=describe_groups_error),
-        api(ListGroupsRequest, ListGroupsResponse, g.list_groups, authorize=checks.list_groups,
+        api(ListGroupsRequest, g.list_groups, authorize=checks.list_groups,
             refuse=list_groups_error),
-        api(DeleteGroupsRequest, DeleteGroupsResponse, g.delete_groups, authorize=checks.delete_groups,
+        api(DeleteGroupsRequest, g.delete_groups, authorize=checks.delete_groups,
             refuse=delete_groups_error),
-        api(ConsumerGroupHeartbeatRequest, ConsumerGroupHeartbeatResponse, g.consumer_group_heartbeat,
+        api(ConsumerGroupHeartbeatRequest, g.consumer_group_heartbeat,
             authorize=checks.consumer_group_heartbeat, refuse=consumer_heartbeat_error),
-        api(ConsumerGroupDescribeRequest, ConsumerGroupDescribeResponse, g.consumer_group_describe,
+        api(ConsumerGroupDescribeRequest, g.consumer_group_describe,
             authorize=checks.consumer_group_describe, refuse=consumer_describe_error),
-        api(StreamsGroupHeartbeatRequest, StreamsGroupHeartbeatResponse, h.streams_groups.streams_group_heartbeat,
+        api(StreamsGroupHeartbeatRequest, h.streams_groups.streams_group_heartbeat,
             authorize=checks.streams_group_heartbeat, refuse=streams_heartbeat_error),
-        api(StreamsGroupDescribeRequest, StreamsGroupDescribeResponse, h.streams_groups.streams_group_describe,
+        api(StreamsGroupDescribeRequest, h.streams_groups.streams_group_describe,
             authorize=checks.streams_group_describe, refuse=streams_describe_error),
         # ---- share groups (KIP-932) --------------------------------------------------------------
-        api(ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse, h.share.share_group_heartbeat,
+        api(ShareGroupHeartbeatRequest, h.share.share_group_heartbeat,
             authorize=checks.share_group_heartbeat, refuse=share_heartbeat_error),
-        api(ShareGroupDescribeRequest, ShareGroupDescribeResponse, h.share.share_group_describe,
+        api(ShareGroupDescribeRequest, h.share.share_group_describe,
             authorize=checks.share_group_describe, refuse=share_describe_error),
         # ---- the data plane --------------------------------------------------------------------
-        api(ProduceRequest, ProduceResponse, h.produce.produce, authorize=checks.produce, refuse=refusals.produce),
-        api(FetchRequest, FetchResponse, h.fetch.fetch, authorize=checks.fetch, refuse=refusals.fetch),
-        api(ListOffsetsRequest, ListOffsetsResponse, h.list_offsets.list_offsets, authorize=checks.list_offsets,
+        api(ProduceRequest, h.produce.produce, authorize=checks.produce, refuse=refusals.produce),
+        api(FetchRequest, h.fetch.fetch, authorize=checks.fetch, refuse=refusals.fetch),
+        api(ListOffsetsRequest, h.list_offsets.list_offsets, authorize=checks.list_offsets,
             refuse=refusals.list_offsets),
         # ---- records and log directories (Kafka 4.4's versions) ----------------------------------
-        api(DeleteRecordsRequest, DeleteRecordsResponse, h.records.delete_records, authorize=checks.delete_records,
+        api(DeleteRecordsRequest, h.records.delete_records, authorize=checks.delete_records,
             refuse=refusals.delete_records, versions=(0, 2)),
-        api(OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse, h.records.offset_for_leader_epoch,
+        api(OffsetForLeaderEpochRequest, h.records.offset_for_leader_epoch,
             authorize=checks.offset_for_leader_epoch, refuse=refusals.offset_for_leader_epoch, versions=(2, 4)),
-        api(DescribeProducersRequest, DescribeProducersResponse, h.records.describe_producers,
+        api(DescribeProducersRequest, h.records.describe_producers,
             authorize=checks.describe_producers, refuse=refusals.describe_producers),
-        api(DescribeLogDirsRequest, DescribeLogDirsResponse, h.log_dirs.describe_log_dirs,
+        api(DescribeLogDirsRequest, h.log_dirs.describe_log_dirs,
             authorize=checks.cluster_describe, refuse=refusals.describe_log_dirs, versions=(1, 5)),
-        api(AlterReplicaLogDirsRequest, AlterReplicaLogDirsResponse, h.log_dirs.alter_replica_log_dirs,
+        api(AlterReplicaLogDirsRequest, h.log_dirs.alter_replica_log_dirs,
             authorize=checks.cluster_alter, refuse=refusals.alter_replica_log_dirs, versions=(1, 2)),
         # ---- transactions ----------------------------------------------------------------------
-        api(InitProducerIdRequest, InitProducerIdResponse, t.init_producer_id, authorize=checks.init_producer_id,
+        api(InitProducerIdRequest, t.init_producer_id, authorize=checks.init_producer_id,
             refuse=refusals.init_producer_id, versions=(0, INIT_PRODUCER_ID_MAX_VERSION)),
-        api(AddPartitionsToTxnRequest, AddPartitionsToTxnResponse, t.add_partitions,
+        api(AddPartitionsToTxnRequest, t.add_partitions,
             authorize=checks.add_partitions_to_txn, refuse=refusals.add_partitions_to_txn,
             versions=(0, ADD_PARTITIONS_MAX_VERSION)),
-        api(AddOffsetsToTxnRequest, AddOffsetsToTxnResponse, t.add_offsets, authorize=checks.add_offsets_to_txn,
+        api(AddOffsetsToTxnRequest, t.add_offsets, authorize=checks.add_offsets_to_txn,
             refuse=refusals.add_offsets_to_txn),
-        api(EndTxnRequest, EndTxnResponse, t.end_txn, authorize=checks.transactional_write,
+        api(EndTxnRequest, t.end_txn, authorize=checks.transactional_write,
             refuse=refusals.end_txn, versions=(0, END_TXN_MAX_VERSION)),
         # ListTransactions v2's pattern is a Java regular expression; Python's agrees on the common forms.
-        api(DescribeTransactionsRequest, DescribeTransactionsResponse, t.describe_transactions,
+        api(DescribeTransactionsRequest, t.describe_transactions,
             authorize=checks.describe_transactions, refuse=refusals.describe_transactions),
-        api(ListTransactionsRequest, ListTransactionsResponse, t.list_transactions,
+        api(ListTransactionsRequest, t.list_transactions,
             authorize=checks.list_transactions, refuse=refusals.list_transactions),
         # ---- security --------------------------------------------------------------------------
-        api(SaslHandshakeRequest, SaslHandshakeResponse, h.sasl.handshake, authorize=OPEN_TO_ALL,
+        api(SaslHandshakeRequest, h.sasl.handshake, authorize=OPEN_TO_ALL,
             refuse=refusals.sasl_handshake),
-        api(SaslAuthenticateRequest, SaslAuthenticateResponse, h.sasl.authenticate, authorize=OPEN_TO_ALL,
+        api(SaslAuthenticateRequest, h.sasl.authenticate, authorize=OPEN_TO_ALL,
             refuse=refusals.sasl_authenticate),
-        api(DescribeUserScramCredentialsRequest, DescribeUserScramCredentialsResponse, h.scram.describe,
+        api(DescribeUserScramCredentialsRequest, h.scram.describe,
             authorize=checks.cluster_describe, refuse=refusals.describe_user_scram_credentials),
-        api(AlterUserScramCredentialsRequest, AlterUserScramCredentialsResponse, h.scram.alter,
+        api(AlterUserScramCredentialsRequest, h.scram.alter,
             authorize=checks.cluster_alter, refuse=refusals.alter_user_scram_credentials),
-        api(DescribeAclsRequest, DescribeAclsResponse, h.acls.describe, authorize=checks.cluster_describe,
+        api(DescribeAclsRequest, h.acls.describe, authorize=checks.cluster_describe,
             refuse=refusals.describe_acls),
-        api(CreateAclsRequest, CreateAclsResponse, h.acls.create, authorize=checks.cluster_alter,
+        api(CreateAclsRequest, h.acls.create, authorize=checks.cluster_alter,
             refuse=refusals.create_acls),
-        api(DeleteAclsRequest, DeleteAclsResponse, h.acls.delete, authorize=checks.cluster_alter,
+        api(DeleteAclsRequest, h.acls.delete, authorize=checks.cluster_alter,
             refuse=refusals.delete_acls),
         # ---- topology and features (broker/handlers/topology.py) -------------------------------
-        api(DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, h.topology.describe_topic_partitions,
+        api(DescribeTopicPartitionsRequest, h.topology.describe_topic_partitions,
             authorize=checks.describe_topic_partitions, refuse=refusals.describe_topic_partitions),
-        api(ElectLeadersRequest, ElectLeadersResponse, h.topology.elect_leaders, authorize=checks.cluster_alter,
+        api(ElectLeadersRequest, h.topology.elect_leaders, authorize=checks.cluster_alter,
             refuse=refusals.elect_leaders),
-        api(AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse,
-            h.topology.alter_partition_reassignments, authorize=checks.cluster_alter,
+        api(AlterPartitionReassignmentsRequest, h.topology.alter_partition_reassignments, authorize=checks.cluster_alter,
             refuse=refusals.alter_partition_reassignments),
-        api(ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse,
-            h.topology.list_partition_reassignments, authorize=checks.cluster_describe,
+        api(ListPartitionReassignmentsRequest, h.topology.list_partition_reassignments, authorize=checks.cluster_describe,
             refuse=refusals.list_partition_reassignments),
-        api(DescribeQuorumRequest, DescribeQuorumResponse, h.topology.describe_quorum,
+        api(DescribeQuorumRequest, h.topology.describe_quorum,
             authorize=checks.cluster_describe, refuse=refusals.describe_quorum),
-        api(UpdateFeaturesRequest, UpdateFeaturesResponse, h.topology.update_features,
+        api(UpdateFeaturesRequest, h.topology.update_features,
             authorize=checks.cluster_alter, refuse=refusals.update_features),
         # ---- configs ---------------------------------------------------------------------------
-        api(DescribeConfigsRequest, DescribeConfigsResponse, h.configs.describe_configs,
+        api(DescribeConfigsRequest, h.configs.describe_configs,
             authorize=checks.describe_configs, refuse=refusals.describe_configs),
-        api(AlterConfigsRequest, AlterConfigsResponse, h.configs.alter_configs, authorize=checks.alter_configs,
+        api(AlterConfigsRequest, h.configs.alter_configs, authorize=checks.alter_configs,
             refuse=refusals.alter_configs),
-        api(IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse, h.configs.incremental_alter_configs,
+        api(IncrementalAlterConfigsRequest, h.configs.incremental_alter_configs,
             authorize=checks.incremental_alter_configs, refuse=refusals.incremental_alter_configs),
-        api(ListConfigResourcesRequest, ListConfigResourcesResponse, h.configs.list_config_resources,
+        api(ListConfigResourcesRequest, h.configs.list_config_resources,
             authorize=checks.list_config_resources, refuse=refusals.list_config_resources),
     ) + _quota_and_telemetry_apis(h) + (
         # ---- share partitions, on the node leading their topic partition -----------------------
-        api(ShareFetchRequest, ShareFetchResponse, h.share.share_fetch, authorize=checks.share_fetch,
+        api(ShareFetchRequest, h.share.share_fetch, authorize=checks.share_fetch,
             refuse=share_fetch_error),
-        api(ShareAcknowledgeRequest, ShareAcknowledgeResponse, h.share.share_acknowledge,
+        api(ShareAcknowledgeRequest, h.share.share_acknowledge,
             authorize=checks.share_acknowledge, refuse=share_acknowledge_error),
     ) + (() if h.share_offsets is None else (
-        api(DescribeShareGroupOffsetsRequest, DescribeShareGroupOffsetsResponse,
-            h.share_offsets.describe_share_group_offsets, authorize=checks.describe_share_group_offsets,
+        api(DescribeShareGroupOffsetsRequest, h.share_offsets.describe_share_group_offsets, authorize=checks.describe_share_group_offsets,
             refuse=describe_share_offsets_error),
-        api(AlterShareGroupOffsetsRequest, AlterShareGroupOffsetsResponse, h.share_offsets.alter_share_group_offsets,
+        api(AlterShareGroupOffsetsRequest, h.share_offsets.alter_share_group_offsets,
             authorize=checks.alter_share_group_offsets, refuse=alter_share_offsets_error),
-        api(DeleteShareGroupOffsetsRequest, DeleteShareGroupOffsetsResponse,
-            h.share_offsets.delete_share_group_offsets, authorize=checks.delete_share_group_offsets,
+        api(DeleteShareGroupOffsetsRequest, h.share_offsets.delete_share_group_offsets, authorize=checks.delete_share_group_offsets,
             refuse=delete_share_offsets_error),
     )) + (() if h.write_txn_markers is None else (
         # ---- between the nodes of a cluster ----------------------------------------------------
-        api(WriteTxnMarkersRequest, WriteTxnMarkersResponse, h.write_txn_markers, authorize=checks.cluster_peer,
+        api(WriteTxnMarkersRequest, h.write_txn_markers, authorize=checks.cluster_peer,
             refuse=write_txn_markers_refused, versions=(1, 1)),
     )) + (() if h.share_state is None else (
         # ---- share partitions' state, from their leader to the share coordinator ----------------
-        api(InitializeShareGroupStateRequest, InitializeShareGroupStateResponse, h.share_state.initialize,
+        api(InitializeShareGroupStateRequest, h.share_state.initialize,
             authorize=checks.cluster_peer, refuse=share_state.INITIALIZE.refuse, versions=(0, 0)),
-        api(ReadShareGroupStateRequest, ReadShareGroupStateResponse, h.share_state.read,
+        api(ReadShareGroupStateRequest, h.share_state.read,
             authorize=checks.cluster_peer, refuse=share_state.READ.refuse, versions=(0, 0)),
-        api(WriteShareGroupStateRequest, WriteShareGroupStateResponse, h.share_state.write,
+        api(WriteShareGroupStateRequest, h.share_state.write,
             authorize=checks.cluster_peer, refuse=share_state.WRITE.refuse, versions=(0, 1)),
-        api(DeleteShareGroupStateRequest, DeleteShareGroupStateResponse, h.share_state.delete,
+        api(DeleteShareGroupStateRequest, h.share_state.delete,
             authorize=checks.cluster_peer, refuse=share_state.DELETE.refuse, versions=(0, 0)),
-        api(ReadShareGroupStateSummaryRequest, ReadShareGroupStateSummaryResponse, h.share_state.read_summary,
+        api(ReadShareGroupStateSummaryRequest, h.share_state.read_summary,
             authorize=checks.cluster_peer, refuse=share_state.SUMMARY.refuse, versions=(0, 1)),
     ))
 
@@ -439,16 +381,16 @@ def _quota_and_telemetry_apis(h: Handlers) -> tuple[ApiEntry, ...]:
     entries: tuple[ApiEntry, ...] = ()
     if h.client_quotas is not None:
         entries += (
-            api(DescribeClientQuotasRequest, DescribeClientQuotasResponse, h.client_quotas.describe,
+            api(DescribeClientQuotasRequest, h.client_quotas.describe,
                 authorize=checks.client_quotas_describe, refuse=refusals.describe_client_quotas),
-            api(AlterClientQuotasRequest, AlterClientQuotasResponse, h.client_quotas.alter,
+            api(AlterClientQuotasRequest, h.client_quotas.alter,
                 authorize=checks.client_quotas_alter, refuse=refusals.alter_client_quotas),
         )
     if h.telemetry is not None:
         entries += (
-            api(GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse, h.telemetry.get_subscriptions,
+            api(GetTelemetrySubscriptionsRequest, h.telemetry.get_subscriptions,
                 authorize=OPEN_TO_ALL, refuse=refusals.get_telemetry_subscriptions),
-            api(PushTelemetryRequest, PushTelemetryResponse, h.telemetry.push, authorize=OPEN_TO_ALL,
+            api(PushTelemetryRequest, h.telemetry.push, authorize=OPEN_TO_ALL,
                 refuse=refusals.push_telemetry),
         )
     return entries
