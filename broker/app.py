@@ -83,6 +83,7 @@ from broker.topics.changes import TopicChanges
 from broker.topics.partitions import TopicLogs
 from broker.transactions.markers import MarkerWriter
 from broker.transactions.service import TransactionService
+from broker.transactions.verification import PartitionAdder
 from protocol.partitioning import partition_for
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.checkpoints import CheckpointError, read_meta_properties, write_meta_properties
@@ -269,7 +270,8 @@ class BrokerApp:
             c.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
             c.get_int("transactions.remove.expired.transaction.cleanup.interval.ms"),
             max_timeout_ms=c.get_int("transaction.max.timeout.ms"),
-            id_expiration_ms=c.get_int("transactional.id.expiration.ms"), cluster=self.cluster)
+            id_expiration_ms=c.get_int("transactional.id.expiration.ms"), cluster=self.cluster,
+            transaction_version=c.get_int("transaction.version"))
         # The share coordinator (__share_group_state) runs on the coordinator runtime; share
         # partitions are served on one node for now (in a cluster ShareFetch and the rest are not).
         # Each share group obeys its own share.* group configs over the broker's group.share.*.
@@ -337,9 +339,10 @@ class BrokerApp:
                            None if authorizer is None else authorizer.describable_topics,
                            transactions=self.transactions if verify_transactions else None, clock=self.clock,
                            offsets_partitions=offsets_partitions,
-                           delete_share_state=None if self.share is None else self.share.forget_group)
+                           delete_share_state=None if self.share is None else self.share.forget_group,
+                           adder=PartitionAdder(self.transactions, self.cluster, self.peers))
         return Handlers(
-            api_versions=ApiVersionsApi(self.router.advertised, self.view),
+            api_versions=ApiVersionsApi(self.router.advertised, self.view, c.get_int("transaction.version")),
             cluster=ClusterApis(self.view, self.catalog, self.admin, self.transactions,
                                 auto_create_topics=c.get_bool("auto.create.topics.enable"),
                                 default_partitions=c.get_int("num.partitions"), offsets_partitions=offsets_partitions,
@@ -349,8 +352,8 @@ class BrokerApp:
             groups=groups,
             streams_groups=StreamsGroupApis(self.shards, groups.routing, self.admin,
                                             None if authorizer is None else may_create_topics(authorizer)),
-            produce=ProduceApi(self.topic_logs, self.catalog, self.transactions if verify_transactions else None,
-                               self.clock, self.cluster, self.peers),
+            produce=ProduceApi(self.topic_logs, self.catalog, self.transactions, self.clock, self.cluster, self.peers,
+                               verify=verify_transactions),
             fetch=FetchApi(self.topic_logs, self.catalog),
             share=ShareApis(self.shards, GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,
                             self.node_id),
@@ -365,7 +368,8 @@ class BrokerApp:
             scram=ScramCredentialApis(security.credentials, security.etcd_store, self.logs),
             acls=AclApis(authorizer, security.etcd_store, self.logs),
             topology=TopologyApis(self.view, self.catalog, authorizer,
-                                  lambda: [k for k, _, _ in self.router.advertised()], self.clock),
+                                  lambda: [k for k, _, _ in self.router.advertised()], self.clock,
+                                  c.get_int("transaction.version")),
             client_quotas=ClientQuotaApis(self.quotas, self.quotas_etcd, self.logs),
             telemetry=TelemetryApis(self.telemetry),
             configs=ConfigApis(self.configs, self.view, self.telemetry.subscriptions, self.logs),

@@ -113,6 +113,11 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=1),
     Property("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "How often the "
              "transaction coordinator aborts transactions open longer than their timeout.", minimum=1),
+    Property("transaction.version", int, 2, "The finalized transaction.version feature level, as a Kafka cluster "
+             "is formatted with --feature transaction.version=N: 2 has producers bump their epoch with every "
+             "transaction (KIP-890 part 2); 1 and 2 write __transaction_state values at their flexible version; "
+             "0 is the original protocol. Every level is served to the clients that speak it.",
+             minimum=0, maximum=2),
     Property("transaction.partition.verification.enable", bool, True, "Take the first transactional batch of "
              "a transaction on a partition only if the transaction coordinator has the partition in that "
              "transaction (KIP-890 part 1); refused, it answers INVALID_TXN_STATE."),

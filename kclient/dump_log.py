@@ -28,7 +28,7 @@ from protocol.record_batch import (
     parse_end_txn_marker,
 )
 from protocol.schema import UUID, Field, Primitive, Struct
-from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC, VALUE_VERSION, decode_transaction_record
+from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC, decode_transaction_record
 from storage.checkpoints import topic_id_to_str
 from storage.layout import OFFSETS_TOPIC, parse_partition_dir
 
@@ -124,10 +124,9 @@ def transaction_record_fields(rec: Record) -> dict[str, Any]:
     key = {"type": "0", "data": {"transactionalId": decoded.transactional_id}}
     if decoded.value is None:
         return {"key": key, "payload": None}
-    version = int.from_bytes((rec.value or b"\0\0")[:2], "big", signed=True)
     data = _fields_json(TransactionLogValue.fields, decoded.value)
     data["transaction_status_name"] = _STATUS_NAMES.get(decoded.value.transaction_status, "Unknown")
-    return {"key": key, "payload": {"version": str(version if version >= 0 else VALUE_VERSION), "data": data}}
+    return {"key": key, "payload": {"version": str(decoded.version), "data": data}}
 
 
 _STATUS_NAMES = {0: "Empty", 1: "Ongoing", 2: "PrepareCommit", 3: "PrepareAbort", 4: "CompleteCommit",

@@ -1,9 +1,10 @@
 """The records of ``__transaction_state``: one per change of a transactional id's metadata.
 
 Key: int16 version 0, then TransactionLogKey (the transactional id). Value: int16 version, then
-TransactionLogValue; null for a tombstone. Kafka writes value version 0 unless the client uses
-transactions version 2, which this broker does not serve, so version 0 is what is written here;
-both versions are read.
+TransactionLogValue; null for a tombstone. Kafka writes value version 1 (flexible, with the previous
+and next producer ids and the client's transaction version as tagged fields) when the cluster's
+finalized ``transaction.version`` is 1 or more, and version 0 otherwise; a record says which
+(``TransactionRecord.version``). Both versions are read.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from protocol.messages.transaction_log import TransactionLogKey, TransactionLogV
 
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 KEY_VERSION = 0
-VALUE_VERSION = 0
 _VERSION = struct.Struct(">h")
 
 
@@ -25,6 +25,7 @@ class TransactionRecord(NamedTuple):
 
     transactional_id: str
     value: Any | None  # a TransactionLogValue
+    version: int = 0  # the value's version: 0, or 1 (flexible)
 
 
 def encode_transaction_record(record: TransactionRecord) -> tuple[bytes, bytes | None]:
@@ -32,7 +33,7 @@ def encode_transaction_record(record: TransactionRecord) -> tuple[bytes, bytes |
         TransactionLogKey(transactional_id=record.transactional_id), KEY_VERSION)
     if record.value is None:
         return key, None
-    return key, _VERSION.pack(VALUE_VERSION) + TransactionLogValue.encode(record.value, VALUE_VERSION)
+    return key, _VERSION.pack(record.version) + TransactionLogValue.encode(record.value, record.version)
 
 
 def decode_transaction_record(key: bytes, value: bytes | None) -> TransactionRecord:
@@ -50,4 +51,4 @@ def decode_transaction_record(key: bytes, value: bytes | None) -> TransactionRec
     (value_version,) = _VERSION.unpack_from(value)
     if value_version not in TransactionLogValue.valid:
         raise DecodeError("TransactionLogValue", value_version, "unknown value version")
-    return TransactionRecord(txn_id, TransactionLogValue.decode(value[2:], value_version))
+    return TransactionRecord(txn_id, TransactionLogValue.decode(value[2:], value_version), value_version)

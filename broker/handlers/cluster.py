@@ -49,10 +49,13 @@ RECREATE_GRACE_S = 0.25
 class ApiVersionsApi:
     """ApiVersions: the versions of every API in the table that the router serves."""
 
-    def __init__(self, advertised: Callable[[], list[tuple[int, int, int]]], view: ClusterView | None = None) -> None:
-        """``view`` names this node and its cluster, which a v5 request may say it means to reach."""
+    def __init__(self, advertised: Callable[[], list[tuple[int, int, int]]], view: ClusterView | None = None,
+                 transaction_version: int = features.TRANSACTION_VERSION_MAX) -> None:
+        """``view`` names this node and its cluster, which a v5 request may say it means to reach;
+        ``transaction_version`` is the finalized ``transaction.version``."""
         self.advertised = advertised
         self.view = view
+        self.transaction_version = transaction_version
 
     def _v5_error(self, body: ApiVersionsRequest) -> int:
         """KIP-1242, as Kafka 4.4 checks it: the cluster id and the node id come together or not at
@@ -90,10 +93,11 @@ class ApiVersionsApi:
                       for k, lo, hi in advertised],
             # The feature levels kcoord implements (broker/features.py), as Kafka 4 lists them.
             supported_features=[Supported(name=n, min_version=lo, max_version=hi)
-                                for n, lo, hi in features.supported_keys(served, req.version)],
+                                for n, lo, hi in features.supported_keys(served, req.version,
+                                                                         self.transaction_version)],
             finalized_features_epoch=features.FINALIZED_EPOCH,
             finalized_features=[Finalized(name=n, max_version_level=level, min_version_level=level)
-                                for n, level in features.finalized_levels(served).items()],
+                                for n, level in features.finalized_levels(served, self.transaction_version).items()],
         ))
 
 

@@ -56,6 +56,19 @@ def below(data: bytes, high_watermark: int) -> bytes:
     return data if pos >= n else data[:pos]
 
 
+def next_offset(data: bytes) -> int:
+    """The offset after the last whole batch of ``data`` (-1 when it holds none)."""
+    pos, n, after = 0, len(data), -1
+    while pos + 27 <= n:
+        length = int.from_bytes(data[pos + 8 : pos + 12], "big", signed=True)
+        if pos + 12 + length > n:
+            break
+        base = int.from_bytes(data[pos : pos + 8], "big", signed=True)
+        after = base + int.from_bytes(data[pos + 23 : pos + 27], "big", signed=True) + 1
+        pos += 12 + length
+    return after
+
+
 def for_old_reader(data: bytes, magic: int, fetch_offset: int) -> bytes | int:
     """``data`` in message format ``magic``, or the partition's error code when it cannot be."""
     try:
@@ -156,10 +169,13 @@ class FetchApi:
                         continue
                     data = converted
                 if data and committed and txns is not None and txns.aborted:
+                    # The aborted transactions the records returned may hold, as Kafka bounds them:
+                    # none that begins after the last of them.
+                    upper = next_offset(data)
                     pd.aborted_transactions = [
                         FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction(
                             producer_id=t.producer_id, first_offset=t.first_offset)
-                        for t in txns.aborted_between(offset, visible)]
+                        for t in txns.aborted_between(offset, visible if upper < 0 else min(upper, visible))]
                 if data:
                     first = False
                     budget -= len(data)

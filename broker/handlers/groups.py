@@ -23,6 +23,7 @@ from broker.runtime.countdown import Countdown
 from broker.security.acl_model import ResourceType, all_operations
 from broker.topics.catalog import OFFSETS_TOPIC
 from broker.transactions.service import TransactionService
+from broker.transactions.verification import PartitionAdder
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -46,6 +47,13 @@ from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffse
 from protocol.schema import Data
 
 _NOT_REQUESTED = -2147483648
+# TxnOffsetCommit v5 and up: the client speaks transactions version 2 (no AddOffsetsToTxn).
+TXN_OFFSET_COMMIT_TV2_VERSION = 5
+# How a failed add of the offsets partition is answered (Kafka: the add's errors as its partition
+# leaders map them, then the group coordinator's handleOperationException).
+_ADD_OFFSETS_ERRORS: dict[int, int] = {ErrorCode.PRODUCER_FENCED: ErrorCode.INVALID_PRODUCER_EPOCH,
+                       ErrorCode.NOT_COORDINATOR: ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                       ErrorCode.COORDINATOR_LOAD_IN_PROGRESS: ErrorCode.COORDINATOR_NOT_AVAILABLE}
 _ZERO_ID = bytes(16)
 _SHARD_CACHE_SIZE = 100_000
 
@@ -299,8 +307,11 @@ class GroupApis:
     def __init__(self, shards: ShardManager, max_record_bytes: int,
                  describable_topics: Callable[[str, str], Callable[[str], bool]] | None, *,
                  transactions: TransactionService | None = None, clock: Callable[[], int] = lambda: 0,
-                 offsets_partitions: int = 50, delete_share_state: DeleteShareState | None = None) -> None:
-        """``transactions`` verifies transactional offset commits (None: not verified);
+                 offsets_partitions: int = 50, delete_share_state: DeleteShareState | None = None,
+                 adder: PartitionAdder | None = None) -> None:
+        """``transactions`` verifies transactional offset commits (None: not verified); ``adder``
+        adds the group's offsets partition to the transaction of a TxnOffsetCommit v5 and up
+        (transactions version 2: the client sends no AddOffsetsToTxn);
         ``delete_share_state(group_id, keys, done)`` deletes an empty share group's share state
         before DeleteGroups deletes the group: ``keys``, the share partitions its coordinator
         knows it initialized, wherever their state is coordinated, and those this node holds;
@@ -326,13 +337,32 @@ class GroupApis:
                                             describable_topics=describable_topics, empty_id_invalid=False)
         self.offset_delete = SingleGroupApi(routing, Shard.offset_delete, delete_offsets_error,
                                             describable_topics=describable_topics)
-        self.txn_offset_commit = SingleGroupApi(routing, Shard.txn_offset_commit, txn_commit_error,
-                                                describable_topics=describable_topics,
-                                                refused=self._txn_commit_unverified)
+        self.adder = adder
+        self._txn_offset_commit = SingleGroupApi(routing, Shard.txn_offset_commit, txn_commit_error,
+                                                 describable_topics=describable_topics,
+                                                 refused=self._txn_commit_unverified)
         # KIP-848: the group id is validated by the operation (INVALID_REQUEST, as Kafka answers).
         self.consumer_group_heartbeat = SingleGroupApi(routing, Shard.consumer_group_heartbeat,
                                                        consumer_heartbeat_error, describable_topics=describable_topics,
                                                        empty_id_invalid=False)
+
+    def txn_offset_commit(self, req: Request[TxnOffsetCommitRequest]) -> None:
+        """v5 and up (transactions version 2): the group's offsets partition is added to the
+        producer's transaction first, then the offsets are written as for the earlier versions."""
+        body = req.body
+        if req.version < TXN_OFFSET_COMMIT_TV2_VERSION or self.adder is None:
+            self._txn_offset_commit(req)
+            return
+        tp = (OFFSETS_TOPIC, partition_for(body.group_id, self.offsets_partitions))
+
+        def added(codes: dict[tuple[str, int], int]) -> None:
+            code = codes.get(tp, ErrorCode.NOT_COORDINATOR)
+            if code:
+                req.reply.set(txn_commit_error(req, _ADD_OFFSETS_ERRORS.get(code, code)))
+            else:
+                self._txn_offset_commit(req)
+
+        self.adder.add(body.transactional_id, body.producer_id, body.producer_epoch, [tp], added)
 
     def _txn_commit_unverified(self, req: Request[TxnOffsetCommitRequest]) -> int:
         """KIP-890 (transaction.partition.verification.enable): Kafka writes a transactional offset

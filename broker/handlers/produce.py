@@ -30,7 +30,7 @@ from broker.topics.catalog import Topic, TopicCatalog
 from broker.topics.partitions import PartitionState, TopicLogs
 from broker.topics.producer_state import last_sequence
 from broker.transactions.service import TransactionService
-from broker.transactions.verification import RemoteVerification
+from broker.transactions.verification import PRODUCE_TV2_VERSION, RemoteVerification
 from protocol.errors import DecodeError, ErrorCode
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.record_batch import (
@@ -141,8 +141,13 @@ _VERIFY_RETRIABLE = frozenset({ErrorCode.CONCURRENT_TRANSACTIONS, ErrorCode.COOR
 TxnVerifier = Callable[[str, int, int, int], int]
 
 
-def _verify_transaction(verify: TxnVerifier, state: PartitionState, producer_id: int, epoch: int) -> None:
+def _verify_transaction(verify: TxnVerifier, state: PartitionState, producer_id: int, epoch: int,
+                        tv2: bool = False) -> None:
+    """``tv2``: the answer of an add for a client of transactions version 2, which is told
+    CONCURRENT_TRANSACTIONS as it is (its transaction is still ending), as Kafka tells it."""
     code = verify(state.topic, state.partition, producer_id, epoch)
+    if tv2 and code == ErrorCode.CONCURRENT_TRANSACTIONS:
+        raise Rejected(code, "The producer's previous transaction is still ending")
     if code == ErrorCode.INVALID_TXN_STATE:
         raise Rejected(code, "Partition was not added to the transaction")
     if code in _VERIFY_RETRIABLE:
@@ -156,7 +161,7 @@ def _verify_transaction(verify: TxnVerifier, state: PartitionState, producer_id:
 
 
 def submit(topic_logs: TopicLogs, state: PartitionState, records: bytes | None, resp: PartitionResponse,
-           on_done: Callable[[], None], verify: TxnVerifier | None = None) -> BatchWrite | int | None:
+           on_done: Callable[[], None], verify: TxnVerifier | None = None, tv2: bool = False) -> BatchWrite | int | None:
     """Validates one partition's batch and queues it, filling ``resp`` as far as known now.
     Returns the queued ``BatchWrite``; for a duplicate, the last offset of the original (whose
     durability the answer waits for); None when there is nothing to wait for.
@@ -165,7 +170,8 @@ def submit(topic_logs: TopicLogs, state: PartitionState, records: bytes | None, 
     transactional batch of a producer's transaction on this partition is taken only if the
     transaction coordinator has the partition in that transaction; a batch that a hanging
     transaction would otherwise leave open for ever (sent after its transaction ended, or never
-    added) is refused."""
+    added) is refused. ``tv2``: ``verify`` answers what adding the partition to the transaction
+    answered (transactions version 2: Produce v12 and up)."""
     batch = inspect_batch(records, state.max_message_bytes)
     raw = records
     assert raw is not None  # inspect_batch refuses a partition without records
@@ -185,7 +191,7 @@ def submit(topic_logs: TopicLogs, state: PartitionState, records: bytes | None, 
             if batch.is_transactional and verify is not None and pid not in state.txns.ongoing:
                 # Kafka verifies with the transaction coordinator before its log checks the
                 # producer's epoch and sequence: a refusal there comes first.
-                _verify_transaction(verify, state, pid, batch.producer_epoch)
+                _verify_transaction(verify, state, pid, batch.producer_epoch, tv2)
             raise Rejected(check.error_code, check.message or "", log.log_start_offset)
         if check.duplicate is not None:
             resp.base_offset = check.duplicate.first_offset
@@ -195,7 +201,7 @@ def submit(topic_logs: TopicLogs, state: PartitionState, records: bytes | None, 
             last = check.duplicate.last_offset
             return last if last >= state.high_watermark else None
         if batch.is_transactional and verify is not None and pid not in state.txns.ongoing:
-            _verify_transaction(verify, state, pid, batch.producer_epoch)
+            _verify_transaction(verify, state, pid, batch.producer_epoch, tv2)
     max_timestamp = batch.max_timestamp  # what the log keeps: the append time on such topics
     if state.log_append_time:
         now = int(time.time() * 1000)
@@ -237,16 +243,19 @@ class ProduceApi:
     """Produce, over the topic logs (and the transaction coordinator, which verifies transactional batches)."""
 
     def __init__(self, topic_logs: TopicLogs, catalog: TopicCatalog, transactions: TransactionService | None,
-                 clock: Callable[[], int], cluster: ClusterNode | None = None, peers: PeerClient | None = None) -> None:
-        """``transactions`` is None when transactional batches are not verified; in a cluster
-        (``cluster`` and ``peers``), a transactional id another node coordinates is verified there."""
+                 clock: Callable[[], int], cluster: ClusterNode | None = None, peers: PeerClient | None = None,
+                 *, verify: bool = True) -> None:
+        """``verify``: the first transactional batch of a transaction on a partition is verified
+        with the coordinator (``transaction.partition.verification.enable``); in a cluster
+        (``cluster`` and ``peers``), a transactional id another node coordinates is verified
+        there. A client of transactions version 2 has its partitions added, whatever ``verify``."""
         self.topic_logs = topic_logs
         self.catalog = catalog
-        self.transactions = transactions
+        self.transactions = transactions if verify else None
         self.clock = clock
-        self.remote: RemoteVerification | None = None
-        if transactions is not None and cluster is not None and peers is not None:
-            self.remote = RemoteVerification(transactions, cluster, peers, topic_logs, self.verifier)
+        self.checks: RemoteVerification | None = None
+        if transactions is not None:
+            self.checks = RemoteVerification(transactions, cluster, peers, topic_logs, self.verifier, verify=verify)
 
     def resolve(self, req: Request[ProduceRequest], td: ProduceRequest.TopicProduceData) -> tuple[Topic | None, int, str]:
         if req.version >= 13:
@@ -282,10 +291,12 @@ class ProduceApi:
         return verify
 
     def produce(self, req: Request[ProduceRequest]) -> None:
-        remote = self.remote
-        if remote is not None and (req.body.transactional_id or req.conn.conn_id in remote.queues):
-            # In a cluster, a transactional id coordinated by another node is checked there.
-            remote.submit(req.conn.conn_id, req.body, lambda verify: self.serve(req, verify))
+        checks = self.checks
+        if checks is not None and (req.body.transactional_id or req.conn.conn_id in checks.queues) and (
+                self.transactions is not None or req.version >= PRODUCE_TV2_VERSION):
+            # The partitions added to the transaction first (transactions version 2), or, in a
+            # cluster, a transactional id coordinated by another node checked there.
+            checks.submit(req.conn.conn_id, req.body, lambda verify: self.serve(req, verify), req.version)
         else:
             self.serve(req, self.verifier(req.body))
 
@@ -329,7 +340,7 @@ class ProduceApi:
                         raise Rejected(self.topic_logs.not_served(topic, pd.index),
                                        "This server does not host this topic-partition.")
                     raw = pd.records if req.version >= 3 else from_old_producer(pd.records)
-                    queued = submit(self.topic_logs, state, raw, resp, done, verify)
+                    queued = submit(self.topic_logs, state, raw, resp, done, verify, req.version >= PRODUCE_TV2_VERSION)
                     if isinstance(queued, BatchWrite):
                         appends_done.expect()
                         appends.append((resp, state, queued))

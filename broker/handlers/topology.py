@@ -58,7 +58,9 @@ class TopologyApis:
     ``served_keys`` gives the API keys the broker serves (the feature levels follow them)."""
 
     def __init__(self, view: ClusterView, catalog: TopicCatalog, authorizer: Authorizer | None,
-                 served_keys: Callable[[], Collection[int]], clock: Callable[[], int]) -> None:
+                 served_keys: Callable[[], Collection[int]], clock: Callable[[], int],
+                 transaction_version: int = features.TRANSACTION_VERSION_MAX) -> None:
+        self.transaction_version = transaction_version
         self.view = view
         self.catalog = catalog
         self.authorizer = authorizer
@@ -301,7 +303,7 @@ class TopologyApis:
         """Validated as Kafka's controller validates; every level kcoord reports is the only one
         it implements, so the updates that pass are those that keep a level where it is."""
         body = req.body
-        levels = {f.name: f for f in features.features(self.served_keys())}
+        levels = {f.name: f for f in features.features(self.served_keys(), self.transaction_version)}
         for update in body.feature_updates:
             problem = _feature_problem(update, levels, req.version, self.view.node_id)
             if problem is not None:
@@ -333,7 +335,7 @@ def _feature_problem(update: UpdateFeaturesRequest.FeatureUpdateKey, levels: dic
         return f"{prefix} The controller does not support the given upgrade type."
     if level < 0:
         return f"{prefix} A feature version cannot be less than 0."
-    current = feature.max_level
+    current = feature.level
     if level < current and upgrade_type == UPGRADE:
         return (f"{prefix} Can't downgrade the version of this feature without setting the upgrade type to "
                 "either safe or unsafe downgrade.")

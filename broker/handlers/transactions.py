@@ -34,10 +34,10 @@ from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
 from protocol.messages.list_transactions import ListTransactionsRequest, ListTransactionsResponse
 
-# EndTxn v5 belongs to transactions version 2 (KIP-890 part 2: the epoch rises with every
-# transaction), which this coordinator does not implement. AddPartitionsToTxn v5 only adds an error
-# code this coordinator never answers.
-END_TXN_MAX_VERSION = 4
+# EndTxn v5 is transactions version 2 (KIP-890 part 2: the epoch rises with every transaction).
+# AddPartitionsToTxn v5 only adds an error code this coordinator never answers.
+END_TXN_MAX_VERSION = 5
+END_TXN_V2_VERSION = 5
 ADD_PARTITIONS_MAX_VERSION = 5
 INIT_PRODUCER_ID_MAX_VERSION = 5
 
@@ -196,17 +196,22 @@ class TransactionApis:
                            lambda result, ok: reply(result.error if ok else ErrorCode.NOT_COORDINATOR))
 
     def end_txn(self, req: Request[EndTxnRequest]) -> None:
+        """v5 (transactions version 2): the epoch bumped, and the answer names the producer id and
+        epoch the producer goes on with (-1 with an error)."""
         body = req.body
+        tv2 = req.version >= END_TXN_V2_VERSION
 
-        def reply(error: int) -> None:
-            req.reply.set(EndTxnResponse(throttle_time_ms=0, error_code=fenced_code(error, req.version, 2)))
+        def reply(error: int, pid: int = -1, epoch: int = -1) -> None:
+            req.reply.set(EndTxnResponse(throttle_time_ms=0, error_code=fenced_code(error, req.version, 2),
+                                         producer_id=-1 if error else pid, producer_epoch=-1 if error else epoch))
 
         code = self.service.error_for(body.transactional_id)
         if code:
             reply(code)
             return
         def op(shard: TransactionCoordinatorShard, now: int) -> TxnResult:
-            return shard.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed, now)
+            return shard.end_txn(body.transactional_id, body.producer_id, body.producer_epoch, body.committed, now,
+                                 tv2=tv2)
 
         # Kafka answers once PrepareCommit/PrepareAbort is durable and lets the producer's next
         # AddPartitionsToTxn meet CONCURRENT_TRANSACTIONS until the markers are written, which
@@ -214,8 +219,8 @@ class TransactionApis:
         # answers once the transaction has completed: the markers take a few milliseconds and the
         # producer can begin the next transaction at once.
         self.service.write(body.transactional_id, op,
-                           lambda result, ok: reply(result.error if ok else ErrorCode.NOT_COORDINATOR),
-                           until_complete=True)
+                           lambda result, ok: reply(result.error, result.producer_id, result.producer_epoch)
+                           if ok else reply(ErrorCode.NOT_COORDINATOR), until_complete=True)
 
     def describe_transactions(self, req: Request[DescribeTransactionsRequest]) -> None:
         State = DescribeTransactionsResponse.TransactionState

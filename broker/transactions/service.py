@@ -63,8 +63,12 @@ class TransactionService(Coordinator[TransactionCoordinatorShard, TxnResult]):
     def __init__(self, logs_runtime: LogRuntime, new_producer_id: Callable[[], int], markers: MarkerWriter,
                  num_partitions: int, log_config: LogConfig, clock: Callable[[], int],
                  abort_check_interval_ms: int, id_expiry_check_interval_ms: int = 3_600_000, *,
-                 max_timeout_ms: int, id_expiration_ms: int, cluster: ClusterNode | None = None) -> None:
+                 max_timeout_ms: int, id_expiration_ms: int, cluster: ClusterNode | None = None,
+                 transaction_version: int = 2) -> None:
+        """``transaction_version``: the cluster's finalized ``transaction.version`` (the records'
+        version, and the protocol of the aborts the coordinator starts itself)."""
         self.logs = logs_runtime
+        self.transaction_version = transaction_version
         self.cluster = cluster
         self.new_producer_id = new_producer_id
         self.max_timeout_ms = max_timeout_ms
@@ -84,7 +88,8 @@ class TransactionService(Coordinator[TransactionCoordinatorShard, TxnResult]):
 
     def new_shard(self, index: int) -> TransactionCoordinatorShard:
         return TransactionCoordinatorShard(index, self.new_producer_id, self.max_timeout_ms, self.id_expiration_ms,
-                                           self.abort_check_interval_ms, self.id_expiry_check_interval_ms)
+                                           self.abort_check_interval_ms, self.id_expiry_check_interval_ms,
+                                           self.transaction_version)
 
     # ---- routing ------------------------------------------------------------------------------
 

@@ -1,5 +1,15 @@
-"""The transaction coordinator's operations (Kafka's TransactionCoordinator for transactions
-version 0/1: the epoch rises at InitProducerId, not with every transaction).
+"""The transaction coordinator's operations (Kafka's TransactionCoordinator).
+
+Two protocols, chosen by each request's version as Kafka chooses: the first (transactions
+version 0/1: the epoch rises at InitProducerId only; EndTxn up to v4, AddPartitionsToTxn up to v3
+from clients) and the second (transactions version 2, KIP-890 part 2: EndTxn v5 bumps the epoch
+of every transaction it ends, the markers carry the bumped epoch and the answer names it; the
+partitions and the group's offsets partition are added by the brokers that take the producer's
+records and offsets, with AddPartitionsToTxn v4+ not verify-only). When the bumped epoch would be
+exhausted, the transaction goes on under a new producer id at epoch 0 once it completes. The
+cluster's finalized ``transaction.version`` decides the version of the records written (1 and up:
+the flexible one) and the protocol of the aborts the coordinator starts itself (a timeout, or a
+new incarnation's InitProducerId fencing an open transaction).
 
 Every operation takes ``now`` and returns a ``TxnResult``: the error to answer, the records to make
 durable before answering, and the marker jobs to start once those records are durable. A change
@@ -71,13 +81,19 @@ def _epoch_exhausted(epoch: int) -> bool:
     return epoch >= MAX_PRODUCER_EPOCH
 
 
+TV2 = 2  # the transaction version whose EndTxn bumps the epoch
+_LAST_EPOCH = 32767  # Short.MAX_VALUE
+
+
 class TransactionCoordinator:
     def __init__(self, new_producer_id: Callable[[], int], max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
-                 id_expiration_ms: int = DEFAULT_ID_EXPIRATION_MS) -> None:
-        """``new_producer_id()`` hands out a producer id never used before (the broker's allocator)."""
+                 id_expiration_ms: int = DEFAULT_ID_EXPIRATION_MS, transaction_version: int = TV2) -> None:
+        """``new_producer_id()`` hands out a producer id never used before (the broker's allocator);
+        ``transaction_version`` is the cluster's finalized ``transaction.version``."""
         self.new_producer_id = new_producer_id
         self.max_timeout_ms = max_timeout_ms
         self.id_expiration_ms = id_expiration_ms
+        self.transaction_version = transaction_version
         self.txns: dict[str, TxnMetadata] = {}
 
     # ---- persistence ------------------------------------------------------------------------
@@ -94,7 +110,7 @@ class TransactionCoordinator:
 
     def _emit(self, out: TxnResult, meta: TxnMetadata) -> None:
         self.txns[meta.transactional_id] = meta
-        out.records.append(meta.to_record())
+        out.records.append(meta.to_record(1 if self.transaction_version >= 1 else 0))
 
     def unfinished(self) -> list[MarkerJob]:
         """Marker jobs of every transaction left in a Prepare state (after a load)."""
@@ -155,10 +171,18 @@ class TransactionCoordinator:
         return out
 
     def _fence_and_abort(self, out: TxnResult, meta: TxnMetadata, now: int) -> None:
+        """Aborts an open transaction on the coordinator's own account, its producer fenced by one
+        epoch more: under transactions version 2 as an EndTxn v5 abort would (the epoch before is
+        remembered, so that the producer's own late abort is a retry; an exhausted epoch moves the
+        transaction to a new producer id), else as Kafka's first protocol does."""
+        if self.transaction_version >= TV2:
+            self._prepare_end(out, meta, False, now)
+            return
         if not _epoch_exhausted(meta.producer_epoch):
             meta.producer_epoch += 1
         meta.last_producer_epoch = NO_PRODUCER_EPOCH
         meta.state = TxnState.PREPARE_ABORT
+        meta.client_transaction_version = 0
         meta.last_update_ms = now
         self._emit(out, meta)
         out.markers.append(self._job(meta))
@@ -174,9 +198,18 @@ class TransactionCoordinator:
         return ErrorCode.NONE, meta
 
     def add_partitions(self, txn_id: str, pid: int, epoch: int, partitions: Iterable[TopicPartition],
-                       now: int, *, verify_only: bool = False) -> TxnResult:
+                       now: int, *, verify_only: bool = False, tv2: bool = False) -> TxnResult:
+        """AddPartitionsToTxn (and AddOffsetsToTxn): ``verify_only``, only whether the partitions
+        are in the open transaction (KIP-890 part 1); ``tv2``, added by a broker for a client of
+        transactions version 2 (a transaction ending, its markers not yet written, is answered
+        CONCURRENT_TRANSACTIONS before the producer is checked, as Kafka does)."""
         out = TxnResult()
         wanted = set(partitions)
+        found = self.txns.get(txn_id)
+        if tv2 and found is not None and found.state in PREPARING:
+            out.error = ErrorCode.CONCURRENT_TRANSACTIONS
+            out.partition_errors = dict.fromkeys(wanted, out.error)
+            return out
         error, meta = self._check_producer(txn_id, pid, epoch)
         if not error and meta is not None and verify_only:
             for tp in wanted:
@@ -194,6 +227,7 @@ class TransactionCoordinator:
         if meta.state is not TxnState.ONGOING:
             meta.start_ms = now
             meta.state = TxnState.ONGOING
+        meta.client_transaction_version = TV2 if tv2 else 0
         meta.partitions |= wanted
         meta.last_update_ms = now
         self._emit(out, meta)
@@ -201,7 +235,11 @@ class TransactionCoordinator:
 
     # ---- ending -----------------------------------------------------------------------------
 
-    def end_txn(self, txn_id: str, pid: int, epoch: int, commit: bool, now: int) -> TxnResult:
+    def end_txn(self, txn_id: str, pid: int, epoch: int, commit: bool, now: int, *, tv2: bool = False) -> TxnResult:
+        """EndTxn; ``tv2`` (v5): the epoch bumped, and the producer id and epoch to go on with in the
+        result."""
+        if tv2:
+            return self._end_txn_v2(txn_id, pid, epoch, commit, now)
         out = TxnResult()
         error, meta = self._check_producer(txn_id, pid, epoch)
         if error or meta is None:
@@ -210,6 +248,7 @@ class TransactionCoordinator:
         state = meta.state
         if state is TxnState.ONGOING:
             meta.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+            meta.client_transaction_version = 0
             meta.last_update_ms = now
             self._emit(out, meta)
             out.markers.append(self._job(meta))
@@ -220,6 +259,72 @@ class TransactionCoordinator:
         else:
             out.error = ErrorCode.INVALID_TXN_STATE
         return out
+
+    def _end_txn_v2(self, txn_id: str, pid: int, epoch: int, commit: bool, now: int) -> TxnResult:
+        """Kafka's TransactionCoordinator.endTransaction for transactions version 2: a retry is the
+        epoch just before the current one (or, after the producer id moved on, the last epoch of the
+        previous id); an abort may also end a transaction that has no partitions (the producer
+        recovering from an error bumps its epoch that way)."""
+        out = TxnResult()
+        meta = self.txns.get(txn_id)
+        if meta is None:
+            out.error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+            return out
+        state = meta.state
+        if state in PREPARING:
+            # Its markers are being written (Kafka: a transition pending).
+            out.error = ErrorCode.CONCURRENT_TRANSACTIONS
+            return out
+        retry_on_overflow = (meta.previous_producer_id == pid and epoch == MAX_PRODUCER_EPOCH
+                             and meta.producer_epoch == 0)
+        retry_on_bump = meta.producer_epoch == epoch + 1
+        if meta.producer_id != pid and not retry_on_overflow:
+            out.error = ErrorCode.INVALID_PRODUCER_ID_MAPPING
+            return out
+        completed = state in (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
+        if completed:
+            valid = retry_on_bump or retry_on_overflow or epoch == meta.producer_epoch
+        else:
+            valid = epoch == meta.producer_epoch
+        if not valid:
+            out.error = ErrorCode.PRODUCER_FENCED
+            return out
+        if state is TxnState.ONGOING:
+            self._prepare_end(out, meta, commit, now)
+        elif completed and (retry_on_bump or retry_on_overflow):
+            if state is (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT):
+                out.producer_id, out.producer_epoch = meta.producer_id, meta.producer_epoch
+            else:
+                out.error = ErrorCode.INVALID_TXN_STATE
+        elif not commit and (state is TxnState.EMPTY or completed):
+            self._prepare_end(out, meta, False, now)  # an abort with nothing added: the epoch alone moves
+        else:
+            out.error = ErrorCode.INVALID_TXN_STATE
+        return out
+
+    def _prepare_end(self, out: TxnResult, meta: TxnMetadata, commit: bool, now: int) -> None:
+        """PrepareCommit/PrepareAbort under transactions version 2: one epoch more (the markers carry
+        it), and a new producer id when that epoch is the last one; the result names the producer
+        id and epoch the producer goes on with."""
+        if _epoch_exhausted(meta.producer_epoch):
+            meta.next_producer_id = self.new_producer_id()
+        if not meta.partitions:
+            meta.start_ms = now
+        meta.last_producer_epoch = meta.producer_epoch
+        if meta.producer_epoch < _LAST_EPOCH:
+            meta.producer_epoch += 1
+        # else (an abort at the very last epoch, which only a producer id that could not move on
+        # reaches): not bumped, so that it can still end; the new producer id takes over after it.
+        meta.previous_producer_id = meta.producer_id
+        meta.client_transaction_version = TV2
+        meta.state = TxnState.PREPARE_COMMIT if commit else TxnState.PREPARE_ABORT
+        meta.last_update_ms = now
+        self._emit(out, meta)
+        out.markers.append(self._job(meta))
+        if meta.next_producer_id != NO_PRODUCER_ID:
+            out.producer_id, out.producer_epoch = meta.next_producer_id, 0
+        else:
+            out.producer_id, out.producer_epoch = meta.producer_id, meta.producer_epoch
 
     def markers_written(self, job: MarkerJob, now: int) -> TxnResult:
         """Every marker of ``job`` is durable: the transaction completes."""
@@ -232,6 +337,11 @@ class TransactionCoordinator:
         meta.state = TxnState.COMPLETE_COMMIT if job.commit else TxnState.COMPLETE_ABORT
         meta.partitions = set()
         meta.last_update_ms = now
+        if meta.client_transaction_version >= TV2 and meta.next_producer_id != NO_PRODUCER_ID:
+            # The bumped epoch was the last one: the transaction's producer goes on as a new id.
+            meta.previous_producer_id, meta.producer_id = meta.producer_id, meta.next_producer_id
+            meta.producer_epoch = 0
+        meta.next_producer_id = NO_PRODUCER_ID
         self._emit(out, meta)
         return out
 

@@ -70,8 +70,14 @@ class TxnMetadata:
     partitions: set[TopicPartition] = field(default_factory=set)
     last_update_ms: int = -1
     start_ms: int = -1
+    # Transactions version 2: the producer id the transaction continues under once it completes
+    # (allocated when the epoch is exhausted), and the protocol its client speaks (0 or 2).
+    next_producer_id: int = NO_PRODUCER_ID
+    client_transaction_version: int = 0
 
-    def to_record(self) -> TransactionRecord:
+    def to_record(self, version: int = 0) -> TransactionRecord:
+        """The record of this metadata, its value at ``version`` (1: the flexible one, with the
+        previous and next producer ids and the client's transaction version)."""
         by_topic: dict[str, list[int]] = {}
         for topic, partition in sorted(self.partitions):
             by_topic.setdefault(topic, []).append(partition)
@@ -80,12 +86,14 @@ class TxnMetadata:
             TransactionLogValue.PartitionsSchema(topic=t, partition_ids=ps) for t, ps in by_topic.items()]
         value = TransactionLogValue(
             producer_id=self.producer_id, previous_producer_id=self.previous_producer_id,
+            next_producer_id=self.next_producer_id,
             producer_epoch=self.producer_epoch, transaction_timeout_ms=self.timeout_ms,
             transaction_status=int(self.state), transaction_partitions=partitions,
             transaction_last_update_timestamp_ms=self.last_update_ms,
             transaction_start_timestamp_ms=self.start_ms,
+            client_transaction_version=self.client_transaction_version,
         )
-        return TransactionRecord(self.transactional_id, value)
+        return TransactionRecord(self.transactional_id, value, version)
 
     @classmethod
     def from_record(cls, record: TransactionRecord) -> TxnMetadata:
@@ -94,4 +102,5 @@ class TxnMetadata:
         partitions = {(p.topic, i) for p in (v.transaction_partitions or []) for i in p.partition_ids}
         return cls(record.transactional_id, v.producer_id, v.producer_epoch, NO_PRODUCER_EPOCH,
                    v.previous_producer_id, v.transaction_timeout_ms, TxnState(v.transaction_status), partitions,
-                   v.transaction_last_update_timestamp_ms, v.transaction_start_timestamp_ms)
+                   v.transaction_last_update_timestamp_ms, v.transaction_start_timestamp_ms,
+                   v.next_producer_id, v.client_transaction_version)

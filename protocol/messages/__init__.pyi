@@ -5,7 +5,6 @@ from enum import IntEnum
 
 from protocol.schema import Message
 
-
 class ApiKey(IntEnum):
     """Kafka's API keys, spelled as in the protocol guide (``ApiKey.JoinGroup``)."""
 

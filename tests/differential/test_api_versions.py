@@ -22,8 +22,7 @@ KNOWN = {
     9: ((0, 10), (1, 10)),  # OffsetFetch
     19: ((0, 7), (2, 7)),  # CreateTopics
     20: ((0, 6), (1, 6)),  # DeleteTopics
-    26: ((0, 4), (0, 5)),  # EndTxn: v5 is transactions version 2 (KIP-890)
-    28: ((0, 4), (0, 6)),  # TxnOffsetCommit: v5+ are transactions version 2
+    28: ((0, 5), (0, 6)),  # TxnOffsetCommit: v6 names topics by id (KIP-1319)
     29: ((0, 3), (1, 3)),  # DescribeAcls
     30: ((0, 3), (1, 3)),  # CreateAcls
     31: ((0, 3), (1, 3)),  # DeleteAcls

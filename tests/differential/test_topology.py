@@ -191,11 +191,10 @@ def test_update_features_kcoord_and_kafka_agree_on(pair: Pair) -> None:
     assert answers[3]["error_code"] == INVALID_UPDATE_VERSION  # type: ignore[index]
 
 
-# Features whose finalized level differs, Kafka's level first: kcoord implements neither KIP-890
-# transaction level, nor (yet) share or streams groups. docs/differential.md says why.
-# kcoord finalizes share.version 2 and streams.version 1 as Kafka 4.4 does, since it serves both
-# kinds of groups; it implements neither transactions-version-2 level.
-FINALIZED_DIFFERENCES = {"transaction.version": (2, None)}
+# Features whose finalized level differs, Kafka's level first: none. kcoord finalizes share.version
+# 2 and streams.version 1 as Kafka 4.4 does, since it serves both kinds of groups, and
+# transaction.version 2 as a Kafka 4.4 cluster is formatted (its property, 2 by default).
+FINALIZED_DIFFERENCES: dict[str, tuple[int | None, int | None]] = {}
 
 
 def test_features_in_api_versions(pair: Pair) -> None:

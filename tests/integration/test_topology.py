@@ -123,7 +123,8 @@ def test_kafka_features_describe(tools: Tools) -> None:
     rows = {line.split()[1]: line for line in tools.out(FEATURES, "describe").splitlines() if line.startswith("Feature:")}
     assert "FinalizedVersionLevel: 4.4-IV2" in rows["metadata.version"]
     assert "FinalizedVersionLevel: 1" in rows["group.version"]
-    assert "SupportedMaxVersion: 0" in rows["transaction.version"]
+    assert "SupportedMaxVersion: 2" in rows["transaction.version"]
+    assert "FinalizedVersionLevel: 2" in rows["transaction.version"]
     assert set(rows) == {"metadata.version", "kraft.version", "group.version", "transaction.version",
                          "eligible.leader.replicas.version", "share.version", "streams.version"}
 
@@ -146,10 +147,10 @@ def test_kafka_python_admin(kcoord: BrokerProcess) -> None:
         assert quorum["topics"][0]["partitions"][0]["leader_id"] == 1
         features = admin.describe_features()
         assert features["metadata.version"]["finalized"] == (33, 33)
-        assert features["transaction.version"] == {"supported": (0, 0)}  # level 0: not finalized
+        assert features["transaction.version"] == {"supported": (0, 2), "finalized": (2, 2), "finalized_epoch": 1}
         assert admin.update_features({"group.version": 1}, validate_only=True) == {"group.version": "OK"}
         with pytest.raises(InvalidUpdateVersionError):
-            admin.update_features({"transaction.version": 2}, validate_only=True)
+            admin.update_features({"group.version": 0}, validate_only=True)
     finally:
         admin.close()
 

@@ -97,5 +97,6 @@ def test_update_features_keeps_every_level(tmp_path: Path) -> None:
     assert code(2, U(feature="group.version", max_version_level=1)) == 0
     assert code(2, U(feature="metadata.version", max_version_level=33)) == 0
     assert code(0, U(feature="group.version", max_version_level=0, allow_downgrade=True)) == ErrorCode.INVALID_UPDATE_VERSION
-    assert code(2, U(feature="transaction.version", max_version_level=2)) == ErrorCode.INVALID_UPDATE_VERSION
+    assert code(2, U(feature="transaction.version", max_version_level=2)) == 0  # where it is
+    assert code(2, U(feature="transaction.version", max_version_level=1, upgrade_type=2)) == ErrorCode.INVALID_UPDATE_VERSION
     assert code(2, U(feature="share.version", max_version_level=1)) == ErrorCode.INVALID_UPDATE_VERSION
