@@ -131,6 +131,10 @@ def test_read_process_write_transactions_and_an_abort(java_classes: Path, kafka_
         assert sorted(read["read_uncommitted"]["values"]) == sorted([*upper, *(f"aborted-{i}" for i in range(5))])
         # The offsets went with the transactions: the group resumes after the last record.
         assert_at_log_end(committed(b.bootstrap, group), end_offsets(b.bootstrap, source, 2))
+        # Transactions version 2 on both: each of the transactions and the abort moved the epoch.
+        (txn,) = named(events, "transaction")
+        assert (txn["state"], txn["epoch"], txn["partitions"]) == (
+            "CompleteAbort", processed["transactions"] + 1, 0), (b.bootstrap, txn, processed)
 
 
 def test_admin_client(java_classes: Path, kafka_libs: Path, broker: BrokerProcess, kafka: Any) -> None:

@@ -304,6 +304,13 @@ public final class KafkaClients {
             producer.abortTransaction();
             emit("aborted", "records", 5);
         }
+        // The transactional id as its coordinator describes it: under transactions version 2
+        // every EndTxn moved the epoch by one.
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            var described = admin.describeTransactions(List.of("rpw-" + group)).all().get().get("rpw-" + group);
+            emit("transaction", "state", described.state().toString(), "epoch", (int) described.producerEpoch(),
+                 "partitions", described.topicPartitions().size());
+        }
         for (String isolation : List.of("read_committed", "read_uncommitted")) {
             Properties rp = consumerProps(bootstrap, null);
             rp.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
