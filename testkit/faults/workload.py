@@ -95,11 +95,16 @@ class SendingProducer(Client):
                     if err.fatal():
                         fatal.append(_error_name(err))
 
-            producer = Producer({"bootstrap.servers": self.bootstrap, "acks": "all",
-                                 "enable.idempotence": self.idempotent, "linger.ms": 5,
-                                 "message.timeout.ms": 120000, "request.timeout.ms": 5000,
-                                 "socket.timeout.ms": 5000, "retry.backoff.ms": 100,
-                                 "topic.metadata.refresh.interval.ms": 2000, "client.id": self.client_name})
+            config = {"bootstrap.servers": self.bootstrap, "acks": "all",
+                      "enable.idempotence": self.idempotent, "linger.ms": 5,
+                      "message.timeout.ms": 120000, "request.timeout.ms": 5000,
+                      "socket.timeout.ms": 5000, "retry.backoff.ms": 100,
+                      "topic.metadata.refresh.interval.ms": 2000, "client.id": self.client_name}
+            if self.idempotent:
+                # librdkafka's own account of its producer id and epoch (why it bumps the epoch,
+                # which messages it sends again), for the run's output.
+                config["debug"] = "eos"
+            producer = Producer(config)
             seq = 0
             try:
                 while not self.stop_flag.is_set() and not fatal:
