@@ -137,7 +137,11 @@ class TransactionApis:
         self.service.write(txn_id, op, lambda result, ok: reply(
             result.partition_errors if ok else dict.fromkeys(wanted, ErrorCode.NOT_COORDINATOR)))
 
-    def _known(self, tp: tuple[str, int]) -> bool:
+    def _known(self, tp: tuple[str, int], *, offsets: bool = False) -> bool:
+        """A partition a transaction may hold: of a topic clients write; with ``offsets``, a group's
+        offsets partition too (what a broker adds for a TxnOffsetCommit v5)."""
+        if offsets and tp[0] == OFFSETS_TOPIC:
+            return 0 <= tp[1] < self.offsets_partitions
         topic = self.catalog.get(tp[0])
         return topic is not None and not topic.internal and 0 <= tp[1] < topic.partitions
 
@@ -161,7 +165,7 @@ class TransactionApis:
             if code:
                 settle(i, txn, dict.fromkeys(wanted, code))
                 continue
-            unknown = {tp for tp in wanted if not self._known(tp)}
+            unknown = {tp for tp in wanted if not self._known(tp, offsets=not txn.verify_only)}
             if unknown:
                 settle(i, txn, {tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
                                 else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in wanted})

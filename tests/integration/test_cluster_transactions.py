@@ -26,8 +26,14 @@ from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.describe_transactions import DescribeTransactionsRequest
+from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.init_producer_id import InitProducerIdRequest
+from protocol.messages.produce import ProduceRequest
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest
+from protocol.record import Record
+from protocol.record_batch import build_batch
 from testkit.etcd import EtcdProcess
 from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.cluster import Cluster, wait_for
@@ -411,3 +417,52 @@ def test_init_transactions_on_the_survivors_fences_the_old_producer_and_aborts_w
         old.commit_transaction(30)
     old.purge()
     assert sorted(read_all(survivors, "succ-out")) == [b"new"] * 3
+
+
+def test_transactions_version_2_add_partitions_and_offsets_on_the_coordinating_node(cluster: Cluster) -> None:
+    """A client of transactions version 2 sends no AddPartitionsToTxn or AddOffsetsToTxn: the node
+    taking its batch (Produce v12) or its offsets (TxnOffsetCommit v5) adds the partition to the
+    transaction on the node that coordinates it (AddPartitionsToTxn v5 between the nodes), and
+    EndTxn v5 ends it one epoch up, with the markers written on every node."""
+    bootstrap = start(cluster, {1, 2})
+    topic, group = "tv2-out", f"tv2-{uuid.uuid4().hex[:8]}"
+    create_topic(bootstrap, topic, 4)
+    leaders = wait_topic_spread(cluster, topic, {1, 2})
+    txn_id = txn_id_on(cluster, 1, "tv2")
+    wire = {n: WireClient("127.0.0.1", cluster.nodes[n].port, timeout=10) for n in (1, 2)}
+    try:
+        ids = wire[1].call(ApiKey.InitProducerId, 4, InitProducerIdRequest(
+            transactional_id=txn_id, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))
+        assert ids.error_code == 0
+        pid, epoch = ids.producer_id, ids.producer_epoch
+        now = int(time.time() * 1000)
+        for partition, node in sorted(leaders.items()):
+            records = build_batch([Record(0, 0, None, b"p%d" % partition, [])], base_timestamp=now, producer_id=pid,
+                                  producer_epoch=epoch, base_sequence=0, transactional=True)
+            answer = wire[node].call(ApiKey.Produce, 12, ProduceRequest(
+                transactional_id=txn_id, acks=-1, timeout_ms=10000, topic_data=[ProduceRequest.TopicProduceData(
+                    name=topic, partition_data=[ProduceRequest.TopicProduceData.PartitionProduceData(
+                        index=partition, records=records)])]))
+            assert answer.responses[0].partition_responses[0].error_code == 0, (partition, node, answer)
+        group_node = wire[1].call(ApiKey.FindCoordinator, 3, FindCoordinatorRequest(key=group, key_type=0)).node_id
+        committed = wire[group_node].call(ApiKey.TxnOffsetCommit, 5, TxnOffsetCommitRequest(
+            transactional_id=txn_id, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+            member_id="", topics=[TxnOffsetCommitRequest.Topic(name=topic, partitions=[
+                TxnOffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=1)])]))
+        assert committed.topics[0].partitions[0].error_code == 0, committed
+        described = wire[1].call(ApiKey.DescribeTransactions, 0, DescribeTransactionsRequest(transactional_ids=[txn_id]))
+        state = described.transaction_states[0]
+        assert state.transaction_state == "Ongoing"
+        assert {(t.topic, p) for t in state.topics for p in t.partitions} >= {(topic, p) for p in leaders}
+        ended = wire[1].call(ApiKey.EndTxn, 5, EndTxnRequest(transactional_id=txn_id, producer_id=pid,
+                                                              producer_epoch=epoch, committed=True))
+        assert (ended.error_code, ended.producer_id, ended.producer_epoch) == (0, pid, epoch + 1)
+    finally:
+        for w in wire.values():
+            w.close()
+    assert sorted(read_all(bootstrap, topic)) == sorted(b"p%d" % p for p in leaders)
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "isolation.level": "read_committed"})
+    try:
+        assert [tp.offset for tp in c.committed([TopicPartition(topic, 0)], 30)] == [1]
+    finally:
+        c.close()
