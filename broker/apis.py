@@ -254,7 +254,7 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
         api(OffsetDeleteRequest, g.offset_delete, authorize=checks.offset_delete,
             refuse=delete_offsets_error),
         api(TxnOffsetCommitRequest, g.txn_offset_commit,
-            authorize=checks.txn_offset_commit, refuse=txn_commit_error, versions=(0, 5)),
+            authorize=checks.txn_offset_commit, refuse=txn_commit_error),
         api(DescribeGroupsRequest, g.describe_groups, authorize=checks.describe_groups,
             refuse=describe_groups_error),
         api(ListGroupsRequest, g.list_groups, authorize=checks.list_groups,

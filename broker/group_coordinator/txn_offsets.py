@@ -27,10 +27,14 @@ from protocol.errors import ErrorCode
 from protocol.messages.offsets_log import OffsetCommitValue
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 
+# TxnOffsetCommit v6 (KIP-1319): topics by id, and a stale member epoch or an unknown group told
+# as OffsetCommit v9+ tells them.
+TOPIC_ID_VERSION = 6
+
 
 def _group_error(st: CoordinatorState, req: TxnOffsetCommitRequest, version: int) -> int:
     member_id = req.member_id if version >= 3 else ""
-    generation = req.generation_id if version >= 3 else -1
+    generation = req.generation_id_or_member_epoch if version >= 3 else -1
     instance_id = req.group_instance_id if version >= 3 else None
     sgroup = st.streams.groups.get(req.group_id)
     if sgroup is not None:
@@ -44,11 +48,16 @@ def _group_error(st: CoordinatorState, req: TxnOffsetCommitRequest, version: int
         member = cgroup.member(member_id)
         if member is None:
             return ErrorCode.UNKNOWN_MEMBER_ID
-        return ErrorCode.NONE if member.member_epoch == generation else ErrorCode.ILLEGAL_GENERATION
+        if member.member_epoch == generation:
+            return ErrorCode.NONE
+        stale = version >= TOPIC_ID_VERSION and not member.uses_classic_protocol
+        return ErrorCode.STALE_MEMBER_EPOCH if stale else ErrorCode.ILLEGAL_GENERATION
     group = st.groups.get(req.group_id)
     if group is None or group.state is GroupState.DEAD:
         # A simple group comes into being with its first offset; a member of no group is refused.
-        return ErrorCode.NONE if generation < 0 else ErrorCode.ILLEGAL_GENERATION
+        if generation < 0:
+            return ErrorCode.NONE
+        return ErrorCode.GROUP_ID_NOT_FOUND if version >= TOPIC_ID_VERSION else ErrorCode.ILLEGAL_GENERATION
     return group.validate_offset_commit(member_id, instance_id, generation, transactional=True)
 
 
@@ -58,16 +67,22 @@ def txn_offset_commit(st: CoordinatorState, req: TxnOffsetCommitRequest, ctx: Re
     topics = []
     valid: list[tuple[TxnOffsetCommitResponse.Topic.Partition, str, TxnOffsetCommitRequest.Topic.Partition]] = []
     for topic in req.topics:
-        count = st.topics.partition_count(topic.name)
+        name: str | None = topic.name
+        if version >= TOPIC_ID_VERSION:
+            resolve = getattr(st.topics, "topic_name", None)
+            name = resolve(topic.topic_id) if resolve is not None else None
+        count = st.topics.partition_count(name) if name is not None else None
         parts = []
         for p in topic.partitions:
             rp = TxnOffsetCommitResponse.Topic.Partition(partition_index=p.partition_index, error_code=0)
             parts.append(rp)
-            if count is None or not 0 <= p.partition_index < count:
+            if name is None:
+                rp.error_code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif count is None or not 0 <= p.partition_index < count:
                 rp.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
-                valid.append((rp, topic.name, p))
-        topics.append(TxnOffsetCommitResponse.Topic(name=topic.name, partitions=parts))
+                valid.append((rp, name, p))
+        topics.append(TxnOffsetCommitResponse.Topic(name=topic.name, topic_id=topic.topic_id, partitions=parts))
     out.replies.append((ctx.token, TxnOffsetCommitResponse(topics=topics)))
     if not valid:
         return out

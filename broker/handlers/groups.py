@@ -88,7 +88,7 @@ def commit_error(req: Request[OffsetCommitRequest], code: int) -> OffsetCommitRe
 
 def txn_commit_error(req: Request[TxnOffsetCommitRequest], code: int) -> TxnOffsetCommitResponse:
     return TxnOffsetCommitResponse(topics=[
-        TxnOffsetCommitResponse.Topic(name=t.name, partitions=[
+        TxnOffsetCommitResponse.Topic(name=t.name, topic_id=t.topic_id, partitions=[
             TxnOffsetCommitResponse.Topic.Partition(partition_index=p.partition_index, error_code=code)
             for p in t.partitions]) for t in req.body.topics])
 

@@ -832,14 +832,20 @@ class RequestChecks:
         T = TxnOffsetCommitResponse.Topic
 
         def answer(t: Any, code: int) -> Any:
-            return T(name=t.name, partitions=[T.Partition(partition_index=p.partition_index, error_code=code)
-                                              for p in t.partitions])
+            return T(name=t.name, topic_id=t.topic_id, partitions=[
+                T.Partition(partition_index=p.partition_index, error_code=code) for p in t.partitions])
+
+        def readable(t: Any) -> bool:
+            name = self._topic_name(t.name, t.topic_id if req.version >= 6 else None)
+            if not name and req.version >= 6:
+                return True  # an id no topic has: UNKNOWN_TOPIC_ID, answered by the coordinator
+            return self.allowed(req, Operation.READ, ResourceType.TOPIC, name)
 
         if not self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, body.transactional_id):
             return self._deny(req, TxnOffsetCommitResponse(topics=[answer(t, TXN_DENIED) for t in body.topics]))
         if not self.allowed(req, Operation.READ, ResourceType.GROUP, body.group_id):
             return self._deny(req, TxnOffsetCommitResponse(topics=[answer(t, GROUP_DENIED) for t in body.topics]))
-        if self._split(req, body.topics, lambda t: self.allowed(req, Operation.READ, ResourceType.TOPIC, t.name),
+        if self._split(req, body.topics, readable,
                        "topics", lambda resp, denied: resp.topics.extend(answer(t, TOPIC_DENIED) for t in denied)):
             req.reply.set(TxnOffsetCommitResponse(topics=[]))
             return True

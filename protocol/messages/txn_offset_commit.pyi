@@ -10,7 +10,7 @@ class _TxnOffsetCommitRequestMessage(MessageClass):
     def encode(self, obj: TxnOffsetCommitRequest, version: int) -> bytes: ...
 
 class TxnOffsetCommitRequest(MessageData, metaclass=_TxnOffsetCommitRequestMessage):
-    """TxnOffsetCommitRequest: API key 28, versions 0-5, flexible 3+."""
+    """TxnOffsetCommitRequest: API key 28, versions 0-6, flexible 3+."""
 
     class Topic(Data):
         """An element of ``TxnOffsetCommitRequest.topics``."""
@@ -37,7 +37,9 @@ class TxnOffsetCommitRequest(MessageData, metaclass=_TxnOffsetCommitRequestMessa
             ) -> None: ...
 
         name: str
-        """string; versions 0+."""
+        """string; versions 0-5; ignorable."""
+        topic_id: bytes
+        """uuid; versions 6+; ignorable."""
         partitions: list[TxnOffsetCommitRequest.Topic.Partition]
         """[]Partition; versions 0+."""
 
@@ -45,6 +47,7 @@ class TxnOffsetCommitRequest(MessageData, metaclass=_TxnOffsetCommitRequestMessa
             self,
             *,
             name: str = "",
+            topic_id: bytes = ...,
             partitions: list[TxnOffsetCommitRequest.Topic.Partition] = ...,
         ) -> None: ...
 
@@ -56,7 +59,7 @@ class TxnOffsetCommitRequest(MessageData, metaclass=_TxnOffsetCommitRequestMessa
     """int64; versions 0+."""
     producer_epoch: int
     """int16; versions 0+."""
-    generation_id: int
+    generation_id_or_member_epoch: int
     """int32; versions 3+; default -1."""
     member_id: str
     """string; versions 3+; default ""."""
@@ -72,7 +75,7 @@ class TxnOffsetCommitRequest(MessageData, metaclass=_TxnOffsetCommitRequestMessa
         group_id: str = "",
         producer_id: int = 0,
         producer_epoch: int = 0,
-        generation_id: int = -1,
+        generation_id_or_member_epoch: int = -1,
         member_id: str = "",
         group_instance_id: str | None = None,
         topics: list[TxnOffsetCommitRequest.Topic] = ...,
@@ -84,7 +87,7 @@ class _TxnOffsetCommitResponseMessage(MessageClass):
     def encode(self, obj: TxnOffsetCommitResponse, version: int) -> bytes: ...
 
 class TxnOffsetCommitResponse(MessageData, metaclass=_TxnOffsetCommitResponseMessage):
-    """TxnOffsetCommitResponse: API key 28, versions 0-5, flexible 3+."""
+    """TxnOffsetCommitResponse: API key 28, versions 0-6, flexible 3+."""
 
     class Topic(Data):
         """An element of ``TxnOffsetCommitResponse.topics``."""
@@ -105,7 +108,9 @@ class TxnOffsetCommitResponse(MessageData, metaclass=_TxnOffsetCommitResponseMes
             ) -> None: ...
 
         name: str
-        """string; versions 0+."""
+        """string; versions 0-5; ignorable."""
+        topic_id: bytes
+        """uuid; versions 6+; ignorable."""
         partitions: list[TxnOffsetCommitResponse.Topic.Partition]
         """[]Partition; versions 0+."""
 
@@ -113,6 +118,7 @@ class TxnOffsetCommitResponse(MessageData, metaclass=_TxnOffsetCommitResponseMes
             self,
             *,
             name: str = "",
+            topic_id: bytes = ...,
             partitions: list[TxnOffsetCommitResponse.Topic.Partition] = ...,
         ) -> None: ...
 

@@ -22,7 +22,6 @@ KNOWN = {
     9: ((0, 10), (1, 10)),  # OffsetFetch
     19: ((0, 7), (2, 7)),  # CreateTopics
     20: ((0, 6), (1, 6)),  # DeleteTopics
-    28: ((0, 5), (0, 6)),  # TxnOffsetCommit: v6 names topics by id (KIP-1319)
     29: ((0, 3), (1, 3)),  # DescribeAcls
     30: ((0, 3), (1, 3)),  # CreateAcls
     31: ((0, 3), (1, 3)),  # DeleteAcls
@@ -69,11 +68,18 @@ def test_api_versions_v5_checks_the_cluster_and_node_the_client_means(pair: Pair
         described = c.call(60, 0, DescribeClusterRequest())
         me, cluster = described.brokers[0].broker_id, described.cluster_id
         v4 = ask(4)
-        same_as_v4 = {name: ask(5, *who) == v4 for name, who in
+
+        def same(answer: ApiVersionsResponse) -> bool:
+            # Kafka's finalized features' epoch is its metadata log's offset, which moves on by
+            # itself between two requests: the answers are the same whatever it is.
+            answer.finalized_features_epoch = v4.finalized_features_epoch
+            return answer == v4
+
+        same_as_v4 = {name: same(ask(5, *who)) for name, who in
                       (("anonymous", (None, -1)), ("this node", (cluster, me)))}
         return {"same_as_v4": same_as_v4, "other_cluster": ask(5, "another-cluster", me),
                 "other_node": ask(5, cluster, me + 1), "cluster_without_node": ask(5, cluster),
-                "node_without_cluster": ask(5, None, me), "v4_ignores_them": ask(4, "another-cluster", me) == v4}
+                "node_without_cluster": ask(5, None, me), "v4_ignores_them": same(ask(4, "another-cluster", me))}
 
     answers = pair.compare(scenario)
     assert answers["same_as_v4"] == {"anonymous": True, "this node": True}  # type: ignore[index]

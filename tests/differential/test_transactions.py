@@ -144,12 +144,12 @@ def test_transaction_with_offsets_and_read_committed(pair: Pair, commit: bool) -
         offsets = c.call(25, OFFSETS_V, AddOffsetsToTxnRequest(transactional_id=txn, producer_id=pid,
                                                                producer_epoch=epoch, group_id=group))
         txn_commit = c.call(28, TXN_COMMIT_V, TxnOffsetCommitRequest(
-            transactional_id=txn, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+            transactional_id=txn, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id_or_member_epoch=-1,
             member_id="", topics=[TxnOffsetCommitRequest.Topic(name=topic, partitions=[
                 TxnOffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=2,
                                                        committed_metadata="txn")])]))
         wrong_epoch_commit = c.call(28, TXN_COMMIT_V, TxnOffsetCommitRequest(
-            transactional_id=txn, group_id=group, producer_id=pid, producer_epoch=epoch + 1, generation_id=-1,
+            transactional_id=txn, group_id=group, producer_id=pid, producer_epoch=epoch + 1, generation_id_or_member_epoch=-1,
             member_id="", topics=[TxnOffsetCommitRequest.Topic(name=topic, partitions=[
                 TxnOffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=2)])]))
         def latest(isolation: int) -> object:

@@ -6,6 +6,8 @@ old epoch fenced, and what read_committed consumers and the group's offsets show
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from kclient.wire_client import WireClient
@@ -34,7 +36,7 @@ def txn_batch(pid: int, epoch: int, *values: bytes, sequence: int = 0) -> bytes:
 
 def commit_offset(c: WireClient, txn: str, group: str, pid: int, epoch: int, topic: str, offset: int) -> object:
     return c.call(28, TXN_COMMIT_V, TxnOffsetCommitRequest(
-        transactional_id=txn, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+        transactional_id=txn, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id_or_member_epoch=-1,
         member_id="", topics=[TxnOffsetCommitRequest.Topic(name=topic, partitions=[
             TxnOffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=offset,
                                                    committed_metadata="v2")])]))
@@ -103,3 +105,43 @@ def test_a_fenced_producers_epoch_and_a_new_incarnation_under_transactions_v2(pa
                 "read_committed": fetch(c, topic, [0], isolation=1), "read_uncommitted": fetch(c, topic, [0])}
 
     pair.compare(scenario)
+
+
+def test_txn_offset_commit_v6_names_topics_by_id(pair: Pair) -> None:
+    """TxnOffsetCommit v6 (KIP-1319): topics by id, an id no topic has answered UNKNOWN_TOPIC_ID, a
+    partition the topic lacks UNKNOWN_TOPIC_OR_PARTITION, a generation given for a group that does
+    not exist GROUP_ID_NOT_FOUND; the offsets committed with the transaction read back by name."""
+    txn, topic, group, ghost = unique("txn6"), unique("txn6-t"), unique("txn6-g"), unique("txn6-none")
+    absent = uuid.uuid4().bytes
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        topic_id = create_topic(c, topic, 2).topics[0].topic_id
+        labels = {topic_id: "the topic", absent: "an id nobody knows"}
+        ids = init(c, txn)
+        pid, epoch = ids.producer_id, ids.producer_epoch
+        T, P = TxnOffsetCommitRequest.Topic, TxnOffsetCommitRequest.Topic.Partition
+
+        def commit(group_id: str, generation: int, topics: list[TxnOffsetCommitRequest.Topic]) -> object:
+            answer = c.call(28, 6, TxnOffsetCommitRequest(
+                transactional_id=txn, group_id=group_id, producer_id=pid, producer_epoch=epoch,
+                generation_id_or_member_epoch=generation, member_id="", topics=topics))
+            for topic_answer in answer.topics:
+                topic_answer.name, topic_answer.topic_id = labels.get(topic_answer.topic_id, "?"), bytes(16)
+            return answer
+
+        by_id = commit(group, -1, [T(topic_id=topic_id, partitions=[P(partition_index=0, committed_offset=3,
+                                                                      committed_metadata="by id"),
+                                                                    P(partition_index=5, committed_offset=1,
+                                                                      committed_metadata="")]),
+                                   T(topic_id=absent, partitions=[P(partition_index=0, committed_offset=1,
+                                                                    committed_metadata="")])])
+        no_group = commit(ghost, 5, [T(topic_id=topic_id, partitions=[P(partition_index=0, committed_offset=1,
+                                                                        committed_metadata="")])])
+        ended = end(c, txn, pid, epoch, True)
+        completed(c, txn)
+        return {"by_id": by_id, "no_group": no_group, "ended": ended, "offsets": offsets(c, group, topic)}
+
+    answers = pair.compare(scenario)
+    assert isinstance(answers, dict)
+    assert answers["no_group"]["topics"][0]["partitions"][0]["error_code"] == 69  # type: ignore[index]

@@ -446,7 +446,7 @@ def test_transactions_version_2_add_partitions_and_offsets_on_the_coordinating_n
             assert answer.responses[0].partition_responses[0].error_code == 0, (partition, node, answer)
         group_node = wire[1].call(ApiKey.FindCoordinator, 3, FindCoordinatorRequest(key=group, key_type=0)).node_id
         committed = wire[group_node].call(ApiKey.TxnOffsetCommit, 5, TxnOffsetCommitRequest(
-            transactional_id=txn_id, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=-1,
+            transactional_id=txn_id, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id_or_member_epoch=-1,
             member_id="", topics=[TxnOffsetCommitRequest.Topic(name=topic, partitions=[
                 TxnOffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=1)])]))
         assert committed.topics[0].partitions[0].error_code == 0, committed

@@ -78,7 +78,7 @@ def live_step(h: Harness, entry: tuple[Any, ...]) -> None:
     elif entry[0] == "txn":
         _, pid, partition, offset = entry
         req = TxnOffsetCommitRequest(
-            transactional_id=f"tx-{pid}", group_id=GROUP, producer_id=pid, producer_epoch=0, generation_id=-1,
+            transactional_id=f"tx-{pid}", group_id=GROUP, producer_id=pid, producer_epoch=0, generation_id_or_member_epoch=-1,
             member_id="", group_instance_id=None, topics=[TxnOffsetCommitRequest.Topic(name="t", partitions=[
                 TxnOffsetCommitRequest.Topic.Partition(partition_index=partition, committed_offset=offset,
                                                        committed_metadata=None)])])

@@ -20,7 +20,7 @@ def txn_commit(h: Harness, group: str, offsets: dict[tuple[str, int], int], *, p
         topics.setdefault(t, []).append(TxnOffsetCommitRequest.Topic.Partition(
             partition_index=p, committed_offset=o, committed_metadata=None))
     req = TxnOffsetCommitRequest(transactional_id="tx", group_id=group, producer_id=producer_id, producer_epoch=0,
-                                 generation_id=generation, member_id=member_id, group_instance_id=None,
+                                 generation_id_or_member_epoch=generation, member_id=member_id, group_instance_id=None,
                                  topics=[TxnOffsetCommitRequest.Topic(name=t, partitions=ps)
                                          for t, ps in topics.items()])
     ctx = h.ctx(version)

@@ -242,10 +242,20 @@ class DeleteGroupsResponse(ApiMessage, load_json="tests.kafka_specs"):
     pass
 
 
+# TxnOffsetCommit as Kafka 4.4 declares it (v6 names topics by id, KIP-1319; kafka-python ships v0-5).
+class TxnOffsetCommitRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class TxnOffsetCommitResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
 KP = _kafka_python_classes()
 # The classes above replace kafka-python's own of the same name, here only.
 KP.update({cls.__name__: cls for cls in (ApiVersionsRequest, ApiVersionsResponse, UnregisterBrokerRequest,
-                                         UnregisterBrokerResponse, DeleteGroupsRequest, DeleteGroupsResponse)})
+                                         UnregisterBrokerResponse, DeleteGroupsRequest, DeleteGroupsResponse,
+                                         TxnOffsetCommitRequest, TxnOffsetCommitResponse)})
 
 
 # Defining a response class makes it kafka-python's decoder of that API key for the whole process

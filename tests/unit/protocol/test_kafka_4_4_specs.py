@@ -28,6 +28,7 @@ from protocol.messages.list_partition_reassignments import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
 )
+from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest, TxnOffsetCommitResponse
 from protocol.messages.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
 from protocol.messages.update_features import UpdateFeaturesRequest, UpdateFeaturesResponse
 from protocol.schema import Message, Versions
@@ -39,7 +40,7 @@ MESSAGES = [DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse, Ele
             ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse, DescribeQuorumRequest,
             DescribeQuorumResponse, UpdateFeaturesRequest, UpdateFeaturesResponse, ApiVersionsRequest,
             ApiVersionsResponse, UnregisterBrokerRequest, UnregisterBrokerResponse, DeleteGroupsRequest,
-            DeleteGroupsResponse]
+            DeleteGroupsResponse, TxnOffsetCommitRequest, TxnOffsetCommitResponse]
 
 
 def jar_spec(name: str) -> dict[str, Any]:

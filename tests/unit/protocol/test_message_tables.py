@@ -73,7 +73,7 @@ EXPECTED_VALID = {
     "AddOffsetsToTxn": "0-4",
     "EndTxn": "0-5",
     "WriteTxnMarkers": "0-2",
-    "TxnOffsetCommit": "0-5",
+    "TxnOffsetCommit": "0-6",
     "DescribeConfigs": "0-4",
     "CreatePartitions": "0-3",
     "DeleteGroups": "0-3",
