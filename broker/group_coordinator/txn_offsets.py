@@ -41,9 +41,13 @@ def _group_error(st: CoordinatorState, req: TxnOffsetCommitRequest, version: int
         return streams_offsets.commit_error(sgroup, member_id, generation, transactional=True)
     cgroup = st.consumer_groups.get(req.group_id)
     if cgroup is not None:
-        # Kafka's ConsumerGroup.validateOffsetCommit with isTransactional, a stale epoch answered
-        # as ILLEGAL_GENERATION.
+        # Kafka's ConsumerGroup.validateOffsetCommit with isTransactional: a commit naming no member
+        # (no member id, generation or instance id) is taken whatever the group holds; a member's
+        # epoch other than its own is stale (told STALE_MEMBER_EPOCH from v6, ILLEGAL_GENERATION
+        # before, and always to a member of the classic protocol).
         if generation < 0 and not cgroup.members:
+            return ErrorCode.NONE
+        if generation == -1 and not member_id and instance_id is None:
             return ErrorCode.NONE
         member = cgroup.member(member_id)
         if member is None:

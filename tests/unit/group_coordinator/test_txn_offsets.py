@@ -8,7 +8,8 @@ from typing import Any
 
 from protocol.errors import ErrorCode
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
-from tests.unit.group_coordinator.harness import Harness
+from tests.unit.group_coordinator.consumer.members import Member
+from tests.unit.group_coordinator.harness import Harness, Topics
 
 PID = 7
 
@@ -21,7 +22,7 @@ def txn_commit(h: Harness, group: str, offsets: dict[tuple[str, int], int], *, p
             partition_index=p, committed_offset=o, committed_metadata=None))
     req = TxnOffsetCommitRequest(transactional_id="tx", group_id=group, producer_id=producer_id, producer_epoch=0,
                                  generation_id_or_member_epoch=generation, member_id=member_id, group_instance_id=None,
-                                 topics=[TxnOffsetCommitRequest.Topic(name=t, partitions=ps)
+                                 topics=[TxnOffsetCommitRequest.Topic(name=t, topic_id=Topics.id_of(t), partitions=ps)
                                          for t, ps in topics.items()])
     ctx = h.ctx(version)
     h.op(h.shard.txn_offset_commit(req, ctx, h.now))
@@ -103,3 +104,25 @@ def test_expiry_waits_for_pending_offsets_and_delete_group_removes_them(h: Harne
     error, _ = h.shard.delete_group("g", h.now)
     assert error == 0
     assert not h.shard.state.pending_txn.has_group("g")
+
+
+def test_v6_tells_a_stale_member_epoch_and_an_unknown_group_as_kafka_4_4_does(h: Harness) -> None:
+    """KIP-1319 (Kafka's ConsumerGroup.validateOffsetCommit, transactional): a commit that names
+    no member is taken even with members in the group; a member's epoch other than its own is
+    STALE_MEMBER_EPOCH from v6 and ILLEGAL_GENERATION before; a generation for a group that does not
+    exist is GROUP_ID_NOT_FOUND from v6."""
+    member = Member(h, "m1")
+    member.beat()
+    assert member.epoch > 0
+    offsets = {("t", 0): 1}
+    assert set(errors(txn_commit(h, "g", offsets, version=6)).values()) == {0}
+    assert set(errors(txn_commit(h, "g", offsets, version=6, generation=member.epoch, member_id="m1")).values()) == {0}
+    stale = member.epoch + 1
+    assert set(errors(txn_commit(h, "g", offsets, version=6, generation=stale, member_id="m1")).values()) == {
+        ErrorCode.STALE_MEMBER_EPOCH}
+    assert set(errors(txn_commit(h, "g", offsets, version=5, generation=stale, member_id="m1")).values()) == {
+        ErrorCode.ILLEGAL_GENERATION}
+    assert set(errors(txn_commit(h, "g", offsets, version=6, generation=member.epoch, member_id="m9")).values()) == {
+        ErrorCode.UNKNOWN_MEMBER_ID}
+    assert set(errors(txn_commit(h, "nogroup", offsets, version=6, generation=3, member_id="m")).values()) == {
+        ErrorCode.GROUP_ID_NOT_FOUND}
