@@ -172,10 +172,12 @@ class TransactionCoordinator:
 
     def _fence_and_abort(self, out: TxnResult, meta: TxnMetadata, now: int) -> None:
         """Aborts an open transaction on the coordinator's own account, its producer fenced by one
-        epoch more: under transactions version 2 as an EndTxn v5 abort would (the epoch before is
-        remembered, so that the producer's own late abort is a retry; an exhausted epoch moves the
-        transaction to a new producer id), else as Kafka's first protocol does."""
-        if self.transaction_version >= TV2:
+        epoch more: a client of transactions version 2 as an EndTxn v5 abort would (the epoch
+        before is remembered, so that the producer's own late abort is a retry; an exhausted epoch
+        moves the transaction to a new producer id), a client of the first protocol as that
+        protocol does whatever the cluster's level (Kafka applies the level to both; librdkafka,
+        told its old epoch's retry of InitProducerId was good, went on and hung, docs/transactions.md)."""
+        if self.transaction_version >= TV2 and meta.client_transaction_version >= TV2:
             self._prepare_end(out, meta, False, now)
             return
         if not _epoch_exhausted(meta.producer_epoch):

@@ -140,3 +140,20 @@ def test_a_first_protocol_end_txn_keeps_the_epoch_whatever_the_cluster_level() -
     ended = log.complete(log(c.end_txn("tx", 100, 0, True, NOW)))
     assert (ended.markers[0].producer_epoch, c.txns["tx"].producer_epoch) == (0, 0)
     assert c.txns["tx"].client_transaction_version == 0
+
+
+def test_a_first_protocol_clients_timed_out_transaction_is_fenced_as_the_first_protocol_does() -> None:
+    """At level 2 a transaction whose client speaks the first protocol (its partitions added by
+    AddPartitionsToTxn v3 or below) is still aborted the first protocol's way: the old epoch is
+    forgotten, so the producer's retry of InitProducerId with it is fenced and a new incarnation
+    takes over (librdkafka's producer, answered with the new epoch instead, went on and hung)."""
+    log = Log()
+    c = log.coordinator
+    log(c.init_producer_id("tx", 60_000, -1, -1, NOW))
+    log(c.add_partitions("tx", 100, 0, [TP], NOW))
+    log.complete(log(c.expire(NOW + 60_001)))
+    assert c.txns["tx"].producer_epoch == 1
+    assert log(c.end_txn("tx", 100, 0, True, NOW)).error == ErrorCode.PRODUCER_FENCED
+    assert log(c.init_producer_id("tx", 60_000, 100, 0, NOW)).error == ErrorCode.PRODUCER_FENCED
+    fresh = log(c.init_producer_id("tx", 60_000, -1, -1, NOW))
+    assert (fresh.error, fresh.producer_epoch) == (0, 2)
