@@ -67,7 +67,10 @@ def test_a_crash_with_a_torn_tail_keeps_every_acknowledged_record(broker_factory
 def test_deleted_topics_leave_no_directories_and_come_back_empty(broker: Any) -> None:
     with WireClient("127.0.0.1", broker.port) as c:
         create(c, "ephemeral", 3)
-        produce(c, "ephemeral", records(5))
+        # Records in every partition: a partition's directory is there once a write to it is
+        # acknowledged (its log opens after CreateTopics answers, as Kafka's leaders do).
+        for partition in range(3):
+            assert produce(c, "ephemeral", records(5), partition=partition).error_code == 0
         assert len(list(broker.data_dir.glob("ephemeral-*"))) == 3
         res = c.call(20, 6, DeleteTopicsRequest(topics=[DeleteTopicsRequest.DeleteTopicState(name="ephemeral")],
                                                 timeout_ms=5000))
