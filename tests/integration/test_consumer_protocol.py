@@ -185,7 +185,13 @@ class TrackedConsumer(ThreadedConsumer):
         self.consumer.close()
 
 
-@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+# Only the range assignor: librdkafka's cooperative-sticky assignor writes its own state as user data
+# into each assignment, and Kafka 4.4 refuses to upgrade a classic group whose assignments carry user
+# data (GROUP_ID_NOT_FOUND to the consumer-protocol member, fatal to librdkafka), as kcoord does
+# (tests/differential/test_group_upgrade_clients.py). Whether the refusal meets the new member
+# depends on the moment it arrives (while a rebalance has cleared the assignments it does not), so a
+# rolling upgrade of such a group cannot be a test that passes.
+@pytest.mark.parametrize("strategy", ["range"])
 def test_a_classic_group_rolls_to_the_consumer_protocol_one_member_at_a_time_and_back(broker_factory,
                                                                                         strategy: str) -> None:
     broker = broker_factory({**FAST, "group.initial.rebalance.delay.ms": "0"})
