@@ -107,25 +107,41 @@ class PartitionAdder:
             then(dict.fromkeys(partitions, ErrorCode.COORDINATOR_NOT_AVAILABLE))
         else:
             assert self.peers is not None
-            by_topic: dict[str, list[int]] = {}
-            for topic, partition in partitions:
-                by_topic.setdefault(topic, []).append(partition)
-            Txn = AddPartitionsToTxnRequest.Transaction
-            request = AddPartitionsToTxnRequest(transactions=[Txn(
-                transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, verify_only=False,
-                topics=[Txn.Topic(name=t, partitions=ps) for t, ps in by_topic.items()])])
+            _ask_coordinator(self.peers, node, txn_id, [(t, i, pid, epoch) for t, i in partitions], then,
+                            verify_only=False)
 
-            def answered(response: AddPartitionsToTxnResponse | None) -> None:
-                if response is None or response.error_code:
-                    code = ErrorCode.COORDINATOR_NOT_AVAILABLE if response is None else response.error_code
-                    then(dict.fromkeys(partitions, code))
-                    return
-                codes = {(t.name, p.partition_index): p.partition_error_code
-                         for r in response.results_by_transaction for t in r.topic_results
-                         for p in t.results_by_partition}
-                then({tp: codes.get(tp, ErrorCode.NOT_COORDINATOR) for tp in partitions})
 
-            self.peers.send(node, ApiKey.AddPartitionsToTxn, ADD_PARTITIONS_BROKER_VERSION, request, answered)
+def _ask_coordinator(peers: PeerClient, node: int, txn_id: str, wanted: list[tuple[str, int, int, int]],
+                    then: Added, *, verify_only: bool) -> None:
+    """AddPartitionsToTxn to ``node`` for ``wanted`` (topic, partition, producer id, epoch): v4
+    verify-only, v5 adding; ``then`` gets each partition's answer (one error for all when the
+    request failed as a whole)."""
+    by_producer: dict[tuple[int, int], dict[str, list[int]]] = {}
+    for topic, partition, pid, epoch in wanted:
+        by_producer.setdefault((pid, epoch), {}).setdefault(topic, []).append(partition)
+    Txn = AddPartitionsToTxnRequest.Transaction
+    request = AddPartitionsToTxnRequest(transactions=[
+        Txn(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, verify_only=verify_only,
+            topics=[Txn.Topic(name=t, partitions=ps) for t, ps in topics.items()])
+        for (pid, epoch), topics in by_producer.items()])
+    asked = [(t, i) for t, i, _p, _e in wanted]
+
+    def answered(response: AddPartitionsToTxnResponse | None) -> None:
+        if response is None or response.error_code:
+            then(dict.fromkeys(asked, ErrorCode.COORDINATOR_NOT_AVAILABLE if response is None else response.error_code))
+            return
+        codes = {(t.name, p.partition_index): p.partition_error_code
+                 for r in response.results_by_transaction for t in r.topic_results for p in t.results_by_partition}
+        then({tp: codes.get(tp, ErrorCode.NOT_COORDINATOR) for tp in asked})
+
+    version = ADD_PARTITIONS_VERIFY_VERSION if verify_only else ADD_PARTITIONS_BROKER_VERSION
+    peers.send(node, ApiKey.AddPartitionsToTxn, version, request, answered)
+
+
+def _verifier(codes: dict[tuple[str, int], int]) -> TxnVerifier:
+    """The check of a request's batches from the coordinator's answers; a partition not asked about
+    (its batch came with a later request) is not this answer's to pass."""
+    return lambda topic, partition, pid, epoch: codes.get((topic, partition), ErrorCode.NOT_COORDINATOR)
 
 
 class RemoteVerification:
@@ -196,13 +212,7 @@ class RemoteVerification:
             then(_answering(ErrorCode.INVALID_PRODUCER_ID_MAPPING))
             return
 
-        def added(codes: dict[tuple[str, int], int]) -> None:
-            def verify(topic: str, partition: int, producer_id: int, producer_epoch: int) -> int:
-                return codes.get((topic, partition), ErrorCode.NOT_COORDINATOR)
-
-            then(verify)
-
-        self.adder.add(txn_id, pid, epoch, [(t, i) for t, i, _p, _e in wanted], added)
+        self.adder.add(txn_id, pid, epoch, [(t, i) for t, i, _p, _e in wanted], lambda codes: then(_verifier(codes)))
 
     def _unstarted(self, body: Any) -> list[tuple[str, int, int, int]]:
         """The partitions of ``body`` whose transactional batch begins its producer's transaction
@@ -240,33 +250,5 @@ class RemoteVerification:
 
     def _ask(self, node: int, txn_id: str, wanted: list[tuple[str, int, int, int]],
              then: Callable[[TxnVerifier], None]) -> None:
-        by_producer: dict[tuple[int, int], dict[str, list[int]]] = {}
-        for topic, partition, pid, epoch in wanted:
-            by_producer.setdefault((pid, epoch), {}).setdefault(topic, []).append(partition)
-        Txn = AddPartitionsToTxnRequest.Transaction
-        request = AddPartitionsToTxnRequest(transactions=[
-            Txn(transactional_id=txn_id, producer_id=pid, producer_epoch=epoch, verify_only=True,
-                topics=[Txn.Topic(name=t, partitions=ps) for t, ps in topics.items()])
-            for (pid, epoch), topics in by_producer.items()])
-
-        def answered(response: AddPartitionsToTxnResponse | None) -> None:
-            if response is None:
-                then(_answering(ErrorCode.COORDINATOR_NOT_AVAILABLE))
-                return
-            if response.error_code:
-                then(_answering(response.error_code))
-                return
-            codes: dict[tuple[str, int], int] = {}
-            for result in response.results_by_transaction:
-                for topic in result.topic_results:
-                    for p in topic.results_by_partition:
-                        codes[(topic.name, p.partition_index)] = p.partition_error_code
-
-            def verify(topic: str, partition: int, pid: int, epoch: int) -> int:
-                # A partition asked about after the check (its batch came with a later request).
-                return codes.get((topic, partition), ErrorCode.NOT_COORDINATOR)
-
-            then(verify)
-
         assert self.peers is not None
-        self.peers.send(node, ApiKey.AddPartitionsToTxn, ADD_PARTITIONS_VERIFY_VERSION, request, answered)
+        _ask_coordinator(self.peers, node, txn_id, wanted, lambda codes: then(_verifier(codes)), verify_only=True)
