@@ -19,6 +19,7 @@ from broker.handlers.client_quotas import ClientQuotaApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis
 from broker.handlers.configs import ConfigApis
 from broker.handlers.create_partitions import CreatePartitionsApi
+from broker.handlers.delegation_tokens import DelegationTokenApis
 from broker.handlers.fetch import FetchApi
 from broker.handlers.groups import (
     GroupApis,
@@ -83,6 +84,7 @@ from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from protocol.messages.create_acls import CreateAclsRequest
+from protocol.messages.create_delegation_token import CreateDelegationTokenRequest
 from protocol.messages.create_partitions import CreatePartitionsRequest
 from protocol.messages.create_topics import CreateTopicsRequest
 from protocol.messages.delete_acls import DeleteAclsRequest
@@ -95,6 +97,7 @@ from protocol.messages.describe_acls import DescribeAclsRequest
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest
 from protocol.messages.describe_cluster import DescribeClusterRequest
 from protocol.messages.describe_configs import DescribeConfigsRequest
+from protocol.messages.describe_delegation_token import DescribeDelegationTokenRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.describe_log_dirs import DescribeLogDirsRequest
 from protocol.messages.describe_producers import DescribeProducersRequest
@@ -105,6 +108,7 @@ from protocol.messages.describe_transactions import DescribeTransactionsRequest
 from protocol.messages.describe_user_scram_credentials import DescribeUserScramCredentialsRequest
 from protocol.messages.elect_leaders import ElectLeadersRequest
 from protocol.messages.end_txn import EndTxnRequest
+from protocol.messages.expire_delegation_token import ExpireDelegationTokenRequest
 from protocol.messages.fetch import FetchRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.get_telemetry_subscriptions import GetTelemetrySubscriptionsRequest
@@ -128,6 +132,7 @@ from protocol.messages.produce import ProduceRequest
 from protocol.messages.push_telemetry import PushTelemetryRequest
 from protocol.messages.read_share_group_state import ReadShareGroupStateRequest
 from protocol.messages.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
+from protocol.messages.renew_delegation_token import RenewDelegationTokenRequest
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from protocol.messages.share_acknowledge import ShareAcknowledgeRequest
@@ -203,6 +208,7 @@ class Handlers:
     transactions: TransactionApis
     sasl: SaslApis
     scram: ScramCredentialApis
+    tokens: DelegationTokenApis
     acls: AclApis
     topology: TopologyApis
     configs: ConfigApis
@@ -314,6 +320,15 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.cluster_describe, refuse=refusals.describe_user_scram_credentials),
         api(AlterUserScramCredentialsRequest, h.scram.alter,
             authorize=checks.cluster_alter, refuse=refusals.alter_user_scram_credentials),
+        # Delegation tokens: the handler authorizes, per owner and per token, as KafkaApis does.
+        api(CreateDelegationTokenRequest, h.tokens.create, authorize=OPEN_TO_ALL,
+            refuse=refusals.create_delegation_token),
+        api(RenewDelegationTokenRequest, h.tokens.renew, authorize=OPEN_TO_ALL,
+            refuse=refusals.renew_delegation_token),
+        api(ExpireDelegationTokenRequest, h.tokens.expire, authorize=OPEN_TO_ALL,
+            refuse=refusals.expire_delegation_token),
+        api(DescribeDelegationTokenRequest, h.tokens.describe, authorize=OPEN_TO_ALL,
+            refuse=refusals.describe_delegation_token),
         api(DescribeAclsRequest, h.acls.describe, authorize=checks.cluster_describe,
             refuse=refusals.describe_acls),
         api(CreateAclsRequest, h.acls.create, authorize=checks.cluster_alter,

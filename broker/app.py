@@ -36,6 +36,7 @@ from broker.handlers.client_quotas import ClientQuotaApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis
 from broker.handlers.configs import ConfigApis
 from broker.handlers.create_partitions import CreatePartitionsApi
+from broker.handlers.delegation_tokens import DelegationTokenApis
 from broker.handlers.fetch import FetchApi
 from broker.handlers.groups import GroupApis, GroupRouting
 from broker.handlers.list_offsets import ListOffsetsApi
@@ -69,6 +70,7 @@ from broker.runtime.timers import steady_ms, wall_ms
 from broker.security.context import SecurityContext
 from broker.security.etcd_access import check_access, etcd_client
 from broker.security.request_checks import RequestChecks
+from broker.security.token_store import sweep_expired
 from broker.share.coordinator import STATE_TOPIC as SHARE_STATE_TOPIC
 from broker.share.coordinator import ShareStateCoordinator
 from broker.share.remote import ClusterPersister
@@ -364,8 +366,11 @@ class BrokerApp:
             transactions=TransactionApis(self.transactions, self.catalog, offsets_partitions,
                                          self.topic_logs.producer_ids, self.clock),
             sasl=SaslApis(security.mechanisms, security.credentials, c.get_int("connections.max.reauth.ms"),
-                          c.get_int("connection.failed.authentication.delay.ms") / 1000),
+                          c.get_int("connection.failed.authentication.delay.ms") / 1000, security.tokens),
             scram=ScramCredentialApis(security.credentials, security.etcd_store, self.logs),
+            tokens=DelegationTokenApis(security.token_store, authorizer,
+                                       {spec.name: spec.protocol for spec in self.config.listeners}, self.clock,
+                                       self.logs),
             acls=AclApis(authorizer, security.etcd_store, self.logs),
             topology=TopologyApis(self.view, self.catalog, authorizer,
                                   lambda: [k for k, _, _ in self.router.advertised()], self.clock,
@@ -419,6 +424,9 @@ class BrokerApp:
             await nursery.start(self.cluster.run)
         if self.cluster is not None:
             nursery.start_soon(follow, self.configs)
+        if self.security.tokens.enabled:
+            nursery.start_soon(sweep_expired, self.security.token_store, self.security.token_check_interval_ms,
+                               self.clock)
         nursery.start_soon(self._settle_heap)
 
     def _share_group_info(self, group_id: str) -> tuple[int, str] | None:

@@ -277,6 +277,15 @@ PROPERTIES: tuple[Property, ...] = (
              "re-authenticate within it. 0 = sessions never expire.", minimum=0),
     Property("connection.failed.authentication.delay.ms", int, 100, "Delay before the answer to a failed "
              "authentication is sent and the connection closed.", minimum=0),
+    Property("delegation.token.secret.key", str, "", "Secret the HMACs of delegation tokens (KIP-48) are made "
+             "with; the same on every node. Empty = delegation tokens are disabled "
+             "(DELEGATION_TOKEN_AUTH_DISABLED).", secret=True),
+    Property("delegation.token.max.lifetime.ms", int, 604800000, "Longest a delegation token can live, "
+             "renewals included.", minimum=1),
+    Property("delegation.token.expiry.time.ms", int, 86400000, "How long a delegation token lives from its "
+             "creation or last renewal unless renewed.", minimum=1),
+    Property("delegation.token.expiry.check.interval.ms", int, 3600000, "How often expired delegation tokens "
+             "are removed.", minimum=1),
     Property("authorizer.class.name", str, "", "Empty = no authorization; "
              "org.apache.kafka.metadata.authorizer.StandardAuthorizer (or kafka.security.authorizer.AclAuthorizer) "
              "= ACLs are enforced."),

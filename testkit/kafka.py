@@ -42,6 +42,32 @@ TEST_PROPERTIES = {
     "group.share.assignment.interval.ms": "0",
 }
 
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+# The secret delegation tokens' HMACs are made with, on the test brokers that serve SASL, and the
+# users the session's reference broker knows (the differential kcoord broker has the same).
+TOKEN_SECRET = "differential-token-secret"
+SASL_USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
+
+
+def sasl_properties(port: int, controller_port: int, sasl_port: int | None,
+                    users: dict[str, str]) -> dict[str, str]:
+    """A SASL_PLAINTEXT listener beside PLAINTEXT (which stays the inter-broker listener)."""
+    plain_users = " ".join(f'user_{u}="{p}"' for u, p in users.items())
+    return {
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port},"
+                     f"CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};",
+        **{f"listener.name.sasl_plaintext.{m.lower()}.sasl.jaas.config":
+           "org.apache.kafka.common.security.scram.ScramLoginModule required;" for m in SCRAM_MECHANISMS},
+        "delegation.token.secret.key": TOKEN_SECRET,
+    }
+
+
 LOG4J2 = """Configuration:
   Appenders:
     Console:
@@ -108,11 +134,17 @@ def java_command(libs: Path, main: str, *args: str, classes: Path | None = None,
 class KafkaProcess:
     """A real Apache Kafka broker (KRaft, broker and controller in one process) on loopback."""
 
-    def __init__(self, libs: Path, work_dir: Path, properties: dict[str, str] | None = None) -> None:
+    def __init__(self, libs: Path, work_dir: Path, properties: dict[str, str] | None = None,
+                 sasl_users: dict[str, str] | None = None) -> None:
+        """With ``sasl_users`` (name -> password) the broker also listens on SASL_PLAINTEXT
+        (``sasl_port``) with PLAIN and both SCRAM mechanisms for those users (SCRAM credentials
+        created at format, as ``kafka-storage format --add-scram`` does), and delegation tokens on."""
         self.libs = libs
         self.work_dir = work_dir
         self.port = free_port()
         self.controller_port = free_port()
+        self.sasl_users = dict(sasl_users or {})
+        self.sasl_port = free_port() if self.sasl_users else None
         self.node_id = 1
         self.properties = {
             "process.roles": "broker,controller",
@@ -124,14 +156,21 @@ class KafkaProcess:
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": str(work_dir / "data"),
             **TEST_PROPERTIES,
-            **(properties or {}),
         }
+        if self.sasl_users:
+            self.properties.update(sasl_properties(self.port, self.controller_port, self.sasl_port, self.sasl_users))
+        self.properties.update(properties or {})
         self.log_path = work_dir / "kafka.log"
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        assert self.sasl_port is not None
+        return f"127.0.0.1:{self.sasl_port}"
 
     @property
     def data_dir(self) -> Path:
@@ -146,8 +185,10 @@ class KafkaProcess:
         cluster_id_text = "-"
         while cluster_id_text.startswith("-"):
             cluster_id_text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        scram = [arg for user, password in self.sasl_users.items() for mechanism in SCRAM_MECHANISMS
+                 for arg in ("--add-scram", f"{mechanism}=[name={user},password={password}]")]
         formatted = run_tool(self.libs, "kafka.tools.StorageTool", "format", "-t", cluster_id_text,
-                             "-c", str(config), work_dir=self.work_dir)
+                             "-c", str(config), *scram, work_dir=self.work_dir)
         if formatted.returncode != 0:
             raise RuntimeError(f"kafka-storage format failed:\n{formatted.stdout}\n{formatted.stderr}")
         binary = java()

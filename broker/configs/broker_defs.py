@@ -13,7 +13,8 @@ _LONG = frozenset({
     "log.retention.ms", "log.retention.bytes", "log.retention.check.interval.ms", "log.cleaner.delete.retention.ms",
     "log.cleaner.min.compaction.lag.ms", "log.cleaner.backoff.ms", "log.flush.interval.ms",
     "offsets.retention.check.interval.ms", "connections.max.reauth.ms", "group.events.retention.ms",
-    "ssl.handshake.timeout.ms",
+    "ssl.handshake.timeout.ms", "delegation.token.max.lifetime.ms", "delegation.token.expiry.time.ms",
+    "delegation.token.expiry.check.interval.ms",
 })
 _LIST = frozenset({
     "listeners", "advertised.listeners", "log.dirs", "sasl.enabled.mechanisms", "group.consumer.assignors",

@@ -23,6 +23,10 @@ from protocol.messages.alter_user_scram_credentials import (
 )
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.create_acls import CreateAclsRequest, CreateAclsResponse
+from protocol.messages.create_delegation_token import (
+    CreateDelegationTokenRequest,
+    CreateDelegationTokenResponse,
+)
 from protocol.messages.create_partitions import CreatePartitionsRequest, CreatePartitionsResponse
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_acls import DeleteAclsRequest, DeleteAclsResponse
@@ -32,6 +36,10 @@ from protocol.messages.describe_acls import DescribeAclsRequest, DescribeAclsRes
 from protocol.messages.describe_client_quotas import DescribeClientQuotasRequest, DescribeClientQuotasResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.describe_configs import DescribeConfigsRequest, DescribeConfigsResponse
+from protocol.messages.describe_delegation_token import (
+    DescribeDelegationTokenRequest,
+    DescribeDelegationTokenResponse,
+)
 from protocol.messages.describe_log_dirs import DescribeLogDirsRequest, DescribeLogDirsResponse
 from protocol.messages.describe_producers import DescribeProducersRequest, DescribeProducersResponse
 from protocol.messages.describe_quorum import DescribeQuorumRequest, DescribeQuorumResponse
@@ -46,6 +54,10 @@ from protocol.messages.describe_user_scram_credentials import (
 )
 from protocol.messages.elect_leaders import ElectLeadersRequest, ElectLeadersResponse
 from protocol.messages.end_txn import EndTxnRequest, EndTxnResponse
+from protocol.messages.expire_delegation_token import (
+    ExpireDelegationTokenRequest,
+    ExpireDelegationTokenResponse,
+)
 from protocol.messages.fetch import FetchRequest, FetchResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.get_telemetry_subscriptions import (
@@ -71,6 +83,7 @@ from protocol.messages.offset_for_leader_epoch import (
 )
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.messages.push_telemetry import PushTelemetryRequest, PushTelemetryResponse
+from protocol.messages.renew_delegation_token import RenewDelegationTokenRequest, RenewDelegationTokenResponse
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
 from protocol.messages.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
@@ -326,3 +339,23 @@ def incremental_alter_configs(req: Request[IncrementalAlterConfigsRequest],
 
 def list_config_resources(req: Request[ListConfigResourcesRequest], code: int) -> ListConfigResourcesResponse:
     return ListConfigResourcesResponse(error_code=code, config_resources=[])
+
+
+def create_delegation_token(req: Request[CreateDelegationTokenRequest], code: int) -> CreateDelegationTokenResponse:
+    return CreateDelegationTokenResponse(error_code=code, principal_type="", principal_name="",
+                                         token_requester_principal_type="", token_requester_principal_name="",
+                                         issue_timestamp_ms=-1, expiry_timestamp_ms=-1, max_timestamp_ms=-1,
+                                         token_id="", hmac=b"")
+
+
+def renew_delegation_token(req: Request[RenewDelegationTokenRequest], code: int) -> RenewDelegationTokenResponse:
+    return RenewDelegationTokenResponse(error_code=code, expiry_timestamp_ms=-1)
+
+
+def expire_delegation_token(req: Request[ExpireDelegationTokenRequest], code: int) -> ExpireDelegationTokenResponse:
+    return ExpireDelegationTokenResponse(error_code=code, expiry_timestamp_ms=-1)
+
+
+def describe_delegation_token(req: Request[DescribeDelegationTokenRequest],
+                              code: int) -> DescribeDelegationTokenResponse:
+    return DescribeDelegationTokenResponse(error_code=code, tokens=[])

@@ -15,6 +15,7 @@ from broker.observability import logs
 from broker.observability.metrics import METRICS
 from broker.security.credentials import CredentialStore
 from broker.security.sasl import AuthenticationFailed, SaslState, new_exchange
+from broker.security.tokens import DelegationTokens
 from protocol.errors import ErrorCode
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse
 from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshakeResponse
@@ -23,9 +24,11 @@ from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshake
 class SaslApis:
     """The SASL exchange, over the credential store."""
 
-    def __init__(self, mechanisms: list[str], store: CredentialStore, reauth_ms: int, failed_delay_s: float) -> None:
+    def __init__(self, mechanisms: list[str], store: CredentialStore, reauth_ms: int, failed_delay_s: float,
+                 tokens: DelegationTokens | None = None) -> None:
         self.mechanisms = mechanisms
         self.store = store
+        self.tokens = tokens
         self.reauth_ms = reauth_ms
         self.delay = failed_delay_s
 
@@ -56,7 +59,8 @@ class SaslApis:
             return
         state.mechanism = mechanism
         state.handshake_version = req.version
-        state.exchange = new_exchange(mechanism, self.store)
+        state.exchange = new_exchange(mechanism, self.store,
+                                      None if self.tokens is None else self.tokens.scram_lookup)
         state.exchange_pending = True
         conn.raw_sasl = req.version == 0
         req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=self.mechanisms))
@@ -81,11 +85,20 @@ class SaslApis:
         conn.principal = principal
         conn.authenticated = True
         conn.raw_sasl = False
+        token_expiry = state.exchange.token_expiry_ms
+        conn.token_authenticated = token_expiry is not None
         lifetime = self.reauth_ms
-        conn.session_expires = time.monotonic() + lifetime / 1000 if lifetime else 0.0
+        if token_expiry is not None:
+            # Kafka's session ends with the token (SaslServerAuthenticator): an expired token's
+            # session is over at once, and the next request closes the connection.
+            left = max(0, token_expiry - int(time.time() * 1000))
+            lifetime = min(lifetime, left) if lifetime else left
+            conn.session_expires = time.monotonic() + lifetime / 1000
+        else:
+            conn.session_expires = time.monotonic() + lifetime / 1000 if lifetime else 0.0
         METRICS.authentications.labels(state.mechanism, "success").inc()
         logs.event("sasl.authenticated", mechanism=state.mechanism, principal=principal, conn=conn.conn_id,
-                   reauthentication=state.authentications > 0)
+                   reauthentication=state.authentications > 0, token=conn.token_authenticated)
         state.authentications += 1
         return answer, None, lifetime
 

@@ -48,6 +48,9 @@ class ConnectionInfo:
     sasl: SaslState | None = None
     # time.monotonic() after which only re-authentication is served (KIP-368); 0 = never.
     session_expires: float = 0.0
+    # Authenticated with a delegation token: such a connection may not create, renew, expire or
+    # describe tokens (Kafka's KafkaApis.allowTokenRequests).
+    token_authenticated: bool = False
     # After SaslHandshake v0 the next frames are bare SASL tokens, not requests.
     raw_sasl: bool = False
     # A failed authentication: (delay in seconds, what answers it); the connection stops reading,

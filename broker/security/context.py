@@ -18,6 +18,8 @@ from broker.security.etcd_store import EtcdSecurityStore
 from broker.security.keystores import KeystoreError
 from broker.security.listeners import ListenerSpec
 from broker.security.properties import bootstrap_users, enabled_mechanisms, super_users
+from broker.security.token_store import FileTokenStore, TokenStore
+from broker.security.tokens import DelegationTokens
 
 
 class SecurityConfig(Protocol):
@@ -56,7 +58,16 @@ class SecurityContext:
         if config.get_str("authorizer.class.name").strip():
             self.authorizer = Authorizer(files, super_users(config.values),
                                          config.get_bool("allow.everyone.if.no.acl.found"))
+        secret = config.get_str("delegation.token.secret.key")
+        self.tokens = DelegationTokens(secret.encode() if secret else None,
+                                       config.get_int("delegation.token.max.lifetime.ms"),
+                                       config.get_int("delegation.token.expiry.time.ms"))
+        self.token_check_interval_ms = config.get_int("delegation.token.expiry.check.interval.ms")
         self.etcd_store: EtcdSecurityStore | None = None
+        self.token_store: TokenStore
         if etcd is not None:
             self.etcd_store = EtcdSecurityStore(etcd[0], etcd[1], self.authorizer, self.credentials,
-                                                bootstrap_users(config.values), data_dir)
+                                                bootstrap_users(config.values), data_dir, self.tokens)
+            self.token_store = self.etcd_store
+        else:
+            self.token_store = FileTokenStore(data_dir, self.tokens)

@@ -7,6 +7,8 @@ Keys under ``etcd.prefix`` (no lease: they outlive every node):
   (a binding is its own identity: creating it twice is one key, deleting it is deleting the key);
 - ``security/scram/<user>/<mechanism>``: one SCRAM credential (salt, iterations, StoredKey,
   ServerKey, base64), the same form the single-node file keeps.
+- ``security/tokens/<token id>``: one delegation token (owner, requester, renewers, timestamps;
+  never its HMAC, which each node derives from the shared ``delegation.token.secret.key``).
 
 - ``security/imported-files``: present once the files of a former single node (``kcoord-acls.json``,
   ``kcoord-scram-credentials.json`` in the data dir) were imported; they are imported once, by
@@ -33,6 +35,7 @@ from broker.security.acl_model import AclBinding
 from broker.security.authorizer import FIELDS, Authorizer
 from broker.security.credentials import CredentialStore, decode_credential, encode_credential
 from broker.security.scram import MECHANISMS, ScramCredential
+from broker.security.tokens import DelegationTokens, TokenInfo
 
 POLL_INTERVAL_S = 0.25
 RETRY_S = 0.5
@@ -42,8 +45,9 @@ MAX_TXN_OPS = 128  # etcd's default --max-txn-ops
 class EtcdSecurityStore:
     def __init__(self, client: EtcdClient, prefix: str, authorizer: Authorizer | None,
                  credentials: CredentialStore, bootstrap_users: list[tuple[str, str]],
-                 data_dir: Path | None = None) -> None:
+                 data_dir: Path | None = None, tokens: DelegationTokens | None = None) -> None:
         self.client = client
+        self.tokens = tokens if tokens is not None else DelegationTokens(None, 0, 0)
         self.root = prefix.rstrip("/") + "/security/"
         self.authorizer = authorizer
         self.credentials = credentials
@@ -58,6 +62,9 @@ class EtcdSecurityStore:
     def scram_key(self, user: str, mechanism: str) -> str:
         return f"{self.root}scram/{user}/{mechanism}"
 
+    def token_key(self, token_id: str) -> str:
+        return f"{self.root}tokens/{token_id}"
+
     # ---- reading ----------------------------------------------------------------------------
 
     async def load(self) -> None:
@@ -67,6 +74,7 @@ class EtcdSecurityStore:
             return
         acls: list[AclBinding] = []
         users: dict[str, dict[str, ScramCredential]] = {}
+        tokens: dict[str, TokenInfo] = {}
         for kv in kvs:
             rest = kv.key[len(self.root):]
             try:
@@ -75,12 +83,16 @@ class EtcdSecurityStore:
                 elif rest.startswith("scram/"):
                     user, _, mechanism = rest[len("scram/"):].rpartition("/")
                     users.setdefault(user, {})[mechanism] = decode_credential(mechanism, json.loads(kv.value))
+                elif rest.startswith("tokens/"):
+                    token = TokenInfo.from_json(kv.value.decode())
+                    tokens[token.token_id] = token
             except (ValueError, KeyError, TypeError):
                 logs.warn("security.bad_etcd_key", key=kv.key[:200])
         self.applied_revision = revision
         if self.authorizer is not None:
             self.authorizer.acls = acls
         self.credentials.users = users
+        self.tokens.replace(tokens)
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Creates the bootstrap users that etcd lacks and loads everything before reporting ready
@@ -163,3 +175,10 @@ class EtcdSecurityStore:
             self.credentials.delete(user, mechanism)
         for user, credential in upserts:
             self.credentials.upsert(user, credential)
+
+    async def alter_tokens(self, keep: list[TokenInfo], forget: list[str]) -> None:
+        await self._apply({self.token_key(t.token_id): t.to_json() for t in keep}, [self.token_key(i) for i in forget])
+        for token in keep:
+            self.tokens.keep(token)
+        for token_id in forget:
+            self.tokens.forget(token_id)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from broker.security.credentials import CredentialStore
-from broker.security.scram import ScramError, ScramServer
+from broker.security.scram import ScramError, ScramServer, TokenLookup
 
 
 class AuthenticationFailed(Exception):
@@ -23,6 +23,7 @@ class PlainExchange:
     def __init__(self, store: CredentialStore) -> None:
         self.store = store
         self.user: str | None = None
+        self.token_expiry_ms: int | None = None
 
     def step(self, token: bytes) -> bytes:
         if self.user is not None:
@@ -46,10 +47,12 @@ class PlainExchange:
 
 
 class ScramExchange:
-    def __init__(self, mechanism: str, store: CredentialStore) -> None:
-        self.server = ScramServer(mechanism, store.lookup)
+    def __init__(self, mechanism: str, store: CredentialStore, tokens: TokenLookup | None = None) -> None:
+        self.server = ScramServer(mechanism, store.lookup, tokens)
         self.stage = 0
         self.user: str | None = None
+        # Set when the client authenticated with a delegation token: the token's expiry (ms).
+        self.token_expiry_ms: int | None = None
 
     def step(self, token: bytes) -> bytes:
         try:
@@ -59,7 +62,8 @@ class ScramExchange:
             if self.stage == 1:
                 self.stage = 2
                 answer = self.server.final(token)
-                self.user = self.server.user
+                self.user = self.server.authorization_id
+                self.token_expiry_ms = self.server.token_expiry_ms
                 return answer
         except ScramError as exc:
             raise AuthenticationFailed(str(exc)) from None
@@ -69,10 +73,10 @@ class ScramExchange:
 Exchange = PlainExchange | ScramExchange
 
 
-def new_exchange(mechanism: str, store: CredentialStore) -> Exchange:
+def new_exchange(mechanism: str, store: CredentialStore, tokens: TokenLookup | None = None) -> Exchange:
     if mechanism == "PLAIN":
         return PlainExchange(store)
-    return ScramExchange(mechanism, store)
+    return ScramExchange(mechanism, store, tokens)
 
 
 @dataclass

@@ -10,6 +10,7 @@ import hashlib
 import hmac
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # Kafka's names and codes (ScramMechanism): 1 and 2 on the wire of the credential APIs.
@@ -20,7 +21,7 @@ MAX_ITERATIONS = 16384
 DEFAULT_ITERATIONS = 4096
 
 _CLIENT_FIRST = re.compile(r"^n,(?:a=(?P<authzid>[^,]*))?,(?P<bare>n=(?P<user>[^,]*),r=(?P<nonce>[\x21-\x2b\x2d-\x7e]+)"
-                           r"(?:,.*)?)$")
+                           r"(?P<extensions>,.*)?)$")
 _CLIENT_FINAL = re.compile(r"^(?P<without_proof>c=(?P<binding>[A-Za-z0-9+/=]*),r=(?P<nonce>[\x21-\x2b\x2d-\x7e]+)"
                            r"(?:,[a-z]=[^,]*)*?),p=(?P<proof>[A-Za-z0-9+/=]+)$")
 
@@ -68,15 +69,35 @@ def decode_saslname(name: str) -> str:
     return name.replace("=2C", ",").replace("=3D", "=")
 
 
+# A delegation token's credential, its owner's name and its expiry (ms), by token id and mechanism.
+TokenLookup = Callable[[str, str], tuple[ScramCredential, str, int] | None]
+
+
+def extensions(text: str | None) -> dict[str, str]:
+    """The ``key=value`` extensions after the nonce of client-first (RFC 5802 reserves them; Kafka
+    sends ``tokenauth=true`` when the user is a delegation token's id)."""
+    out: dict[str, str] = {}
+    for item in (text or "").split(",")[1:]:
+        key, sep, value = item.partition("=")
+        if sep:
+            out[key] = value
+    return out
+
+
 class ScramServer:
     """One exchange: ``first`` takes client-first and returns server-first, ``final`` takes
-    client-final and returns server-final. ``lookup`` finds a user's credential (None if unknown)."""
+    client-final and returns server-final. ``lookup`` finds a user's credential (None if unknown);
+    ``tokens`` a delegation token's, for a client-first with ``tokenauth=true``."""
 
-    def __init__(self, mechanism: str, lookup: object) -> None:
+    def __init__(self, mechanism: str, lookup: object, tokens: TokenLookup | None = None) -> None:
         self.mechanism = mechanism
         self.digest = MECHANISMS[mechanism][0]
         self.lookup = lookup
+        self.tokens = tokens
         self.user = ""
+        # Who the exchange authenticates: the user, or a token's owner; and the token's expiry.
+        self.authorization_id = ""
+        self.token_expiry_ms: int | None = None
         self.credential: ScramCredential | None = None
         self.client_first_bare = ""
         self.server_first = ""
@@ -96,8 +117,16 @@ class ScramServer:
         if authzid and authzid != user:
             raise ScramError("Authentication failed: Client requested an authorization id that is different from "
                              "username")
-        assert callable(self.lookup)
-        credential = self.lookup(user, self.mechanism)
+        credential: ScramCredential | None
+        if extensions(match["extensions"]).get("tokenauth", "").lower() == "true":
+            found = self.tokens(user, self.mechanism) if self.tokens is not None else None
+            if found is None:
+                raise ScramError(f"Token Authentication failed: Invalid tokenId : {user}")
+            credential, self.authorization_id, self.token_expiry_ms = found
+        else:
+            assert callable(self.lookup)
+            credential = self.lookup(user, self.mechanism)
+            self.authorization_id = user
         if credential is None:
             raise ScramError("Authentication failed: Invalid user credentials")
         self.user, self.credential = user, credential

@@ -16,7 +16,9 @@ from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGro
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
+from testkit.kafka import SASL_USERS, TOKEN_SECRET
 from testkit.kcoord import BrokerProcess
+from testkit.ports import free_port
 from tests.differential.harness import (
     COORDINATOR_LOAD_IN_PROGRESS,
     COORDINATOR_NOT_AVAILABLE,
@@ -64,13 +66,27 @@ def wait_ready(port: int) -> None:
 
 @pytest.fixture(scope="session")
 def kcoord(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    """One kcoord broker for the differential tests (each test uses its own groups and topics)."""
-    server = BrokerProcess(tmp_path_factory.mktemp("kcoord-differential") / "data", KCOORD_SETTINGS).start()
+    """One kcoord broker for the differential tests (each test uses its own groups and topics),
+    with a SASL_PLAINTEXT listener and users as the session's Kafka has them."""
+    server = BrokerProcess(tmp_path_factory.mktemp("kcoord-differential") / "data", KCOORD_SETTINGS)
+    server.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{server.port},SASL_PLAINTEXT://127.0.0.1:{free_port()}",
+        "advertised.listeners": "",
+        "sasl.bootstrap.users": ",".join(f"{u}:{p}" for u, p in SASL_USERS.items()),
+        "delegation.token.secret.key": TOKEN_SECRET,
+    })
+    server.start()
     try:
         server.wait_loaded()
         yield server
     finally:
         server.kill()
+
+
+def sasl_port(broker: BrokerProcess) -> int:
+    """The port of the differential kcoord broker's SASL_PLAINTEXT listener."""
+    listener = next(entry for entry in broker.overrides["listeners"].split(",") if entry.startswith("SASL_PLAINTEXT"))
+    return int(listener.rsplit(":", 1)[1])
 
 
 @pytest.fixture(scope="session")

@@ -26,6 +26,10 @@ KNOWN = {
     30: ((0, 3), (1, 3)),  # CreateAcls
     31: ((0, 3), (1, 3)),  # DeleteAcls
     32: ((0, 4), (1, 4)),  # DescribeConfigs
+    38: ((0, 3), (1, 3)),  # CreateDelegationToken
+    39: ((0, 2), (1, 2)),  # RenewDelegationToken
+    40: ((0, 2), (1, 2)),  # ExpireDelegationToken
+    41: ((0, 3), (1, 3)),  # DescribeDelegationToken
 }
 
 # Served by kcoord, not advertised by Kafka: Kafka advertises the KIP-714 telemetry APIs only with a

@@ -1,9 +1,11 @@
-"""Users and ACLs of a cluster live in etcd: an ACL created through one node is enforced by the
-other, a SCRAM user created through one node authenticates on the other, and both survive
-restarting every node (nothing of them is in the shared data dir)."""
+"""Users, ACLs and delegation tokens of a cluster live in etcd: an ACL created through one node is
+enforced by the other, a SCRAM user created through one node authenticates on the other, and both
+survive restarting every node (nothing of them is in the shared data dir); a delegation token
+created through one node authenticates on the other until it is expired through either."""
 
 from __future__ import annotations
 
+import base64
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -26,11 +28,16 @@ from confluent_kafka.admin import (
 from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
+from protocol.messages.create_delegation_token import CreateDelegationTokenRequest
+from protocol.messages.expire_delegation_token import ExpireDelegationTokenRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
+from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from testkit.etcd import EtcdProcess
 from testkit.kcoord import BrokerProcess
 from testkit.ports import free_port
 from tests.integration.helpers.cluster import Cluster
+from tests.integration.helpers.security import scram_wire_client
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 GROUP = "billing"
@@ -45,7 +52,8 @@ class SecureCluster(Cluster):
             "broker.session.timeout.ms": str(self.session_timeout_ms),
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "super.users": "User:admin", "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-            "sasl.bootstrap.users": "admin:admin-secret", "connection.failed.authentication.delay.ms": "0"})
+            "sasl.bootstrap.users": "admin:admin-secret", "connection.failed.authentication.delay.ms": "0",
+            "delegation.token.secret.key": "cluster-token-secret"})
         b.sasl_port = free_port()  # type: ignore[attr-defined]
         b.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{b.port},SASL_PLAINTEXT://127.0.0.1:{b.sasl_port}"  # type: ignore[attr-defined]
         b.overrides["advertised.listeners"] = ""
@@ -163,3 +171,33 @@ def test_a_former_single_nodes_acls_and_users_are_imported_once(secure_cluster: 
     b = secure_cluster.start_node(2)
     assert _find_coordinator_error(b) == ErrorCode.GROUP_AUTHORIZATION_FAILED  # not imported a second time
     assert _authenticates(b, "dave", "dave-secret")
+
+
+def _admin_wire(b: BrokerProcess) -> WireClient:
+    c = WireClient("127.0.0.1", b.sasl_port, timeout=10)  # type: ignore[attr-defined]
+    assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
+    assert c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(
+        auth_bytes=b"\0admin\0admin-secret")).error_code == 0
+    return c
+
+
+def test_a_delegation_token_created_on_one_node_authenticates_on_the_other(secure_cluster: SecureCluster) -> None:
+    a, b = secure_cluster.start_node(1), secure_cluster.start_node(2)
+    created = _admin_wire(a).call(ApiKey.CreateDelegationToken, 3, CreateDelegationTokenRequest(
+        owner_principal_type=None, owner_principal_name=None, renewers=[], max_lifetime_ms=-1))
+    assert created.error_code == 0
+    password = base64.b64encode(created.hmac).decode()
+
+    def token_authenticates(node: BrokerProcess) -> bool:
+        _, code = scram_wire_client(node.sasl_port, created.token_id, password, "SCRAM-SHA-512",  # type: ignore[attr-defined]
+                                    token=True)
+        return code == 0
+
+    assert token_authenticates(a)  # the node that created it answered once it was in etcd
+    _eventually(lambda: token_authenticates(b), 30)
+    assert not (secure_cluster.data_dir / "kcoord-delegation-tokens.json").exists()
+    expired = _admin_wire(b).call(ApiKey.ExpireDelegationToken, 2, ExpireDelegationTokenRequest(
+        hmac=created.hmac, expiry_time_period_ms=-1))
+    assert expired.error_code == 0
+    assert not token_authenticates(b)
+    _eventually(lambda: not token_authenticates(a), 30)

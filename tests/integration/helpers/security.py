@@ -97,3 +97,34 @@ def _sasl_wire_client(secure: SecureBroker, user: str) -> Any:
     return c
 
 
+
+
+def scram_wire_client(port: int, user: str, password: str, mechanism: str = "SCRAM-SHA-256",
+                      token: bool = False) -> tuple[Any, int]:
+    """A raw protocol client authenticated with SCRAM by scramp (an independent SCRAM client); with
+    ``token``, as Kafka's clients authenticate with a delegation token (``tokenauth=true``, the
+    token id as user, the HMAC in base64 as password). Returns the client and the authentication's
+    error code (0: authenticated)."""
+    import scramp
+
+    from kclient.wire_client import WireClient
+    from protocol.messages import ApiKey
+    from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+    from protocol.messages.sasl_handshake import SaslHandshakeRequest
+
+    c = WireClient("127.0.0.1", port)
+    assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism=mechanism)).error_code == 0
+    client = scramp.ScramClient([mechanism], user, password)
+    first = client.get_client_first()
+    if token:
+        first += ",tokenauth=true"
+        client.client_first_bare += ",tokenauth=true"
+    answer = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=first.encode()))
+    if answer.error_code:
+        return c, answer.error_code
+    client.set_server_first(answer.auth_bytes.decode())
+    answer = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=client.get_client_final().encode()))
+    if answer.error_code:
+        return c, answer.error_code
+    client.set_server_final(answer.auth_bytes.decode())  # the server proved it knows the credential too
+    return c, 0

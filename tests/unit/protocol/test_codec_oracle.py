@@ -251,11 +251,45 @@ class TxnOffsetCommitResponse(ApiMessage, load_json="tests.kafka_specs"):
     pass
 
 
+# The delegation-token APIs (KIP-48), which kafka-python does not ship: Kafka 4.4's specs.
+class CreateDelegationTokenRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class CreateDelegationTokenResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class RenewDelegationTokenRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class RenewDelegationTokenResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ExpireDelegationTokenRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class ExpireDelegationTokenResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DescribeDelegationTokenRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class DescribeDelegationTokenResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
 KP = _kafka_python_classes()
 # The classes above replace kafka-python's own of the same name, here only.
 KP.update({cls.__name__: cls for cls in (ApiVersionsRequest, ApiVersionsResponse, UnregisterBrokerRequest,
                                          UnregisterBrokerResponse, DeleteGroupsRequest, DeleteGroupsResponse,
-                                         TxnOffsetCommitRequest, TxnOffsetCommitResponse)})
+                                         TxnOffsetCommitRequest, TxnOffsetCommitResponse,
+                                         CreateDelegationTokenRequest, CreateDelegationTokenResponse, RenewDelegationTokenRequest, RenewDelegationTokenResponse, ExpireDelegationTokenRequest, ExpireDelegationTokenResponse, DescribeDelegationTokenRequest, DescribeDelegationTokenResponse)})
 
 
 # Defining a response class makes it kafka-python's decoder of that API key for the whole process

@@ -65,6 +65,11 @@ EXPECTED_VALID = {
     "DeleteAcls": "0-3",
     "DescribeUserScramCredentials": "0",
     "AlterUserScramCredentials": "0",
+    # KIP-48 (v0 was removed in Kafka 4.0; older clients still send it).
+    "CreateDelegationToken": "0-3",
+    "RenewDelegationToken": "0-2",
+    "ExpireDelegationToken": "0-2",
+    "DescribeDelegationToken": "0-3",
     "ApiVersions": "0-5",  # v5: Kafka 4.4 (KIP-1242)
     "CreateTopics": "0-7",
     "DeleteTopics": "0-6",

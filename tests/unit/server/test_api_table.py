@@ -78,9 +78,11 @@ def test_with_the_authorizer_every_rule_but_the_open_ones_runs(tmp_path: Path) -
             bound = app.router.apis[entry.key].authorize
             assert (bound is None) == (entry.authorize is OPEN_TO_ALL), entry.name
         open_apis = {e.name for e in app.table if e.authorize is OPEN_TO_ALL}
-        # Kafka checks no ACL on the telemetry APIs (KIP-714): every authenticated client pushes.
+        # Kafka checks no ACL on the telemetry APIs (KIP-714): every authenticated client pushes. The
+        # delegation-token APIs authorize in their handler, per owner and per token, as KafkaApis does.
         assert open_apis == {"ApiVersions", "SaslHandshake", "SaslAuthenticate", "GetTelemetrySubscriptions",
-                             "PushTelemetry"}
+                             "PushTelemetry", "CreateDelegationToken", "RenewDelegationToken",
+                             "ExpireDelegationToken", "DescribeDelegationToken"}
     finally:
         app.close()
 
