@@ -41,6 +41,7 @@ from broker.handlers.list_offsets import ListOffsetsApi
 from broker.handlers.log_dirs import LogDirApis
 from broker.handlers.produce import ProduceApi
 from broker.handlers.records import RecordApis
+from broker.handlers.request_checks import RequestChecks
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
 from broker.handlers.share import (
@@ -70,7 +71,6 @@ from broker.handlers.transactions import (
 from broker.handlers.write_txn_markers import WriteTxnMarkersApi
 from broker.handlers.write_txn_markers import refused as write_txn_markers_refused
 from broker.network.router import Api, Authorize, Handler, Request
-from broker.security.request_checks import RequestChecks
 from protocol.messages import RESPONSES, ApiKey
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest

@@ -22,15 +22,19 @@ import trio
 
 from broker import heap
 from broker.apis import Handlers, api_table, router_apis
+from broker.cluster.assignment import owning_partition
 from broker.cluster.node import ClusterNode
 from broker.cluster.peers import PeerClient, PeerSecret
 from broker.cluster.view import ClusterView
-from broker.config import BrokerConfig
+from broker.config import BrokerConfig, parse_metrics_listener
+from broker.configs.topic_defs import check_topic_config
 from broker.configs.wiring import build_config_service, follow
 from broker.group_coordinator.context import CoordinatorConfig
 from broker.group_coordinator.result import Transition
 from broker.groups.journal_writer import JournalWriter
+from broker.groups.lag_metrics import LagMetrics
 from broker.groups.shards import ShardManager
+from broker.groups.state_metrics import doctor_families, state_families
 from broker.handlers.acls import AclApis
 from broker.handlers.client_quotas import ClientQuotaApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis
@@ -43,6 +47,7 @@ from broker.handlers.list_offsets import ListOffsetsApi
 from broker.handlers.log_dirs import LogDirApis
 from broker.handlers.produce import ProduceApi
 from broker.handlers.records import RecordApis
+from broker.handlers.request_checks import RequestChecks
 from broker.handlers.sasl import SaslApis
 from broker.handlers.scram_credentials import ScramCredentialApis
 from broker.handlers.share import ShareApis
@@ -57,11 +62,8 @@ from broker.handlers.write_txn_markers import WriteTxnMarkersApi
 from broker.log_runtime.runtime import LogRuntime
 from broker.network.router import Router
 from broker.observability import logs
-from broker.observability.lag_metrics import LagMetrics
 from broker.observability.metrics import METRICS, install_state_collector
-from broker.observability.metrics_http import parse_metrics_listener, serve_metrics
-from broker.observability.share_metrics import share_families
-from broker.observability.state_metrics import doctor_families, state_families
+from broker.observability.metrics_http import serve_metrics
 from broker.quotas import enforcement
 from broker.quotas.enforcement import QuotaEnforcer, monotonic_ms
 from broker.quotas.etcd_store import EtcdQuotaStore
@@ -69,10 +71,10 @@ from broker.quotas.store import QuotaStore
 from broker.runtime.timers import steady_ms, wall_ms
 from broker.security.context import SecurityContext
 from broker.security.etcd_access import check_access, etcd_client
-from broker.security.request_checks import RequestChecks
 from broker.security.token_store import sweep_expired
 from broker.share.coordinator import STATE_TOPIC as SHARE_STATE_TOPIC
 from broker.share.coordinator import ShareStateCoordinator
+from broker.share.metrics import share_families
 from broker.share.remote import ClusterPersister
 from broker.share.service import Persister, ShareService
 from broker.telemetry import service as telemetry_service
@@ -80,7 +82,7 @@ from broker.telemetry.etcd_store import EtcdSubscriptionStore
 from broker.telemetry.service import TelemetryService
 from broker.telemetry.subscriptions import SubscriptionStore
 from broker.topics.admin import TopicAdmin
-from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, TopicCatalog, owning_partition
+from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, TopicCatalog
 from broker.topics.changes import TopicChanges
 from broker.topics.partitions import TopicLogs
 from broker.transactions.markers import MarkerWriter
@@ -258,7 +260,7 @@ class BrokerApp:
             "retention.bytes": str(c.get_int("log.retention.bytes")),
             "segment.bytes": str(c.get_int("log.segment.bytes")),
             "max.message.bytes": str(c.get_int("message.max.bytes")),
-        })
+        }, check_topic_config)
         # Configs of topics, brokers and groups (AlterConfigs and its kin), in effect from here on.
         self.configs = build_config_service(c, self.node_id, self.data_dir, shared=clustered, catalog=self.catalog,
                                             topic_logs=self.topic_logs, admin=self.admin, shards=self.shards)

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from broker.security.listeners import (
     DEFAULT_PROTOCOL_MAP,
@@ -538,3 +539,15 @@ def render_markdown_table() -> str:
         default = _toml_value(prop.default).strip('"') or '""'
         rows.append(f"| `{prop.name}` | `{default}` | `{env}` | {prop.doc} |")
     return "\n".join(rows)
+
+
+def parse_metrics_listener(text: str, listener_host: str) -> tuple[str, int] | None:
+    """(host, port) to serve metrics on, None when disabled. A URL without a host (the default,
+    ``http://:9464``) takes the broker listener's host, so a broker on loopback does not expose
+    its metrics on every interface."""
+    if not text.strip():
+        return None
+    parts = urlsplit(text if "://" in text else "http://" + text)
+    if parts.scheme != "http" or parts.port is None:
+        raise ConfigError(f"metrics.listener: expected http://host:port, got {text!r}")
+    return parts.hostname or listener_host, parts.port

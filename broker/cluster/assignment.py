@@ -15,6 +15,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Sequence
 
+from protocol.group_events import EVENTS_TOPIC
+from storage.layout import OFFSETS_TOPIC
+
 PartitionKey = tuple[str, int]
 
 
@@ -53,3 +56,10 @@ def desired_owners(partitions: Iterable[PartitionKey], nodes: Sequence[int]) -> 
             load[node] += 1
             owners[p] = node
     return owners
+
+
+def owning_partition(topic: str, partition: int) -> tuple[str, int]:
+    """The partition whose owner (cluster mode) serves ``topic``'s ``partition``: itself, but a
+    rebalance-journal partition follows the ``__consumer_offsets`` partition of the same index
+    (the node coordinating those groups writes their events)."""
+    return (OFFSETS_TOPIC, partition) if topic == EVENTS_TOPIC else (topic, partition)

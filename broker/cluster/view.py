@@ -3,8 +3,8 @@ came in through, and who leads each partition (this node alone, or the owners re
 
 from __future__ import annotations
 
+from broker.cluster.assignment import owning_partition
 from broker.cluster.node import ClusterNode
-from broker.topics.catalog import owning_partition
 
 
 class ClusterView:

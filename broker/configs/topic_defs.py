@@ -101,3 +101,8 @@ _T = (
 TOPIC_DEFS: dict[str, ConfigDef] = {
     name: ConfigDef(name, typ, default, doc, check, synonyms) for name, typ, default, synonyms, check, doc in _T
 }
+
+
+def check_topic_config(name: str, value: str) -> None:
+    """Raises InvalidValue for a value topic config ``name`` does not accept."""
+    TOPIC_DEFS[name].parse(value)

@@ -9,11 +9,10 @@ from broker.group_coordinator.records import (
     decode_record,
     encode_record,
 )
-from broker.group_coordinator.result import CancelTimer, Result, SetTimer
+from broker.group_coordinator.result import Result
 from broker.group_coordinator.shard import GroupCoordinatorShard
 
 __all__ = [
-    "CancelTimer",
     "CoordinatorConfig",
     "GroupCoordinatorShard",
     "GroupMetadataRecord",
@@ -21,7 +20,6 @@ __all__ = [
     "Record",
     "RequestContext",
     "Result",
-    "SetTimer",
     "TopicView",
     "decode_record",
     "encode_record",

@@ -7,6 +7,7 @@ from typing import TypeAlias
 
 from broker.group_coordinator.pending_offsets import TxnMarkerWrite, TxnOffsetBatch
 from broker.group_coordinator.records import AnyRecord
+from broker.runtime.timer_requests import CancelTimer, SetTimer
 from protocol.group_events import GroupEvent
 from protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsResponse
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatResponse
@@ -19,20 +20,6 @@ from protocol.messages.offset_delete import OffsetDeleteResponse
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatResponse
 from protocol.messages.sync_group import SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
-
-
-@dataclass(frozen=True)
-class SetTimer:
-    """Arm (or re-arm: the same key replaces) a timer that calls ``on_timer(key)`` at ``deadline_ms``."""
-
-    key: str
-    deadline_ms: int
-
-
-@dataclass(frozen=True)
-class CancelTimer:
-    key: str
-
 
 # (group, from_state, to_state, generation, member count, reason)
 Transition = tuple[str, str, str, int, int, str]

@@ -49,7 +49,7 @@ from broker.group_coordinator.rebalance import (
 )
 from broker.group_coordinator.records import AnyRecord, OffsetCommitRecord
 from broker.group_coordinator.responses import join_response, sync_response
-from broker.group_coordinator.result import CoordinatorResponse, Result, SetTimer
+from broker.group_coordinator.result import CoordinatorResponse, Result
 from broker.group_coordinator.share import describe as share_describe
 from broker.group_coordinator.share import heartbeat as share_heartbeat
 from broker.group_coordinator.state import CoordinatorState
@@ -58,6 +58,7 @@ from broker.group_coordinator.streams import timers as streams_timers
 from broker.group_coordinator.streams.heartbeat import streams_group_heartbeat
 from broker.group_coordinator.streams.offsets import fetch_error as streams_fetch_error
 from broker.group_coordinator.timers import OFFSETS_EXPIRY_KEY
+from broker.runtime.timer_requests import SetTimer
 from protocol import group_events
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeResponse

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from broker.group_coordinator.result import CancelTimer, Result, SetTimer
+from broker.group_coordinator.result import Result
+from broker.runtime.timer_requests import CancelTimer, SetTimer
 
 OFFSETS_EXPIRY_KEY = "offsets-expiry"
 

@@ -1,6 +1,6 @@
 """DescribeAcls, CreateAcls and DeleteAcls: the authorizer's rules as admin clients manage them.
 Describing needs Describe on the cluster, changing needs Alter (checked by the request
-authorization, broker/security/request_checks.py); without an authorizer they answer
+authorization, broker/handlers/request_checks.py); without an authorizer they answer
 SECURITY_DISABLED, as Kafka does. Changes are durable before the answer: in the data dir file of a
 single node, in etcd in a cluster (the answer then waits for etcd's commit)."""
 

@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 
 import trio
 
-from broker.runtime.countdown import Countdown
-
 Job = tuple[Callable[[], None], Callable[[BaseException | None], None]] | None
 
 
@@ -51,21 +49,20 @@ class SyncThreads:
         token = trio.lowlevel.current_trio_token()
         results: list[BaseException | None] = [None] * len(fns)
 
-        def finished(ok: bool) -> None:
-            del ok  # every job arrives; its exception is in ``results``
-            # After the broker has stopped nobody is left to answer.
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(on_done, results)
-
-        # Arrivals come from the threads: counted under a lock (the last one calls ``finished``).
-        all_done = Countdown(len(fns), finished, started=bool(fns))
+        # Arrivals come from the threads: counted under a lock; the last one wakes trio.
+        left = [len(fns)]
         lock = threading.Lock()
 
         def done_at(i: int) -> Callable[[BaseException | None], None]:
             def done(exc: BaseException | None) -> None:
                 results[i] = exc
                 with lock:
-                    all_done.arrive()
+                    left[0] -= 1
+                    last = left[0] == 0
+                if last:
+                    # After the broker has stopped nobody is left to answer.
+                    with contextlib.suppress(trio.RunFinishedError):
+                        token.run_sync_soon(on_done, results)
 
             return done
 

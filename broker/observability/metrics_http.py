@@ -10,22 +10,9 @@ from urllib.parse import urlsplit
 import trio
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-from broker.config import ConfigError
 from broker.observability import logs
 
 _MAX_HEAD = 16 * 1024
-
-
-def parse_metrics_listener(text: str, listener_host: str) -> tuple[str, int] | None:
-    """(host, port) to serve metrics on, None when disabled. A URL without a host (the default,
-    ``http://:9464``) takes the broker listener's host, so a broker on loopback does not expose
-    its metrics on every interface."""
-    if not text.strip():
-        return None
-    parts = urlsplit(text if "://" in text else "http://" + text)
-    if parts.scheme != "http" or parts.port is None:
-        raise ConfigError(f"metrics.listener: expected http://host:port, got {text!r}")
-    return parts.hostname or listener_host, parts.port
 
 
 async def _respond(extra: Callable[[], Awaitable[bytes]] | None, stream: trio.SocketStream) -> None:

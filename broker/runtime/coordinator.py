@@ -30,10 +30,10 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 import trio
 
 from broker.cluster.node import ClusterNode
-from broker.group_coordinator.result import CancelTimer, SetTimer
 from broker.log_runtime.runtime import BatchWrite, Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.runtime.countdown import Countdown
+from broker.runtime.timer_requests import CancelTimer, SetTimer
 from broker.runtime.timers import TimerService, steady_ms, wall_ms
 from protocol.errors import ErrorCode
 from protocol.record_batch import build_simple_batch

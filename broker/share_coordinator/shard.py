@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from broker.group_coordinator.result import CancelTimer, SetTimer
+from broker.runtime.timer_requests import CancelTimer, SetTimer
 from broker.share_coordinator.state import ShareGroupOffset, StateBatch, combine
 from protocol.errors import ErrorCode
 from protocol.messages.delete_share_group_state import (

@@ -5,10 +5,8 @@ the group coordinator (a subscriber of ``TopicChanges``) learns of it."""
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from broker.configs.model import InvalidValue
-from broker.configs.topic_defs import TOPIC_DEFS
 from broker.observability import logs
 from broker.topics.catalog import Topic, TopicCatalog, TopicError
 from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
@@ -18,9 +16,12 @@ from protocol.errors import ErrorCode
 
 class TopicAdmin:
     def __init__(self, catalog: TopicCatalog, topic_logs: TopicLogs, changes: TopicChanges,
-                 config_defaults: Mapping[str, str]) -> None:
+                 config_defaults: Mapping[str, str], check_config: Callable[[str, str], object]) -> None:
         """``config_defaults`` are the broker's defaults of the topic configs a topic shows
-        (CreateTopics), which its own configs override; the config service keeps them current."""
+        (CreateTopics), which its own configs override; the config service keeps them current.
+        ``check_config(name, value)`` raises ValueError for a value the config does not accept
+        (the topic configs' definitions, broker/configs/topic_defs.py, which sit above topics)."""
+        self.check_config = check_config
         self.catalog = catalog
         self.topic_logs = topic_logs
         self.changes = changes
@@ -35,8 +36,8 @@ class TopicAdmin:
             raise TopicError(ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}")
         for key, text in configs.items():
             try:
-                TOPIC_DEFS[key].parse(text)
-            except InvalidValue as exc:
+                self.check_config(key, text)
+            except ValueError as exc:
                 raise TopicError(ErrorCode.INVALID_CONFIG,
                                  f"Invalid value {text} for configuration {key}: {exc}") from None
         try:

@@ -37,13 +37,6 @@ _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 MAX_TOPIC_NAME = 249
 
 
-def owning_partition(topic: str, partition: int) -> tuple[str, int]:
-    """The partition whose owner (cluster mode) serves ``topic``'s ``partition``: itself, but a
-    rebalance-journal partition follows the ``__consumer_offsets`` partition of the same index
-    (the node coordinating those groups writes their events)."""
-    return (OFFSETS_TOPIC, partition) if topic == EVENTS_TOPIC else (topic, partition)
-
-
 class TopicError(ValueError):
     def __init__(self, error_code: int, message: str) -> None:
         super().__init__(message)

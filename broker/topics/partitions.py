@@ -18,10 +18,11 @@ from typing import Any
 
 import trio
 
+from broker.cluster.assignment import owning_partition
 from broker.cluster.node import ClusterNode
 from broker.log_runtime.runtime import BatchWrite, LogRuntime, Partition
 from broker.observability import logs
-from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, Topic, TopicCatalog, owning_partition
+from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, Topic, TopicCatalog
 from broker.topics.changes import TopicDeleted
 from broker.topics.partition_txns import PartitionTxns
 from broker.topics.producer_state import ProducerIdAllocator, ProducerStateTable, last_sequence

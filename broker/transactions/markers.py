@@ -10,12 +10,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from functools import partial
 
+from broker.cluster.assignment import owning_partition
 from broker.cluster.node import ClusterNode
 from broker.cluster.peers import PeerClient
 from broker.group_coordinator.result import Result
 from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.groups.shards import ShardManager
-from broker.topics.catalog import OFFSETS_TOPIC, owning_partition
+from broker.topics.catalog import OFFSETS_TOPIC
 from broker.topics.partitions import TopicLogs
 from broker.txn_coordinator.coordinator import MarkerJob
 from broker.txn_coordinator.metadata import TopicPartition

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from broker.group_coordinator.result import CancelTimer, SetTimer
+from broker.runtime.timer_requests import CancelTimer, SetTimer
 from broker.txn_coordinator.metadata import (
     COMPLETED,
     MAX_PRODUCER_EPOCH,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from broker.group_coordinator.result import SetTimer
+from broker.runtime.timer_requests import SetTimer
 from broker.txn_coordinator.coordinator import (
     DEFAULT_ID_EXPIRATION_MS,
     DEFAULT_MAX_TIMEOUT_MS,

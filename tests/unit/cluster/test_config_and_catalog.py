@@ -52,6 +52,7 @@ def test_a_topic_deleted_elsewhere_and_created_here_again_is_the_new_ones_from_t
     opened for the new topic (they were left with no log serving them)."""
     from broker.cluster.etcd import EtcdClient
     from broker.cluster.node import ClusterNode
+    from broker.configs.topic_defs import check_topic_config
     from broker.log_runtime.runtime import LogRuntime
     from broker.topics.admin import TopicAdmin
     from broker.topics.changes import TopicChanges
@@ -65,7 +66,8 @@ def test_a_topic_deleted_elsewhere_and_created_here_again_is_the_new_ones_from_t
     changes = TopicChanges()
     published: list[object] = []
     changes.subscribe(lambda change, settlement: published.append(change))
-    admin = TopicAdmin(one, TopicLogs(runtime, one, max_message_bytes=1 << 20, cluster=node), changes, {})
+    admin = TopicAdmin(one, TopicLogs(runtime, one, max_message_bytes=1 << 20, cluster=node), changes, {},
+                       check_topic_config)
     old = admin.create_topic("orders", 2, {})
     TopicCatalog(tmp_path, 3, shared=True).delete("orders")  # node two
     new = admin.create_topic("orders", 2, {})

@@ -86,7 +86,7 @@ def test_configuration_page_holds_the_generated_table() -> None:
 
 
 def test_metrics_listen_where_the_broker_listens_by_default() -> None:
-    from broker.observability.metrics_http import parse_metrics_listener
+    from broker.config import parse_metrics_listener
 
     default = BrokerConfig.load(None, [], environ={})
     assert parse_metrics_listener(default["metrics.listener"], default.listener.host) == ("127.0.0.1", 9464)

@@ -11,18 +11,17 @@ import uuid
 from typing import Any
 
 from broker.group_coordinator import (
-    CancelTimer,
     CoordinatorConfig,
     GroupCoordinatorShard,
     Record,
     RequestContext,
     Result,
-    SetTimer,
     decode_record,
     encode_record,
 )
 from broker.group_coordinator.pending_offsets import TxnOffsetBatch
 from broker.group_coordinator.records import OffsetCommitRecord
+from broker.runtime.timer_requests import CancelTimer, SetTimer
 from protocol.consumer_protocol import encode_subscription
 from protocol.messages.consumer_protocol import ConsumerProtocolSubscription
 from protocol.messages.heartbeat import HeartbeatRequest

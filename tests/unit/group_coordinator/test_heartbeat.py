@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.group_coordinator import SetTimer
+from broker.runtime.timer_requests import SetTimer
 from tests.unit.group_coordinator.harness import Harness
 
 NONE, ILLEGAL_GENERATION, INVALID_GROUP_ID, UNKNOWN_MEMBER_ID, REBALANCE_IN_PROGRESS = 0, 22, 24, 25, 27

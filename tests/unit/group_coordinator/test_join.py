@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from broker.group_coordinator import CoordinatorConfig, GroupMetadataRecord, SetTimer
+from broker.group_coordinator import CoordinatorConfig, GroupMetadataRecord
+from broker.runtime.timer_requests import SetTimer
 from tests.unit.group_coordinator.harness import Harness, subscription
 
 NONE, UNKNOWN_MEMBER_ID, INCONSISTENT, INVALID_GROUP_ID = 0, 25, 23, 24

@@ -14,7 +14,6 @@ import trio
 import trio.testing
 
 from broker.cluster.node import ClusterNode
-from broker.group_coordinator.result import CancelTimer, SetTimer
 from broker.log_runtime.runtime import LogRuntime, Partition
 from broker.runtime.coordinator import (
     RELOAD_DELAY_S,
@@ -24,6 +23,7 @@ from broker.runtime.coordinator import (
     Done,
     ShardRuntime,
 )
+from broker.runtime.timer_requests import CancelTimer, SetTimer
 from protocol.errors import ErrorCode
 from protocol.record import Record
 from protocol.record_batch import decode_records, iter_batches

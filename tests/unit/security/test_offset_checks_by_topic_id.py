@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from broker.handlers.groups import commit_error, offset_fetch_error
+from broker.handlers.request_checks import RequestChecks
 from broker.network.router import Request
 from broker.security.acl_model import AclBinding, Operation, PatternType, Permission, ResourceType
 from broker.security.authorizer import Authorizer
-from broker.security.request_checks import RequestChecks
 from broker.topics.catalog import TopicCatalog
 from protocol.errors import ErrorCode
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse

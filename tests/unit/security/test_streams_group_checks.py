@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.handlers.request_checks import RequestChecks
 from broker.handlers.streams_groups import heartbeat_error, may_create_topics
 from broker.network.router import Request
 from broker.security.acl_model import (
@@ -17,7 +18,6 @@ from broker.security.acl_model import (
     ResourceType,
 )
 from broker.security.authorizer import Authorizer
-from broker.security.request_checks import RequestChecks
 from broker.topics.catalog import TopicCatalog
 from protocol.errors import ErrorCode
 from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest as Req

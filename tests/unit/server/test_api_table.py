@@ -11,9 +11,9 @@ import pytest
 
 from broker.apis import OPEN_TO_ALL, ApiEntry
 from broker.app import BrokerApp
+from broker.handlers.request_checks import RequestChecks
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Request
-from broker.security.request_checks import RequestChecks
 from protocol.codec import decode, encode
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey

@@ -1,5 +1,5 @@
 """The share cores are pure: ``broker/share_partition``, ``broker/group_coordinator/share`` and ``broker/share_coordinator`` import
-only ``protocol``, each other's pure packages and the standard library's data modules (no trio,
+only ``protocol``, each other's pure packages, the runtime's timer requests and the standard library's data modules (no trio,
 no clock, no I/O), so the operations are ``op(state, request, now)`` and replay rebuilds them."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 STDLIB_ALLOWED = {"__future__", "collections", "dataclasses", "typing", "enum", "itertools", "functools", "re"}
-PURE_BROKER = ("broker.group_coordinator", "broker.share_partition", "broker.share_coordinator")
+PURE_BROKER = ("broker.group_coordinator", "broker.share_partition", "broker.share_coordinator",
+               "broker.runtime.timer_requests")
 
 
 def imports(path: Path) -> set[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 
-from broker.group_coordinator.result import SetTimer
+from broker.runtime.timer_requests import SetTimer
 from broker.txn_coordinator.metadata import TxnState
 from broker.txn_coordinator.shard import ABORT_EXPIRED_KEY, EXPIRE_IDS_KEY, TransactionCoordinatorShard
 

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 
 from broker.groups.shards import ShardManager
-from broker.observability.state_metrics import Family
+from broker.groups.state_metrics import Family
 from broker.share.service import ShareService
 from broker.share_partition.partition import ACKNOWLEDGED, ACQUIRED, ARCHIVED, AVAILABLE
 
