@@ -271,7 +271,6 @@ class BrokerApp:
             MarkerWriter(self.topic_logs, self.shards, self.cluster, self.peers),
             c.get_int("transaction.state.log.num.partitions"),
             _compacted_log_config(c, c.get_int("transaction.state.log.segment.bytes")), clock,
-            c.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
             c.get_int("transactions.remove.expired.transaction.cleanup.interval.ms"),
             max_timeout_ms=c.get_int("transaction.max.timeout.ms"),
             id_expiration_ms=c.get_int("transactional.id.expiration.ms"), cluster=self.cluster,
@@ -540,7 +539,7 @@ class ClusterListener:
             self.journal.gain(index, epoch)
             self.shards.runtimes[index].gain(epoch)
         else:
-            self.logs.spawn(self.topic_logs.gain, partition, epoch)
+            self.topic_logs.spawn_gain(partition, epoch)
 
     async def on_release(self, partition: tuple[str, int]) -> None:
         topic, index = partition

@@ -112,8 +112,9 @@ PROPERTIES: tuple[Property, ...] = (
              "partitions.", minimum=1024),
     Property("transaction.max.timeout.ms", int, 900000, "Largest transaction timeout a producer may ask for.",
              minimum=1),
-    Property("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "How often the "
-             "transaction coordinator aborts transactions open longer than their timeout.", minimum=1),
+    Property("transaction.abort.timed.out.transaction.cleanup.interval.ms", int, 10000, "Accepted as Kafka's; "
+             "kcoord needs no scan: each transaction is aborted at its own timeout, timed on the steady clock "
+             "(Kafka scans this often and compares wall-clock times).", minimum=1),
     Property("transaction.version", int, 2, "The finalized transaction.version feature level, as a Kafka cluster "
              "is formatted with --feature transaction.version=N: 2 has producers bump their epoch with every "
              "transaction (KIP-890 part 2); 1 and 2 write __transaction_state values at their flexible version; "

@@ -7,6 +7,14 @@ already carries a record batch is taken as it is, as Kafka did). ``acks`` 0, 1 a
 replica 1 and -1 mean the same; acks=0 gets no response, and a connection whose acks=0 produce
 failed is closed (Kafka's way of telling such a producer).
 
+In a cluster, a node names itself a partition's leader as soon as it claims it, and opens its log
+after: a produce request for a partition still opening waits until the log serves (or the opening
+is given up), and the requests of a connection keep their order meanwhile (``OpeningHold``).
+Answering NOT_LEADER_OR_FOLLOWER in that window would reject a request whose successor, pipelined
+behind it, lands once the log serves; an idempotent librdkafka producer takes the sequence gap
+that follows (OUT_OF_ORDER_SEQUENCE_NUMBER) as skipped sequences and bumps its epoch on every
+partition, re-sending under the new epoch records it had possibly written (duplicates).
+
 Transactional batches are stored like any other; each one opens (or extends) its producer's
 transaction on the partition, which holds the partition's last stable offset back until the
 transaction coordinator's marker is durable (``broker.topics.partition_txns``). An older epoch of
@@ -17,6 +25,7 @@ from __future__ import annotations
 
 import struct
 import time
+from collections import deque
 from collections.abc import Callable
 
 from crc32c import crc32c
@@ -239,6 +248,49 @@ def outcome(append: BatchWrite) -> tuple[int, str | None]:
     return ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write the log: {exc}"
 
 
+class OpeningHold:
+    """Produce requests held, per connection and in arrival order, while a partition they write is
+    being opened by this node (``TopicLogs.when_opened``). A request that finds its connection's
+    queue non-empty waits behind it even if its own partitions serve, so that no later request of
+    a connection is appended before an earlier one."""
+
+    def __init__(self, topic_logs: TopicLogs, catalog: TopicCatalog) -> None:
+        self.topic_logs = topic_logs
+        self.catalog = catalog
+        self.queues: dict[int, deque[tuple[ProduceRequest, Callable[[], None]]]] = {}
+
+    def submit(self, conn_id: int, body: ProduceRequest, run: Callable[[], None]) -> None:
+        queue = self.queues.get(conn_id)
+        if queue is None:
+            if not self.topic_logs.opening or not self._opening(body):
+                run()
+                return
+            queue = self.queues[conn_id] = deque()
+        queue.append((body, run))
+        if len(queue) == 1:
+            self._next(conn_id)
+
+    def _opening(self, body: ProduceRequest) -> list[tuple[str, int]]:
+        out = []
+        for td in body.topic_data:
+            topic = self.catalog.by_id.get(td.topic_id) if td.topic_id and td.topic_id != bytes(16) else None
+            name = topic.name if topic is not None else td.name
+            out += [(name, pd.index) for pd in td.partition_data if (name, pd.index) in self.topic_logs.opening]
+        return out
+
+    def _next(self, conn_id: int) -> None:
+        queue = self.queues[conn_id]
+        while queue:
+            body, run = queue[0]
+            waiting = self._opening(body)
+            if waiting:
+                self.topic_logs.when_opened(waiting[0], lambda: self._next(conn_id))
+                return
+            queue.popleft()
+            run()
+        del self.queues[conn_id]
+
+
 class ProduceApi:
     """Produce, over the topic logs (and the transaction coordinator, which verifies transactional batches)."""
 
@@ -254,6 +306,7 @@ class ProduceApi:
         self.transactions = transactions if verify else None
         self.clock = clock
         self.checks: RemoteVerification | None = None
+        self.hold = OpeningHold(topic_logs, catalog)
         if transactions is not None:
             self.checks = RemoteVerification(transactions, cluster, peers, topic_logs, self.verifier, verify=verify)
 
@@ -296,9 +349,12 @@ class ProduceApi:
                 self.transactions is not None or req.version >= PRODUCE_TV2_VERSION):
             # The partitions added to the transaction first (transactions version 2), or, in a
             # cluster, a transactional id coordinated by another node checked there.
-            checks.submit(req.conn.conn_id, req.body, lambda verify: self.serve(req, verify), req.version)
+            checks.submit(req.conn.conn_id, req.body, lambda verify: self.held(req, verify), req.version)
         else:
-            self.serve(req, self.verifier(req.body))
+            self.held(req, self.verifier(req.body))
+
+    def held(self, req: Request[ProduceRequest], verify: TxnVerifier | None) -> None:
+        self.hold.submit(req.conn.conn_id, req.body, lambda: self.serve(req, verify))
 
     def serve(self, req: Request[ProduceRequest], verify: TxnVerifier | None) -> None:
         # In a cluster, the topic catalog as it is now (a stat when unchanged): records for a topic

@@ -192,6 +192,11 @@ class TopicLogs:
         # (one opening at a time per partition).
         self.cluster = cluster
         self.gain_locks: dict[TopicPartition, trio.Lock] = {}
+        # Partitions this node claimed whose log is still being opened (the openings under way or
+        # queued), and what waits for them to be served or given up: Metadata names this node the
+        # leader from its claim on, so produce requests reach it before it serves (``when_opened``).
+        self.opening: dict[TopicPartition, int] = {}
+        self.opened_waiters: dict[TopicPartition, list[Callable[[], None]]] = {}
         self.catalog = catalog
         self.defaults = runtime.manager.config
         self.max_message_bytes = max_message_bytes
@@ -370,7 +375,7 @@ class TopicLogs:
             key = (name, p)
             epoch = self.cluster.mine.get(key)
             if epoch is not None and key not in self.states and self.cluster.owns(key):
-                self.runtime.spawn(self.gain, key, epoch)
+                self.spawn_gain(key, epoch)
 
     def _live_topic_id(self, key: TopicPartition) -> bytes | None:
         """The topic id of the live partition ``key``, None if no topic has that partition."""
@@ -494,9 +499,36 @@ class TopicLogs:
 
     # ---- ownership (cluster mode) ---------------------------------------------------------------
 
+    def spawn_gain(self, key: TopicPartition, epoch: int) -> None:
+        """Opens ``key``'s log for the claim of ``epoch`` in the background; from now until the
+        opening ends the partition counts as opening (``when_opened``)."""
+        self.runtime.spawn(self.gain, key, epoch)
+        self.opening[key] = self.opening.get(key, 0) + 1
+
+    def when_opened(self, key: TopicPartition, callback: Callable[[], None]) -> None:
+        """Calls ``callback`` once ``key`` is no longer being opened: served, or given up (the
+        claim lost, or handed back). At once if it is not being opened."""
+        if key in self.opening:
+            self.opened_waiters.setdefault(key, []).append(callback)
+        else:
+            callback()
+
     async def gain(self, key: TopicPartition, epoch: int) -> None:
         """This node now owns ``key``: open its log (recovering it) at the new owner epoch, then
-        serve it. Until then produce and fetch answer NOT_LEADER_OR_FOLLOWER (clients retry)."""
+        serve it. Until then fetch answers NOT_LEADER_OR_FOLLOWER (clients retry), and produce
+        requests wait (``when_opened``)."""
+        try:
+            await self._gain_locked(key, epoch)
+        finally:
+            left = self.opening.get(key, 1) - 1
+            if left > 0:
+                self.opening[key] = left
+            else:
+                self.opening.pop(key, None)
+                for callback in self.opened_waiters.pop(key, []):
+                    callback()
+
+    async def _gain_locked(self, key: TopicPartition, epoch: int) -> None:
         assert self.cluster is not None
         lock = self.gain_locks.setdefault(key, trio.Lock())
         async with lock:
@@ -557,7 +589,7 @@ class TopicLogs:
             logs.warn("partition.open_failed", topic=key[0], partition=key[1], error=repr(exc))
             if self._claim_is(key, epoch):
                 await trio.sleep(REOPEN_DELAY_S)
-                self.runtime.spawn(self.gain, key, epoch)
+                self.spawn_gain(key, epoch)
             else:
                 self._hand_back(key, epoch, "not certainly the owner while its log opened")
             return

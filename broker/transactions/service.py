@@ -35,9 +35,9 @@ from broker.observability.metrics import METRICS
 from broker.runtime.coordinator import Append, Coordinator, CoordinatorRuntime, Done, ShardRuntime
 from broker.runtime.countdown import Countdown
 from broker.transactions.markers import COORDINATOR_EPOCH, MarkerWriter
-from broker.txn_coordinator.coordinator import MarkerJob, TxnResult
+from broker.txn_coordinator.coordinator import TIMEOUT_KEY, MarkerJob, TxnResult
 from broker.txn_coordinator.metadata import TopicPartition, TxnMetadata, TxnState
-from broker.txn_coordinator.shard import ABORT_EXPIRED_KEY, EXPIRE_IDS_KEY, TransactionCoordinatorShard
+from broker.txn_coordinator.shard import EXPIRE_IDS_KEY, TransactionCoordinatorShard
 from protocol.errors import DecodeError, ErrorCode
 from protocol.record_batch import decode_records
 from protocol.transaction_log_records import (
@@ -62,7 +62,7 @@ class TransactionService(Coordinator[TransactionCoordinatorShard, TxnResult]):
 
     def __init__(self, logs_runtime: LogRuntime, new_producer_id: Callable[[], int], markers: MarkerWriter,
                  num_partitions: int, log_config: LogConfig, clock: Callable[[], int],
-                 abort_check_interval_ms: int, id_expiry_check_interval_ms: int = 3_600_000, *,
+                 id_expiry_check_interval_ms: int = 3_600_000, *,
                  max_timeout_ms: int, id_expiration_ms: int, cluster: ClusterNode | None = None,
                  transaction_version: int = 2) -> None:
         """``transaction_version``: the cluster's finalized ``transaction.version`` (the records'
@@ -77,7 +77,6 @@ class TransactionService(Coordinator[TransactionCoordinatorShard, TxnResult]):
         self.num_partitions = num_partitions
         self.log_config = log_config
         self.clock = clock
-        self.abort_check_interval_ms = abort_check_interval_ms
         self.id_expiry_check_interval_ms = id_expiry_check_interval_ms
         self.started = False
         self.in_flight: set[MarkerKey] = set()  # marker jobs being written
@@ -88,7 +87,7 @@ class TransactionService(Coordinator[TransactionCoordinatorShard, TxnResult]):
 
     def new_shard(self, index: int) -> TransactionCoordinatorShard:
         return TransactionCoordinatorShard(index, self.new_producer_id, self.max_timeout_ms, self.id_expiration_ms,
-                                           self.abort_check_interval_ms, self.id_expiry_check_interval_ms,
+                                           self.id_expiry_check_interval_ms,
                                            self.transaction_version)
 
     # ---- routing ------------------------------------------------------------------------------
@@ -186,7 +185,7 @@ class TransactionService(Coordinator[TransactionCoordinatorShard, TxnResult]):
 
     def on_timer(self, slot: TxnShardRuntime, key: str, now: int) -> tuple[TxnResult, Done | None]:
         result = slot.shard.on_timer(key, now)
-        if key == ABORT_EXPIRED_KEY:
+        if key.startswith(TIMEOUT_KEY):
             for job in result.markers:
                 METRICS.transactions_timed_out.inc()
                 logs.event("transactions.timed_out", transactional_id=job.transactional_id,
@@ -321,8 +320,7 @@ class TransactionService(Coordinator[TransactionCoordinatorShard, TxnResult]):
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         """Loads (a single broker: every partition; a cluster node: each as it claims it), then runs
-        the shards' timers: the abort of expired transactions every ``abort_check_interval_ms``,
-        the forgetting of expired transactional ids every ``id_expiry_check_interval_ms``."""
+        the shards' timers: the abort of each transaction at its timeout, the forgetting of expired transactional ids every ``id_expiry_check_interval_ms``."""
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self.runtime.run_timers)
             task_status.started()

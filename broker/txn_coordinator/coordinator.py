@@ -229,6 +229,7 @@ class TransactionCoordinator:
         if meta.state is not TxnState.ONGOING:
             meta.start_ms = now
             meta.state = TxnState.ONGOING
+            out.timers.append(timeout_timer(meta))
         meta.client_transaction_version = TV2 if tv2 else 0
         meta.partitions |= wanted
         meta.last_update_ms = now
@@ -347,13 +348,20 @@ class TransactionCoordinator:
         self._emit(out, meta)
         return out
 
-    def expire(self, now: int) -> TxnResult:
-        """Aborts every transaction open for longer than its timeout, fencing its producer (Kafka's
-        abortTimedOutTransactions)."""
+    def timeout_timers(self) -> list[SetTimer]:
+        """A timer per open transaction, due at its start plus its timeout (after a load: the
+        transactions the log left open)."""
+        return [timeout_timer(meta) for meta in self.txns.values() if meta.state is TxnState.ONGOING]
+
+    def time_out(self, txn_id: str, now: int) -> TxnResult:
+        """A transaction's timeout timer fired: if it is still open it is aborted, its producer
+        fenced (Kafka's abortTimedOutTransactions). The timer was armed when the transaction
+        began and elapsed on the steady clock, so a wall clock stepped ahead aborts nothing early
+        (Kafka compares wall-clock times and would abort every open transaction at once)."""
         out = TxnResult()
-        for meta in list(self.txns.values()):
-            if meta.state is TxnState.ONGOING and meta.start_ms + meta.timeout_ms < now:
-                self._fence_and_abort(out, meta, now)
+        meta = self.txns.get(txn_id)
+        if meta is not None and meta.state is TxnState.ONGOING:
+            self._fence_and_abort(out, meta, now)
         return out
 
     def expire_transactional_ids(self, now: int) -> TxnResult:
@@ -382,3 +390,12 @@ class TransactionCoordinator:
                 continue
             out.append(meta)
         return sorted(out, key=lambda m: m.transactional_id)
+
+
+TIMEOUT_KEY = "transaction-timeout/"
+
+
+def timeout_timer(meta: TxnMetadata) -> SetTimer:
+    """The timer that aborts ``meta``'s transaction at its timeout (one key per transactional id:
+    the next transaction's replaces it)."""
+    return SetTimer(TIMEOUT_KEY + meta.transactional_id, meta.start_ms + meta.timeout_ms)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import struct
+import sys
 import threading
 import time
 from contextlib import suppress
@@ -32,6 +33,20 @@ def generation_of(consumer: Any) -> int | None:
     return int(struct.unpack("=i", raw[7:11])[0])
 
 
+def _flush(producer: Any, timeout: float) -> int:
+    """``producer.flush``, with a fatal error raised as KafkaException: confluent-kafka 2.16 raises
+    the KafkaError object itself from flush, which is no exception class (only a bare ``except``
+    catches it, and a thread it escapes dies without its ``except BaseException`` seeing it)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return int(producer.flush(timeout))
+    except KafkaException:
+        raise
+    except:  # noqa: E722
+        raise KafkaException(sys.exc_info()[1]) from None
+
+
 def _error_name(err: Any) -> str:
     try:
         return str(err.name())
@@ -54,6 +69,9 @@ class Client(threading.Thread):
         except BaseException as exc:  # a client that dies is recorded, the run goes on
             self.error = exc
             self.history.add(self.client_name, "info", "crash", error=repr(exc))
+        except:  # noqa: E722  (an object raised from C that is no exception class: see ``_flush``)
+            self.error = RuntimeError(repr(sys.exc_info()[1]))
+            self.history.add(self.client_name, "info", "crash", error=repr(sys.exc_info()[1]))
 
     def work(self) -> None:
         raise NotImplementedError
@@ -128,7 +146,7 @@ class SendingProducer(Client):
             finally:
                 left = 0
                 with suppress(KafkaException):  # after a fatal error flush raises it again
-                    left = producer.flush(120)
+                    left = _flush(producer, 120)
                 if left:
                     self.history.add(self.client_name, "info", "flush", error=f"{left} records undelivered")
             if fatal:
@@ -222,7 +240,7 @@ class TransactionalProducer(Client):
                                              partition=partition, value=value, txn=txn)
                             producer.produce(self.topic, key=str(txn).encode(), value=value.encode(),
                                              partition=partition, on_delivery=delivered)
-                        producer.flush(30)
+                        _flush(producer, 30)
                     except KafkaException as exc:
                         err = exc.args[0]
                         self.history.add(self.client_name, "info", "txn-write", txn=txn, error=_error_name(err))
@@ -231,7 +249,7 @@ class TransactionalProducer(Client):
                     time.sleep(self.pace)
             finally:
                 with suppress(KafkaException):  # an incarnation ended by a fatal error: flush raises it again
-                    producer.flush(5)
+                    _flush(producer, 5)
             incarnation += 1
 
 

@@ -1,8 +1,10 @@
 """A node whose wall clock is stepped (NTP correcting a host's clock, an operator's ``date -s``)
-times sessions and acquisition locks on real time all the same: a member that died is fenced a
-session timeout after its last heartbeat, and a share consumer's stalled records come back a lock
-duration after it took them, even when the clock stepped an hour back in between (before, both
-waited out the hour). The node runs under libfaketime, which steps only its wall clock."""
+times sessions, acquisition locks and transactions on real time all the same: a member that died
+is fenced a session timeout after its last heartbeat, and a share consumer's stalled records come
+back a lock duration after it took them, even when the clock stepped an hour back in between
+(before, both waited out the hour); an open transaction outlives a clock stepped an hour ahead
+(before, the coordinator's scan compared wall-clock times and aborted it at once, as Kafka's does).
+The node runs under libfaketime, which steps only its wall clock."""
 
 from __future__ import annotations
 
@@ -24,6 +26,9 @@ ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from kclient.wire_client import WireClient  # noqa: E402
+from protocol.messages import ApiKey  # noqa: E402
+from protocol.messages.describe_transactions import DescribeTransactionsRequest  # noqa: E402
 from tests.integration.helpers.share import consumer, joined, make_topic, poll_until, produce  # noqa: E402
 
 pytestmark = [
@@ -48,9 +53,13 @@ def node(tmp_path: Path) -> Iterator[FaultCluster]:
 
 
 def step_back(cluster: FaultCluster, seconds: int) -> None:
-    """Steps the node's wall clock back and waits until the node reads it (a record it stamps
-    with its own time says so)."""
-    cluster.skew(1, -seconds)
+    step(cluster, -seconds)
+
+
+def step(cluster: FaultCluster, seconds: int) -> None:
+    """Steps the node's wall clock (back when negative) and waits until the node reads it (a
+    record it stamps with its own time says so)."""
+    cluster.skew(1, seconds)
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic("clock-probe", 1, 1, config={"message.timestamp.type": "LogAppendTime"})])[
         "clock-probe"].result(30)
@@ -66,9 +75,9 @@ def step_back(cluster: FaultCluster, seconds: int) -> None:
             m = reader.poll(5)
             if m is not None and m.error() is None:
                 stamps.append(m.timestamp()[1] / 1000 - time.time())
-                if stamps[-1] < -seconds / 2:
+                if (stamps[-1] < seconds / 2) if seconds < 0 else (stamps[-1] > seconds / 2):
                     return
-        raise AssertionError(f"the node's clock was not stepped back {seconds} s: offsets seen {stamps}")
+        raise AssertionError(f"the node's clock was not stepped by {seconds} s: offsets seen {stamps}")
     finally:
         reader.close()
 
@@ -125,3 +134,54 @@ def test_a_stalled_share_consumers_records_come_back_a_lock_after_across_a_clock
         a.close()
         if b is not None:
             b.close()
+
+
+def _transaction_state(cluster: FaultCluster, transactional_id: str) -> str:
+    with WireClient("127.0.0.1", cluster.nodes[1].port, timeout=10) as c:
+        answer = c.call(ApiKey.DescribeTransactions, 0, DescribeTransactionsRequest(transactional_ids=[transactional_id]))
+        return str(answer.transaction_states[0].transaction_state)
+
+
+def test_an_open_transaction_outlives_a_clock_stepped_ahead(node: FaultCluster) -> None:
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    admin.create_topics([NewTopic("txn", 1, 1)])["txn"].result(30)
+
+    def producer(transactional_id: str, timeout_ms: int) -> Producer:
+        p = Producer({"bootstrap.servers": node.bootstrap, "transactional.id": transactional_id,
+                      "transaction.timeout.ms": timeout_ms})
+        p.init_transactions(60)
+        p.begin_transaction()
+        p.produce("txn", value=transactional_id.encode())
+        p.flush(30)
+        return p
+
+    long_lived = producer("long-lived", 300_000)
+    step(node, HOUR_S)
+    # A transaction begun after the step with a timeout of 2 s is aborted 2 s later: the
+    # coordinator's timeouts run. The first one, begun before the step, is not yet due.
+    short_lived = producer("short-lived", 2_000)
+    deadline = time.monotonic() + 120
+    while _transaction_state(node, "short-lived") not in ("PrepareAbort", "CompleteAbort"):
+        assert time.monotonic() < deadline, "the short transaction was never timed out"
+        time.sleep(0.2)
+    assert _transaction_state(node, "long-lived") == "Ongoing"
+    long_lived.commit_transaction(60)
+    reader = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "txn-reader", "isolation.level":
+                       "read_committed", "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    reader.assign([TopicPartition("txn", 0, 0)])
+    try:
+        got = poll_values(reader, 1, 60)
+        assert got == [b"long-lived"]
+    finally:
+        reader.close()
+        del short_lived
+
+
+def poll_values(reader: Consumer, count: int, seconds: float) -> list[bytes]:
+    values: list[bytes] = []
+    deadline = time.monotonic() + seconds
+    while len(values) < count and time.monotonic() < deadline:
+        m = reader.poll(0.5)
+        if m is not None and m.error() is None:
+            values.append(m.value())
+    return values

@@ -108,9 +108,9 @@ def test_a_transaction_past_its_timeout_is_aborted_and_its_producer_fenced() -> 
     log = Log()
     c = log.coordinator
     log(c.init_producer_id("tx", 1_000, -1, -1, NOW))
-    log(c.add_partitions("tx", 100, 0, [("a", 0)], NOW))
-    assert not log(c.expire(NOW + 1_000)).markers
-    [job] = log(c.expire(NOW + 1_001)).markers
+    added = log(c.add_partitions("tx", 100, 0, [("a", 0)], NOW))
+    assert [(t.key, t.deadline_ms) for t in added.timers] == [("transaction-timeout/tx", NOW + 1_000)]  # type: ignore[union-attr]
+    [job] = log(c.time_out("tx", NOW + 1_000)).markers
     assert (job.commit, job.producer_epoch, job.partitions) == (False, 1, (("a", 0),))
     assert c.end_txn("tx", 100, 0, True, NOW).error == ErrorCode.PRODUCER_FENCED
 

@@ -126,7 +126,7 @@ def test_a_timed_out_transactions_late_abort_is_a_retry_under_v2_and_fenced_unde
     for version, late_abort in ((2, (0, 100, 1)), (0, (ErrorCode.PRODUCER_FENCED, -1, -1))):
         log = Log(version)
         c = started(log)
-        expired = log(c.expire(NOW + 60_001))
+        expired = log(c.time_out("tx", NOW + 60_001))
         assert [(j.producer_id, j.producer_epoch, j.commit) for j in expired.markers] == [(100, 1, False)]
         log.complete(expired)
         late = log(c.end_txn("tx", 100, 0, False, NOW, tv2=version == 2))
@@ -151,7 +151,7 @@ def test_a_first_protocol_clients_timed_out_transaction_is_fenced_as_the_first_p
     c = log.coordinator
     log(c.init_producer_id("tx", 60_000, -1, -1, NOW))
     log(c.add_partitions("tx", 100, 0, [TP], NOW))
-    log.complete(log(c.expire(NOW + 60_001)))
+    log.complete(log(c.time_out("tx", NOW + 60_001)))
     assert c.txns["tx"].producer_epoch == 1
     assert log(c.end_txn("tx", 100, 0, True, NOW)).error == ErrorCode.PRODUCER_FENCED
     assert log(c.init_producer_id("tx", 60_000, 100, 0, NOW)).error == ErrorCode.PRODUCER_FENCED
