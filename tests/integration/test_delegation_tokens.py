@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import time
 import uuid
 from typing import Any
 
@@ -229,3 +230,24 @@ def test_describing_others_tokens_takes_describe_tokens_on_the_owner_or_describe
     assert {alices.token_id, bobs.token_id} <= _ids(carol)
     # Carol may see them, not renew them.
     assert _renew(carol, alices.hmac).error_code == ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH
+
+
+def test_a_token_session_ends_with_the_token(secure: SecureBroker) -> None:
+    """KIP-368 with a token: the session lifetime SaslAuthenticate gives is at most what is left of
+    the token (``connections.max.reauth.ms`` is 0 here: only the token bounds it), and a request
+    sent after it ran out closes the connection, as Kafka closes it."""
+    created = _create(_plain(secure, "alice"), max_lifetime_ms=3_000)
+    answers: list[Any] = []
+    client, code = scram_wire_client(secure.ports["SASL_PLAINTEXT"], created.token_id,
+                                     base64.b64encode(created.hmac).decode(), token=True, answers=answers)
+    assert code == 0
+    lifetime = answers[0].session_lifetime_ms
+    assert 0 < lifetime <= 3_000
+    deadline = time.monotonic() + lifetime / 1000 + 60
+    while True:  # served until the session runs out, then closed
+        try:
+            _describe(client)
+        except (OSError, EOFError, ConnectionError):
+            break
+        assert time.monotonic() < deadline, "the connection outlived its token"
+        time.sleep(0.2)

@@ -100,11 +100,11 @@ def _sasl_wire_client(secure: SecureBroker, user: str) -> Any:
 
 
 def scram_wire_client(port: int, user: str, password: str, mechanism: str = "SCRAM-SHA-256",
-                      token: bool = False) -> tuple[Any, int]:
+                      token: bool = False, answers: list[Any] | None = None) -> tuple[Any, int]:
     """A raw protocol client authenticated with SCRAM by scramp (an independent SCRAM client); with
     ``token``, as Kafka's clients authenticate with a delegation token (``tokenauth=true``, the
     token id as user, the HMAC in base64 as password). Returns the client and the authentication's
-    error code (0: authenticated)."""
+    error code (0: authenticated); ``answers`` collects the SaslAuthenticate answers."""
     import scramp
 
     from kclient.wire_client import WireClient
@@ -124,6 +124,8 @@ def scram_wire_client(port: int, user: str, password: str, mechanism: str = "SCR
         return c, answer.error_code
     client.set_server_first(answer.auth_bytes.decode())
     answer = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=client.get_client_final().encode()))
+    if answers is not None:
+        answers.append(answer)
     if answer.error_code:
         return c, answer.error_code
     client.set_server_final(answer.auth_bytes.decode())  # the server proved it knows the credential too
