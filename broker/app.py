@@ -366,7 +366,7 @@ class BrokerApp:
             log_dirs=LogDirApis(self.data_dir, self.topic_logs, self.catalog),
             transactions=TransactionApis(self.transactions, self.catalog, offsets_partitions,
                                          self.topic_logs.producer_ids, self.clock),
-            sasl=SaslApis(security.mechanisms, security.credentials, c.get_int("connections.max.reauth.ms"),
+            sasl=SaslApis(security.sasl_listeners, security.credentials, c.get_int("connections.max.reauth.ms"),
                           c.get_int("connection.failed.authentication.delay.ms") / 1000, security.tokens),
             scram=ScramCredentialApis(security.credentials, security.etcd_store, self.logs),
             tokens=DelegationTokenApis(security.token_store, authorizer,

@@ -21,7 +21,7 @@ from broker.security.listeners import (
     parse_advertised,
     parse_listeners,
 )
-from broker.security.properties import check_security
+from broker.security.properties import LISTENER_PREFIX, check_security
 from storage.properties import PropertiesError, parse_properties
 
 # What a property holds: its declared type.
@@ -269,7 +269,9 @@ PROPERTIES: tuple[Property, ...] = (
     Property("ssl.handshake.timeout.ms", int, 10000, "A TLS handshake not finished in this time closes the "
              "connection.", minimum=1),
     Property("sasl.enabled.mechanisms", str, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms offered on "
-             "SASL listeners: any of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512."),
+             "SASL listeners: any of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (one listener's own: "
+             "listener.name.<listener>.sasl.enabled.mechanisms; a mechanism's JAAS config: "
+             "listener.name.<listener>.<mechanism>.sasl.jaas.config, as Kafka reads them)."),
     Property("sasl.bootstrap.users", str, "", "Users created at startup when absent, name:password "
              "comma-separated, with SCRAM-SHA-256 and SCRAM-SHA-512 credentials (PLAIN checks the same "
              "credentials).", secret=True),
@@ -485,6 +487,10 @@ class BrokerConfig:
         if config_file:
             for name, raw in _read_file(Path(config_file)).items():
                 prop = _BY_NAME.get(name)
+                if prop is None and name.startswith(LISTENER_PREFIX):
+                    values[name] = str(raw)  # checked with the listeners (check_security)
+                    given.add(name)
+                    continue
                 if prop is None:
                     raise ConfigError(f"unknown property {name!r} in {config_file}")
                 values[name] = _coerce(prop, raw, str(config_file))
@@ -503,6 +509,10 @@ class BrokerConfig:
             if not sep:
                 raise ConfigError(f"--override expects name=value, got {item!r}")
             prop = _BY_NAME.get(name)
+            if prop is None and name.startswith(LISTENER_PREFIX):
+                values[name] = raw
+                given.add(name)
+                continue
             if prop is None:
                 raise ConfigError(f"unknown property {name!r} in --override")
             values[name] = _coerce(prop, raw, "--override")

@@ -47,6 +47,10 @@ SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 # users the session's reference broker knows (the differential kcoord broker has the same).
 TOKEN_SECRET = "differential-token-secret"
 SASL_USERS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
+# The SASL listener's OAUTHBEARER: Kafka's unsecured validator, requiring the scope ``kafka`` (the
+# login claim is the broker's own token, which Kafka makes at startup and kcoord does not need).
+OAUTHBEARER_JAAS = ('org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
+                    'unsecuredLoginStringClaim_sub="broker" unsecuredValidatorRequiredScope="kafka";')
 
 
 def sasl_properties(port: int, controller_port: int, sasl_port: int | None,
@@ -59,7 +63,8 @@ def sasl_properties(port: int, controller_port: int, sasl_port: int | None,
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port},SASL_PLAINTEXT://127.0.0.1:{sasl_port}",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": OAUTHBEARER_JAAS,
         "listener.name.sasl_plaintext.plain.sasl.jaas.config":
             f"org.apache.kafka.common.security.plain.PlainLoginModule required {plain_users};",
         **{f"listener.name.sasl_plaintext.{m.lower()}.sasl.jaas.config":

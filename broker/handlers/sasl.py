@@ -14,6 +14,7 @@ from broker.network.router import ConnectionInfo, Request
 from broker.observability import logs
 from broker.observability.metrics import METRICS
 from broker.security.credentials import CredentialStore
+from broker.security.properties import ListenerSasl
 from broker.security.sasl import AuthenticationFailed, SaslState, new_exchange
 from broker.security.tokens import DelegationTokens
 from protocol.errors import ErrorCode
@@ -24,9 +25,10 @@ from protocol.messages.sasl_handshake import SaslHandshakeRequest, SaslHandshake
 class SaslApis:
     """The SASL exchange, over the credential store."""
 
-    def __init__(self, mechanisms: list[str], store: CredentialStore, reauth_ms: int, failed_delay_s: float,
-                 tokens: DelegationTokens | None = None) -> None:
-        self.mechanisms = mechanisms
+    def __init__(self, listeners: dict[str, ListenerSasl], store: CredentialStore, reauth_ms: int,
+                 failed_delay_s: float, tokens: DelegationTokens | None = None) -> None:
+        """``listeners``: each SASL listener's mechanisms and their settings, by listener name."""
+        self.listeners = listeners
         self.store = store
         self.tokens = tokens
         self.reauth_ms = reauth_ms
@@ -38,32 +40,37 @@ class SaslApis:
                   client=f"{conn.client_host}:{conn.client_port}", conn=conn.conn_id)
         conn.failed_auth = (self.delay, answer)
 
+    def settings(self, conn: ConnectionInfo) -> ListenerSasl:
+        return self.listeners.get(conn.listener) or ListenerSasl([])
+
     def handshake(self, req: Request[SaslHandshakeRequest]) -> None:
         conn = req.conn
         state: SaslState | None = conn.sasl
+        settings = self.settings(conn)
+        mechanisms = settings.mechanisms
         if state is None:
             # A PLAINTEXT or SSL listener: no SASL here.
             req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=[]))
             return
         mechanism = req.body.mechanism
         if state.exchange is not None and state.mechanism is not None and state.exchange_pending:
-            req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=self.mechanisms))
+            req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms))
             return
         reauthenticating = conn.authenticated
-        if mechanism not in self.mechanisms or (reauthenticating and mechanism != state.mechanism):
-            response = SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=self.mechanisms)
+        if mechanism not in mechanisms or (reauthenticating and mechanism != state.mechanism):
+            response = SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=mechanisms)
             self.fail_later(conn, lambda: req.reply.set(response), mechanism[:40], "unsupported mechanism")
             return
         if reauthenticating and req.version == 0:
-            req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=self.mechanisms))
+            req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms))
             return
         state.mechanism = mechanism
         state.handshake_version = req.version
         state.exchange = new_exchange(mechanism, self.store,
-                                      None if self.tokens is None else self.tokens.scram_lookup)
+                                      None if self.tokens is None else self.tokens.scram_lookup, settings)
         state.exchange_pending = True
         conn.raw_sasl = req.version == 0
-        req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=self.mechanisms))
+        req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=mechanisms))
 
     def step(self, conn: ConnectionInfo, token: bytes) -> tuple[bytes | None, str | None, int]:
         """Runs one token through the exchange: (answer, failure, session lifetime ms)."""
@@ -85,13 +92,14 @@ class SaslApis:
         conn.principal = principal
         conn.authenticated = True
         conn.raw_sasl = False
-        token_expiry = state.exchange.token_expiry_ms
-        conn.token_authenticated = token_expiry is not None
+        expiry = state.exchange.credential_expiry_ms
+        conn.token_authenticated = state.exchange.delegation_token
         lifetime = self.reauth_ms
-        if token_expiry is not None:
-            # Kafka's session ends with the token (SaslServerAuthenticator): an expired token's
-            # session is over at once, and the next request closes the connection.
-            left = max(0, token_expiry - int(time.time() * 1000))
+        if expiry is not None:
+            # Kafka's session ends with the credential (SaslServerAuthenticator: a delegation
+            # token, an OAuth token): an expired one's session is over at once, and the next
+            # request closes the connection.
+            left = max(0, expiry - int(time.time() * 1000))
             lifetime = min(lifetime, left) if lifetime else left
             conn.session_expires = time.monotonic() + lifetime / 1000
         else:

@@ -17,7 +17,7 @@ from broker.security.credentials import CredentialStore
 from broker.security.etcd_store import EtcdSecurityStore
 from broker.security.keystores import KeystoreError
 from broker.security.listeners import ListenerSpec
-from broker.security.properties import bootstrap_users, enabled_mechanisms, super_users
+from broker.security.properties import bootstrap_users, listener_sasl, super_users
 from broker.security.token_store import FileTokenStore, TokenStore
 from broker.security.tokens import DelegationTokens
 
@@ -40,7 +40,9 @@ class SecurityConfig(Protocol):
 
 class SecurityContext:
     def __init__(self, config: SecurityConfig, data_dir: Path, etcd: tuple[EtcdClient, str] | None = None) -> None:
-        self.mechanisms = enabled_mechanisms(config.values)
+        # Each SASL listener's mechanisms and their settings.
+        self.sasl_listeners = {spec.name: listener_sasl(config.values, spec.name) for spec in config.listeners
+                               if spec.sasl}
         files = data_dir if etcd is None else None
         self.credentials = CredentialStore(files)
         if etcd is None:

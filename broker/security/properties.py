@@ -3,13 +3,76 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from broker.security.etcd_access import check_etcd
+from broker.security.jaas import parse_jaas
 from broker.security.listeners import ListenerSpec
+from broker.security.oauthbearer import UnsecuredValidator
 from broker.security.tls import PrincipalMapper
 
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+LISTENER_PREFIX = "listener.name."
+PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
+OAUTHBEARER_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+_MODULES = {"PLAIN": PLAIN_MODULE, "SCRAM-SHA-256": SCRAM_MODULE, "SCRAM-SHA-512": SCRAM_MODULE,
+            "OAUTHBEARER": OAUTHBEARER_MODULE}
+
+
+@dataclass(frozen=True)
+class ListenerSasl:
+    """What a SASL listener offers: its mechanisms (``listener.name.<l>.sasl.enabled.mechanisms`` or
+    ``sasl.enabled.mechanisms``), PLAIN's users when its JAAS config names any (``user_<name>``;
+    otherwise PLAIN checks passwords against the SCRAM credentials), and the unsecured OAUTHBEARER
+    validator's options."""
+
+    mechanisms: list[str]
+    plain_users: dict[str, str] | None = None
+    oauth: UnsecuredValidator = field(default_factory=UnsecuredValidator)
+
+
+def listener_properties(values: Mapping[str, Any]) -> dict[tuple[str, str], str]:
+    """``listener.name.<listener>.<rest>`` -> {(LISTENER, rest): value}."""
+    out: dict[tuple[str, str], str] = {}
+    for name, value in values.items():
+        if name.startswith(LISTENER_PREFIX):
+            listener, _, rest = name[len(LISTENER_PREFIX):].partition(".")
+            out[(listener.upper(), rest)] = str(value)
+    return out
+
+
+def listener_sasl(values: Mapping[str, Any], listener: str) -> ListenerSasl:
+    """Raises ValueError naming the property when a listener's settings cannot be read."""
+    prefixed = listener_properties(values)
+    text = prefixed.get((listener, "sasl.enabled.mechanisms"))
+    mechanisms = (enabled_mechanisms({"sasl.enabled.mechanisms": text}) if text is not None
+                  else enabled_mechanisms(values))
+    unknown = [m for m in mechanisms if m not in MECHANISMS]
+    if unknown:
+        raise ValueError(f"{LISTENER_PREFIX}{listener.lower()}.sasl.enabled.mechanisms: {', '.join(unknown)} not "
+                         f"supported; supported are {', '.join(MECHANISMS)}")
+    plain_users: dict[str, str] | None = None
+    oauth = UnsecuredValidator()
+    for mechanism, module in _MODULES.items():
+        prop = f"{LISTENER_PREFIX}{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
+        text = prefixed.get((listener, f"{mechanism.lower()}.sasl.jaas.config"))
+        if text is None:
+            continue
+        try:
+            entries = parse_jaas(text)
+            if len(entries) != 1 or entries[0].login_module != module:
+                raise ValueError(f"expected one {module} entry")
+            options = entries[0].options
+            if mechanism == "PLAIN":
+                users = {k[len("user_"):]: v for k, v in options.items() if k.startswith("user_")}
+                plain_users = users or None
+            elif mechanism == "OAUTHBEARER":
+                oauth = UnsecuredValidator.from_options(options)
+        except ValueError as exc:
+            raise ValueError(f"{prop}: {exc}") from None
+    return ListenerSasl(mechanisms, plain_users, oauth)
 AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")
 
 
@@ -39,8 +102,16 @@ def check_security(values: Mapping[str, Any], listeners: list[ListenerSpec]) -> 
     if unknown:
         raise ValueError(f"sasl.enabled.mechanisms: {', '.join(unknown)} not supported; supported are "
                          f"{', '.join(MECHANISMS)}")
-    if any(spec.sasl for spec in listeners) and not enabled_mechanisms(values):
-        raise ValueError("sasl.enabled.mechanisms: a SASL listener needs at least one mechanism")
+    names = {spec.name for spec in listeners}
+    for listener, rest in listener_properties(values):
+        jaas = rest.endswith(".sasl.jaas.config") and rest.removesuffix(".sasl.jaas.config").upper() in MECHANISMS
+        if listener not in names or not (jaas or rest == "sasl.enabled.mechanisms"):
+            raise ValueError(f"unknown property {LISTENER_PREFIX}{listener.lower()}.{rest}: a listener-prefixed "
+                             f"property names a listener of listeners and sasl.enabled.mechanisms or "
+                             f"<mechanism>.sasl.jaas.config")
+    for spec in listeners:
+        if spec.sasl and not listener_sasl(values, spec.name).mechanisms:
+            raise ValueError("sasl.enabled.mechanisms: a SASL listener needs at least one mechanism")
     bootstrap_users(values)
     if any(spec.tls for spec in listeners):
         has_file = bool(values["ssl.keystore.location"])

@@ -1,4 +1,5 @@
-"""The server's side of one SASL exchange (PLAIN or SCRAM), and the SASL state of a connection.
+"""The server's side of one SASL exchange (PLAIN, SCRAM or OAUTHBEARER), and the SASL state of a
+connection.
 
 Kafka's rules: the mechanism is named by SaslHandshake; its tokens travel in SaslAuthenticate
 (handshake v1) or as raw size-prefixed frames (handshake v0); a finished exchange makes the
@@ -7,9 +8,13 @@ client re-authenticates (KIP-368) with the same mechanism and principal."""
 
 from __future__ import annotations
 
+import hmac
+import time
 from dataclasses import dataclass
 
 from broker.security.credentials import CredentialStore
+from broker.security.oauthbearer import OAuthBearerExchange, OAuthFailed, UnsecuredValidator
+from broker.security.properties import ListenerSasl
 from broker.security.scram import ScramError, ScramServer, TokenLookup
 
 
@@ -18,12 +23,16 @@ class AuthenticationFailed(Exception):
 
 
 class PlainExchange:
-    """RFC 4616: one token ``authzid NUL user NUL password``."""
+    """RFC 4616: one token ``authzid NUL user NUL password``, checked against the listener's JAAS
+    users (``user_<name>="<password>"``, as Kafka's PLAIN checks them) or, without any, against the
+    SCRAM credentials."""
 
-    def __init__(self, store: CredentialStore) -> None:
+    def __init__(self, store: CredentialStore, users: dict[str, str] | None = None) -> None:
         self.store = store
+        self.users = users
         self.user: str | None = None
-        self.token_expiry_ms: int | None = None
+        self.credential_expiry_ms: int | None = None
+        self.delegation_token = False
 
     def step(self, token: bytes) -> bytes:
         if self.user is not None:
@@ -40,7 +49,12 @@ class PlainExchange:
         if authzid and authzid != user:
             raise AuthenticationFailed("Authentication failed: Client requested an authorization id that is "
                                        "different from username")
-        if not self.store.check_password(user, password):
+        if self.users is not None:
+            expected = self.users.get(user)
+            valid = expected is not None and hmac.compare_digest(expected.encode(), password.encode())
+        else:
+            valid = self.store.check_password(user, password)
+        if not valid:
             raise AuthenticationFailed("Authentication failed: Invalid username or password")
         self.user = user
         return b""
@@ -51,8 +65,9 @@ class ScramExchange:
         self.server = ScramServer(mechanism, store.lookup, tokens)
         self.stage = 0
         self.user: str | None = None
-        # Set when the client authenticated with a delegation token: the token's expiry (ms).
-        self.token_expiry_ms: int | None = None
+        # When the credential expires (ms; a delegation token's expiry), which ends the session.
+        self.credential_expiry_ms: int | None = None
+        self.delegation_token = False
 
     def step(self, token: bytes) -> bytes:
         try:
@@ -63,19 +78,40 @@ class ScramExchange:
                 self.stage = 2
                 answer = self.server.final(token)
                 self.user = self.server.authorization_id
-                self.token_expiry_ms = self.server.token_expiry_ms
+                self.credential_expiry_ms = self.server.token_expiry_ms
+                self.delegation_token = self.server.token_expiry_ms is not None
                 return answer
         except ScramError as exc:
             raise AuthenticationFailed(str(exc)) from None
         raise AuthenticationFailed("Unexpected SCRAM token after authentication")
 
 
-Exchange = PlainExchange | ScramExchange
+class OAuthExchange:
+    def __init__(self, validator: UnsecuredValidator) -> None:
+        self.exchange = OAuthBearerExchange(validator, lambda: int(time.time() * 1000))
+        self.user: str | None = None
+        # The token's ``exp``: the session ends with it.
+        self.credential_expiry_ms: int | None = None
+        self.delegation_token = False
+
+    def step(self, token: bytes) -> bytes:
+        try:
+            answer = self.exchange.step(token)
+        except OAuthFailed as exc:
+            raise AuthenticationFailed(str(exc)) from None
+        self.user, self.credential_expiry_ms = self.exchange.user, self.exchange.token_expiry_ms
+        return answer
 
 
-def new_exchange(mechanism: str, store: CredentialStore, tokens: TokenLookup | None = None) -> Exchange:
+Exchange = PlainExchange | ScramExchange | OAuthExchange
+
+
+def new_exchange(mechanism: str, store: CredentialStore, tokens: TokenLookup | None = None,
+                 listener: ListenerSasl | None = None) -> Exchange:
     if mechanism == "PLAIN":
-        return PlainExchange(store)
+        return PlainExchange(store, listener.plain_users if listener is not None else None)
+    if mechanism == "OAUTHBEARER":
+        return OAuthExchange(listener.oauth if listener is not None else UnsecuredValidator())
     return ScramExchange(mechanism, store, tokens)
 
 

@@ -16,7 +16,7 @@ from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGro
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
-from testkit.kafka import SASL_USERS, TOKEN_SECRET
+from testkit.kafka import OAUTHBEARER_JAAS, SASL_USERS, TOKEN_SECRET
 from testkit.kcoord import BrokerProcess
 from testkit.ports import free_port
 from tests.differential.harness import (
@@ -74,6 +74,8 @@ def kcoord(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
         "advertised.listeners": "",
         "sasl.bootstrap.users": ",".join(f"{u}:{p}" for u, p in SASL_USERS.items()),
         "delegation.token.secret.key": TOKEN_SECRET,
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": OAUTHBEARER_JAAS,
     })
     server.start()
     try:
