@@ -94,7 +94,7 @@ class SaslApis:
         conn.raw_sasl = False
         expiry = state.exchange.credential_expiry_ms
         conn.token_authenticated = state.exchange.delegation_token
-        lifetime = self.reauth_ms
+        lifetime = self.settings(conn).reauth_ms.get(state.mechanism, self.reauth_ms)
         if expiry is not None:
             # Kafka's session ends with the credential (SaslServerAuthenticator: a delegation
             # token, an OAuth token): an expired one's session is over at once, and the next

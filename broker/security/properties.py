@@ -31,6 +31,9 @@ class ListenerSasl:
     mechanisms: list[str]
     plain_users: dict[str, str] | None = None
     oauth: UnsecuredValidator = field(default_factory=UnsecuredValidator)
+    # ``listener.name.<l>.<mechanism>.connections.max.reauth.ms``: a mechanism's own session
+    # lifetime on this listener, over ``connections.max.reauth.ms``.
+    reauth_ms: dict[str, int] = field(default_factory=dict)
 
 
 def listener_properties(values: Mapping[str, Any]) -> dict[tuple[str, str], str]:
@@ -55,6 +58,14 @@ def listener_sasl(values: Mapping[str, Any], listener: str) -> ListenerSasl:
                          f"supported; supported are {', '.join(MECHANISMS)}")
     plain_users: dict[str, str] | None = None
     oauth = UnsecuredValidator()
+    reauth_ms: dict[str, int] = {}
+    for mechanism in MECHANISMS:
+        text = prefixed.get((listener, f"{mechanism.lower()}.connections.max.reauth.ms"))
+        if text is not None:
+            if not text.strip().isdigit():
+                raise ValueError(f"{LISTENER_PREFIX}{listener.lower()}.{mechanism.lower()}.connections.max.reauth.ms: "
+                                 f"{text!r} is not a number of milliseconds")
+            reauth_ms[mechanism] = int(text)
     for mechanism, module in _MODULES.items():
         prop = f"{LISTENER_PREFIX}{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
         text = prefixed.get((listener, f"{mechanism.lower()}.sasl.jaas.config"))
@@ -72,7 +83,7 @@ def listener_sasl(values: Mapping[str, Any], listener: str) -> ListenerSasl:
                 oauth = UnsecuredValidator.from_options(options)
         except ValueError as exc:
             raise ValueError(f"{prop}: {exc}") from None
-    return ListenerSasl(mechanisms, plain_users, oauth)
+    return ListenerSasl(mechanisms, plain_users, oauth, reauth_ms)
 AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")
 
 
@@ -104,11 +115,12 @@ def check_security(values: Mapping[str, Any], listeners: list[ListenerSpec]) -> 
                          f"{', '.join(MECHANISMS)}")
     names = {spec.name for spec in listeners}
     for listener, rest in listener_properties(values):
-        jaas = rest.endswith(".sasl.jaas.config") and rest.removesuffix(".sasl.jaas.config").upper() in MECHANISMS
-        if listener not in names or not (jaas or rest == "sasl.enabled.mechanisms"):
+        mechanism, _, setting = rest.partition(".")
+        per_mechanism = mechanism.upper() in MECHANISMS and setting in ("sasl.jaas.config", "connections.max.reauth.ms")
+        if listener not in names or not (per_mechanism or rest == "sasl.enabled.mechanisms"):
             raise ValueError(f"unknown property {LISTENER_PREFIX}{listener.lower()}.{rest}: a listener-prefixed "
-                             f"property names a listener of listeners and sasl.enabled.mechanisms or "
-                             f"<mechanism>.sasl.jaas.config")
+                             f"property names a listener of listeners and sasl.enabled.mechanisms, "
+                             f"<mechanism>.sasl.jaas.config or <mechanism>.connections.max.reauth.ms")
     for spec in listeners:
         if spec.sasl and not listener_sasl(values, spec.name).mechanisms:
             raise ValueError("sasl.enabled.mechanisms: a SASL listener needs at least one mechanism")

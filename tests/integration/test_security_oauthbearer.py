@@ -48,6 +48,8 @@ SECURE_OVERRIDES = {
     "listener.name.sasl_plaintext.sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER",
     "listener.name.sasl_plaintext.oauthbearer.sasl.jaas.config": OAUTH_JAAS,
     "listener.name.sasl_plaintext.plain.sasl.jaas.config": PLAIN_JAAS,
+    # PLAIN's sessions on this listener last a minute; the others' are not bounded.
+    "listener.name.sasl_plaintext.plain.connections.max.reauth.ms": "60000",
 }
 
 
@@ -165,13 +167,17 @@ def test_the_java_client_authenticates_with_its_unsecured_login(
 
 
 def test_plain_on_this_listener_checks_its_jaas_users(secure: SecureBroker) -> None:
+    lifetimes: list[int] = []
+
     def plain(port: int, user: str, password: str) -> int:
         c = WireClient("127.0.0.1", port)
         assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="PLAIN")).error_code == 0
-        return int(c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(
-            auth_bytes=f"\0{user}\0{password}".encode())).error_code)
+        answer = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=f"\0{user}\0{password}".encode()))
+        lifetimes.append(answer.session_lifetime_ms)
+        return int(answer.error_code)
 
     port = secure.ports["SASL_PLAINTEXT"]
     assert plain(port, "carol", "carol-jaas") == 0
+    assert lifetimes == [60_000]  # listener.name.sasl_plaintext.plain.connections.max.reauth.ms
     assert plain(port, "admin", "admin-secret") == 0
     assert plain(port, "alice", "alice-secret") == ErrorCode.SASL_AUTHENTICATION_FAILED  # not a JAAS user

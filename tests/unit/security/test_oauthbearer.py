@@ -109,12 +109,14 @@ def test_a_listener_reads_its_mechanisms_and_jaas_configs() -> None:
         "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config":
             'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required '
             'unsecuredValidatorRequiredScope="kafka admin" unsecuredValidatorAllowableClockSkewMs="500";',
+        "listener.name.sasl_ssl.oauthbearer.connections.max.reauth.ms": "60000",
     }
     ssl = listener_sasl(values, "SASL_SSL")
     assert ssl.mechanisms == ["PLAIN", "OAUTHBEARER"] and ssl.plain_users == {"alice": "a-secret"}
     assert ssl.oauth == UnsecuredValidator(required_scope=("kafka", "admin"), clock_skew_ms=500)
+    assert ssl.reauth_ms == {"OAUTHBEARER": 60_000}
     plain = listener_sasl(values, "SASL_PLAINTEXT")
     assert plain.mechanisms == ["SCRAM-SHA-512"] and plain.plain_users is None
-    with pytest.raises(ValueError, match="oauthbearer.sasl.jaas.config"):
+    with pytest.raises(ValueError, match=r"oauthbearer\.sasl\.jaas\.config"):
         listener_sasl({**values, "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config":
                        "org.apache.kafka.common.security.plain.PlainLoginModule required;"}, "SASL_SSL")
