@@ -269,9 +269,14 @@ PROPERTIES: tuple[Property, ...] = (
     Property("ssl.handshake.timeout.ms", int, 10000, "A TLS handshake not finished in this time closes the "
              "connection.", minimum=1),
     Property("sasl.enabled.mechanisms", str, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "SASL mechanisms offered on "
-             "SASL listeners: any of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER (one listener's own: "
+             "SASL listeners: any of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, GSSAPI (one listener's own: "
              "listener.name.<listener>.sasl.enabled.mechanisms; a mechanism's JAAS config: "
              "listener.name.<listener>.<mechanism>.sasl.jaas.config, as Kafka reads them)."),
+    Property("sasl.kerberos.service.name", str, "", "GSSAPI: the Kerberos service name of the broker's principal "
+             "(kafka for kafka/host@REALM), as Kafka reads it."),
+    Property("sasl.kerberos.principal.to.local.rules", str, "DEFAULT", "GSSAPI: how a client's Kerberos principal "
+             "becomes the principal's short name (User:<name>): DEFAULT and RULE:[n:format](match)s/from/to/[LU], "
+             "first match wins, as Kafka reads them."),
     Property("sasl.bootstrap.users", str, "", "Users created at startup when absent, name:password "
              "comma-separated, with SCRAM-SHA-256 and SCRAM-SHA-512 credentials (PLAIN checks the same "
              "credentials).", secret=True),

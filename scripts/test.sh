@@ -8,7 +8,10 @@ cd "$(dirname "$0")/.."
 # offline (GO111MODULE=off, GOPATH=/usr/share/gocode).
 # etcd-server: the cluster tests start a real etcd; etcd-client (etcdctl): they turn its auth on.
 # libfaketime: the fault tests step a node's wall clock.
-apt_packages=(kcat prometheus etcd-server etcd-client libfaketime docker-compose buildah mmdebstrap golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev)
+# krb5-kdc, krb5-admin-server (kdb5_util, kadmin.local), krb5-user (kinit, which kcat runs): the
+# GSSAPI tests start a real KDC; libkrb5-dev: python-gssapi builds against it;
+# libsasl2-modules-gssapi-mit: kcat's GSSAPI.
+apt_packages=(kcat prometheus etcd-server etcd-client libfaketime docker-compose buildah mmdebstrap golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev krb5-kdc krb5-admin-server krb5-user libkrb5-dev libsasl2-modules-gssapi-mit)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
@@ -36,6 +39,9 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 scripts/setup.sh "test,analysis"
+# GSSAPI (the kerberos extra) builds against libkrb5-dev; without it the GSSAPI tests skip.
+.venv/bin/python -c "import gssapi" 2>/dev/null || .venv/bin/python -m pip install --quiet "gssapi>=1.8" \
+  || echo "note: could not install python-gssapi; the GSSAPI tests will be skipped"
 
 # Apache Kafka, the reference broker of the differential tests, with its tools, Java clients and
 # Kafka Streams: fetched through Maven into a cache outside the work tree (once; offline after).

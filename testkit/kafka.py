@@ -121,7 +121,7 @@ def class_archive(libs: Path) -> Path:
 
 
 def java_command(libs: Path, main: str, *args: str, classes: Path | None = None,
-                 heap: str = "-Xmx256m") -> list[str]:
+                 heap: str = "-Xmx256m", jvm: tuple[str, ...] = ()) -> list[str]:
     """A short-lived JVM running ``main`` from Kafka's jars (and ``classes``, a directory of test
     programs, after them: the class archive covers the jars only as a prefix of the classpath)."""
     binary = java()
@@ -133,7 +133,7 @@ def java_command(libs: Path, main: str, *args: str, classes: Path | None = None,
     # -Xlog: the JVM's own warnings (a stale class archive, say) go to stderr, never into the
     # output the tests parse.
     return [binary, heap, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xlog:disable", "-Xlog:all=error:stderr",
-            *sharing, "-Dlog4j2.level=WARN", "-cp", path, main, *args]
+            *sharing, "-Dlog4j2.level=WARN", *jvm, "-cp", path, main, *args]
 
 
 class KafkaProcess:
@@ -233,9 +233,10 @@ class KafkaProcess:
 
 
 def run_tool(libs: Path, main: str, *args: str, timeout: float = 120.0, input: str | None = None,
-             work_dir: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """One of Kafka's tools, against whichever broker its arguments name (Kafka or kcoord)."""
-    command = java_command(libs, main, *args)
+             work_dir: Path | None = None, jvm: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """One of Kafka's tools, against whichever broker its arguments name (Kafka or kcoord);
+    ``jvm``: system properties for its JVM (``-Djava.security.krb5.conf=...``)."""
+    command = java_command(libs, main, *args, jvm=jvm)
     archive = class_archive(libs)
     recording = None
     if not archive.exists():

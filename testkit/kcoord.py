@@ -38,6 +38,8 @@ class BrokerProcess:
             **(overrides or {}),
         }
         self.log_path = log_path or data_dir.parent / f"kcoord-{self.port}.log"
+        # Environment variables the broker runs with besides the test process's (KRB5_CONFIG).
+        self.env: dict[str, str] = {}
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -51,6 +53,7 @@ class BrokerProcess:
             args += ["--override", f"{k}={v}"]
         env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
         env["PYTHONPATH"] = str(self.root)
+        env.update(self.env)
         return args, env
 
     def run_to_exit(self, timeout: float = 60.0, **popen: Any) -> subprocess.CompletedProcess[str]:

@@ -7,18 +7,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from broker.security.etcd_access import check_etcd
+from broker.security.gssapi_sasl import GssapiSettings
+from broker.security.gssapi_sasl import available as gssapi_available
 from broker.security.jaas import parse_jaas
+from broker.security.kerberos import KerberosShortNamer, default_realm
 from broker.security.listeners import ListenerSpec
 from broker.security.oauthbearer import UnsecuredValidator
 from broker.security.tls import PrincipalMapper
 
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
 LISTENER_PREFIX = "listener.name."
 PLAIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM_MODULE = "org.apache.kafka.common.security.scram.ScramLoginModule"
 OAUTHBEARER_MODULE = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+KRB5_MODULE = "com.sun.security.auth.module.Krb5LoginModule"
 _MODULES = {"PLAIN": PLAIN_MODULE, "SCRAM-SHA-256": SCRAM_MODULE, "SCRAM-SHA-512": SCRAM_MODULE,
-            "OAUTHBEARER": OAUTHBEARER_MODULE}
+            "OAUTHBEARER": OAUTHBEARER_MODULE, "GSSAPI": KRB5_MODULE}
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,8 @@ class ListenerSasl:
     # ``listener.name.<l>.<mechanism>.connections.max.reauth.ms``: a mechanism's own session
     # lifetime on this listener, over ``connections.max.reauth.ms``.
     reauth_ms: dict[str, int] = field(default_factory=dict)
+    # GSSAPI: the broker's keytab and service principal, and the short-name rules.
+    gssapi: GssapiSettings | None = None
 
 
 def listener_properties(values: Mapping[str, Any]) -> dict[tuple[str, str], str]:
@@ -58,6 +64,7 @@ def listener_sasl(values: Mapping[str, Any], listener: str) -> ListenerSasl:
                          f"supported; supported are {', '.join(MECHANISMS)}")
     plain_users: dict[str, str] | None = None
     oauth = UnsecuredValidator()
+    kerberos: GssapiSettings | None = None
     reauth_ms: dict[str, int] = {}
     for mechanism in MECHANISMS:
         text = prefixed.get((listener, f"{mechanism.lower()}.connections.max.reauth.ms"))
@@ -81,9 +88,34 @@ def listener_sasl(values: Mapping[str, Any], listener: str) -> ListenerSasl:
                 plain_users = users or None
             elif mechanism == "OAUTHBEARER":
                 oauth = UnsecuredValidator.from_options(options)
+            elif mechanism == "GSSAPI" and "GSSAPI" in mechanisms:
+                kerberos = _kerberos(values, options)
         except ValueError as exc:
             raise ValueError(f"{prop}: {exc}") from None
-    return ListenerSasl(mechanisms, plain_users, oauth, reauth_ms)
+    if "GSSAPI" in mechanisms and kerberos is None:
+        raise ValueError(f"{LISTENER_PREFIX}{listener.lower()}.gssapi.sasl.jaas.config: GSSAPI needs the broker's "
+                         f"keytab and principal ({KRB5_MODULE} required useKeyTab=true keyTab=\"...\" "
+                         f"principal=\"...\";)")
+    return ListenerSasl(mechanisms, plain_users, oauth, reauth_ms, kerberos)
+
+
+def _kerberos(values: Mapping[str, Any], options: Mapping[str, str]) -> GssapiSettings:
+    keytab, principal = options.get("keyTab", ""), options.get("principal", "")
+    if options.get("useKeyTab", "").lower() != "true" or not keytab or not principal:
+        raise ValueError("expected useKeyTab=true, keyTab and principal")
+    service = options.get("serviceName") or str(values.get("sasl.kerberos.service.name", ""))
+    if not service:
+        raise ValueError("No serviceName defined in either JAAS or Kafka config (sasl.kerberos.service.name)")
+    if principal.split("/")[0].split("@")[0] != service:
+        raise ValueError(f"the principal {principal} is not of the service {service} (sasl.kerberos.service.name)")
+    if not gssapi_available():
+        raise ValueError("GSSAPI needs python-gssapi (pip install 'kcoord[kerberos]'; Debian: libkrb5-dev)")
+    rules = str(values.get("sasl.kerberos.principal.to.local.rules", "DEFAULT"))
+    try:
+        namer = KerberosShortNamer(rules, default_realm())
+    except ValueError as exc:
+        raise ValueError(f"sasl.kerberos.principal.to.local.rules: {exc}") from None
+    return GssapiSettings(keytab, principal, namer)
 AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")
 
 

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 
 from broker.security.credentials import CredentialStore
+from broker.security.gssapi_sasl import GssapiExchange, GssapiFailed, GssapiSettings
 from broker.security.oauthbearer import OAuthBearerExchange, OAuthFailed, UnsecuredValidator
 from broker.security.properties import ListenerSasl
 from broker.security.scram import ScramError, ScramServer, TokenLookup
@@ -103,7 +104,23 @@ class OAuthExchange:
         return answer
 
 
-Exchange = PlainExchange | ScramExchange | OAuthExchange
+class KerberosExchange:
+    def __init__(self, settings: GssapiSettings) -> None:
+        self.exchange = GssapiExchange(settings)
+        self.user: str | None = None
+        self.credential_expiry_ms: int | None = None
+        self.delegation_token = False
+
+    def step(self, token: bytes) -> bytes:
+        try:
+            answer = self.exchange.step(token)
+        except GssapiFailed as exc:
+            raise AuthenticationFailed(str(exc)) from None
+        self.user = self.exchange.user
+        return answer
+
+
+Exchange = PlainExchange | ScramExchange | OAuthExchange | KerberosExchange
 
 
 def new_exchange(mechanism: str, store: CredentialStore, tokens: TokenLookup | None = None,
@@ -112,6 +129,9 @@ def new_exchange(mechanism: str, store: CredentialStore, tokens: TokenLookup | N
         return PlainExchange(store, listener.plain_users if listener is not None else None)
     if mechanism == "OAUTHBEARER":
         return OAuthExchange(listener.oauth if listener is not None else UnsecuredValidator())
+    if mechanism == "GSSAPI":
+        assert listener is not None and listener.gssapi is not None  # checked at startup
+        return KerberosExchange(listener.gssapi)
     return ScramExchange(mechanism, store, tokens)
 
 
