@@ -166,6 +166,8 @@ class KafkaProcess:
             self.properties.update(sasl_properties(self.port, self.controller_port, self.sasl_port, self.sasl_users))
         self.properties.update(properties or {})
         self.log_path = work_dir / "kafka.log"
+        # System properties for the broker's JVM (``-Djava.security.krb5.conf=...``).
+        self.jvm: list[str] = []
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -200,7 +202,7 @@ class KafkaProcess:
         assert binary is not None
         args = [binary, HEAP, "-Xms256m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                 "-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={self.work_dir / 'log4j2.yaml'}",
-                "-cp", classpath(self.libs), "kafka.Kafka", str(config)]
+                *self.jvm, "-cp", classpath(self.libs), "kafka.Kafka", str(config)]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
         deadline = time.monotonic() + wait

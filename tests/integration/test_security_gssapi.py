@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import textwrap
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ from testkit import kdc as kdc_module
 from testkit.kafka import run_tool
 from testkit.kcoord import BrokerProcess
 from testkit.ports import free_port
+from tests.integration.helpers.kerberos import java_client_config, kafka_python_as
 
 pytestmark = [
     pytest.mark.timeout(240),
@@ -100,34 +99,8 @@ def _grant(broker: BrokerProcess, principal: str) -> None:
         future.result(15)
 
 
-KAFKA_PYTHON = textwrap.dedent("""
-    import sys
-    from kafka import KafkaAdminClient, KafkaProducer
-    from kafka.admin import NewTopic
-    bootstrap, topic = sys.argv[1], sys.argv[2]
-    conf = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="GSSAPI",
-                sasl_kerberos_service_name="kafka", sasl_kerberos_domain_name="localhost")
-    admin = KafkaAdminClient(**conf)
-    try:
-        admin.create_topics([NewTopic(topic, 1, 1)])
-        print("created")
-    except Exception as exc:
-        print("create failed", type(exc).__name__)
-    producer = KafkaProducer(**conf)
-    try:
-        producer.send(topic, b"via kerberos").get(timeout=30)
-        print("sent")
-    except Exception as exc:
-        print("send failed", type(exc).__name__)
-    producer.close()
-    admin.close()
-""")
-
-
 def _kafka_python(k: Kerberized, principal: str, topic: str) -> str:
-    done = subprocess.run([sys.executable, "-c", KAFKA_PYTHON, k.bootstrap, topic], env=k.client_env(principal),
-                          capture_output=True, text=True, timeout=120)
-    return done.stdout + done.stderr
+    return kafka_python_as(k.bootstrap, k.client_env(principal), topic)
 
 
 def test_kafka_python_logs_in_from_a_keytab_and_acts_as_its_short_name(kerberized: Kerberized) -> None:
@@ -142,11 +115,7 @@ def test_kafka_python_logs_in_from_a_keytab_and_acts_as_its_short_name(kerberize
 
 
 def test_the_java_client_logs_in_from_a_keytab(kerberized: Kerberized, kafka_libs: Path, tmp_path: Path) -> None:
-    config = tmp_path / "krb.properties"
-    config.write_text(
-        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=GSSAPI\nsasl.kerberos.service.name=kafka\n"
-        "sasl.jaas.config=com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
-        f'keyTab="{kerberized.keytabs["alice"]}" principal="alice@{REALM}";\n')
+    config = java_client_config(tmp_path, kerberized.keytabs["alice"], f"alice@{REALM}")
     jvm = (f"-Djava.security.krb5.conf={kerberized.kdc.krb5_conf}",)
     created = run_tool(kafka_libs, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", kerberized.bootstrap,
                        "--command-config", str(config), "--create", "--topic", f"{TOPIC}-java", "--partitions", "1",
@@ -180,7 +149,6 @@ def test_a_client_whose_key_the_kdc_does_not_know_is_refused(kerberized: Kerberi
     env = {**os.environ, **kerberized.kdc.env}
     subprocess.run([kdc_module.KADMIN_LOCAL, "-r", REALM, "-q", f"cpw -randkey bob@{REALM}"], env=env, check=True,
                    capture_output=True, timeout=60)
-    out = subprocess.run([sys.executable, "-c", KAFKA_PYTHON, kerberized.bootstrap, f"{TOPIC}-stale"],
-                         env={**kerberized.client_env("bob"), "KRB5_CLIENT_KTNAME": str(stale)},
-                         capture_output=True, text=True, timeout=120)
-    assert "created" not in out.stdout and "sent" not in out.stdout, out.stdout
+    out = kafka_python_as(kerberized.bootstrap, {**kerberized.client_env("bob"), "KRB5_CLIENT_KTNAME": str(stale)},
+                          f"{TOPIC}-stale")
+    assert "created" not in out and "sent" not in out, out

@@ -1,0 +1,155 @@
+"""SASL/GSSAPI against Apache Kafka 4.4 and kcoord, both configured with the same Kafka properties
+(the listener's Krb5LoginModule JAAS config with the broker's keytab, ``sasl.kerberos.service.name``,
+``sasl.kerberos.principal.to.local.rules``) against one real MIT KDC: the same clients (kafka-python
+and the Java client, from keytabs) get the same outcomes, as the principal the ACLs see (a short
+name by rule, another by DEFAULT, one no ACL names) and for a key the KDC no longer has.
+
+This module runs its own Kafka beside the session's: a Kerberos broker must be started with the
+realm's krb5.conf, which the session's reference does not have."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from testkit import kdc as kdc_module
+from testkit.kafka import KafkaProcess, run_tool
+from testkit.kcoord import BrokerProcess
+from testkit.ports import free_port
+from tests.integration.helpers.kerberos import java_client_config, kafka_python_as
+
+pytestmark = [
+    pytest.mark.differential,
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(not kdc_module.available(), reason="needs an MIT KDC (Debian packages krb5-kdc krb5-admin-server)"),
+]
+pytest.importorskip("gssapi", reason="needs python-gssapi (the kerberos extra)")
+REALM = kdc_module.REALM
+PRINCIPALS = ("kafka/localhost", "alice", "bob", "etl/worker1")
+
+
+def settings(sasl_port: int, keytab: Path) -> dict[str, str]:
+    return {
+        "sasl.enabled.mechanisms": "GSSAPI",
+        "sasl.kerberos.service.name": "kafka",
+        "sasl.kerberos.principal.to.local.rules": "RULE:[2:$1@$0](etl@.*)s/^.*$/etl-service/,DEFAULT",
+        "listener.name.sasl_plaintext.gssapi.sasl.jaas.config":
+            "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+            f'keyTab="{keytab}" principal="kafka/localhost@{REALM}";',
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS",
+    }
+
+
+@pytest.fixture(scope="module")
+def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[kdc_module.Kdc, dict[str, Path]]]:
+    kdc = kdc_module.Kdc(tmp_path_factory.mktemp("kdc")).start()
+    try:
+        yield kdc, {name: kdc.add_principal(name) for name in PRINCIPALS}
+    finally:
+        kdc.stop()
+
+
+@pytest.fixture(scope="module")
+def brokers(realm: tuple[kdc_module.Kdc, dict[str, Path]], kafka_libs: Path,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The SASL_PLAINTEXT bootstrap of each broker, by name."""
+    kdc, keytabs = realm
+    kafka = KafkaProcess(kafka_libs, tmp_path_factory.mktemp("kafka-kerberos"))
+    kafka_sasl = free_port()
+    kafka.properties.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{kafka.port},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl},"
+                     f"CONTROLLER://127.0.0.1:{kafka.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{kafka.port},SASL_PLAINTEXT://localhost:{kafka_sasl}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        **settings(kafka_sasl, keytabs["kafka/localhost"]),
+    })
+    kafka.jvm.append(f"-Djava.security.krb5.conf={kdc.krb5_conf}")
+    kcoord = BrokerProcess(tmp_path_factory.mktemp("kcoord-kerberos") / "data", {})
+    kcoord_sasl = free_port()
+    kcoord.env.update(kdc.env)
+    kcoord.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{kcoord.port},SASL_PLAINTEXT://127.0.0.1:{kcoord_sasl}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{kcoord.port},SASL_PLAINTEXT://localhost:{kcoord_sasl}",
+        **settings(kcoord_sasl, keytabs["kafka/localhost"]),
+    })
+    try:
+        kafka.start()
+        kcoord.start()
+        kcoord.wait_loaded()
+        for bootstrap in (kafka.bootstrap, kcoord.bootstrap):
+            _grant(bootstrap, ("User:alice", "User:etl-service"))
+        yield {"kafka": f"localhost:{kafka_sasl}", "kcoord": f"localhost:{kcoord_sasl}"}
+    finally:
+        kcoord.kill()
+        kafka.stop()
+
+
+def _grant(bootstrap: str, principals: tuple[str, ...]) -> None:
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    bindings = [AclBinding(ResourceType.TOPIC, "krb-", ResourcePatternType.PREFIXED, p, "*", AclOperation.ALL,
+                           AclPermissionType.ALLOW) for p in principals]
+    for future in admin.create_acls(bindings).values():
+        future.result(30)
+
+
+def outcomes(bootstrap: str, kdc: kdc_module.Kdc, keytabs: dict[str, Path], libs: Path, work: Path) -> dict[str, object]:
+    def env(principal: str, keytab: Path | None = None) -> dict[str, str]:
+        return {**os.environ, **kdc.env, "KRB5_CLIENT_KTNAME": str(keytab or keytabs[principal]),
+                "KRB5CCNAME": f"FILE:{work / ('cc-' + principal.replace('/', '_'))}"}
+
+    def said(output: str) -> list[str]:
+        return [line for line in output.splitlines() if line.startswith(("created", "create failed", "sent",
+                                                                           "send failed"))]
+
+    work.mkdir(parents=True, exist_ok=True)
+    out: dict[str, object] = {
+        "alice": said(kafka_python_as(bootstrap, env("alice"), "krb-alice")),
+        "bob (no ACL)": said(kafka_python_as(bootstrap, env("bob"), "krb-bob")),
+        "etl/worker1 (a rule)": said(kafka_python_as(bootstrap, env("etl/worker1"), "krb-etl")),
+    }
+    config = java_client_config(work, keytabs["alice"], f"alice@{REALM}")
+    listed = run_tool(libs, "org.apache.kafka.tools.TopicCommand", "--bootstrap-server", bootstrap, "--command-config",
+                      str(config), "--list", timeout=120, jvm=(f"-Djava.security.krb5.conf={kdc.krb5_conf}",))
+    out["java lists"] = (listed.returncode, sorted(t for t in listed.stdout.split() if t.startswith("krb-")))
+    return out
+
+
+def test_gssapi_clients_see_the_same_outcomes(brokers: dict[str, str], realm: tuple[kdc_module.Kdc, dict[str, Path]],
+                                              kafka_libs: Path, tmp_path: Path) -> None:
+    kdc, keytabs = realm
+    theirs = outcomes(brokers["kafka"], kdc, keytabs, kafka_libs, tmp_path / "kafka")
+    ours = outcomes(brokers["kcoord"], kdc, keytabs, kafka_libs, tmp_path / "kcoord")
+    assert ours == theirs
+    assert theirs["alice"] == ["created", "sent"]
+    assert theirs["bob (no ACL)"] == ["create failed TopicAuthorizationFailedError",
+                                      "send failed TopicAuthorizationFailedError"]
+    assert theirs["java lists"] == (0, ["krb-alice", "krb-etl"])
+
+
+def test_a_key_the_kdc_no_longer_has_is_refused_by_both(brokers: dict[str, str],
+                                                       realm: tuple[kdc_module.Kdc, dict[str, Path]],
+                                                       tmp_path: Path) -> None:
+    kdc, keytabs = realm
+    stale = tmp_path / "stale.keytab"
+    stale.write_bytes(keytabs["bob"].read_bytes())
+    subprocess.run([kdc_module.KADMIN_LOCAL, "-r", REALM, "-q", f"cpw -randkey bob@{REALM}"],
+                   env={**os.environ, **kdc.env}, check=True, capture_output=True, timeout=60)
+    env = {**os.environ, **kdc.env, "KRB5_CLIENT_KTNAME": str(stale), "KRB5CCNAME": f"FILE:{tmp_path / 'cc'}"}
+    for name, bootstrap in brokers.items():
+        out = kafka_python_as(bootstrap, env, f"krb-stale-{name}")
+        assert "created" not in out.split() and "sent" not in out.split(), (name, out)
