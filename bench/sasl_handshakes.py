@@ -138,6 +138,7 @@ def main() -> None:
     args = parser.parse_args()
     with work_dir("kcoord-bench-sasl-") as tmp:
         brokers: dict[str, tuple[int, int]] = {}
+        (tmp / "kcoord").mkdir()
         kcoord = BrokerProcess(tmp / "kcoord" / "data", {"metrics.listener": "", "log.level": "WARNING",
                                                          "connection.failed.authentication.delay.ms": "0"})
         sasl = free_port()

@@ -6,12 +6,15 @@ broker/security/etcd_store.py). PLAIN checks a password against the same credent
 from __future__ import annotations
 
 import base64
+import hmac
+import os
 from pathlib import Path
 
 from broker.security import durable_json
 from broker.security.scram import MECHANISMS, ScramCredential
 
 CREDENTIALS_FILE = "kcoord-scram-credentials.json"
+MAX_PROVEN = 10_000
 
 
 def _enc(b: bytes) -> str:
@@ -31,6 +34,12 @@ def decode_credential(mechanism: str, c: dict[str, object]) -> ScramCredential:
 class CredentialStore:
     def __init__(self, data_dir: Path | None) -> None:
         self.path = None if data_dir is None else data_dir / CREDENTIALS_FILE
+        # PLAIN passwords already proven against a credential: HMAC of the password under a key of
+        # this process, by user and credential. Deriving the credential takes thousands of
+        # PBKDF2 rounds (1.5 ms of CPU with SCRAM-SHA-512), which a client that authenticates
+        # with PLAIN at every connection would pay each time; a changed credential is another key.
+        self._plain_key = os.urandom(32)
+        self._plain_proven: dict[tuple[str, ScramCredential], bytes] = {}
         # user -> mechanism -> credential
         self.users: dict[str, dict[str, ScramCredential]] = {}
         doc = durable_json.read(self.path) if self.path is not None else None
@@ -47,7 +56,16 @@ class CredentialStore:
         for mechanism in ("SCRAM-SHA-512", "SCRAM-SHA-256"):
             credential = mechanisms.get(mechanism)
             if credential is not None:
-                return credential.password_matches(password)
+                proof = hmac.digest(self._plain_key, password.encode(), "sha256")
+                known = self._plain_proven.get((user, credential))
+                if known is not None:
+                    return hmac.compare_digest(known, proof)
+                if not credential.password_matches(password):
+                    return False
+                if len(self._plain_proven) >= MAX_PROVEN:
+                    self._plain_proven.clear()
+                self._plain_proven[(user, credential)] = proof
+                return True
         return False
 
     def bootstrap(self, users: list[tuple[str, str]]) -> None:

@@ -46,3 +46,29 @@ def test_plain_password_check_uses_the_scram_credential() -> None:
     credential = ScramCredential.from_password("SCRAM-SHA-512", "s3cret")
     assert credential.password_matches("s3cret")
     assert not credential.password_matches("s3cret ")
+
+
+def test_plain_checks_a_proven_password_again_without_deriving_it() -> None:
+    from broker.security.credentials import CredentialStore
+
+    store = CredentialStore(None)
+    store.bootstrap([("alice", "s3cret")])
+    derived = 0
+    original = ScramCredential.password_matches
+
+    def counting(self: ScramCredential, password: str) -> bool:
+        nonlocal derived
+        derived += 1
+        return original(self, password)
+
+    ScramCredential.password_matches = counting  # type: ignore[method-assign]
+    try:
+        assert store.check_password("alice", "s3cret") and derived == 1
+        assert store.check_password("alice", "s3cret") and derived == 1  # proven once, not derived again
+        assert not store.check_password("alice", "wrong") and derived == 1
+        # A new credential (AlterUserScramCredentials) is proven afresh: the old password no longer holds.
+        store.upsert("alice", ScramCredential.from_password("SCRAM-SHA-512", "n3w"))
+        assert not store.check_password("alice", "s3cret") and derived == 2
+        assert store.check_password("alice", "n3w") and derived == 3
+    finally:
+        ScramCredential.password_matches = original  # type: ignore[method-assign]
