@@ -15,7 +15,8 @@ from broker.observability import logs
 from broker.observability.metrics import METRICS
 from broker.security.credentials import CredentialStore
 from broker.security.properties import ListenerSasl
-from broker.security.sasl import AuthenticationFailed, SaslState, new_exchange
+from broker.security.sasl import SaslState, new_exchange
+from broker.security.sasl_failure import AuthenticationFailed
 from broker.security.tokens import DelegationTokens
 from protocol.errors import ErrorCode
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest, SaslAuthenticateResponse

@@ -11,13 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from broker.security.kerberos import KerberosShortNamer, NoMatchingRule
+from broker.security.sasl_failure import AuthenticationFailed
 
 NO_SECURITY_LAYER = 1
 MAX_BUFFER = 0xFFFFFF
-
-
-class GssapiFailed(Exception):
-    """The exchange failed; the message is what the client is told."""
 
 
 @dataclass(frozen=True)
@@ -34,7 +31,7 @@ def _gssapi() -> Any:
     try:
         import gssapi
     except ImportError:  # checked at startup when GSSAPI is enabled (broker/security/properties.py)
-        raise GssapiFailed("GSSAPI is not available on this broker") from None
+        raise AuthenticationFailed("GSSAPI is not available on this broker") from None
     return gssapi
 
 
@@ -52,6 +49,8 @@ class GssapiExchange:
         self.stage = 0
         self.context: Any = None
         self.user: str | None = None
+        self.credential_expiry_ms: int | None = None
+        self.delegation_token = False
 
     def step(self, token: bytes) -> bytes:
         gssapi = _gssapi()
@@ -73,7 +72,7 @@ class GssapiExchange:
             if self.stage == 2:
                 answer = bytes(self.context.unwrap(token).message)
                 if len(answer) < 4 or not answer[0] & NO_SECURITY_LAYER:
-                    raise GssapiFailed("Authentication failed: the client chose a security layer this broker "
+                    raise AuthenticationFailed("Authentication failed: the client chose a security layer this broker "
                                        "does not offer")
                 # An authorization id the client names (answer[4:]) changes nothing: Kafka's
                 # SaslServerCallbackHandler authorizes the authenticated principal whatever is asked.
@@ -81,10 +80,10 @@ class GssapiExchange:
                 try:
                     self.user = self.settings.namer.short_name(principal)
                 except NoMatchingRule as exc:
-                    raise GssapiFailed(f"Authentication failed: {exc}") from None
+                    raise AuthenticationFailed(f"Authentication failed: {exc}") from None
                 self.stage = 3
                 return b""
         except gssapi.exceptions.GSSError as exc:
-            raise GssapiFailed(f"Authentication failed during authentication due to invalid credentials with "
+            raise AuthenticationFailed(f"Authentication failed during authentication due to invalid credentials with "
                                f"SASL mechanism GSSAPI: {exc.gen_message()}") from None
-        raise GssapiFailed("Unexpected GSSAPI token after authentication")
+        raise AuthenticationFailed("Unexpected GSSAPI token after authentication")

@@ -17,15 +17,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from broker.security.sasl_failure import AuthenticationFailed
+
 SEPARATOR = "\x01"
 _SASLNAME = r"(?:[\x01-\x7F](?<![=,])|=2C|=3D)+"
 _KVPAIRS = r"(?:[A-Za-z]+=[\x21-\x7E \t\r\n]+\x01)*"
 _INITIAL = re.compile(rf"^n,(?:a=(?P<authzid>{_SASLNAME}))?,\x01(?P<kvpairs>{_KVPAIRS})\x01$", re.DOTALL)
 _AUTH = re.compile(r"^(?P<scheme>\w+) +(?P<token>[-_~+/.a-zA-Z0-9]+=*)$")
-
-
-class OAuthFailed(Exception):
-    """The exchange failed; the message is what the client is told."""
 
 
 class InvalidToken(Exception):
@@ -114,23 +112,23 @@ def _decode(token: str) -> tuple[dict[str, object], dict[str, object]]:
 
 
 def parse_initial(message: bytes) -> tuple[str, str, dict[str, str]]:
-    """(token, authorization id, extensions) of the client's message; raises OAuthFailed."""
+    """(token, authorization id, extensions) of the client's message; raises AuthenticationFailed."""
     try:
         text = message.decode("utf-8")
     except UnicodeDecodeError:
-        raise OAuthFailed("Invalid OAUTHBEARER client first message") from None
+        raise AuthenticationFailed("Invalid OAUTHBEARER client first message") from None
     match = _INITIAL.match(text)
     if match is None:
-        raise OAuthFailed("Invalid OAUTHBEARER client first message")
+        raise AuthenticationFailed("Invalid OAUTHBEARER client first message")
     pairs = dict(kv.split("=", 1) for kv in match["kvpairs"].split(SEPARATOR) if kv)
     auth = pairs.pop("auth", None)
     if auth is None:
-        raise OAuthFailed("Invalid OAUTHBEARER client first message: 'auth' not specified")
+        raise AuthenticationFailed("Invalid OAUTHBEARER client first message: 'auth' not specified")
     found = _AUTH.match(auth)
     if found is None:
-        raise OAuthFailed("Invalid OAUTHBEARER client first message: invalid 'auth' format")
+        raise AuthenticationFailed("Invalid OAUTHBEARER client first message: invalid 'auth' format")
     if found["scheme"].lower() != "bearer":
-        raise OAuthFailed("Invalid scheme in OAUTHBEARER client first message")
+        raise AuthenticationFailed("Invalid scheme in OAUTHBEARER client first message")
     return found["token"], match["authzid"] or "", pairs
 
 
@@ -141,14 +139,16 @@ class OAuthBearerExchange:
         self.validator = validator
         self.now_ms = now_ms
         self.user: str | None = None
-        self.token_expiry_ms: int | None = None
+        # The token's ``exp``: the session ends with it.
+        self.credential_expiry_ms: int | None = None
+        self.delegation_token = False
         self.error: str | None = None
 
     def step(self, message: bytes) -> bytes:
         if self.error is not None and message == SEPARATOR.encode():
-            raise OAuthFailed(self.error)
+            raise AuthenticationFailed(self.error)
         if self.user is not None:
-            raise OAuthFailed("Unexpected OAUTHBEARER message after authentication")
+            raise AuthenticationFailed("Unexpected OAUTHBEARER message after authentication")
         self.error = None
         token, authzid, _extensions = parse_initial(message)
         try:
@@ -159,8 +159,8 @@ class OAuthBearerExchange:
             self.error = f'{{"status":"{status}"' + (f', "scope":"{exc.scope}"' if exc.scope is not None else "") + "}"
             return self.error.encode()
         if authzid and authzid != principal:
-            raise OAuthFailed(f"Authentication failed: Client requested an authorization id ({authzid}) that is "
+            raise AuthenticationFailed(f"Authentication failed: Client requested an authorization id ({authzid}) that is "
                               f"different from the token's principal name ({principal})")
         # Every extension is accepted, as Kafka's unsecured validator accepts them.
-        self.user, self.token_expiry_ms = principal, expiry
+        self.user, self.credential_expiry_ms = principal, expiry
         return b""

@@ -13,14 +13,11 @@ import time
 from dataclasses import dataclass
 
 from broker.security.credentials import CredentialStore
-from broker.security.gssapi_sasl import GssapiExchange, GssapiFailed, GssapiSettings
-from broker.security.oauthbearer import OAuthBearerExchange, OAuthFailed, UnsecuredValidator
+from broker.security.gssapi_sasl import GssapiExchange
+from broker.security.oauthbearer import OAuthBearerExchange, UnsecuredValidator
 from broker.security.properties import ListenerSasl
+from broker.security.sasl_failure import AuthenticationFailed
 from broker.security.scram import ScramError, ScramServer, TokenLookup
-
-
-class AuthenticationFailed(Exception):
-    """The exchange failed: the message is given to the client in SASL_AUTHENTICATION_FAILED."""
 
 
 class PlainExchange:
@@ -87,40 +84,7 @@ class ScramExchange:
         raise AuthenticationFailed("Unexpected SCRAM token after authentication")
 
 
-class OAuthExchange:
-    def __init__(self, validator: UnsecuredValidator) -> None:
-        self.exchange = OAuthBearerExchange(validator, lambda: int(time.time() * 1000))
-        self.user: str | None = None
-        # The token's ``exp``: the session ends with it.
-        self.credential_expiry_ms: int | None = None
-        self.delegation_token = False
-
-    def step(self, token: bytes) -> bytes:
-        try:
-            answer = self.exchange.step(token)
-        except OAuthFailed as exc:
-            raise AuthenticationFailed(str(exc)) from None
-        self.user, self.credential_expiry_ms = self.exchange.user, self.exchange.token_expiry_ms
-        return answer
-
-
-class KerberosExchange:
-    def __init__(self, settings: GssapiSettings) -> None:
-        self.exchange = GssapiExchange(settings)
-        self.user: str | None = None
-        self.credential_expiry_ms: int | None = None
-        self.delegation_token = False
-
-    def step(self, token: bytes) -> bytes:
-        try:
-            answer = self.exchange.step(token)
-        except GssapiFailed as exc:
-            raise AuthenticationFailed(str(exc)) from None
-        self.user = self.exchange.user
-        return answer
-
-
-Exchange = PlainExchange | ScramExchange | OAuthExchange | KerberosExchange
+Exchange = PlainExchange | ScramExchange | OAuthBearerExchange | GssapiExchange
 
 
 def new_exchange(mechanism: str, store: CredentialStore, tokens: TokenLookup | None = None,
@@ -128,10 +92,11 @@ def new_exchange(mechanism: str, store: CredentialStore, tokens: TokenLookup | N
     if mechanism == "PLAIN":
         return PlainExchange(store, listener.plain_users if listener is not None else None)
     if mechanism == "OAUTHBEARER":
-        return OAuthExchange(listener.oauth if listener is not None else UnsecuredValidator())
+        return OAuthBearerExchange(listener.oauth if listener is not None else UnsecuredValidator(),
+                                   lambda: int(time.time() * 1000))
     if mechanism == "GSSAPI":
         assert listener is not None and listener.gssapi is not None  # checked at startup
-        return KerberosExchange(listener.gssapi)
+        return GssapiExchange(listener.gssapi)
     return ScramExchange(mechanism, store, tokens)
 
 

@@ -21,6 +21,7 @@ from testkit.kafka import KafkaProcess, run_tool
 from testkit.kcoord import BrokerProcess
 from testkit.ports import free_port
 from tests.integration.helpers.kerberos import java_client_config, kafka_python_as
+from tests.integration.helpers.security import grant_topics
 
 pytestmark = [
     pytest.mark.differential,
@@ -83,28 +84,11 @@ def brokers(realm: tuple[kdc_module.Kdc, dict[str, Path]], kafka_libs: Path,
         kcoord.start()
         kcoord.wait_loaded()
         for bootstrap in (kafka.bootstrap, kcoord.bootstrap):
-            _grant(bootstrap, ("User:alice", "User:etl-service"))
+            grant_topics({"bootstrap.servers": bootstrap}, "krb-", ["User:alice", "User:etl-service"])
         yield {"kafka": f"localhost:{kafka_sasl}", "kcoord": f"localhost:{kcoord_sasl}"}
     finally:
         kcoord.kill()
         kafka.stop()
-
-
-def _grant(bootstrap: str, principals: tuple[str, ...]) -> None:
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        AdminClient,
-        ResourcePatternType,
-        ResourceType,
-    )
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    bindings = [AclBinding(ResourceType.TOPIC, "krb-", ResourcePatternType.PREFIXED, p, "*", AclOperation.ALL,
-                           AclPermissionType.ALLOW) for p in principals]
-    for future in admin.create_acls(bindings).values():
-        future.result(30)
 
 
 def outcomes(bootstrap: str, kdc: kdc_module.Kdc, keytabs: dict[str, Path], libs: Path, work: Path) -> dict[str, object]:

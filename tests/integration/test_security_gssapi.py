@@ -21,6 +21,7 @@ from testkit.kafka import run_tool
 from testkit.kcoord import BrokerProcess
 from testkit.ports import free_port
 from tests.integration.helpers.kerberos import java_client_config, kafka_python_as
+from tests.integration.helpers.security import grant_topics
 
 pytestmark = [
     pytest.mark.timeout(240),
@@ -74,29 +75,12 @@ def kerberized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kerberized]
         })
         broker.start()
         broker.wait_loaded()
-        _grant(broker, "User:alice")
-        _grant(broker, "User:etl-service")
+        grant_topics({"bootstrap.servers": broker.bootstrap}, "krb-", ["User:alice", "User:etl-service"])
         yield Kerberized(kdc, broker, sasl_port, keytabs)
     finally:
         if "broker" in locals():
             broker.kill()
         kdc.stop()
-
-
-def _grant(broker: BrokerProcess, principal: str) -> None:
-    from confluent_kafka.admin import (
-        AclBinding,
-        AclOperation,
-        AclPermissionType,
-        AdminClient,
-        ResourcePatternType,
-        ResourceType,
-    )
-
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for future in admin.create_acls([AclBinding(ResourceType.TOPIC, "krb-", ResourcePatternType.PREFIXED, principal,
-                                                "*", AclOperation.ALL, AclPermissionType.ALLOW)]).values():
-        future.result(15)
 
 
 def _kafka_python(k: Kerberized, principal: str, topic: str) -> str:

@@ -32,7 +32,7 @@ from protocol.messages import ApiKey
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from testkit.kafka import run_tool
-from tests.integration.helpers.security import SecureBroker
+from tests.integration.helpers.security import SecureBroker, grant_topics
 
 pytestmark = pytest.mark.timeout(180)
 SUFFIX = uuid.uuid4().hex[:6]
@@ -54,12 +54,12 @@ SECURE_OVERRIDES = {
 
 
 def prepare_secure(broker: SecureBroker) -> None:
-    admin = AdminClient(broker.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
-    for future in admin.create_acls([AclBinding(ResourceType.TOPIC, "oauth-", ResourcePatternType.PREFIXED,
-                                                "User:alice", "*", AclOperation.ALL, AclPermissionType.ALLOW),
-                                     AclBinding(ResourceType.GROUP, "oauth-", ResourcePatternType.PREFIXED,
-                                                "User:alice", "*", AclOperation.ALL, AclPermissionType.ALLOW)]
-                                    ).values():
+    admin = broker.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin")
+    grant_topics(admin, "oauth-", ["User:alice"])
+    group = AclBinding(ResourceType.GROUP, "oauth-", ResourcePatternType.PREFIXED, "User:alice", "*",
+                       AclOperation.ALL, AclPermissionType.ALLOW)
+    client = AdminClient(admin)  # kept while its futures complete
+    for future in client.create_acls([group]).values():
         future.result(10)
 
 

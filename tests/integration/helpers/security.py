@@ -130,3 +130,21 @@ def scram_wire_client(port: int, user: str, password: str, mechanism: str = "SCR
         return c, answer.error_code
     client.set_server_final(answer.auth_bytes.decode())  # the server proved it knows the credential too
     return c, 0
+
+
+def grant_topics(conf: dict[str, Any], prefix: str, principals: list[str]) -> None:
+    """Through an admin client of ``conf``: ALL on the topics named ``prefix``… for each principal."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    admin = AdminClient(conf)
+    bindings = [AclBinding(ResourceType.TOPIC, prefix, ResourcePatternType.PREFIXED, p, "*", AclOperation.ALL,
+                           AclPermissionType.ALLOW) for p in principals]
+    for future in admin.create_acls(bindings).values():
+        future.result(30)

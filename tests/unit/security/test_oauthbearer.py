@@ -14,11 +14,11 @@ from broker.security.jaas import parse_jaas
 from broker.security.oauthbearer import (
     InvalidToken,
     OAuthBearerExchange,
-    OAuthFailed,
     UnsecuredValidator,
     parse_initial,
 )
 from broker.security.properties import listener_sasl
+from broker.security.sasl_failure import AuthenticationFailed
 
 NOW_MS = 1_800_000_000_000
 
@@ -45,7 +45,7 @@ def test_the_client_message_is_read_as_rfc_7628_writes_it() -> None:
     assert parse_initial(message(token, "alice", traceId="42")) == (token, "alice", {"traceId": "42"})
     for bad in (b"", b"y,,\x01auth=Bearer x\x01\x01", b"n,,\x01auth=Bearer x\x01",
                 b"n,,\x01traceId=1\x01\x01", b"n,,\x01auth=Basic abc\x01\x01", b"n,,\x01auth=Bearer a b\x01\x01"):
-        with pytest.raises(OAuthFailed):
+        with pytest.raises(AuthenticationFailed):
             parse_initial(bad)
 
 
@@ -79,14 +79,14 @@ def test_a_refused_token_is_answered_with_kafkas_json_and_fails_at_the_clients_c
     exchange = OAuthBearerExchange(UnsecuredValidator(required_scope=("kafka",)), lambda: NOW_MS)
     answer = exchange.step(message(jwt({**VALID, "scope": "other"})))
     assert answer == b'{"status":"insufficient_scope", "scope":"[kafka]"}'
-    with pytest.raises(OAuthFailed, match="insufficient_scope"):
+    with pytest.raises(AuthenticationFailed, match="insufficient_scope"):
         exchange.step(b"\x01")
     expired = OAuthBearerExchange(UnsecuredValidator(), lambda: NOW_MS)
     assert expired.step(message(jwt({**VALID, "exp": 1}))) == b'{"status":"invalid_token"}'
     ok = OAuthBearerExchange(UnsecuredValidator(), lambda: NOW_MS)
     assert ok.step(message(jwt(VALID), traceId="1")) == b""
-    assert (ok.user, ok.token_expiry_ms) == ("alice", int(VALID["exp"] * 1000))  # type: ignore[operator]
-    with pytest.raises(OAuthFailed, match="authorization id"):
+    assert (ok.user, ok.credential_expiry_ms) == ("alice", int(VALID["exp"] * 1000))  # type: ignore[operator]
+    with pytest.raises(AuthenticationFailed, match="authorization id"):
         OAuthBearerExchange(UnsecuredValidator(), lambda: NOW_MS).step(message(jwt(VALID), "bob"))
 
 
