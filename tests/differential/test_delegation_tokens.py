@@ -17,11 +17,11 @@ change only once every later request sees it."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import re
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from testkit.kafka import SASL_USERS, TOKEN_SECRET, run_tool
 from testkit.kcoord import BrokerProcess
 from tests.differential.conftest import sasl_port
 from tests.differential.harness import Normalizer, Pair, Plain, differences
+from tests.integration.helpers.cluster import wait_for
 from tests.integration.helpers.security import scram_wire_client
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(300)]
@@ -58,12 +59,16 @@ def _authed(port: int, user: str) -> WireClient:
 
 
 def _until(attempt: Callable[[], tuple[Any, int]], done: Callable[[int], bool]) -> tuple[Any, int]:
-    deadline = time.monotonic() + PROPAGATION_S
-    while True:
-        result = attempt()
-        if done(result[1]) or time.monotonic() > deadline:
-            return result
-        time.sleep(0.2)
+    """Attempts until ``done`` holds of the attempt's code (or the deadline); the last attempt."""
+    last: list[tuple[Any, int]] = []
+
+    def attempted() -> bool:
+        last[:] = [attempt()]
+        return done(last[0][1])
+
+    with contextlib.suppress(AssertionError):  # compared as it is: the other broker's answer tells
+        wait_for(attempted, PROPAGATION_S, "the change to reach the broker", step=0.2)
+    return last[0]
 
 
 def _create(c: WireClient, renewers: list[tuple[str, str]], max_lifetime_ms: int = -1,
@@ -209,12 +214,15 @@ def java_tools(libs: Path, bootstrap: str, work: Path) -> dict[str, object]:
     out["renewed"] = (renewed.returncode, "Completed renew operation" in renewed.stdout)
 
     token = _command_config(work, "token", _scram_jaas(token_id, mac, token=True))
-    deadline = time.monotonic() + PROPAGATION_S
-    listed = tool(token, "--list", main="org.apache.kafka.tools.TopicCommand")
-    while listed.returncode != 0 and time.monotonic() < deadline:
-        time.sleep(0.5)
-        listed = tool(token, "--list", main="org.apache.kafka.tools.TopicCommand")
-    out["java client with the token"] = listed.returncode
+    listed: list[subprocess.CompletedProcess[str]] = []
+
+    def lists() -> bool:
+        listed[:] = [tool(token, "--list", main="org.apache.kafka.tools.TopicCommand")]
+        return listed[0].returncode == 0
+
+    with contextlib.suppress(AssertionError):  # compared as it is
+        wait_for(lists, PROPAGATION_S, "the Java client to authenticate with the token", step=0.5)
+    out["java client with the token"] = listed[0].returncode
     refused = tool(token, "--describe", "--owner-principal", "User:alice")
     out["token manages tokens"] = (refused.returncode,
                                    "UnsupportedByAuthenticationException"
