@@ -6,7 +6,9 @@ Each broker listens on SASL_PLAINTEXT with the same users, OAUTHBEARER (Kafka's 
 validator) and delegation tokens. For each mechanism, ``--clients`` threads of a separate process
 each connect, authenticate (SaslHandshake v1 and SaslAuthenticate, scramp as the SCRAM client) and
 close, again and again for ``--seconds``: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (4096 iterations),
-OAUTHBEARER (an unsecured token) and a delegation token (SCRAM-SHA-512 with ``tokenauth``).
+OAUTHBEARER (an unsecured token), a delegation token (SCRAM-SHA-512 with ``tokenauth``) and, when
+an MIT KDC and python-gssapi are installed, GSSAPI (a temporary realm; the client's ticket is
+fetched once, each authentication sends an AP-REQ and completes RFC 4752's security-layer step).
 
 Prints, per mechanism and broker, the medians over rounds of authentications per second and of
 the broker's CPU per authentication (from /proc), and kcoord/Kafka ratios. The load generator
@@ -20,6 +22,7 @@ import argparse
 import base64
 import json
 import multiprocessing
+import os
 import statistics
 import threading
 import time
@@ -32,11 +35,13 @@ from protocol.messages import ApiKey
 from protocol.messages.create_delegation_token import CreateDelegationTokenRequest
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from testkit import kdc as kdc_module
 from testkit.kafka import OAUTHBEARER_JAAS, SASL_USERS, TOKEN_SECRET, KafkaProcess, kafka_libs
 from testkit.kcoord import BrokerProcess
 from testkit.ports import free_port
 
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "token")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "token", "GSSAPI")
+KRB_PRINCIPALS = ("kafka/localhost", "alice")
 
 
 def _unsecured_jwt() -> str:
@@ -55,6 +60,8 @@ def authenticate(port: int, mechanism: str, token: tuple[str, str] | None) -> bo
     with WireClient("127.0.0.1", port, timeout=30) as c:
         if c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism=wire)).error_code:
             return False
+        if wire == "GSSAPI":
+            return _gssapi(c)
         if wire == "PLAIN":
             return c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(
                 auth_bytes=b"\0alice\0" + SASL_USERS["alice"].encode())).error_code == 0
@@ -77,8 +84,33 @@ def authenticate(port: int, mechanism: str, token: tuple[str, str] | None) -> bo
         return answer.error_code == 0
 
 
+def _gssapi(c: WireClient) -> bool:
+    """RFC 4752's client side, with python-gssapi: the context's tokens, then the broker's wrapped
+    offer answered with "no security layer"."""
+    import gssapi
+
+    context = gssapi.SecurityContext(name=gssapi.Name("kafka@localhost", gssapi.NameType.hostbased_service),
+                                     usage="initiate")
+    token = context.step()
+    while True:
+        answer = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=token or b""))
+        if answer.error_code:
+            return False
+        if not context.complete:
+            token = context.step(answer.auth_bytes)
+            continue
+        if not answer.auth_bytes:  # the last context token's answer: the offer comes next
+            token = b""
+            continue
+        offer = context.unwrap(answer.auth_bytes).message
+        reply = context.wrap(bytes([1]) + bytes(offer[1:4]), False).message
+        final = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=reply))
+        return final.error_code == 0
+
+
 def _generate(port: int, mechanism: str, token: tuple[str, str] | None, seconds: float, clients: int,
-              out: Any) -> None:
+              out: Any, env: dict[str, str]) -> None:
+    os.environ.update(env)  # the realm, for GSSAPI
     counts = [0] * clients
     failures = [0] * clients
     stop = time.monotonic() + seconds
@@ -99,12 +131,12 @@ def _generate(port: int, mechanism: str, token: tuple[str, str] | None, seconds:
 
 
 def measure(port: int, pid: int, mechanism: str, token: tuple[str, str] | None, seconds: float,
-            clients: int) -> tuple[float, float]:
+            clients: int, env: dict[str, str]) -> tuple[float, float]:
     """(authentications per second, broker CPU ms per authentication)."""
     queue: Any = multiprocessing.Queue()
     cpu0 = cpu_seconds(pid)
     started = time.monotonic()
-    proc = multiprocessing.Process(target=_generate, args=(port, mechanism, token, seconds, clients, queue))
+    proc = multiprocessing.Process(target=_generate, args=(port, mechanism, token, seconds, clients, queue, env))
     proc.start()
     done, failed = queue.get()
     proc.join()
@@ -130,6 +162,21 @@ def create_token(port: int) -> tuple[str, str]:
     return token
 
 
+def _has_gssapi() -> bool:
+    try:
+        import gssapi  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _kerberos_settings(keytab: Path) -> dict[str, str]:
+    return {"sasl.kerberos.service.name": "kafka",
+            "listener.name.sasl_plaintext.gssapi.sasl.jaas.config":
+                "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+                f'keyTab="{keytab}" principal="kafka/localhost@{kdc_module.REALM}";'}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=5.0)
@@ -138,6 +185,15 @@ def main() -> None:
     args = parser.parse_args()
     with work_dir("kcoord-bench-sasl-") as tmp:
         brokers: dict[str, tuple[int, int]] = {}
+        realm: kdc_module.Kdc | None = None
+        client_env: dict[str, str] = {}
+        keytabs: dict[str, Path] = {}
+        if kdc_module.available() and _has_gssapi():
+            realm = kdc_module.Kdc(tmp / "kdc").start()
+            keytabs = {name: realm.add_principal(name) for name in KRB_PRINCIPALS}
+            client_env = {**realm.env, "KRB5_CLIENT_KTNAME": str(keytabs["alice"]),
+                          "KRB5CCNAME": f"FILE:{tmp / 'kdc' / 'cc-alice'}"}
+        mechanisms = [m for m in MECHANISMS if m != "GSSAPI" or realm is not None]
         (tmp / "kcoord").mkdir()
         kcoord = BrokerProcess(tmp / "kcoord" / "data", {"metrics.listener": "", "log.level": "WARNING",
                                                          "connection.failed.authentication.delay.ms": "0"})
@@ -150,6 +206,10 @@ def main() -> None:
             "sasl.bootstrap.users": ",".join(f"{u}:{p}" for u, p in SASL_USERS.items()),
             "delegation.token.secret.key": TOKEN_SECRET,
         })
+        if realm is not None:
+            kcoord.env.update(realm.env)
+            kcoord.overrides.update(_kerberos_settings(keytabs["kafka/localhost"]))
+            kcoord.overrides["sasl.enabled.mechanisms"] += ",GSSAPI"
         kcoord.start_loaded(wait=120, load=600)
         assert kcoord.proc is not None
         brokers["kcoord"] = (sasl, kcoord.proc.pid)
@@ -157,7 +217,12 @@ def main() -> None:
         libs = kafka_libs()
         if libs is not None:
             kafka = KafkaProcess(libs, Path(tmp / "kafka"), {"connection.failed.authentication.delay.ms": "0"},
-                                 sasl_users=SASL_USERS).start()
+                                 sasl_users=SASL_USERS)
+            if realm is not None:
+                kafka.properties.update(_kerberos_settings(keytabs["kafka/localhost"]))
+                kafka.properties["sasl.enabled.mechanisms"] += ",GSSAPI"
+                kafka.jvm.append(f"-Djava.security.krb5.conf={realm.krb5_conf}")
+            kafka.start()
             assert kafka.proc is not None and kafka.sasl_port is not None
             brokers["kafka"] = (kafka.sasl_port, kafka.proc.pid)
         else:
@@ -166,15 +231,16 @@ def main() -> None:
             tokens = {name: create_token(port) for name, (port, _pid) in brokers.items()}
             results: dict[tuple[str, str], list[tuple[float, float]]] = {}
             for r in range(args.rounds):
-                for mechanism in MECHANISMS:
+                for mechanism in mechanisms:
                     for name, (port, pid) in brokers.items():
-                        rate, cpu = measure(port, pid, mechanism, tokens[name], args.seconds, args.clients)
+                        rate, cpu = measure(port, pid, mechanism, tokens[name], args.seconds, args.clients,
+                                            client_env)
                         results.setdefault((mechanism, name), []).append((rate, cpu))
                         print(f"round {r + 1} {mechanism:14} {name:7} {rate:8.0f} auth/s  "
                               f"{cpu:6.2f} ms broker CPU per auth")
             print(f"\nmedians of {args.rounds} rounds, {args.clients} clients, {args.seconds:.0f} s each")
             print(f"{'mechanism':14} {'broker':7} {'auth/s':>8} {'CPU ms/auth':>12}")
-            for mechanism in MECHANISMS:
+            for mechanism in mechanisms:
                 medians = {}
                 for name in brokers:
                     rows = results[(mechanism, name)]
@@ -187,6 +253,8 @@ def main() -> None:
             kcoord.kill()
             if kafka is not None:
                 kafka.stop()
+            if realm is not None:
+                realm.stop()
 
 
 if __name__ == "__main__":

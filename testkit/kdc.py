@@ -35,8 +35,7 @@ class Kdc:
     @property
     def env(self) -> dict[str, str]:
         """What a process needs to find this realm (MIT's libraries)."""
-        return {"KRB5_CONFIG": str(self.krb5_conf), "KRB5_KDC_PROFILE": str(self.kdc_conf),
-                "KRB5RCACHETYPE": "none"}
+        return {"KRB5_CONFIG": str(self.krb5_conf), "KRB5_KDC_PROFILE": str(self.kdc_conf)}
 
     def start(self) -> Kdc:
         self.dir.mkdir(parents=True, exist_ok=True)
