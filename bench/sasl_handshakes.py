@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
 import multiprocessing
 import os
 import statistics
@@ -30,26 +29,20 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import cpu_seconds, work_dir
+from broker.security.gssapi_sasl import available as gssapi_available
 from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.create_delegation_token import CreateDelegationTokenRequest
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from testkit import kdc as kdc_module
+from testkit.jws import unsecured_jwt
 from testkit.kafka import OAUTHBEARER_JAAS, SASL_USERS, TOKEN_SECRET, KafkaProcess, kafka_libs
 from testkit.kcoord import BrokerProcess
 from testkit.ports import free_port
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "token", "GSSAPI")
 KRB_PRINCIPALS = ("kafka/localhost", "alice")
-
-
-def _unsecured_jwt() -> str:
-    def part(doc: object) -> str:
-        return base64.urlsafe_b64encode(json.dumps(doc).encode()).decode().rstrip("=")
-
-    now = int(time.time())
-    return f"{part({'alg': 'none'})}.{part({'sub': 'alice', 'iat': now, 'exp': now + 3600, 'scope': 'kafka'})}."
 
 
 def authenticate(port: int, mechanism: str, token: tuple[str, str] | None) -> bool:
@@ -66,7 +59,7 @@ def authenticate(port: int, mechanism: str, token: tuple[str, str] | None) -> bo
             return c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(
                 auth_bytes=b"\0alice\0" + SASL_USERS["alice"].encode())).error_code == 0
         if wire == "OAUTHBEARER":
-            first = f"n,,\x01auth=Bearer {_unsecured_jwt()}\x01\x01".encode()
+            first = f"n,,\x01auth=Bearer {unsecured_jwt('alice')}\x01\x01".encode()
             answer = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=first))
             return answer.error_code == 0 and not answer.auth_bytes
         user, password = token if mechanism == "token" and token else ("alice", SASL_USERS["alice"])
@@ -162,14 +155,6 @@ def create_token(port: int) -> tuple[str, str]:
     return token
 
 
-def _has_gssapi() -> bool:
-    try:
-        import gssapi  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 def _kerberos_settings(keytab: Path) -> dict[str, str]:
     return {"sasl.kerberos.service.name": "kafka",
             "listener.name.sasl_plaintext.gssapi.sasl.jaas.config":
@@ -188,7 +173,7 @@ def main() -> None:
         realm: kdc_module.Kdc | None = None
         client_env: dict[str, str] = {}
         keytabs: dict[str, Path] = {}
-        if kdc_module.available() and _has_gssapi():
+        if kdc_module.available() and gssapi_available():
             realm = kdc_module.Kdc(tmp / "kdc").start()
             keytabs = {name: realm.add_principal(name) for name in KRB_PRINCIPALS}
             client_env = {**realm.env, "KRB5_CLIENT_KTNAME": str(keytabs["alice"]),

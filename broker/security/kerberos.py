@@ -88,6 +88,7 @@ def parse_rules(text: str) -> list[KerberosRule]:
 
 class KerberosShortNamer:
     def __init__(self, rules: str, default_realm: str) -> None:
+        self.text = rules
         self.rules = parse_rules(rules)
         self.default_realm = default_realm
 
@@ -101,7 +102,7 @@ class KerberosShortNamer:
             result = rule.apply(params, self.default_realm)
             if result is not None:
                 return result
-        raise NoMatchingRule(f"No rules apply to {principal}, rules {[r for r in self.rules]}")
+        raise NoMatchingRule(f"No rules apply to {principal}, rules {self.text}")
 
 
 def default_realm(config: Path | None = None) -> str:

@@ -7,8 +7,6 @@ session lifetime (the token's remaining life)."""
 
 from __future__ import annotations
 
-import base64
-import json
 import time
 from typing import Any
 
@@ -18,19 +16,12 @@ from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from testkit.jws import jws
 from testkit.kcoord import BrokerProcess
 from tests.differential.conftest import sasl_port
 from tests.differential.harness import Normalizer, Pair, differences
 
 pytestmark = pytest.mark.differential
-
-
-def _part(doc: object) -> str:
-    return base64.urlsafe_b64encode(json.dumps(doc).encode()).decode().rstrip("=")
-
-
-def _jwt(claims: dict[str, object], alg: str = "none", signature: str = "") -> str:
-    return f"{_part({'alg': alg})}.{_part(claims)}.{signature}"
 
 
 def _message(token: str, authzid: str = "", extensions: str = "") -> bytes:
@@ -41,19 +32,19 @@ def cases() -> dict[str, bytes]:
     now = int(time.time())
     good = {"sub": "alice", "iat": now - 5, "exp": now + 600, "scope": "kafka"}
     return {
-        "good": _message(_jwt(good)),
-        "good with extensions": _message(_jwt(good), extensions="\x01traceId=abc"),
-        "good with its own authzid": _message(_jwt(good), authzid="alice"),
-        "list scope": _message(_jwt({**good, "scope": ["kafka", "x"]})),
-        "expired": _message(_jwt({**good, "exp": now - 60})),
-        "issued in the future": _message(_jwt({**good, "iat": now + 600, "exp": now + 1200})),
-        "no exp": _message(_jwt({k: v for k, v in good.items() if k != "exp"})),
-        "no sub": _message(_jwt({k: v for k, v in good.items() if k != "sub"})),
-        "out of scope": _message(_jwt({**good, "scope": "other"})),
-        "no scope": _message(_jwt({k: v for k, v in good.items() if k != "scope"})),
-        "signed": _message(_jwt(good, signature="c2ln")),
-        "HS256": _message(_jwt(good, alg="HS256")),
-        "another authzid": _message(_jwt(good), authzid="bob"),
+        "good": _message(jws(good)),
+        "good with extensions": _message(jws(good), extensions="\x01traceId=abc"),
+        "good with its own authzid": _message(jws(good), authzid="alice"),
+        "list scope": _message(jws({**good, "scope": ["kafka", "x"]})),
+        "expired": _message(jws({**good, "exp": now - 60})),
+        "issued in the future": _message(jws({**good, "iat": now + 600, "exp": now + 1200})),
+        "no exp": _message(jws({k: v for k, v in good.items() if k != "exp"})),
+        "no sub": _message(jws({k: v for k, v in good.items() if k != "sub"})),
+        "out of scope": _message(jws({**good, "scope": "other"})),
+        "no scope": _message(jws({k: v for k, v in good.items() if k != "scope"})),
+        "signed": _message(jws(good, signature="c2ln")),
+        "HS256": _message(jws(good, alg="HS256")),
+        "another authzid": _message(jws(good), authzid="bob"),
         "not a bearer": b"n,,\x01auth=Basic abc\x01\x01",
         "no auth": b"n,,\x01traceId=abc\x01\x01",
         "not a message": b"hello",

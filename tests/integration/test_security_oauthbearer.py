@@ -8,8 +8,6 @@ its own JAAS config, as Kafka's does."""
 
 from __future__ import annotations
 
-import base64
-import json
 import time
 import uuid
 from pathlib import Path
@@ -31,6 +29,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
+from testkit.jws import unsecured_jwt
 from testkit.kafka import run_tool
 from tests.integration.helpers.security import SecureBroker, grant_topics
 
@@ -67,14 +66,6 @@ def _conf(secure: SecureBroker, principal: str, scope: str = "kafka") -> dict[st
     return {"bootstrap.servers": secure.bootstrap("SASL_PLAINTEXT"), "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": "OAUTHBEARER", "enable.sasl.oauthbearer.unsecure.jwt": True,
             "sasl.oauthbearer.config": f"principal={principal} scope={scope}"}
-
-
-def _unsecured_jwt(sub: str, scope: str = "kafka", lifetime_s: int = 3600) -> str:
-    def part(doc: object) -> str:
-        return base64.urlsafe_b64encode(json.dumps(doc).encode()).decode().rstrip("=")
-
-    now = int(time.time())
-    return f"{part({'alg': 'none'})}.{part({'sub': sub, 'iat': now, 'exp': now + lifetime_s, 'scope': scope})}."
 
 
 def test_librdkafka_writes_and_reads_as_the_tokens_subject(secure: SecureBroker) -> None:
@@ -124,13 +115,13 @@ def test_refusals_on_the_wire_and_the_session_lifetime(secure: SecureBroker) -> 
     def message(token: str) -> bytes:
         return f"n,,\x01auth=Bearer {token}\x01\x01".encode()
 
-    ok, _ = _raw(secure, message(_unsecured_jwt("alice", lifetime_s=600)))
+    ok, _ = _raw(secure, message(unsecured_jwt("alice", lifetime_s=600)))
     assert ok.error_code == 0 and ok.auth_bytes == b""
     assert 480_000 <= ok.session_lifetime_ms <= 600_000  # the session ends with the token
-    challenge, final = _raw(secure, message(_unsecured_jwt("alice", lifetime_s=-60)))
+    challenge, final = _raw(secure, message(unsecured_jwt("alice", lifetime_s=-60)))
     assert challenge.auth_bytes == b'{"status":"invalid_token"}'
     assert final is not None and final.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
-    challenge, final = _raw(secure, message(_unsecured_jwt("alice", scope="other")))
+    challenge, final = _raw(secure, message(unsecured_jwt("alice", scope="other")))
     assert challenge.auth_bytes == b'{"status":"insufficient_scope", "scope":"[kafka]"}'
     assert final is not None and final.error_code == ErrorCode.SASL_AUTHENTICATION_FAILED
     garbage, _ = _raw(secure, b"n,,\x01auth=Basic x\x01\x01")
@@ -143,7 +134,7 @@ def test_kafka_python_authenticates_with_its_token_provider(secure: SecureBroker
 
     class Provider(AbstractTokenProvider):  # type: ignore[misc]
         def token(self) -> str:
-            return _unsecured_jwt("alice")
+            return unsecured_jwt("alice")
 
     admin = KafkaAdminClient(bootstrap_servers=secure.bootstrap("SASL_PLAINTEXT"), security_protocol="SASL_PLAINTEXT",
                              sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=Provider())

@@ -5,9 +5,6 @@ from."""
 
 from __future__ import annotations
 
-import base64
-import json
-
 import pytest
 
 from broker.security.jaas import parse_jaas
@@ -19,16 +16,13 @@ from broker.security.oauthbearer import (
 )
 from broker.security.properties import listener_sasl
 from broker.security.sasl_failure import AuthenticationFailed
+from testkit.jws import jws
 
 NOW_MS = 1_800_000_000_000
 
 
-def b64(doc: object) -> str:
-    return base64.urlsafe_b64encode(json.dumps(doc).encode()).decode().rstrip("=")
-
-
 def jwt(claims: dict[str, object], header: dict[str, object] | None = None, signature: str = "") -> str:
-    return f"{b64(header or {'alg': 'none'})}.{b64(claims)}.{signature}"
+    return jws(claims, alg=str((header or {"alg": "none"})["alg"]), signature=signature)
 
 
 def message(token: str, authzid: str = "", **extensions: str) -> bytes:
