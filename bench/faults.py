@@ -15,6 +15,7 @@ Exit code 0 when the checker finds no violation, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import os
 import signal
 import sys
@@ -65,6 +66,9 @@ def main() -> int:
         return 2
     # SIGTERM (a caller's deadline) stops the run as Ctrl-C does: the cluster and its namespaces go.
     signal.signal(signal.SIGTERM, _interrupt)
+    # SIGUSR1 prints where every thread is (a caller about to stop an overdue run asks first); it
+    # prints even while a thread holds the interpreter in a call that does not return.
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     with work_dir("kcoord-faults-") as tmp:
         result = run(args.seed, args.seconds, tmp, nodes=args.nodes, netns=netns, clock=clock, lease_ms=args.lease_ms,
                      drain_timeout=args.drain_timeout, log=lambda line: print(line, flush=True))

@@ -211,10 +211,18 @@ def run(seed: int, seconds: float, tmp: Path, *, nodes: int = 3, netns: bool = F
         log(f"[{history.now():7.1f} s] faults healed; stopping the producers")
         for p in producers:
             p.stop_flag.set()
+        # One deadline for all the producers' final flushes, one for the whole read-back: a cluster
+        # that stopped answering ends the run in minutes, with its report, not after each client's.
+        stopped_by = time.monotonic() + 180
         for p in producers:
-            p.join(180)
+            p.join(max(1.0, stopped_by - time.monotonic()))
+        for p in producers:
+            if p.is_alive():
+                log(f"[{history.now():7.1f} s] {p.client_name} still flushing after 180 s")
         log(f"[{history.now():7.1f} s] reading back every partition")
-        readback = {tp_key(t, p): read_back(bootstrap, t, p, readback_timeout) for t, p in all_tps}
+        read_by = time.monotonic() + readback_timeout
+        readback = {tp_key(t, p): read_back(bootstrap, t, p, max(5.0, read_by - time.monotonic()))
+                    for t, p in all_tps}
         drain_deadline = time.monotonic() + drain_timeout
         while not _drained(history, readback, consumers) and time.monotonic() < drain_deadline:
             time.sleep(0.2)

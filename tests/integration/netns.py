@@ -16,7 +16,9 @@ import ctypes
 import os
 import socket
 import subprocess
+import sys
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -100,13 +102,23 @@ class Relay(threading.Thread):
         while not self.closed:
             try:
                 client, _addr = self.server.accept()
-            except OSError:
-                return
+            except OSError as exc:
+                if self.closed:
+                    return
+                # Out of descriptors, or a connection reset before it was taken: the relay goes on
+                # (a relay that stopped accepting would leave its clients' connects unanswered).
+                print(f"relay {self.port}: accept failed: {exc!r}", file=sys.stderr, flush=True)
+                time.sleep(0.1)
+                continue
             with self.lock:
                 if self.cut:
                     self.held.append(client)  # never answered, never refused
                     continue
-            threading.Thread(target=self._connect, args=(client,), daemon=True).start()
+            try:
+                threading.Thread(target=self._connect, args=(client,), daemon=True).start()
+            except RuntimeError as exc:  # no thread to be had: this connection is refused, not the next
+                print(f"relay {self.port}: no thread for a connection: {exc!r}", file=sys.stderr, flush=True)
+                client.close()
 
     def _connect(self, client: socket.socket) -> None:
         with inside(self.target):

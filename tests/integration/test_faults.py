@@ -3,8 +3,9 @@ dir and their own etcd, idempotent, plain and transactional producers, two consu
 offset observers, while the seed's schedule pauses, kills and restarts nodes, stops etcd and (as
 root) cuts nodes off from etcd or from their clients. The checker must find no violation in the
 history and the read-back (testkit/faults/checker.py lists what it checks). A failure prints the
-seed, the schedule and the history around each violation; ``python -m bench.faults --seed N
---seconds 60`` replays the schedule.
+seed, the schedule and the history around each violation (librdkafka's log lines counted, the
+last of them shown), and a run past its deadline the stacks of its threads; ``python -m
+bench.faults --seed N --seconds 60`` replays the schedule.
 
 Each run is `python -m bench.faults` in a process of its own, as an operator runs it: its dozen
 librdkafka clients, some left inside calls to brokers that are gone, end with it, and a run that
@@ -13,8 +14,12 @@ does not end in time is stopped (its cluster cleaned up) and fails with its outp
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -31,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SECONDS = 60
 DRAIN_TIMEOUT = 90
 RUN_DEADLINE = 720  # 60 s of faults, then writers stopped, read-back and drain: under 3 minutes here
+CLIENT_LOG = re.compile(r"^%\d\|[\d.]+\|([A-Z_]+)\|")
 
 
 def run_checker(seed: int, tmp: Path) -> tuple[int, str, Path]:
@@ -46,10 +52,37 @@ def run_checker(seed: int, tmp: Path) -> tuple[int, str, Path]:
         try:
             proc.wait(RUN_DEADLINE)
         except subprocess.TimeoutExpired:
+            # Where every thread of the run is, before it is stopped (bench.faults prints them).
+            os.kill(proc.pid, signal.SIGUSR1)
+            settled(output)
             stop_run(proc)  # interrupted as Ctrl-C does: the run stops its cluster and namespaces
-            text = output.read_text(errors="replace")
-            pytest.fail(f"seed {seed}: the run did not end in {RUN_DEADLINE} s\n{text}")
+            pytest.fail(f"{condensed(output.read_text(errors='replace'))}\n"
+                        f"seed {seed}: the run did not end in {RUN_DEADLINE} s (its threads' stacks above)")
     return proc.returncode, output.read_text(errors="replace"), history
+
+
+def settled(output: Path, quiet: float = 2.0, most: float = 15.0) -> None:
+    """Waits until ``output`` stops growing for ``quiet`` seconds (or ``most`` in all)."""
+    deadline = time.monotonic() + most
+    size = -1
+    while time.monotonic() < deadline:
+        now = output.stat().st_size
+        if now == size:
+            return
+        size = now
+        time.sleep(quiet)
+
+
+def condensed(text: str, keep: int = 30) -> str:
+    """The run's output with librdkafka's own log lines (``%<level>|<time>|<facility>|...``) left
+    out but counted, and the last ``keep`` of them shown: a failed run's story, not its noise."""
+    lines = text.splitlines()
+    client = [line for line in lines if CLIENT_LOG.match(line)]
+    counts = Counter(CLIENT_LOG.match(line).group(1) for line in client)  # type: ignore[union-attr]
+    story = [line for line in lines if not CLIENT_LOG.match(line)]
+    tally = ", ".join(f"{facility} {n}" for facility, n in counts.most_common())
+    return "\n".join([*story, f"-- librdkafka logged {len(client)} lines ({tally}); the last {keep}:",
+                      *client[-keep:]])
 
 
 @pytest.mark.parametrize("seed", [11, 12, 13])
@@ -57,12 +90,13 @@ def test_no_violation_under_the_seeded_faults(seed: int, tmp_path: Path) -> None
     if not Path(ETCD_BINARY).exists():
         pytest.skip("etcd is not installed (Debian package etcd-server)")
     code, text, history = run_checker(seed, tmp_path)
-    print(text)
-    assert history.exists(), f"seed {seed}: the run ended with {code} and wrote no history\n{text}"
+    shown = condensed(text)
+    assert history.exists(), f"{shown}\nseed {seed}: the run ended with {code} and wrote no history"
     ops = History.load(history).snapshot()
     verdict = check(ops, load_readback(Path(f"{history}.readback.json")), drain_timeout=DRAIN_TIMEOUT)
-    assert sum(verdict.faults.values()) > 0, f"seed {seed}: no fault was injected\n{text}"
-    assert verdict.counts["acked writes"] > 0 and verdict.counts["reads"] > 0
-    assert verdict.counts["transactions committed"] > 0 and verdict.counts["commits"] > 0
-    assert verdict.ok, f"seed {seed}: the checker found violations\n{text}"
-    assert code == 0, f"seed {seed}: the run ended with {code}\n{text}"
+    assert sum(verdict.faults.values()) > 0, f"{shown}\nseed {seed}: no fault was injected"
+    assert verdict.counts["acked writes"] > 0 and verdict.counts["reads"] > 0, f"{shown}\nseed {seed}: {verdict.counts}"
+    assert verdict.counts["transactions committed"] > 0 and verdict.counts["commits"] > 0, \
+        f"{shown}\nseed {seed}: {verdict.counts}"
+    assert verdict.ok, f"{shown}\nseed {seed}: the checker found violations"
+    assert code == 0, f"{shown}\nseed {seed}: the run ended with {code}"
