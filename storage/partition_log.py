@@ -164,7 +164,15 @@ class PartitionLog:
         with self._lock:
             if self._closed or any(all(s is not t for t in self._segments) for s in segments):
                 return None
-            return [os.dup(s.fd) for s in segments]
+            fds: list[int] = []
+            try:
+                for s in segments:
+                    fds.append(s.reader())
+            except BaseException:
+                for fd in fds:
+                    os.close(fd)
+                raise
+            return fds
 
     # ---- writing ---------------------------------------------------------------------------
 
@@ -326,7 +334,7 @@ class PartitionLog:
                 return b""
             seg, pos, first = where
             limit = seg.size
-            fd = os.dup(seg.fd)
+            fd = seg.reader()
         try:
             data = seg.read(pos, min(limit - pos, max(first, max_bytes)), fd)
         finally:
@@ -354,7 +362,7 @@ class PartitionLog:
                     return
                 seg, pos, first = where
                 limit = seg.size
-                fd = os.dup(seg.fd)
+                fd = seg.reader()
             try:
                 data = seg.read(pos, min(limit - pos, max(first, _READ_CHUNK)), fd)
             finally:
@@ -401,9 +409,8 @@ class PartitionLog:
             fields = HEADER.unpack(seg.read(position, HEADER.size))
             if fields[0] + fields[6] + 1 != end_offset:
                 return None
-            covered = [(s.base_offset, s.size, os.fstat(s.fd).st_ino) for s in self._segments
-                       if s.base_offset < seg.base_offset]
-            covered.append((seg.base_offset, position + size, os.fstat(seg.fd).st_ino))
+            covered = [(s.base_offset, s.size, s.inode) for s in self._segments if s.base_offset < seg.base_offset]
+            covered.append((seg.base_offset, position + size, seg.inode))
             return LogCoverage(self._log_start, end_offset, tuple(covered), position, fields[4])
 
     def covers(self, coverage: LogCoverage) -> bool:
@@ -416,15 +423,15 @@ class PartitionLog:
             if len(self._segments) < count:
                 return False
             for (base, size, inode), seg in zip(coverage.segments[:-1], self._segments):
-                if seg.base_offset != base or seg.size != size or os.fstat(seg.fd).st_ino != inode:
+                if seg.base_offset != base or seg.size != size or seg.inode != inode:
                     return False
             last = self._segments[count - 1]
             base, size, inode = coverage.segments[-1]
             position = coverage.last_batch_position
-            if (last.base_offset != base or last.size < size or os.fstat(last.fd).st_ino != inode
+            if (last.base_offset != base or last.size < size or last.inode != inode
                     or not 0 <= position <= size - HEADER.size):
                 return False
-            fd = os.dup(last.fd)
+            fd = last.reader()
         try:
             head = last.read(position, HEADER.size, fd)
         finally:

@@ -153,6 +153,7 @@ def _recover(
             check()
             seg.offset_index.trim()
             seg.time_index.trim()
+            _release_indexes(seg)
             expected_offset = bases[i + 1]
             continue
         why = "missing" if not had_indexes else ("corrupt" if not (index_sane and time_sane) else "stale")
@@ -160,6 +161,7 @@ def _recover(
         # that had already been replaced (cluster mode: the new owner rolled a new segment at its
         # epoch, the old one kept writing into the file it had open).
         cut = _scan(seg, max(expected_offset, base), last, why, report, None if last else bases[i + 1], check)
+        _release_indexes(seg)
         expected_offset = seg.next_offset
         if cut:
             for later in bases[i + 1 :]:
@@ -168,12 +170,19 @@ def _recover(
             break
     if segments:
         check()
-        segments[-1].activate()
-    for seg in segments[:-1]:  # rolled segments: their indexes are in memory and change no more
-        seg.offset_index.release()
-        seg.time_index.release()
+        segments[-1].hold_log()
+        segments[-1].activate()  # its indexes are opened again: appended to from now on
     report.segments = len(segments)
     return segments, report
+
+
+def _release_indexes(seg: Segment) -> None:
+    """A recovered segment's indexes are in memory: their descriptors are closed at once, so that
+    opening a log needs a few descriptors however many segments it has (the last one's .log is
+    opened again when it becomes the active segment)."""
+    seg.offset_index.release()
+    seg.time_index.release()
+    seg.release_log()
 
 
 def _indexes_fit(seg: Segment, next_base: int) -> bool:

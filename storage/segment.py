@@ -1,6 +1,10 @@
 """One segment: ``<base>.log`` plus its ``.index`` and ``.timeindex``.
 
-The log file only grows by whole batches. Index entries follow Kafka's rule, applied per batch:
+The log file only grows by whole batches. A segment holds a descriptor of its ``.log`` while it is
+written (the active one, or one being recovered or cleaned); a rolled segment holds none and opens
+its file for each read or sync (checking it is still the same file), so that a partition of any
+number of segments needs a handful of descriptors, not one per segment (Kafka keeps one per
+segment, and a broker with many small segments runs out of them). Index entries follow Kafka's rule, applied per batch:
 when more than ``index.interval.bytes`` were written since the last entry, the next batch gets
 an offset-index entry (its last offset -> its position) and the time index gets the largest
 timestamp seen so far. Recovery replays the same rule, so rebuilt indexes equal written ones.
@@ -8,8 +12,10 @@ timestamp seen so far. Recovery replays the same rule, so rebuilt indexes equal 
 
 from __future__ import annotations
 
+import errno
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +45,8 @@ class Segment:
         self.config = config
         self.temp_suffix = temp_suffix
         self.created_ms = now_ms
-        self.fd = -1
+        self.fd = -1  # held while the segment is written; -1 once rolled (``release_log``)
+        self.inode = -1  # of its .log, checked when a rolled segment's file is opened again
         self.size = 0
         self.next_offset = base_offset
         self.max_timestamp = -1
@@ -71,6 +78,7 @@ class Segment:
         the partition now). Index files left without their ``.log`` are stale and replaced."""
         seg = cls(directory, base_offset, config, now_ms, temp_suffix)
         seg.fd = os.open(seg.path(LOG), os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        seg.inode = os.fstat(seg.fd).st_ino
         for suffix in (INDEX, TIME_INDEX, TXN_INDEX):
             remove_quietly(seg.path(suffix))
         seg.offset_index.open()
@@ -80,8 +88,51 @@ class Segment:
     def open_files(self) -> tuple[bool, bool]:
         """Open an existing segment. Returns whether each index file looked sane on its own."""
         self.fd = os.open(self.path(LOG), os.O_RDWR | os.O_APPEND)
-        self.size = os.fstat(self.fd).st_size
+        stat = os.fstat(self.fd)
+        self.size, self.inode = stat.st_size, stat.st_ino
         return self.offset_index.open(), self.time_index.open()
+
+    def release_log(self) -> None:
+        """The segment is no longer written: close its .log's descriptor; each later read or sync
+        opens the file for that moment (``reader``)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def hold_log(self) -> None:
+        """The segment is written again (the last one recovered becomes the active one): hold a
+        writable descriptor of its .log, the file it opened before."""
+        if self.fd >= 0:
+            return
+        fd = os.open(self.path(LOG), os.O_RDWR | os.O_APPEND)
+        if os.fstat(fd).st_ino != self.inode:
+            os.close(fd)
+            raise OSError(errno.ESTALE, f"{self.name} is no longer the file this segment opened")
+        self.fd = fd
+
+    def reader(self) -> int:
+        """A descriptor of the .log of its own (the caller closes it): a duplicate of the held one,
+        or the file opened again, which must be the file this segment opened (a rolled segment's
+        file replaced by a compaction or removed since raises ``OSError``, ESTALE or ENOENT)."""
+        if self.fd >= 0:
+            return os.dup(self.fd)
+        fd = os.open(self.path(LOG), os.O_RDONLY)
+        if os.fstat(fd).st_ino != self.inode:
+            os.close(fd)
+            raise OSError(errno.ESTALE, f"{self.name} is no longer the file this segment opened")
+        return fd
+
+    @contextmanager
+    def _log(self) -> Iterator[int]:
+        """A descriptor of the .log for one use: the held one, or the file opened for it."""
+        if self.fd >= 0:
+            yield self.fd
+            return
+        fd = self.reader()
+        try:
+            yield fd
+        finally:
+            os.close(fd)
 
     def activate(self) -> None:
         self.offset_index.preallocate()
@@ -99,24 +150,23 @@ class Segment:
         self.offset_index.release()
         self.time_index.release()
         self.active = False
+        self.release_log()
 
     def sync(self, with_indexes: bool) -> None:
-        os.fdatasync(self.fd)
+        with self._log() as fd:  # any descriptor of the file syncs its data
+            os.fdatasync(fd)
         if with_indexes:
             self.offset_index.flush()
             self.time_index.flush()
 
     def close(self) -> None:
-        if self.fd < 0:
-            return
         if self.active:
             self.deactivate()
             self.offset_index.flush()
             self.time_index.flush()
         self.offset_index.close()
         self.time_index.close()
-        os.close(self.fd)
-        self.fd = -1
+        self.release_log()
 
     def close_files(self) -> None:
         """Close without touching the files (the segment is being removed or replaced)."""
@@ -192,7 +242,7 @@ class Segment:
 
     def truncate_to(self, position: int) -> None:
         """Cut the log at ``position`` (a batch boundary) and drop index entries past it."""
-        os.ftruncate(self.fd, position)
+        os.ftruncate(self.fd, position)  # only a segment being written or recovered: it holds its file
         self.size = position
         self.offset_index.truncate_to_position(position)
         self.unsynced = True
@@ -200,7 +250,9 @@ class Segment:
     # ---- reading ---------------------------------------------------------------------------
 
     def read(self, position: int, length: int, fd: int | None = None) -> bytes:
-        fd = self.fd if fd is None else fd
+        if fd is None:
+            with self._log() as own:
+                return self.read(position, length, own)
         chunks = []
         while length > 0:
             chunk = os.pread(fd, min(length, 1 << 26), position)
@@ -211,12 +263,12 @@ class Segment:
             length -= len(chunk)
         return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
-    def scan_headers(self, start: int = 0, end: int | None = None) -> Iterator[tuple[int, HeaderFields]]:
+    def scan_headers(self, start: int = 0, end: int | None = None) -> Generator[tuple[int, HeaderFields], None, None]:
         """``(position, header fields)`` of each batch from ``start``, reading only headers."""
         end = self.size if end is None else end
         pos = start
         while pos + HEADER_SIZE <= end:
-            chunk = os.pread(self.fd, min(_SCAN_CHUNK, end - pos), pos)
+            chunk = self.read(pos, min(_SCAN_CHUNK, end - pos))
             off = 0
             while off + HEADER_SIZE <= len(chunk):
                 fields = HEADER.unpack_from(chunk, off)
@@ -255,9 +307,10 @@ class Segment:
 
     def find(self, offset: int) -> tuple[int, int] | None:
         """(position, size) of the first batch whose last offset >= ``offset``."""
-        for pos, fields in self.scan_headers(self.offset_index.lookup(offset)):
-            if fields[0] + fields[6] >= offset:
-                return pos, fields[1] + LOG_OVERHEAD
+        with closing(self.scan_headers(self.offset_index.lookup(offset))) as headers:
+            for pos, fields in headers:
+                if fields[0] + fields[6] >= offset:
+                    return pos, fields[1] + LOG_OVERHEAD
         return None
 
     def ensure_stats(self) -> None:

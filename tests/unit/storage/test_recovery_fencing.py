@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import resource
 from pathlib import Path
 
 import pytest
@@ -133,10 +134,11 @@ def descriptors_into(directory: Path) -> list[str]:
     return sorted(held)
 
 
-def test_a_rolled_segment_holds_one_descriptor(tmp_path: Path) -> None:
-    """A partition of many segments is opened whatever its size within the open-file limit allows:
-    a rolled segment keeps its .log open and nothing else (its indexes are in memory), as Kafka's
-    segments keep one file channel each. Written, reopened (recovered) and compacted alike."""
+def test_only_the_active_segment_holds_descriptors(tmp_path: Path) -> None:
+    """A partition of any number of segments is opened within a few descriptors: the active
+    segment holds its three files, a rolled one none (its indexes are in memory, its .log is opened
+    for each read). Kafka keeps a file channel per segment, and a broker with tens of thousands of
+    small segments runs out of descriptors. Written, reopened (recovered) and read alike."""
     directory = tmp_path / "t-0"
     log, _ = PartitionLog.open(directory, SMALL)
     for i in range(200):
@@ -145,8 +147,7 @@ def test_a_rolled_segment_holds_one_descriptor(tmp_path: Path) -> None:
 
     def expected(log: PartitionLog) -> list[str]:
         active = log.active_segment
-        names = [s.path(LOG).name for s in log.segments()]
-        return sorted([*names, active.path(INDEX).name, active.path(TIME_INDEX).name])
+        return sorted([active.path(LOG).name, active.path(INDEX).name, active.path(TIME_INDEX).name])
 
     assert log.segment_count > 10
     assert descriptors_into(directory) == expected(log)
@@ -154,6 +155,49 @@ def test_a_rolled_segment_holds_one_descriptor(tmp_path: Path) -> None:
     assert descriptors_into(directory) == []
     log, report = PartitionLog.open(directory, SMALL)
     assert report.clean and descriptors_into(directory) == expected(log)
-    # Every record still reads back, through the indexes kept in memory.
+    # Every record still reads back, through the indexes kept in memory and each file opened anew.
     assert sum(b.records_count for b in log.batches()) == 200
+    assert log.read(0, 1 << 20)
+    assert descriptors_into(directory) == expected(log)
+    log.close()
+
+
+def test_a_log_of_more_segments_than_descriptors_opens(tmp_path: Path) -> None:
+    """Opening (recovering) a log needs no descriptor per segment: one of 300 segments opens, is
+    written and read under an open-file limit 64 above what the process holds already."""
+    directory = tmp_path / "t-0"
+    one_batch_each = LogConfig(segment_bytes=256)
+    log, _ = PartitionLog.open(directory, one_batch_each)
+    for i in range(300):
+        log.append([(b"k", b"v" * 120, 1000 + i)])
+    log.flush()
+    assert log.segment_count == 300
+    log.close()
+    before = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 64, before[1]))
+    try:
+        log, _report = PartitionLog.open(directory, one_batch_each)
+        log.append([(b"k", b"after", 5000)])
+        log.flush()
+        assert sum(b.records_count for b in log.batches()) == 301
+        log.close()
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, before)
+
+
+def test_a_rolled_segment_replaced_on_disk_is_not_read(tmp_path: Path) -> None:
+    """A rolled segment opens its .log again for each read, and only the file it opened: one
+    replaced underneath (another node compacted it after this one lost the partition) raises
+    rather than serving bytes this log never indexed."""
+    directory = tmp_path / "t-0"
+    log, _ = PartitionLog.open(directory, SMALL)
+    for i in range(60):
+        log.append([(b"k", b"v" * 120, 1000 + i)])
+    log.flush()
+    first = log.segments()[0]
+    path = first.path(LOG)
+    path.with_name("copy").write_bytes(path.read_bytes())
+    os.replace(path.with_name("copy"), path)
+    with pytest.raises(OSError):
+        log.read(0, 1 << 20)
     log.close()
