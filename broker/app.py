@@ -71,6 +71,7 @@ from broker.quotas.store import QuotaStore
 from broker.runtime.timers import steady_ms, wall_ms
 from broker.security.context import SecurityContext
 from broker.security.etcd_access import check_access, etcd_client
+from broker.security.jwks import JwksRefresher, JwksUnavailable
 from broker.security.token_store import sweep_expired
 from broker.share.coordinator import STATE_TOPIC as SHARE_STATE_TOPIC
 from broker.share.coordinator import ShareStateCoordinator
@@ -391,6 +392,11 @@ class BrokerApp:
         if self.cluster is not None:  # etcd refusing this node's credentials or rights stops it here
             await check_access(self.cluster.client, self.cluster.prefix)
         await nursery.start(self.logs.run)
+        for keys in self.security.jwks:
+            try:
+                await nursery.start(JwksRefresher(keys).run)
+            except JwksUnavailable as exc:  # as Kafka's broker, one that cannot check tokens does not start
+                raise SystemExit(f"kcoord: cannot fetch the OAUTHBEARER key set: {exc}") from None
         await trio.to_thread.run_sync(self.journal.open)
         nursery.start_soon(self.journal.run)
         await nursery.start(self.topic_logs.run)

@@ -286,6 +286,34 @@ PROPERTIES: tuple[Property, ...] = (
              "re-authenticate within it. 0 = sessions never expire.", minimum=0),
     Property("connection.failed.authentication.delay.ms", int, 100, "Delay before the answer to a failed "
              "authentication is sent and the connection closed.", minimum=0),
+    # OAUTHBEARER with signed tokens (OIDC, KIP-768): a listener whose
+    # listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class is Kafka's
+    # OAuthBearerValidatorCallbackHandler. Each may be given per listener
+    # (listener.name.<listener>.[oauthbearer.]<name>), as Kafka reads them.
+    Property("sasl.oauthbearer.jwks.endpoint.url", str, "", "OAUTHBEARER (OIDC): the identity provider's JSON Web "
+             "Key Set (http, https or file); fetched at startup (a broker that cannot fetch it does not start), "
+             "then refreshed."),
+    Property("sasl.oauthbearer.jwks.endpoint.refresh.ms", int, 3600000, "OAUTHBEARER (OIDC): how often the key set "
+             "is fetched again (and at once when a token names a key it lacks, at most once a minute per key).",
+             minimum=1),
+    Property("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", int, 100, "OAUTHBEARER (OIDC): the first wait "
+             "before a failed key-set fetch is tried again; each wait doubles.", minimum=0),
+    Property("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", int, 10000, "OAUTHBEARER (OIDC): how long a "
+             "refresh goes on trying in all before the keys in hand are kept.", minimum=0),
+    Property("sasl.oauthbearer.expected.audience", str, "", "OAUTHBEARER (OIDC): the audiences a token's aud claim "
+             "must name one of, comma-separated; required unless sasl.oauthbearer.allow.unverified.audience."),
+    Property("sasl.oauthbearer.expected.issuer", str, "", "OAUTHBEARER (OIDC): the iss claim a token must carry; "
+             "required unless sasl.oauthbearer.allow.unverified.issuer."),
+    Property("sasl.oauthbearer.allow.unverified.audience", bool, False, "OAUTHBEARER (OIDC): accept a token "
+             "whatever its aud claim (logged as a warning at startup)."),
+    Property("sasl.oauthbearer.allow.unverified.issuer", bool, False, "OAUTHBEARER (OIDC): accept a token whatever "
+             "its iss claim (logged as a warning at startup)."),
+    Property("sasl.oauthbearer.scope.claim.name", str, "scope", "OAUTHBEARER (OIDC): the claim holding a token's "
+             "scopes."),
+    Property("sasl.oauthbearer.sub.claim.name", str, "sub", "OAUTHBEARER (OIDC): the claim holding the principal "
+             "(User:<value>)."),
+    Property("sasl.oauthbearer.clock.skew.seconds", int, 30, "OAUTHBEARER (OIDC): how far a token's exp and nbf "
+             "may be off the broker's clock.", minimum=0),
     Property("delegation.token.secret.key", str, "", "Secret the HMACs of delegation tokens (KIP-48) are made "
              "with; the same on every node. Empty = delegation tokens are disabled "
              "(DELEGATION_TOKEN_AUTH_DISABLED).", secret=True),

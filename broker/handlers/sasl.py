@@ -81,6 +81,7 @@ class SaslApis:
             answer = state.exchange.step(token)
         except AuthenticationFailed as exc:
             state.exchange_pending = False
+            state.failure_detail = exc.detail
             return None, str(exc), 0
         user = state.exchange.user
         if user is None:
@@ -124,7 +125,8 @@ class SaslApis:
         if failure is not None or answer is None:
             response = SaslAuthenticateResponse(error_code=ErrorCode.SASL_AUTHENTICATION_FAILED,
                                                 error_message=failure)
-            self.fail_later(conn, lambda: req.reply.set(response), state.mechanism or "none", failure or "")
+            self.fail_later(conn, lambda: req.reply.set(response), state.mechanism or "none",
+                            state.failure_detail or failure or "")
             return
         req.reply.set(SaslAuthenticateResponse(error_code=ErrorCode.NONE, auth_bytes=answer,
                                                session_lifetime_ms=lifetime))
@@ -134,7 +136,8 @@ class SaslApis:
         answer, failure, _ = self.step(conn, token)
         if failure is not None or answer is None:
             mechanism = conn.sasl.mechanism if conn.sasl is not None else None
-            self.fail_later(conn, reply.set_close, mechanism or "none", failure or "")
+            detail = conn.sasl.failure_detail if conn.sasl is not None else None
+            self.fail_later(conn, reply.set_close, mechanism or "none", detail or failure or "")
         else:
             reply.set_raw(answer)
         return reply

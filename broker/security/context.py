@@ -43,6 +43,8 @@ class SecurityContext:
         # Each SASL listener's mechanisms and their settings.
         self.sasl_listeners = {spec.name: listener_sasl(config.values, spec.name) for spec in config.listeners
                                if spec.sasl}
+        # OAUTHBEARER listeners validating signed tokens: their identity providers' key sets.
+        self.jwks = [s.jwks for s in self.sasl_listeners.values() if s.jwks is not None]
         files = data_dir if etcd is None else None
         self.credentials = CredentialStore(files)
         if etcd is None:

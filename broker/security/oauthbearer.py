@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from broker.security.sasl_failure import AuthenticationFailed
 
@@ -132,10 +133,18 @@ def parse_initial(message: bytes) -> tuple[str, str, dict[str, str]]:
     return found["token"], match["authzid"] or "", pairs
 
 
+class TokenValidator(Protocol):
+    """Checks a bearer token: the unsecured one here, or signed tokens (``broker.security.oidc``)."""
+
+    def validate(self, token: str, now_ms: int) -> tuple[str, int]:
+        """(principal name, expiry in ms) of a valid token; raises InvalidToken."""
+        ...
+
+
 class OAuthBearerExchange:
     """One exchange: the client's message, then (after an error) its ``^A``."""
 
-    def __init__(self, validator: UnsecuredValidator, now_ms: Callable[[], int]) -> None:
+    def __init__(self, validator: TokenValidator, now_ms: Callable[[], int]) -> None:
         self.validator = validator
         self.now_ms = now_ms
         self.user: str | None = None
@@ -143,10 +152,11 @@ class OAuthBearerExchange:
         self.credential_expiry_ms: int | None = None
         self.delegation_token = False
         self.error: str | None = None
+        self.reason: str | None = None  # why the token did not validate (logged, not told)
 
     def step(self, message: bytes) -> bytes:
         if self.error is not None and message == SEPARATOR.encode():
-            raise AuthenticationFailed(self.error)
+            raise AuthenticationFailed(self.error, f"{self.error}: {self.reason}")
         if self.user is not None:
             raise AuthenticationFailed("Unexpected OAUTHBEARER message after authentication")
         self.error = None
@@ -154,6 +164,7 @@ class OAuthBearerExchange:
         try:
             principal, expiry = self.validator.validate(token, self.now_ms())
         except InvalidToken as exc:
+            self.reason = str(exc)
             # Kafka's own rendering (OAuthBearerSaslServer.jsonErrorResponse), byte for byte.
             status = "insufficient_scope" if exc.scope is not None else "invalid_token"
             self.error = f'{{"status":"{status}"' + (f', "scope":"{exc.scope}"' if exc.scope is not None else "") + "}"

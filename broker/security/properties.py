@@ -13,6 +13,7 @@ from broker.security.jaas import parse_jaas
 from broker.security.kerberos import KerberosShortNamer, default_realm
 from broker.security.listeners import ListenerSpec
 from broker.security.oauthbearer import UnsecuredValidator
+from broker.security.oidc import VALIDATOR_HANDLER, JwkSet, OidcSettings, OidcValidator
 from broker.security.tls import PrincipalMapper
 
 MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "GSSAPI")
@@ -29,12 +30,14 @@ _MODULES = {"PLAIN": PLAIN_MODULE, "SCRAM-SHA-256": SCRAM_MODULE, "SCRAM-SHA-512
 class ListenerSasl:
     """What a SASL listener offers: its mechanisms (``listener.name.<l>.sasl.enabled.mechanisms`` or
     ``sasl.enabled.mechanisms``), PLAIN's users when its JAAS config names any (``user_<name>``;
-    otherwise PLAIN checks passwords against the SCRAM credentials), and the unsecured OAUTHBEARER
-    validator's options."""
+    otherwise PLAIN checks passwords against the SCRAM credentials), and OAUTHBEARER's validator:
+    Kafka's unsecured one with its JAAS options, or signed tokens checked against an identity
+    provider's keys (``jwks``, kept fresh by ``broker.security.jwks``)."""
 
     mechanisms: list[str]
     plain_users: dict[str, str] | None = None
-    oauth: UnsecuredValidator = field(default_factory=UnsecuredValidator)
+    oauth: UnsecuredValidator | OidcValidator = field(default_factory=UnsecuredValidator)
+    jwks: JwkSet | None = None
     # ``listener.name.<l>.<mechanism>.connections.max.reauth.ms``: a mechanism's own session
     # lifetime on this listener, over ``connections.max.reauth.ms``.
     reauth_ms: dict[str, int] = field(default_factory=dict)
@@ -63,7 +66,8 @@ def listener_sasl(values: Mapping[str, Any], listener: str) -> ListenerSasl:
         raise ValueError(f"{LISTENER_PREFIX}{listener.lower()}.sasl.enabled.mechanisms: {', '.join(unknown)} not "
                          f"supported; supported are {', '.join(MECHANISMS)}")
     plain_users: dict[str, str] | None = None
-    oauth = UnsecuredValidator()
+    oauth: UnsecuredValidator | OidcValidator = UnsecuredValidator()
+    jwks: JwkSet | None = None
     kerberos: GssapiSettings | None = None
     reauth_ms: dict[str, int] = {}
     for mechanism in MECHANISMS:
@@ -86,7 +90,7 @@ def listener_sasl(values: Mapping[str, Any], listener: str) -> ListenerSasl:
             if mechanism == "PLAIN":
                 users = {k[len("user_"):]: v for k, v in options.items() if k.startswith("user_")}
                 plain_users = users or None
-            elif mechanism == "OAUTHBEARER":
+            elif mechanism == "OAUTHBEARER" and not _secured_oauth(prefixed, listener):
                 oauth = UnsecuredValidator.from_options(options)
             elif mechanism == "GSSAPI" and "GSSAPI" in mechanisms:
                 kerberos = _kerberos(values, options)
@@ -96,7 +100,74 @@ def listener_sasl(values: Mapping[str, Any], listener: str) -> ListenerSasl:
         raise ValueError(f"{LISTENER_PREFIX}{listener.lower()}.gssapi.sasl.jaas.config: GSSAPI needs the broker's "
                          f"keytab and principal ({KRB5_MODULE} required useKeyTab=true keyTab=\"...\" "
                          f"principal=\"...\";)")
-    return ListenerSasl(mechanisms, plain_users, oauth, reauth_ms, kerberos)
+    if "OAUTHBEARER" in mechanisms and _secured_oauth(prefixed, listener):
+        jwks = JwkSet(oidc_settings(values, prefixed, listener))
+        oauth = OidcValidator(jwks)
+    return ListenerSasl(mechanisms, plain_users, oauth, jwks, reauth_ms, kerberos)
+
+
+def _secured_oauth(prefixed: Mapping[tuple[str, str], str], listener: str) -> bool:
+    """Whether the listener's OAUTHBEARER validates signed tokens (Kafka's
+    ``OAuthBearerValidatorCallbackHandler``) rather than unsecured ones (no handler named)."""
+    key = "oauthbearer.sasl.server.callback.handler.class"
+    handler = prefixed.get((listener, key), "").strip()
+    if handler and handler != VALIDATOR_HANDLER:
+        raise ValueError(f"{LISTENER_PREFIX}{listener.lower()}.{key}: {handler} is not supported; kcoord validates "
+                         f"signed tokens as {VALIDATOR_HANDLER} does, or unsecured ones without a handler")
+    return bool(handler)
+
+
+def oidc_settings(values: Mapping[str, Any], prefixed: Mapping[tuple[str, str], str], listener: str) -> OidcSettings:
+    """A listener's ``sasl.oauthbearer.*`` settings: ``listener.name.<l>.oauthbearer.<name>``, else
+    ``listener.name.<l>.<name>``, else ``<name>``, as Kafka looks them up. Raises ValueError naming
+    the property for what Kafka's broker refuses to start with."""
+
+    def get(name: str) -> tuple[str, str]:
+        for key in (f"oauthbearer.{name}", name):
+            if (listener, key) in prefixed:
+                return f"{LISTENER_PREFIX}{listener.lower()}.{key}", prefixed[(listener, key)].strip()
+        return name, str(values.get(name, "")).strip()
+
+    def number(name: str, default: int) -> int:
+        prop, text = get(name)
+        if not text:
+            return default
+        if not text.isdigit():
+            raise ValueError(f"{prop}: {text!r} is not a non-negative number")
+        return int(text)
+
+    def flag(name: str) -> bool:
+        prop, text = get(name)
+        if text.lower() not in ("", "true", "false"):
+            raise ValueError(f"{prop}: {text!r} is not true or false")
+        return text.lower() == "true"
+
+    prop, url = get("sasl.oauthbearer.jwks.endpoint.url")
+    if not url:
+        raise ValueError(f"{prop}: OAUTHBEARER with {VALIDATOR_HANDLER} needs the identity provider's JWKS URL")
+    if url.split(":", 1)[0].lower() not in ("http", "https", "file"):
+        raise ValueError(f"{prop}: {url} is not an http, https or file URL")
+    refresh = number("sasl.oauthbearer.jwks.endpoint.refresh.ms", 3_600_000)
+    if refresh <= 0:
+        raise ValueError("sasl.oauthbearer.jwks.endpoint.refresh.ms must be positive")
+    audience_prop, audience_text = get("sasl.oauthbearer.expected.audience")
+    audience = [a.strip() for a in audience_text.split(",") if a.strip()]
+    if len(set(audience)) != len(audience):
+        raise ValueError(f"{audience_prop}: an audience is named twice")
+    _, issuer = get("sasl.oauthbearer.expected.issuer")
+    allow_audience = flag("sasl.oauthbearer.allow.unverified.audience")
+    allow_issuer = flag("sasl.oauthbearer.allow.unverified.issuer")
+    if not audience and not allow_audience:
+        raise ValueError(f"{audience_prop}: required (or sasl.oauthbearer.allow.unverified.audience=true), as Kafka "
+                         "4.4 requires it")
+    if not issuer and not allow_issuer:
+        raise ValueError("sasl.oauthbearer.expected.issuer: required (or sasl.oauthbearer.allow.unverified.issuer="
+                         "true), as Kafka 4.4 requires it")
+    return OidcSettings(
+        url, refresh, number("sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", 100),
+        number("sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", 10_000), tuple(audience), issuer or None,
+        allow_audience, allow_issuer, get("sasl.oauthbearer.scope.claim.name")[1] or "scope",
+        get("sasl.oauthbearer.sub.claim.name")[1] or "sub", number("sasl.oauthbearer.clock.skew.seconds", 30))
 
 
 def _kerberos(values: Mapping[str, Any], options: Mapping[str, str]) -> GssapiSettings:

@@ -111,4 +111,6 @@ class SaslState:
     exchange_pending: bool = False
     # The principal of the first authentication: a re-authentication must keep it.
     principal: str | None = None
+    # Why the last exchange failed, when that is more than the client is told (logged).
+    failure_detail: str | None = None
     authentications: int = 0
