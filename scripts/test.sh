@@ -50,6 +50,13 @@ if kafka_libs=$(scripts/kafka.sh); then
 else
   echo "note: could not fetch Apache Kafka through Maven; the tests that need it will be skipped"
 fi
+# An OpenID Connect identity provider (a JVM server, reference/oidc-provider/pom.xml) for the
+# OAUTHBEARER (OIDC) tests, in a cache of its own: its libraries' versions differ from Kafka's.
+if oidc_libs=$(scripts/maven-libs.sh reference/oidc-provider/pom.xml oidc-provider oidc-provider.version); then
+  export KCOORD_OIDC_LIBS="$oidc_libs"
+else
+  echo "note: could not fetch the OIDC provider through Maven; the OIDC tests will be skipped"
+fi
 
 if [ -f tests/js/package.json ] && command -v npm >/dev/null; then
   (cd tests/js && { [ -d node_modules ] || npm install --silent --no-audit --no-fund >/dev/null; })

@@ -187,6 +187,10 @@ def _kerberos(values: Mapping[str, Any], options: Mapping[str, str]) -> GssapiSe
     except ValueError as exc:
         raise ValueError(f"sasl.kerberos.principal.to.local.rules: {exc}") from None
     return GssapiSettings(keytab, principal, namer)
+OIDC_PROPERTIES = frozenset(f"sasl.oauthbearer.{name}" for name in (
+    "jwks.endpoint.url", "jwks.endpoint.refresh.ms", "jwks.endpoint.retry.backoff.ms",
+    "jwks.endpoint.retry.backoff.max.ms", "expected.audience", "expected.issuer", "allow.unverified.audience",
+    "allow.unverified.issuer", "scope.claim.name", "sub.claim.name", "clock.skew.seconds"))
 AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")
 
 
@@ -220,10 +224,15 @@ def check_security(values: Mapping[str, Any], listeners: list[ListenerSpec]) -> 
     for listener, rest in listener_properties(values):
         mechanism, _, setting = rest.partition(".")
         per_mechanism = mechanism.upper() in MECHANISMS and setting in ("sasl.jaas.config", "connections.max.reauth.ms")
-        if listener not in names or not (per_mechanism or rest == "sasl.enabled.mechanisms"):
+        # OAUTHBEARER's validator (its callback handler, and the sasl.oauthbearer.* settings, with
+        # or without the mechanism's prefix), as Kafka reads them per listener.
+        oauth = rest == "oauthbearer.sasl.server.callback.handler.class" or \
+            rest.removeprefix("oauthbearer.") in OIDC_PROPERTIES
+        if listener not in names or not (per_mechanism or oauth or rest == "sasl.enabled.mechanisms"):
             raise ValueError(f"unknown property {LISTENER_PREFIX}{listener.lower()}.{rest}: a listener-prefixed "
                              f"property names a listener of listeners and sasl.enabled.mechanisms, "
-                             f"<mechanism>.sasl.jaas.config or <mechanism>.connections.max.reauth.ms")
+                             f"<mechanism>.sasl.jaas.config, <mechanism>.connections.max.reauth.ms, "
+                             f"oauthbearer.sasl.server.callback.handler.class or [oauthbearer.]sasl.oauthbearer.*")
     for spec in listeners:
         if spec.sasl and not listener_sasl(values, spec.name).mechanisms:
             raise ValueError("sasl.enabled.mechanisms: a SASL listener needs at least one mechanism")
