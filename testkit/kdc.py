@@ -24,9 +24,12 @@ def available() -> bool:
 
 
 class Kdc:
-    def __init__(self, directory: Path, realm: str = REALM) -> None:
+    def __init__(self, directory: Path, realm: str = REALM, clockskew_s: int | None = None) -> None:
+        """``clockskew_s``: the skew every party reading this realm's krb5.conf allows (MIT's
+        default is 5 minutes), also how long past its end a ticket is still accepted."""
         self.dir = directory
         self.realm = realm
+        self.clockskew_s = clockskew_s
         self.port = free_port()
         self.krb5_conf = directory / "krb5.conf"
         self.kdc_conf = directory / "kdc.conf"
@@ -44,6 +47,7 @@ class Kdc:
             f"  default_realm = {self.realm}\n"
             "  dns_lookup_kdc = false\n  dns_lookup_realm = false\n  rdns = false\n"
             "  udp_preference_limit = 1\n  ticket_lifetime = 1h\n  forwardable = true\n"
+            + (f"  clockskew = {self.clockskew_s}\n" if self.clockskew_s is not None else "") +
             "[realms]\n"
             f"  {self.realm} = {{\n    kdc = 127.0.0.1:{self.port}\n  }}\n"
             "[domain_realm]\n"
@@ -71,11 +75,13 @@ class Kdc:
             time.sleep(0.05)
         return self
 
-    def add_principal(self, name: str) -> Path:
-        """Creates ``name@REALM`` with a random key and returns a keytab holding it."""
+    def add_principal(self, name: str, max_life: str | None = None) -> Path:
+        """Creates ``name@REALM`` with a random key (its tickets living at most ``max_life``, in
+        kadmin's words: "5 seconds") and returns a keytab holding it."""
         keytab = self.dir / (name.replace("/", "_") + ".keytab")
         env = {**os.environ, **self.env}
-        for query in (f"addprinc -randkey {name}@{self.realm}", f"ktadd -k {keytab} {name}@{self.realm}"):
+        life = f'-maxlife "{max_life}" ' if max_life else ""
+        for query in (f"addprinc -randkey {life}{name}@{self.realm}", f"ktadd -k {keytab} {name}@{self.realm}"):
             subprocess.run([KADMIN_LOCAL, "-r", self.realm, "-q", query], env=env, check=True, capture_output=True,
                            timeout=60)
         return keytab

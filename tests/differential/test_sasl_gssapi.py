@@ -31,6 +31,10 @@ pytestmark = [
 pytest.importorskip("gssapi", reason="needs python-gssapi (the kerberos extra)")
 REALM = kdc_module.REALM
 PRINCIPALS = ("kafka/localhost", "alice", "bob", "etl/worker1")
+# Both brokers read the realm's krb5.conf: a ticket past its end by more than this is expired to
+# them (MIT's and Java's default, 5 minutes, would make the expired-ticket test wait that long).
+CLOCKSKEW_S = 10
+SHORT_LIFE_S = 5  # the tickets of "brief"
 
 
 def settings(sasl_port: int, keytab: Path) -> dict[str, str]:
@@ -48,9 +52,11 @@ def settings(sasl_port: int, keytab: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[kdc_module.Kdc, dict[str, Path]]]:
-    kdc = kdc_module.Kdc(tmp_path_factory.mktemp("kdc")).start()
+    kdc = kdc_module.Kdc(tmp_path_factory.mktemp("kdc"), clockskew_s=CLOCKSKEW_S).start()
     try:
-        yield kdc, {name: kdc.add_principal(name) for name in PRINCIPALS}
+        keytabs = {name: kdc.add_principal(name) for name in PRINCIPALS}
+        keytabs["brief"] = kdc.add_principal("brief", max_life=f"{SHORT_LIFE_S} seconds")
+        yield kdc, keytabs
     finally:
         kdc.stop()
 
@@ -137,3 +143,54 @@ def test_a_key_the_kdc_no_longer_has_is_refused_by_both(brokers: dict[str, str],
     for name, bootstrap in brokers.items():
         out = kafka_python_as(bootstrap, env, f"krb-stale-{name}")
         assert "created" not in out.split() and "sent" not in out.split(), (name, out)
+
+
+FIRST_TOKEN = """
+import sys, gssapi
+context = gssapi.SecurityContext(name=gssapi.Name("kafka@localhost", gssapi.NameType.hostbased_service),
+                                 usage="initiate")
+token = context.step()
+print(token.hex(), gssapi.Credentials(usage="initiate").lifetime)
+"""
+
+
+def test_an_expired_ticket_is_refused_by_both(brokers: dict[str, str], realm: tuple[kdc_module.Kdc, dict[str, Path]],
+                                              tmp_path: Path) -> None:
+    """A client's first GSSAPI token (its AP-REQ) made while its service ticket was good, and sent
+    once the ticket has expired (past its end and the realm's clock skew): both brokers refuse it
+    with SASL_AUTHENTICATION_FAILED. A well-behaved client library never sends such a token; a
+    stolen or delayed one is what this is."""
+    import sys
+    import time
+
+    from kclient.wire_client import WireClient
+    from protocol.messages import ApiKey
+    from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
+    from protocol.messages.sasl_handshake import SaslHandshakeRequest
+
+    kdc, keytabs = realm
+    tokens: dict[str, bytes] = {}
+    expired_after = 0.0
+    for name in brokers:  # a token of its own for each (each broker keeps its own replay cache)
+        env = {**os.environ, **kdc.env, "KRB5_CLIENT_KTNAME": str(keytabs["brief"]),
+               "KRB5CCNAME": f"FILE:{tmp_path / ('cc-' + name)}"}
+        made = subprocess.run([sys.executable, "-c", FIRST_TOKEN], env=env, capture_output=True, text=True,
+                              timeout=60, check=True)
+        token_hex, lifetime = made.stdout.split()
+        tokens[name] = bytes.fromhex(token_hex)
+        assert int(lifetime) <= SHORT_LIFE_S, made.stdout
+        expired_after = max(expired_after, time.time() + int(lifetime) + CLOCKSKEW_S + 1)
+    # The condition is the brokers' clock passing the ticket's end plus the skew they allow: no
+    # event announces it, so the wait is until that moment.
+    while time.time() < expired_after:
+        time.sleep(min(1.0, expired_after - time.time()))
+    answers: dict[str, object] = {}
+    for name, bootstrap in brokers.items():
+        with WireClient("127.0.0.1", int(bootstrap.rsplit(":", 1)[1]), timeout=30.0) as c:
+            assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism="GSSAPI")).error_code == 0
+            try:
+                answers[name] = c.call(ApiKey.SaslAuthenticate, 2,
+                                       SaslAuthenticateRequest(auth_bytes=tokens[name])).error_code
+            except ConnectionError:
+                answers[name] = "connection closed without an answer"
+    assert answers == {"kafka": 58, "kcoord": 58}  # SASL_AUTHENTICATION_FAILED

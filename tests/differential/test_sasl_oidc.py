@@ -5,8 +5,8 @@ issuer) and one provider (testkit/oidc.py): the same SASL messages get the same 
 token, one for another audience, one of another issuer, a tampered one, an unsigned one, an
 authorization id that is not the token's subject), and the same clients, which fetch their own
 tokens from the provider's token endpoint (librdkafka's ``sasl.oauthbearer.method=oidc``, the Java
-client's ``OAuthBearerLoginCallbackHandler``), get the same outcomes under ACLs naming the token's
-subject.
+client's ``OAuthBearerLoginCallbackHandler``, kafka-python's token provider asking the endpoint),
+get the same outcomes under ACLs naming the token's subject.
 
 This module runs its own Kafka beside the session's: a broker validating signed tokens needs the
 provider's URL allowed by a JVM system property (``org.apache.kafka.sasl.oauthbearer.allowed.urls``)."""
@@ -181,6 +181,38 @@ def librdkafka_outcome(provider: OidcProvider, port: int, client: str) -> list[s
     return out
 
 
+def kafka_python_outcome(provider: OidcProvider, port: int, client: str) -> list[str]:
+    """Creates ``oidc-<client>-<n>`` and sends to it with kafka-python, whose token provider asks
+    the identity provider's token endpoint (client credentials) for each login."""
+    from kafka import KafkaAdminClient, KafkaProducer
+    from kafka.admin import NewTopic
+    from kafka.net.sasl.oauth import AbstractTokenProvider
+
+    class Provider(AbstractTokenProvider):  # type: ignore[misc]
+        def token(self) -> str:
+            return provider.token(client, "kafka")
+
+    conf: dict[str, Any] = {"bootstrap_servers": f"127.0.0.1:{port}", "security_protocol": "SASL_PLAINTEXT",
+                            "sasl_mechanism": "OAUTHBEARER", "sasl_oauth_token_provider": Provider()}
+    topic = f"oidc-{client}-{time.monotonic_ns()}"
+    out: list[str] = []
+    admin = KafkaAdminClient(**conf)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])
+        out.append("created")
+    except Exception as exc:  # the error's class is the outcome compared
+        out.append(f"create failed {type(exc).__name__}")
+    producer = KafkaProducer(**conf, max_block_ms=10000)
+    try:
+        producer.send(topic, b"v").get(timeout=30)
+        out.append("sent")
+    except Exception as exc:
+        out.append(f"send failed {type(exc).__name__}")
+    producer.close()
+    admin.close()
+    return out
+
+
 def test_clients_fetching_their_own_tokens_see_the_same_outcomes(provider: OidcProvider, brokers: dict[str, int],
                                                                   kafka_libs: Path, tmp_path: Path) -> None:
     outcomes = {}
@@ -188,12 +220,17 @@ def test_clients_fetching_their_own_tokens_see_the_same_outcomes(provider: OidcP
         outcomes[name] = {
             "librdkafka svc-a": librdkafka_outcome(provider, port, "svc-a"),
             "librdkafka svc-b (no ACL)": librdkafka_outcome(provider, port, "svc-b"),
+            "kafka-python svc-a": kafka_python_outcome(provider, port, "svc-a"),
+            "kafka-python svc-b (no ACL)": kafka_python_outcome(provider, port, "svc-b"),
             "java svc-a": java_outcome(provider, port, "svc-a", kafka_libs, tmp_path / name),
         }
     assert outcomes["kcoord"] == outcomes["kafka"] | {"java svc-a": outcomes["kcoord"]["java svc-a"]}
     assert outcomes["kafka"]["librdkafka svc-a"] == ["created", "sent"]
     assert outcomes["kafka"]["librdkafka svc-b (no ACL)"] == ["create failed TOPIC_AUTHORIZATION_FAILED",
                                                              "send failed TOPIC_AUTHORIZATION_FAILED"]
+    assert outcomes["kafka"]["kafka-python svc-a"] == ["created", "sent"]
+    assert outcomes["kafka"]["kafka-python svc-b (no ACL)"] == ["create failed TopicAuthorizationFailedError",
+                                                               "send failed TopicAuthorizationFailedError"]
     # Each lists the topics it holds: svc-a's own, created just before on that broker.
     for name in brokers:
         code, topics = outcomes[name]["java svc-a"]
