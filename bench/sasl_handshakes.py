@@ -6,9 +6,12 @@ Each broker listens on SASL_PLAINTEXT with the same users, OAUTHBEARER (Kafka's 
 validator) and delegation tokens. For each mechanism, ``--clients`` threads of a separate process
 each connect, authenticate (SaslHandshake v1 and SaslAuthenticate, scramp as the SCRAM client) and
 close, again and again for ``--seconds``: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (4096 iterations),
-OAUTHBEARER (an unsecured token), a delegation token (SCRAM-SHA-512 with ``tokenauth``) and, when
-an MIT KDC and python-gssapi are installed, GSSAPI (a temporary realm; the client's ticket is
-fetched once, each authentication sends an AP-REQ and completes RFC 4752's security-layer step).
+OAUTHBEARER (an unsecured token), a delegation token (SCRAM-SHA-512 with ``tokenauth``), when the
+OIDC provider is fetched (testkit/oidc.py) OAUTHBEARER with an RS256 token signed by it (``OIDC``,
+on a second SASL listener validating signed tokens against its JWKS; the token is fetched once)
+and, when an MIT KDC and python-gssapi are installed, GSSAPI (a temporary realm; the client's
+ticket is fetched once, each authentication sends an AP-REQ and completes RFC 4752's
+security-layer step).
 
 Prints, per mechanism and broker, the medians over rounds of authentications per second and of
 the broker's CPU per authentication (from /proc), and kcoord/Kafka ratios. The load generator
@@ -39,9 +42,11 @@ from testkit import kdc as kdc_module
 from testkit.jws import unsecured_jwt
 from testkit.kafka import OAUTHBEARER_JAAS, SASL_USERS, TOKEN_SECRET, KafkaProcess, kafka_libs
 from testkit.kcoord import BrokerProcess
+from testkit.oidc import OidcProvider, provider_libs
 from testkit.ports import free_port
 
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "token", "GSSAPI")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER", "OIDC", "token", "GSSAPI")
+OIDC_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 KRB_PRINCIPALS = ("kafka/localhost", "alice")
 
 
@@ -49,7 +54,7 @@ def authenticate(port: int, mechanism: str, token: tuple[str, str] | None) -> bo
     """One connection, one authentication, closed; whether it succeeded."""
     import scramp
 
-    wire = "SCRAM-SHA-512" if mechanism == "token" else mechanism
+    wire = {"token": "SCRAM-SHA-512", "OIDC": "OAUTHBEARER"}.get(mechanism, mechanism)
     with WireClient("127.0.0.1", port, timeout=30) as c:
         if c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism=wire)).error_code:
             return False
@@ -59,7 +64,8 @@ def authenticate(port: int, mechanism: str, token: tuple[str, str] | None) -> bo
             return c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(
                 auth_bytes=b"\0alice\0" + SASL_USERS["alice"].encode())).error_code == 0
         if wire == "OAUTHBEARER":
-            first = f"n,,\x01auth=Bearer {unsecured_jwt('alice')}\x01\x01".encode()
+            bearer = token[1] if mechanism == "OIDC" and token else unsecured_jwt("alice")
+            first = f"n,,\x01auth=Bearer {bearer}\x01\x01".encode()
             answer = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=first))
             return answer.error_code == 0 and not answer.auth_bytes
         user, password = token if mechanism == "token" and token else ("alice", SASL_USERS["alice"])
@@ -162,6 +168,19 @@ def _kerberos_settings(keytab: Path) -> dict[str, str]:
                 f'keyTab="{keytab}" principal="kafka/localhost@{kdc_module.REALM}";'}
 
 
+def _oidc_settings(provider: OidcProvider) -> dict[str, str]:
+    """A second SASL listener, OIDC, whose OAUTHBEARER validates the provider's signed tokens."""
+    return {"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,"
+                                              "CONTROLLER:PLAINTEXT,OIDC:SASL_PLAINTEXT",
+            "listener.name.oidc.sasl.enabled.mechanisms": "OAUTHBEARER",
+            "listener.name.oidc.oauthbearer.sasl.server.callback.handler.class": OIDC_HANDLER,
+            "listener.name.oidc.oauthbearer.sasl.jaas.config":
+                "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required ;",
+            "sasl.oauthbearer.jwks.endpoint.url": provider.jwks_url(),
+            "sasl.oauthbearer.expected.audience": "kafka",
+            "sasl.oauthbearer.expected.issuer": provider.issuer()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=5.0)
@@ -178,7 +197,12 @@ def main() -> None:
             keytabs = {name: realm.add_principal(name) for name in KRB_PRINCIPALS}
             client_env = {**realm.env, "KRB5_CLIENT_KTNAME": str(keytabs["alice"]),
                           "KRB5CCNAME": f"FILE:{tmp / 'kdc' / 'cc-alice'}"}
-        mechanisms = [m for m in MECHANISMS if m != "GSSAPI" or realm is not None]
+        provider: OidcProvider | None = None
+        oidc_libs = provider_libs()
+        if oidc_libs is not None:
+            provider = OidcProvider(oidc_libs, tmp / "oidc" / "provider.log").start()
+        mechanisms = [m for m in MECHANISMS if (m != "GSSAPI" or realm is not None) and (m != "OIDC" or provider)]
+        oidc_ports: dict[str, int] = {}
         (tmp / "kcoord").mkdir()
         kcoord = BrokerProcess(tmp / "kcoord" / "data", {"metrics.listener": "", "log.level": "WARNING",
                                                          "connection.failed.authentication.delay.ms": "0"})
@@ -195,6 +219,10 @@ def main() -> None:
             kcoord.env.update(realm.env)
             kcoord.overrides.update(_kerberos_settings(keytabs["kafka/localhost"]))
             kcoord.overrides["sasl.enabled.mechanisms"] += ",GSSAPI"
+        if provider is not None:
+            oidc_ports["kcoord"] = free_port()
+            kcoord.overrides["listeners"] += f",OIDC://127.0.0.1:{oidc_ports['kcoord']}"
+            kcoord.overrides.update(_oidc_settings(provider))
         kcoord.start_loaded(wait=120, load=600)
         assert kcoord.proc is not None
         brokers["kcoord"] = (sasl, kcoord.proc.pid)
@@ -207,6 +235,12 @@ def main() -> None:
                 kafka.properties.update(_kerberos_settings(keytabs["kafka/localhost"]))
                 kafka.properties["sasl.enabled.mechanisms"] += ",GSSAPI"
                 kafka.jvm.append(f"-Djava.security.krb5.conf={realm.krb5_conf}")
+            if provider is not None:
+                oidc_ports["kafka"] = free_port()
+                kafka.properties["listeners"] += f",OIDC://127.0.0.1:{oidc_ports['kafka']}"
+                kafka.properties["advertised.listeners"] += f",OIDC://127.0.0.1:{oidc_ports['kafka']}"
+                kafka.properties.update(_oidc_settings(provider))
+                kafka.jvm.append(f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={provider.jwks_url()}")
             kafka.start()
             assert kafka.proc is not None and kafka.sasl_port is not None
             brokers["kafka"] = (kafka.sasl_port, kafka.proc.pid)
@@ -214,12 +248,16 @@ def main() -> None:
             print("Apache Kafka is not fetched (bash scripts/kafka.sh): kcoord alone")
         try:
             tokens = {name: create_token(port) for name, (port, _pid) in brokers.items()}
+            signed = ("jwt", provider.token("alice", "kafka")) if provider is not None else None
             results: dict[tuple[str, str], list[tuple[float, float]]] = {}
             for r in range(args.rounds):
                 for mechanism in mechanisms:
                     for name, (port, pid) in brokers.items():
-                        rate, cpu = measure(port, pid, mechanism, tokens[name], args.seconds, args.clients,
-                                            client_env)
+                        if mechanism == "OIDC":
+                            port, token = oidc_ports[name], signed
+                        else:
+                            token = tokens[name]
+                        rate, cpu = measure(port, pid, mechanism, token, args.seconds, args.clients, client_env)
                         results.setdefault((mechanism, name), []).append((rate, cpu))
                         print(f"round {r + 1} {mechanism:14} {name:7} {rate:8.0f} auth/s  "
                               f"{cpu:6.2f} ms broker CPU per auth")
@@ -240,6 +278,8 @@ def main() -> None:
                 kafka.stop()
             if realm is not None:
                 realm.stop()
+            if provider is not None:
+                provider.stop()
 
 
 if __name__ == "__main__":
