@@ -45,7 +45,7 @@ from broker.handlers.fetch import FetchApi
 from broker.handlers.groups import GroupApis, GroupRouting
 from broker.handlers.list_offsets import ListOffsetsApi
 from broker.handlers.log_dirs import LogDirApis
-from broker.handlers.produce import ProduceApi
+from broker.handlers.produce import ProduceApi, append_records
 from broker.handlers.records import RecordApis
 from broker.handlers.request_checks import RequestChecks
 from broker.handlers.sasl import SaslApis
@@ -75,6 +75,7 @@ from broker.security.jwks import JwksRefresher, JwksUnavailable
 from broker.security.token_store import sweep_expired
 from broker.share.coordinator import STATE_TOPIC as SHARE_STATE_TOPIC
 from broker.share.coordinator import ShareStateCoordinator
+from broker.share.dead_letters import DeadLetterQueues
 from broker.share.metrics import share_families
 from broker.share.remote import ClusterPersister
 from broker.share.service import Persister, ShareService
@@ -89,6 +90,9 @@ from broker.topics.partitions import TopicLogs
 from broker.transactions.markers import MarkerWriter
 from broker.transactions.service import TransactionService
 from broker.transactions.verification import PartitionAdder
+from protocol.errors import ErrorCode
+from protocol.messages import ApiKey
+from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.partitioning import partition_for
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.checkpoints import CheckpointError, read_meta_properties, write_meta_properties
@@ -289,6 +293,13 @@ class BrokerApp:
         # written at the share coordinator of the key (this node's, or in a cluster its owner's).
         persister: Persister = self.share_state if self.cluster is None or self.peers is None else \
             ClusterPersister(self.share_state, self.cluster, self.peers)
+        # Records a share group archives (rejected, or at the delivery limit) go to its dead-letter
+        # queue topic, wherever that topic's partition is led.
+        self.dead_letters = DeadLetterQueues(
+            self.configs.share_settings, self.catalog, self._append_dead_letters, self.topic_logs.record_at,
+            lambda name, configs: self.admin.create_topic(name, c.get_int("num.partitions"), configs),
+            auto_create=c.get_bool("errors.deadletterqueue.auto.create.topics.enable"),
+            prefix=c.get_str("errors.deadletterqueue.topic.name.prefix"), clock=clock)
         self.share = ShareService(
             persister, self.configs.share_settings, clock, c.get_int("group.share.max.share.sessions"),
             c.get_int("group.share.session.timeout.ms"), local=self.share_state, leader_epoch=self._share_leader_epoch,
@@ -297,7 +308,7 @@ class BrokerApp:
             # share group (written where the group's journal partition is this node's).
             journal=self.journal.write if self.journal.enabled else None, group_info=self._share_group_info,
             topic_name=lambda topic_id: (t.name if (t := self.catalog.by_id.get(topic_id)) is not None else None),
-            steady=steady_ms)
+            steady=steady_ms, dead_letters=self.dead_letters.send)
         self.topic_changes.subscribe(self.share.on_topic_change)
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
                                                         share_families(self.shards, self.share,
@@ -417,6 +428,7 @@ class BrokerApp:
             await nursery.start(self.subscriptions_etcd.run)
         await nursery.start(self.shards.run)
         await nursery.start(self.share_state.run)
+        await nursery.start(self.dead_letters.run)
         if self.share is not None:
             await nursery.start(self.share.run)
         # In a cluster the coordinator loads each __transaction_state partition as it is claimed.
@@ -435,6 +447,27 @@ class BrokerApp:
             nursery.start_soon(sweep_expired, self.security.token_store, self.security.token_check_interval_ms,
                                self.clock)
         nursery.start_soon(self._settle_heap)
+
+    def _append_dead_letters(self, topic: str, partition: int, raw: bytes, done: Callable[[int], None]) -> None:
+        """A batch of dead letters to ``topic``-``partition``: appended here when this node leads
+        it, else produced to the node that does (acks=all), as Kafka's brokers send them."""
+        if self.cluster is None or self.cluster.owns(owning_partition(topic, partition)):
+            append_records(self.topic_logs, topic, partition, raw, done)
+            return
+        owner = self.cluster.owner_of(owning_partition(topic, partition))
+        if owner is None or self.peers is None:
+            done(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+            return
+        Topic = ProduceRequest.TopicProduceData
+        request = ProduceRequest(transactional_id=None, acks=-1, timeout_ms=30_000, topic_data=[
+            Topic(name=topic, partition_data=[Topic.PartitionProduceData(index=partition, records=raw)])])
+
+        def answered(response: ProduceResponse | None) -> None:
+            codes = [p.error_code for t in (response.responses if response is not None else [])
+                     for p in t.partition_responses]
+            done(codes[0] if codes else ErrorCode.REQUEST_TIMED_OUT)
+
+        self.peers.send(owner[0], ApiKey.Produce, 9, request, answered)
 
     def _share_group_info(self, group_id: str) -> tuple[int, str] | None:
         """(epoch, state) of a share group this node coordinates, for its journal events."""

@@ -290,6 +290,11 @@ PROPERTIES: tuple[Property, ...] = (
     # listener.name.<listener>.oauthbearer.sasl.server.callback.handler.class is Kafka's
     # OAuthBearerValidatorCallbackHandler. Each may be given per listener
     # (listener.name.<listener>.[oauthbearer.]<name>), as Kafka reads them.
+    Property("errors.deadletterqueue.auto.create.topics.enable", bool, False, "Share groups: a dead-letter queue "
+             "topic (the group's errors.deadletterqueue.topic.name) that does not exist is created when first "
+             "written, with errors.deadletterqueue.group.enable=true (KIP-1191)."),
+    Property("errors.deadletterqueue.topic.name.prefix", str, "dlq.", "Share groups: what every dead-letter queue "
+             "topic's name must start with (empty: anything but __)."),
     Property("sasl.oauthbearer.jwks.endpoint.url", str, "", "OAUTHBEARER (OIDC): the identity provider's JSON Web "
              "Key Set (http, https or file); fetched at startup (a broker that cannot fetch it does not start), "
              "then refreshed."),

@@ -22,6 +22,12 @@ def _share_reset(value: object) -> None:
                            "either 'earliest', 'latest' or of the format 'by_duration:<PnDTnHnMn.nS>'.")
 
 
+def _dead_letter_topic(value: object) -> None:
+    assert isinstance(value, str)
+    if value.strip().startswith("__"):
+        raise InvalidValue("DLQ topic name must not start with '__'")
+
+
 _G = (
     ("consumer.assignment.interval.ms", INT, "1000", ("group.consumer.assignment.interval.ms",), at_least(0),
      "Time between two target assignments of a consumer group."),
@@ -31,7 +37,7 @@ _G = (
      "A consumer-protocol member silent this long is fenced from the group."),
     ("errors.deadletterqueue.copy.record.enable", B, "false", ("errors.deadletterqueue.copy.record.enable",), None,
      "Share groups: copy the record itself onto the dead-letter queue."),
-    ("errors.deadletterqueue.topic.name", S, "", ("errors.deadletterqueue.topic.name",), None,
+    ("errors.deadletterqueue.topic.name", S, "", ("errors.deadletterqueue.topic.name",), _dead_letter_topic,
      "Share groups: the dead-letter queue topic (empty: none)."),
     ("share.assignment.interval.ms", INT, "1000", ("group.share.assignment.interval.ms",), at_least(0),
      "Time between two target assignments of a share group."),

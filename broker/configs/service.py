@@ -183,12 +183,16 @@ class ConfigService:
 
         reset_text = self._group_value(own, "share.auto.offset.reset")
         reset = parse_reset(reset_text) if isinstance(reset_text, str) else None
+        dead_letter_topic = self._group_value(own, "errors.deadletterqueue.topic.name")
+        dead_letter_topic = dead_letter_topic.strip() if isinstance(dead_letter_topic, str) else ""
         settings = ShareGroupSettings(
             Limits(lock_ms=number("share.record.lock.duration.ms", Limits.lock_ms),
                    delivery_limit=number("share.delivery.count.limit", Limits.delivery_limit),
-                   max_in_flight=number("share.partition.max.record.locks", Limits.max_in_flight)),
+                   max_in_flight=number("share.partition.max.record.locks", Limits.max_in_flight),
+                   dead_letters=bool(dead_letter_topic)),
             read_committed=self._group_value(own, "share.isolation.level") == "read_committed",
-            reset=reset or Reset(LATEST))
+            reset=reset or Reset(LATEST), dead_letter_topic=dead_letter_topic,
+            copy_dead_letters=self._group_value(own, "errors.deadletterqueue.copy.record.enable") is True)
         self._share_settings[group] = settings
         return settings
 

@@ -231,6 +231,35 @@ def submit(topic_logs: TopicLogs, state: PartitionState, records: bytes | None, 
     return write
 
 
+def append_records(topic_logs: TopicLogs, topic: str, partition: int, raw: bytes, done: Callable[[int], None]) -> None:
+    """Appends a batch the broker itself made (a share group's dead letters) to a partition this
+    node serves, validated as a produced one; ``done(error code)`` once it is durable or refused."""
+    state = topic_logs.get(topic, partition)
+    if state is None or state.deleted:
+        done(ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        return
+    queued: list[BatchWrite] = []
+    finished = [False]
+
+    def written() -> None:
+        if queued:
+            done(outcome(queued[0])[0])
+        else:
+            finished[0] = True  # answered within submit: once it returns
+
+    try:
+        write = submit(topic_logs, state, raw, PartitionResponse(index=partition), written)
+    except Rejected as exc:
+        done(exc.error_code)
+        return
+    if isinstance(write, BatchWrite):
+        queued.append(write)
+        if finished[0]:
+            done(outcome(write)[0])
+    else:  # nothing queued (a batch of no producer is never a duplicate): done when durable
+        topic_logs.when_durable(state, lambda: done(ErrorCode.NONE))
+
+
 def outcome(append: BatchWrite) -> tuple[int, str | None]:
     """The error code and message for a batch the log refused (0 when it was stored)."""
     exc = append.error

@@ -51,6 +51,12 @@ class Metrics:
         self.group_events = Counter("kcoord_group_events", "Rebalance-journal events written to "
                                     "__kcoord_group_events.")
         self.rebalances = Counter("kcoord_rebalances", "Rebalances started, by reason.", ["reason"])
+        self.share_dead_letters = Counter("kcoord_share_dead_letter_records",
+                                          "Records a share group sent to its dead-letter queue (KIP-1191).",
+                                          ["group"])
+        self.share_dead_letter_failures = Counter("kcoord_share_dead_letter_failures",
+                                                  "Records a share group could not send to its dead-letter queue "
+                                                  "(they stay archived).", ["group"])
         self.rebalance_seconds = Histogram("kcoord_rebalance_duration_seconds",
                                            "Time from a rebalance starting to the group becoming Stable.",
                                            buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300))

@@ -33,7 +33,7 @@ from broker.share.coordinator import Deliver, ShareStateCoordinator, StateReques
 from broker.share_coordinator.state import ShareGroupOffset
 from broker.share_partition import records as state_records
 from broker.share_partition.journal import delivery_events
-from broker.share_partition.partition import ACQUIRED, InFlight, Limits, SharePartition
+from broker.share_partition.partition import ACQUIRED, DeadLetter, InFlight, Limits, SharePartition
 from broker.share_partition.settings import ShareGroupSettings
 from broker.topics.changes import Settlement, TopicChange, TopicDeleted
 from protocol.errors import ErrorCode
@@ -52,6 +52,8 @@ Done = Callable[[bool], None]
 Journal = Callable[[Sequence[GroupEvent]], None]
 # A share group's (epoch, state) where this node coordinates it, else None.
 GroupInfo = Callable[[str], "tuple[int, str] | None"]
+# (group, topic name, partition, dead letters): the dead-letter queue writer.
+DeadLetterSink = Callable[[str, str, int, "list[DeadLetter]"], None]
 
 
 class Persister(Protocol):
@@ -105,7 +107,8 @@ class ShareService:
                  journal: Journal | None = None,
                  group_info: GroupInfo = lambda group: None,
                  topic_name: Callable[[bytes], str | None] = lambda topic_id: None,
-                 steady: Callable[[], int] | None = None) -> None:
+                 steady: Callable[[], int] | None = None,
+                 dead_letters: DeadLetterSink | None = None) -> None:
         """``clock`` is the wall clock (what is written down); acquisition locks and idle sessions
         are timed on ``steady`` (by default ``clock``), so that a stepped wall clock neither expires
         every lock at once (each expiry counts a delivery: records would be archived unread) nor
@@ -119,7 +122,10 @@ class ShareService:
         partitions of that topic the share groups this node coordinates initialized (their state
         may be coordinated by any node), deleted with the topic. ``journal``: where delivery
         trouble is reported (none: it is only counted), with the group's epoch and state from
-        ``group_info`` and the topic's name from ``topic_name``."""
+        ``group_info`` and the topic's name from ``topic_name``. ``dead_letters(group, topic,
+        partition, letters)``: where the records a group with a dead-letter queue archived (rejected,
+        or at the delivery limit) go, after each round (``broker.share.dead_letters``)."""
+        self.dead_letters = dead_letters
         self.reread_at_session_open = reread_at_session_open
         self.group_partitions = group_partitions
         self.journal = journal
@@ -262,6 +268,9 @@ class ShareService:
         now = -1
         for key in dict.fromkeys(keys):
             sp = self.partitions.get(key)
+            letters = [] if sp is None else sp.take_dead_letters()
+            if letters and self.dead_letters is not None:
+                self.dead_letters(key[0], self.topic_name(key[1]) or key[1].hex(), key[2], letters)
             trouble = None if sp is None else sp.take_trouble()
             if trouble is None or self.journal is None:
                 continue

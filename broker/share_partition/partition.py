@@ -11,6 +11,10 @@ What went wrong with deliveries (records archived at the delivery limit, locks t
 gathered in ``trouble`` until the shell takes it (``take_trouble``) after each fetch,
 acknowledgement or expiry round, for the rebalance journal: one event per share partition and
 round, never one per record.
+
+When the group has a dead-letter queue (KIP-1191, ``Limits.dead_letters``), each record archived
+because a member rejected it or because it reached the delivery limit is also noted as a
+``DeadLetter`` until the shell takes them (``take_dead_letters``) and writes them to that topic.
 """
 
 from __future__ import annotations
@@ -49,6 +53,18 @@ class Acquired(NamedTuple):
     delivery_count: int
 
 
+# Why a record went to the dead-letter queue: Kafka's messages, byte for byte (its
+# __dlq.errors.message header).
+CLIENT_REJECT = "Offset rejected by client."
+DELIVERY_COUNT_EXCEEDED = "Offset delivery count exceeded the threshold."
+
+
+class DeadLetter(NamedTuple):
+    offset: int
+    delivery_count: int
+    reason: str  # CLIENT_REJECT or DELIVERY_COUNT_EXCEEDED
+
+
 @dataclass
 class InFlight:
     state: int
@@ -62,6 +78,8 @@ class Limits:
     lock_ms: int = 30000
     delivery_limit: int = 5
     max_in_flight: int = 2000
+    # The group has a dead-letter queue: archived records are noted as dead letters.
+    dead_letters: bool = False
 
 
 # How many offsets of each kind of trouble a round keeps (the counts stay whole).
@@ -102,6 +120,12 @@ class SharePartition:
     # shell last wrote this share partition: what a ShareUpdate record carries.
     changed: set[int] = field(default_factory=set)
     trouble: DeliveryTrouble = field(default_factory=DeliveryTrouble)
+    dead_letters: list[DeadLetter] = field(default_factory=list)
+
+    def take_dead_letters(self) -> list[DeadLetter]:
+        """The records archived for the dead-letter queue since the last call, in order."""
+        taken, self.dead_letters = self.dead_letters, []
+        return taken
 
     def take_trouble(self) -> DeliveryTrouble | None:
         """What went wrong since the last call (None: nothing)."""
@@ -186,6 +210,8 @@ class SharePartition:
         rec.state = ARCHIVED if rec.delivery_count >= limits.delivery_limit else AVAILABLE
         if rec.state == ARCHIVED:
             self.archived_at_limit += 1
+            if limits.dead_letters:
+                self.dead_letters.append(DeadLetter(offset, rec.delivery_count, DELIVERY_COUNT_EXCEEDED))
             t = self.trouble
             t.archived += 1
             if len(t.archived_offsets) < TROUBLE_OFFSETS:
@@ -220,6 +246,8 @@ class SharePartition:
                 rec.state, rec.member, rec.deadline_ms = (ACKNOWLEDGED if kind == ACCEPT else ARCHIVED), "", 0
             elif kind == REJECT:
                 rec.state, rec.member, rec.deadline_ms = ARCHIVED, "", 0
+                if limits.dead_letters:
+                    self.dead_letters.append(DeadLetter(offset, rec.delivery_count, CLIENT_REJECT))
             elif kind == RELEASE:
                 self._release(offset, rec, limits, RELEASED)
             elif kind == RENEW:

@@ -78,3 +78,7 @@ class ShareGroupSettings:
     limits: Limits = field(default_factory=Limits)
     read_committed: bool = False
     reset: Reset = Reset(LATEST)
+    # The dead-letter queue (errors.deadletterqueue.topic.name; "" for none) and whether the
+    # rejected record itself is copied there (errors.deadletterqueue.copy.record.enable).
+    dead_letter_topic: str = ""
+    copy_dead_letters: bool = False

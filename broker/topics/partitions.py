@@ -31,6 +31,7 @@ from protocol.record_batch import (
     CONTROL_MASK,
     TRANSACTIONAL_MASK,
     ControlType,
+    CorruptBatchError,
     build_end_txn_marker,
     control_type_of,
     decode_records,
@@ -267,6 +268,25 @@ class TopicLogs:
         if t is None or t.internal or not 0 <= partition < t.partitions:
             return None
         return self._open(t, partition)
+
+    def record_at(self, topic: str, partition: int, offset: int) -> tuple[bytes | None, bytes | None] | None:
+        """(key, value) of the record at ``offset`` of a partition this node serves, below its high
+        watermark; None when it is not there (or cannot be read)."""
+        state = self.get(topic, partition)
+        if state is None or state.deleted or offset >= state.high_watermark:
+            return None
+        try:
+            for batch in state.log.batches(offset):
+                if batch.base_offset > offset:
+                    return None
+                if batch.last_offset >= offset:
+                    for record in decode_records(batch):
+                        if batch.base_offset + record.offset_delta == offset:
+                            return record.key, record.value
+                    return None
+        except (OSError, StorageError, CorruptBatchError) as exc:
+            logs.warn("log.read_failed", topic=topic, partition=partition, offset=offset, error=repr(exc))
+        return None
 
     def readable(self, topic: Topic, partition: int) -> Partition | int:
         """The log runtime's partition that Fetch and ListOffsets read (up to its high watermark,
