@@ -105,3 +105,22 @@ def test_aborted_transaction_records_are_archived_not_delivered() -> None:
     assert sp.acknowledge("a", 0, 1, [ACCEPT], L) == ErrorCode.NONE
     assert sp.acknowledge("a", 6, 6, [ACCEPT], L) == ErrorCode.NONE
     assert sp.start_offset == 7 and not sp.records
+
+
+def test_records_rejected_or_at_the_limit_become_dead_letters_only_with_a_queue() -> None:
+    from broker.share_partition.partition import CLIENT_REJECT, DELIVERY_COUNT_EXCEEDED, DeadLetter
+
+    with_queue = Limits(lock_ms=1000, delivery_limit=2, max_in_flight=100, dead_letters=True)
+    for limits, expect in ((L, False), (with_queue, True)):
+        sp = fresh()
+        sp.acquire("a", B, 10, 3, 0, limits)  # 0, 1, 2
+        assert sp.acknowledge("a", 0, 2, [ACCEPT, REJECT, RELEASE], limits) == ErrorCode.NONE
+        sp.acquire("a", B, 10, 1, 0, limits)  # 2 again (its second delivery)
+        sp.expire(5000, limits)  # its lock expires: the limit (2 with the queue, 3 without)
+        letters = sp.take_dead_letters()
+        if expect:
+            assert letters == [DeadLetter(1, 1, CLIENT_REJECT), DeadLetter(2, 2, DELIVERY_COUNT_EXCEEDED)]
+            assert sp.records.get(2) is None and sp.start_offset == 3  # archived: the start moved past
+        else:
+            assert letters == []
+        assert sp.take_dead_letters() == []
