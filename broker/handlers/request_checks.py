@@ -583,6 +583,8 @@ class RequestChecks:
     def produce(self, req: Request[ProduceRequest], refuse: Refuse[ProduceRequest]) -> bool:
         R = ProduceResponse.TopicProduceResponse
         topics = req.body.topic_data
+        if self.peer_secret.is_peer(req.client_id):
+            return False  # another node writing a share group's dead letters, as Kafka's brokers do
         if _has_transactional_records(topics) and not (
                 req.body.transactional_id is not None
                 and self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, req.body.transactional_id)):
