@@ -189,7 +189,8 @@ class ConfigService:
             Limits(lock_ms=number("share.record.lock.duration.ms", Limits.lock_ms),
                    delivery_limit=number("share.delivery.count.limit", Limits.delivery_limit),
                    max_in_flight=number("share.partition.max.record.locks", Limits.max_in_flight),
-                   dead_letters=bool(dead_letter_topic)),
+                   dead_letters=bool(dead_letter_topic),
+                   renew=self._group_value(own, "share.renew.acknowledge.enable") is not False),
             read_committed=self._group_value(own, "share.isolation.level") == "read_committed",
             reset=reset or Reset(LATEST), dead_letter_topic=dead_letter_topic,
             copy_dead_letters=self._group_value(own, "errors.deadletterqueue.copy.record.enable") is True)

@@ -80,6 +80,8 @@ class Limits:
     max_in_flight: int = 2000
     # The group has a dead-letter queue: archived records are noted as dead letters.
     dead_letters: bool = False
+    # RENEW acknowledgements are taken (share.renew.acknowledge.enable): refused otherwise.
+    renew: bool = True
 
 
 # How many offsets of each kind of trouble a round keeps (the counts stay whole).
@@ -239,6 +241,8 @@ class SharePartition:
             rec = self.records.get(offset)
             if rec is None or rec.state != ACQUIRED or rec.member != member:
                 return ErrorCode.INVALID_RECORD_STATE
+            if kind == RENEW and not limits.renew:
+                return ErrorCode.INVALID_RECORD_STATE  # "Renewing acquisition locks is not enabled for the group."
             todo.append((offset, rec, kind))
         for offset, rec, kind in todo:
             self.changed.add(offset)

@@ -124,3 +124,16 @@ def test_records_rejected_or_at_the_limit_become_dead_letters_only_with_a_queue(
         else:
             assert letters == []
         assert sp.take_dead_letters() == []
+
+
+def test_renew_is_refused_when_the_group_disables_it() -> None:
+    from broker.share_partition.partition import RENEW
+
+    for renew, expect in ((True, ErrorCode.NONE), (False, ErrorCode.INVALID_RECORD_STATE)):
+        limits = Limits(lock_ms=1000, delivery_limit=3, max_in_flight=100, renew=renew)
+        sp = fresh()
+        sp.acquire("a", B, 10, 2, 0, limits)
+        assert sp.acknowledge("a", 0, 1, [ACCEPT, RENEW], limits, now_ms=500) == expect
+        # Refused, nothing of the acknowledgement is applied: offset 0 is still acquired.
+        assert (sp.start_offset == 1) == (expect == ErrorCode.NONE)
+        assert sp.records[1].deadline_ms == (1500 if renew else 1000)
