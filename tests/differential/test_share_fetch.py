@@ -67,3 +67,54 @@ def test_fetch_acknowledge_and_session_errors(pair: Pair) -> None:
     answers = pair.compare(scenario, extra_dropped=frozenset({"records", "node_endpoints"}))
     acquired = answers["acquired"]["responses"][0]["partitions"][0]["acquired_records"]  # type: ignore[index]
     assert acquired == [{"first_offset": 1, "last_offset": 3, "delivery_count": 1}]
+
+
+@pytest.mark.parametrize("enabled", [True, False], ids=["renew enabled", "renew disabled"])
+def test_renew_acknowledgements_and_the_group_config_that_refuses_them(pair: Pair, enabled: bool) -> None:
+    """ShareAcknowledge v2 with ``is_renew_ack`` renewing a record's lock, in a group whose
+    ``share.renew.acknowledge.enable`` is as given: taken, or refused with INVALID_RECORD_STATE
+    (and the record still acquired: accepting it afterwards works)."""
+    from protocol.messages.share_acknowledge import ShareAcknowledgeRequest
+    from tests.differential.consumer_ops import topic_names
+
+    group, topic = unique("share-renew"), unique("share-renew-t")
+    renew = 4
+
+    def scenario(t: Target) -> object:
+        c = t.client("share-consumer")
+        create_topics(c, {topic: 1})
+        from confluent_kafka.admin import (
+            AdminClient,
+            AlterConfigOpType,
+            ConfigEntry,
+            ConfigResource,
+            ResourceType,
+        )
+
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{t.port}"})
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
+            "share.renew.acknowledge.enable", "true" if enabled else "false",
+            incremental_operation=AlterConfigOpType.SET)])
+        admin.incremental_alter_configs([resource])[resource].result(30)
+        mid = member_id(group)
+        joined = heartbeat(c, group, mid, 0, [topic])
+        until_assigned(c, group, mid, joined["member_epoch"])  # type: ignore[arg-type]
+        topic_id = next(i for i, n in topic_names(c).items() if n == topic)
+        s = Session(c, group, mid, topic_id)
+        s.fetch()
+        wait_started(c, group, topic, 3.0)
+        produce(c, topic, 0, batch(b"a"))
+        s.until_acquired()
+        P = ShareAcknowledgeRequest.AcknowledgeTopic.AcknowledgePartition
+        renewed = c.call(79, 2, ShareAcknowledgeRequest(
+            group_id=group, member_id=mid, share_session_epoch=s.epoch, is_renew_ack=True,
+            topics=[ShareAcknowledgeRequest.AcknowledgeTopic(topic_id=topic_id, partitions=[P(
+                partition_index=0, acknowledgement_batches=[P.AcknowledgementBatch(
+                    first_offset=0, last_offset=0, acknowledge_types=[renew])])])]))
+        if renewed.error_code == 0:
+            s.epoch += 1
+        return {"renewed": renewed, "accepted": s.acknowledge([(0, 0, [ACCEPT])])}
+
+    answers = pair.compare(scenario, extra_dropped=frozenset({"node_endpoints", "acquisition_lock_timeout_ms"}))
+    code = answers["renewed"]["responses"][0]["partitions"][0]["error_code"]  # type: ignore[index]
+    assert code == (0 if enabled else 121)  # INVALID_RECORD_STATE
