@@ -68,6 +68,7 @@ from broker.quotas import enforcement
 from broker.quotas.enforcement import QuotaEnforcer, monotonic_ms
 from broker.quotas.etcd_store import EtcdQuotaStore
 from broker.quotas.store import QuotaStore
+from broker.runtime.countdown import Countdown
 from broker.runtime.timers import steady_ms, wall_ms
 from broker.security.context import SecurityContext
 from broker.security.etcd_access import check_access, etcd_client
@@ -92,6 +93,7 @@ from broker.transactions.service import TransactionService
 from broker.transactions.verification import PartitionAdder
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
+from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.partitioning import partition_for
 from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
@@ -372,7 +374,8 @@ class BrokerApp:
             fetch=FetchApi(self.topic_logs, self.catalog),
             share=ShareApis(self.shards, GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,
                             self.node_id),
-            share_offsets=ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog),
+            share_offsets=ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,
+                                          self._remote_ends),
             list_offsets=ListOffsetsApi(self.topic_logs, self.catalog),
             records=RecordApis(self.topic_logs, self.catalog, self.view),
             log_dirs=LogDirApis(self.data_dir, self.topic_logs, self.catalog),
@@ -468,6 +471,35 @@ class BrokerApp:
             done(codes[0] if codes else ErrorCode.REQUEST_TIMED_OUT)
 
         self.peers.send(owner[0], ApiKey.Produce, 9, request, answered)
+
+    def _remote_ends(self, wanted: list[tuple[str, int]], done: Callable[[dict[tuple[str, int], int]], None]) -> None:
+        """The high watermarks of partitions other nodes lead (ListOffsets LATEST to each leader),
+        for a share group's lag; those no leader answers are left out."""
+        by_node: dict[int, list[tuple[str, int]]] = {}
+        if self.cluster is not None and self.peers is not None:
+            for topic, index in wanted:
+                owner = self.cluster.owner_of(owning_partition(topic, index))
+                if owner is not None and owner[0] != self.cluster.node_id:
+                    by_node.setdefault(owner[0], []).append((topic, index))
+        ends: dict[tuple[str, int], int] = {}
+        countdown = Countdown(len(by_node), lambda ok: done(ends))
+        T = ListOffsetsRequest.Topic
+        for node, tps in by_node.items():
+            topics: dict[str, list[int]] = {}
+            for topic, index in tps:
+                topics.setdefault(topic, []).append(index)
+            request = ListOffsetsRequest(replica_id=-1, isolation_level=0, topics=[T(name=name, partitions=[
+                T.Partition(partition_index=i, timestamp=-1) for i in indexes]) for name, indexes in topics.items()])
+
+            def answered(response: ListOffsetsResponse | None) -> None:
+                for t in response.topics if response is not None else []:
+                    for part in t.partitions:
+                        if part.error_code == ErrorCode.NONE:
+                            ends[(t.name, part.partition_index)] = part.offset
+                countdown.arrive(True)
+
+            assert self.peers is not None
+            self.peers.send(node, ApiKey.ListOffsets, 7, request, answered)
 
     def _share_group_info(self, group_id: str) -> tuple[int, str] | None:
         """(epoch, state) of a share group this node coordinates, for its journal events."""

@@ -632,6 +632,8 @@ class RequestChecks:
 
     def list_offsets(self, req: Request[ListOffsetsRequest], refuse: Refuse[ListOffsetsRequest]) -> bool:
         T = ListOffsetsResponse.Topic
+        if self.peer_secret.is_peer(req.client_id):
+            return False  # another node asking the ends of partitions for a share group's lag
         if self._split(req, req.body.topics, lambda t: self.allowed(req, Operation.DESCRIBE, ResourceType.TOPIC,
                                                                     t.name), "topics",
                        lambda resp, denied: resp.topics.extend(T(name=t.name, partitions=[

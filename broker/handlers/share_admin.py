@@ -5,6 +5,7 @@ deletions are answered once their ``__share_group_state`` records are durable.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -12,6 +13,7 @@ from broker.group_coordinator.result import Result
 from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.handlers.groups import GroupRouting
 from broker.network.router import Request
+from broker.runtime.countdown import Countdown
 from broker.share.service import Key, ShareService
 from broker.share_partition.partition import ACKNOWLEDGED, ARCHIVED, SharePartition
 from broker.topics.catalog import TopicCatalog
@@ -48,13 +50,24 @@ def delete_offsets_error(req: Request[DeleteShareGroupOffsetsRequest], code: int
     return DeleteShareGroupOffsetsResponse(error_code=code, responses=[])
 
 
+# (topic, partition) pairs this node does not serve -> done({(topic, partition): high watermark})
+# with those their leaders answered (in a cluster: ListOffsets to each leader).
+RemoteEnds = Callable[[list[tuple[str, int]], Callable[[dict[tuple[str, int], int]], None]], None]
+
+
+def _no_remote_ends(wanted: list[tuple[str, int]], done: Callable[[dict[tuple[str, int], int]], None]) -> None:
+    done({})
+
+
 class ShareOffsetApis:
     def __init__(self, routing: GroupRouting, service: ShareService, topic_logs: TopicLogs,
-                 catalog: TopicCatalog) -> None:
+                 catalog: TopicCatalog, remote_ends: RemoteEnds = _no_remote_ends) -> None:
+        """``remote_ends``: the high watermarks of partitions another node leads, for their lag."""
         self.routing = routing
         self.service = service
         self.topic_logs = topic_logs
         self.catalog = catalog
+        self.remote_ends = remote_ends
 
     def _group(self, group_id: str) -> tuple[int, int, dict[bytes, frozenset[int]]]:
         """(error, members, initialized partitions) of a share group, as its shard knows it."""
@@ -73,13 +86,17 @@ class ShareOffsetApis:
         state, and AlterShareGroupOffsets creates it)."""
         return not self.routing.runtime_for(group_id).shard.has_group(group_id)
 
-    def _lag(self, topic_name: str, index: int, start: int, done: int) -> int:
-        """Records from the start offset to the end not yet acknowledged or archived."""
+    def _end(self, topic_name: str, index: int) -> int | None:
+        """The high watermark of a partition this node serves (None: it does not serve it)."""
         topic = self.catalog.get(topic_name)
         src = self.topic_logs.readable(topic, index) if topic is not None else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if isinstance(src, int) or start < 0:
+        return None if isinstance(src, int) else src.high_watermark
+
+    def _lag(self, end: int | None, start: int, done: int) -> int:
+        """Records from the start offset to the end not yet acknowledged or archived."""
+        if end is None or start < 0:
             return -1
-        return max(0, src.high_watermark - start - done)
+        return max(0, end - start - done)
 
     def describe_share_group_offsets(self, req: Request[DescribeShareGroupOffsetsRequest]) -> None:
         """Each share partition's start offset, from this node's share partitions or, for those it
@@ -115,7 +132,20 @@ class ShareOffsetApis:
                     missing += [(g.group_id, topic.topic_id, i) for i in indexes if (topic.topic_id, i) not in state]
             asked.append((g, 0, wanted, state))
 
-        def answer(found: dict[Key, SharePartition]) -> None:
+        ends: dict[tuple[str, int], int] = {}
+        elsewhere = []
+        for _g, _code, wanted, _state in asked:
+            for name, indexes in wanted.items():
+                for index in dict.fromkeys(indexes):
+                    end = self._end(name, index)
+                    if end is not None:
+                        ends[(name, index)] = end
+                    elif self.catalog.get(name) is not None:
+                        elsewhere.append((name, index))
+        gathered: list[dict[Key, SharePartition]] = []
+
+        def answer() -> None:
+            found = gathered[0]
             groups = []
             for g, code, wanted, state in asked:
                 if code:
@@ -124,12 +154,29 @@ class ShareOffsetApis:
                                           f"Group {g.group_id} not found."))
                     continue
                 state.update({(k[1], k[2]): sp for k, sp in found.items() if k[0] == g.group_id})
-                groups.append(_DGroup(group_id=g.group_id, topics=self._described(wanted, state), error_code=0))
+                groups.append(_DGroup(group_id=g.group_id, topics=self._described(wanted, state, ends), error_code=0))
             req.reply.set(DescribeShareGroupOffsetsResponse(groups=groups))
 
-        self.service.gather(missing, answer)
+        # Both the share state of the partitions held elsewhere and the ends of those other nodes
+        # lead, then the answer.
+        countdown = Countdown(2, lambda ok: answer())
 
-    def _described(self, wanted: dict[str, list[int]], state: dict[tuple[bytes, int], SharePartition]) -> list[Any]:
+        def states(found: dict[Key, SharePartition]) -> None:
+            gathered.append(found)
+            countdown.arrive(True)
+
+        def remote(answered: dict[tuple[str, int], int]) -> None:
+            ends.update(answered)
+            countdown.arrive(True)
+
+        self.service.gather(missing, states)
+        if elsewhere:
+            self.remote_ends(elsewhere, remote)
+        else:
+            remote({})
+
+    def _described(self, wanted: dict[str, list[int]], state: dict[tuple[bytes, int], SharePartition],
+                   ends: dict[tuple[str, int], int]) -> list[Any]:
         # In the order asked (Kafka's); a topic that does not exist, or a partition without share
         # state, is described as Kafka describes it: no start offset, no lag, no error.
         topics = []
@@ -149,7 +196,7 @@ class ShareOffsetApis:
                     continue
                 done = sum(1 for r in sp.records.values() if r.state in (ACKNOWLEDGED, ARCHIVED))
                 parts.append(_DPart(partition_index=index, start_offset=sp.start_offset, leader_epoch=0,
-                                    lag=self._lag(name, index, sp.start_offset, done), error_code=0))
+                                    lag=self._lag(ends.get((name, index)), sp.start_offset, done), error_code=0))
             topics.append(_DTopic(topic_name=name, topic_id=topic.topic_id, partitions=parts))
         return topics
 

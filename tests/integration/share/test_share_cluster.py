@@ -96,11 +96,13 @@ def test_share_group_across_two_nodes_survives_kill_9(cluster: Cluster) -> None:
         c.close()
     # Every record, from the partitions of both nodes, accepted once.
     assert sorted(accepted) == sorted(first)
-    # The group's coordinator describes every share partition, wherever its state lives.
-    assert wait_for(lambda: start_offsets(cluster) == {p: 10 for p in range(PARTITIONS)}, 15, "the start offsets")
+    # The group's coordinator describes every share partition, wherever its state lives, with its
+    # lag, wherever its partition is led: none yet, then what was produced since.
+    assert wait_for(lambda: described(cluster) == {p: (10, 0) for p in range(PARTITIONS)}, 15, "the start offsets")
 
     second = [f"b{i}" for i in range(40)]
     produce(bootstrap, second)
+    assert wait_for(lambda: described(cluster) == {p: (10, 10) for p in range(PARTITIONS)}, 15, "the lag of each")
     d = consumer(bootstrap)
     # Even records accepted (durable before commit_sync returns); polling stops at the first poll
     # that brings an odd one, which stays acquired, unacknowledged, as do those never delivered.
@@ -171,9 +173,14 @@ def _at_coordinator(cluster: Cluster, api: ApiKey, version: int, body: Any) -> A
 
 def start_offsets(cluster: Cluster) -> dict[int, int]:
     """Each partition's start offset as DescribeShareGroupOffsets tells it."""
-    r = _at_coordinator(cluster, ApiKey.DescribeShareGroupOffsets, 0, DescribeShareGroupOffsetsRequest(
+    return {p: start for p, (start, _lag) in described(cluster).items()}
+
+
+def described(cluster: Cluster) -> dict[int, tuple[int, int]]:
+    """Each partition's (start offset, lag) as DescribeShareGroupOffsets (v1: with lag) tells it."""
+    r = _at_coordinator(cluster, ApiKey.DescribeShareGroupOffsets, 1, DescribeShareGroupOffsetsRequest(
         groups=[DescribeShareGroupOffsetsRequest.Group(group_id=GROUP, topics=None)]))
-    return {p.partition_index: p.start_offset for t in r.groups[0].topics for p in t.partitions}
+    return {p.partition_index: (p.start_offset, p.lag) for t in r.groups[0].topics for p in t.partitions}
 
 
 def reset_offsets(cluster: Cluster, offset: int) -> int:
