@@ -349,3 +349,34 @@ def test_offline_migration_between_classic_and_streams_keeps_the_offsets(pair: P
         return out
 
     pair.compare(scenario)
+
+
+def test_a_member_asks_the_whole_application_to_shut_down(pair: Pair) -> None:
+    """A member's heartbeat with ``shutdown_application`` (a fatal error in one instance, KIP-1071):
+    every member's next heartbeat carries SHUTDOWN_APPLICATION naming it, the asking member's own
+    too, until the group is empty; then the application may start again (and the group, empty,
+    waits its initial rebalance delay again, as Kafka's does)."""
+    group, source = unique("streams-shutdown"), unique("streams-shutdown-in")
+
+    def statuses(answer: Any) -> list[tuple[int, str]]:
+        return sorted((s.status_code, s.status_detail) for s in answer.status or [])
+
+    def scenario(t: Target) -> object:
+        a_conn, b_conn = t.client("a"), t.client("b")
+        create_topic(a_conn, source, 2)
+        a, b = Member(a_conn, group, source, "a"), Member(b_conn, group, source, "b")
+        until_tasks(a)
+        b.heartbeat()
+        asked = a.heartbeat(shutdown_application=True)
+        told = b.heartbeat()
+        a.heartbeat(epoch=-1)
+        b.heartbeat(epoch=-1)
+        again = Member(a_conn, group, source, "c").heartbeat()
+        return {"asked": statuses(asked), "told": statuses(told), "after": statuses(again),
+                "a": a.mid}
+
+    answers = pair.compare(scenario)
+    shutdown = [4, f"Streams group member {answers['a']} encountered a fatal error and requested a shutdown for "
+                   "the entire application."]
+    assert shutdown in answers["asked"] and shutdown in answers["told"]  # type: ignore[operator]
+    assert shutdown not in answers["after"]  # type: ignore[operator]

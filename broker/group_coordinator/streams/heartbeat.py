@@ -38,6 +38,7 @@ from broker.group_coordinator.streams.model import (
 from broker.group_coordinator.streams.reconcile import FencedMemberEpochError, reconcile, validate_epoch
 from broker.group_coordinator.streams.topology import (
     ASSIGNMENT_DELAYED,
+    SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
     ConfiguredTopology,
     configure,
@@ -247,6 +248,8 @@ class Heartbeat:
         gid, member_id = req.group_id, req.member_id
         joining = req.member_epoch == JOIN_EPOCH
         group = self._group(create=joining)
+        if not group.members:
+            group.shutdown_requested_by = None  # an application that shut down starts again
         owned = _owned(req)
         # A static member (instance id) that left with epoch -2 and comes back under a new member
         # id takes over its old member: its tasks, target and metadata (Kafka 4.4).
@@ -324,7 +327,9 @@ class Heartbeat:
         delays = self.streams.assignment_delayed_until
         new_group = gid not in self.streams.groups
         initial_delay = cfg.streams_initial_rebalance_delay_for(gid)
-        if new_group and initial_delay > 0:
+        # As Kafka 4.4: the delay starts whenever a member joins a group without members (a new
+        # one, or one whose members all left), unless it is already running.
+        if (new_group or not group.members) and initial_delay > 0 and delays.get(gid, 0) <= self.now:
             delays[gid] = self.now + initial_delay
         delayed = delays.get(gid, 0) > self.now
         if not delayed:
@@ -371,6 +376,10 @@ class Heartbeat:
         if req.topology is None and member.topology_epoch < group_topology_epoch:
             statuses.append((STALE_TOPOLOGY, f"The member's topology epoch {member.topology_epoch} is behind the "
                              f"group's topology epoch {group_topology_epoch}."))
+        if req.shutdown_application and group.shutdown_requested_by is None:
+            group.shutdown_requested_by = member_id
+        if group.shutdown_requested_by is not None:
+            statuses.append((SHUTDOWN_APPLICATION, _shutdown_detail(group.shutdown_requested_by)))
         response = _R(
             error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
             member_epoch=reconciled.member_epoch, heartbeat_interval_ms=cfg.streams_heartbeat_interval_for(gid),
@@ -457,6 +466,8 @@ class Heartbeat:
     def _leave(self) -> Any:
         req = self.req
         group = self._group(create=False)
+        if req.shutdown_application and group.shutdown_requested_by is None:
+            group.shutdown_requested_by = req.member_id
         if req.instance_id is None:
             member = group.members.get(req.member_id)
             if member is None:
@@ -477,6 +488,11 @@ class Heartbeat:
         return _R(error_code=ErrorCode.NONE, error_message=None, member_id=req.member_id,
                   member_epoch=req.member_epoch, heartbeat_interval_ms=0, acceptable_recovery_lag_legacy=0,
                   task_offset_interval_ms=0, status=[], endpoint_information_epoch=0)
+
+
+def _shutdown_detail(member_id: str) -> str:
+    return (f"Streams group member {member_id} encountered a fatal error and requested a shutdown for the entire "
+            "application.")
 
 
 def group_state(streams: StreamsState, group_id: str) -> str:

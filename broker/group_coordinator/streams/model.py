@@ -75,6 +75,9 @@ class StreamsGroup:
     configured: Any = None
     # Bumped whenever any member's tasks change: members re-read the endpoint map after it.
     endpoint_epoch: int = 0
+    # Soft state, as Kafka keeps it: the first member that asked the whole application to shut
+    # down (SHUTDOWN_APPLICATION), told to every member until the group is empty.
+    shutdown_requested_by: str | None = None
 
     def state_name(self) -> str:
         """Kafka's StreamsGroup.StreamsGroupState as describe and list show it."""
