@@ -380,3 +380,19 @@ def test_a_member_asks_the_whole_application_to_shut_down(pair: Pair) -> None:
                    "the entire application."]
     assert shutdown in answers["asked"] and shutdown in answers["told"]  # type: ignore[operator]
     assert shutdown not in answers["after"]  # type: ignore[operator]
+
+
+def test_a_source_topic_regex_is_refused_as_kafka_refuses_it(pair: Pair) -> None:
+    group = unique("streams-regex")
+
+    def scenario(t: Target) -> object:
+        c = t.client("streams")
+        m = Member(c, group, "unused", "a")
+        top = topology(group, "unused")
+        top.subtopologies[0].source_topics = []
+        top.subtopologies[0].source_topic_regex = ["streams-regex-in-.*"]
+        answer = m.heartbeat(topology=top)
+        return {"error_code": answer.error_code, "error_message": answer.error_message}
+
+    answers = pair.compare(scenario)  # messages are not compared: kcoord's is Kafka's, word for word
+    assert answers["error_code"] == 42  # type: ignore[index]  # INVALID_REQUEST

@@ -82,7 +82,11 @@ def _invalid(message: str) -> HeartbeatError:
 
 
 def validate(req: Any) -> None:
-    """Kafka's throwIfStreamsGroupHeartbeatRequestIsInvalid."""
+    """Kafka's throwIfStreamsGroupHeartbeatRequestIsUsingUnsupportedFeatures, then
+    throwIfStreamsGroupHeartbeatRequestIsInvalid."""
+    if req.topology is not None and any(s.source_topic_regex for s in req.topology.subtopologies):
+        # Kafka 4.4 refuses them (KIP-1071 leaves them for later): so does kcoord.
+        raise _invalid("Regular expressions for source topics are not supported yet.")
     if not req.group_id:
         raise _invalid("GroupId can't be empty.")
     if not req.member_id:
