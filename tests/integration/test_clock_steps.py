@@ -24,13 +24,20 @@ from testkit.faults.cluster import FaultCluster, faketime_library
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import (  # noqa: E402
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from kclient.wire_client import WireClient  # noqa: E402
 from protocol.messages import ApiKey  # noqa: E402
 from protocol.messages.describe_transactions import DescribeTransactionsRequest  # noqa: E402
 from tests.integration.helpers.cluster import wait_for  # noqa: E402
-from tests.integration.helpers.share import consumer, joined, make_topic, poll_until, produce  # noqa: E402
+from tests.integration.helpers.share import consumer, make_topic, poll_until, produce  # noqa: E402
 
 pytestmark = [
     pytest.mark.skipif(faketime_library() is None, reason="needs libfaketime (Debian package libfaketime)"),
@@ -119,10 +126,15 @@ def test_a_dead_member_is_fenced_a_session_after_its_last_heartbeat_across_a_clo
 def test_a_stalled_share_consumers_records_come_back_a_lock_after_across_a_clock_step(node: FaultCluster) -> None:
     broker = node.nodes[1]
     make_topic(broker, "q")
+    # The group reads the topic from its start: records produced before its first fetch has
+    # started the share partition (a join that takes long on a loaded machine) are delivered too.
+    admin = AdminClient({"bootstrap.servers": node.bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, "sg", incremental_configs=[ConfigEntry(
+        "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(30)
     a = consumer(broker, "sg", "q", explicit=True)
     b = None
     try:
-        joined(a)
         produce(broker, "q", ["x", "y"])
         held = poll_until(a, lambda got: len(got) >= 2, seconds=60)  # acquired; a never acknowledges
         assert len(held) == 2

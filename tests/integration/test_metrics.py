@@ -334,7 +334,8 @@ def _exercise_security_families(broker: BrokerProcess, sasl_port: int) -> None:
 # Likewise the client-quota families: a sample needs a quota set and a client held to it, which
 # tests/integration/test_client_quotas.py drives and reads these series from.
 SAMPLED_BY_SHARE_TESTS = {"kcoord_share_records_in_flight", "kcoord_share_redeliveries", "kcoord_share_lock_expiries",
-                          "kcoord_share_archived_at_delivery_limit", "kcoord_share_group_lag"}
+                          "kcoord_share_archived_at_delivery_limit", "kcoord_share_group_lag",
+                          "kcoord_share_dead_letter_records_total", "kcoord_share_dead_letter_failures_total"}
 SAMPLED_BY_QUOTA_TESTS = {"kcoord_quota_rate", "kcoord_quota_bound", "kcoord_quota_throttle_time_ms_total",
                           "kcoord_quota_throttled_responses_total", "kcoord_quota_connection_creation_rate",
                           "kcoord_quota_connections_throttled_total"}

@@ -93,11 +93,17 @@ def test_kafka_python(secure: SecureBroker, listener: str, mechanism: str | None
         producer.send(topic, f"m{i}".encode())
     producer.flush(15)
     producer.close()
-    # A join that raced the new topic's metadata assigns nothing until the next refresh: keep
-    # refreshes quick (kafka-python's default is 5 minutes).
-    consumer = KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
+    # A join that raced the new topic's metadata assigns nothing (kafka-python's range assignor:
+    # "No partition metadata for topic"), and under load no refresh made it join again within a
+    # minute: the consumer knows the topic's partitions before it subscribes.
+    consumer = KafkaConsumer(group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
                              metadata_max_age_ms=1000, **conf)
     try:
+        known = time.monotonic() + 60
+        while not consumer.partitions_for_topic(topic):
+            assert time.monotonic() < known, f"kafka-python never learned the partitions of {topic}"
+            time.sleep(0.2)
+        consumer.subscribe([topic])
         got: list[bytes] = []
         deadline = time.monotonic() + 60  # a group join can take long on a loaded machine
         while len(got) < 3 and time.monotonic() < deadline:

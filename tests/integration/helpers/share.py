@@ -7,7 +7,14 @@ from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import Producer, ShareConsumer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
+    ResourceType,
+)
 
 from testkit.kcoord import BrokerProcess
 
@@ -38,6 +45,13 @@ def produce(broker: BrokerProcess, topic: str, values: list[str]) -> None:
 
 
 def consumer(broker: BrokerProcess, group: str, topic: str, explicit: bool = False) -> Any:
+    """A share consumer of ``group`` on ``topic``. The group reads its (fresh) topics from their
+    start (``share.auto.offset.reset=earliest``): records produced before a slow join has started
+    the share partition are delivered all the same, as the tests expect."""
+    admin = AdminClient({"bootstrap.servers": bootstrap(broker)})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
+        "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
+    admin.incremental_alter_configs([resource])[resource].result(30)
     config = {"bootstrap.servers": bootstrap(broker), "group.id": group}
     if explicit:
         config["share.acknowledgement.mode"] = "explicit"
@@ -47,7 +61,7 @@ def consumer(broker: BrokerProcess, group: str, topic: str, explicit: bool = Fal
 
 
 def joined(c: Any) -> None:
-    """The first poll joins and starts the share partition at its end (share.auto.offset.reset=latest)."""
+    """A first poll: the member joins (and, in time, is given its partitions)."""
     c.poll(2)
 
 
