@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.differential.harness import Pair, Target, unique
+from tests.integration.helpers.clients import set_group_configs
 
 pytestmark = pytest.mark.differential
 ck = pytest.importorskip("confluent_kafka")
@@ -27,7 +28,7 @@ def admin(t: Target) -> Any:
 
 
 def setup(t: Target, source: str, queue: str, group: str, copy: bool, enabled: bool = True) -> None:
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
+    from confluent_kafka.admin import NewTopic
 
     client = admin(t)
     topics = [NewTopic(source, 3, 1), NewTopic(queue, 2, 1, config={
@@ -37,9 +38,7 @@ def setup(t: Target, source: str, queue: str, group: str, copy: bool, enabled: b
     configs = {"errors.deadletterqueue.topic.name": queue, "share.auto.offset.reset": "earliest",
                "errors.deadletterqueue.copy.record.enable": "true" if copy else "false",
                "share.delivery.count.limit": "2"}
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in configs.items()])
-    client.incremental_alter_configs([resource])[resource].result(30)
+    set_group_configs(f"127.0.0.1:{t.port}", group, configs)
     producer = ck.Producer({"bootstrap.servers": f"127.0.0.1:{t.port}"})
     for i in range(3):
         producer.produce(source, key=f"k{i}".encode(), value=f"v{i}".encode(), partition=2,

@@ -20,6 +20,7 @@ from tests.differential.share_ops import (
     until_assigned,
     wait_started,
 )
+from tests.integration.helpers.clients import set_group_configs
 
 pytestmark = pytest.mark.differential
 
@@ -83,19 +84,7 @@ def test_renew_acknowledgements_and_the_group_config_that_refuses_them(pair: Pai
     def scenario(t: Target) -> object:
         c = t.client("share-consumer")
         create_topics(c, {topic: 1})
-        from confluent_kafka.admin import (
-            AdminClient,
-            AlterConfigOpType,
-            ConfigEntry,
-            ConfigResource,
-            ResourceType,
-        )
-
-        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{t.port}"})
-        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
-            "share.renew.acknowledge.enable", "true" if enabled else "false",
-            incremental_operation=AlterConfigOpType.SET)])
-        admin.incremental_alter_configs([resource])[resource].result(30)
+        set_group_configs(f"127.0.0.1:{t.port}", group, {"share.renew.acknowledge.enable": str(enabled).lower()})
         mid = member_id(group)
         joined = heartbeat(c, group, mid, 0, [topic])
         until_assigned(c, group, mid, joined["member_epoch"])  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from analytics.decoder import decode_segment
 from analytics.share_state import PROGRESS_FIELDS, decode_share_state_segment, fold
 from storage.layout import OFFSETS_TOPIC, SHARE_STATE_TOPIC
 from testkit.kafka import run_tool
+from tests.integration.helpers.clients import set_group_configs
 from tests.integration.helpers.kafka_programs import DUMP_LOG
 from tests.unit.analytics.share_bytes import segment, share_group_records, share_state_records
 
@@ -133,19 +134,13 @@ def _share_consumer_run(bootstrap: str, group: str, topic: str) -> list[tuple[st
     from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
     from confluent_kafka.admin import (
         AdminClient,
-        AlterConfigOpType,
-        ConfigEntry,
-        ConfigResource,
         NewTopic,
-        ResourceType,
     )
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
     # The jobs are in the topic before the group reads it: it starts at the earliest offset.
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([resource])[resource].result(30)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
     p = Producer({"bootstrap.servers": bootstrap})
     for i in range(10):
         p.produce(topic, value=f"job-{i}".encode())

@@ -19,6 +19,17 @@ def create_topic(bootstrap: str, name: str, partitions: int) -> None:
     admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
 
 
+def set_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> None:
+    """Sets a group's configs (IncrementalAlterConfigs on the GROUP resource), as an operator's
+    admin client does; raises what the broker refuses."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
+        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()])
+    admin.incremental_alter_configs([resource])[resource].result(30)
+
+
 class ThreadedConsumer:
     """A confluent-kafka consumer polling in a thread; ``assignment`` is what it holds now."""
 

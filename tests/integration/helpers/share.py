@@ -9,14 +9,11 @@ from typing import Any
 from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import (
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
     NewTopic,
-    ResourceType,
 )
 
 from testkit.kcoord import BrokerProcess
+from tests.integration.helpers.clients import set_group_configs
 
 LOCK_MS = 1500
 
@@ -48,10 +45,7 @@ def consumer(broker: BrokerProcess, group: str, topic: str, explicit: bool = Fal
     """A share consumer of ``group`` on ``topic``. The group reads its (fresh) topics from their
     start (``share.auto.offset.reset=earliest``): records produced before a slow join has started
     the share partition are delivered all the same, as the tests expect."""
-    admin = AdminClient({"bootstrap.servers": bootstrap(broker)})
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[ConfigEntry(
-        "share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([resource])[resource].result(30)
+    set_group_configs(bootstrap(broker), group, {"share.auto.offset.reset": "earliest"})
     config = {"bootstrap.servers": bootstrap(broker), "group.id": group}
     if explicit:
         config["share.acknowledgement.mode"] = "explicit"

@@ -19,18 +19,11 @@ from protocol.messages.alter_share_group_offsets import AlterShareGroupOffsetsRe
 from protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.write_share_group_state import WriteShareGroupStateRequest
-from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.clients import create_topic, set_group_configs
 from tests.integration.helpers.cluster import Cluster, wait_for
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer  # noqa: E402
-from confluent_kafka.admin import (  # noqa: E402
-    AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ResourceType,
-)
 
 pytestmark = [pytest.mark.timeout(120)]
 
@@ -82,10 +75,7 @@ def test_share_group_across_two_nodes_survives_kill_9(cluster: Cluster) -> None:
     create_topic(bootstrap, TOPIC, PARTITIONS)
     wait_for(lambda: set(cluster.leaders(topic=TOPIC).values()) == {1, 2}, 30, "leaders on both nodes")
     _clients_may_not_write_share_state(cluster)
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(ResourceType.GROUP, GROUP, incremental_configs=[
-        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([resource])[resource].result(15)
+    set_group_configs(bootstrap, GROUP, {"share.auto.offset.reset": "earliest"})
 
     first = [f"a{i}" for i in range(40)]
     produce(bootstrap, first)

@@ -21,17 +21,13 @@ from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.record_batch import decode_records, iter_batches
-from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.clients import create_topic, set_group_configs
 from tests.integration.helpers.cluster import Cluster, partition_leader, wait_for
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
-    ResourceType,
 )
 
 pytestmark = [pytest.mark.timeout(150)]
@@ -67,10 +63,7 @@ def group_elsewhere(cluster: Cluster, tid: bytes, holder: int, prefix: str) -> s
 
 
 def start_at_log_start(bootstrap: str, group: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([resource])[resource].result(15)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
 
 
 def produce(bootstrap: str, topic: str, values: list[str]) -> None:

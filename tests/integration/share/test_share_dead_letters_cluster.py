@@ -12,17 +12,14 @@ from typing import Any
 
 import pytest
 
+from tests.integration.helpers.clients import set_group_configs
 from tests.integration.helpers.cluster import Cluster, wait_for
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType, Consumer, Producer, ShareConsumer  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
     NewTopic,
-    ResourceType,
 )
 
 pytestmark = [pytest.mark.timeout(180)]
@@ -44,11 +41,9 @@ def test_rejected_records_reach_queue_partitions_on_either_node(cluster: Cluster
         future.result(30)
     wait_for(lambda: set(cluster.leaders(topic=SOURCE).values()) == {1, 2}
              and -1 not in cluster.leaders(topic=QUEUE).values(), 30, "leaders of both topics")
-    resource = ConfigResource(ResourceType.GROUP, GROUP, incremental_configs=[
-        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in (
-            ("share.auto.offset.reset", "earliest"), ("errors.deadletterqueue.topic.name", QUEUE),
-            ("errors.deadletterqueue.copy.record.enable", "true"))])
-    admin.incremental_alter_configs([resource])[resource].result(30)
+    set_group_configs(bootstrap, GROUP, {"share.auto.offset.reset": "earliest",
+                                         "errors.deadletterqueue.topic.name": QUEUE,
+                                         "errors.deadletterqueue.copy.record.enable": "true"})
     producer = Producer({"bootstrap.servers": bootstrap})
     values = [f"v{i}" for i in range(16)]
     for i, v in enumerate(values):

@@ -19,17 +19,14 @@ from protocol.messages.share_acknowledge import ShareAcknowledgeRequest
 from protocol.messages.share_fetch import ShareFetchRequest
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from testkit.kcoord import BrokerProcess
+from tests.integration.helpers.clients import set_group_configs
 from tests.integration.helpers.cluster import wait_for
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import Producer  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
     NewTopic,
-    ResourceType,
 )
 
 ACCEPT = 1
@@ -51,9 +48,7 @@ def topic_with_records(broker: BrokerProcess, count: int) -> tuple[str, str, byt
     name, group = f"t-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bootstrap})
     admin.create_topics([NewTopic(name, 1, 1)])[name].result(15)
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)])
-    admin.incremental_alter_configs([resource])[resource].result(15)
+    set_group_configs(bootstrap, group, {"share.auto.offset.reset": "earliest"})
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 500})
     for i in range(count):
         p.produce(name, value=f"m{i}".encode())

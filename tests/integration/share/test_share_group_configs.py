@@ -17,17 +17,14 @@ import pytest
 from kclient.wire_client import WireClient
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest, ShareGroupHeartbeatResponse
 from testkit.kcoord import BrokerProcess
+from tests.integration.helpers.clients import set_group_configs as set_configs
 from tests.integration.helpers.metrics import scrape
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType, KafkaException, Producer, ShareConsumer  # noqa: E402
 from confluent_kafka.admin import (  # noqa: E402
     AdminClient,
-    AlterConfigOpType,
-    ConfigEntry,
-    ConfigResource,
     NewTopic,
-    ResourceType,
 )
 
 # The broker's lock is its longest, 60 s; a group may go down to the broker's minimum, 1 s here.
@@ -60,10 +57,7 @@ def make_topic(broker: BrokerProcess, prefix: str) -> str:
 
 
 def set_group_configs(broker: BrokerProcess, group: str, configs: dict[str, str]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap(broker)})
-    resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()])
-    admin.incremental_alter_configs([resource])[resource].result(15)
+    set_configs(bootstrap(broker), group, configs)
 
 
 def produce(broker: BrokerProcess, topic: str, values: list[str], timestamp_ms: int = 0) -> None:

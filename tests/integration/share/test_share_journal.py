@@ -19,9 +19,8 @@ from tests.integration.helpers.journal import groups_command
 
 ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType  # noqa: E402
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource  # noqa: E402
-from confluent_kafka.admin import ResourceType as AdminResourceType  # noqa: E402
 
+from tests.integration.helpers.clients import set_group_configs as set_configs  # noqa: E402
 from tests.integration.helpers.share import (  # noqa: E402
     LOCK_MS,
     OVERRIDES,
@@ -34,10 +33,7 @@ from tests.integration.helpers.share import (  # noqa: E402
 
 
 def set_group_configs(broker: BrokerProcess, group: str, configs: dict[str, str]) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap(broker)})
-    resource = ConfigResource(AdminResourceType.GROUP, group, incremental_configs=[
-        ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in configs.items()])
-    admin.incremental_alter_configs([resource])[resource].result(15)
+    set_configs(bootstrap(broker), group, configs)
 
 
 def events_of(broker: BrokerProcess, group: str, want: Callable[[list[dict[str, Any]]], bool],
