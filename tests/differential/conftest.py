@@ -109,3 +109,33 @@ def start_pair(kafka_libs: Path, work: Path, settings: dict[str, str]) -> tuple[
     ours.start()
     ours.wait_loaded()
     return reference, ours
+
+
+def sasl_listener_pair(kafka_libs: Path, work: Path, settings: dict[str, str], *,
+                       advertised_host: str = "127.0.0.1") -> tuple[Any, int, BrokerProcess, int]:
+    """A dedicated Kafka and kcoord (not started), each with a SASL_PLAINTEXT listener beside
+    PLAINTEXT configured by the same ``settings`` (mechanisms, JAAS configs, validators), for a
+    module whose SASL setup the shared Kafka cannot have: (kafka, its SASL port, kcoord, its SASL
+    port). ``advertised_host``: the name clients are sent to (Kerberos needs the service's)."""
+    from testkit.kafka import KafkaProcess
+
+    kafka = KafkaProcess(kafka_libs, work / "kafka")
+    kafka_sasl = free_port()
+    kafka.properties.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{kafka.port},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl},"
+                     f"CONTROLLER://127.0.0.1:{kafka.controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{kafka.port},SASL_PLAINTEXT://{advertised_host}:{kafka_sasl}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        **settings,
+    })
+    (work / "kcoord").mkdir(parents=True, exist_ok=True)
+    kcoord = BrokerProcess(work / "kcoord" / "data", {})
+    kcoord_sasl = free_port()
+    kcoord.overrides.update({
+        "listeners": f"PLAINTEXT://127.0.0.1:{kcoord.port},SASL_PLAINTEXT://127.0.0.1:{kcoord_sasl}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{kcoord.port},"
+                                f"SASL_PLAINTEXT://{advertised_host}:{kcoord_sasl}",
+        **settings,
+    })
+    return kafka, kafka_sasl, kcoord, kcoord_sasl

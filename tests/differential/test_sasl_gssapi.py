@@ -17,9 +17,8 @@ from pathlib import Path
 import pytest
 
 from testkit import kdc as kdc_module
-from testkit.kafka import KafkaProcess, run_tool
-from testkit.kcoord import BrokerProcess
-from testkit.ports import free_port
+from testkit.kafka import run_tool
+from tests.differential.conftest import sasl_listener_pair
 from tests.integration.helpers.kerberos import java_client_config, kafka_python_as
 from tests.integration.helpers.security import grant_topics
 
@@ -37,7 +36,7 @@ CLOCKSKEW_S = 10
 SHORT_LIFE_S = 5  # the tickets of "brief"
 
 
-def settings(sasl_port: int, keytab: Path) -> dict[str, str]:
+def settings(keytab: Path) -> dict[str, str]:
     return {
         "sasl.enabled.mechanisms": "GSSAPI",
         "sasl.kerberos.service.name": "kafka",
@@ -66,25 +65,11 @@ def brokers(realm: tuple[kdc_module.Kdc, dict[str, Path]], kafka_libs: Path,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
     """The SASL_PLAINTEXT bootstrap of each broker, by name."""
     kdc, keytabs = realm
-    kafka = KafkaProcess(kafka_libs, tmp_path_factory.mktemp("kafka-kerberos"))
-    kafka_sasl = free_port()
-    kafka.properties.update({
-        "listeners": f"PLAINTEXT://127.0.0.1:{kafka.port},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl},"
-                     f"CONTROLLER://127.0.0.1:{kafka.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{kafka.port},SASL_PLAINTEXT://localhost:{kafka_sasl}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
-        **settings(kafka_sasl, keytabs["kafka/localhost"]),
-    })
+    kafka, kafka_sasl, kcoord, kcoord_sasl = sasl_listener_pair(
+        kafka_libs, tmp_path_factory.mktemp("kerberos"), settings(keytabs["kafka/localhost"]),
+        advertised_host="localhost")
     kafka.jvm.append(f"-Djava.security.krb5.conf={kdc.krb5_conf}")
-    kcoord = BrokerProcess(tmp_path_factory.mktemp("kcoord-kerberos") / "data", {})
-    kcoord_sasl = free_port()
     kcoord.env.update(kdc.env)
-    kcoord.overrides.update({
-        "listeners": f"PLAINTEXT://127.0.0.1:{kcoord.port},SASL_PLAINTEXT://127.0.0.1:{kcoord_sasl}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{kcoord.port},SASL_PLAINTEXT://localhost:{kcoord_sasl}",
-        **settings(kcoord_sasl, keytabs["kafka/localhost"]),
-    })
     try:
         kafka.start()
         kcoord.start()

@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 
-from testkit.kafka import KafkaProcess, run_tool
+from testkit.kafka import run_tool
 from testkit.kcoord import BrokerProcess
 from testkit.oidc import OidcProvider, provider_libs
 from testkit.ports import free_port
+from tests.differential.conftest import sasl_listener_pair
 from tests.differential.harness import Normalizer, differences
 from tests.differential.oauthbearer_exchange import client_message, exchange
 from tests.integration.helpers.security import grant_topics
@@ -70,24 +71,9 @@ def settings(provider: OidcProvider) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def brokers(provider: OidcProvider, kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
     """The SASL_PLAINTEXT port of each broker, by name."""
-    kafka = KafkaProcess(kafka_libs, tmp_path_factory.mktemp("kafka-oidc"))
-    kafka_sasl = free_port()
-    kafka.properties.update({
-        "listeners": f"PLAINTEXT://127.0.0.1:{kafka.port},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl},"
-                     f"CONTROLLER://127.0.0.1:{kafka.controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{kafka.port},SASL_PLAINTEXT://127.0.0.1:{kafka_sasl}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
-        **settings(provider),
-    })
+    kafka, kafka_sasl, kcoord, kcoord_sasl = sasl_listener_pair(kafka_libs, tmp_path_factory.mktemp("oidc-pair"),
+                                                                settings(provider))
     kafka.jvm.append(f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={provider.jwks_url()}")
-    kcoord = BrokerProcess(tmp_path_factory.mktemp("kcoord-oidc") / "data", {})
-    kcoord_sasl = free_port()
-    kcoord.overrides.update({
-        "listeners": f"PLAINTEXT://127.0.0.1:{kcoord.port},SASL_PLAINTEXT://127.0.0.1:{kcoord_sasl}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{kcoord.port},SASL_PLAINTEXT://127.0.0.1:{kcoord_sasl}",
-        **settings(provider),
-    })
     try:
         kafka.start()
         kcoord.start()
