@@ -87,10 +87,10 @@ def validate(req: Any) -> None:
     if req.topology is not None and any(s.source_topic_regex for s in req.topology.subtopologies):
         # Kafka 4.4 refuses them (KIP-1071 leaves them for later): so does kcoord.
         raise _invalid("Regular expressions for source topics are not supported yet.")
+    if not req.member_id:  # Kafka checks the member id first
+        raise _invalid("MemberId can't be empty.")
     if not req.group_id:
         raise _invalid("GroupId can't be empty.")
-    if not req.member_id:
-        raise _invalid("MemberId can't be empty.")
     if req.instance_id == "":
         raise _invalid("InstanceId can't be empty.")
     if req.rack_id == "":
