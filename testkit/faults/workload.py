@@ -271,6 +271,7 @@ class GroupConsumer(Client):
         # librdkafka's own view of each partition it fetches (its statistics, once a second): why
         # a member that stopped reading stopped, told by the client itself.
         self.fetch_states: dict[str, dict[str, Any]] = {}
+        self.app_positions: dict[str, int] = {}
 
     def _on_stats(self, text: str) -> None:
         try:
@@ -289,6 +290,13 @@ class GroupConsumer(Client):
                 } | {"leader_state": brokers.get(part.get("leader"))}
         with self.lock:
             self.fetch_states = states
+            # The application's position of each partition (what Consumer.position answers), read
+            # from the statistics: Consumer.position holds the interpreter while it waits for
+            # librdkafka's handle lock, and a handle deadlocked inside librdkafka (a lock-order
+            # inversion when a broker goes away with an OffsetForLeaderEpoch in flight,
+            # confluentinc/librdkafka#5476) then froze every thread of the run, its TCP relays too.
+            self.app_positions = {k: int(st["app_offset"]) for k, st in states.items()
+                                  if isinstance(st.get("app_offset"), int) and st["app_offset"] >= 0}
 
     def work(self) -> None:
         from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -353,7 +361,8 @@ class GroupConsumer(Client):
                                          error=_error_name(exc.args[0]))
                         self._fetch_committed = True
                 now = time.monotonic()
-                positions = {tp_key(x.topic, x.partition): x.offset for x in consumer.position(tps) if x.offset >= 0}
+                with self.lock:
+                    positions = {k: v for k, v in self.app_positions.items() if k in {tp_key(t, p) for t, p in held}}
                 if now - last_position >= 0.5:
                     last_position = now
                     with self.lock:
