@@ -96,7 +96,7 @@ class DeadLetterQueues:
         async for job in self._receive:
             await self._write(job)
 
-    def usable(self, group: str, name: str) -> str | None:
+    def usable(self, name: str) -> str | None:
         """Why the group's queue cannot be written now (None: it can, perhaps once created)."""
         if not name or name.startswith("__"):
             return f"the dead-letter queue topic {name!r} is not a valid name"
@@ -133,7 +133,7 @@ class DeadLetterQueues:
         count = len(job.letters)
         backoff = FIRST_BACKOFF_S
         for attempt in range(1, ATTEMPTS + 1):
-            why = self.usable(job.group, name)
+            why = self.usable(name)
             if why is not None:
                 self._failed(job, name, why)
                 return

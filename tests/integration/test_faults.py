@@ -54,23 +54,19 @@ def run_checker(seed: int, tmp: Path) -> tuple[int, str, Path]:
         except subprocess.TimeoutExpired:
             # Where every thread of the run is, before it is stopped (bench.faults prints them).
             os.kill(proc.pid, signal.SIGUSR1)
-            settled(output)
+            stacks_written(output)
             stop_run(proc)  # interrupted as Ctrl-C does: the run stops its cluster and namespaces
             pytest.fail(f"{condensed(output.read_text(errors='replace'))}\n"
                         f"seed {seed}: the run did not end in {RUN_DEADLINE} s (its threads' stacks above)")
     return proc.returncode, output.read_text(errors="replace"), history
 
 
-def settled(output: Path, quiet: float = 2.0, most: float = 15.0) -> None:
-    """Waits until ``output`` stops growing for ``quiet`` seconds (or ``most`` in all)."""
+def stacks_written(output: Path, most: float = 15.0) -> None:
+    """Waits (at most ``most`` seconds) until the run has written its threads' stacks: the dump of
+    faulthandler ends with the thread it ran in, "Current thread ..." and its frames."""
     deadline = time.monotonic() + most
-    size = -1
-    while time.monotonic() < deadline:
-        now = output.stat().st_size
-        if now == size:
-            return
-        size = now
-        time.sleep(quiet)
+    while "Current thread 0x" not in output.read_text(errors="replace") and time.monotonic() < deadline:
+        time.sleep(0.2)
 
 
 def condensed(text: str, keep: int = 30) -> str:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 
-from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.clients import create_topic, wait_for
 from tests.integration.helpers.security import USERS, SecureBroker, start_secure_broker
 
 pytestmark = pytest.mark.timeout(90)
@@ -99,10 +99,7 @@ def test_kafka_python(secure: SecureBroker, listener: str, mechanism: str | None
     consumer = KafkaConsumer(group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
                              metadata_max_age_ms=1000, **conf)
     try:
-        known = time.monotonic() + 60
-        while not consumer.partitions_for_topic(topic):
-            assert time.monotonic() < known, f"kafka-python never learned the partitions of {topic}"
-            time.sleep(0.2)
+        wait_for(lambda: consumer.partitions_for_topic(topic), 60, f"kafka-python to learn the partitions of {topic}")
         consumer.subscribe([topic])
         got: list[bytes] = []
         deadline = time.monotonic() + 60  # a group join can take long on a loaded machine

@@ -27,13 +27,13 @@ def queues(tmp_path: Path, *, auto_create: bool = False, prefix: str = "dlq.") -
 
 def test_the_queue_topic_must_be_one_kafka_writes(tmp_path: Path) -> None:
     q, _ = queues(tmp_path)
-    assert q.usable("g", "dlq.on") is None
-    assert "errors.deadletterqueue.group.enable" in (q.usable("g", "dlq.off") or "")
-    assert "does not start with dlq." in (q.usable("g", "elsewhere") or "")
-    assert "not a valid name" in (q.usable("g", "__dlq") or "")
-    assert "auto.create.topics.enable is false" in (q.usable("g", "dlq.missing") or "")
+    assert q.usable("dlq.on") is None
+    assert "errors.deadletterqueue.group.enable" in (q.usable("dlq.off") or "")
+    assert "does not start with dlq." in (q.usable("elsewhere") or "")
+    assert "not a valid name" in (q.usable("__dlq") or "")
+    assert "auto.create.topics.enable is false" in (q.usable("dlq.missing") or "")
     q2, _ = queues(tmp_path / "b", auto_create=True, prefix="")
-    assert q2.usable("g", "dlq.missing") is None and q2.usable("g", "elsewhere") is None
+    assert q2.usable("dlq.missing") is None and q2.usable("elsewhere") is None
 
 
 def test_one_record_per_letter_with_kafkas_headers_and_the_record_only_when_copied(tmp_path: Path) -> None:
