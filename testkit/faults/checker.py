@@ -24,6 +24,9 @@ Violation kinds:
 - ``assignment-overlap``: two members held one partition at the same time in the same
   generation (by their own assignment and revocation callbacks; a member of an older generation
   still holding a partition until it learns of the rebalance is what the protocol permits).
+- A consumer wedged inside librdkafka (``wedged``: a deadlock in the client library, see
+  testkit/faults/processes.py) is no violation: it is counted, and from then on it is a member that
+  left its group; the new member that replaces it is checked as every member is.
 - ``client-crash``: a client of the workload died (its exception is given): whatever it was
   checking went unchecked from then on, so the run proves less than it claims.
 """
@@ -311,6 +314,7 @@ def check(ops: list[Op], readback: ReadBack, *, drain_timeout: float | None = No
         "rebalances seen": sum(1 for op in ops if op.f == "assign"),
         "read-back records": sum(len(p.records) for p in readback.values()),
         "plain duplicates": duplicates_allowed,
+        "consumers wedged in librdkafka (replaced)": sum(1 for op in ops if op.f == "wedged"),
     }
     violations.sort(key=lambda v: v.time)
     return Verdict(violations, counts, dict(faults), write_failover, read_failover)
@@ -376,7 +380,7 @@ def _holdings(ops: list[Op], last_time: float) -> dict[str, list[tuple[str, str,
                 held = open_.pop((op.process, tp_key(t, p)), None)
                 if held is not None:
                     out[group_of[op.process]].append((op.process, tp_key(t, p), held[0], held[1], op.time, held[2]))
-        elif op.f == "closed":
+        elif op.f in ("closed", "wedged"):
             for (process, key), held in list(open_.items()):
                 if process == op.process:
                     del open_[(process, key)]
@@ -429,7 +433,7 @@ def _progress(ops: list[Op], readback: ReadBack, quiet: float | None, end: float
         elif op.f == "position" and op.offsets is not None:
             for key, offset in op.offsets.items():
                 positions[op.process][key] = (offset, op.time)
-        elif op.f in ("closed", "crash"):
+        elif op.f in ("closed", "crash", "wedged"):
             closed_before_end.add(op.process)
     out: list[Violation] = []
     held_by_group: dict[str, set[str]] = defaultdict(set)

@@ -16,6 +16,13 @@ Functions (``f``) written by the workload and the nemesis:
 - ``fault``, ``heal`` (nemesis): info with ``value`` the fault kind and ``target``; ``leaders``
   (partition of the workload topics -> node) as seen when the fault began.
 - ``quiet`` (nemesis): every fault healed, none follows; ``end``: the workload stopped.
+- ``wedged`` (runner): a consumer whose librdkafka handle stopped (no statistics for a minute: a
+  deadlock inside the client library) was stopped and replaced by a new member; ``closed``: a
+  consumer left its group.
+
+Each client runs in a process of its own and stamps its operations with the machine's monotonic
+clock (one clock for every process); a snapshot orders them by that time, so indices follow real
+time whichever process wrote an operation first.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import json
 import threading
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -95,7 +102,8 @@ class Op:
 
 @dataclass
 class History:
-    """Ops appended by many threads; indices and times increase with the append order."""
+    """Ops appended by many threads, each stamped with the monotonic time it happened (given by
+    the process that saw it, or now); a snapshot is in time order, indexed in that order."""
 
     ops: list[Op] = field(default_factory=list)
     start: float = field(default_factory=time.monotonic)
@@ -104,15 +112,19 @@ class History:
     def now(self) -> float:
         return time.monotonic() - self.start
 
-    def add(self, process: str, type_: str, f: str, **fields: Any) -> Op:
+    def add(self, process: str, type_: str, f: str, *, at: float | None = None, **fields: Any) -> Op:
+        """Appends an op that happened at monotonic time ``at`` (now when not given)."""
         with self.lock:
-            op = Op(len(self.ops), time.monotonic() - self.start, process, type_, f, **fields)
+            op = Op(len(self.ops), (time.monotonic() if at is None else at) - self.start, process, type_, f, **fields)
             self.ops.append(op)
             return op
 
     def snapshot(self) -> list[Op]:
+        """The ops in time order (a stable sort: ops of one instant keep the order they arrived in),
+        indexed in that order."""
         with self.lock:
-            return list(self.ops)
+            ops = sorted(self.ops, key=lambda op: op.time)
+        return [op if op.index == i else replace(op, index=i) for i, op in enumerate(ops)]
 
     def __iter__(self) -> Iterator[Op]:
         return iter(self.snapshot())

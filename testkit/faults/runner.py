@@ -16,12 +16,16 @@ from testkit.faults.checker import PartitionRead, ReadBack, Verdict, check, repo
 from testkit.faults.cluster import FaultCluster
 from testkit.faults.history import History, tp_key
 from testkit.faults.nemesis import Fault, Nemesis, schedule
-from testkit.faults.workload import GroupConsumer, OffsetObserver, SendingProducer, TransactionalProducer
+from testkit.faults.processes import ClientProcess, Spec
 
 PLAIN_TOPIC = "fault-log"  # idempotent and plain producers; offsets must be gapless
 TXN_TOPIC = "fault-txn"  # the transactional producer
 PLAIN_PARTITIONS = 4
 TXN_PARTITIONS = 2
+# A consumer whose librdkafka sent no statistics for this long is wedged inside the library (its
+# statistics come once a second from a consume loop that waits at most 0.2 s, and its longest
+# call, a synchronous commit, gives up within seconds); it is stopped and a new member replaces it.
+WEDGED_AFTER = 60.0
 
 
 @dataclass
@@ -108,7 +112,7 @@ def _ends(readback: ReadBack) -> dict[str, int]:
     return {k: (max(p.records) + 1 if p.records else 0) for k, p in readback.items()}
 
 
-def _drained(history: History, readback: ReadBack, consumers: list[GroupConsumer]) -> bool:
+def _drained(readback: ReadBack, consumers: list[ClientProcess]) -> bool:
     ends = _ends(readback)
     groups: dict[str, set[str]] = {}
     for c in consumers:
@@ -117,17 +121,17 @@ def _drained(history: History, readback: ReadBack, consumers: list[GroupConsumer
         with c.lock:
             held, positions = set(c.assignment), dict(c.positions)
         keys = {tp_key(t, p) for t, p in held}
-        groups.setdefault(c.group, set()).update(keys)
+        groups.setdefault(c.group or "", set()).update(keys)
         if any(positions.get(k, -1) < ends.get(k, 0) for k in keys):
             return False
     for c in consumers:
         wanted = {k for k in readback if k.split(":")[0] in c.topics}
-        if c.group in groups and not wanted <= groups[c.group]:
+        if c.group is not None and c.group in groups and not wanted <= groups[c.group]:
             return False
     return True
 
 
-def behind(readback: ReadBack, consumers: list[GroupConsumer]) -> str:
+def behind(readback: ReadBack, consumers: list[ClientProcess]) -> str:
     """Each live member's partitions short of the end, with librdkafka's last word on them (its
     fetch state, the leader it fetches from and that connection's state, its offsets)."""
     ends = _ends(readback)
@@ -145,6 +149,98 @@ def behind(readback: ReadBack, consumers: list[GroupConsumer]) -> str:
     return "\n".join(lines)
 
 
+class Workload:
+    """The clients, each in a process of its own (testkit/faults/processes.py), and the
+    replacement of a consumer wedged inside librdkafka by a new member of its group."""
+
+    def __init__(self, history: History, bootstrap: str, seed: int, log: Callable[[str], None], *,
+                 wedged_after: float = WEDGED_AFTER) -> None:
+        self.history = history
+        self.log = log
+        self.wedged_after = wedged_after
+        self.replaced: dict[str, int] = {}  # first name -> replacements
+
+        def spec(kind: str, name: str, **fields: Any) -> Spec:
+            return Spec(kind=kind, name=name, bootstrap=bootstrap, **fields)  # type: ignore[typeddict-item]
+
+        all_tps = [[PLAIN_TOPIC, p] for p in range(PLAIN_PARTITIONS)] + [[TXN_TOPIC, p] for p in range(TXN_PARTITIONS)]
+        self.producers = [ClientProcess(s, history) for s in (
+            spec("producer", "idem-1", topic=PLAIN_TOPIC, partitions=PLAIN_PARTITIONS, idempotent=True),
+            spec("producer", "idem-2", topic=PLAIN_TOPIC, partitions=PLAIN_PARTITIONS, idempotent=True),
+            spec("producer", "plain-1", topic=PLAIN_TOPIC, partitions=PLAIN_PARTITIONS, idempotent=False))]
+        self.transactional = ClientProcess(spec("transactional", "txn-1", topic=TXN_TOPIC, partitions=TXN_PARTITIONS,
+                                                seed=seed), history)
+        self.consumers = [ClientProcess(s, history) for s in (
+            spec("consumer", "a-1", group="fault-group-a", topics=[PLAIN_TOPIC]),
+            spec("consumer", "a-2", group="fault-group-a", topics=[PLAIN_TOPIC]),
+            spec("consumer", "b-1", group="fault-group-b", topics=[PLAIN_TOPIC, TXN_TOPIC]),
+            spec("consumer", "b-2", group="fault-group-b", topics=[PLAIN_TOPIC, TXN_TOPIC]))]
+        self.observers = [ClientProcess(s, history) for s in (
+            spec("observer", "obs-a", group="fault-group-a", partitions=all_tps[:PLAIN_PARTITIONS]),
+            spec("observer", "obs-b", group="fault-group-b", partitions=all_tps))]
+
+    @property
+    def writers(self) -> list[ClientProcess]:
+        return [*self.producers, self.transactional]
+
+    @property
+    def readers(self) -> list[ClientProcess]:
+        return [*self.consumers, *self.observers]
+
+    def start(self) -> None:
+        for c in [*self.writers, *self.readers]:
+            c.start()
+
+    def status(self) -> str:
+        everyone = [*self.writers, *self.readers]
+        return (f"ops {len(self.history)}, acked {sum(p.acked for p in self.producers)}, "
+                f"transactions {self.transactional.outcomes}, reads {sum(c.reads for c in self.consumers)}, "
+                f"commits {sum(c.commits for c in self.consumers)}"
+                + "".join(f"; {c.client_name} DIED: {c.error}" for c in everyone if c.error is not None))
+
+    def supervise(self) -> None:
+        """Replaces every consumer wedged inside librdkafka (see ``WEDGED_AFTER``) by a new member
+        of its group, after printing where its threads are."""
+        for i, c in enumerate(self.consumers):
+            if not c.is_alive() or c.stopping or c.silent_for() < self.wedged_after:
+                continue
+            silent = c.silent_for()
+            self.log(f"[{self.history.now():7.1f} s] {c.client_name} wedged: no statistics from librdkafka for "
+                     f"{silent:.0f} s; its stacks, then a new member in its place")
+            native = c.stacks()
+            if native:
+                self.log(f"{c.client_name}'s native stacks:\n{native}")
+            c.kill()
+            self.history.add(c.client_name, "info", "wedged", group=c.group,
+                             error=f"no statistics from librdkafka for {silent:.0f} s")
+            first = c.spec["name"].split(".")[0]
+            self.replaced[first] = self.replaced.get(first, 0) + 1
+            successor = ClientProcess(Spec(**{**c.spec, "name": f"{first}.{self.replaced[first]}"}), self.history)
+            successor.start()
+            self.consumers[i] = successor
+
+    def wait(self, until: Callable[[], bool], deadline: float, step: float = 0.2) -> bool:
+        """Supervises until ``until()`` or the monotonic ``deadline``; whether ``until()`` came."""
+        while not until():
+            if time.monotonic() >= deadline:
+                return False
+            self.supervise()
+            time.sleep(step)
+        return True
+
+    def stop(self, clients: list[ClientProcess], deadline: float) -> list[ClientProcess]:
+        """Asks ``clients`` to stop and waits for them until the monotonic ``deadline``; returns
+        those still running."""
+        for c in clients:
+            c.stop()
+        self.wait(lambda: not any(c.is_alive() for c in clients), deadline)
+        return [c for c in clients if c.is_alive()]
+
+    def kill(self) -> None:
+        for c in [*self.writers, *self.readers]:
+            c.kill()
+
+
 def run(seed: int, seconds: float, tmp: Path, *, nodes: int = 3, netns: bool = False, clock: bool = False,
         lease_ms: int = 3000,
         drain_timeout: float = 90.0, readback_timeout: float = 180.0,
@@ -158,8 +254,8 @@ def run(seed: int, seconds: float, tmp: Path, *, nodes: int = 3, netns: bool = F
     cluster = FaultCluster(tmp, nodes, netns=netns, clock=clock, lease_ms=lease_ms, overrides={
         "log.segment.bytes": "262144", "group.initial.rebalance.delay.ms": "0",
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"})
-    clients: list[Any] = []
     history = History()
+    workload: Workload | None = None
     try:
         cluster.start()
         from confluent_kafka.admin import AdminClient, NewTopic
@@ -169,71 +265,43 @@ def run(seed: int, seconds: float, tmp: Path, *, nodes: int = 3, netns: bool = F
             admin.create_topics([NewTopic(name, count, 1)])[name].result(30)
         cluster.wait_leaders([PLAIN_TOPIC, TXN_TOPIC], PLAIN_PARTITIONS + TXN_PARTITIONS, 60)
         bootstrap = cluster.bootstrap
-        producers: list[Any] = [
-            SendingProducer("idem-1", history, bootstrap, PLAIN_TOPIC, PLAIN_PARTITIONS, idempotent=True),
-            SendingProducer("idem-2", history, bootstrap, PLAIN_TOPIC, PLAIN_PARTITIONS, idempotent=True),
-            SendingProducer("plain-1", history, bootstrap, PLAIN_TOPIC, PLAIN_PARTITIONS, idempotent=False),
-            TransactionalProducer("txn-1", history, bootstrap, TXN_TOPIC, TXN_PARTITIONS, seed),
-        ]
-        consumers = [
-            GroupConsumer("a-1", history, bootstrap, "fault-group-a", [PLAIN_TOPIC]),
-            GroupConsumer("a-2", history, bootstrap, "fault-group-a", [PLAIN_TOPIC]),
-            GroupConsumer("b-1", history, bootstrap, "fault-group-b", [PLAIN_TOPIC, TXN_TOPIC]),
-            GroupConsumer("b-2", history, bootstrap, "fault-group-b", [PLAIN_TOPIC, TXN_TOPIC]),
-        ]
         all_tps = [(PLAIN_TOPIC, p) for p in range(PLAIN_PARTITIONS)] + [(TXN_TOPIC, p) for p in range(TXN_PARTITIONS)]
-        observers = [OffsetObserver("obs-a", history, bootstrap, "fault-group-a", all_tps[:PLAIN_PARTITIONS]),
-                     OffsetObserver("obs-b", history, bootstrap, "fault-group-b", all_tps)]
-        clients = [*producers, *consumers, *observers]
+        workload = Workload(history, bootstrap, seed, log)
         history.start = time.monotonic()
-        for c in clients:
-            c.start()
+        workload.start()
         nemesis = Nemesis(cluster, faults, history, leaders=lambda: cluster.leaders([PLAIN_TOPIC, TXN_TOPIC]),
                           log=log)
         nemesis.start()
         last = 0.0
         while nemesis.is_alive():
             nemesis.join(1.0)
+            workload.supervise()
             if history.now() - last >= 10:
                 last = history.now()
-                log(f"[{last:7.1f} s] ops {len(history)}, acked {sum(p.acked for p in producers[:3])}, "
-                    f"transactions {producers[3].outcomes}, reads {sum(c.reads for c in consumers)}, "
-                    f"commits {sum(c.commits for c in consumers)}"
-                    + "".join(f"; {c.client_name} DIED: {c.error!r}" for c in clients if c.error is not None))
+                log(f"[{last:7.1f} s] {workload.status()}")
             if history.now() > seconds + 600:
                 nemesis.stop_flag.set()
         if nemesis.error is not None:
             raise RuntimeError(f"the nemesis failed: {nemesis.error!r}")
         # Writes go on a little after the last heal, then the writers stop and flush.
-        resumed = history.now()
-        while history.now() - resumed < 5:
-            time.sleep(0.2)
+        workload.wait(lambda: False, time.monotonic() + 5)
         log(f"[{history.now():7.1f} s] faults healed; stopping the producers")
-        for p in producers:
-            p.stop_flag.set()
         # One deadline for all the producers' final flushes, one for the whole read-back: a cluster
         # that stopped answering ends the run in minutes, with its report, not after each client's.
-        stopped_by = time.monotonic() + 180
-        for p in producers:
-            p.join(max(1.0, stopped_by - time.monotonic()))
-        for p in producers:
-            if p.is_alive():
-                log(f"[{history.now():7.1f} s] {p.client_name} still flushing after 180 s")
+        for p in workload.stop(workload.writers, time.monotonic() + 180):
+            log(f"[{history.now():7.1f} s] {p.client_name} still flushing after 180 s")
         log(f"[{history.now():7.1f} s] reading back every partition")
         read_by = time.monotonic() + readback_timeout
         readback = {tp_key(t, p): read_back(bootstrap, t, p, max(5.0, read_by - time.monotonic()))
                     for t, p in all_tps}
-        drain_deadline = time.monotonic() + drain_timeout
-        while not _drained(history, readback, consumers) and time.monotonic() < drain_deadline:
-            time.sleep(0.2)
+        drained = workload.wait(lambda: _drained(readback, workload.consumers), time.monotonic() + drain_timeout)
         history.add("runner", "info", "end")
-        if not _drained(history, readback, consumers):
-            log(behind(readback, consumers))
-        log(f"[{history.now():7.1f} s] consumers {'reached the end' if _drained(history, readback, consumers) else 'did NOT reach the end'}; stopping them")
-        for c in [*consumers, *observers]:
-            c.stop_flag.set()
-        for c in [*consumers, *observers]:
-            c.join(60)
+        if not drained:
+            log(behind(readback, workload.consumers))
+        log(f"[{history.now():7.1f} s] consumers {'reached the end' if drained else 'did NOT reach the end'}; "
+            "stopping them")
+        for c in workload.stop(workload.readers, time.monotonic() + 60):
+            log(f"[{history.now():7.1f} s] {c.client_name} did not close in 60 s")
         ops = history.snapshot()
         verdict = check(ops, readback, drain_timeout=drain_timeout)
         text = report(ops, verdict, seed)
@@ -242,8 +310,6 @@ def run(seed: int, seconds: float, tmp: Path, *, nodes: int = 3, netns: bool = F
             text += "\n\nwhere the copies stand in the segment files:\n" + places
         return Run(seed, faults, history, readback, verdict, text)
     finally:
-        for c in clients:
-            c.stop_flag.set()
-        for c in clients:
-            c.join(30)
+        if workload is not None:
+            workload.kill()
         cluster.stop()

@@ -1,7 +1,8 @@
-"""The workload: real clients over the wire (confluent-kafka), each a thread writing its
-operations to the history. Producers (idempotent, plain, transactional) write values unique per
-producer (``<client>.<incarnation>.<seq>``); consumers in groups subscribe, read and commit;
-observers poll each group's committed offsets (OffsetFetch). Every loop ends on its stop flag."""
+"""The workload: real clients over the wire (confluent-kafka), each writing its operations to a
+sink (the history, through its process's pipe: testkit/faults/processes.py runs each client in a
+process of its own). Producers (idempotent, plain, transactional) write values unique per producer
+(``<client>.<incarnation>.<seq>``); consumers in groups subscribe, read and commit; observers poll
+each group's committed offsets (OffsetFetch). Every loop ends on its stop flag."""
 
 from __future__ import annotations
 
@@ -12,9 +13,18 @@ import sys
 import threading
 import time
 from contextlib import suppress
-from typing import Any
+from typing import Any, Protocol
 
-from testkit.faults.history import History, Record, tp_key
+from testkit.faults.history import Record, tp_key
+
+
+class OpSink(Protocol):
+    """Where a client writes what it did (``History.add``'s signature) and what librdkafka
+    reports of the partitions it fetches."""
+
+    def add(self, process: str, type_: str, f: str, **fields: Any) -> object: ...
+
+    def statistics(self, process: str, states: dict[str, dict[str, Any]]) -> None: ...
 
 # Commit errors after which the commit surely did not happen; any other failure is unknown.
 _DEFINITE_COMMIT_ERRORS = {"ILLEGAL_GENERATION", "UNKNOWN_MEMBER_ID", "REBALANCE_IN_PROGRESS",
@@ -54,9 +64,8 @@ def _error_name(err: Any) -> str:
         return str(err)
 
 
-class Client(threading.Thread):
-    def __init__(self, name: str, history: History, bootstrap: str) -> None:
-        super().__init__(daemon=True, name=name)
+class Client:
+    def __init__(self, name: str, history: OpSink, bootstrap: str) -> None:
         self.client_name = name
         self.history = history
         self.bootstrap = bootstrap
@@ -81,7 +90,7 @@ class SendingProducer(Client):
     """Writes ``rate`` records a second round-robin over the partitions of ``topic``, at most
     ``in_flight`` unacknowledged; ``idempotent`` or a plain producer (acks=all, retries on)."""
 
-    def __init__(self, name: str, history: History, bootstrap: str, topic: str, partitions: int, *,
+    def __init__(self, name: str, history: OpSink, bootstrap: str, topic: str, partitions: int, *,
                  idempotent: bool, rate: float = 40.0, in_flight: int = 200) -> None:
         super().__init__(name, history, bootstrap)
         self.topic = topic
@@ -159,7 +168,7 @@ class TransactionalProducer(Client):
     (one in three) aborted. A fatal error ends the incarnation: a new producer with the same
     transactional id fences the old one."""
 
-    def __init__(self, name: str, history: History, bootstrap: str, topic: str, partitions: int, seed: int,
+    def __init__(self, name: str, history: OpSink, bootstrap: str, topic: str, partitions: int, seed: int,
                  pace: float = 0.1) -> None:
         super().__init__(name, history, bootstrap)
         self.topic = topic
@@ -258,7 +267,7 @@ class GroupConsumer(Client):
     assignment and revocation with the generation, every record it reads, its position each half
     second, and commits its position synchronously after reading."""
 
-    def __init__(self, name: str, history: History, bootstrap: str, group: str, topics: list[str]) -> None:
+    def __init__(self, name: str, history: OpSink, bootstrap: str, group: str, topics: list[str]) -> None:
         super().__init__(name, history, bootstrap)
         self.group = group
         self.topics = topics
@@ -288,6 +297,7 @@ class GroupConsumer(Client):
                     k: part.get(k) for k in ("fetch_state", "leader", "next_offset", "app_offset",
                                              "committed_offset", "hi_offset", "ls_offset", "consumer_lag")
                 } | {"leader_state": brokers.get(part.get("leader"))}
+        self.history.statistics(self.client_name, states)
         with self.lock:
             self.fetch_states = states
             # The application's position of each partition (what Consumer.position answers), read
@@ -409,7 +419,7 @@ class GroupConsumer(Client):
 class OffsetObserver(Client):
     """Polls ``group``'s committed offsets (OffsetFetch through a consumer that never joins)."""
 
-    def __init__(self, name: str, history: History, bootstrap: str, group: str,
+    def __init__(self, name: str, history: OpSink, bootstrap: str, group: str,
                  partitions: list[tuple[str, int]], interval: float = 1.0) -> None:
         super().__init__(name, history, bootstrap)
         self.group = group

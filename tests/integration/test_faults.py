@@ -7,9 +7,10 @@ seed, the schedule and the history around each violation (librdkafka's log lines
 last of them shown), and a run past its deadline the stacks of its threads; ``python -m
 bench.faults --seed N --seconds 60`` replays the schedule.
 
-Each run is `python -m bench.faults` in a process of its own, as an operator runs it: its dozen
-librdkafka clients, some left inside calls to brokers that are gone, end with it, and a run that
-does not end in time is stopped (its cluster cleaned up) and fails with its output."""
+Each run is `python -m bench.faults` in a process of its own, as an operator runs it, and each of
+its dozen librdkafka clients a process of its own under it (testkit/faults/processes.py: a handle
+deadlocked inside librdkafka stops only its client, which is replaced); they end with the run, and
+a run that does not end in time is stopped (its cluster cleaned up) and fails with its output."""
 
 from __future__ import annotations
 

@@ -1,16 +1,21 @@
 """What the fault runner reports beside a violation: where a duplicate's copies stand (the batch
 holding an offset, read from segment files written here by kafka-python's batch builder, an
-independent implementation), and why a member stopped short of the end (librdkafka's statistics)."""
+independent implementation), and why a member stopped short of the end (librdkafka's statistics,
+through the pipe from the member's process to the runner)."""
 
 from __future__ import annotations
 
+import io
+import json
 import struct
 from pathlib import Path
+from typing import Any
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from testkit.faults.checker import PartitionRead
 from testkit.faults.history import History
+from testkit.faults.processes import ClientProcess, LineSink, Spec
 from testkit.faults.runner import batch_at, behind
 from testkit.faults.workload import GroupConsumer
 
@@ -39,8 +44,8 @@ def test_the_batch_holding_an_offset_names_its_claim_producer_and_sequences(tmp_
     assert batch_at(part, 9) == "offset 9: no batch in log-0"
 
 
-class Member(GroupConsumer):
-    def is_alive(self) -> bool:  # a member still running, without its thread
+class Member(ClientProcess):
+    def is_alive(self) -> bool:  # a member still running, without its process
         return True
 
 
@@ -54,10 +59,17 @@ STATS = """{"brokers": {"127.0.0.1:1/2": {"nodeid": 2, "state": "UP"}},
 
 
 def test_a_member_short_of_the_end_is_reported_with_librdkafkas_view_of_the_partition() -> None:
-    member = Member("b-2", History(), "127.0.0.1:1", "group-b", ["log"])
-    member._on_stats(STATS)
-    member.assignment = {("log", 0), ("log", 1)}
-    member.positions = {"log:0": 40, "log:1": 10}
+    history = History()
+    member = Member(Spec(kind="consumer", name="b-2", bootstrap="127.0.0.1:1", group="group-b", topics=["log"]),
+                    history)
+    pipe = io.BytesIO()
+    client = GroupConsumer("b-2", LineSink(pipe), "127.0.0.1:1", "group-b", ["log"])  # the member's process
+    client._on_stats(STATS)
+    client.history.add("b-2", "ok", "assign", group="group-b", generation=3, assignment=[("log", 0), ("log", 1)])
+    client.history.add("b-2", "ok", "position", group="group-b", offsets={"log:0": 40, "log:1": 10})
+    for line in pipe.getvalue().splitlines():
+        message: dict[str, Any] = json.loads(line)
+        member.receive(message)
     readback = {"log:0": PartitionRead(90, {o: "v" for o in range(90)}),
                 "log:1": PartitionRead(10, {o: "v" for o in range(10)})}
     text = behind(readback, [member])
@@ -65,3 +77,5 @@ def test_a_member_short_of_the_end_is_reported_with_librdkafkas_view_of_the_part
     assert lines[0] == "members short of the end:" and len(lines) == 2, text
     assert lines[1].startswith("  b-2 (group-b) log:0 at 40 of 90: ")
     assert "'fetch_state': 'validate-epoch-wait'" in lines[1] and "'leader_state': 'UP'" in lines[1]
+    assert [(op.f, op.assignment) for op in history.snapshot()] == [("assign", [("log", 0), ("log", 1)]),
+                                                                   ("position", None)]

@@ -1,0 +1,255 @@
+"""Each client of the workload in a process of its own: the child's entry, and the runner's handle
+on it.
+
+Why processes: a librdkafka handle can deadlock inside the library (a lock-order inversion between
+the handle's lock and a partition's when a broker goes away with an OffsetForLeaderEpoch in flight,
+confluentinc/librdkafka#5476), and confluent-kafka waits for the handle's lock in several calls
+(``position``, ``produce``, ...) *while holding the interpreter*. With every client a thread of one
+process, one such handle froze every thread of the run (the nemesis, the runner, the relays that
+carry the clients' connections) until its deadline. In a process of its own, a client that
+deadlocks stops only itself: the runner sees a consumer that sent no statistics for a minute, takes
+its stacks, stops it and lets a new member take its place (``wedged`` in the history).
+
+The pipe: the child writes JSON lines on its stdout, ``{"t": <monotonic>, "op": {...}}`` for an
+operation of the history and ``{"t": ..., "stats": {...}}`` for librdkafka's view of the partitions
+it fetches (once a second); it reads ``stop`` (or the end of its stdin) as its stop flag. Its stderr
+is the run's: librdkafka's log lines, and its Python stacks on SIGUSR1.
+
+    python -m testkit.faults.processes '<spec as JSON>'   (the runner starts it)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import faulthandler
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import IO, Any, TypedDict
+
+from testkit.faults.history import History
+from testkit.faults.workload import (
+    Client,
+    GroupConsumer,
+    OffsetObserver,
+    SendingProducer,
+    TransactionalProducer,
+)
+
+
+class Spec(TypedDict, total=False):
+    """What a client is: ``kind`` (producer, transactional, consumer, observer), its ``name`` (the
+    history's process) and what its kind takes."""
+
+    kind: str
+    name: str
+    bootstrap: str
+    topic: str
+    partitions: int | list[list[Any]]
+    idempotent: bool
+    seed: int
+    group: str
+    topics: list[str]
+
+
+def build(spec: Spec, sink: Any) -> Client:
+    kind, name, bootstrap = spec["kind"], spec["name"], spec["bootstrap"]
+    if kind == "producer":
+        return SendingProducer(name, sink, bootstrap, spec["topic"], int(spec["partitions"]),  # type: ignore[arg-type]
+                               idempotent=spec["idempotent"])
+    if kind == "transactional":
+        return TransactionalProducer(name, sink, bootstrap, spec["topic"], int(spec["partitions"]),  # type: ignore[arg-type]
+                                     spec["seed"])
+    if kind == "consumer":
+        return GroupConsumer(name, sink, bootstrap, spec["group"], spec["topics"])
+    if kind == "observer":
+        parts = [(str(t), int(p)) for t, p in spec["partitions"]]  # type: ignore[union-attr]
+        return OffsetObserver(name, sink, bootstrap, spec["group"], parts)
+    raise ValueError(f"no client kind {kind!r}")
+
+
+# ---- the child ---------------------------------------------------------------------------------
+
+
+class LineSink:
+    """The child's end of the pipe: one JSON line per operation or statistics, stamped with the
+    monotonic clock when it happened, flushed at once (the runner follows the clients live)."""
+
+    def __init__(self, out: IO[bytes]) -> None:
+        self.out = out
+        self.lock = threading.Lock()
+
+    def _write(self, message: dict[str, Any]) -> None:
+        line = json.dumps(message).encode() + b"\n"
+        with self.lock:
+            self.out.write(line)
+            self.out.flush()
+
+    def add(self, process: str, type_: str, f: str, **fields: Any) -> None:
+        self._write({"t": time.monotonic(), "op": {"process": process, "type": type_, "f": f, **fields}})
+
+    def statistics(self, process: str, states: dict[str, dict[str, Any]]) -> None:
+        self._write({"t": time.monotonic(), "stats": states})
+
+
+def _die_with_parent() -> None:
+    """SIGKILL when the runner's process goes: a client wedged in librdkafka ends with it."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _await_stop(stop: threading.Event) -> None:
+    for line in sys.stdin:
+        if line.strip() == "stop":
+            break
+    stop.set()
+
+
+def child_main(argv: list[str]) -> int:
+    spec: Spec = json.loads(argv[0])
+    _die_with_parent()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    client = build(spec, LineSink(sys.stdout.buffer))
+    threading.Thread(target=_await_stop, args=(client.stop_flag,), daemon=True).start()
+    client.run()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # librdkafka's handles may still wait on brokers that are gone; nothing is left to say.
+    os._exit(0)
+
+
+# ---- the runner's handle -----------------------------------------------------------------------
+
+
+class ClientProcess:
+    """A client running in its own process, as the runner sees it: its operations go into the
+    history as they arrive (stamped with the child's clock), and what the runner reports (records
+    acknowledged and read, commits, a consumer's assignment and positions, librdkafka's fetch
+    states) is kept from them."""
+
+    def __init__(self, spec: Spec, history: History) -> None:
+        self.spec = spec
+        self.client_name = spec["name"]
+        self.group = spec.get("group")
+        self.topics = list(spec.get("topics", []))
+        self.history = history
+        self.lock = threading.Lock()
+        self.assignment: set[tuple[str, int]] = set()
+        self.positions: dict[str, int] = {}
+        self.fetch_states: dict[str, dict[str, Any]] = {}
+        self.acked = self.reads = self.commits = 0
+        self.outcomes: dict[str, int] = {}
+        self.error: str | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.reader: threading.Thread | None = None
+        self.stopping = False
+        self.heard = 0.0  # monotonic time of the last statistics (or of the start)
+
+    def start(self) -> None:
+        self.heard = time.monotonic()
+        self.proc = subprocess.Popen([sys.executable, "-m", "testkit.faults.processes", json.dumps(self.spec)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.reader = threading.Thread(target=self._read, daemon=True, name=f"{self.client_name}-pipe")
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for line in self.proc.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue
+            self.receive(message)
+        code = self.proc.wait()
+        if not self.stopping and code != 0:
+            self.error = f"its process ended with {code}"
+            self.history.add(self.client_name, "info", "crash", error=self.error)
+
+    def receive(self, message: dict[str, Any]) -> None:
+        """One line from the child: an op into the history, or statistics."""
+        at = float(message["t"])
+        if "stats" in message:
+            with self.lock:
+                self.fetch_states = message["stats"]
+                self.heard = max(self.heard, at)
+            return
+        fields = dict(message["op"])
+        process, type_, f = fields.pop("process"), fields.pop("type"), fields.pop("f")
+        if fields.get("assignment") is not None:
+            fields["assignment"] = [(t, int(p)) for t, p in fields["assignment"]]
+        if fields.get("records") is not None:
+            fields["records"] = [(t, int(p), int(o), v) for t, p, o, v in fields["records"]]
+        self.history.add(process, type_, f, at=at, **fields)
+        with self.lock:
+            if f == "send" and type_ == "ok" and fields.get("txn") is None:
+                self.acked += 1
+            elif f == "txn" and type_ == "ok":
+                self.outcomes[fields["value"]] = self.outcomes.get(fields["value"], 0) + 1
+            elif f == "poll":
+                self.reads += len(fields.get("records") or [])
+            elif f == "commit" and type_ == "ok":
+                self.commits += 1
+            elif f == "assign":
+                self.assignment, self.positions = set(fields.get("assignment") or []), {}
+            elif f == "revoke":
+                self.assignment, self.positions = set(), {}
+            elif f == "position":
+                self.positions = dict(fields.get("offsets") or {})
+            elif f == "crash":
+                self.error = fields.get("error")
+
+    def silent_for(self) -> float:
+        """Seconds since the client's librdkafka last reported its statistics."""
+        with self.lock:
+            return time.monotonic() - self.heard
+
+    def is_alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        """Asks the client to stop (it closes its handle, as a client that is shut down does)."""
+        self.stopping = True
+        if self.proc is not None and self.proc.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.proc.stdin.write(b"stop\n")
+                self.proc.stdin.close()
+
+    def join(self, timeout: float) -> None:
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(max(0.0, timeout))
+        if self.reader is not None and not self.is_alive():
+            self.reader.join(5)
+
+    def kill(self) -> None:
+        self.stopping = True
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        if self.reader is not None:
+            self.reader.join(5)
+
+    def stacks(self) -> str:
+        """Where the client's threads are: its Python stacks (faulthandler, on the run's stderr)
+        and, with gdb installed, its native ones (returned)."""
+        if not self.is_alive() or self.proc is None:
+            return ""
+        os.kill(self.proc.pid, signal.SIGUSR1)
+        time.sleep(1.0)  # faulthandler writes from the signal handler, the interpreter held or not
+        if shutil.which("gdb") is None:
+            return ""
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            done = subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-ex", "thread apply all bt"],
+                                  capture_output=True, text=True, timeout=60)
+            return "\n".join(line for line in done.stdout.splitlines() if line.startswith(("#", "Thread ")))
+        return ""
+
+
+if __name__ == "__main__":
+    sys.exit(child_main(sys.argv[1:]))
