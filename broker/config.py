@@ -48,6 +48,10 @@ class Property:
 PROPERTIES: tuple[Property, ...] = (
     Property("node.id", int, 1, "Id of this broker in Metadata and FindCoordinator answers.", minimum=0),
     Property("cluster.id", str, "", "Cluster id; empty = generated once and kept in meta.properties."),
+    Property("process.nodes", int, 1, "Node processes `kcoord serve` runs on this host as one cluster on "
+             "log.dirs, to use more cores (docs/cluster.md): node i (from 0) gets node.id + i and ports above the "
+             "configured ones; without etcd.endpoints it runs a private etcd too. 1 = this process is the node.",
+             minimum=1),
     Property("listeners", str, "PLAINTEXT://127.0.0.1:9092", "Where to listen: comma-separated NAME://host:port; "
              "the name maps to PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL through "
              "listener.security.protocol.map."),

@@ -6,22 +6,24 @@ from __future__ import annotations
 import argparse
 import sys
 
-from broker.config import ConfigError
+from broker.config import BrokerConfig, ConfigError
 
 
 def _serve(args: argparse.Namespace) -> int:
     import trio
 
-    from broker.config import BrokerConfig
     from broker.observability import logs
     from broker.server import Broker, run_until_signalled
 
+    overrides = [*(args.override or []), *([f"process.nodes={args.nodes}"] if args.nodes is not None else [])]
     try:
-        config = BrokerConfig.load(args.config, args.override or [])
+        config = BrokerConfig.load(args.config, overrides)
     except ConfigError as exc:
         print(f"kcoord: configuration error: {exc}", file=sys.stderr)
         return 2
     logs.configure(config.get_str("log.level"))
+    if config.get_int("process.nodes") > 1:
+        return _serve_nodes(config, args.config, overrides)
     # Flushes run in worker threads that need the GIL only briefly; with the default 5 ms switch
     # interval a busy event loop would make each of them wait that long before it can finish.
     sys.setswitchinterval(0.0002)
@@ -39,6 +41,17 @@ def _serve(args: argparse.Namespace) -> int:
         print(first, file=sys.stderr)
         return 1
     return 0
+
+
+def _serve_nodes(config: BrokerConfig, config_path: str | None, overrides: list[str]) -> int:
+    from kcoord.launcher.private_etcd import EtcdMissing
+    from kcoord.launcher.run import launch
+
+    try:
+        return launch(config, config_path, overrides)
+    except (ConfigError, EtcdMissing) as exc:
+        print(f"kcoord: configuration error: {exc}", file=sys.stderr)
+        return 2
 
 
 def _first_leaf(group: BaseExceptionGroup[SystemExit]) -> SystemExit:
@@ -68,6 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", help="TOML or Java .properties file")
     serve.add_argument("--override", action="append", metavar="NAME=VALUE",
                        help="set a property (repeatable); beats env vars and the file")
+    serve.add_argument("--nodes", type=int, metavar="N",
+                       help="run N node processes on this host as one cluster (process.nodes; docs/cluster.md)")
     serve.set_defaults(func=_serve)
 
     health = sub.add_parser("health", help="exit 0 when the broker answers and every shard has loaded")
