@@ -19,9 +19,10 @@ still fails after five attempts (1 s, doubling, at most 30 s apart, for the erro
 is logged and counted, and the records stay archived: as in Kafka, a dead letter is never a reason
 to deliver a record again.
 
-The record is written once its share partition's archival is taken by the shell (right after the
-round that archived it), not after that archival is durable: a node that stops in between
-delivers the record again, and it may reach the queue twice."""
+The records are written once their ARCHIVING state is durable (``broker.share.service``), and each
+job's ``done`` is called when they are written or given up, so that they become ARCHIVED: a node
+that stops between the phases leaves them ARCHIVING, and whoever loads the share partition next
+writes them again (at least once, as in Kafka)."""
 
 from __future__ import annotations
 
@@ -64,6 +65,7 @@ class Letters:
     topic: str  # the source topic's name (its id in hex when it has none any more)
     partition: int
     letters: tuple[DeadLetter, ...]
+    done: Callable[[], None] = lambda: None  # written or given up: the records become ARCHIVED
 
 
 class DeadLetterQueues:
@@ -80,21 +82,28 @@ class DeadLetterQueues:
         self.clock = clock
         self._send, self._receive = trio.open_memory_channel[Letters](10_000)
 
-    def send(self, group: str, topic: str, partition: int, letters: list[DeadLetter]) -> None:
-        """Queues the dead letters of one share partition (from the loop; never blocks)."""
+    def send(self, group: str, topic: str, partition: int, letters: list[DeadLetter],
+             done: Callable[[], None] = lambda: None) -> None:
+        """Queues the dead letters of one share partition (from the loop; never blocks); ``done()``
+        once they are written or given up."""
         if not letters:
+            done()
             return
         try:
-            self._send.send_nowait(Letters(group, topic, partition, tuple(letters)))
+            self._send.send_nowait(Letters(group, topic, partition, tuple(letters), done))
         except trio.WouldBlock:
             METRICS.share_dead_letter_failures.labels(group).inc(len(letters))
             logs.warn("share.dead_letters_dropped", group=group, topic=topic, partition=partition,
                       records=len(letters), reason="too many dead letters waiting to be written")
+            done()
 
     async def run(self, *, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         task_status.started()
         async for job in self._receive:
-            await self._write(job)
+            try:
+                await self._write(job)
+            finally:
+                job.done()
 
     def usable(self, name: str) -> str | None:
         """Why the group's queue cannot be written now (None: it can, perhaps once created)."""

@@ -17,6 +17,12 @@ Records archived at the delivery limit and acquisition locks that expired go to 
 journal as events of the share group (``journal``, the journal writer's ``write``: it only queues),
 one per share partition and round: after each fetch or acknowledgement round (when its changes are
 written), each expiry pass and each release of a gone member's records.
+
+Records a group with a dead-letter queue archives (rejected, or at the delivery limit) go in Kafka
+4.4's two phases (KIP-1191): their ARCHIVING state is written first; once that is durable their
+dead letters go to the queue (``dead_letters``), and once the queue has them (or they are given
+up) they become ARCHIVED, written like any change. A share partition read back with records still
+ARCHIVING (its node stopped between the phases) sends their dead letters at once.
 """
 
 from __future__ import annotations
@@ -52,8 +58,9 @@ Done = Callable[[bool], None]
 Journal = Callable[[Sequence[GroupEvent]], None]
 # A share group's (epoch, state) where this node coordinates it, else None.
 GroupInfo = Callable[[str], "tuple[int, str] | None"]
-# (group, topic name, partition, dead letters): the dead-letter queue writer.
-DeadLetterSink = Callable[[str, str, int, "list[DeadLetter]"], None]
+# (group, topic name, partition, dead letters, done()): the dead-letter queue writer; ``done`` is
+# called once they are written or given up.
+DeadLetterSink = Callable[[str, str, int, "list[DeadLetter]", Callable[[], None]], None]
 
 
 class Persister(Protocol):
@@ -123,8 +130,9 @@ class ShareService:
         may be coordinated by any node), deleted with the topic. ``journal``: where delivery
         trouble is reported (none: it is only counted), with the group's epoch and state from
         ``group_info`` and the topic's name from ``topic_name``. ``dead_letters(group, topic,
-        partition, letters)``: where the records a group with a dead-letter queue archived (rejected,
-        or at the delivery limit) go, after each round (``broker.share.dead_letters``)."""
+        partition, letters, done)``: where the records a group with a dead-letter queue archived
+        (rejected, or at the delivery limit) go once their ARCHIVING state is durable
+        (``broker.share.dead_letters``)."""
         self.dead_letters = dead_letters
         self.reread_at_session_open = reread_at_session_open
         self.group_partitions = group_partitions
@@ -229,8 +237,13 @@ class ShareService:
                 self.read_at[key] = epoch
             if error == ErrorCode.NONE:
                 part = response.results[0].partitions[0]
-                self.partitions[key] = from_state(part.start_offset, part.state_batches)
+                sp = self.partitions[key] = from_state(part.start_offset, part.state_batches)
                 self.state_epochs[key] = part.state_epoch
+                # Records left ARCHIVING by a node that stopped between the two phases: their
+                # state is durable, so their dead letters go now (at least once, never lost).
+                sp.resume_archiving(self.limits(key[0]).delivery_limit)
+                if sp.dead_letters:
+                    self._send_dead_letters(key, sp, sp.take_dead_letters())
             elif error == ErrorCode.INVALID_REQUEST:
                 # Never initialized: the share partition starts at its first fetch.
                 self.partitions[key] = SharePartition()
@@ -251,7 +264,7 @@ class ShareService:
             if deadline is not None and deadline <= now_ms:
                 sp.expire(now_ms, self.limits(key[0]))
                 expired.append(key)
-        self.report(expired)
+        self._settle(expired)
 
     def close_idle_sessions(self, now_ms: int) -> None:
         idle = [key for key, session in self.sessions.items() if now_ms - session.last_used_ms > self.session_idle_ms]
@@ -259,7 +272,15 @@ class ShareService:
         for group, member in idle:
             del self.sessions[(group, member)]
             released += self.release_member(group, member)
-        self.report(released)
+        self._settle(released)
+
+    def _settle(self, keys: list[Key]) -> None:
+        """After an expiry or release round: its trouble to the journal, and the share partitions
+        that archived records for a dead-letter queue written (which sends the dead letters)."""
+        pending = [k for k in dict.fromkeys(keys) if k in self.partitions and self.partitions[k].dead_letters]
+        self.report([k for k in keys if k not in pending])
+        if pending:
+            self.persist(pending, lambda ok: None)
 
     def report(self, keys: list[Key]) -> None:
         """Hands the delivery trouble of the share partitions of ``keys`` to the journal: one or
@@ -268,9 +289,6 @@ class ShareService:
         now = -1
         for key in dict.fromkeys(keys):
             sp = self.partitions.get(key)
-            letters = [] if sp is None else sp.take_dead_letters()
-            if letters and self.dead_letters is not None:
-                self.dead_letters(key[0], self.topic_name(key[1]) or key[1].hex(), key[2], letters)
             trouble = None if sp is None else sp.take_trouble()
             if trouble is None or self.journal is None:
                 continue
@@ -311,10 +329,35 @@ class ShareService:
             return
         countdown = Countdown(len(todo), done)
         for key in todo:
+            sp = self.partitions[key]
+            letters = sp.take_dead_letters()  # their ARCHIVING state is in this write
+
+            def written(ok: bool, key: Key = key, sp: SharePartition = sp, letters: list[DeadLetter] = letters) -> None:
+                if letters:
+                    if ok:
+                        self._send_dead_letters(key, sp, letters)
+                    elif sp is self.partitions.get(key):
+                        sp.dead_letters[:0] = letters  # sent after the next write that succeeds
+                countdown.arrive(ok)
+
             if key in self.state_epochs:
-                self._write(key, countdown.arrive)
+                self._write(key, written)
             else:
-                self._initialize(key, countdown.arrive)
+                self._initialize(key, written)
+
+    def _send_dead_letters(self, key: Key, sp: SharePartition, letters: list[DeadLetter]) -> None:
+        """The dead letters of records whose ARCHIVING state is durable go to the queue; then they
+        are ARCHIVED (written with the share partition's next write, started here)."""
+        offsets = [d.offset for d in letters]
+
+        def sent() -> None:
+            if sp is self.partitions.get(key) and sp.archive(offsets):
+                self.persist([key], lambda ok: None)
+
+        if self.dead_letters is None:
+            sent()
+        else:
+            self.dead_letters(key[0], self.topic_name(key[1]) or key[1].hex(), key[2], letters, sent)
 
     def _write(self, key: Key, done: Done, everything: bool = False) -> None:
         """Writes what changed since the last write (every record in flight when ``everything``):

@@ -12,9 +12,13 @@ gathered in ``trouble`` until the shell takes it (``take_trouble``) after each f
 acknowledgement or expiry round, for the rebalance journal: one event per share partition and
 round, never one per record.
 
-When the group has a dead-letter queue (KIP-1191, ``Limits.dead_letters``), each record archived
-because a member rejected it or because it reached the delivery limit is also noted as a
-``DeadLetter`` until the shell takes them (``take_dead_letters``) and writes them to that topic.
+When the group has a dead-letter queue (KIP-1191, ``Limits.dead_letters``), a record archived
+because a member rejected it or because it reached the delivery limit goes in two phases, as in
+Kafka 4.4: first ARCHIVING (never delivered again, and holding the start offset), noted as a
+``DeadLetter`` until the shell takes it (``take_dead_letters``); the shell writes that state, then
+the dead letter to the queue, then calls ``archive`` (ARCHIVING becomes ARCHIVED) and writes that.
+A share partition loaded with records still ARCHIVING (a node stopped between the phases) notes
+them again (``resume_archiving``): the dead letter is written at least once, never lost.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from protocol.errors import ErrorCode
 AVAILABLE = 0
 ACQUIRED = 1
 ACKNOWLEDGED = 2
+ARCHIVING = 3  # KIP-1191: archived, its dead letter not yet written
 ARCHIVED = 4
 
 # Acknowledge types of ShareFetch/ShareAcknowledge.
@@ -129,6 +134,30 @@ class SharePartition:
         taken, self.dead_letters = self.dead_letters, []
         return taken
 
+    def archive(self, offsets: list[int]) -> bool:
+        """Their dead letters are written (or given up): ARCHIVING records become ARCHIVED.
+        Whether anything changed."""
+        changed = False
+        for offset in offsets:
+            rec = self.records.get(offset)
+            if rec is not None and rec.state == ARCHIVING:
+                rec.state = ARCHIVED
+                self.changed.add(offset)
+                changed = True
+        if changed:
+            self.advance()
+        return changed
+
+    def resume_archiving(self, delivery_limit: int) -> None:
+        """Loaded from the durable state: records still ARCHIVING (their dead letter may not have
+        been written) are noted again, the reason told by the delivery count as Kafka tells it."""
+        pending = {d.offset for d in self.dead_letters}
+        for offset in sorted(self.records):
+            rec = self.records[offset]
+            if rec.state == ARCHIVING and offset not in pending:
+                reason = DELIVERY_COUNT_EXCEEDED if rec.delivery_count >= delivery_limit else CLIENT_REJECT
+                self.dead_letters.append(DeadLetter(offset, rec.delivery_count, reason))
+
     def take_trouble(self) -> DeliveryTrouble | None:
         """What went wrong since the last call (None: nothing)."""
         if not self.trouble:
@@ -213,6 +242,7 @@ class SharePartition:
         if rec.state == ARCHIVED:
             self.archived_at_limit += 1
             if limits.dead_letters:
+                rec.state = ARCHIVING
                 self.dead_letters.append(DeadLetter(offset, rec.delivery_count, DELIVERY_COUNT_EXCEEDED))
             t = self.trouble
             t.archived += 1
@@ -251,6 +281,7 @@ class SharePartition:
             elif kind == REJECT:
                 rec.state, rec.member, rec.deadline_ms = ARCHIVED, "", 0
                 if limits.dead_letters:
+                    rec.state = ARCHIVING
                     self.dead_letters.append(DeadLetter(offset, rec.delivery_count, CLIENT_REJECT))
             elif kind == RELEASE:
                 self._release(offset, rec, limits, RELEASED)

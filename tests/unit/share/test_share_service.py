@@ -194,3 +194,70 @@ def test_delivery_trouble_goes_to_the_journal_once_per_round() -> None:
     s.expire_locks(now[0])
     assert [e.cause for e in written[1:]] == ["acquisition-lock-expired", "delivery-limit-reached"]
     assert written[1].detail["offsets"] == [[10, 14]] and written[1].timestamp == 500
+
+
+class Queue:
+    """The dead-letter queue writer as the service sees it: it holds each job until told that the
+    queue has it (``finish``)."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[list[int], Any]] = []
+
+    def __call__(self, group: str, topic: str, partition: int, letters: list[Any], done: Any) -> None:
+        self.jobs.append(([d.offset for d in letters], done))
+
+    def finish(self) -> list[int]:
+        jobs, self.jobs = self.jobs, []
+        for _offsets, done in jobs:
+            done()
+        return [o for offsets, _done in jobs for o in offsets]
+
+
+def test_dead_letters_go_in_two_phases_and_a_new_leader_resumes_the_second() -> None:
+    """KIP-1191 as Kafka 4.4 does it: a rejected record's ARCHIVING state is durable before its
+    dead letter is handed to the queue, and it becomes ARCHIVED (the start offset moving past it)
+    only once the queue has it; a node that stops in between leaves it ARCHIVING, and the next
+    leader sends the dead letter again when it reads the state. A failed write sends nothing."""
+    from broker.share_partition.partition import ARCHIVING, REJECT
+
+    dlq = ShareGroupSettings(limits=Limits(lock_ms=1000, delivery_limit=3, max_in_flight=100, dead_letters=True),
+                             dead_letter_topic="dlq.g")
+    persister, queue = ShardPersister(), Queue()
+    epoch = [1]
+    s = ShareService(persister, lambda group: dlq, lambda: 0, leader_epoch=lambda topic_id, index: epoch[0],
+                     dead_letters=queue)
+    assert ready(s)
+    sp = s.partitions[KEY]
+    sp.initialize(0)
+    sp.acquire("m", [BatchRange(0, 3, False)], 4, 4, 0, dlq.limits)
+    assert sp.acknowledge("m", 0, 1, [ACCEPT, REJECT], dlq.limits) == ErrorCode.NONE
+
+    persister.down = True  # the write fails: nothing goes to the queue
+    failed: list[bool] = []
+    s.persist([KEY], failed.append)
+    assert failed == [False] and queue.jobs == []
+    persister.down = False
+    done: list[bool] = []
+    s.persist([KEY], done.append)
+    assert done == [True]
+    state = persister.shard.states[KEY]
+    assert state.start_offset == 1 and [(b.first, b.state) for b in state.batches if b.first == 1] == [(1, ARCHIVING)]
+    assert [offsets for offsets, _done in queue.jobs] == [[1]]  # handed over once durable
+
+    # The node stops before the queue answers; the next leader reads the state and sends it again.
+    epoch[0] = 2
+    queue_2 = Queue()
+    after = ShareService(persister, lambda group: dlq, lambda: 0, leader_epoch=lambda topic_id, index: epoch[0],
+                         dead_letters=queue_2)
+    assert ready(after)
+    assert [offsets for offsets, _done in queue_2.jobs] == [[1]]
+    assert after.partitions[KEY].records[1].state == ARCHIVING and after.partitions[KEY].start_offset == 1
+    assert queue_2.finish() == [1]  # written: ARCHIVED, and that is written too
+    state = persister.shard.states[KEY]
+    assert state.start_offset == 2 and all(b.state != ARCHIVING for b in state.batches)
+    assert after.partitions[KEY].start_offset == 2
+
+    # The stopped node's late answer: its ARCHIVED write is fenced by the new leader's epoch, and
+    # it forgets its copy.
+    assert queue.finish() == [1]
+    assert persister.shard.states[KEY].start_offset == 2 and KEY not in s.partitions

@@ -108,7 +108,15 @@ def test_aborted_transaction_records_are_archived_not_delivered() -> None:
 
 
 def test_records_rejected_or_at_the_limit_become_dead_letters_only_with_a_queue() -> None:
-    from broker.share_partition.partition import CLIENT_REJECT, DELIVERY_COUNT_EXCEEDED, DeadLetter
+    """With a queue, such records are ARCHIVING (never delivered again, holding the start offset)
+    until the shell has written their dead letters and calls ``archive``."""
+    from broker.share_partition.partition import (
+        ARCHIVED,
+        ARCHIVING,
+        CLIENT_REJECT,
+        DELIVERY_COUNT_EXCEEDED,
+        DeadLetter,
+    )
 
     with_queue = Limits(lock_ms=1000, delivery_limit=2, max_in_flight=100, dead_letters=True)
     for limits, expect in ((L, False), (with_queue, True)):
@@ -120,10 +128,43 @@ def test_records_rejected_or_at_the_limit_become_dead_letters_only_with_a_queue(
         letters = sp.take_dead_letters()
         if expect:
             assert letters == [DeadLetter(1, 1, CLIENT_REJECT), DeadLetter(2, 2, DELIVERY_COUNT_EXCEEDED)]
-            assert sp.records.get(2) is None and sp.start_offset == 3  # archived: the start moved past
+            assert [sp.records[o].state for o in (1, 2)] == [ARCHIVING, ARCHIVING] and sp.start_offset == 1
+            assert sp.acquire("b", B, 10, 5, 0, limits) == [Acquired(3, 7, 1)]  # never delivered again
+            sp.changed.clear()
+            state = sp.records[1]
+            assert sp.archive([1]) and sp.changed == {1} and state.state == ARCHIVED
+            assert sp.start_offset == 2  # past 1; 2 is still ARCHIVING and holds it
+            assert sp.archive([2, 2]) and sp.start_offset == 3
+            assert not sp.archive([2])
         else:
             assert letters == []
+            assert sp.records.get(1) is None and sp.start_offset == 2  # rejected: archived at once
         assert sp.take_dead_letters() == []
+
+
+def test_records_left_archiving_are_noted_again_when_loaded() -> None:
+    """A node stopped between the two phases: whoever loads the state writes the dead letters
+    (again), the reason told by the delivery count."""
+    from broker.share.service import from_state
+    from broker.share_partition.partition import (
+        ARCHIVING,
+        AVAILABLE,
+        CLIENT_REJECT,
+        DELIVERY_COUNT_EXCEEDED,
+        DeadLetter,
+    )
+    from protocol.messages.read_share_group_state import ReadShareGroupStateResponse
+
+    B_ = ReadShareGroupStateResponse.ReadStateResult.PartitionResult.StateBatch
+    sp = from_state(10, [B_(first_offset=10, last_offset=10, delivery_state=ARCHIVING, delivery_count=1),
+                         B_(first_offset=11, last_offset=12, delivery_state=ARCHIVING, delivery_count=3),
+                         B_(first_offset=13, last_offset=13, delivery_state=AVAILABLE, delivery_count=1)])
+    assert sp.start_offset == 10
+    sp.resume_archiving(delivery_limit=3)
+    sp.resume_archiving(delivery_limit=3)  # noted once
+    assert sp.take_dead_letters() == [DeadLetter(10, 1, CLIENT_REJECT), DeadLetter(11, 3, DELIVERY_COUNT_EXCEEDED),
+                                      DeadLetter(12, 3, DELIVERY_COUNT_EXCEEDED)]
+    assert sp.archive([10, 11, 12]) and sp.start_offset == 13
 
 
 def test_renew_is_refused_when_the_group_disables_it() -> None:
