@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 import trio
 
 from broker.config import BrokerConfig
@@ -79,3 +80,16 @@ def test_the_cluster_id_is_the_configured_one_else_the_data_dirs(tmp_path: Path)
     (tmp_path / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=kept\n")
     assert cluster_id_for(tmp_path, "") == "kept"
     assert cluster_id_for(tmp_path / "fresh", "") not in ("", "kept")
+
+
+def test_without_an_etcd_binary_the_launcher_refuses_and_says_what_to_install(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from kcoord import cli
+    from kcoord.launcher import private_etcd
+
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.setattr(private_etcd, "DEBIAN_ETCD", str(tmp_path / "etcd"))
+    code = cli.main(["serve", "--nodes", "2", "--override", f"log.dirs={tmp_path / 'data'}"])
+    assert code == 2
+    assert "apt install etcd-server" in capsys.readouterr().err
+    assert not (tmp_path / "data").exists()
