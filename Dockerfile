@@ -70,6 +70,12 @@ CMD ["analyze", "--data-dir", "/var/lib/kcoord", "--out", "/reports"]
 # ---------------------------------------------------------------------------
 # Last, so that a plain build produces the broker.
 FROM runtime-base AS runtime
+# Debian's etcd server, which `kcoord serve --nodes N` runs privately on loopback when no
+# etcd.endpoints is given (docs/cluster.md); its version follows the base image's updates.
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends etcd-server \
+    && rm -rf /var/lib/apt/lists/*
 RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
     /opt/kcoord/bin/python -m pip install --no-cache-dir --no-index --find-links /wheels /wheels/*.whl \
     && /opt/kcoord/bin/python -m pip check
