@@ -26,7 +26,7 @@ from broker.cluster.assignment import owning_partition
 from broker.cluster.node import ClusterNode
 from broker.cluster.peers import PeerClient, PeerSecret
 from broker.cluster.view import ClusterView
-from broker.config import BrokerConfig, parse_metrics_listener
+from broker.config import BrokerConfig, parse_http_listener, parse_metrics_listener
 from broker.configs.topic_defs import check_topic_config
 from broker.configs.wiring import build_config_service, follow
 from broker.group_coordinator.context import CoordinatorConfig
@@ -342,6 +342,7 @@ class BrokerApp:
         self.router.install(router_apis(self.table, None if authorizer is None else
                                         RequestChecks(self.catalog, authorizer, self.peer_secret)))
         self.metrics_port: int | None = None
+        self.console_port: int | None = None
 
     def _observe_quotas(self) -> None:
         self.router.observer = self.enforcer.observe if self.quotas.quotas else None
@@ -421,6 +422,7 @@ class BrokerApp:
             except OSError as exc:
                 # Metrics are for operators; a busy port must not keep the broker from serving clients.
                 logs.warn("metrics.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))
+        await self._start_console(nursery)
         if self.security.etcd_store is not None:
             # The cluster's users and ACLs, read before any client is served.
             await nursery.start(self.security.etcd_store.run)
@@ -450,6 +452,24 @@ class BrokerApp:
             nursery.start_soon(sweep_expired, self.security.token_store, self.security.token_check_interval_ms,
                                self.clock)
         nursery.start_soon(self._settle_heap)
+
+    async def _start_console(self, nursery: trio.Nursery) -> None:
+        endpoint = parse_http_listener("console.listener", self.config.get_str("console.listener"),
+                                       self.config.listener.host)
+        if endpoint is None:
+            return
+        from broker.console.server import reading_through, serve_console
+
+        bootstrap, listeners = reading_through(self.config.listeners, self.view.advertised_by_listener)
+        if bootstrap is None:
+            # The console reads the cluster as a client does, without credentials of its own.
+            logs.warn("console.unavailable", reason="no PLAINTEXT listener to read the cluster through")
+            return
+        try:
+            self.console_port = await nursery.start(serve_console, *endpoint, bootstrap, listeners, self.lag.render)
+        except OSError as exc:
+            # As for metrics: a busy port must not keep the broker from serving clients.
+            logs.warn("console.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))
 
     def _append_dead_letters(self, topic: str, partition: int, raw: bytes, done: Callable[[int], None]) -> None:
         """A batch of dead letters to ``topic``-``partition``: appended here when this node leads

@@ -235,6 +235,9 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=0),
     Property("log.cleaner.min.cleanable.ratio", float, 0.5, "Dirty ratio that triggers compaction."),
     Property("message.max.bytes", int, 1048588, "Largest record batch accepted by Produce.", minimum=1),
+    Property("console.listener", str, "http://:9465", "The console, a read-only web view of the cluster and its "
+             "groups (docs/console.md); without a host it listens on the host of listeners (loopback by "
+             "default); empty disables it."),
     Property("metrics.listener", str, "http://:9464", "Prometheus endpoint (path /metrics); without a host "
              "it listens on the host of listeners (loopback by default); empty disables it."),
     Property("metrics.lag.groups", str, ".*", "Groups whose lag is exported (kafka_consumergroup_*): "
@@ -598,9 +601,15 @@ def parse_metrics_listener(text: str, listener_host: str) -> tuple[str, int] | N
     """(host, port) to serve metrics on, None when disabled. A URL without a host (the default,
     ``http://:9464``) takes the broker listener's host, so a broker on loopback does not expose
     its metrics on every interface."""
+    return parse_http_listener("metrics.listener", text, listener_host)
+
+
+def parse_http_listener(name: str, text: str, listener_host: str) -> tuple[str, int] | None:
+    """(host, port) of the HTTP endpoint property ``name`` (metrics.listener, console.listener),
+    None when empty; without a host, the broker listener's."""
     if not text.strip():
         return None
     parts = urlsplit(text if "://" in text else "http://" + text)
     if parts.scheme != "http" or parts.port is None:
-        raise ConfigError(f"metrics.listener: expected http://host:port, got {text!r}")
+        raise ConfigError(f"{name}: expected http://host:port, got {text!r}")
     return parts.hostname or listener_host, parts.port

@@ -211,7 +211,8 @@ class Broker:
             await app.start(nursery)
             logs.event("broker.started", host=listener.host, port=self.bound_port, node_id=app.node_id,
                        cluster_id=app.cluster_id, data_dir=str(app.data_dir.resolve()),
-                       metrics_port=app.metrics_port, open_files_limit=open_files,
+                       metrics_port=app.metrics_port, console_port=app.console_port,
+                       open_files_limit=open_files,
                        listeners=",".join(f"{spec.name}:{spec.protocol}:{self.bound_ports[spec.name]}"
                                           for spec, _ in opened))
             if self.readiness.available:

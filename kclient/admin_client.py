@@ -82,6 +82,15 @@ class GroupDescription:
 
 
 @dataclass
+class TopicInfo:
+    name: str
+    partitions: int
+    internal: bool
+    # Partition -> the node leading it (-1 while it has no leader).
+    leaders: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass
 class GroupListing:
     group_id: str
     state: str
@@ -195,6 +204,16 @@ class KafkaAdmin:
                 raise AdminError(t.error_code, f"topic {t.name}")
             out[t.name] = sorted(p.partition_index for p in t.partitions)
         return out
+
+    def topics(self) -> list[TopicInfo]:
+        """Every topic the broker lists (Metadata for all topics), with its partitions' leaders."""
+        metadata = self.call(-1, ApiKey.Metadata, lambda v: MetadataRequest(
+            topics=None, allow_auto_topic_creation=False))
+        for b in metadata.brokers:
+            self.nodes.setdefault(b.node_id, Node(b.node_id, b.host, b.port))
+        return sorted((TopicInfo(t.name, len(t.partitions), bool(t.is_internal),
+                                 {p.partition_index: p.leader_id for p in t.partitions})
+                       for t in metadata.topics if not t.error_code and t.name), key=lambda t: t.name)
 
     def _leaders(self, partitions: Iterable[TopicPartition]) -> dict[int, list[TopicPartition]]:
         wanted = sorted(set(partitions))

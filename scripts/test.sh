@@ -11,7 +11,8 @@ cd "$(dirname "$0")/.."
 # krb5-kdc, krb5-admin-server (kdb5_util, kadmin.local), krb5-user (kinit, which kcat runs): the
 # GSSAPI tests start a real KDC; libkrb5-dev: python-gssapi builds against it;
 # libsasl2-modules-gssapi-mit: kcat's GSSAPI.
-apt_packages=(kcat prometheus etcd-server etcd-client libfaketime docker-compose buildah mmdebstrap golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev krb5-kdc krb5-admin-server krb5-user libkrb5-dev libsasl2-modules-gssapi-mit)
+# chromium, chromium-driver: the console's browser tests (Selenium drives /usr/bin/chromedriver).
+apt_packages=(kcat prometheus etcd-server etcd-client libfaketime docker-compose buildah mmdebstrap golang-github-shopify-sarama-dev golang-github-segmentio-kafka-go-dev krb5-kdc krb5-admin-server krb5-user libkrb5-dev libsasl2-modules-gssapi-mit chromium chromium-driver)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

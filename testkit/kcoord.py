@@ -28,12 +28,14 @@ class BrokerProcess:
         self.data_dir = data_dir
         self.port = port or free_port()
         self.metrics_port = free_port()
+        self.console_port = free_port()
         self.root = root or ROOT
         self.overrides = {
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(data_dir),
             "metrics.listener": f"http://127.0.0.1:{self.metrics_port}",
+            "console.listener": f"http://127.0.0.1:{self.console_port}",
             "group.initial.rebalance.delay.ms": "0",
             **(overrides or {}),
         }

@@ -1,0 +1,184 @@
+"""The console's pages as HTML, rendered on the server from what ``state`` read: each page is a
+layout around one ``<main>`` fragment, and the same fragment is what the live stream sends when
+it changes (the browser swaps it in), so a page and its updates cannot disagree. Every value
+from the broker is escaped."""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from html import escape
+from urllib.parse import quote, urlencode
+
+from broker.console.state import ClusterState, GroupState, GroupSummary
+from broker.console.timeline import Span, render_svg
+from doctor import Finding
+
+
+@dataclass(frozen=True)
+class Listener:
+    name: str
+    protocol: str
+    address: str
+
+
+def _e(value: object) -> str:
+    return escape("-" if value is None or value == "" else str(value))
+
+
+def _ms(ms: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}"
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]], css: str = "") -> str:
+    """A table of cells already escaped (or built of escaped parts)."""
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    return f'<table class="{css}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def group_href(group_id: str) -> str:
+    return "/groups/" + quote(group_id, safe="")
+
+
+def layout(title: str, live: str, fragment: str) -> str:
+    """A whole page: navigation, and ``fragment`` in the ``<main>`` the live stream ``live`` updates."""
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+            f"<title>{escape(title)} \u00b7 kcoord</title>"
+            "<link rel=\"stylesheet\" href=\"/static/console.css\"></head><body>"
+            "<header><a class=\"brand\" href=\"/\">kcoord</a><nav><a href=\"/\">Overview</a>"
+            "<a href=\"/groups\">Groups</a><a href=\"/metrics\">Metrics</a></nav>"
+            "<span id=\"status\" class=\"status\">static</span></header>"
+            f"<main id=\"live\" data-live=\"{escape(live)}\">{fragment}</main>"
+            "<script src=\"/static/console.js\"></script></body></html>")
+
+
+def error_page(status: int, message: str) -> str:
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{status} \u00b7 kcoord</title><link rel=\"stylesheet\" href=\"/static/console.css\"></head>"
+            f"<body><header><a class=\"brand\" href=\"/\">kcoord</a></header><main><h1>{status}</h1>"
+            f"<p class=\"error\">{escape(message)}</p><p><a href=\"/\">Overview</a></p></main></body></html>")
+
+
+def _notice(text: str) -> str:
+    return f'<p class="notice">{escape(text)}</p>' if text else ""
+
+
+# ---- overview --------------------------------------------------------------------------------
+
+def overview(state: ClusterState, listeners: Sequence[Listener]) -> str:
+    coordinated = Counter(g.coordinator for g in state.groups if g.coordinator is not None)
+    nodes = _table(["node", "address", "groups coordinated"], (
+        [_e(n.node_id), _e(f"{n.host}:{n.port}"), _e(coordinated.get(n.node_id, 0))] for n in state.nodes))
+    mine = _table(["listener", "protocol", "address"], ([_e(x.name), _e(x.protocol), _e(x.address)]
+                                                        for x in listeners))
+    by_kind = Counter((g.group_type, g.state) for g in state.groups)
+    types = sorted({t for t, _ in by_kind})
+    states = sorted({s for _, s in by_kind})
+    kinds = _table(["type", *states, "total"], (
+        [_e(t), *(_e(by_kind.get((t, s), 0)) for s in states), _e(sum(by_kind.get((t, s), 0) for s in states))]
+        for t in types))
+    topics = _table(["topic", "partitions", "internal"], (
+        [_e(t.name), _e(t.partitions), "yes" if t.internal else ""] for t in state.topics))
+    return (f"<h1>Cluster</h1><section><h2>Nodes</h2>{nodes}<h2>This node's listeners</h2>{mine}</section>"
+            f"<section><h2>Groups by type and state</h2>"
+            f"{kinds if state.groups else '<p>No groups.</p>'}<p><a href=\"/groups\">All groups</a></p></section>"
+            f"<section><h2>Topics</h2>{topics}</section>")
+
+
+# ---- groups ----------------------------------------------------------------------------------
+
+def _last(span: Span | None) -> str:
+    if span is None:
+        return "-"
+    return (f'<span class="cause">{_e(span.cause)}</span> {_e(f"{span.duration_ms / 1000:.3f} s")}'
+            f'<br><small>{_e(_ms(span.end_ms))}</small>')
+
+
+def _matches(g: GroupSummary, query: str, group_type: str, state: str) -> bool:
+    return ((not query or query.lower() in g.group_id.lower())
+            and (not group_type or g.group_type.lower() == group_type.lower())
+            and (not state or g.state.lower() == state.lower()))
+
+
+def groups(state: ClusterState, query: str = "", group_type: str = "", group_state: str = "") -> str:
+    chosen = [g for g in state.groups if _matches(g, query, group_type, group_state)]
+    rows = ([f'<a href="{escape(group_href(g.group_id))}">{_e(g.group_id)}</a>', _e(g.group_type), _e(g.state),
+             _e(g.members), _e(g.assignor), _e(g.lag), _last(g.last), _e(g.error) if g.error else ""]
+            for g in chosen)
+    types = sorted({g.group_type for g in state.groups})
+    states = sorted({g.state for g in state.groups})
+
+    def options(values: list[str], chosen: str) -> str:
+        return '<option value="">any</option>' + "".join(
+            f'<option{" selected" if v.lower() == chosen.lower() else ""}>{_e(v)}</option>' for v in values)
+
+    form = (f'<form class="filters" method="get" action="/groups"><input name="q" placeholder="search group id" '
+            f'value="{escape(query)}"> type <select name="type">{options(types, group_type)}</select> '
+            f'state <select name="state">{options(states, group_state)}</select> <button>Filter</button></form>')
+    table = _table(["group", "type", "state", "members", "assignor", "lag (records)", "last rebalance", ""], rows,
+                   "groups")
+    return (f"<h1>Groups</h1>{form}{_notice(state.journal_error)}"
+            f"<p>{len(chosen)} of {len(state.groups)} groups</p>{table}")
+
+
+def groups_live(query: str, group_type: str, group_state: str) -> str:
+    params = {k: v for k, v in (("q", query), ("type", group_type), ("state", group_state)) if v}
+    return "/live/groups" + ("?" + urlencode(params) if params else "")
+
+
+# ---- a group ---------------------------------------------------------------------------------
+
+def _partitions(tps: Sequence[tuple[str, int]]) -> str:
+    return escape(", ".join(f"{t}-{p}" for t, p in sorted(tps))) or "-"
+
+
+def _findings(findings: Sequence[Finding]) -> str:
+    if not findings:
+        return "<p>No findings: the journal shows no known rebalance problem.</p>"
+    return "".join(f'<div class="finding"><h3>{_e(f.rule)}</h3><p>{_e(f.evidence)}</p>'
+                   f"<p><small>seen {f.count} times, {_e(_ms(min(f.timestamps)) if f.timestamps else None)} .. "
+                   f"{_e(_ms(max(f.timestamps)) if f.timestamps else None)}</small></p>"
+                   f'<p class="advice">{_e(f.recommendation)}</p></div>' for f in findings)
+
+
+def group(state: GroupState) -> str:
+    g = state.group
+    tasks = g.group_type == "Streams"
+    members = _table(["member", "client id", "host", "instance id", "tasks" if tasks else "assigned partitions"], (
+        [_e(m.member_id), _e(m.client_id), _e(m.host), _e(m.instance_id),
+         _e("; ".join(f"{k}: {', '.join(v)}" for k, v in m.tasks.items() if v)) if tasks else _partitions(m.assignment)]
+        for m in sorted(g.members, key=lambda m: (m.client_id, m.member_id))), "members")
+    if g.group_type == "Share":
+        offsets = _table(["partition", "start offset", "lag"], (
+            [_e(f"{t}-{p}"), _e(start), _e(lag if lag >= 0 else None)]
+            for (t, p), (start, lag) in sorted(state.share_offsets.items())), "offsets")
+    else:
+        offsets = _table(["partition", "committed", "log end", "lag", "member"], (
+            [_e(f"{r.topic}-{r.partition}"), _e(r.offset), _e(r.log_end), _e(r.lag), _e(r.client_id)]
+            for r in state.offsets), "offsets")
+    spans = _table(["started (UTC)", "generation", "cause", "duration", "members", "joined", "left", "timed out",
+                    "reason"], (
+        [_e(_ms(s.start_ms)), _e(s.generation), f'<span class="cause">{_e(s.cause)}</span>',
+         _e(f"{s.duration_ms / 1000:.3f} s"), _e(f"{'-' if s.members_before is None else s.members_before}"
+                                                 f"\u2192{'-' if s.members_after is None else s.members_after}"),
+         _e(", ".join(s.joined)), _e(", ".join(s.left)), _e(", ".join(s.timed_out + s.fenced)), _e(s.reason)]
+        for s in reversed(state.timeline.spans)), "rebalances")
+    changes = _table(["time (UTC)", "change", "member"], (
+        [_e(_ms(c.at_ms)), f'<span class="cause">{_e(c.cause)}</span>', _e(c.who)]
+        for c in reversed(state.timeline.changes[-50:])), "changes")
+    chart = render_svg(state.timeline) or "<p>No rebalance recorded.</p>"
+    mine = [f for f in state.findings if f.group == g.group_id]
+    return (f'<h1>Group <span class="group-id">{_e(g.group_id)}</span></h1>'
+            f'<p class="facts"><span>type <b>{_e(g.group_type)}</b></span><span>state <b class="state">'
+            f"{_e(g.state)}</b></span><span>members <b>{len(g.members)}</b></span><span>assignor "
+            f"<b>{_e(g.assignor)}</b></span><span>coordinator <b>node {_e(g.coordinator.node_id)}</b></span>"
+            f'<span>lag <b class="lag">{_e(state.lag)}</b> records</span></p>'
+            f"{_notice(state.error)}{_notice(state.journal_error)}"
+            f'<div class="split"><section class="history"><h2>Rebalance timeline</h2>{chart}{spans}'
+            f"<h2>Membership changes</h2>{changes}</section>"
+            f'<aside class="doctor"><h2>Doctor</h2>{_findings(mine)}</aside></div>'
+            f"<section><h2>Members</h2>{members}</section><section><h2>Offsets and lag</h2>{offsets}</section>")

@@ -1,0 +1,70 @@
+"""Serving the console: Hypercorn's trio worker runs the ASGI application as tasks of the broker's
+own trio loop (no thread, no second event loop), on its own listener."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from functools import partial
+from typing import cast
+from urllib.parse import urlsplit
+
+import trio
+
+from broker.console.pages import Listener
+from broker.observability import logs
+from broker.security.listeners import ListenerSpec
+
+_ANY_HOST = ("", "0.0.0.0", "::")
+
+
+def reading_through(specs: Sequence[ListenerSpec], addresses: Mapping[str, tuple[str, int]]
+                    ) -> tuple[str | None, list[Listener]]:
+    """The address of this node's first PLAINTEXT listener, which the console reads the cluster
+    through as a client (None without one), and every listener to show. ``addresses``: each
+    listener's advertised address, whose port is the bound one for a listener on port 0."""
+    shown = [Listener(s.name, s.protocol, "{}:{}".format(*addresses.get(s.name, (s.host, s.port)))) for s in specs]
+    for spec in specs:
+        if spec.protocol == "PLAINTEXT":
+            host = "127.0.0.1" if spec.host in _ANY_HOST else spec.host
+            port = spec.port or addresses.get(spec.name, (host, 0))[1]
+            return (f"[{host}]:{port}" if ":" in host else f"{host}:{port}"), shown
+    return None, shown
+
+
+async def _never() -> None:
+    # Hypercorn installs SIGINT/SIGTERM handlers without a shutdown trigger; the broker owns its
+    # signals, and the console stops when the broker's nursery is cancelled.
+    await trio.sleep(math.inf)
+
+
+async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequence[Listener],
+                        metrics: Callable[[], Awaitable[bytes]] | None = None, *,
+                        task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+    """Serves the console on ``host``:``port`` (0: any free port), reading the cluster through
+    ``bootstrap``; reports the bound port once it listens."""
+    # Imported here: a broker with the console off never loads the web stack.
+    from hypercorn.config import Config
+    from hypercorn.trio import serve
+    from hypercorn.typing import ASGIFramework
+
+    from broker.console.web import Console
+
+    config = Config()
+    config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
+    config.accesslog = None
+    # Errors of the web stack itself, in the broker's log.
+    config.errorlog = logging.getLogger("kcoord.console")
+    config.include_server_header = False
+    # A request line and headers larger than this are answered 400 by the HTTP parser.
+    config.h11_max_incomplete_size = 16 * 1024
+    config.graceful_timeout = 1.0
+    # Starlette and Hypercorn each declare the ASGI interface with their own (equivalent) types.
+    app = cast(ASGIFramework, Console(bootstrap, listeners, metrics).app())
+
+    async with trio.open_nursery() as nursery:
+        binds: list[str] = await nursery.start(partial(serve, app, config, shutdown_trigger=_never))
+        bound = urlsplit(binds[0]).port or port
+        logs.event("console.listening", host=host, port=bound, url=binds[0])
+        task_status.started(bound)

@@ -1,0 +1,123 @@
+"""What the console's pages show, read the way ``kcoord groups`` reads it: over the Kafka protocol
+with ``KafkaAdmin`` (coordinators found with FindCoordinator, so any node shows every group of a
+cluster) and the journal with ``group_history.read_events``. Nothing here touches the
+coordinators' state directly: a page costs the broker what the same ``kcoord groups`` commands
+would. Every function blocks (sockets) and is meant for a worker thread."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from broker.console.timeline import Span, Timeline, build_timeline
+from doctor import Finding, diagnose
+from kclient.admin_client import AdminError, GroupDescription, KafkaAdmin, Node, TopicInfo, TopicPartition
+from kclient.group_history import JournalUnavailable, read_events
+from kclient.groups_command import offset_rows
+from kclient.groups_output import OffsetRow
+
+GROUP_TYPES = ("classic", "consumer", "share", "streams")
+# The groups list computes lag (two ListOffsets per group) for this many groups at most; the
+# others show their state and members only, so a broker with thousands of groups stays cheap to view.
+LAG_GROUPS = 100
+
+
+@dataclass
+class GroupSummary:
+    group_id: str
+    group_type: str
+    state: str
+    members: int | None = None
+    assignor: str = ""
+    lag: int | None = None
+    last: Span | None = None
+    coordinator: int | None = None
+    error: str = ""
+
+
+@dataclass
+class ClusterState:
+    nodes: list[Node]
+    topics: list[TopicInfo]
+    groups: list[GroupSummary]
+    # Why the journal could not be read (it is off, or its partitions are moving), else empty.
+    journal_error: str = ""
+    read_at_ms: int = 0
+
+
+@dataclass
+class GroupState:
+    group: GroupDescription
+    offsets: list[OffsetRow]
+    # A share group's partitions: start offset and lag, as DescribeShareGroupOffsets tells.
+    share_offsets: dict[TopicPartition, tuple[int, int]]
+    timeline: Timeline
+    findings: list[Finding]
+    journal_error: str = ""
+    error: str = ""
+    lag: int | None = field(default=None)
+
+
+def _journal(bootstrap: str, group: str | None, timeout: float) -> tuple[list[dict[str, Any]], str]:
+    """The journal's events (as ``read_events`` decodes them), or why there are none."""
+    try:
+        return read_events(bootstrap, group, timeout=timeout), ""
+    except (JournalUnavailable, OSError, ConnectionError) as exc:
+        return [], str(exc)
+
+
+def _total(lags: list[int | None]) -> int | None:
+    known = [lag for lag in lags if lag is not None and lag >= 0]
+    return sum(known) if known else None
+
+
+def _lag(admin: KafkaAdmin, group: GroupDescription) -> tuple[list[OffsetRow], dict[TopicPartition, tuple[int, int]]]:
+    if group.group_type == "Share":
+        return [], admin.share_offsets(group.group_id)
+    return offset_rows(admin, group), {}
+
+
+def read_cluster(bootstrap: str, timeout: float = 5.0) -> ClusterState:
+    """Nodes, topics and every group (each type) with its state, members, lag and last rebalance."""
+    events, journal_error = _journal(bootstrap, None, timeout)
+    with KafkaAdmin(bootstrap, timeout=timeout, client_id="kcoord-console") as admin:
+        topics = admin.topics()
+        listings = sorted(admin.list_groups(types=list(GROUP_TYPES)), key=lambda g: g.group_id)
+        groups = []
+        for i, listing in enumerate(listings):
+            summary = GroupSummary(listing.group_id, listing.group_type, listing.state)
+            try:
+                group = admin.describe_group(listing.group_id)
+                summary.state, summary.group_type = group.state, group.group_type
+                summary.members, summary.assignor = len(group.members), group.assignor
+                summary.coordinator = group.coordinator.node_id
+                if i < LAG_GROUPS:
+                    rows, share = _lag(admin, group)
+                    summary.lag = _total([r.lag for r in rows] + [lag for _, lag in share.values()])
+            except AdminError as exc:  # e.g. its coordinator moving: the others are still shown
+                summary.error = str(exc)
+            summary.last = build_timeline(events, listing.group_id).last
+            groups.append(summary)
+        return ClusterState(sorted(admin.nodes.values(), key=lambda n: n.node_id), topics, groups, journal_error,
+                            int(time.time() * 1000))
+
+
+def read_group(bootstrap: str, group_id: str, timeout: float = 5.0) -> GroupState | None:
+    """One group's members, offsets and lag, timeline and the doctor's findings; None when the
+    broker knows nothing of it (no such group, no committed offsets, no journal events)."""
+    events, journal_error = _journal(bootstrap, group_id, timeout)
+    with KafkaAdmin(bootstrap, timeout=timeout, client_id="kcoord-console") as admin:
+        group = admin.describe_group(group_id)
+        error = ""
+        rows: list[OffsetRow] = []
+        share: dict[TopicPartition, tuple[int, int]] = {}
+        try:
+            rows, share = _lag(admin, group)
+        except AdminError as exc:
+            error = str(exc)
+    known = group.state != "Dead" or group.members or any(r.offset is not None for r in rows) or events
+    if not known:
+        return None
+    return GroupState(group, rows, share, build_timeline(events, group_id), diagnose(events), journal_error, error,
+                      _total([r.lag for r in rows] + [lag for _, lag in share.values()]))

@@ -1,0 +1,239 @@
+"""The console's ASGI application (Starlette): its routes, the live streams (server-sent events)
+and the limits that turn bad input into a clear HTTP error.
+
+Reads go through ``Snapshots``: one read per page and per half second however many browsers
+watch it, in at most ``READERS`` worker threads, so the console can never queue unbounded work
+beside the broker's request path."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from importlib import resources
+from typing import Generic, TypeVar
+
+import trio
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from broker.console import pages
+from broker.console.pages import Listener
+from broker.console.state import ClusterState, GroupState, read_cluster, read_group
+from kclient.admin_client import AdminError
+
+T = TypeVar("T")
+
+REFRESH_S = 0.5  # how often a live stream looks for a change; a page is at most this stale
+KEEPALIVE_S = 15.0  # a comment on a quiet stream, so proxies and browsers keep it open
+READERS = 2  # worker threads reading for the console at once
+CACHED_PAGES = 256
+MAX_TARGET = 2048  # bytes of path or of query string
+MAX_QUERY_VALUE = 200
+MAX_GROUP_ID = 1024
+READ_FAILED = (AdminError, OSError, ConnectionError, RuntimeError)
+
+
+class Snapshots(Generic[T]):
+    """The last read of each key, fresh for ``ttl_s``: concurrent requests for a key wait for one
+    read instead of each making their own."""
+
+    def __init__(self, ttl_s: float, limiter: trio.CapacityLimiter, size: int = CACHED_PAGES) -> None:
+        self.ttl_s = ttl_s
+        self.limiter = limiter
+        self.size = size
+        self._entries: dict[str, tuple[float, T]] = {}
+        self._locks: dict[str, trio.Lock] = {}
+
+    async def get(self, key: str, read: Callable[[], T]) -> T:
+        lock = self._locks.setdefault(key, trio.Lock())
+        async with lock:
+            hit = self._entries.get(key)
+            if hit is not None and trio.current_time() - hit[0] < self.ttl_s:
+                return hit[1]
+            value = await trio.to_thread.run_sync(read, limiter=self.limiter, abandon_on_cancel=True)
+            self._entries.pop(key, None)
+            self._entries[key] = (trio.current_time(), value)
+            while len(self._entries) > self.size:  # oldest first: dicts keep insertion order
+                del self._entries[next(iter(self._entries))]
+        if len(self._locks) > 2 * self.size:
+            for k in [k for k, lk in self._locks.items() if k not in self._entries and not lk.locked()]:
+                del self._locks[k]
+        return value
+
+
+class GroupNotFound(Exception):
+    pass
+
+
+class Console:
+    """The pages of one broker: ``bootstrap`` is a PLAINTEXT listener of this node it reads
+    through; ``metrics`` the series computed at scrape time that /metrics adds to the registry's."""
+
+    def __init__(self, bootstrap: str, listeners: Sequence[Listener],
+                 metrics: Callable[[], Awaitable[bytes]] | None = None) -> None:
+        self.bootstrap = bootstrap
+        self.listeners = list(listeners)
+        self.metrics = metrics
+        limiter = trio.CapacityLimiter(READERS)
+        self.cluster: Snapshots[ClusterState] = Snapshots(REFRESH_S, limiter, 1)
+        self.groups: Snapshots[GroupState | None] = Snapshots(REFRESH_S, limiter)
+        static = resources.files("broker.console") / "static"
+        self.assets = {name: (static / name).read_bytes() for name in ("console.js", "console.css")}
+
+    # ---- fragments ----------------------------------------------------------------------------
+
+    async def _cluster(self) -> ClusterState:
+        return await self.cluster.get("", lambda: read_cluster(self.bootstrap))
+
+    async def overview(self, request: Request) -> str:
+        return pages.overview(await self._cluster(), self.listeners)
+
+    async def group_list(self, request: Request) -> str:
+        q, group_type, state = _filters(request)
+        return pages.groups(await self._cluster(), q, group_type, state)
+
+    async def group(self, request: Request) -> str:
+        group_id = _group_id(request)
+        found = await self.groups.get(group_id, lambda: read_group(self.bootstrap, group_id))
+        if found is None:
+            raise GroupNotFound(group_id)
+        return pages.group(found)
+
+    # ---- endpoints ----------------------------------------------------------------------------
+
+    def page(self, title: Callable[[Request], str], live: Callable[[Request], str],
+             fragment: Callable[[Request], Awaitable[str]]) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            try:
+                body = await fragment(request)
+            except GroupNotFound as exc:
+                return _error(404, f"Group '{exc}' is unknown to this cluster.")
+            except READ_FAILED as exc:
+                return _error(503, f"The cluster could not be read: {exc}")
+            return HTMLResponse(pages.layout(title(request), live(request), body),
+                                headers={"Cache-Control": "no-store"})
+        return endpoint
+
+    def live(self, fragment: Callable[[Request], Awaitable[str]]) -> Callable[[Request], Awaitable[Response]]:
+        """A stream of ``page`` events, each the page's new ``<main>`` fragment, sent when it changed."""
+        async def endpoint(request: Request) -> Response:
+            try:
+                first = await fragment(request)
+            except GroupNotFound as exc:
+                return _error(404, f"Group '{exc}' is unknown to this cluster.")
+            except READ_FAILED as exc:
+                return _error(503, f"The cluster could not be read: {exc}")
+
+            async def events() -> AsyncIterator[str]:
+                # retry: how soon the browser reconnects when the broker restarts.
+                yield "retry: 1000\n" + _event("page", first)
+                last, quiet_since = first, time.monotonic()
+                while True:
+                    await trio.sleep(REFRESH_S)
+                    try:
+                        body = await fragment(request)
+                    except GroupNotFound:
+                        body = '<p class="notice">This group no longer exists.</p>'
+                    except READ_FAILED as exc:
+                        yield _event("trouble", f"The cluster could not be read: {exc}")
+                        continue
+                    if body != last:
+                        last, quiet_since = body, time.monotonic()
+                        yield _event("page", body)
+                    elif time.monotonic() - quiet_since > KEEPALIVE_S:
+                        quiet_since = time.monotonic()
+                        yield ": still here\n\n"
+
+            return StreamingResponse(events(), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+        return endpoint
+
+    async def metrics_endpoint(self, request: Request) -> Response:
+        """The Prometheus series, as the metrics listener serves them."""
+        more = await self.metrics() if self.metrics is not None else b""
+        return Response(generate_latest(REGISTRY) + more, media_type=CONTENT_TYPE_LATEST)
+
+    def asset(self, name: str, media_type: str) -> Callable[[Request], Awaitable[Response]]:
+        async def endpoint(request: Request) -> Response:
+            return Response(self.assets[name], media_type=media_type, headers={"Cache-Control": "max-age=60"})
+        return endpoint
+
+    def app(self) -> ASGIApp:
+        def group_title(request: Request) -> str:
+            return "group " + _group_id(request)
+
+        routes = [
+            Route("/", self.page(lambda r: "overview", lambda r: "/live/overview", self.overview)),
+            Route("/groups", self.page(lambda r: "groups", lambda r: pages.groups_live(*_filters(r)),
+                                       self.group_list)),
+            Route("/groups/{group_id:path}", self.page(group_title, lambda r: "/live" + r.url.path, self.group)),
+            Route("/live/overview", self.live(self.overview)),
+            Route("/live/groups", self.live(self.group_list)),
+            Route("/live/groups/{group_id:path}", self.live(self.group)),
+            Route("/metrics", self.metrics_endpoint),
+            Route("/static/console.js", self.asset("console.js", "text/javascript; charset=utf-8")),
+            Route("/static/console.css", self.asset("console.css", "text/css; charset=utf-8")),
+        ]
+        app = Starlette(routes=routes, exception_handlers={HTTPException: _http_error})
+        return Limits(app)
+
+
+def _event(name: str, data: str) -> str:
+    """One server-sent event: its data on as many ``data:`` lines as it has lines."""
+    return f"event: {name}\n" + "".join(f"data: {line}\n" for line in data.split("\n")) + "\n"
+
+
+def _error(status: int, message: str) -> Response:
+    return HTMLResponse(pages.error_page(status, message), status_code=status, headers={"Cache-Control": "no-store"})
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    return _error(exc.status_code, exc.detail)
+
+
+def _group_id(request: Request) -> str:
+    group_id = str(request.path_params["group_id"])
+    if not group_id or len(group_id) > MAX_GROUP_ID:
+        raise HTTPException(400, f"A group id is 1 to {MAX_GROUP_ID} characters long.")
+    return group_id
+
+
+def _filters(request: Request) -> tuple[str, str, str]:
+    """The groups list's search (``q``), ``type`` and ``state``; anything else is refused."""
+    unknown = sorted(set(request.query_params) - {"q", "type", "state"})
+    if unknown:
+        raise HTTPException(400, f"Unknown query parameter {unknown[0]!r}: the groups list takes q, type and state.")
+    values = tuple(request.query_params.get(k, "") for k in ("q", "type", "state"))
+    if any(len(v) > MAX_QUERY_VALUE for v in values):
+        raise HTTPException(400, f"A filter is at most {MAX_QUERY_VALUE} characters long.")
+    return values[0], values[1], values[2]
+
+
+class Limits:
+    """Refuses, before any routing, what no page needs: a method other than GET and HEAD and
+    paths or query strings longer than ``MAX_TARGET``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            status, message = 0, ""
+            if scope["method"] not in ("GET", "HEAD"):
+                status, message = 405, "The console is read-only: GET and HEAD only."
+            elif len(scope.get("raw_path") or scope["path"].encode()) > MAX_TARGET:
+                status, message = 414, f"The path is longer than {MAX_TARGET} bytes."
+            elif len(scope.get("query_string", b"")) > MAX_TARGET:
+                status, message = 414, f"The query string is longer than {MAX_TARGET} bytes."
+            if status:
+                headers = {"Allow": "GET, HEAD"} if status == 405 else {}
+                response = HTMLResponse(pages.error_page(status, message), status_code=status, headers=headers)
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -1,0 +1,120 @@
+"""The console with real clients: a group of confluent-kafka consumers loses one member that leaves
+and one that times out, and the console shows both rebalances with their causes, over HTTP, on its
+live stream, and in a real headless Chromium that is never reloaded."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from testkit.kcoord import BrokerProcess
+from tests.integration.helpers.clients import wait_for
+from tests.integration.helpers.console import GROUP, EventStream, Scenario, get, three_members
+
+pytestmark = pytest.mark.timeout(240)
+
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@pytest.fixture
+def scenario(broker: BrokerProcess) -> Iterator[Scenario]:
+    s = three_members(broker)
+    yield s
+    s.close()
+
+
+def _rebalances(page: str) -> list[str]:
+    """The causes in the rebalance table of a group page, newest first."""
+    table = page.split('<table class="rebalances">', 1)[1].split("</table>", 1)[0]
+    return re.findall(r'<span class="cause">([\w-]+)</span>', table)
+
+
+def test_the_console_serves_the_group_its_rebalances_and_their_causes(scenario: Scenario) -> None:
+    broker = scenario.broker
+    status, ctype, page = get(broker, f"/groups/{GROUP}")
+    assert status == 200 and ctype.startswith("text/html")
+    stream = EventStream(broker, f"/live/groups/{GROUP}")
+    try:
+        wait_for(lambda: stream.pages(), 30, "the stream's first page", seen=lambda: stream.raw[:500])
+        assert " 200 " in stream.head.split("\r\n")[0] and "text/event-stream" in stream.head
+        scenario.leave()
+        wait_for(lambda: "member-left" in _rebalances(get(broker, f"/groups/{GROUP}")[2]), 60,
+                 "the leave on the group page")
+        scenario.time_out()
+        wait_for(lambda: "session-timeout" in _rebalances(get(broker, f"/groups/{GROUP}")[2]), 60,
+                 "the timeout on the group page")
+        page = get(broker, f"/groups/{GROUP}")[2]
+        causes = _rebalances(page)
+        assert causes.index("session-timeout") < causes.index("member-left")  # newest first
+        assert '<b class="state">Stable</b>' in page and "<td>stayer</td>" in page
+        assert "<td>leaver</td>" not in page.split('<table class="members">', 1)[1]
+        assert '<svg class="timeline"' in page and 'data-cause="session-timeout"' in page
+        assert re.search(r"leaver/[\w-]+</td>", page), "who left is named"
+        # The stream sent the change itself, on the connection opened before it.
+        wait_for(lambda: any("session-timeout" in p for p in stream.pages()), 30, "the timeout on the stream")
+        assert not any("session-timeout" in p for p in stream.pages()[:1])
+    finally:
+        stream.close()
+
+    status, _, groups = get(broker, "/groups")
+    assert status == 200 and f'href="/groups/{GROUP}"' in groups and "session-timeout" in groups
+    status, _, overview = get(broker, "/")
+    assert status == 200 and broker.bootstrap in overview and "console-t" in overview
+    status, ctype, metrics = get(broker, "/metrics")
+    assert status == 200 and ctype.startswith("text/plain") and "kcoord_" in metrics
+
+
+def test_bad_requests_get_clear_errors_and_disturb_nothing(broker: BrokerProcess) -> None:
+    for path, status in [("/groups/no-such-group", 404), ("/groups/%ZZ%00", 404), ("/nowhere", 404),
+                         ("/groups?q=" + "x" * 5000, 414), ("/groups?q=" + "x" * 40000, 414),
+                         ("/groups?bogus=1", 400), ("/live/groups/no-such-group", 404)]:
+        got, ctype, body = get(broker, path)
+        assert (got, ctype.split(";")[0]) == (status, "text/html"), (path, got, body[:200])
+    # A request head larger than the HTTP parser buffers is refused by the parser itself.
+    got = get(broker, "/groups?q=" + "x" * 300_000)[0]
+    assert got in (400, 414, 431), got
+    assert get(broker, "/groups")[0] == 200
+    assert broker.proc is not None and broker.proc.poll() is None
+
+
+@pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+                    reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+def test_a_browser_sees_the_group_change_live(scenario: Scenario) -> None:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
+        options.add_argument(arg)
+    # The driver named explicitly: Selenium Manager does not look for (or download) one.
+    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    try:
+        driver.get(f"http://127.0.0.1:{scenario.broker.console_port}/groups/{GROUP}")
+        assert GROUP in driver.find_element(By.CSS_SELECTOR, ".group-id").text
+        # A mark on the window: still there at the end means the page was never reloaded.
+        driver.execute_script("window.notReloaded = true")
+        wait_for(lambda: driver.find_element(By.ID, "status").text == "live", 30, "the live stream to connect")
+
+        def members() -> list[str]:
+            return [td.text for td in driver.find_elements(By.CSS_SELECTOR, "table.members tbody td:nth-child(2)")]
+
+        def causes() -> list[str]:
+            return [s.text for s in driver.find_elements(By.CSS_SELECTOR, "table.rebalances .cause")]
+
+        wait_for(lambda: len(members()) == 3, 30, "three members on the page", seen=members)
+        scenario.leave()
+        wait_for(lambda: "member-left" in causes(), 60, "the leave to appear", seen=causes)
+        scenario.time_out()
+        wait_for(lambda: "session-timeout" in causes(), 60, "the timeout to appear", seen=causes)
+        wait_for(lambda: members() == ["stayer"], 30, "one member left", seen=members)
+        assert driver.execute_script("return window.notReloaded") is True
+        assert int(driver.find_element(By.ID, "live").get_attribute("data-updates") or 0) >= 2
+        chart = driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.span")
+        assert {g.get_attribute("data-cause") for g in chart} >= {"member-left", "session-timeout"}
+    finally:
+        driver.quit()

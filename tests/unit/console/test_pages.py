@@ -1,0 +1,47 @@
+"""The console's pages, rendered from what the reads return."""
+
+from __future__ import annotations
+
+from broker.console import pages
+from broker.console.pages import Listener
+from tests.unit.console.fakes import billing, cluster
+
+
+def test_the_overview_shows_nodes_listeners_groups_by_type_and_state_and_topics() -> None:
+    html = pages.overview(cluster(), [Listener("PLAINTEXT", "PLAINTEXT", "127.0.0.1:9092")])
+    assert "127.0.0.1:9092" in html and "PLAINTEXT" in html
+    assert "<td>Classic</td>" in html and "<td>Share</td>" in html and "<th>Stable</th>" in html
+    assert "<td>orders</td><td>2</td>" in html and "<td>__consumer_offsets</td><td>50</td><td>yes</td>" in html
+
+
+def test_the_groups_list_shows_every_group_with_its_last_rebalance() -> None:
+    html = pages.groups(cluster())
+    assert 'href="/groups/billing"' in html and "session-timeout" in html and "0.250 s" in html
+    # Ids are escaped in text and quoted in links.
+    assert "&lt;shared&gt;" in html and 'href="/groups/%3Cshared%3E"' in html and "<shared>" not in html
+    assert "2 of 2 groups" in html
+
+
+def test_the_groups_list_filters_by_search_type_and_state() -> None:
+    assert "1 of 2 groups" in pages.groups(cluster(), query="BILL")
+    assert "1 of 2 groups" in pages.groups(cluster(), group_type="share")
+    assert "0 of 2 groups" in pages.groups(cluster(), group_state="Dead")
+    assert pages.groups_live("a b", "", "Stable") == "/live/groups?q=a+b&state=Stable"
+
+
+def test_a_groups_page_has_members_offsets_the_timeline_and_the_doctor() -> None:
+    html = pages.group(billing())
+    assert '<span class="group-id">billing</span>' in html and '<b class="lag">7</b>' in html
+    assert "<td>worker-0</td><td>alpha</td>" in html and "orders-0" in html
+    assert '<svg class="timeline"' in html
+    for cause in ("new-member-joined", "member-left", "session-timeout"):
+        assert f'<span class="cause">{cause}</span>' in html
+    assert "<td>beta/beta-1</td>" in html and "<td>gamma/gamma-1</td>" in html
+    assert '<aside class="doctor"><h2>Doctor</h2>' in html
+
+
+def test_a_page_is_a_layout_around_its_live_fragment() -> None:
+    html = pages.layout("group <x>", "/live/groups/x", "<p>fragment</p>")
+    assert '<main id="live" data-live="/live/groups/x"><p>fragment</p></main>' in html
+    assert "group &lt;x&gt;" in html and '<script src="/static/console.js">' in html
+    assert "http://" not in html and "https://" not in html  # nothing loaded from elsewhere
