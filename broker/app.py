@@ -156,6 +156,7 @@ def coordinator_config(c: BrokerConfig) -> CoordinatorConfig:
         streams_initial_rebalance_delay_ms=c.get_int("group.streams.initial.rebalance.delay.ms"),
         consumer_heartbeat_interval_ms=c.get_int("group.consumer.heartbeat.interval.ms"),
         consumer_max_size=c.get_int("group.consumer.max.size"),
+        consumer_assignment_interval_ms=c.get_int("group.consumer.assignment.interval.ms"),
         consumer_assignors=tuple(n.strip() for n in c.get_str("group.consumer.assignors").split(",") if n.strip()),
         consumer_migration_policy=c.get_str("group.consumer.migration.policy").strip().lower(),
         share_session_timeout_ms=c.get_int("group.share.session.timeout.ms"),

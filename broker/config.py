@@ -197,6 +197,13 @@ PROPERTIES: tuple[Property, ...] = (
              "group.consumer.heartbeat.interval.ms.", minimum=1),
     Property("group.consumer.max.heartbeat.interval.ms", int, 15000, "Largest "
              "group.consumer.heartbeat.interval.ms.", minimum=1),
+    Property("group.consumer.assignment.interval.ms", int, 1000, "Least time between two target assignments "
+             "of a consumer-protocol group (KIP-1263): a change within it waits for a heartbeat after it.",
+             minimum=0),
+    Property("group.consumer.min.assignment.interval.ms", int, 0, "Smallest consumer.assignment.interval.ms a "
+             "group may set.", minimum=0),
+    Property("group.consumer.max.assignment.interval.ms", int, 15000, "Largest consumer.assignment.interval.ms "
+             "a group may set.", minimum=0),
     Property("group.consumer.max.size", int, 2147483647, "Most members a consumer-protocol group may have.",
              minimum=1),
     Property("group.streams.session.timeout.ms", int, 45000, "Session timeout of streams-group (KIP-1071) "

@@ -35,8 +35,9 @@ TEST_PROPERTIES = {
     "share.coordinator.state.topic.min.isr": "1",
     "auto.create.topics.enable": "true",
     "num.partitions": "1",
-    # Kafka 4.3+ computes a consumer group's target assignment at most once a second, in the
-    # background; kcoord (like Kafka before) computes it in the heartbeat that needs it.
+    # Kafka 4.3+ computes a consumer group's target assignment at most once a second (KIP-1263), as
+    # kcoord does; both run the tests with each change assigned in the heartbeat that brings it
+    # (testkit.kcoord), and the batching's own tests set the interval per group.
     "group.consumer.assignment.interval.ms": "0",
     # The same for share groups (KIP-932).
     "group.share.assignment.interval.ms": "0",

@@ -37,6 +37,9 @@ class BrokerProcess:
             "metrics.listener": f"http://127.0.0.1:{self.metrics_port}",
             "console.listener": f"http://127.0.0.1:{self.console_port}",
             "group.initial.rebalance.delay.ms": "0",
+            # As the reference Kafka runs (testkit.kafka): each change assigned in the heartbeat
+            # that brings it, not once a second (KIP-1263; its own tests set the interval).
+            "group.consumer.assignment.interval.ms": "0",
             **(overrides or {}),
         }
         self.log_path = log_path or data_dir.parent / f"kcoord-{self.port}.log"

@@ -141,10 +141,12 @@ class ConfigService:
         return out
 
     def group_streams(self) -> dict[str, dict[str, str]]:
-        """Each group's own ``streams.*`` configs, as set (for the coordinator's streams groups)."""
+        """Each group's own ``streams.*`` configs and ``consumer.assignment.interval.ms``, as set
+        (for the coordinator's streams and consumer groups)."""
         out: dict[str, dict[str, str]] = {}
         for group in self.store.names(GROUPS):
-            own = {k: v for k, v in self.store.get(GROUPS, group).items() if k.startswith("streams.")}
+            own = {k: v for k, v in self.store.get(GROUPS, group).items()
+                   if k.startswith("streams.") or k == "consumer.assignment.interval.ms"}
             if own:
                 out[group] = own
         return out

@@ -54,7 +54,7 @@ def build_config_service(config: BrokerConfig, node_id: int, data_dir: Path, *, 
 
     ranges = {f"consumer.{name}": (config.get_int(f"group.consumer.min.{name}"),
                                    config.get_int(f"group.consumer.max.{name}"))
-              for name in ("session.timeout.ms", "heartbeat.interval.ms")}
+              for name in ("session.timeout.ms", "heartbeat.interval.ms", "assignment.interval.ms")}
     ranges.update({group_name: (config.get_int(f"group.share.min.{suffix}"), config.get_int(f"group.share.max.{suffix}"))
                    for group_name, suffix in SHARE_BOUNDED.items()})
     service = ConfigService(node_id, catalog, store, {k: _text(v) for k, v in config.values.items()}, config.given,

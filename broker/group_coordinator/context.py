@@ -41,6 +41,10 @@ class CoordinatorConfig:
     consumer_heartbeat_interval_ms: int = 5000
     consumer_max_size: int = 2**31 - 1
     consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    # Kafka 4.3+'s group.consumer.assignment.interval.ms (KIP-1263): the least time between two
+    # target assignments of a consumer group; a group config (consumer.assignment.interval.ms)
+    # overrides it.
+    consumer_assignment_interval_ms: int = 1000
     # group.consumer.migration.policy: "bidirectional", "upgrade", "downgrade" or "disabled".
     consumer_migration_policy: str = "bidirectional"
     # KIP-1071 streams groups (Kafka's group.streams.* settings).
@@ -81,8 +85,13 @@ class CoordinatorConfig:
         own = self.group_timings.get(group_id, (None, None))[1]
         return self.consumer_heartbeat_interval_ms if own is None else own
 
-    # Streams groups' own configs (Kafka's streams.* group configs, set by IncrementalAlterConfigs),
-    # given by the broker as data: group id -> config name -> value as set, checked when it was set.
+    def consumer_assignment_interval_for(self, group_id: str) -> int:
+        own = self.group_streams.get(group_id, {}).get("consumer.assignment.interval.ms")
+        return self.consumer_assignment_interval_ms if own is None else int(own)
+
+    # Groups' own streams.* configs and consumer.assignment.interval.ms (Kafka's group configs, set
+    # by IncrementalAlterConfigs), given by the broker as data: group id -> config name -> value as
+    # set, checked when it was set.
     group_streams: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
 
     def _streams_int(self, group_id: str, name: str, broker_value: int) -> int:

@@ -117,7 +117,11 @@ ConsumerGroupTargetAssignmentMetadataKey = message(
 
 ConsumerGroupTargetAssignmentMetadataValue = message(
     "ConsumerGroupTargetAssignmentMetadataValue",
-    [f("assignment_epoch", INT32)],
+    [
+        f("assignment_epoch", INT32),
+        f("assignment_timestamp", INT64, tag=0, default=0, ignorable=True,
+          about="When the assignment was computed (4.3, KIP-1263); 0: compute the next one at once."),
+    ],
     valid="0",
     flexible="0+",
 )

@@ -229,11 +229,14 @@ class ConsumerGroupTargetAssignmentMetadataValue(MessageData, metaclass=_Consume
 
     assignment_epoch: int
     """int32; versions 0+."""
+    assignment_timestamp: int
+    """int64; versions 0+; tag 0; default 0; ignorable. When the assignment was computed (4.3, KIP-1263); 0: compute the next one at once."""
 
     def __init__(
         self,
         *,
         assignment_epoch: int = 0,
+        assignment_timestamp: int = 0,
     ) -> None: ...
 
 class _ConsumerGroupTargetAssignmentMemberKeyMessage(MessageClass):

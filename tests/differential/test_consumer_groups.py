@@ -405,3 +405,42 @@ def test_a_classic_group_with_members_is_upgraded_unless_an_assignment_carries_u
 
     answers = pair.compare(scenario)
     assert answers[custom]["answer"]["error_code"] == 69  # type: ignore[index]  # GROUP_ID_NOT_FOUND
+
+
+def test_assignment_batching_holds_a_new_member_until_the_interval_has_passed(pair: Pair) -> None:
+    """KIP-1263 (Kafka 4.3+): with the group's consumer.assignment.interval.ms at 10 s, a member
+    joining right after the first assignment gets nothing and the group stays Assigning; a
+    heartbeat once the interval has passed computes the next assignment and the two converge. The
+    reference runs with the broker default 0 (testkit.kafka): the group config overrides it on
+    both brokers."""
+    import time
+
+    from tests.differential.config_ops import GROUP, SET, incremental, settle
+
+    group, one = unique("kip1263"), unique("kip1263-t")
+
+    def scenario(t: Target) -> object:
+        a_conn, b_conn = t.client("a"), t.client("b")
+        create_topics(a_conn, {one: 6})
+        [altered] = incremental(a_conn, GROUP, group, ("consumer.assignment.interval.ms", SET, "10000"))
+        settle(t)
+        a = Member(a_conn, group, member_id(group + "a"), topics=[one])
+        b = Member(b_conn, group, member_id(group + "b"), topics=[one])
+        first = assignment_by_name(a_conn, a.heartbeat())
+        held_back = assignment_by_name(b_conn, b.heartbeat())
+        waiting = describe(a_conn, group).groups[0]
+        during = {"state": waiting.group_state, "epochs": (waiting.group_epoch, waiting.assignment_epoch)}
+        deadline = time.monotonic() + 90  # the interval, and a loaded machine's heartbeats
+        while not (len(a.owned) == 1 and len(a.owned[0].partitions) == 3 and len(b.owned) == 1
+                   and len(b.owned[0].partitions) == 3):
+            assert time.monotonic() < deadline, f"{t.name}: no second assignment in 90 s: {a.owned} {b.owned}"
+            time.sleep(0.5)
+            a.heartbeat()
+            b.heartbeat()
+        final = describe(a_conn, group).groups[0]
+        return {"altered": altered, "first": first, "held_back": held_back, "during": during,
+                "after": {"state": final.group_state, "epochs": (final.group_epoch, final.assignment_epoch)}}
+
+    answers = pair.compare(scenario)
+    assert answers["held_back"]["assignment"] == {}  # type: ignore[index]
+    assert answers["during"]["state"] == "Assigning" and answers["after"]["state"] == "Stable"  # type: ignore[index]

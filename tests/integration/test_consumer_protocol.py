@@ -47,6 +47,24 @@ def test_three_members_split_six_partitions_and_the_others_take_over_after_a_clo
             m.close()
 
 
+def test_batched_assignments_still_split_the_partitions_and_the_broker_says_so(broker_factory) -> None:
+    """Kafka 4.4's default assignment interval (1 s, KIP-1263; the test brokers run 0): members
+    joining within it wait for a heartbeat after it (the group Assigning meanwhile), librdkafka
+    copes, and the three split six partitions, the group Stable."""
+    broker = broker_factory({**FAST, "group.consumer.assignment.interval.ms": "1000"})
+    create_topic(broker.bootstrap, "batched", 6)
+    members = [consumer(broker, "kip1263", ["batched"]) for _ in range(3)]
+    try:
+        wait_for(lambda: covers_exactly(members, "batched", 6) and all(len(m.held()) == 2 for m in members), 60,
+                 "3 members to hold 2 partitions each")
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        described = admin.describe_consumer_groups(["kip1263"])["kip1263"].result(20)
+        assert described.type == ConsumerGroupType.CONSUMER and described.state == ConsumerGroupState.STABLE
+    finally:
+        for m in members:
+            m.close()
+
+
 def test_commits_with_the_member_epoch_are_kept(broker_factory) -> None:
     broker = broker_factory(FAST)
     create_topic(broker.bootstrap, "orders", 2)

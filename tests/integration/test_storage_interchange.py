@@ -94,7 +94,6 @@ def differences(ours: Any, theirs: Any, path: str = "") -> list[str]:
 # kcoord reads past them (unknown tags are skipped), so neither the offsets nor the groups change.
 NEWER_THAN_KCOORD = {
     ".payload.data.topic_id: missing",  # OffsetCommitValue v4 (KAFKA-19141)
-    ".payload.data.assignment_timestamp: missing",  # ConsumerGroupTargetAssignmentMetadataValue (KIP-1263)
     ".payload.data.assigned_partitions[0].assignment_epochs: missing",  # ConsumerGroupCurrentMemberAssignmentValue
 }
 

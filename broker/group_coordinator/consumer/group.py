@@ -67,6 +67,9 @@ class ConsumerGroup:
         # The group epoch the target assignment was computed for; below the group epoch means
         # a new target assignment is due. -1 once its record has been deleted.
         self.assignment_epoch = 0
+        # When the target assignment was computed (wall-clock ms; 0: unknown, or not by the
+        # assignor): the next one waits for the group's assignment interval (KIP-1263).
+        self.assignment_time = 0
         self._members: dict[str, ConsumerGroupMember] = {}
         self._target: dict[str, Assignment] = {}
         # topic -> partition -> epoch of the member owning it (assigned or pending revocation).
@@ -109,8 +112,9 @@ class ConsumerGroup:
                 "ConsumerGroupTargetAssignmentMetadataValue tombstone."
             )
 
-    def set_target_assignment_epoch(self, epoch: int) -> None:
+    def set_target_assignment_epoch(self, epoch: int, timestamp: int = 0) -> None:
         self.assignment_epoch = epoch
+        self.assignment_time = timestamp
 
     def clear_target_assignment_epoch(self) -> None:
         if self._target:

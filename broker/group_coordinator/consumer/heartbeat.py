@@ -7,7 +7,10 @@ through its records):
 1. create or update the member; a changed subscription (or a change in the subscribed topics:
    a new topic matching, a partition count grown) bumps the group epoch;
 2. if the group epoch is ahead of the target assignment epoch, run the assignor and write the
-   members whose target changed, then the new target assignment epoch;
+   members whose target changed, then the new target assignment epoch and its time; as in Kafka
+   4.3+ (KIP-1263), at most once per assignment interval (``consumer.assignment.interval.ms``,
+   1 s by default): a change within it waits for a heartbeat after it, and the group stays
+   Assigning meanwhile;
 3. move the member one step towards its target (``reconcile``): it gets a partition only once its
    previous owner has revoked it.
 
@@ -90,6 +93,17 @@ class _Topics:
 
     def racks_for_partition(self, topic: TopicId, partition: int) -> frozenset[str]:
         return frozenset()
+
+
+def can_compute_target(assignment_time: int, interval_ms: int, now: int) -> bool:
+    """Whether a group's next target assignment may be computed now (Kafka 4.3+, KIP-1263): at
+    once when the last one's time is unknown (0: a new group, one left empty, a log written before
+    4.3) or the interval is 0; else once the interval has passed since the last one. A wall clock
+    stepped back past the last assignment computes at once too, where Kafka would wait for the
+    clock to catch up (an operator's escape there is an interval of 0)."""
+    if assignment_time == 0 or interval_ms == 0 or now < assignment_time:
+        return True
+    return now >= assignment_time + interval_ms
 
 
 def error_response(code: int, message: str | None = None) -> Any:
@@ -230,10 +244,13 @@ class MemberOperation:
                 self.records.append(rec.group_epoch(gid, epoch, new_hash))
             self.checked_topics_version = topics.version
 
-        if epoch > group.assignment_epoch:
+        if epoch > group.assignment_epoch and can_compute_target(
+                group.assignment_time, self.config.consumer_assignment_interval_for(gid), self.now):
             target = self._new_target(group, epoch, members_after(), updated, resolved)
             target_epoch = epoch
         else:
+            # Up to date, or (KIP-1263) the group's last assignment is younger than its assignment
+            # interval: the member moves towards the last target; a later heartbeat computes the next.
             target = group.member_target(member_id, updated.instance_id if replaced != member_id else None)
             target_epoch = group.assignment_epoch
 
@@ -318,7 +335,7 @@ class MemberOperation:
                                  f"Failed to compute a new target assignment for epoch {epoch}: {exc}.") from None
         for member_id, assignment in result.changed.items():
             self.records.append(rec.target_member(gid, member_id, assignment))
-        self.records.append(rec.target_epoch(gid, epoch))
+        self.records.append(rec.target_epoch(gid, epoch, self.now))
         self.st.note_assignment(gid, epoch, assignor_name, len(members))
         return result.members.get(updated.member_id, {})
 

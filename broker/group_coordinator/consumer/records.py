@@ -100,9 +100,11 @@ def target_member_tombstone(group_id: str, member_id: str) -> ConsumerGroupTarge
     return ConsumerGroupTargetAssignmentMemberRecord(group_id, member_id, None)
 
 
-def target_epoch(group_id: str, epoch: int) -> ConsumerGroupTargetAssignmentMetadataRecord:
+def target_epoch(group_id: str, epoch: int, timestamp: int = 0) -> ConsumerGroupTargetAssignmentMetadataRecord:
+    """The target assignment's epoch, and when it was computed (0: not by the assignor, as for a
+    group left empty: the next assignment is not held back by the assignment interval)."""
     return ConsumerGroupTargetAssignmentMetadataRecord(group_id, ConsumerGroupTargetAssignmentMetadataValue(
-        assignment_epoch=epoch))
+        assignment_epoch=epoch, assignment_timestamp=timestamp))
 
 
 def target_epoch_tombstone(group_id: str) -> ConsumerGroupTargetAssignmentMetadataRecord:
@@ -188,7 +190,7 @@ def replay(groups: dict[str, ConsumerGroup], record: ConsumerGroupRecord) -> Non
         if value is None:
             group.clear_target_assignment_epoch()
         else:
-            group.set_target_assignment_epoch(value.assignment_epoch)
+            group.set_target_assignment_epoch(value.assignment_epoch, value.assignment_timestamp)
     elif isinstance(record, ConsumerGroupCurrentMemberAssignmentRecord):
         if value is None:
             group.clear_member_current_assignment(record.member_id)

@@ -165,9 +165,9 @@ def test_a_null_classic_member_metadata_in_tag_0_as_kafka_writes_it() -> None:
 
 
 def test_a_value_from_a_newer_kafka_reads_with_the_v0_layout() -> None:
-    """A later Kafka adds fields to v0 as tags (as 4.3 did with an assignment timestamp); one that
-    also bumped the version is read the pre-4.0 way: v0's layout, unknown tags and trailing bytes
-    skipped, the version as written kept for the tools."""
+    """A later Kafka adds fields to v0 as tags (as 4.3 did with the assignment timestamp, tag 0);
+    one that also bumped the version is read the pre-4.0 way: v0's layout, known tags read, unknown
+    tags and trailing bytes skipped, the version as written kept for the tools."""
     key = i16(6) + s16("g")
     later = i16(3) + i32(41) + b"\x02" + b"\x00\x08" + i64(99) + b"\x05\x02\xaa\xbb" + b"more"
     rec = read_record(key, later)
@@ -175,7 +175,7 @@ def test_a_value_from_a_newer_kafka_reads_with_the_v0_layout() -> None:
         "ConsumerGroupTargetAssignmentMetadata", 3, 0, True)
     assert rec.value.assignment_epoch == 41
     assert decode_record(key, later) == ConsumerGroupTargetAssignmentMetadataRecord(
-        "g", ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=41))
+        "g", ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=41, assignment_timestamp=99))
     # A known tag still reads in a newer version: the metadata hash of a v2 group record.
     epoch = decode_record(i16(3) + s16("g"), i16(2) + i32(9) + b"\x02" + b"\x00\x08" + i64(5) + b"\x04\x00")
     assert epoch == ConsumerGroupMetadataRecord("g", ConsumerGroupMetadataValue(epoch=9, metadata_hash=5))

@@ -10,7 +10,10 @@ from broker.group_coordinator import CoordinatorConfig
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
 from tests.unit.group_coordinator.harness import Harness
 
-CONFIG = CoordinatorConfig(consumer_session_timeout_ms=6000, consumer_heartbeat_interval_ms=500)
+# No assignment interval (KIP-1263): each change is assigned in the heartbeat that brings it, as
+# these tests converge members on a clock that does not move (test_assignment_interval.py covers it).
+CONFIG = CoordinatorConfig(consumer_session_timeout_ms=6000, consumer_heartbeat_interval_ms=500,
+                           consumer_assignment_interval_ms=0)
 
 
 class Member:
