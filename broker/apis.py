@@ -59,6 +59,9 @@ from broker.handlers.share_state import ShareStateApis
 from broker.handlers.streams_groups import StreamsGroupApis
 from broker.handlers.streams_groups import describe_error as streams_describe_error
 from broker.handlers.streams_groups import heartbeat_error as streams_heartbeat_error
+from broker.handlers.streams_groups import (
+    topology_description_update_error as streams_topology_description_update_error,
+)
 from broker.handlers.telemetry import TelemetryApis
 from broker.handlers.topics import TopicApis
 from broker.handlers.topology import TopologyApis
@@ -141,6 +144,9 @@ from protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
 from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
+from protocol.messages.streams_group_topology_description_update import (
+    StreamsGroupTopologyDescriptionUpdateRequest,
+)
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 from protocol.messages.unregister_broker import UnregisterBrokerRequest
@@ -275,6 +281,10 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.streams_group_heartbeat, refuse=streams_heartbeat_error),
         api(StreamsGroupDescribeRequest, h.streams_groups.streams_group_describe,
             authorize=checks.streams_group_describe, refuse=streams_describe_error),
+        # KIP-1331: Read on the group, as Kafka checks it (a push does not modify the group).
+        api(StreamsGroupTopologyDescriptionUpdateRequest,
+            h.streams_groups.streams_group_topology_description_update,
+            authorize=checks.group_read, refuse=streams_topology_description_update_error),
         # ---- share groups (KIP-932) --------------------------------------------------------------
         api(ShareGroupHeartbeatRequest, h.share.share_group_heartbeat,
             authorize=checks.share_group_heartbeat, refuse=share_heartbeat_error),

@@ -153,6 +153,7 @@ def coordinator_config(c: BrokerConfig) -> CoordinatorConfig:
         streams_heartbeat_interval_ms=c.get_int("group.streams.heartbeat.interval.ms"),
         streams_num_standby_replicas=c.get_int("group.streams.num.standby.replicas"),
         streams_max_size=c.get_int("group.streams.max.size"),
+        streams_topology_descriptions=bool(c.get_str("group.streams.topology.description.plugin.class")),
         streams_initial_rebalance_delay_ms=c.get_int("group.streams.initial.rebalance.delay.ms"),
         consumer_heartbeat_interval_ms=c.get_int("group.consumer.heartbeat.interval.ms"),
         consumer_max_size=c.get_int("group.consumer.max.size"),

@@ -215,6 +215,11 @@ PROPERTIES: tuple[Property, ...] = (
     Property("group.streams.initial.rebalance.delay.ms", int, 3000, "How long a new streams group waits for "
              "more members before its first task assignment.", minimum=0),
     Property("group.streams.max.size", int, 2147483647, "Most members a streams group may have.", minimum=1),
+    Property("group.streams.topology.description.plugin.class", str, "", "Where streams groups' topology "
+             "descriptions (KIP-1331) are kept: empty = nowhere (StreamsGroupTopologyDescriptionUpdate is "
+             "answered UNSUPPORTED_VERSION, as by Kafka without a plugin); Kafka's reference plugin "
+             "org.apache.kafka.server.streams.InMemoryTopologyDescriptionPlugin = in this broker's memory.",
+             choices=("", "org.apache.kafka.server.streams.InMemoryTopologyDescriptionPlugin")),
     Property("group.consumer.assignors", str, "uniform,range", "Server-side assignors of consumer-protocol "
              "groups, by name; the first is the default."),
     Property("group.consumer.migration.policy", str, "bidirectional", "Online migration between classic and "

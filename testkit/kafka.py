@@ -43,6 +43,12 @@ TEST_PROPERTIES = {
     "group.share.assignment.interval.ms": "0",
 }
 
+# KIP-1331: the topology description plugin Kafka ships (descriptions kept in the broker's memory);
+# the session's reference broker runs with it, and the differential kcoord broker with its own.
+TOPOLOGY_DESCRIPTION_PLUGIN = {
+    "group.streams.topology.description.plugin.class": "org.apache.kafka.server.streams.InMemoryTopologyDescriptionPlugin",
+}
+
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 # The secret delegation tokens' HMACs are made with, on the test brokers that serve SASL, and the
 # users the session's reference broker knows (the differential kcoord broker has the same).

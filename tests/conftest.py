@@ -129,10 +129,12 @@ def kafka_libs() -> Path:
 @pytest.fixture(scope="session")
 def kafka(kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """One real Apache Kafka broker for the whole session, the reference of the differential tests
-    (PLAINTEXT, and SASL_PLAINTEXT for the tests of authenticated requests: delegation tokens)."""
-    from testkit.kafka import SASL_USERS, KafkaProcess
+    (PLAINTEXT, and SASL_PLAINTEXT for the tests of authenticated requests: delegation tokens), with
+    Kafka's in-memory topology description plugin (KIP-1331)."""
+    from testkit.kafka import SASL_USERS, TOPOLOGY_DESCRIPTION_PLUGIN, KafkaProcess
 
-    server = KafkaProcess(kafka_libs, tmp_path_factory.mktemp("apache-kafka"), sasl_users=SASL_USERS).start()
+    server = KafkaProcess(kafka_libs, tmp_path_factory.mktemp("apache-kafka"), TOPOLOGY_DESCRIPTION_PLUGIN,
+                          sasl_users=SASL_USERS).start()
     yield server
     server.stop()
 

@@ -56,6 +56,9 @@ class CoordinatorConfig:
     # two target assignments of a group; changes in between wait for the next one.
     streams_assignment_interval_ms: int = 1000
     streams_max_size: int = 2**31 - 1
+    # group.streams.topology.description.plugin.class set: members are asked for their topology
+    # descriptions (KIP-1331) and the shard keeps them in memory, as Kafka's in-memory plugin does.
+    streams_topology_descriptions: bool = False
     # KIP-932 share groups (Kafka's group.share.* settings).
     share_session_timeout_ms: int = 45000
     share_heartbeat_interval_ms: int = 5000

@@ -18,6 +18,9 @@ from protocol.messages.leave_group import LeaveGroupResponse
 from protocol.messages.offset_commit import OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteResponse
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatResponse
+from protocol.messages.streams_group_topology_description_update import (
+    StreamsGroupTopologyDescriptionUpdateResponse,
+)
 from protocol.messages.sync_group import SyncGroupResponse
 from protocol.messages.txn_offset_commit import TxnOffsetCommitResponse
 
@@ -30,7 +33,7 @@ CoordinatorResponse: TypeAlias = (
     "JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse"
     " | OffsetCommitResponse | OffsetDeleteResponse | DeleteGroupsResponse.DeletableGroupResult"
     " | ConsumerGroupHeartbeatResponse | TxnOffsetCommitResponse | ShareGroupHeartbeatResponse"
-    " | AlterShareGroupOffsetsResponse"
+    " | AlterShareGroupOffsetsResponse | StreamsGroupTopologyDescriptionUpdateResponse"
 )
 
 

@@ -55,6 +55,7 @@ from broker.group_coordinator.share import heartbeat as share_heartbeat
 from broker.group_coordinator.state import CoordinatorState
 from broker.group_coordinator.streams import describe as streams_describe
 from broker.group_coordinator.streams import timers as streams_timers
+from broker.group_coordinator.streams import topology_description as streams_topology_description
 from broker.group_coordinator.streams.heartbeat import streams_group_heartbeat
 from broker.group_coordinator.streams.offsets import fetch_error as streams_fetch_error
 from broker.group_coordinator.timers import OFFSETS_EXPIRY_KEY
@@ -74,6 +75,9 @@ from protocol.messages.share_group_describe import ShareGroupDescribeResponse
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from protocol.messages.streams_group_describe import StreamsGroupDescribeResponse
 from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest
+from protocol.messages.streams_group_topology_description_update import (
+    StreamsGroupTopologyDescriptionUpdateRequest,
+)
 from protocol.messages.sync_group import SyncGroupRequest
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
 
@@ -194,6 +198,10 @@ class GroupCoordinatorShard:
 
     def streams_group_heartbeat(self, req: StreamsGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
         return streams_group_heartbeat(self.state, self.state.streams, req, ctx, now_ms)
+
+    def streams_group_topology_description_update(self, req: StreamsGroupTopologyDescriptionUpdateRequest,
+                                                  ctx: RequestContext, now_ms: int) -> Result:
+        return streams_topology_description.update(self.state, req, ctx, now_ms)
     def share_group_heartbeat(self, req: ShareGroupHeartbeatRequest, ctx: RequestContext, now_ms: int) -> Result:
         return share_heartbeat.share_group_heartbeat(self.state, req, ctx, now_ms)
 
@@ -255,8 +263,9 @@ class GroupCoordinatorShard:
         return consumer_describe.describe(st.consumer_groups, st.groups, group_id, st.topics,
                                           st.config.consumer_assignors[0])
 
-    def streams_group_describe(self, group_id: str) -> StreamsGroupDescribeResponse.DescribedGroup:
-        return streams_describe.describe(self.state, group_id)
+    def streams_group_describe(self, group_id: str,
+                               with_description: bool = False) -> StreamsGroupDescribeResponse.DescribedGroup:
+        return streams_describe.describe(self.state, group_id, with_description)
     def share_group_describe(self, group_id: str) -> ShareGroupDescribeResponse.DescribedGroup:
         if group_id in self.state.consumer_groups or group_id in self.state.groups:
             return share_describe.failed(group_id, ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a share group.")

@@ -1,4 +1,5 @@
-"""StreamsGroupHeartbeat and StreamsGroupDescribe (KIP-1071), over the group coordinator's shards.
+"""StreamsGroupHeartbeat, StreamsGroupDescribe (KIP-1071) and StreamsGroupTopologyDescriptionUpdate
+(KIP-1331), over the group coordinator's shards.
 
 The heartbeat runs on the group's shard like every group operation; the internal topics its
 topology needs and that do not exist yet (the coordinator lists them) are created here once the
@@ -17,6 +18,7 @@ from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.group_coordinator.streams import describe as streams_describe
 from broker.group_coordinator.streams.heartbeat import error_response
 from broker.group_coordinator.streams.topology import MISSING_INTERNAL_TOPICS, InternalTopic
+from broker.group_coordinator.streams.topology_description import update_response
 from broker.groups.shards import ShardManager
 from broker.handlers.groups import GroupRouting
 from broker.network.router import Request
@@ -31,6 +33,10 @@ from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest
 from protocol.messages.streams_group_heartbeat import (
     StreamsGroupHeartbeatRequest,
     StreamsGroupHeartbeatResponse,
+)
+from protocol.messages.streams_group_topology_description_update import (
+    StreamsGroupTopologyDescriptionUpdateRequest,
+    StreamsGroupTopologyDescriptionUpdateResponse,
 )
 
 # (principal, host) -> may it create this topic? None: no authorizer, every topic may be created.
@@ -51,6 +57,13 @@ def may_create_topics(authorizer: Authorizer) -> MayCreate:
 
 def heartbeat_error(req: Request[StreamsGroupHeartbeatRequest], code: int) -> StreamsGroupHeartbeatResponse:
     return error_response(code)
+
+
+def topology_description_update_error(req: Request[StreamsGroupTopologyDescriptionUpdateRequest],
+                                      code: int) -> StreamsGroupTopologyDescriptionUpdateResponse:
+    # Kafka answers a refused request with its error's own message.
+    return update_response(code, "Group authorization failed." if code == ErrorCode.GROUP_AUTHORIZATION_FAILED
+                           else None)
 
 
 def describe_failed(group_id: str, code: int) -> StreamsGroupDescribeResponse.DescribedGroup:
@@ -112,6 +125,29 @@ class StreamsGroupApis:
 
         runtime.execute(op, deliver, lambda code: heartbeat_error(req, code), group_id)
 
+    def streams_group_topology_description_update(
+            self, req: Request[StreamsGroupTopologyDescriptionUpdateRequest]) -> None:
+        """KIP-1331: the member's topology description, kept by the group's shard (see
+        ``broker/group_coordinator/streams/topology_description.py``)."""
+        body = req.body
+        runtime = self.runtime_for(body.group_id)
+        if not runtime.serving:
+            req.reply.set(update_response(ErrorCode.NOT_COORDINATOR))
+            return
+        if not runtime.loaded:
+            req.reply.set(update_response(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            return
+
+        def op(shard: GroupCoordinatorShard, token: int, now: int) -> Result:
+            ctx = RequestContext(token=token, api_version=req.version, client_id=req.client_id,
+                                 client_host="/" + req.client_host)
+            return shard.streams_group_topology_description_update(body, ctx, now)
+
+        def deliver(response: StreamsGroupTopologyDescriptionUpdateResponse) -> None:
+            req.reply.set(response)
+
+        runtime.execute(op, deliver, update_response, body.group_id)
+
     def _create(self, req: Request[StreamsGroupHeartbeatRequest], topics: list[InternalTopic]) -> list[str]:
         """Creates the internal topics if the principal may create every one of them (Kafka checks
         the whole set: one it may not create holds back the others); else returns those it may not."""
@@ -150,7 +186,8 @@ class StreamsGroupApis:
             if not runtime.loaded:
                 out.append(describe_failed(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
                 continue
-            out.append(runtime.shard.streams_group_describe(group_id))
+            out.append(runtime.shard.streams_group_describe(
+                group_id, req.version >= 1 and req.body.include_topology_description))
             read_from.append((runtime, group_id))
 
         def answer(durable: bool) -> None:
@@ -159,10 +196,6 @@ class StreamsGroupApis:
                 for group in groups:
                     if group.error_code == 0 and group.authorized_operations == -2147483648:
                         group.authorized_operations = all_operations(ResourceType.GROUP)
-            if req.version >= 1 and req.body.include_topology_description:
-                for group in groups:
-                    if group.error_code == 0:
-                        group.topology_description_status = 1  # NOT_STORED: no description plugin here
             req.reply.set(StreamsGroupDescribeResponse(groups=groups))
 
         self.shards.after_durable(read_from, answer)

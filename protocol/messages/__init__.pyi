@@ -83,6 +83,7 @@ class ApiKey(IntEnum):
     DescribeShareGroupOffsets = 90
     AlterShareGroupOffsets = 91
     DeleteShareGroupOffsets = 92
+    StreamsGroupTopologyDescriptionUpdate = 93
 
 
 REQUESTS: dict[int, Message]

@@ -16,7 +16,7 @@ from protocol.messages.describe_groups import DescribeGroupsRequest, DescribeGro
 from protocol.messages.describe_transactions import DescribeTransactionsRequest, DescribeTransactionsResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
-from testkit.kafka import OAUTHBEARER_JAAS, SASL_USERS, TOKEN_SECRET
+from testkit.kafka import OAUTHBEARER_JAAS, SASL_USERS, TOKEN_SECRET, TOPOLOGY_DESCRIPTION_PLUGIN
 from testkit.kcoord import BrokerProcess
 from testkit.ports import free_port
 from tests.differential.harness import (
@@ -34,6 +34,7 @@ KCOORD_SETTINGS = {
     "offset.metadata.max.bytes": "4096",
     "auto.create.topics.enable": "true",
     "num.partitions": "1",
+    **TOPOLOGY_DESCRIPTION_PLUGIN,
 }
 NOT_READY = {COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR}
 TRANSACTIONAL_ID_NOT_FOUND = 105

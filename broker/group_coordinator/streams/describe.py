@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from broker.group_coordinator.records import AnyRecord, OffsetCommitRecord
 from broker.group_coordinator.result import Result
 from broker.group_coordinator.streams import records as rec
-from broker.group_coordinator.streams import timers
+from broker.group_coordinator.streams import timers, topology_description
 from broker.group_coordinator.streams.heartbeat import configured, note_transition, remove_members
 from broker.group_coordinator.streams.model import StreamsGroup, StreamsMember, TaskAssignment, Tasks
 from protocol.errors import ErrorCode
@@ -48,7 +48,8 @@ def _member(m: StreamsMember, target: TaskAssignment) -> Any:
                      target_assignment=_assignment(target), is_classic=False)
 
 
-def describe(st: CoordinatorState, group_id: str) -> Any:
+def describe(st: CoordinatorState, group_id: str, with_description: bool = False) -> Any:
+    """``with_description``: v1 asking for the topology description (KIP-1331) and its status."""
     group = st.streams.groups.get(group_id)
     if group is None:
         if group_id in st.groups or group_id in st.consumer_groups:
@@ -69,11 +70,14 @@ def describe(st: CoordinatorState, group_id: str) -> Any:
                                                    else t.partitions) for t in s.repartition_source_topics])
                 for s in group.topology.subtopologies]
         topology = _D.Topology(epoch=group.topology.epoch, subtopologies=subs)
-    return _D(error_code=0, error_message=None, group_id=group_id, group_state=group.state_name(),
-              group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch, topology=topology,
-              members=[_member(m, group.targets.get(mid, TaskAssignment()))
-                       for mid, m in sorted(group.members.items())],
-              assignor_name=ASSIGNOR)
+    described = _D(error_code=0, error_message=None, group_id=group_id, group_state=group.state_name(),
+                   group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch, topology=topology,
+                   members=[_member(m, group.targets.get(mid, TaskAssignment()))
+                            for mid, m in sorted(group.members.items())],
+                   assignor_name=ASSIGNOR)
+    if with_description:
+        topology_description.attach(st, group, described)
+    return described
 
 
 def _info(t: Any, partitions: int) -> Any:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from broker.group_coordinator.context import RequestContext
 from broker.group_coordinator.result import Result
 from broker.group_coordinator.streams import records as rec
-from broker.group_coordinator.streams import timers
+from broker.group_coordinator.streams import timers, topology_description
 from broker.group_coordinator.streams.assignor import AssignorMember, assign
 from broker.group_coordinator.streams.model import (
     JOIN_EPOCH,
@@ -227,6 +227,8 @@ class Heartbeat:
                                  instance_id=req.instance_id, process_id=req.process_id)
         for record in self.records:
             self.st.emit(self.out, record)
+        topology_description.maybe_require(self.st, self.streams.groups.get(req.group_id), self.ctx,
+                                           req.member_epoch, response, self.now)
         note_transition(self.st, self.out, req.group_id, before,
                         f"member {req.member_id} joined" if joined else "member left" if req.member_epoch < 0
                         else "heartbeat")

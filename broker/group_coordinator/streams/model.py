@@ -57,6 +57,27 @@ class StreamsMember:
     pending_revocation: TaskAssignment = field(default_factory=TaskAssignment)
 
 
+@dataclass(frozen=True)
+class Node:
+    """A node of a topology description (KIP-1331) as the store keeps it: Kafka's converter keeps,
+    per type, its own fields, each list without repeats."""
+
+    name: str
+    node_type: int
+    source_topics: tuple[str, ...] = ()
+    sink_topic: str | None = None
+    stores: tuple[str, ...] = ()
+    successors: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Description:
+    """A member's topology description (KIP-1331): the subtopologies' nodes, and the global stores."""
+
+    subtopologies: tuple[tuple[str, tuple[Node, ...]], ...]
+    global_stores: tuple[tuple[Node, Node], ...]  # (source, processor)
+
+
 @dataclass
 class StreamsGroup:
     group_id: str
@@ -68,6 +89,11 @@ class StreamsGroup:
     assignment_time: int = 0  # when the target assignment was computed
     # The assignment configs the last group epoch was assigned with (Kafka's LastAssignmentConfigs).
     last_assignment_configs: dict[str, str] = field(default_factory=dict)
+    # KIP-1331, as the metadata record keeps them: the topology epoch whose description the store
+    # holds (-1 none, -2 uncertain: a store operation may not have completed), and the epoch whose
+    # description the store refused for good (-1 none).
+    stored_description_topology_epoch: int = -1
+    failed_description_topology_epoch: int = -1
     members: dict[str, StreamsMember] = field(default_factory=dict)
     targets: dict[str, TaskAssignment] = field(default_factory=dict)
     # Soft state: the topics version the configured topology was computed at, and its result.
@@ -78,6 +104,11 @@ class StreamsGroup:
     # Soft state, as Kafka keeps it: the first member that asked the whole application to shut
     # down (SHUTDOWN_APPLICATION), told to every member until the group is empty.
     shutdown_requested_by: str | None = None
+    # Soft state, as Kafka's in-memory topology description plugin keeps it (gone after a restart
+    # or a move): the stored description with its topology epoch; and the back-off of asking members for it:
+    # (topology epoch, attempts, not before this time).
+    description: tuple[int, Description] | None = None
+    description_backoff: tuple[int, int, int] | None = None
 
     def state_name(self) -> str:
         """Kafka's StreamsGroup.StreamsGroupState as describe and list show it."""

@@ -50,11 +50,23 @@ def _tasks(ids: list[Any]) -> Tasks:
 
 def group_epoch(group: StreamsGroup, epoch: int, metadata_hash: int, validated: int,
                 configs: Mapping[str, str] | None = None) -> StreamsGroupMetadataRecord:
-    """``configs``: the assignment configs this epoch is assigned with (the group's last ones when None)."""
+    """``configs``: the assignment configs this epoch is assigned with (the group's last ones when None).
+    The topology description epochs are the group's, carried over as Kafka carries them."""
     kept = group.last_assignment_configs if configs is None else configs
     return StreamsGroupMetadataRecord(group.group_id, StreamsGroupMetadataValue(
         epoch=epoch, metadata_hash=metadata_hash, validated_topology_epoch=validated,
-        last_assignment_configs=[_Config(key=k, value=v) for k, v in sorted(kept.items())]))
+        last_assignment_configs=[_Config(key=k, value=v) for k, v in sorted(kept.items())],
+        stored_description_topology_epoch=group.stored_description_topology_epoch,
+        failed_description_topology_epoch=group.failed_description_topology_epoch))
+
+
+def description_epochs(group: StreamsGroup, stored: int, failed: int) -> StreamsGroupMetadataRecord:
+    """The group's metadata as it is, with new topology description epochs (KIP-1331)."""
+    record = group_epoch(group, group.group_epoch, group.metadata_hash, group.validated_topology_epoch)
+    assert record.value is not None
+    record.value.stored_description_topology_epoch = stored
+    record.value.failed_description_topology_epoch = failed
+    return record
 
 
 def topology(group_id: str, value: Any) -> StreamsGroupTopologyRecord:
@@ -127,6 +139,8 @@ def replay(groups: dict[str, StreamsGroup], record: StreamsGroupRecord) -> None:
             group.metadata_hash = value.metadata_hash
             group.validated_topology_epoch = value.validated_topology_epoch
             group.last_assignment_configs = {c.key: c.value for c in value.last_assignment_configs or []}
+            group.stored_description_topology_epoch = value.stored_description_topology_epoch
+            group.failed_description_topology_epoch = value.failed_description_topology_epoch
     elif isinstance(record, StreamsGroupTopologyRecord):
         group.topology = value
         group.topics_version = -1  # configure again

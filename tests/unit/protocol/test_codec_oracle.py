@@ -174,6 +174,14 @@ class StreamsGroupDescribeResponse(ApiMessage, load_json="tests.kafka_specs"):
     pass
 
 
+class StreamsGroupTopologyDescriptionUpdateRequest(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
+class StreamsGroupTopologyDescriptionUpdateResponse(ApiMessage, load_json="tests.kafka_specs"):
+    pass
+
+
 # The share coordinator's node-to-node APIs (KIP-932), from Kafka 4.4's specs.
 class InitializeShareGroupStateRequest(ApiMessage, load_json="tests.kafka_specs"):
     pass
@@ -353,9 +361,21 @@ def _sample(rng: random.Random, cls: Any, fields: list[Field], version: int, dep
     return obj
 
 
+def _blank(msg: Message, version: int) -> Data:
+    """The message with every field at its default; a struct that may not be null (a default of
+    ours is None) as Kafka's default, the struct with its own defaults."""
+    obj: Data = msg()
+    for fl in msg.fields:
+        typ = fl.type
+        if (isinstance(typ, Struct) and not typ.many and typ.cls is not None and version in fl.versions
+                and version not in fl.nullable and fl.tag is None and getattr(obj, fl.name) is None):
+            setattr(obj, fl.name, typ.cls())
+    return obj
+
+
 def samples(msg: Message, version: int) -> list[Data]:
     rng = random.Random(f"{msg.name}/{version}")
-    return [msg(), *(_sample(rng, msg.cls, msg.fields, version) for _ in range(SAMPLES_PER_VERSION))]
+    return [_blank(msg, version), *(_sample(rng, msg.cls, msg.fields, version) for _ in range(SAMPLES_PER_VERSION))]
 
 
 # ---- conversion between our instances and kafka-python's -----------------------------------------

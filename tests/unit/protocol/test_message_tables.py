@@ -114,6 +114,7 @@ EXPECTED_VALID = {
     # KIP-1071: as of Kafka 4.4.
     "StreamsGroupHeartbeat": "0-1",
     "StreamsGroupDescribe": "0-1",
+    "StreamsGroupTopologyDescriptionUpdate": "0",
     # KIP-932: the versions Kafka 4.4 serves (v0 was early access, removed).
     "ShareGroupHeartbeat": "1",
     "ShareGroupDescribe": "1",
