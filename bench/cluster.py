@@ -14,6 +14,8 @@ Starts a real etcd (Debian's etcd-server) and kcoord nodes on one shared data di
 
 Prints every run and the medians. ``--baseline DIR`` (a checkout of the previous release) runs the
 throughput rounds with its nodes too, taking turns with this checkout's, and prints the ratios.
+``--launcher`` starts the two-node cluster as a user does on one host, `kcoord serve --nodes 2` with
+its private etcd, instead of two `kcoord serve` processes on the bench's etcd.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,7 @@ from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from testkit.etcd import ETCD_BINARY, EtcdProcess
 from testkit.kcoord import BrokerProcess
+from testkit.nodes import NodesProcess, running
 
 
 class Node(BrokerProcess):
@@ -68,10 +72,40 @@ class Node(BrokerProcess):
     def cpu(self) -> float:
         return cpu_seconds(self.process.pid)
 
+    def exited(self) -> bool:
+        return self.process.poll() is not None
+
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.process.poll() is None:
             self.process.send_signal(sig)
             self.process.wait(60)
+
+
+class LaunchedNode:
+    """One node of a `kcoord serve --nodes N`, found by the PID its launcher logged."""
+
+    def __init__(self, port: int, node_id: int, pid: int) -> None:
+        self.port, self.node_id, self.pid = port, node_id, pid
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.pid)
+
+    def exited(self) -> bool:
+        return not running(self.pid)
+
+
+def launch(data: Path, cid: str, count: int, lease_ms: int) -> tuple[NodesProcess, list[LaunchedNode]]:
+    # At the default log level: the launcher logs its nodes' PIDs at INFO.
+    launcher = NodesProcess(data, count, {"cluster.id": cid, "broker.session.timeout.ms": str(lease_ms),
+                                          "metrics.listener": ""},
+                            log_path=data.parent / f"{cid}-launcher.log").start()
+    deadline = time.monotonic() + 120
+    while len({n for role, n, _pid in launcher.started() if role == "node"}) < count:
+        if time.monotonic() > deadline or (launcher.proc is not None and launcher.proc.poll() is not None):
+            launcher.kill_all()
+            raise RuntimeError(f"the launcher did not start {count} nodes:\n{launcher.log()[-3000:]}")
+        time.sleep(0.1)
+    return launcher, [LaunchedNode(launcher.port + i, i + 1, launcher.pid_of(i + 1)) for i in range(count)]
 
 
 def leaders(port: int) -> dict[int, int]:
@@ -81,11 +115,11 @@ def leaders(port: int) -> dict[int, int]:
     return {p.partition_index: p.leader_id for p in r.topics[0].partitions}
 
 
-def wait_spread(nodes: list[Node], timeout: float = 60) -> None:
+def wait_spread(nodes: Sequence[Node | LaunchedNode], timeout: float = 60) -> None:
     want = {n.node_id for n in nodes}
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if any(n.process.poll() is not None for n in nodes):
+        if any(n.exited() for n in nodes):
             raise RuntimeError("a node exited; see its log in the bench directory")
         try:
             views = [leaders(n.port) for n in nodes]
@@ -135,7 +169,8 @@ def _child(port: int, frames: list[list[bytes]], seconds: float, out: Any) -> No
     out.put(generate(port, [("", 0, "")] * len(frames), 8, seconds, lambda _c, i: frames[i]))
 
 
-def load(targets: list[tuple[int, list[list[bytes]]]], seconds: float, nodes: list[Node]) -> tuple[float, float]:
+def load(targets: list[tuple[int, list[list[bytes]]]], seconds: float,
+         nodes: Sequence[Node | LaunchedNode]) -> tuple[float, float]:
     """Runs one generator process per target (port, frames per connection); (requests/s, node cores)."""
     ctx = multiprocessing.get_context("fork")
     queue: Any = ctx.Queue()
@@ -151,10 +186,16 @@ def load(targets: list[tuple[int, list[list[bytes]]]], seconds: float, nodes: li
 
 
 def throughput(etcd: EtcdProcess, tmp: Path, count: int, seconds: float, lease_ms: int,
-               root: Path | None = None) -> dict[str, tuple[float, float]]:
+               root: Path | None = None, launcher: bool = False) -> dict[str, tuple[float, float]]:
     cid = "bench" + uuid.uuid4().hex[:8]
     data = tmp / cid
-    nodes = [Node(etcd, data, cid, n, lease_ms, root) for n in range(1, count + 1)]
+    started: NodesProcess | None = None
+    nodes: Sequence[Node | LaunchedNode]
+    if launcher and count > 1:
+        data.mkdir(parents=True)
+        started, nodes = launch(data, cid, count, lease_ms)
+    else:
+        nodes = [Node(etcd, data, cid, n, lease_ms, root) for n in range(1, count + 1)]
     try:
         time.sleep(1)
         wait_spread(nodes)
@@ -179,8 +220,11 @@ def throughput(etcd: EtcdProcess, tmp: Path, count: int, seconds: float, lease_m
             targets_hb.append((node.port, [heartbeat_frames(m, i) for i, m in enumerate(members)]))
         return {"OffsetCommit": load(targets_commit, seconds, nodes), "Heartbeat": load(targets_hb, seconds, nodes)}
     finally:
+        if started is not None:
+            started.stop()
         for n in nodes:
-            n.kill(signal.SIGTERM)
+            if isinstance(n, Node):
+                n.kill(signal.SIGTERM)
 
 
 def failovers(etcd: EtcdProcess, tmp: Path, rounds: int, lease_ms: int) -> list[float]:
@@ -239,7 +283,11 @@ def main() -> None:
     parser.add_argument("--failovers", type=int, default=5)
     parser.add_argument("--lease-ms", type=int, default=9000)
     parser.add_argument("--baseline", type=Path, help="a checkout of the previous release, measured in turns with this one")
+    parser.add_argument("--launcher", action="store_true",
+                        help="two nodes from one `kcoord serve --nodes 2` (with its private etcd)")
     args = parser.parse_args()
+    if args.launcher and args.baseline is not None:
+        parser.error("--launcher runs this checkout's launcher only; leave out --baseline")
     if not os.path.exists(ETCD_BINARY):
         raise SystemExit("needs etcd (Debian package etcd-server)")
     tmp = Path(tempfile.mkdtemp(prefix="kcoord-cluster-bench-"))
@@ -253,7 +301,8 @@ def main() -> None:
             for count in (1, 2):
                 # Taking turns: each checkout goes first in every other round.
                 for label, root in checkouts[::-1] if round_no % 2 else checkouts:
-                    for api, figures in throughput(etcd, tmp, count, args.seconds, args.lease_ms, root).items():
+                    for api, figures in throughput(etcd, tmp, count, args.seconds, args.lease_ms, root,
+                                                          args.launcher).items():
                         results.setdefault((label, count, api), []).append(figures)
                         print(f"{label:6} {count} node(s) {api:12} {figures[0]:9,.0f} req/s  nodes "
                               f"{figures[1]:.2f} cores  {figures[1] / figures[0] * 1e6:5.0f} us of node CPU per "
