@@ -9,7 +9,9 @@ partition from the node that leads it), and the doctor's findings on it.
 from __future__ import annotations
 
 import sys
+import threading
 import time
+from collections import deque
 from collections.abc import Iterable
 from typing import Any, TextIO
 
@@ -74,7 +76,7 @@ def read_events(bootstrap: str, group: str | None = None, *, timeout: float = 10
                     address = leaders[partition]
                     if address is None:
                         raise _Moving
-                    events += _read_partition(client_for(address), bootstrap, partition, group)
+                    events += _read_partition(client_for(address), bootstrap, partition, group)[0]
                     done.add(partition)
                 break
             except _Moving:
@@ -106,10 +108,12 @@ def _leaders(client: WireClient, bootstrap: str, address: tuple[str, int]) -> di
     return {p.partition_index: nodes.get(p.leader_id) for p in topic.partitions}
 
 
-def _read_partition(client: WireClient, bootstrap: str, partition: int, group: str | None) -> list[dict[str, Any]]:
-    """The events of ``group`` (every group when None) in one journal partition, from its leader."""
+def _read_partition(client: WireClient, bootstrap: str, partition: int, group: str | None,
+                    start: int = 0) -> tuple[list[dict[str, Any]], int]:
+    """The events of ``group`` (every group when None) in one journal partition from offset
+    ``start`` on, read from its leader, and the offset to read from next time."""
     events: list[dict[str, Any]] = []
-    offset = 0
+    offset = start
     while True:
         req = FetchRequest(
             max_wait_ms=0, min_bytes=0, max_bytes=8 << 20, isolation_level=0,
@@ -135,7 +139,89 @@ def _read_partition(client: WireClient, bootstrap: str, partition: int, group: s
             offset = batch.next_offset
             progressed = True
         if not progressed or offset >= part.high_watermark:
-            return events
+            return events, offset
+
+
+class JournalTail:
+    """The journal for a reader that keeps watching it (the console): each ``events`` call fetches
+    only what was appended since the last one, and the last ``keep`` events of each group are kept
+    in memory, so following a busy journal costs the broker the new records, not the whole topic.
+    Safe to call from several threads."""
+
+    def __init__(self, bootstrap: str, *, keep: int = 1000, timeout: float = 10.0) -> None:
+        self.bootstrap = bootstrap
+        self.keep = keep
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._clients: dict[tuple[str, int], WireClient] = {}
+        self._next: dict[int, int] = {}  # journal partition -> the offset to read from
+        self._partitions = 0
+        self._groups: dict[str, deque[dict[str, Any]]] = {}
+
+    def events(self, group: str | None = None) -> list[dict[str, Any]]:
+        """The kept events of ``group`` (of every group when None), oldest first, after reading
+        what is new in its partition (in every partition). A partition whose leader is moving is
+        read at the next call; a broker without a journal raises ``JournalUnavailable``."""
+        with self._lock:
+            try:
+                self._catch_up(group)
+            except (OSError, ConnectionError):
+                # A kept connection the broker closed (idle, or a node restarted): once more on new ones.
+                self._close()
+                try:
+                    self._catch_up(group)
+                except (OSError, ConnectionError):
+                    self._close()
+                    raise
+            if group is not None:
+                return list(self._groups.get(group, ()))
+            return sorted((e for kept in self._groups.values() for e in kept),
+                          key=lambda e: int(e.get("timestamp", 0)))
+
+    def positions(self) -> dict[int, int]:
+        """Each journal partition read so far, and the offset the next read starts at."""
+        with self._lock:
+            return dict(self._next)
+
+    def _client(self, address: tuple[str, int]) -> WireClient:
+        client = self._clients.get(address)
+        if client is None:
+            client = self._clients[address] = WireClient(*address, client_id="kcoord-console",
+                                                         timeout=self.timeout)
+        return client
+
+    def _catch_up(self, group: str | None) -> None:
+        bootstrap_address = _address(self.bootstrap)
+        leaders = _leaders(self._client(bootstrap_address), self.bootstrap, bootstrap_address)
+        if len(leaders) != self._partitions:  # a single broker's journal grown for a cluster
+            self._next.clear()
+            self._groups.clear()
+            self._partitions = len(leaders)
+        wanted = [journal_partition(group, len(leaders))] if group is not None else sorted(leaders)
+        for partition in wanted:
+            address = leaders.get(partition)
+            if address is None:
+                continue
+            try:
+                found, self._next[partition] = _read_partition(
+                    self._client(address), self.bootstrap, partition, None, self._next.get(partition, 0))
+            except _Moving:
+                continue
+            for event in found:
+                name = str(event.get("group", ""))
+                kept = self._groups.get(name)
+                if kept is None:
+                    kept = self._groups[name] = deque(maxlen=self.keep)
+                kept.append(event)
+
+    def _close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+        self._clients.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            self._close()
 
 
 def _ts(ms: Any) -> str:

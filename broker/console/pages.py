@@ -43,8 +43,9 @@ def group_href(group_id: str) -> str:
     return "/groups/" + quote(group_id, safe="")
 
 
-def layout(title: str, live: str, fragment: str) -> str:
-    """A whole page: navigation, and ``fragment`` in the ``<main>`` the live stream ``live`` updates."""
+def layout(title: str, live: str, fragment: str, version: str = "") -> str:
+    """A whole page: navigation, and ``fragment`` (whose version is ``version``) in the ``<main>``
+    the live stream ``live`` updates."""
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{escape(title)} \u00b7 kcoord</title>"
@@ -52,7 +53,7 @@ def layout(title: str, live: str, fragment: str) -> str:
             "<header><a class=\"brand\" href=\"/\">kcoord</a><nav><a href=\"/\">Overview</a>"
             "<a href=\"/groups\">Groups</a><a href=\"/metrics\">Metrics</a></nav>"
             "<span id=\"status\" class=\"status\">static</span></header>"
-            f"<main id=\"live\" data-live=\"{escape(live)}\">{fragment}</main>"
+            f"<main id=\"live\" data-live=\"{escape(live)}\" data-version=\"{escape(version)}\">{fragment}</main>"
             "<script src=\"/static/console.js\"></script></body></html>")
 
 

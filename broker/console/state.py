@@ -1,6 +1,6 @@
 """What the console's pages show, read the way ``kcoord groups`` reads it: over the Kafka protocol
 with ``KafkaAdmin`` (coordinators found with FindCoordinator, so any node shows every group of a
-cluster) and the journal with ``group_history.read_events``. Nothing here touches the
+cluster) and the journal with ``group_history.JournalTail`` (only what is new at each read). Nothing here touches the
 coordinators' state directly: a page costs the broker what the same ``kcoord groups`` commands
 would. Every function blocks (sockets) and is meant for a worker thread."""
 
@@ -13,7 +13,7 @@ from typing import Any
 from broker.console.timeline import Span, Timeline, build_timeline
 from doctor import Finding, diagnose
 from kclient.admin_client import AdminError, GroupDescription, KafkaAdmin, Node, TopicInfo, TopicPartition
-from kclient.group_history import JournalUnavailable, read_events
+from kclient.group_history import JournalTail, JournalUnavailable
 from kclient.groups_command import offset_rows
 from kclient.groups_output import OffsetRow
 
@@ -59,10 +59,10 @@ class GroupState:
     lag: int | None = field(default=None)
 
 
-def _journal(bootstrap: str, group: str | None, timeout: float) -> tuple[list[dict[str, Any]], str]:
+def _journal(journal: JournalTail, group: str | None) -> tuple[list[dict[str, Any]], str]:
     """The journal's events (as ``read_events`` decodes them), or why there are none."""
     try:
-        return read_events(bootstrap, group, timeout=timeout), ""
+        return journal.events(group), ""
     except (JournalUnavailable, OSError, ConnectionError) as exc:
         return [], str(exc)
 
@@ -78,9 +78,9 @@ def _lag(admin: KafkaAdmin, group: GroupDescription) -> tuple[list[OffsetRow], d
     return offset_rows(admin, group), {}
 
 
-def read_cluster(bootstrap: str, timeout: float = 5.0) -> ClusterState:
+def read_cluster(bootstrap: str, journal: JournalTail, timeout: float = 5.0) -> ClusterState:
     """Nodes, topics and every group (each type) with its state, members, lag and last rebalance."""
-    events, journal_error = _journal(bootstrap, None, timeout)
+    events, journal_error = _journal(journal, None)
     with KafkaAdmin(bootstrap, timeout=timeout, client_id="kcoord-console") as admin:
         topics = admin.topics()
         listings = sorted(admin.list_groups(types=list(GROUP_TYPES)), key=lambda g: g.group_id)
@@ -103,10 +103,10 @@ def read_cluster(bootstrap: str, timeout: float = 5.0) -> ClusterState:
                             int(time.time() * 1000))
 
 
-def read_group(bootstrap: str, group_id: str, timeout: float = 5.0) -> GroupState | None:
+def read_group(bootstrap: str, group_id: str, journal: JournalTail, timeout: float = 5.0) -> GroupState | None:
     """One group's members, offsets and lag, timeline and the doctor's findings; None when the
     broker knows nothing of it (no such group, no committed offsets, no journal events)."""
-    events, journal_error = _journal(bootstrap, group_id, timeout)
+    events, journal_error = _journal(journal, group_id)
     with KafkaAdmin(bootstrap, timeout=timeout, client_id="kcoord-console") as admin:
         group = admin.describe_group(group_id)
         error = ""

@@ -7,6 +7,7 @@ beside the broker's request path."""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from importlib import resources
@@ -25,6 +26,7 @@ from broker.console import pages
 from broker.console.pages import Listener
 from broker.console.state import ClusterState, GroupState, read_cluster, read_group
 from kclient.admin_client import AdminError
+from kclient.group_history import JournalTail
 
 T = TypeVar("T")
 
@@ -82,13 +84,15 @@ class Console:
         limiter = trio.CapacityLimiter(READERS)
         self.cluster: Snapshots[ClusterState] = Snapshots(REFRESH_S, limiter, 1)
         self.groups: Snapshots[GroupState | None] = Snapshots(REFRESH_S, limiter)
+        # One tail of the journal for every page: each read fetches only the new events.
+        self.journal = JournalTail(bootstrap)
         static = resources.files("broker.console") / "static"
         self.assets = {name: (static / name).read_bytes() for name in ("console.js", "console.css")}
 
     # ---- fragments ----------------------------------------------------------------------------
 
     async def _cluster(self) -> ClusterState:
-        return await self.cluster.get("", lambda: read_cluster(self.bootstrap))
+        return await self.cluster.get("", lambda: read_cluster(self.bootstrap, self.journal))
 
     async def overview(self, request: Request) -> str:
         return pages.overview(await self._cluster(), self.listeners)
@@ -99,7 +103,7 @@ class Console:
 
     async def group(self, request: Request) -> str:
         group_id = _group_id(request)
-        found = await self.groups.get(group_id, lambda: read_group(self.bootstrap, group_id))
+        found = await self.groups.get(group_id, lambda: read_group(self.bootstrap, group_id, self.journal))
         if found is None:
             raise GroupNotFound(group_id)
         return pages.group(found)
@@ -115,7 +119,7 @@ class Console:
                 return _error(404, f"Group '{exc}' is unknown to this cluster.")
             except READ_FAILED as exc:
                 return _error(503, f"The cluster could not be read: {exc}")
-            return HTMLResponse(pages.layout(title(request), live(request), body),
+            return HTMLResponse(pages.layout(title(request), live(request), body, version(body)),
                                 headers={"Cache-Control": "no-store"})
         return endpoint
 
@@ -131,7 +135,7 @@ class Console:
 
             async def events() -> AsyncIterator[str]:
                 # retry: how soon the browser reconnects when the broker restarts.
-                yield "retry: 1000\n" + _event("page", first)
+                yield "retry: 1000\n" + _event("page", first, version(first))
                 last, quiet_since = first, time.monotonic()
                 while True:
                     await trio.sleep(REFRESH_S)
@@ -144,7 +148,7 @@ class Console:
                         continue
                     if body != last:
                         last, quiet_since = body, time.monotonic()
-                        yield _event("page", body)
+                        yield _event("page", body, version(body))
                     elif time.monotonic() - quiet_since > KEEPALIVE_S:
                         quiet_since = time.monotonic()
                         yield ": still here\n\n"
@@ -183,9 +187,16 @@ class Console:
         return Limits(app)
 
 
-def _event(name: str, data: str) -> str:
+def version(fragment: str) -> str:
+    """A fragment's version: the page carries it, and each event its own as its id, so the
+    browser swaps the page's contents only when they differ from what it shows."""
+    return hashlib.blake2b(fragment.encode(), digest_size=8).hexdigest()
+
+
+def _event(name: str, data: str, event_id: str = "") -> str:
     """One server-sent event: its data on as many ``data:`` lines as it has lines."""
-    return f"event: {name}\n" + "".join(f"data: {line}\n" for line in data.split("\n")) + "\n"
+    head = f"event: {name}\n" + (f"id: {event_id}\n" if event_id else "")
+    return head + "".join(f"data: {line}\n" for line in data.split("\n")) + "\n"
 
 
 def _error(status: int, message: str) -> Response:

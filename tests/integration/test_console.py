@@ -10,6 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from kclient.group_history import JournalTail, read_events
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.clients import wait_for
 from tests.integration.helpers.console import GROUP, EventStream, Scenario, get, three_members
@@ -40,6 +41,9 @@ def test_the_console_serves_the_group_its_rebalances_and_their_causes(scenario: 
     try:
         wait_for(lambda: stream.pages(), 30, "the stream's first page", seen=lambda: stream.raw[:500])
         assert " 200 " in stream.head.split("\r\n")[0] and "text/event-stream" in stream.head
+        tail = JournalTail(broker.bootstrap)
+        formed = tail.events(GROUP)
+        first_read = tail.positions()
         scenario.leave()
         wait_for(lambda: "member-left" in _rebalances(get(broker, f"/groups/{GROUP}")[2]), 60,
                  "the leave on the group page")
@@ -56,6 +60,12 @@ def test_the_console_serves_the_group_its_rebalances_and_their_causes(scenario: 
         # The stream sent the change itself, on the connection opened before it.
         wait_for(lambda: any("session-timeout" in p for p in stream.pages()), 30, "the timeout on the stream")
         assert not any("session-timeout" in p for p in stream.pages()[:1])
+        # The console's journal tail, read again from where it stopped, holds what a full read holds.
+        wait_for(lambda: tail.events(GROUP) == read_events(broker.bootstrap, GROUP), 30,
+                 "the tail to hold the journal's events")
+        assert len(tail.events(GROUP)) > len(formed)
+        assert all(tail.positions()[p] > offset for p, offset in first_read.items())
+        tail.close()
     finally:
         stream.close()
 
@@ -84,6 +94,7 @@ def test_bad_requests_get_clear_errors_and_disturb_nothing(broker: BrokerProcess
                     reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
 def test_a_browser_sees_the_group_change_live(scenario: Scenario) -> None:
     from selenium import webdriver
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
@@ -95,16 +106,24 @@ def test_a_browser_sees_the_group_change_live(scenario: Scenario) -> None:
     driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
     try:
         driver.get(f"http://127.0.0.1:{scenario.broker.console_port}/groups/{GROUP}")
-        assert GROUP in driver.find_element(By.CSS_SELECTOR, ".group-id").text
+
+        def texts(css: str) -> list[str]:
+            """The text of every element ``css`` selects; [] when a live update replaced them meanwhile."""
+            try:
+                return [e.text for e in driver.find_elements(By.CSS_SELECTOR, css)]
+            except StaleElementReferenceException:
+                return []
+
+        wait_for(lambda: texts(".group-id") == [GROUP], 30, "the group's page")
         # A mark on the window: still there at the end means the page was never reloaded.
         driver.execute_script("window.notReloaded = true")
-        wait_for(lambda: driver.find_element(By.ID, "status").text == "live", 30, "the live stream to connect")
+        wait_for(lambda: texts("#status") == ["live"], 30, "the live stream to connect")
 
         def members() -> list[str]:
-            return [td.text for td in driver.find_elements(By.CSS_SELECTOR, "table.members tbody td:nth-child(2)")]
+            return texts("table.members tbody td:nth-child(2)")
 
         def causes() -> list[str]:
-            return [s.text for s in driver.find_elements(By.CSS_SELECTOR, "table.rebalances .cause")]
+            return texts("table.rebalances .cause")
 
         wait_for(lambda: len(members()) == 3, 30, "three members on the page", seen=members)
         scenario.leave()
@@ -113,8 +132,9 @@ def test_a_browser_sees_the_group_change_live(scenario: Scenario) -> None:
         wait_for(lambda: "session-timeout" in causes(), 60, "the timeout to appear", seen=causes)
         wait_for(lambda: members() == ["stayer"], 30, "one member left", seen=members)
         assert driver.execute_script("return window.notReloaded") is True
-        assert int(driver.find_element(By.ID, "live").get_attribute("data-updates") or 0) >= 2
-        chart = driver.find_elements(By.CSS_SELECTOR, "svg.timeline g.span")
-        assert {g.get_attribute("data-cause") for g in chart} >= {"member-left", "session-timeout"}
+        assert int(driver.execute_script("return document.getElementById('live').dataset.updates") or 0) >= 2
+        drawn = driver.execute_script(
+            "return Array.from(document.querySelectorAll('svg.timeline g.span')).map(g => g.dataset.cause)")
+        assert set(drawn) >= {"member-left", "session-timeout"}
     finally:
         driver.quit()

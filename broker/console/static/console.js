@@ -1,5 +1,7 @@
-// Live updates: the page's <main> names its stream (data-live); each "page" event carries the new
-// contents of <main>, rendered by the server exactly as the page itself was.
+// Live updates: the page's <main> names its stream (data-live) and the version of what it shows
+// (data-version); each "page" event carries new contents for <main>, rendered by the server exactly
+// as the page itself was, with their version as the event id. Equal versions are not swapped in, so
+// the page is only rebuilt when something changed.
 (function () {
   "use strict";
   var main = document.getElementById("live");
@@ -19,11 +21,13 @@
   source.addEventListener("error", function () { show("reconnecting", "bad"); });
   source.addEventListener("trouble", function (e) { show(e.data, "bad"); });
   source.addEventListener("page", function (e) {
-    if (main.innerHTML !== e.data) {
-      main.innerHTML = e.data;
+    show("live", "ok");
+    if (e.lastEventId && e.lastEventId === main.dataset.version) {
+      return;
     }
+    main.innerHTML = e.data;
+    main.dataset.version = e.lastEventId;
     updates += 1;
     main.dataset.updates = String(updates);
-    show("live", "ok");
   });
 })();

@@ -41,7 +41,7 @@ def test_a_groups_page_has_members_offsets_the_timeline_and_the_doctor() -> None
 
 
 def test_a_page_is_a_layout_around_its_live_fragment() -> None:
-    html = pages.layout("group <x>", "/live/groups/x", "<p>fragment</p>")
-    assert '<main id="live" data-live="/live/groups/x"><p>fragment</p></main>' in html
+    html = pages.layout("group <x>", "/live/groups/x", "<p>fragment</p>", "v1")
+    assert '<main id="live" data-live="/live/groups/x" data-version="v1"><p>fragment</p></main>' in html
     assert "group &lt;x&gt;" in html and '<script src="/static/console.js">' in html
     assert "http://" not in html and "https://" not in html  # nothing loaded from elsewhere

@@ -12,6 +12,7 @@ import trio
 from broker.console import web
 from broker.console.state import ClusterState, GroupState
 from kclient.admin_client import AdminError
+from kclient.group_history import JournalTail
 from tests.unit.console.fakes import billing, cluster
 
 Message = dict[str, object]
@@ -26,11 +27,11 @@ class Reads:
         self.groups: dict[str, Callable[[], GroupState]] = {"billing": billing}
         self.calls = 0
 
-    def read_cluster(self, bootstrap: str) -> ClusterState:
+    def read_cluster(self, bootstrap: str, journal: JournalTail) -> ClusterState:
         self.calls += 1
         return self.cluster()
 
-    def read_group(self, bootstrap: str, group_id: str) -> GroupState | None:
+    def read_group(self, bootstrap: str, group_id: str, journal: JournalTail) -> GroupState | None:
         self.calls += 1
         found = self.groups.get(group_id)
         return None if found is None else found()
@@ -150,6 +151,8 @@ async def test_a_cluster_that_cannot_be_read_is_a_503(reads: Reads) -> None:
 
 async def test_the_live_stream_sends_the_page_then_each_change(reads: Reads) -> None:
     app = console()
+    page = (await request(app, "/groups/billing"))[2]
+    shown = page.split(b'data-version="', 1)[1].split(b'"', 1)[0]
     changed = trio.Event()
 
     def updated(body: bytes) -> bool:
@@ -163,4 +166,7 @@ async def test_the_live_stream_sends_the_page_then_each_change(reads: Reads) -> 
     first, second = body.split(b"event: page")[1:3]
     assert b'<b class="lag">7</b>' in first and b'<b class="lag">3</b>' in second
     assert b"worker-1" in second and b"worker-1" not in first
-    assert all(line.startswith((b"data: ", b"retry: ", b"event: ")) for line in body.splitlines() if line)
+    assert all(line.startswith((b"data: ", b"retry: ", b"event: ", b"id: ")) for line in body.splitlines() if line)
+    assert body.count(b"\nid: ") == 2
+    # The first event is what the page shows: its id is the page's version, so it is not swapped in.
+    assert body.split(b"\nid: ", 1)[1].split(b"\n", 1)[0] == shown and len(shown) == 16
