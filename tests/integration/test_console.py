@@ -7,12 +7,15 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
+from confluent_kafka import TopicPartition
 
 from kclient.group_history import JournalTail, read_events
 from testkit.kcoord import BrokerProcess
-from tests.integration.helpers.clients import wait_for
+from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for
 from tests.integration.helpers.console import GROUP, EventStream, Scenario, get, three_members
 
 pytestmark = pytest.mark.timeout(240)
@@ -138,3 +141,41 @@ def test_a_browser_sees_the_group_change_live(scenario: Scenario) -> None:
         assert set(drawn) >= {"member-left", "session-timeout"}
     finally:
         driver.quit()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_any_node_of_a_cluster_shows_a_group_another_node_coordinates(etcd: Any, tmp_path: Path) -> None:
+    """Two nodes: the group's coordinator (and its journal partition's leader) is node 2, and node
+    1's console shows the group, its member, its committed offsets and its rebalance."""
+    from tests.integration.helpers.cluster import Cluster
+
+    cluster = Cluster(etcd, tmp_path)
+    consumer: ThreadedConsumer | None = None
+    try:
+        for node in (1, 2):
+            cluster.start_node(node)
+        cluster.wait_spread({1, 2})
+        bootstrap = ",".join(b.bootstrap for b in cluster.alive())
+        create_topic(bootstrap, "spread", 2)
+        group = cluster.groups_on(2, 1, "far")[0]
+        consumer = ThreadedConsumer(bootstrap, group, ["spread"], **{"client.id": "far-reader"})
+        wait_for(lambda: len(consumer.held()) == 2, 60, "the member to hold both partitions")
+        consumer.commit([TopicPartition("spread", p, 0) for p in range(2)])
+        first = cluster.nodes[1]
+
+        def page() -> str:
+            return get(first, f"/groups/{group}")[2]
+
+        wait_for(lambda: "new-member-joined" in _rebalances(page()), 60, "node 1 to show the group's rebalance",
+                 seen=lambda: page()[:300])
+        shown = page()
+        assert "coordinator <b>node 2</b>" in shown and "<td>far-reader</td>" in shown
+        assert "<td>spread-0</td><td>0</td>" in shown and "<td>spread-1</td><td>0</td>" in shown
+        status, _, overview = get(first, "/")
+        assert status == 200 and cluster.nodes[2].bootstrap in overview
+        assert f'href="/groups/{group}"' in get(first, "/groups")[2]
+    finally:
+        if consumer is not None:
+            consumer.close()
+        cluster.stop_all()
