@@ -128,6 +128,10 @@ class KafkaAdmin:
             raise AdminError(response.error_code, "ApiVersions")
         return {k.api_key: k.max_version for k in response.api_keys}
 
+    def refresh_nodes(self) -> None:
+        """Reads the cluster's nodes again: a long-lived client follows nodes joining and leaving."""
+        self._refresh_nodes()
+
     def _refresh_nodes(self) -> None:
         metadata = self.call(-1, ApiKey.Metadata, lambda v: MetadataRequest(topics=[], allow_auto_topic_creation=False))
         self.nodes = {b.node_id: Node(b.node_id, b.host, b.port) for b in metadata.brokers}

@@ -49,6 +49,7 @@ async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequenc
     from hypercorn.trio import serve
     from hypercorn.typing import ASGIFramework
 
+    from broker.console.state import Reader
     from broker.console.web import Console
 
     config = Config()
@@ -61,7 +62,7 @@ async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequenc
     config.h11_max_incomplete_size = 16 * 1024
     config.graceful_timeout = 1.0
     # Starlette and Hypercorn each declare the ASGI interface with their own (equivalent) types.
-    app = cast(ASGIFramework, Console(bootstrap, listeners, metrics).app())
+    app = cast(ASGIFramework, Console(Reader(bootstrap), listeners, metrics).app())
 
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(partial(serve, app, config, shutdown_trigger=_never))

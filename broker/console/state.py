@@ -6,9 +6,11 @@ would. Every function blocks (sockets) and is meant for a worker thread."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from broker.console.timeline import Span, Timeline, build_timeline
 from doctor import Finding, diagnose
@@ -16,6 +18,8 @@ from kclient.admin_client import AdminError, GroupDescription, KafkaAdmin, Node,
 from kclient.group_history import JournalTail, JournalUnavailable
 from kclient.groups_command import offset_rows
 from kclient.groups_output import OffsetRow
+
+T = TypeVar("T")
 
 GROUP_TYPES = ("classic", "consumer", "share", "streams")
 # The groups list computes lag (two ListOffsets per group) for this many groups at most; the
@@ -78,46 +82,90 @@ def _lag(admin: KafkaAdmin, group: GroupDescription) -> tuple[list[OffsetRow], d
     return offset_rows(admin, group), {}
 
 
-def read_cluster(bootstrap: str, journal: JournalTail, timeout: float = 5.0) -> ClusterState:
+def read_cluster(admin: KafkaAdmin, journal: JournalTail) -> ClusterState:
     """Nodes, topics and every group (each type) with its state, members, lag and last rebalance."""
     events, journal_error = _journal(journal, None)
-    with KafkaAdmin(bootstrap, timeout=timeout, client_id="kcoord-console") as admin:
-        topics = admin.topics()
-        listings = sorted(admin.list_groups(types=list(GROUP_TYPES)), key=lambda g: g.group_id)
-        groups = []
-        for i, listing in enumerate(listings):
-            summary = GroupSummary(listing.group_id, listing.group_type, listing.state)
-            try:
-                group = admin.describe_group(listing.group_id)
-                summary.state, summary.group_type = group.state, group.group_type
-                summary.members, summary.assignor = len(group.members), group.assignor
-                summary.coordinator = group.coordinator.node_id
-                if i < LAG_GROUPS:
-                    rows, share = _lag(admin, group)
-                    summary.lag = _total([r.lag for r in rows] + [lag for _, lag in share.values()])
-            except AdminError as exc:  # e.g. its coordinator moving: the others are still shown
-                summary.error = str(exc)
-            summary.last = build_timeline(events, listing.group_id).last
-            groups.append(summary)
-        return ClusterState(sorted(admin.nodes.values(), key=lambda n: n.node_id), topics, groups, journal_error,
-                            int(time.time() * 1000))
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    for event in events:
+        by_group.setdefault(str(event.get("group", "")), []).append(event)
+    admin.refresh_nodes()
+    topics = admin.topics()
+    listings = sorted(admin.list_groups(types=list(GROUP_TYPES)), key=lambda g: g.group_id)
+    groups = []
+    for i, listing in enumerate(listings):
+        summary = GroupSummary(listing.group_id, listing.group_type, listing.state)
+        try:
+            group = admin.describe_group(listing.group_id)
+            summary.state, summary.group_type = group.state, group.group_type
+            summary.members, summary.assignor = len(group.members), group.assignor
+            summary.coordinator = group.coordinator.node_id
+            if i < LAG_GROUPS:
+                rows, share = _lag(admin, group)
+                summary.lag = _total([r.lag for r in rows] + [lag for _, lag in share.values()])
+        except AdminError as exc:  # e.g. its coordinator moving: the others are still shown
+            summary.error = str(exc)
+        summary.last = build_timeline(by_group.get(listing.group_id, []), listing.group_id).last
+        groups.append(summary)
+    return ClusterState(sorted(admin.nodes.values(), key=lambda n: n.node_id), topics, groups, journal_error,
+                        int(time.time() * 1000))
 
 
-def read_group(bootstrap: str, group_id: str, journal: JournalTail, timeout: float = 5.0) -> GroupState | None:
+def read_group(admin: KafkaAdmin, group_id: str, journal: JournalTail) -> GroupState | None:
     """One group's members, offsets and lag, timeline and the doctor's findings; None when the
     broker knows nothing of it (no such group, no committed offsets, no journal events)."""
     events, journal_error = _journal(journal, group_id)
-    with KafkaAdmin(bootstrap, timeout=timeout, client_id="kcoord-console") as admin:
-        group = admin.describe_group(group_id)
-        error = ""
-        rows: list[OffsetRow] = []
-        share: dict[TopicPartition, tuple[int, int]] = {}
-        try:
-            rows, share = _lag(admin, group)
-        except AdminError as exc:
-            error = str(exc)
+    group = admin.describe_group(group_id)
+    error = ""
+    rows: list[OffsetRow] = []
+    share: dict[TopicPartition, tuple[int, int]] = {}
+    try:
+        rows, share = _lag(admin, group)
+    except AdminError as exc:
+        error = str(exc)
     known = group.state != "Dead" or group.members or any(r.offset is not None for r in rows) or events
     if not known:
         return None
     return GroupState(group, rows, share, build_timeline(events, group_id), diagnose(events), journal_error, error,
                       _total([r.lag for r in rows] + [lag for _, lag in share.values()]))
+
+
+class Reads(Protocol):
+    """What the web application reads: the cluster, and one group (None when unknown)."""
+
+    def cluster(self) -> ClusterState: ...
+
+    def group(self, group_id: str) -> GroupState | None: ...
+
+
+class Reader:
+    """The console's reads over one kept admin client and one journal tail: connections are made
+    once, not at every refresh, and made again after a failure. One read at a time (the admin
+    client is not shared between threads)."""
+
+    def __init__(self, bootstrap: str, timeout: float = 5.0) -> None:
+        self.bootstrap = bootstrap
+        self.timeout = timeout
+        self.journal = JournalTail(bootstrap, timeout=timeout)
+        self._admin: KafkaAdmin | None = None
+        self._lock = threading.Lock()
+
+    def cluster(self) -> ClusterState:
+        return self._read(lambda admin: read_cluster(admin, self.journal))
+
+    def group(self, group_id: str) -> GroupState | None:
+        return self._read(lambda admin: read_group(admin, group_id, self.journal))
+
+    def _read(self, read: Callable[[KafkaAdmin], T]) -> T:
+        with self._lock:
+            for attempt in (1, 2):
+                if self._admin is None:
+                    self._admin = KafkaAdmin(self.bootstrap, timeout=self.timeout, client_id="kcoord-console")
+                try:
+                    return read(self._admin)
+                except (OSError, ConnectionError):
+                    # A kept connection closed (idle, a node restarted or gone): once more on new ones.
+                    self._admin.close()
+                    self._admin = None
+                    if attempt == 2:
+                        raise
+            raise AssertionError("unreachable")

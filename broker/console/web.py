@@ -24,15 +24,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from broker.console import pages
 from broker.console.pages import Listener
-from broker.console.state import ClusterState, GroupState, read_cluster, read_group
+from broker.console.state import ClusterState, GroupState, Reads
 from kclient.admin_client import AdminError
-from kclient.group_history import JournalTail
 
 T = TypeVar("T")
 
 REFRESH_S = 0.5  # how often a live stream looks for a change; a page is at most this stale
 KEEPALIVE_S = 15.0  # a comment on a quiet stream, so proxies and browsers keep it open
-READERS = 2  # worker threads reading for the console at once
+# Worker threads reading for the console at once: one, so the reads share one admin client and
+# never take more than one thread's share of the interpreter from the broker's loop.
+READERS = 1
 CACHED_PAGES = 256
 MAX_TARGET = 2048  # bytes of path or of query string
 MAX_QUERY_VALUE = 200
@@ -73,26 +74,24 @@ class GroupNotFound(Exception):
 
 
 class Console:
-    """The pages of one broker: ``bootstrap`` is a PLAINTEXT listener of this node it reads
-    through; ``metrics`` the series computed at scrape time that /metrics adds to the registry's."""
+    """The pages of one broker, from what ``reads`` reads of the cluster; ``metrics``: the series
+    computed at scrape time that /metrics adds to the registry's."""
 
-    def __init__(self, bootstrap: str, listeners: Sequence[Listener],
+    def __init__(self, reads: Reads, listeners: Sequence[Listener],
                  metrics: Callable[[], Awaitable[bytes]] | None = None) -> None:
-        self.bootstrap = bootstrap
+        self.reads = reads
         self.listeners = list(listeners)
         self.metrics = metrics
         limiter = trio.CapacityLimiter(READERS)
         self.cluster: Snapshots[ClusterState] = Snapshots(REFRESH_S, limiter, 1)
         self.groups: Snapshots[GroupState | None] = Snapshots(REFRESH_S, limiter)
-        # One tail of the journal for every page: each read fetches only the new events.
-        self.journal = JournalTail(bootstrap)
         static = resources.files("broker.console") / "static"
         self.assets = {name: (static / name).read_bytes() for name in ("console.js", "console.css")}
 
     # ---- fragments ----------------------------------------------------------------------------
 
     async def _cluster(self) -> ClusterState:
-        return await self.cluster.get("", lambda: read_cluster(self.bootstrap, self.journal))
+        return await self.cluster.get("", self.reads.cluster)
 
     async def overview(self, request: Request) -> str:
         return pages.overview(await self._cluster(), self.listeners)
@@ -103,7 +102,7 @@ class Console:
 
     async def group(self, request: Request) -> str:
         group_id = _group_id(request)
-        found = await self.groups.get(group_id, lambda: read_group(self.bootstrap, group_id, self.journal))
+        found = await self.groups.get(group_id, lambda: self.reads.group(group_id))
         if found is None:
             raise GroupNotFound(group_id)
         return pages.group(found)

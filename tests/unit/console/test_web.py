@@ -12,7 +12,6 @@ import trio
 from broker.console import web
 from broker.console.state import ClusterState, GroupState
 from kclient.admin_client import AdminError
-from kclient.group_history import JournalTail
 from tests.unit.console.fakes import billing, cluster
 
 Message = dict[str, object]
@@ -23,26 +22,23 @@ class Reads:
     """Stands in for the wire reads: what each returns now, and how often it ran."""
 
     def __init__(self) -> None:
-        self.cluster: Callable[[], ClusterState] = cluster
+        self.read_cluster: Callable[[], ClusterState] = cluster
         self.groups: dict[str, Callable[[], GroupState]] = {"billing": billing}
         self.calls = 0
 
-    def read_cluster(self, bootstrap: str, journal: JournalTail) -> ClusterState:
+    def cluster(self) -> ClusterState:
         self.calls += 1
-        return self.cluster()
+        return self.read_cluster()
 
-    def read_group(self, bootstrap: str, group_id: str, journal: JournalTail) -> GroupState | None:
+    def group(self, group_id: str) -> GroupState | None:
         self.calls += 1
         found = self.groups.get(group_id)
         return None if found is None else found()
 
 
 @pytest.fixture
-def reads(monkeypatch: pytest.MonkeyPatch) -> Reads:
-    fake = Reads()
-    monkeypatch.setattr(web, "read_cluster", fake.read_cluster)
-    monkeypatch.setattr(web, "read_group", fake.read_group)
-    return fake
+def reads() -> Reads:
+    return Reads()
 
 
 def _scope(target: str, method: str) -> dict[str, object]:
@@ -90,12 +86,12 @@ async def request(app: web.ASGIApp, target: str, method: str = "GET", *,
     return status, headers, bytes(body)
 
 
-def console() -> web.ASGIApp:
-    return web.Console("127.0.0.1:9092", []).app()
+def console(reads: Reads) -> web.ASGIApp:
+    return web.Console(reads, []).app()
 
 
 async def test_pages_are_served(reads: Reads) -> None:
-    app = console()
+    app = console(reads)
     status, headers, body = await request(app, "/")
     assert status == 200 and headers["content-type"].startswith("text/html") and b"<h1>Cluster</h1>" in body
     status, _, body = await request(app, "/groups?q=bill&type=Classic")
@@ -111,7 +107,7 @@ async def test_pages_are_served(reads: Reads) -> None:
 
 
 async def test_many_requests_at_once_share_one_read(reads: Reads) -> None:
-    app = console()
+    app = console(reads)
     async with trio.open_nursery() as nursery:
         for _ in range(10):
             nursery.start_soon(request, app, "/")
@@ -133,7 +129,7 @@ async def test_many_requests_at_once_share_one_read(reads: Reads) -> None:
 ])
 async def test_bad_input_gets_a_clear_http_error(reads: Reads, target: str, method: str, status: int,
                                                says: bytes) -> None:
-    app = console()
+    app = console(reads)
     got, headers, body = await request(app, target, method)
     assert got == status and says in body and headers["content-type"].startswith("text/html")
     # Nothing else is disturbed: the pages are still served.
@@ -144,13 +140,13 @@ async def test_a_cluster_that_cannot_be_read_is_a_503(reads: Reads) -> None:
     def broken() -> ClusterState:
         raise AdminError(15, "coordinator not available")
 
-    reads.cluster = broken
-    status, _, body = await request(console(), "/")
+    reads.read_cluster = broken
+    status, _, body = await request(console(reads), "/")
     assert status == 503 and b"COORDINATOR_NOT_AVAILABLE" in body
 
 
 async def test_the_live_stream_sends_the_page_then_each_change(reads: Reads) -> None:
-    app = console()
+    app = console(reads)
     page = (await request(app, "/groups/billing"))[2]
     shown = page.split(b'data-version="', 1)[1].split(b'"', 1)[0]
     changed = trio.Event()
