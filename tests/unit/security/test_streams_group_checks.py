@@ -95,3 +95,26 @@ def test_internal_topics_need_create_on_the_cluster_or_on_each_topic() -> None:
     on_prefix = may(_acl(ResourceType.TOPIC, "app-", Operation.CREATE, PatternType.PREFIXED))
     assert on_prefix("app-s-changelog") and not on_prefix("other-changelog")
     assert not may(_acl(ResourceType.TOPIC, "*", Operation.DESCRIBE))("app-s-changelog")
+
+
+def test_a_topology_description_update_needs_read_on_the_group() -> None:
+    """KIP-1331: a push does not modify the group, so Read on it is enough, as in Kafka 4.4; the
+    refusal carries Kafka's message."""
+    from broker.handlers.streams_groups import topology_description_update_error
+    from protocol.messages.streams_group_topology_description_update import (
+        StreamsGroupTopologyDescriptionUpdateRequest as Update,
+    )
+
+    body = Update(group_id="app", member_id="m", topology_epoch=1,
+                  topology_description=Update.TopologyDescription(subtopologies=[], global_stores=[]))
+
+    def check(checks: RequestChecks) -> Any:
+        reply = _Reply()
+        req = Request(body, reply, 93, 0, "client", ALICE, "PLAINTEXT", "127.0.0.1", None)  # type: ignore[arg-type]
+        denied = checks.group_read(req, topology_description_update_error)
+        return reply.response if denied else None
+
+    answer = check(_checks(_acl(ResourceType.GROUP, "app", Operation.DESCRIBE)))
+    assert (answer.error_code, answer.error_message) == (ErrorCode.GROUP_AUTHORIZATION_FAILED,
+                                                         "Group authorization failed.")
+    assert check(_checks(_acl(ResourceType.GROUP, "app", Operation.READ))) is None
