@@ -162,6 +162,7 @@ def coordinator_config(c: BrokerConfig) -> CoordinatorConfig:
         consumer_migration_policy=c.get_str("group.consumer.migration.policy").strip().lower(),
         share_session_timeout_ms=c.get_int("group.share.session.timeout.ms"),
         share_heartbeat_interval_ms=c.get_int("group.share.heartbeat.interval.ms"),
+        share_assignment_interval_ms=c.get_int("group.share.assignment.interval.ms"),
         share_max_size=c.get_int("group.share.max.size"),
         group_events_enable=c.get_bool("group.events.enable"),
     )

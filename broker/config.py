@@ -169,8 +169,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property("group.share.max.partition.max.record.locks", int, 4000, "Largest in-flight cap: of "
              "group.share.partition.max.record.locks and of a share group's share.partition.max.record.locks.",
              minimum=2000, maximum=10000),
-    Property("group.share.assignment.interval.ms", int, 1000, "Default of a share group's "
-             "share.assignment.interval.ms (kcoord assigns in the heartbeat that needs it).", minimum=0),
+    Property("group.share.assignment.interval.ms", int, 1000, "Least time between two target assignments "
+             "of a share group (KIP-1263): a change within it waits for a heartbeat after it.", minimum=0),
     Property("group.share.min.assignment.interval.ms", int, 0, "Smallest share.assignment.interval.ms a share "
              "group may set.", minimum=0),
     Property("group.share.max.assignment.interval.ms", int, 15000, "Largest share.assignment.interval.ms a share "

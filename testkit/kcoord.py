@@ -40,6 +40,7 @@ class BrokerProcess:
             # As the reference Kafka runs (testkit.kafka): each change assigned in the heartbeat
             # that brings it, not once a second (KIP-1263; its own tests set the interval).
             "group.consumer.assignment.interval.ms": "0",
+            "group.share.assignment.interval.ms": "0",
             **(overrides or {}),
         }
         self.log_path = log_path or data_dir.parent / f"kcoord-{self.port}.log"

@@ -140,13 +140,11 @@ class ConfigService:
                 out[group] = (None if session is None else int(session), None if beat is None else int(beat))
         return out
 
-    def group_streams(self) -> dict[str, dict[str, str]]:
-        """Each group's own ``streams.*`` configs and ``consumer.assignment.interval.ms``, as set
-        (for the coordinator's streams and consumer groups)."""
+    def group_configs(self) -> dict[str, dict[str, str]]:
+        """Each group's own configs, as set (for the coordinator)."""
         out: dict[str, dict[str, str]] = {}
         for group in self.store.names(GROUPS):
-            own = {k: v for k, v in self.store.get(GROUPS, group).items()
-                   if k.startswith("streams.") or k == "consumer.assignment.interval.ms"}
+            own = dict(self.store.get(GROUPS, group))
             if own:
                 out[group] = own
         return out

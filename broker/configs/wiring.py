@@ -50,7 +50,7 @@ def build_config_service(config: BrokerConfig, node_id: int, data_dir: Path, *, 
 
     def on_groups() -> None:
         shards.set_group_timings(service.group_timings(), service.share_group_timings())
-        shards.set_group_streams(service.group_streams())
+        shards.set_group_configs(service.group_configs())
 
     ranges = {f"consumer.{name}": (config.get_int(f"group.consumer.min.{name}"),
                                    config.get_int(f"group.consumer.max.{name}"))

@@ -62,6 +62,8 @@ class CoordinatorConfig:
     # KIP-932 share groups (Kafka's group.share.* settings).
     share_session_timeout_ms: int = 45000
     share_heartbeat_interval_ms: int = 5000
+    # group.share.assignment.interval.ms (KIP-1263), as consumer_assignment_interval_ms.
+    share_assignment_interval_ms: int = 1000
     share_max_size: int = 200
 
     @property
@@ -89,37 +91,36 @@ class CoordinatorConfig:
         return self.consumer_heartbeat_interval_ms if own is None else own
 
     def consumer_assignment_interval_for(self, group_id: str) -> int:
-        own = self.group_streams.get(group_id, {}).get("consumer.assignment.interval.ms")
-        return self.consumer_assignment_interval_ms if own is None else int(own)
+        return self._group_int(group_id, "consumer.assignment.interval.ms", self.consumer_assignment_interval_ms)
 
-    # Groups' own streams.* configs and consumer.assignment.interval.ms (Kafka's group configs, set
-    # by IncrementalAlterConfigs), given by the broker as data: group id -> config name -> value as
-    # set, checked when it was set.
-    group_streams: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
+    # Groups' own configs (Kafka's group configs, set by IncrementalAlterConfigs), given by the
+    # broker as data: group id -> config name -> value as set, checked when it was set.
+    group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict, compare=False)
 
-    def _streams_int(self, group_id: str, name: str, broker_value: int) -> int:
-        own = self.group_streams.get(group_id, {}).get(name)
+    def _group_int(self, group_id: str, name: str, broker_value: int) -> int:
+        own = self.group_configs.get(group_id, {}).get(name)
         return broker_value if own is None else int(own)
 
+
     def streams_session_timeout_for(self, group_id: str) -> int:
-        return self._streams_int(group_id, "streams.session.timeout.ms", self.streams_session_timeout_ms)
+        return self._group_int(group_id, "streams.session.timeout.ms", self.streams_session_timeout_ms)
 
     def streams_heartbeat_interval_for(self, group_id: str) -> int:
-        return self._streams_int(group_id, "streams.heartbeat.interval.ms", self.streams_heartbeat_interval_ms)
+        return self._group_int(group_id, "streams.heartbeat.interval.ms", self.streams_heartbeat_interval_ms)
 
     def streams_initial_rebalance_delay_for(self, group_id: str) -> int:
-        return self._streams_int(group_id, "streams.initial.rebalance.delay.ms",
+        return self._group_int(group_id, "streams.initial.rebalance.delay.ms",
                                  self.streams_initial_rebalance_delay_ms)
 
     def streams_assignment_interval_for(self, group_id: str) -> int:
-        return self._streams_int(group_id, "streams.assignment.interval.ms", self.streams_assignment_interval_ms)
+        return self._group_int(group_id, "streams.assignment.interval.ms", self.streams_assignment_interval_ms)
 
     def streams_assignment_configs_for(self, group_id: str) -> dict[str, str]:
         """What the task assignor is given, as Kafka keeps it in the group's metadata record
         (LastAssignmentConfigs): a change of these triggers a new target assignment."""
-        standby = self._streams_int(group_id, "streams.num.standby.replicas", self.streams_num_standby_replicas)
+        standby = self._group_int(group_id, "streams.num.standby.replicas", self.streams_num_standby_replicas)
         configs = {"num.standby.replicas": str(standby)}
-        tags = self.group_streams.get(group_id, {}).get("streams.rack.aware.assignment.tags", "")
+        tags = self.group_configs.get(group_id, {}).get("streams.rack.aware.assignment.tags", "")
         if tags:
             configs["rack.aware.assignment.tags"] = ",".join(t.strip() for t in tags.split(","))
         return configs
@@ -134,6 +135,9 @@ class CoordinatorConfig:
     def share_heartbeat_interval_for(self, group_id: str) -> int:
         own = self.share_group_timings.get(group_id, (None, None))[1]
         return self.share_heartbeat_interval_ms if own is None else own
+
+    def share_assignment_interval_for(self, group_id: str) -> int:
+        return self._group_int(group_id, "share.assignment.interval.ms", self.share_assignment_interval_ms)
 
 
 class TopicView(Protocol):

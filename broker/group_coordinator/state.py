@@ -47,6 +47,10 @@ class CoordinatorState:
         self.streams = StreamsState()
         # KIP-932 share groups (broker/group_coordinator/share/).
         self.share_groups: dict[str, share_group.ShareGroup] = {}
+        # Share groups whose new epoch waits for its target assignment (the assignment interval):
+        # the cause and reason of the first change since the last one, the targets and epoch before
+        # it, for the journal (soft state: after a restart the assignment is journaled without them).
+        self.share_assignment_pending: dict[str, tuple[str, str, dict[str, share_group.Assignment], int]] = {}
         # (group, epoch, assignor, members) of each target assignment computed, for the shell's
         # metrics and logs; the shell empties it.
         self.assignments: list[tuple[str, int, str, int]] = []

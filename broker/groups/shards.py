@@ -127,10 +127,10 @@ class ShardManager(Coordinator[GroupCoordinatorShard, Result]):
         for runtime in self.runtimes:
             runtime.shard.state.config = self.coordinator_config
 
-    def set_group_streams(self, configs: Mapping[str, Mapping[str, str]]) -> None:
-        """Streams groups' own configs changed: in effect from each group's next heartbeat (and, for
-        the assignment configs, with a new target assignment then, as Kafka does)."""
-        self.coordinator_config = replace(self.coordinator_config, group_streams={
+    def set_group_configs(self, configs: Mapping[str, Mapping[str, str]]) -> None:
+        """Groups' own configs changed: in effect from each group's next heartbeat (and, for a
+        streams group's assignment configs, with a new target assignment then, as Kafka does)."""
+        self.coordinator_config = replace(self.coordinator_config, group_configs={
             g: dict(c) for g, c in configs.items()})
         for runtime in self.runtimes:
             runtime.shard.state.config = self.coordinator_config

@@ -134,3 +134,45 @@ def test_other_protocols_on_a_share_group_id(pair: Pair) -> None:
                 "described": describe(c, group).groups[0].group_state}
 
     pair.compare(scenario)
+
+
+def test_assignment_batching_holds_a_new_member_until_the_interval_has_passed(pair: Pair) -> None:
+    """KIP-1263 (Kafka 4.3+): with the group's share.assignment.interval.ms at 10 s, the partitions
+    initialized after the first member joined, and a second member joining right after they are
+    assigned, each wait for a heartbeat once the interval has passed. The reference runs with the
+    broker default 0 (testkit.kafka): the group config overrides it on both brokers."""
+    import time
+
+    from tests.differential.config_ops import GROUP, SET, incremental, settle
+
+    group, topic = unique("share-1263"), unique("share-1263-t")
+
+    def until(c: WireClient, mid: str, epoch: int, done: object) -> dict[str, object]:
+        deadline = time.monotonic() + 90  # the interval, and a loaded machine's heartbeats
+        while True:
+            answer = heartbeat(c, group, mid, epoch)
+            if answer["error_code"] or done(answer):  # type: ignore[index, operator]
+                return answer  # type: ignore[return-value]
+            assert time.monotonic() < deadline, f"no assignment in 90 s: {answer}"
+            epoch = answer["member_epoch"]  # type: ignore[index]
+            time.sleep(0.5)
+
+    def scenario(t: Target) -> object:
+        a, b = t.client("a"), t.client("b")
+        create_topics(a, {topic: 2})
+        [altered] = incremental(a, GROUP, group, ("share.assignment.interval.ms", SET, "10000"))
+        settle(t)
+        ma, mb = member_id(group + "a"), member_id(group + "b")
+        joined = heartbeat(a, group, ma, 0, [topic])
+        first = until(a, ma, joined["member_epoch"], lambda r: r["assignment"])  # type: ignore[index, arg-type]
+        held_back = heartbeat(b, group, mb, 0, [topic])
+        second = until(b, mb, held_back["member_epoch"], lambda r: r["assignment"])  # type: ignore[index, arg-type]
+        shared = until(a, ma, first["member_epoch"],  # type: ignore[arg-type]
+                       lambda r: r["assignment"] is not None and len(r["assignment"][topic]) == 1)
+        return {"altered": altered, "joined": joined, "first": first, "held_back": held_back, "second": second,
+                "shared": shared, "described": describe(a, group)}
+
+    answers = pair.compare(scenario)
+    assert answers["first"]["assignment"] == {topic: [0, 1]}  # type: ignore[index]
+    assert answers["held_back"]["assignment"] == {}  # type: ignore[index]
+    assert answers["second"]["assignment"] == {topic: [1]} or answers["second"]["assignment"] == {topic: [0]}  # type: ignore[index]

@@ -27,6 +27,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from broker.group_coordinator.assignment_interval import can_compute_target
 from broker.group_coordinator.consumer import records as rec
 from broker.group_coordinator.consumer.assignor_api import Assignment, TopicDescriber, TopicId
 from broker.group_coordinator.consumer.assignors import ASSIGNORS, PartitionAssignorError
@@ -93,17 +94,6 @@ class _Topics:
 
     def racks_for_partition(self, topic: TopicId, partition: int) -> frozenset[str]:
         return frozenset()
-
-
-def can_compute_target(assignment_time: int, interval_ms: int, now: int) -> bool:
-    """Whether a group's next target assignment may be computed now (Kafka 4.3+, KIP-1263): at
-    once when the last one's time is unknown (0: a new group, one left empty, a log written before
-    4.3) or the interval is 0; else once the interval has passed since the last one. A wall clock
-    stepped back past the last assignment computes at once too, where Kafka would wait for the
-    clock to catch up (an operator's escape there is an interval of 0)."""
-    if assignment_time == 0 or interval_ms == 0 or now < assignment_time:
-        return True
-    return now >= assignment_time + interval_ms
 
 
 def error_response(code: int, message: str | None = None) -> Any:

@@ -50,6 +50,9 @@ class ShareGroup:
     group_epoch: int = NEW_GROUP_EPOCH
     metadata_hash: int = 0
     assignment_epoch: int = 0
+    # When the target assignment was computed (wall-clock ms; 0: unknown, or a group left empty):
+    # the next one waits for the group's assignment interval (KIP-1263).
+    assignment_time: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     target: dict[str, Assignment] = field(default_factory=dict)
     # The topic partitions whose share state is initialized, and those being initialized
@@ -106,6 +109,7 @@ def replay(groups: dict[str, ShareGroup], record: ShareGroupRecord) -> None:
             group.target[record.member_id] = _assignment(value.topic_partitions)
     elif isinstance(record, ShareGroupTargetAssignmentMetadataRecord):
         group.assignment_epoch = 0 if value is None else value.assignment_epoch
+        group.assignment_time = 0 if value is None else value.assignment_timestamp
     elif isinstance(record, ShareGroupCurrentMemberAssignmentRecord):
         member = group.members.get(record.member_id)
         if member is None:

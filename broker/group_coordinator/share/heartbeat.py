@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from broker.group_coordinator.assignment_interval import can_compute_target
 from broker.group_coordinator.classic_group import GroupState
 from broker.group_coordinator.consumer.subscriptions import metadata_hash
 from broker.group_coordinator.context import RequestContext
@@ -205,16 +206,33 @@ def bump_epoch(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int
                cause: str = METADATA_CHANGED, reason: str = "",
                target_before: dict[str, Assignment] | None = None) -> None:
     """A new group epoch (membership, subscriptions, their topics or the initialized partitions
-    changed): the epoch and the metadata hash, then the target assignment computed for it over the
-    initialized partitions. The journal hears of it with ``cause`` and ``reason`` (and what was
+    changed): the epoch and the metadata hash, then the target assignment for it (``maybe_assign``:
+    at once, or once the group's assignment interval has passed). The journal hears of the
+    assignment with the ``cause`` and ``reason`` of the first change it answers (and what was
     assigned before: ``target_before`` when a removed member's target is already gone)."""
     gid = group.group_id
-    epoch_before = group.group_epoch
-    if target_before is None:
-        target_before = dict(group.target)
-    names = group.subscribed_topics()
+    st.share_assignment_pending.setdefault(
+        gid, (cause, reason, dict(group.target) if target_before is None else target_before, group.group_epoch))
     st.emit(out, ShareGroupMetadataRecord(gid, ShareGroupMetadataValue(
-        epoch=group.group_epoch + 1, metadata_hash=metadata_hash(names, st.topics))))
+        epoch=group.group_epoch + 1, metadata_hash=metadata_hash(group.subscribed_topics(), st.topics))))
+    maybe_assign(st, out, group, now_ms)
+
+
+def maybe_assign(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int) -> None:
+    """The target assignment for the group epoch, over the initialized partitions, when it is behind
+    and (Kafka 4.3+, KIP-1263) the group's last assignment is at least ``share.assignment.interval.ms``
+    old; else a later heartbeat computes it. A group left without members has its assignment epoch
+    follow at once, with the time 0 (as Kafka writes it), so that its next member is not held back."""
+    gid = group.group_id
+    if group.group_epoch <= group.assignment_epoch:
+        st.share_assignment_pending.pop(gid, None)
+        return
+    empty = not group.members
+    if not empty and not can_compute_target(group.assignment_time, st.config.share_assignment_interval_for(gid),
+                                            now_ms):
+        return
+    cause, reason, target_before, epoch_before = st.share_assignment_pending.pop(
+        gid, (METADATA_CHANGED, "", dict(group.target), group.assignment_epoch))
     target = assignor.assign({m.member_id: m.subscribed_topic_names for m in group.members.values()},
                              _assignable(st, group))
     for member_id, assignment in sorted(target.items()):
@@ -223,7 +241,7 @@ def bump_epoch(st: CoordinatorState, out: Result, group: ShareGroup, now_ms: int
                 topic_partitions=[ShareGroupTargetAssignmentMemberValue.TopicPartition(topic_id=t, partitions=sorted(ps))
                                   for t, ps in sorted(assignment.items())])))
     st.emit(out, ShareGroupTargetAssignmentMetadataRecord(gid, ShareGroupTargetAssignmentMetadataValue(
-        assignment_epoch=group.group_epoch, assignment_timestamp=now_ms)))
+        assignment_epoch=group.group_epoch, assignment_timestamp=0 if empty else now_ms)))
     if st.journal.enabled:
         st.journal.assignment(gid, cause, **assignment_change(st, group, epoch_before, target_before, reason))
 
@@ -391,8 +409,10 @@ def _heartbeat(st: CoordinatorState, req: ShareGroupHeartbeatRequest, ctx: Reque
                    f"member {req.member_id} joined" if new_member else f"member {req.member_id} changed its subscription")
     elif metadata_hash(group.subscribed_topics(), st.topics) != group.metadata_hash:
         bump_epoch(st, out, group, now_ms, PARTITIONS_CHANGED, "subscribed topics changed")
-    elif initialized_assignment_pending(st, group):
+    elif group.assignment_epoch >= group.group_epoch and initialized_assignment_pending(st, group):
         bump_epoch(st, out, group, now_ms, PARTITIONS_CHANGED, "share partitions initialized")
+    else:
+        maybe_assign(st, out, group, now_ms)  # an assignment held back by the interval, now due
     changed = _reconcile(st, out, group, member)
     maybe_initialize(st, out, group, now_ms)
     set_session_timeout(st, out, gid, member.member_id, now_ms)

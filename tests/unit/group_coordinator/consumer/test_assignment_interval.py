@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from broker.group_coordinator.consumer.heartbeat import can_compute_target
+from broker.group_coordinator.assignment_interval import can_compute_target
 from tests.unit.group_coordinator.consumer.members import CONFIG, Member, converge
 from tests.unit.group_coordinator.harness import Harness, Topics
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from broker.group_coordinator import CoordinatorConfig
 from protocol.messages.share_group_heartbeat import ShareGroupHeartbeatRequest
 from tests.unit.group_coordinator.harness import Harness
+
+# No assignment interval (KIP-1263): each change is assigned in the heartbeat that brings it, as
+# these tests run on a clock that does not move (test_share_assignment_interval.py covers it).
+SHARE = CoordinatorConfig(share_assignment_interval_ms=0)
 
 
 def beat(h: Harness, member: str, epoch: int, topics: list[str] | None = None, group: str = "sg") -> Any:

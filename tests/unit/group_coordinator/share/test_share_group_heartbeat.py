@@ -10,7 +10,7 @@ from broker.group_coordinator.share import assignor
 from protocol.errors import ErrorCode
 from protocol.offsets_log_records import SHARE_GROUP_RECORD_TYPES, key_version
 from tests.unit.group_coordinator.harness import Harness, Topics
-from tests.unit.group_coordinator.share.beats import beat
+from tests.unit.group_coordinator.share.beats import SHARE, beat
 
 
 def partitions(resp: Any) -> set[tuple[str, int]]:
@@ -19,7 +19,7 @@ def partitions(resp: Any) -> set[tuple[str, int]]:
 
 
 def test_first_member_waits_for_initialized_partitions_then_gets_them_all() -> None:
-    h = Harness(topics={"t": 2})
+    h = Harness(topics={"t": 2}, config=SHARE)
     a = beat(h, "a", 0, ["t"])
     # A new group starts at epoch 1; nothing is assigned before its share state is initialized.
     assert a.error_code == 0 and a.member_epoch == 2 and a.heartbeat_interval_ms == 5000
@@ -36,7 +36,7 @@ def test_first_member_waits_for_initialized_partitions_then_gets_them_all() -> N
 
 
 def test_written_records_are_share_group_records() -> None:
-    h = Harness(topics={"t": 1})
+    h = Harness(topics={"t": 1}, config=SHARE)
     beat(h, "a", 0, ["t"])
     types = [key_version(k) for k, _ in h.log]
     assert set(types) <= SHARE_GROUP_RECORD_TYPES
@@ -45,7 +45,7 @@ def test_written_records_are_share_group_records() -> None:
 
 
 def test_errors() -> None:
-    h = Harness(topics={"t": 1})
+    h = Harness(topics={"t": 1}, config=SHARE)
     assert beat(h, "", 0, ["t"]).error_code == ErrorCode.INVALID_REQUEST
     assert beat(h, "a", 0, None).error_code == ErrorCode.INVALID_REQUEST
     assert beat(h, "a", 0, ["t"], group="").error_code == ErrorCode.INVALID_REQUEST
@@ -59,7 +59,7 @@ def test_a_group_id_names_one_kind_of_group() -> None:
     from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
     from protocol.messages.join_group import JoinGroupRequest
 
-    h = Harness(topics={"t": 1})
+    h = Harness(topics={"t": 1}, config=SHARE)
     beat(h, "a", 0, ["t"])
     ctx = h.ctx(1)
     h.op(h.shard.consumer_group_heartbeat(ConsumerGroupHeartbeatRequest(
@@ -74,7 +74,7 @@ def test_a_group_id_names_one_kind_of_group() -> None:
 
 
 def test_leave_and_session_timeout_reassign() -> None:
-    h = Harness(topics={"t": 2})
+    h = Harness(topics={"t": 2}, config=SHARE)
     a = beat(h, "a", 0, ["t"])
     a = beat(h, "a", a.member_epoch)
     b = beat(h, "b", 0, ["t"])
@@ -93,7 +93,7 @@ def test_leave_and_session_timeout_reassign() -> None:
 
 
 def test_new_partitions_are_picked_up() -> None:
-    h = Harness(topics={"t": 1})
+    h = Harness(topics={"t": 1}, config=SHARE)
     a = beat(h, "a", 0, ["t"])
     a = beat(h, "a", a.member_epoch)
     h.topics.set("t", 3)
@@ -104,7 +104,7 @@ def test_new_partitions_are_picked_up() -> None:
 
 
 def test_describe_list_delete_and_restart() -> None:
-    h = Harness(topics={"t": 2})
+    h = Harness(topics={"t": 2}, config=SHARE)
     beat(h, "a", 0, ["t"])
     b = beat(h, "b", 0, ["t"])
     beat(h, "b", b.member_epoch)
@@ -133,7 +133,7 @@ def test_assignor_spreads_and_shares() -> None:
 
 
 def test_altering_offsets_initializes_partitions_and_creates_an_unknown_group() -> None:
-    h = Harness(topics={"t": 2})
+    h = Harness(topics={"t": 2}, config=SHARE)
     t = Topics.id_of("t")
     code, records = h.shard.share_group_alter_offsets("new", {t: ("t", frozenset({1}))})
     assert code == ErrorCode.NONE and len(records) == 2  # the group's metadata, its initialized partition

@@ -11,7 +11,7 @@ from broker.group_coordinator import CoordinatorConfig
 from protocol import group_events
 from protocol.group_events import encode_event
 from tests.unit.group_coordinator.harness import Harness
-from tests.unit.group_coordinator.share.beats import beat
+from tests.unit.group_coordinator.share.beats import SHARE, beat
 
 
 def of_kind(h: Harness, kind: str, cause: str | None = None) -> list[Any]:
@@ -19,7 +19,7 @@ def of_kind(h: Harness, kind: str, cause: str | None = None) -> list[Any]:
 
 
 def test_joining_members_and_their_assignments_are_journaled() -> None:
-    h = Harness(topics={"t": 2})
+    h = Harness(topics={"t": 2}, config=SHARE)
     a = beat(h, "a", 0, ["t"])
     [joined] = of_kind(h, "member", group_events.NEW_MEMBER)
     assert joined.group_type == "share" and joined.member_id == "a"
@@ -46,7 +46,7 @@ def test_joining_members_and_their_assignments_are_journaled() -> None:
 
 
 def test_leaving_fencing_and_session_timeouts_are_journaled() -> None:
-    h = Harness(topics={"t": 2})
+    h = Harness(topics={"t": 2}, config=SHARE)
     a = beat(h, "a", 0, ["t"])
     a = beat(h, "a", a.member_epoch)
     b = beat(h, "b", 0, ["t"])
@@ -70,7 +70,7 @@ def test_leaving_fencing_and_session_timeouts_are_journaled() -> None:
 
 
 def test_topic_growth_deletion_and_load_are_journaled() -> None:
-    h = Harness(topics={"t": 1})
+    h = Harness(topics={"t": 1}, config=SHARE)
     a = beat(h, "a", 0, ["t"])
     beat(h, "a", a.member_epoch)
     h.events.clear()
@@ -92,7 +92,7 @@ def test_topic_growth_deletion_and_load_are_journaled() -> None:
 
 
 def test_nothing_is_journaled_when_the_journal_is_off() -> None:
-    h = Harness(topics={"t": 1}, config=CoordinatorConfig(group_events_enable=False))
+    h = Harness(topics={"t": 1}, config=CoordinatorConfig(group_events_enable=False, share_assignment_interval_ms=0))
     a = beat(h, "a", 0, ["t"])
     beat(h, "a", a.member_epoch)
     beat(h, "a", -1)

@@ -21,7 +21,7 @@ from tests.unit.group_coordinator.streams.wordcount import (
 
 def _with(h: Harness, **configs: str) -> None:
     """What the broker does when the group's configs change."""
-    h.shard.state.config = replace(h.shard.state.config, group_streams={APP: configs})
+    h.shard.state.config = replace(h.shard.state.config, group_configs={APP: configs})
 
 
 def _steady(h: Harness, rounds: int = 4) -> None:
