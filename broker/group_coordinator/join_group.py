@@ -24,6 +24,7 @@ from broker.group_coordinator.responses import join_response, sync_response
 from broker.group_coordinator.result import Result
 from broker.group_coordinator.state import CoordinatorState
 from broker.group_coordinator.streams import records as streams_records
+from broker.group_coordinator.streams import topology_description as streams_topology_description
 from broker.group_coordinator.timers import TimerTarget, heartbeat_key
 from protocol import group_events
 from protocol.errors import ErrorCode
@@ -100,8 +101,9 @@ def join_group(st: CoordinatorState, req: JoinGroupRequest, ctx: RequestContext,
             # A streams group's members speak StreamsGroupHeartbeat only (Kafka 4.4 answers this).
             return reply(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, spec.member_id)
         # Offline migration (KIP-1071): an empty streams group gives its id up to a classic group;
-        # its committed offsets stay.
-        for record in streams_records.group_deletion(streams_group):
+        # its committed offsets stay (its topology description goes, KIP-1331).
+        for record in [*streams_topology_description.before_deletion(st, streams_group, finalize=False),
+                       *streams_records.group_deletion(streams_group)]:
             st.emit(out, record)
     group = st.groups.get(spec.group_id)
     is_new_group = group is None

@@ -331,6 +331,8 @@ class GroupCoordinatorShard:
             error, records = streams_describe.deletion(
                 sgroup, [(topic, partition) for topic, partition, _ in st.offsets.all_of(group_id)])
             out = Result()
+            if not error:
+                records = [*streams_topology_description.before_deletion(st, sgroup, finalize=True), *records]
             for record in records:
                 st.emit(out, record)
             return error, out.records

@@ -8,7 +8,9 @@ with a topology description plugin configured (``group.streams.topology.descript
   group's current one, writes the "uncertain" barrier (stored epoch -2) to the group's metadata
   record, stores the description, then writes the stored epoch: the two records Kafka writes;
 - StreamsGroupDescribe v1 shows the description when the stored epoch is the topology's and the
-  store still holds it (AVAILABLE), else NOT_STORED.
+  store still holds it (AVAILABLE), else NOT_STORED;
+- deleting an empty group (DeleteGroups, or a classic group taking its id over) writes the barrier
+  and, for DeleteGroups, the stored epoch cleared, before the group's tombstones.
 
 The store is Kafka's reference ``InMemoryTopologyDescriptionPlugin``'s: the group's memory (soft
 state, gone after a restart, while the epochs in the records stay, so a restarted broker describes
@@ -32,6 +34,7 @@ from protocol.messages.streams_group_topology_description_update import (
     StreamsGroupTopologyDescriptionUpdateRequest,
     StreamsGroupTopologyDescriptionUpdateResponse,
 )
+from protocol.offsets_log_records import StreamsGroupMetadataRecord
 
 if TYPE_CHECKING:
     from broker.group_coordinator.state import CoordinatorState
@@ -194,6 +197,23 @@ def update(st: CoordinatorState, req: StreamsGroupTopologyDescriptionUpdateReque
         group.description_backoff = None
     out.replies.append((ctx.token, update_response(ErrorCode.NONE)))
     return out
+
+
+# ---- the group's deletion -----------------------------------------------------------------------
+
+def before_deletion(st: CoordinatorState, group: StreamsGroup, finalize: bool) -> list[StreamsGroupMetadataRecord]:
+    """What Kafka writes before an empty group with a stored description is deleted: the
+    "uncertain" barrier, then (DeleteGroups, ``finalize``) the stored epoch cleared once the
+    store deleted it. The description goes (the store's delete)."""
+    stored = group.stored_description_topology_epoch
+    if not st.config.streams_topology_descriptions or group.members or stored == STORED_NONE:
+        return []
+    failed = group.failed_description_topology_epoch
+    records = [] if stored == STORED_UNCERTAIN else [rec.description_epochs(group, STORED_UNCERTAIN, failed)]
+    if finalize:
+        records.append(rec.description_epochs(group, STORED_NONE, failed))
+    group.description = None
+    return records
 
 
 # ---- StreamsGroupDescribe v1 -------------------------------------------------------------------

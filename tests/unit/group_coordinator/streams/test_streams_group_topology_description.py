@@ -199,12 +199,42 @@ def test_a_new_topology_epoch_is_asked_for_and_a_stale_member_is_not() -> None:
 
 
 def test_the_description_goes_with_the_group() -> None:
+    """As Kafka deletes it: the barrier, the stored epoch cleared once the store deleted it, then
+    the group's tombstones."""
     h = Harness(STORING, topics=TOPICS)
     send(h, join("a", "p1"))
     push(h)
     assert beat(h, "a", -1).error_code == 0
+    before = len(h.records())
     assert h.delete_group(APP) == 0
+    written = h.records()[before:]
+    assert [(type(r).__name__, r.value and r.value.stored_description_topology_epoch) for r in written[:2]] == [
+        ("StreamsGroupMetadataRecord", -2), ("StreamsGroupMetadataRecord", -1)]
+    assert all(r.value is None for r in written[2:]) and isinstance(written[-1], StreamsGroupMetadataRecord)
     assert APP not in h.shard.state.streams.groups
     assert send(h, join("a", "p1")).topology_description_required is True
     assert h.shard.streams_group_describe(APP, True).topology_description_status == NOT_STORED
     assert metadata_records(h)[-1].stored_description_topology_epoch == -1
+
+
+def test_a_classic_group_taking_the_id_over_deletes_the_description_behind_the_barrier() -> None:
+    h = Harness(STORING, topics=TOPICS)
+    send(h, join("a", "p1"))
+    push(h)
+    assert beat(h, "a", -1).error_code == 0
+    before = len(h.records())
+    h.join(APP)
+    written = h.records()[before:]
+    assert isinstance(written[0], StreamsGroupMetadataRecord)
+    assert written[0].value.stored_description_topology_epoch == -2
+    assert any(isinstance(r, StreamsGroupMetadataRecord) and r.value is None for r in written[1:])
+    assert APP not in h.shard.state.streams.groups and APP in h.shard.state.groups
+
+
+def test_deleting_a_group_without_a_description_writes_no_more_than_before() -> None:
+    h = Harness(STORING, topics=TOPICS)
+    send(h, join("a", "p1"))
+    assert beat(h, "a", -1).error_code == 0
+    before = len(h.records())
+    assert h.delete_group(APP) == 0
+    assert all(r.value is None for r in h.records()[before:])
