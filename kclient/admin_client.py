@@ -18,6 +18,7 @@ from protocol.messages.consumer_group_describe import ConsumerGroupDescribeReque
 from protocol.messages.delete_groups import DeleteGroupsRequest
 from protocol.messages.describe_groups import DescribeGroupsRequest
 from protocol.messages.describe_share_group_offsets import DescribeShareGroupOffsetsRequest
+from protocol.messages.fetch import FetchRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.list_groups import ListGroupsRequest
 from protocol.messages.list_offsets import ListOffsetsRequest
@@ -27,6 +28,7 @@ from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
+from protocol.record_batch import decode_records, iter_batches
 
 TopicPartition = tuple[str, int]
 LATEST, EARLIEST = -1, -2
@@ -34,6 +36,18 @@ LATEST, EARLIEST = -1, -2
 # Versions above these address topics by id (OffsetFetch/OffsetCommit v10), which this client
 # does not need: it names topics.
 _CEILING: dict[int, int] = {ApiKey.OffsetFetch: 9, ApiKey.OffsetCommit: 9}
+_FETCH_BY_NAME = 4
+
+
+def first_record_time(records: bytes, offset: int) -> int | None:
+    """The timestamp of the first data record at or after ``offset`` in fetched record batches."""
+    for batch in iter_batches(records, allow_partial=True):
+        if batch.is_control or batch.next_offset <= offset:
+            continue
+        for record in decode_records(batch):
+            if batch.base_offset + record.offset_delta >= offset:
+                return batch.max_timestamp if batch.log_append_time else batch.base_timestamp + record.timestamp_delta
+    return None
 
 
 class AdminError(Exception):
@@ -422,6 +436,30 @@ class KafkaAdmin:
                                      for t in response.topics for p in t.partitions}
 
     # ---- log offsets -------------------------------------------------------------------------
+
+    def record_times(self, offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """The timestamp (ms) of the first data record at or after each offset, read with Fetch at
+        each partition's leader: how old the first record a group has not consumed is. Partitions
+        with no record there yet (or without a leader) are left out."""
+        out: dict[TopicPartition, int] = {}
+        for node_id, tps in self._leaders(offsets).items():
+            by_topic: dict[str, list[int]] = {}
+            for topic, partition in tps:
+                by_topic.setdefault(topic, []).append(partition)
+            request = FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, topics=[
+                FetchRequest.Topic(topic=t, partitions=[FetchRequest.Topic.Partition(
+                    partition=p, fetch_offset=offsets[(t, p)], partition_max_bytes=16 << 10) for p in ps])
+                for t, ps in by_topic.items()])
+            # Version 4 names topics (13 and later address them by id); enough for one record's time.
+            response = self._conn(node_id).call(ApiKey.Fetch, _FETCH_BY_NAME, request)
+            for t in response.responses:
+                for p in t.partitions:
+                    if p.error_code:
+                        continue
+                    at = first_record_time(p.records or b"", offsets[(t.topic, p.partition_index)])
+                    if at is not None:
+                        out[(t.topic, p.partition_index)] = at
+        return out
 
     def list_offsets(self, partitions: Iterable[TopicPartition], timestamp: int) -> dict[TopicPartition, int]:
         """ListOffsets at each partition's leader: ``LATEST``, ``EARLIEST`` or a timestamp (ms);

@@ -137,6 +137,11 @@ def _partitions(tps: Sequence[tuple[str, int]]) -> str:
     return escape(", ".join(f"{t}-{p}" for t, p in sorted(tps))) or "-"
 
 
+def _seconds(value: float | None) -> str:
+    # Whole seconds: a lagging group's page changes once a second, not at every read.
+    return "-" if value is None else f"{value:.0f}"
+
+
 def _findings(findings: Sequence[Finding]) -> str:
     if not findings:
         return "<p>No findings: the journal shows no known rebalance problem.</p>"
@@ -158,8 +163,9 @@ def group(state: GroupState) -> str:
             [_e(f"{t}-{p}"), _e(start), _e(lag if lag >= 0 else None)]
             for (t, p), (start, lag) in sorted(state.share_offsets.items())), "offsets")
     else:
-        offsets = _table(["partition", "committed", "log end", "lag", "member"], (
-            [_e(f"{r.topic}-{r.partition}"), _e(r.offset), _e(r.log_end), _e(r.lag), _e(r.client_id)]
+        offsets = _table(["partition", "committed", "log end", "lag", "lag (s)", "member"], (
+            [_e(f"{r.topic}-{r.partition}"), _e(r.offset), _e(r.log_end), _e(r.lag),
+             _seconds(state.lag_seconds.get((r.topic or "", r.partition or 0))), _e(r.client_id)]
             for r in state.offsets), "offsets")
     spans = _table(["started (UTC)", "generation", "cause", "duration", "members", "joined", "left", "timed out",
                     "reason"], (
@@ -177,7 +183,8 @@ def group(state: GroupState) -> str:
             f'<p class="facts"><span>type <b>{_e(g.group_type)}</b></span><span>state <b class="state">'
             f"{_e(g.state)}</b></span><span>members <b>{len(g.members)}</b></span><span>assignor "
             f"<b>{_e(g.assignor)}</b></span><span>coordinator <b>node {_e(g.coordinator.node_id)}</b></span>"
-            f'<span>lag <b class="lag">{_e(state.lag)}</b> records</span></p>'
+            f'<span>lag <b class="lag">{_e(state.lag)}</b> records, <b class="lag-seconds">'
+            f"{_seconds(state.max_lag_seconds)}</b> s</span></p>"
             f"{_notice(state.error)}{_notice(state.journal_error)}"
             f'<div class="split"><section class="history"><h2>Rebalance timeline</h2>{chart}{spans}'
             f"<h2>Membership changes</h2>{changes}</section>"

@@ -25,6 +25,8 @@ GROUP_TYPES = ("classic", "consumer", "share", "streams")
 # The groups list computes lag (two ListOffsets per group) for this many groups at most; the
 # others show their state and members only, so a broker with thousands of groups stays cheap to view.
 LAG_GROUPS = 100
+# A group's page reads the age of the first unconsumed record of this many lagging partitions at most.
+SECONDS_PARTITIONS = 200
 
 
 @dataclass
@@ -61,6 +63,13 @@ class GroupState:
     journal_error: str = ""
     error: str = ""
     lag: int | None = field(default=None)
+    # Per partition with a committed offset: the age (s) of the first record not consumed, 0 when
+    # caught up; the group's lag in seconds is the largest.
+    lag_seconds: dict[TopicPartition, float] = field(default_factory=dict)
+
+    @property
+    def max_lag_seconds(self) -> float | None:
+        return max(self.lag_seconds.values()) if self.lag_seconds else None
 
 
 def _journal(journal: JournalTail, group: str | None) -> tuple[list[dict[str, Any]], str]:
@@ -80,6 +89,23 @@ def _lag(admin: KafkaAdmin, group: GroupDescription) -> tuple[list[OffsetRow], d
     if group.group_type == "Share":
         return [], admin.share_offsets(group.group_id)
     return offset_rows(admin, group), {}
+
+
+def lag_seconds(admin: KafkaAdmin, rows: list[OffsetRow], now_ms: int) -> dict[TopicPartition, float]:
+    """Each partition's lag in seconds: how old its first record after the committed offset is
+    (at most ``SECONDS_PARTITIONS`` partitions read, one Fetch per leader)."""
+    out: dict[TopicPartition, float] = {}
+    behind: dict[TopicPartition, int] = {}
+    for r in rows:
+        if r.topic is None or r.partition is None or r.lag is None or r.offset is None:
+            continue
+        if r.lag <= 0:
+            out[(r.topic, r.partition)] = 0.0
+        elif len(behind) < SECONDS_PARTITIONS:
+            behind[(r.topic, r.partition)] = max(r.offset, r.log_start or 0)
+    for tp, at in admin.record_times(behind).items():
+        out[tp] = max(now_ms - at, 0) / 1000
+    return out
 
 
 def read_cluster(admin: KafkaAdmin, journal: JournalTail) -> ClusterState:
@@ -118,15 +144,17 @@ def read_group(admin: KafkaAdmin, group_id: str, journal: JournalTail) -> GroupS
     error = ""
     rows: list[OffsetRow] = []
     share: dict[TopicPartition, tuple[int, int]] = {}
+    seconds: dict[TopicPartition, float] = {}
     try:
         rows, share = _lag(admin, group)
+        seconds = lag_seconds(admin, rows, int(time.time() * 1000))
     except AdminError as exc:
         error = str(exc)
     known = group.state != "Dead" or group.members or any(r.offset is not None for r in rows) or events
     if not known:
         return None
     return GroupState(group, rows, share, build_timeline(events, group_id), diagnose(events), journal_error, error,
-                      _total([r.lag for r in rows] + [lag for _, lag in share.values()]))
+                      _total([r.lag for r in rows] + [lag for _, lag in share.values()]), seconds)
 
 
 class Reads(Protocol):

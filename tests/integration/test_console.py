@@ -72,6 +72,15 @@ def test_the_console_serves_the_group_its_rebalances_and_their_causes(scenario: 
     finally:
         stream.close()
 
+    # Lag in records and seconds: the stayer commits the start of each of its partitions.
+    scenario.stayer.commit([TopicPartition(t, p, 0) for t, p in scenario.stayer.held()])
+    wait_for(lambda: "<td>10</td>" in get(broker, f"/groups/{GROUP}")[2].split('<table class="offsets">', 1)[1],
+             30, "the committed partitions' lag")
+    offsets = get(broker, f"/groups/{GROUP}")[2].split('<table class="offsets">', 1)[1]
+    ages = [int(a) for a in re.findall(r"<td>10</td><td>(\d+)</td>", offsets)]
+    # Produced before the timeout (6 s) the scenario waited for: seconds old, not just now.
+    assert ages and all(a >= 1 for a in ages), offsets[:500]
+
     status, _, groups = get(broker, "/groups")
     assert status == 200 and f'href="/groups/{GROUP}"' in groups and "session-timeout" in groups
     status, _, overview = get(broker, "/")

@@ -16,7 +16,8 @@ def billing(members: int = 1, lag: int = 7) -> GroupState:
     group = GroupDescription("billing", "Stable", "Classic", "range", NODE, [
         Member(f"worker-{i}", None, "alpha", "/127.0.0.1", [("orders", i)]) for i in range(members)])
     rows = [OffsetRow("billing", "orders", 0, 10, 10 + lag, "worker-0", "/127.0.0.1", "alpha")]
-    return GroupState(group, rows, {}, build_timeline(EVENTS, "billing"), diagnose(EVENTS), lag=lag)
+    return GroupState(group, rows, {}, build_timeline(EVENTS, "billing"), diagnose(EVENTS), lag=lag,
+                      lag_seconds={("orders", 0): 42.4})
 
 
 def cluster(lag: int = 7) -> ClusterState:

@@ -33,6 +33,7 @@ def test_a_groups_page_has_members_offsets_the_timeline_and_the_doctor() -> None
     html = pages.group(billing())
     assert '<span class="group-id">billing</span>' in html and '<b class="lag">7</b>' in html
     assert "<td>worker-0</td><td>alpha</td>" in html and "orders-0" in html
+    assert '<b class="lag-seconds">42</b> s' in html and "<td>7</td><td>42</td>" in html
     assert '<svg class="timeline"' in html
     for cause in ("new-member-joined", "member-left", "session-timeout"):
         assert f'<span class="cause">{cause}</span>' in html
