@@ -188,3 +188,42 @@ def test_any_node_of_a_cluster_shows_a_group_another_node_coordinates(etcd: Any,
         if consumer is not None:
             consumer.close()
         cluster.stop_all()
+
+
+def test_the_groups_list_shows_classic_consumer_and_share_groups(broker_factory: Any) -> None:
+    """One group of each type real clients form: a classic and a consumer-protocol (KIP-848)
+    group of confluent-kafka consumers and a share group of its share consumer, each listed with
+    its type, state and members, each with its own page."""
+    from tests.integration.helpers.share import OVERRIDES, joined, poll_until, produce
+    from tests.integration.helpers.share import consumer as share_consumer
+
+    broker = broker_factory(OVERRIDES)
+    create_topic(broker.bootstrap, "kinds", 2)
+    produce(broker, "kinds", [f"m{i}" for i in range(10)])
+    classic = ThreadedConsumer(broker.bootstrap, "kind-classic", ["kinds"])
+    modern = ThreadedConsumer(broker.bootstrap, "kind-consumer", ["kinds"], **{"group.protocol": "consumer"})
+    shared = share_consumer(broker, "kind-share", "kinds")
+    try:
+        joined(shared)
+        wait_for(lambda: len(classic.held()) == 2 and len(modern.held()) == 2, 60, "both consumers assigned")
+        poll_until(shared, lambda got: len(got) == 10)
+        expected = {"kind-classic": "Classic", "kind-consumer": "Consumer", "kind-share": "Share"}
+
+        def listed() -> dict[str, tuple[str, str, str]]:
+            rows = re.findall(r'<tr><td><a href="/groups/([\w-]+)">[\w-]+</a></td><td>(\w+)</td><td>(\w+)</td>'
+                              r"<td>(\d+|-)</td>", get(broker, "/groups")[2])
+            return {g: (t, s, m) for g, t, s, m in rows}
+
+        wait_for(lambda: {g: v[0] for g, v in listed().items()} == expected
+                 and all(v[1:] == ("Stable", "1") for v in listed().values()), 60,
+                 "each group listed with its type, Stable with its member", seen=listed)
+        for group, kind in expected.items():
+            status, _, page = get(broker, f"/groups/{group}")
+            assert status == 200 and f"type <b>{kind}</b>" in page and "kinds-0" in page, (group, page[:300])
+        share_page = get(broker, "/groups/kind-share")[2]
+        assert "<th>start offset</th>" in share_page
+        assert get(broker, "/groups?type=Share")[2].count('href="/groups/kind-') == 1
+    finally:
+        shared.close()
+        classic.close()
+        modern.close()
