@@ -167,11 +167,12 @@ def group(state: GroupState) -> str:
             [_e(f"{r.topic}-{r.partition}"), _e(r.offset), _e(r.log_end), _e(r.lag),
              _seconds(state.lag_seconds.get((r.topic or "", r.partition or 0))), _e(r.client_id)]
             for r in state.offsets), "offsets")
-    spans = _table(["started (UTC)", "generation", "cause", "duration", "members", "joined", "left", "timed out",
-                    "reason"], (
+    spans = _table(["started (UTC)", "generation", "cause", "duration", "members", "moved", "joined", "left",
+                    "timed out", "reason"], (
         [_e(_ms(s.start_ms)), _e(s.generation), f'<span class="cause">{_e(s.cause)}</span>',
          _e(f"{s.duration_ms / 1000:.3f} s"), _e(f"{'-' if s.members_before is None else s.members_before}"
                                                  f"\u2192{'-' if s.members_after is None else s.members_after}"),
+         _e(s.moved),
          _e(", ".join(s.joined)), _e(", ".join(s.left)), _e(", ".join(s.timed_out + s.fenced)), _e(s.reason)]
         for s in reversed(state.timeline.spans)), "rebalances")
     changes = _table(["time (UTC)", "change", "member"], (

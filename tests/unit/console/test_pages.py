@@ -38,6 +38,7 @@ def test_a_groups_page_has_members_offsets_the_timeline_and_the_doctor() -> None
     for cause in ("new-member-joined", "member-left", "session-timeout"):
         assert f'<span class="cause">{cause}</span>' in html
     assert "<td>beta/beta-1</td>" in html and "<td>gamma/gamma-1</td>" in html
+    assert "<td>2\u21921</td><td>2</td>" in html  # members before and after, partitions moved
     assert '<aside class="doctor"><h2>Doctor</h2>' in html
 
 
