@@ -396,3 +396,29 @@ def test_a_source_topic_regex_is_refused_as_kafka_refuses_it(pair: Pair) -> None
 
     answers = pair.compare(scenario)  # messages are not compared: kcoord's is Kafka's, word for word
     assert answers["error_code"] == 42  # type: ignore[index]  # INVALID_REQUEST
+
+
+def test_a_member_with_another_topology_is_refused_and_an_older_one_is_stale(pair: Pair) -> None:
+    """Kafka 4.4 cannot update a group's topology: a member joining with a newer topology epoch, or
+    with the group's epoch and other subtopologies, gets INVALID_REQUEST ("Topology updates are not
+    supported yet."); one joining with an older epoch is taken, and told STALE_TOPOLOGY (0)."""
+    group, source = unique("streams-topo"), unique("streams-topo-in")
+
+    def scenario(t: Target) -> object:
+        c = t.client("streams")
+        create_topic(c, source, 2)
+        first = Member(c, group, source, "a")
+        joined = until_tasks(first)  # its internal topics created: the others' statuses are about topologies
+        newer = Member(c, group, source, "b").heartbeat(topology=topology(group, source, epoch=2))
+        other_topology = topology(group, source)
+        other_topology.subtopologies[0].source_topics = [source, unique("streams-topo-more")]
+        other = Member(c, group, source, "c").heartbeat(topology=other_topology)
+        older = plain(Member(c, group, source, "d").heartbeat(topology=topology(group, source, epoch=0)))
+        return {"joined": joined["error_code"], "newer": (newer.error_code, newer.error_message),
+                "other": (other.error_code, other.error_message),
+                # Whether the assignment was delayed (5) depends on when the member came: not compared.
+                "older": (older["error_code"], 0 in older["status"]), "described": describe(c, group)["topology_epoch"]}
+
+    answers = pair.compare(scenario)
+    assert answers["newer"] == [42, "Topology updates are not supported yet."]  # type: ignore[index]
+    assert answers["older"] == [0, True]  # type: ignore[index]

@@ -279,10 +279,17 @@ class Heartbeat:
         # 1. the topology and the member
         topology_changed = False
         group_topology_epoch = -1 if group.topology is None else group.topology.epoch
-        if req.topology is not None and req.topology.epoch > group_topology_epoch:
-            self.records.append(rec.topology(gid, topology_value(req.topology)))
-            topology_changed = True
-            group_topology_epoch = req.topology.epoch
+        if req.topology is not None:
+            # Kafka 4.4's maybeUpdateTopology: a group without a topology takes the member's; an
+            # older one than the group's is the member's to catch up with (STALE_TOPOLOGY); any
+            # other topology than the group's is refused, as Kafka 4.4 cannot update a topology yet.
+            sent = topology_value(req.topology)
+            if group.topology is None:
+                self.records.append(rec.topology(gid, sent))
+                topology_changed = True
+                group_topology_epoch = req.topology.epoch
+            elif req.topology.epoch >= group_topology_epoch and sent != group.topology:
+                raise _invalid("Topology updates are not supported yet.")
         endpoint = None if req.user_endpoint is None else (req.user_endpoint.host, req.user_endpoint.port)
         updated = replace(
             member,
@@ -375,13 +382,16 @@ class Heartbeat:
                 timers.cancel_rebalance_timeout(self.st, self.out, gid, member_id)
         timers.set_session_timeout(self.st, self.out, gid, member_id, self.now + cfg.streams_session_timeout_for(gid))
 
-        statuses = [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay.")
-                    ] if delayed else [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment "
-                                        "interval.")] if waits else []
-        statuses += [] if conf is None else [(c, d) for c, d in conf.statuses]
-        if req.topology is None and member.topology_epoch < group_topology_epoch:
-            statuses.append((STALE_TOPOLOGY, f"The member's topology epoch {member.topology_epoch} is behind the "
+        # In Kafka 4.4's order: a stale topology (a joining member's too), a delayed assignment, the
+        # topology's configuration, a shutdown asked for.
+        statuses: list[tuple[int, str]] = []
+        if updated.topology_epoch < group_topology_epoch:
+            statuses.append((STALE_TOPOLOGY, f"The member's topology epoch {updated.topology_epoch} is behind the "
                              f"group's topology epoch {group_topology_epoch}."))
+        statuses += [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured initial rebalance delay.")
+                     ] if delayed else [(ASSIGNMENT_DELAYED, "Assignment delayed due to the configured assignment "
+                                         "interval.")] if waits else []
+        statuses += [] if conf is None else [(c, d) for c, d in conf.statuses]
         if req.shutdown_application and group.shutdown_requested_by is None:
             group.shutdown_requested_by = member_id
         if group.shutdown_requested_by is not None:
