@@ -142,6 +142,14 @@ def _seconds(value: float | None) -> str:
     return "-" if value is None else f"{value:.0f}"
 
 
+def _names(names: Sequence[str]) -> str:
+    """Members as ``client/member-id``, a long id cut short (in full in its tooltip)."""
+    if not names:
+        return "-"
+    return "<br>".join(f'<span class="who" title="{escape(n)}">{escape(n if len(n) <= 28 else n[:27] + chr(0x2026))}'
+                       "</span>" for n in names)
+
+
 def _findings(findings: Sequence[Finding]) -> str:
     if not findings:
         return "<p>No findings: the journal shows no known rebalance problem.</p>"
@@ -173,10 +181,10 @@ def group(state: GroupState) -> str:
          _e(f"{s.duration_ms / 1000:.3f} s"), _e(f"{'-' if s.members_before is None else s.members_before}"
                                                  f"\u2192{'-' if s.members_after is None else s.members_after}"),
          _e(s.moved),
-         _e(", ".join(s.joined)), _e(", ".join(s.left)), _e(", ".join(s.timed_out + s.fenced)), _e(s.reason)]
+         _names(s.joined), _names(s.left), _names(s.timed_out + s.fenced), _e(s.reason)]
         for s in reversed(state.timeline.spans)), "rebalances")
     changes = _table(["time (UTC)", "change", "member"], (
-        [_e(_ms(c.at_ms)), f'<span class="cause">{_e(c.cause)}</span>', _e(c.who)]
+        [_e(_ms(c.at_ms)), f'<span class="cause">{_e(c.cause)}</span>', _names([c.who])]
         for c in reversed(state.timeline.changes[-50:])), "changes")
     chart = render_svg(state.timeline) or "<p>No rebalance recorded.</p>"
     mine = [f for f in state.findings if f.group == g.group_id]

@@ -147,11 +147,16 @@ def build_timeline(events: Iterable[Event], group: str) -> Timeline:
                 span.add(Change(span.start_ms, span.cause, trigger))
         spans.append(span)
     for change in changes:
-        for span in spans:
-            if span.start_ms - MARGIN_MS <= change.at_ms <= span.end_ms + MARGIN_MS:
-                span.add(change)
-                break
+        near = [s for s in spans if s.start_ms - MARGIN_MS <= change.at_ms <= s.end_ms + MARGIN_MS]
+        if near:  # rebalances a few milliseconds apart: the one it is inside, else the closest
+            min(near, key=lambda s: (_distance(s, change.at_ms), -s.start_ms)).add(change)
     return Timeline(spans, changes)
+
+
+def _distance(span: Span, at_ms: int) -> int:
+    if span.start_ms <= at_ms <= span.end_ms:
+        return 0
+    return min(abs(at_ms - span.start_ms), abs(at_ms - span.end_ms))
 
 
 # ---- drawing ---------------------------------------------------------------------------------
@@ -171,6 +176,13 @@ def _kind_of(cause: str) -> str:
 
 def _clock(ms: int) -> str:
     return time.strftime("%H:%M:%S", time.gmtime(ms / 1000)) + f".{ms % 1000:03d}"
+
+
+def _label(left: float, width: float, y: int, text: str) -> str:
+    """A span's label, from its start; one in the right quarter ends at its end instead, inside the chart."""
+    if left > WIDTH * 0.75:
+        return f'<text x="{left + width:.1f}" y="{y}" text-anchor="end">{escape(text)}</text>'
+    return f'<text x="{left:.1f}" y="{y}">{escape(text)}</text>'
 
 
 def render_svg(timeline: Timeline) -> str:
@@ -198,7 +210,7 @@ def render_svg(timeline: Timeline) -> str:
         out.append(f'<g class="span cause-{_kind_of(span.cause)}" data-cause="{escape(span.cause)}">'
                    f'<title>{title}</title>'
                    f'<rect x="{left:.1f}" y="{SPAN_Y}" width="{width:.1f}" height="{SPAN_H}" rx="2"/>'
-                   f'<text x="{left:.1f}" y="{SPAN_Y - 6 - (i % 2) * 12}">{escape(span.cause)}</text></g>')
+                   f"{_label(left, width, SPAN_Y - 6 - (i % 2) * 12, span.cause)}</g>")
     for change in timeline.changes:
         cx = x(change.at_ms)
         out.append(f'<g class="change cause-{_kind_of(change.cause)}"><title>'

@@ -37,7 +37,8 @@ def test_a_groups_page_has_members_offsets_the_timeline_and_the_doctor() -> None
     assert '<svg class="timeline"' in html
     for cause in ("new-member-joined", "member-left", "session-timeout"):
         assert f'<span class="cause">{cause}</span>' in html
-    assert "<td>beta/beta-1</td>" in html and "<td>gamma/gamma-1</td>" in html
+    assert '<span class="who" title="beta/beta-1">beta/beta-1</span>' in html
+    assert '<span class="who" title="gamma/gamma-1">gamma/gamma-1</span>' in html
     assert "<td>2\u21921</td><td>2</td>" in html  # members before and after, partitions moved
     assert '<aside class="doctor"><h2>Doctor</h2>' in html
 
@@ -47,3 +48,11 @@ def test_a_page_is_a_layout_around_its_live_fragment() -> None:
     assert '<main id="live" data-live="/live/groups/x" data-version="v1"><p>fragment</p></main>' in html
     assert "group &lt;x&gt;" in html and '<script src="/static/console.js">' in html
     assert "http://" not in html and "https://" not in html  # nothing loaded from elsewhere
+
+
+def test_long_member_names_are_cut_short_with_the_whole_name_in_a_tooltip() -> None:
+    state = billing()
+    name = "leaver/leaver-7e755b9c-c297-4673-aaaf-b06fc8d88d77"
+    state.timeline.spans[1].left = [name]
+    html = pages.group(state)
+    assert f'<span class="who" title="{name}">leaver/leaver-7e755b9c-c297\u2026</span>' in html

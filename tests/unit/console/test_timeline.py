@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from broker.console.timeline import build_timeline, render_svg
-from tests.unit.console.events import EVENTS, T0
+from tests.unit.console.events import EVENTS, T0, member, rebalance
 
 
 def test_each_rebalance_is_a_span_with_its_cause_duration_and_who_came_and_went() -> None:
@@ -64,3 +64,11 @@ def test_names_are_escaped_in_the_chart() -> None:
 
 def test_nothing_to_draw_is_no_chart() -> None:
     assert render_svg(build_timeline(EVENTS, "nobody")) == ""
+
+
+def test_a_change_belongs_to_the_rebalance_it_is_inside_when_they_are_milliseconds_apart() -> None:
+    events = [member(0, "new-member-joined", "a", "a-1"), rebalance(0, 3, 1, "new-member-joined", 0, 1),
+              member(4, "new-member-joined", "b", "b-1"), rebalance(4, 15, 2, "new-member-joined", 1, 2),
+              member(16, "new-member-joined", "c", "c-1"), rebalance(16, 500, 3, "new-member-joined", 2, 3)]
+    spans = build_timeline(events, "billing").spans
+    assert [s.joined for s in spans] == [["a/a-1"], ["b/b-1"], ["c/c-1"]]
