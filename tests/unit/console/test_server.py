@@ -1,0 +1,32 @@
+"""Where the console listens and which listener of its node it reads the cluster through."""
+
+from __future__ import annotations
+
+from broker.config import BrokerConfig, parse_http_listener
+from broker.console.pages import Listener
+from broker.console.server import reading_through
+from broker.security.listeners import ListenerSpec
+
+
+def test_the_console_listens_on_the_listeners_host_by_default_and_is_off_when_empty() -> None:
+    default = BrokerConfig.load(None, [], environ={})
+    assert parse_http_listener("console.listener", default["console.listener"], default.listener.host) == (
+        "127.0.0.1", 9465)
+    everywhere = BrokerConfig.load(None, ["listeners=PLAINTEXT://0.0.0.0:9092"], environ={})
+    assert parse_http_listener("console.listener", everywhere["console.listener"],
+                               everywhere.listener.host) == ("0.0.0.0", 9465)
+    off = BrokerConfig.load(None, ["console.listener="], environ={})
+    assert parse_http_listener("console.listener", off["console.listener"], off.listener.host) is None
+
+
+def test_it_reads_through_the_first_plaintext_listener_on_loopback_when_that_listens_everywhere() -> None:
+    specs = [ListenerSpec("SECURE", "SASL_SSL", "0.0.0.0", 9093), ListenerSpec("INSIDE", "PLAINTEXT", "0.0.0.0", 0)]
+    bootstrap, shown = reading_through(specs, {"SECURE": ("broker.example", 9093), "INSIDE": ("10.0.0.5", 40123)})
+    assert bootstrap == "127.0.0.1:40123"  # port 0: the port it was bound to
+    assert shown == [Listener("SECURE", "SASL_SSL", "broker.example:9093"),
+                     Listener("INSIDE", "PLAINTEXT", "10.0.0.5:40123")]
+
+
+def test_without_a_plaintext_listener_there_is_nothing_to_read_through() -> None:
+    bootstrap, shown = reading_through([ListenerSpec("SECURE", "SSL", "127.0.0.1", 9093)], {})
+    assert bootstrap is None and shown == [Listener("SECURE", "SSL", "127.0.0.1:9093")]
