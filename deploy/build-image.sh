@@ -7,7 +7,9 @@
 #   2. buildah builds the Dockerfile's default target on top of it (--build-arg BASE=...);
 #   3. the image's own entrypoint + command run under `buildah run`, listening on a free
 #      loopback port, and an ApiVersions v0 request must be answered with the same
-#      correlation id; the metrics endpoint and `kcoord health` are checked too.
+#      correlation id; the metrics endpoint and `kcoord health` are checked too;
+#   4. the same command with `--nodes 2` (the private etcd from the image's etcd-server): both
+#      nodes must pass `kcoord health`, and SIGTERM must stop the launcher cleanly.
 #
 # Everything lives in a private temporary container store that is removed on exit.
 # Exits 0 with "skipped: <reason>" when the tools for this are not installed.
@@ -73,19 +75,25 @@ base_image="localhost/kcoord-base:$tag"
 image="localhost/kcoord:$tag"
 server_pid=""
 
-cleanup() {
-    local rc=$?
-    set +e
+# Stops the server: SIGTERM to its process group (setsid), SIGKILL after $1 tenths of a second.
+stop_server() {
     if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
-        # The server runs in its own process group (setsid), so the whole group goes.
         kill -TERM -- "-$server_pid" 2>/dev/null
-        for _ in $(seq 50); do
+        for _ in $(seq "$1"); do
             kill -0 "$server_pid" 2>/dev/null || break
             sleep 0.1
         done
-        kill -KILL -- "-$server_pid" 2>/dev/null
-        wait "$server_pid" 2>/dev/null
+        kill -KILL -- "-$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
     fi
+    server_pid=""
+}
+
+cleanup() {
+    local rc=$?
+    set +e
+    # The launcher of --nodes stops its nodes and etcd (in sessions of their own) before it exits.
+    stop_server 600
     buildah "${store[@]}" rm --all >/dev/null 2>&1
     buildah "${store[@]}" rmi --all --force >/dev/null 2>&1
     # containers/storage may leave its own mounts under the store; they must go first.
@@ -244,6 +252,72 @@ if [ -z "$health_ok" ]; then
     exit 1
 fi
 
+step "run: ${argv[*]} --nodes 2 (the image's etcd-server as the private etcd)"
+stop_server 50
+read -r nodes_port < <(python3 -c 'import socket
+while True:
+    with socket.socket() as a, socket.socket() as b:
+        a.bind(("127.0.0.1", 0))
+        port = a.getsockname()[1]
+        try:
+            b.bind(("127.0.0.1", port + 1))
+        except OSError:
+            continue
+    print(port)
+    break')
+nctr="$(buildah "${store[@]}" from "$image")"
+setsid buildah "${store[@]}" run --isolation chroot \
+    --env "KCOORD_LISTENERS=PLAINTEXT://127.0.0.1:$nodes_port" \
+    --env "KCOORD_ADVERTISED_LISTENERS=PLAINTEXT://127.0.0.1:$nodes_port" \
+    --env "KCOORD_METRICS_LISTENER=" --env "KCOORD_CONSOLE_LISTENER=" \
+    "$nctr" -- "${argv[@]}" --nodes 2 >"$work/nodes.log" 2>&1 &
+server_pid=$!
+for node_port in "$nodes_port" "$((nodes_port + 1))"; do
+    health_ok=""
+    while [ "$(remaining)" -gt 5 ]; do
+        if buildah "${store[@]}" run --isolation chroot "$nctr" -- \
+            kcoord health --bootstrap "127.0.0.1:$node_port" >"$work/health.log" 2>&1; then
+            health_ok=1
+            break
+        fi
+        kill -0 "$server_pid" 2>/dev/null || break
+        sleep 1
+    done
+    if [ -z "$health_ok" ]; then
+        cat "$work/health.log" "$work/nodes.log" >&2
+        exit 1
+    fi
+done
+# SIGTERM to the launcher itself, as a container runtime sends it (buildah, signalled, would
+# SIGKILL it): the launcher is the deepest process under buildah whose command has --nodes
+# (buildah-chroot-exec above it has the same arguments).
+descendants() {
+    local child
+    for child in $(pgrep -P "$1" || true); do
+        echo "$child"
+        descendants "$child"
+    done
+}
+ps -eo pid,ppid,sid,args --forest >"$work/tree.txt"
+launcher_pid=""
+for pid in $(descendants "$server_pid"); do
+    if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "serve --nodes 2"; then
+        launcher_pid="$pid"
+    fi
+done
+[ -n "$launcher_pid" ] && kill -TERM "$launcher_pid"
+for _ in $(seq 600); do
+    kill -0 "$server_pid" 2>/dev/null || break
+    sleep 0.1
+done
+stop_server 1
+if ! grep -q "launcher.stopped status=0" "$work/nodes.log"; then
+    cat "$work/tree.txt" >&2
+    tail -n 50 "$work/nodes.log" >&2
+    exit 1
+fi
+echo "both nodes answered; the launcher stopped them and its etcd"
+
 if [ "$with_analysis" = 1 ]; then
     step "buildah bud --target analysis"
     timeout "$(remaining)" buildah "${store[@]}" bud --isolation chroot --layers=false --format docker \
@@ -267,4 +341,4 @@ spark.stop()'
     step "ok: analysis image has Java and PySpark"
 fi
 
-step "ok: image builds, starts as uid 10001 and answers ApiVersions (${SECONDS}s)"
+step "ok: image builds, starts as uid 10001, answers ApiVersions and runs --nodes 2 (${SECONDS}s)"

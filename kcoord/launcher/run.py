@@ -43,7 +43,8 @@ def node_specs(config: BrokerConfig, plans: list[NodePlan], config_path: str | N
     """The `kcoord serve` command of each node: the launcher's own file and overrides, then the
     node's (later overrides win), as one node process of the cluster."""
     base = [sys.executable, "-m", "kcoord", "serve", *(["--config", config_path] if config_path else [])]
-    shared = [*overrides, "process.nodes=1", f"cluster.id={cluster_id_for(config.data_dir, config.get_str('cluster.id'))}"]
+    shared = [*(o for o in overrides if o.partition("=")[0].strip() != "process.nodes"), "process.nodes=1",
+              f"cluster.id={cluster_id_for(config.data_dir, config.get_str('cluster.id'))}"]
     if etcd_endpoint is not None:
         shared.append(f"etcd.endpoints={etcd_endpoint}")
     # A node restarts no sooner than its etcd lease has surely expired, so the new process never

@@ -4,19 +4,19 @@ while it keeps dying young, from the start again once it has run ``SETTLED_S``);
 nodes get SIGTERM and are waited for (SIGKILL after ``STOP_GRACE_S``), then the rest. One
 structured log line per event. Children run in sessions of their own, so a Ctrl-C at a terminal
 reaches the supervisor only, which stops them in order (the nodes before the etcd they hand over
-through)."""
+through); they get SIGTERM if the supervisor itself dies (``process``)."""
 
 from __future__ import annotations
 
 import logging
 import signal
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import trio
 
 from broker.observability import logs
+from kcoord.launcher.process import ChildProcess, start
 
 MAX_BACKOFF_S = 60.0
 SETTLED_S = 60.0
@@ -45,7 +45,7 @@ class Child:
 
     def __init__(self, spec: ChildSpec) -> None:
         self.spec = spec
-        self.proc: trio.Process | None = None
+        self.proc: ChildProcess | None = None
         self.pids: list[int] = []
         self.exits = 0
         self.finished = trio.Event()  # no process of it runs, and none will be started again
@@ -70,14 +70,6 @@ class Supervisor:
             self.exit_code = exit_code
             self.stop_requested.set()
 
-    async def _open(self, spec: ChildSpec) -> trio.Process:
-        if spec.output is None:
-            return await trio.lowlevel.open_process(spec.argv, stdin=subprocess.DEVNULL, start_new_session=True)
-        spec.output.parent.mkdir(parents=True, exist_ok=True)
-        with open(spec.output, "ab") as log:
-            return await trio.lowlevel.open_process(spec.argv, stdin=subprocess.DEVNULL, stdout=log,
-                                                    stderr=subprocess.STDOUT, start_new_session=True)
-
     def kill_all(self) -> None:
         """SIGKILL to every child now (a second SIGTERM/SIGINT: the operator will not wait)."""
         for child in self.children:
@@ -91,7 +83,7 @@ class Supervisor:
         backoff = spec.first_restart_s
         try:
             while True:
-                proc = child.proc = await self._open(spec)
+                proc = child.proc = start(spec.argv, spec.output)
                 child.pids.append(proc.pid)
                 _log(logging.INFO, spec, "started", pid=proc.pid)
                 if len(child.pids) == 1:

@@ -1,5 +1,6 @@
 """The broker image builds from the Dockerfile on a locally made Debian base, starts as its
-entrypoint says, and answers Kafka's ApiVersions (deploy/build-image.sh does the work)."""
+entrypoint says, answers Kafka's ApiVersions, and runs `kcoord serve --nodes 2` with the etcd it
+ships (deploy/build-image.sh does the work)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,9 @@ started again, an exit status no restart can cure stops everything, a stop ends 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -93,3 +95,31 @@ def test_without_an_etcd_binary_the_launcher_refuses_and_says_what_to_install(
     assert code == 2
     assert "apt install etcd-server" in capsys.readouterr().err
     assert not (tmp_path / "data").exists()
+
+
+def test_children_stop_when_the_supervisor_is_killed() -> None:
+    script = """
+import sys, trio
+from kcoord.launcher.supervisor import ChildSpec, Supervisor
+
+async def main():
+    supervisor = Supervisor()
+    async with trio.open_nursery() as nursery:
+        child = await nursery.start(supervisor.keep_running, ChildSpec("node", sys.argv[1:], {"node": 1}))
+        await trio.sleep(1)  # well past the start: the child was not forked by a thread that is gone
+        print(child.pids[0], flush=True)
+        await trio.sleep_forever()
+
+trio.run(main)
+"""
+    supervisor = subprocess.Popen([sys.executable, "-c", script, *SLEEPER], stdout=subprocess.PIPE,
+                                  cwd=Path(__file__).resolve().parents[3])
+    assert supervisor.stdout is not None
+    child = int(supervisor.stdout.readline())
+    assert _alive(child)
+    supervisor.kill()
+    supervisor.wait()
+    deadline = time.monotonic() + 120
+    while _alive(child):
+        assert time.monotonic() < deadline, "the child outlived its supervisor"
+        time.sleep(0.05)
