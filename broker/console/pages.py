@@ -108,7 +108,8 @@ def _matches(g: GroupSummary, query: str, group_type: str, state: str) -> bool:
 def groups(state: ClusterState, query: str = "", group_type: str = "", group_state: str = "") -> str:
     chosen = [g for g in state.groups if _matches(g, query, group_type, group_state)]
     rows = ([f'<a href="{escape(group_href(g.group_id))}">{_e(g.group_id)}</a>', _e(g.group_type), _e(g.state),
-             _e(g.members), _e(g.assignor), _e(g.lag), _last(g.last), _e(g.error) if g.error else ""]
+             _e(g.members), _e(g.assignor), _e(g.lag), _seconds(g.lag_seconds), _last(g.last),
+             _e(g.error) if g.error else ""]
             for g in chosen)
     types = sorted({g.group_type for g in state.groups})
     states = sorted({g.state for g in state.groups})
@@ -120,7 +121,8 @@ def groups(state: ClusterState, query: str = "", group_type: str = "", group_sta
     form = (f'<form class="filters" method="get" action="/groups"><input name="q" placeholder="search group id" '
             f'value="{escape(query)}"> type <select name="type">{options(types, group_type)}</select> '
             f'state <select name="state">{options(states, group_state)}</select> <button>Filter</button></form>')
-    table = _table(["group", "type", "state", "members", "assignor", "lag (records)", "last rebalance", ""], rows,
+    table = _table(["group", "type", "state", "members", "assignor", "lag (records)", "lag (s)", "last rebalance",
+                    ""], rows,
                    "groups")
     return (f"<h1>Groups</h1>{form}{_notice(state.journal_error)}"
             f"<p>{len(chosen)} of {len(state.groups)} groups</p>{table}")

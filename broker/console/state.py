@@ -37,6 +37,7 @@ class GroupSummary:
     members: int | None = None
     assignor: str = ""
     lag: int | None = None
+    lag_seconds: float | None = None
     last: Span | None = None
     coordinator: int | None = None
     error: str = ""
@@ -118,6 +119,8 @@ def read_cluster(admin: KafkaAdmin, journal: JournalTail) -> ClusterState:
     topics = admin.topics()
     listings = sorted(admin.list_groups(types=list(GROUP_TYPES)), key=lambda g: g.group_id)
     groups = []
+    seconds_left = SECONDS_PARTITIONS  # lag in seconds costs a Fetch: for this many partitions in all
+    now_ms = int(time.time() * 1000)
     for i, listing in enumerate(listings):
         summary = GroupSummary(listing.group_id, listing.group_type, listing.state)
         try:
@@ -128,6 +131,10 @@ def read_cluster(admin: KafkaAdmin, journal: JournalTail) -> ClusterState:
             if i < LAG_GROUPS:
                 rows, share = _lag(admin, group)
                 summary.lag = _total([r.lag for r in rows] + [lag for _, lag in share.values()])
+                if rows and seconds_left > 0:
+                    ages = lag_seconds(admin, rows[:seconds_left], now_ms)
+                    seconds_left -= len(rows)
+                    summary.lag_seconds = max(ages.values()) if ages else None
         except AdminError as exc:  # e.g. its coordinator moving: the others are still shown
             summary.error = str(exc)
         summary.last = build_timeline(by_group.get(listing.group_id, []), listing.group_id).last

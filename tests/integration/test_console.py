@@ -92,6 +92,8 @@ def test_the_console_serves_the_group_its_rebalances_and_their_causes(scenario: 
 
     status, _, groups = get(broker, "/groups")
     assert status == 200 and f'href="/groups/{GROUP}"' in groups and "session-timeout" in groups
+    listed = re.search(r"<td>range</td><td>30</td><td>(\d+)</td>", groups)  # lag in records and seconds
+    assert listed is not None and int(listed.group(1)) >= 1, groups
     status, _, overview = get(broker, "/")
     assert status == 200 and broker.bootstrap in overview and "console-t" in overview
     status, ctype, metrics = get(broker, "/metrics")

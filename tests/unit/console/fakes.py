@@ -23,5 +23,5 @@ def billing(members: int = 1, lag: int = 7) -> GroupState:
 def cluster(lag: int = 7) -> ClusterState:
     timeline = build_timeline(EVENTS, "billing")
     return ClusterState([NODE], [TopicInfo("orders", 2, False, {0: 1, 1: 1}), TopicInfo("__consumer_offsets", 50, True)],
-                        [GroupSummary("billing", "Classic", "Stable", 1, "range", lag, timeline.last, 1),
-                         GroupSummary("<shared>", "Share", "Empty", 0, "simple", None, None, 1)])
+                        [GroupSummary("billing", "Classic", "Stable", 1, "range", lag, 12.6, timeline.last, coordinator=1),
+                         GroupSummary("<shared>", "Share", "Empty", 0, "simple", coordinator=1)])

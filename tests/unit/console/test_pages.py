@@ -17,6 +17,7 @@ def test_the_overview_shows_nodes_listeners_groups_by_type_and_state_and_topics(
 def test_the_groups_list_shows_every_group_with_its_last_rebalance() -> None:
     html = pages.groups(cluster())
     assert 'href="/groups/billing"' in html and "session-timeout" in html and "0.250 s" in html
+    assert "<td>range</td><td>7</td><td>13</td>" in html  # lag in records, then in seconds
     # Ids are escaped in text and quoted in links.
     assert "&lt;shared&gt;" in html and 'href="/groups/%3Cshared%3E"' in html and "<shared>" not in html
     assert "2 of 2 groups" in html
