@@ -1,11 +1,13 @@
 """`kcoord serve --nodes 2` as a user runs it, with no etcd.endpoints: the launcher starts a private
 etcd and two nodes on one data directory; real clients see two brokers with the partitions and
 groups spread over them; a node killed with SIGKILL fails over like any node of a cluster and is
-started again by the launcher; SIGTERM to the launcher leaves no process behind."""
+started again by the launcher, as is the private etcd, on the endpoint the nodes know; SIGTERM to
+the launcher leaves no process behind."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections.abc import Iterator
@@ -181,3 +183,18 @@ def test_two_nodes_from_one_command_spread_fail_over_and_stop(nodes: NodesProces
     log = nodes.log()
     assert "launcher.stopped status=0" in log
     assert log.index("launcher.node_stopped") < log.index("launcher.etcd_stopped")
+
+
+def test_the_private_etcd_killed_is_started_again_where_the_nodes_look_for_it(nodes: NodesProcess) -> None:
+    wait_for(lambda: _serving(nodes, "__consumer_offsets", 50), 300, "both nodes serving their share",
+             step=0.2, seen=nodes.log)
+    (etcd,) = [pid for role, _node, pid in nodes.started() if role == "etcd"]
+    os.kill(etcd, signal.SIGKILL)
+    wait_for(lambda: len([r for r, _n, _p in nodes.started() if r == "etcd"]) == 2, 300, "etcd started again",
+             step=0.2, seen=nodes.log)
+    endpoints = re.findall(r"launcher\.etcd_started endpoint=(\S+)", nodes.log())
+    assert len(endpoints) == 2 and endpoints[0] == endpoints[1]
+    wait_for(lambda: _serving(nodes, "__consumer_offsets", 50), 300, "both nodes serving again", step=0.2)
+    pids = [pid for _role, _node, pid in nodes.started()]
+    assert nodes.stop(timeout=300) == 0
+    assert not [pid for pid in pids if running(pid)], nodes.log()[-3000:]
