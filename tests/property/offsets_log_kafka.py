@@ -156,6 +156,8 @@ CONSUMER_GROUP_VALUES: dict[int, list[tuple[str, Any]]] = {
 _TAGGED: dict[int, tuple[str, Any, Any]] = {
     3: ("metadata_hash", lambda v: None if v == 0 else Int64.encode(v),
         lambda raw: 0 if raw is None else Int64.decode(io.BytesIO(raw))),
+    6: ("assignment_timestamp", lambda v: None if v == 0 else Int64.encode(v),
+        lambda raw: 0 if raw is None else Int64.decode(io.BytesIO(raw))),
     5: ("classic_member_metadata",
         # A nullable struct: a presence byte, then the struct.
         lambda v: None if v is None else Int8.encode(1) + _schema(CLASSIC_MEMBER_METADATA).encode(_struct_row(CLASSIC_MEMBER_METADATA, v)),

@@ -215,11 +215,13 @@ def _tagged(record_type: int) -> dict[str, st.SearchStrategy[Any]]:
         return {"metadata_hash": int64}
     if record_type == 5:
         return {"classic_member_metadata": st.none() | _value_of("", kp.CLASSIC_MEMBER_METADATA)}
+    if record_type == 6:
+        return {"assignment_timestamp": int64}
     return {}
 
 
 cg_versions = st.one_of(st.none(), st.just(kp.NEWEST_CONSUMER_GROUP_VALUE), st.integers(1, 40))
-# Tags above 0: tag 0 is the declared tagged field of types 3 and 5.
+# Tags above 0: tag 0 is the declared tagged field of types 3, 5 and 6.
 unknown_tags = st.dictionaries(st.integers(1, 300), st.binary(max_size=8), max_size=3)
 
 
