@@ -89,6 +89,10 @@ def test_without_an_etcd_binary_the_launcher_refuses_and_says_what_to_install(
     from kcoord import cli
     from kcoord.launcher import private_etcd
 
+    # The broker reads KCOORD_* variables as properties: the test run's own (KCOORD_KAFKA_LIBS, ...)
+    # are not the configuration under test.
+    for name in [n for n in os.environ if n.startswith("KCOORD_")]:
+        monkeypatch.delenv(name)
     monkeypatch.setenv("PATH", str(tmp_path))
     monkeypatch.setattr(private_etcd, "DEBIAN_ETCD", str(tmp_path / "etcd"))
     code = cli.main(["serve", "--nodes", "2", "--override", f"log.dirs={tmp_path / 'data'}"])
