@@ -413,9 +413,8 @@ def test_assignment_batching_holds_a_new_member_until_the_interval_has_passed(pa
     heartbeat once the interval has passed computes the next assignment and the two converge. The
     reference runs with the broker default 0 (testkit.kafka): the group config overrides it on
     both brokers."""
-    import time
-
     from tests.differential.config_ops import GROUP, SET, incremental, settle
+    from tests.differential.harness import retry
 
     group, one = unique("kip1263"), unique("kip1263-t")
 
@@ -430,13 +429,12 @@ def test_assignment_batching_holds_a_new_member_until_the_interval_has_passed(pa
         held_back = assignment_by_name(b_conn, b.heartbeat())
         waiting = describe(a_conn, group).groups[0]
         during = {"state": waiting.group_state, "epochs": (waiting.group_epoch, waiting.assignment_epoch)}
-        deadline = time.monotonic() + 90  # the interval, and a loaded machine's heartbeats
-        while not (len(a.owned) == 1 and len(a.owned[0].partitions) == 3 and len(b.owned) == 1
-                   and len(b.owned[0].partitions) == 3):
-            assert time.monotonic() < deadline, f"{t.name}: no second assignment in 90 s: {a.owned} {b.owned}"
-            time.sleep(0.5)
-            a.heartbeat()
-            b.heartbeat()
+        def split() -> bool:
+            return all(len(m.owned) == 1 and len(m.owned[0].partitions) == 3 for m in (a, b))
+
+        # The interval, and a loaded machine's heartbeats.
+        retry(lambda: (a.heartbeat(), b.heartbeat()), lambda _answers: split(), timeout=90)
+        assert split(), f"{t.name}: no second assignment in 90 s: {a.owned} {b.owned}"
         final = describe(a_conn, group).groups[0]
         return {"altered": altered, "first": first, "held_back": held_back, "during": during,
                 "after": {"state": final.group_state, "epochs": (final.group_epoch, final.assignment_epoch)}}

@@ -8,7 +8,6 @@ whose description (pushed by the Streams client on its own) both describe the sa
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from protocol.messages.streams_group_topology_description_update import (
     StreamsGroupTopologyDescriptionUpdateResponse,
 )
 from testkit.kafka import java_command
-from tests.differential.harness import Pair, Target, unique
+from tests.differential.harness import Pair, Target, retry, unique
 from tests.differential.ops import create_topic
 from tests.differential.streams_ops import Member, member_id, until_tasks
 from tests.integration.helpers.java import compiled_java
@@ -182,11 +181,8 @@ def test_a_kafka_streams_app_pushes_its_description_and_both_describe_it_alike(
                          str(tmp_path / f"state-{t.name}"), classes=java_classes),
             stdout=subprocess.DEVNULL, stderr=log)
         streams_apps.append(proc)
-        deadline = time.monotonic() + 90
-        described = describe_v1(t, app)
-        while time.monotonic() < deadline and described["status"] != 3 and proc.poll() is None:
-            time.sleep(0.5)
-            described = describe_v1(t, app)
+        described = retry(lambda: describe_v1(t, app), lambda d: d["status"] == 3 or proc.poll() is not None,
+                          timeout=90)
         proc.terminate()
         proc.wait(60)
         return described
