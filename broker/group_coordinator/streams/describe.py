@@ -9,7 +9,13 @@ from broker.group_coordinator.result import Result
 from broker.group_coordinator.streams import records as rec
 from broker.group_coordinator.streams import timers, topology_description
 from broker.group_coordinator.streams.heartbeat import configured, note_transition, remove_members
-from broker.group_coordinator.streams.model import StreamsGroup, StreamsMember, TaskAssignment, Tasks
+from broker.group_coordinator.streams.model import (
+    MemberTaskOffsets,
+    StreamsGroup,
+    StreamsMember,
+    TaskAssignment,
+    Tasks,
+)
 from protocol.errors import ErrorCode
 from protocol.group_events import REBALANCE_TIMEOUT, SESSION_TIMEOUT, SHARD_LOADED
 from protocol.messages.list_groups import ListGroupsResponse
@@ -38,13 +44,18 @@ def _assignment(a: TaskAssignment) -> Any:
     return _A(active_tasks=_tasks(a.active), standby_tasks=_tasks(a.standby), warmup_tasks=_tasks(a.warmup))
 
 
-def _member(m: StreamsMember, target: TaskAssignment) -> Any:
+def _offsets(offsets: dict[str, dict[int, int]]) -> list[Any]:
+    return [_D.Member.TaskOffset(subtopology_id=s, partition=p, offset=o)
+            for s, by_partition in sorted(offsets.items()) for p, o in sorted(by_partition.items())]
+
+
+def _member(m: StreamsMember, target: TaskAssignment, offsets: MemberTaskOffsets) -> Any:
     endpoint = None if m.user_endpoint is None else _D.Member.Endpoint(host=m.user_endpoint[0], port=m.user_endpoint[1])
     return _D.Member(member_id=m.member_id, member_epoch=m.member_epoch, instance_id=m.instance_id,
                      rack_id=m.rack_id, client_id=m.client_id, client_host=m.client_host,
                      topology_epoch=m.topology_epoch, process_id=m.process_id, user_endpoint=endpoint,
                      client_tags=[_D.Member.KeyValue(key=k, value=v) for k, v in m.client_tags],
-                     task_offsets=[], task_end_offsets=[], assignment=_assignment(m.assigned),
+                     task_offsets=_offsets(offsets.offsets), task_end_offsets=_offsets(offsets.end_offsets), assignment=_assignment(m.assigned),
                      target_assignment=_assignment(target), is_classic=False)
 
 
@@ -72,7 +83,8 @@ def describe(st: CoordinatorState, group_id: str, with_description: bool = False
         topology = _D.Topology(epoch=group.topology.epoch, subtopologies=subs)
     described = _D(error_code=0, error_message=None, group_id=group_id, group_state=group.state_name(),
                    group_epoch=group.group_epoch, assignment_epoch=group.assignment_epoch, topology=topology,
-                   members=[_member(m, group.targets.get(mid, TaskAssignment()))
+                   members=[_member(m, group.targets.get(mid, TaskAssignment()),
+                                    group.task_offsets.get(mid, MemberTaskOffsets()))
                             for mid, m in sorted(group.members.items())],
                    assignor_name=ASSIGNOR)
     if with_description:

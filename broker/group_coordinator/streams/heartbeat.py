@@ -29,6 +29,7 @@ from broker.group_coordinator.streams.model import (
     LEAVE_EPOCH,
     LEAVE_STATIC_EPOCH,
     MemberState,
+    MemberTaskOffsets,
     StreamsGroup,
     StreamsMember,
     StreamsState,
@@ -38,6 +39,7 @@ from broker.group_coordinator.streams.model import (
 from broker.group_coordinator.streams.reconcile import FencedMemberEpochError, reconcile, validate_epoch
 from broker.group_coordinator.streams.topology import (
     ASSIGNMENT_DELAYED,
+    MISSING_CLIENT_TAGS,
     SHUTDOWN_APPLICATION,
     STALE_TOPOLOGY,
     ConfiguredTopology,
@@ -151,6 +153,61 @@ def _owned(req: Any) -> TaskAssignment | None:
     return TaskAssignment(a, s, w)
 
 
+def _offsets_by_task(reported: list[Any]) -> dict[str, dict[int, int]]:
+    """A heartbeat's TaskOffsets (or TaskEndOffsets) by subtopology and partition; a task named
+    twice is refused, as Kafka 4.4 refuses it."""
+    out: dict[str, dict[int, int]] = {}
+    for t in reported:
+        by_partition = out.setdefault(t.subtopology_id, {})
+        if t.partition in by_partition:
+            raise _invalid(f"Task offsets contain a duplicate entry for subtopology {t.subtopology_id} and partition "
+                           f"{t.partition}.")
+        by_partition[t.partition] = t.offset
+    return out
+
+
+def reported_offsets(req: Any, last: MemberTaskOffsets) -> MemberTaskOffsets | None:
+    """The member's task offsets after this heartbeat, or None when it reports neither list (a
+    list left out keeps what was reported before, as in Kafka)."""
+    if req.task_offsets is None and req.task_end_offsets is None:
+        return None
+    return MemberTaskOffsets(
+        last.offsets if req.task_offsets is None else _offsets_by_task(req.task_offsets),
+        last.end_offsets if req.task_end_offsets is None else _offsets_by_task(req.task_end_offsets))
+
+
+def _check_tasks_exist(conf: ConfiguredTopology, req: Any) -> None:
+    """Kafka's throwIfRequestContainsInvalidTasks, once the topology is configured: every task a
+    member says it owns is one of the topology's."""
+    for owned in (req.active_tasks, req.standby_tasks, req.warmup_tasks):
+        for t in owned or []:
+            count = conf.tasks.get(t.subtopology_id)
+            if count is None:
+                raise _invalid(f"Subtopology {t.subtopology_id} does not exist in the topology.")
+            for p in t.partitions:
+                if not 0 <= p < count:
+                    raise _invalid(f"Task {p} for subtopology {t.subtopology_id} is invalid. Number of tasks for "
+                                   f"this subtopology: {count}")
+
+
+def missing_client_tags(assignment_configs: Mapping[str, str], member: StreamsMember) -> list[str]:
+    """The client tags the group's rack.aware.assignment.tags names that the member does not send."""
+    value = assignment_configs.get("rack.aware.assignment.tags", "").strip()
+    if not value:
+        return []
+    have = {k for k, _ in member.client_tags}
+    return [tag for tag in (t.strip() for t in value.split(",")) if tag not in have]
+
+
+def assignor_members(members: Mapping[str, StreamsMember],
+                     offsets: Mapping[str, MemberTaskOffsets]) -> list[AssignorMember]:
+    """What the assignor is given of each member, as Kafka gives it: the tasks it holds now, and
+    the task offsets it last reported."""
+    return [AssignorMember(mid, m.process_id, m.assigned,
+                           offsets[mid].offsets if mid in offsets else {})
+            for mid, m in members.items()]
+
+
 def _response_tasks(tasks: Tasks) -> list[Any]:
     return [_R.TaskIds(subtopology_id=s, partitions=sorted(p)) for s, p in sorted(tasks.items()) if p]
 
@@ -198,6 +255,7 @@ class Heartbeat:
         self.out = Result()
         self.records: list[Any] = []
         self.replaced: str | None = None  # the static member a rejoining instance took over
+        self.task_offsets: MemberTaskOffsets | None = None  # what this heartbeat reports, kept once it is answered
 
     def run(self) -> Result:
         req = self.req
@@ -227,6 +285,9 @@ class Heartbeat:
                                  instance_id=req.instance_id, process_id=req.process_id)
         for record in self.records:
             self.st.emit(self.out, record)
+        group = self.streams.groups.get(req.group_id)
+        if self.task_offsets is not None and group is not None and req.member_id in group.members:
+            group.task_offsets[req.member_id] = self.task_offsets
         topology_description.maybe_require(self.st, self.streams.groups.get(req.group_id), self.ctx,
                                            req.member_epoch, response, self.now)
         note_transition(self.st, self.out, req.group_id, before,
@@ -330,6 +391,9 @@ class Heartbeat:
             epoch += 1
             self.records.append(rec.group_epoch(group, epoch, new_hash, group_topology_epoch
                                                 if conf is not None and not conf.statuses else -1, assignment_configs))
+        if conf is not None and not conf.statuses:
+            _check_tasks_exist(conf, req)
+        self.task_offsets = reported_offsets(req, group.task_offsets.get(member_id, MemberTaskOffsets()))
         if conf is not None and conf.to_create:
             self.streams.to_create.extend(conf.to_create)
 
@@ -396,6 +460,12 @@ class Heartbeat:
             group.shutdown_requested_by = member_id
         if group.shutdown_requested_by is not None:
             statuses.append((SHUTDOWN_APPLICATION, _shutdown_detail(group.shutdown_requested_by)))
+        # Version 0 clients do not know the status (Kafka tells it from version 1 only).
+        missing = missing_client_tags(assignment_configs, updated) if ctx.api_version >= 1 else []
+        if missing:
+            statuses.append((MISSING_CLIENT_TAGS, "Missing required client tags for rack-aware standby assignment: "
+                             f"[{', '.join(missing)}]. Configure them via 'client.tag.<tagKey>' in your Streams "
+                             "config."))
         response = _R(
             error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
             member_epoch=reconciled.member_epoch, heartbeat_interval_ms=cfg.streams_heartbeat_interval_for(gid),
@@ -442,8 +512,11 @@ class Heartbeat:
     def _new_target(self, group: StreamsGroup, epoch: int, members: dict[str, StreamsMember],
                     conf: ConfiguredTopology | None, num_standby: int) -> dict[str, TaskAssignment]:
         counts = {} if conf is None or conf.statuses_block_assignment else conf.tasks
-        inputs = [AssignorMember(mid, m.process_id, group.targets.get(mid, m.assigned))
-                  for mid, m in members.items()]
+        offsets = dict(group.task_offsets)
+        if self.task_offsets is not None:
+            offsets[self.req.member_id] = self.task_offsets
+        offsets.pop(self.replaced or "", None)
+        inputs = assignor_members(members, offsets)
         targets = assign(inputs, counts, num_standby, () if conf is None else conf.stateful)
         gid = group.group_id
         for mid, target in sorted(targets.items()):
@@ -541,7 +614,7 @@ def remove_members(st: CoordinatorState, out: Result, group: StreamsGroup, membe
     remaining = {mid: m for mid, m in group.members.items() if mid not in member_ids}
     conf = configured(st, group)
     counts = {} if conf is None or conf.statuses_block_assignment else conf.tasks
-    inputs = [AssignorMember(mid, m.process_id, group.targets.get(mid, m.assigned)) for mid, m in remaining.items()]
+    inputs = assignor_members(remaining, group.task_offsets)
     # Assigned with the configs of the group's last epoch, as Kafka's fencing keeps them.
     num_standby = _standby(group.last_assignment_configs or st.config.streams_assignment_configs_for(gid))
     targets = assign(inputs, counts, num_standby, () if conf is None else conf.stateful)

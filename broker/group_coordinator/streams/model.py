@@ -39,6 +39,17 @@ class TaskAssignment:
 
 
 @dataclass(frozen=True)
+class MemberTaskOffsets:
+    """The task offsets a member last reported (KIP-1071: the sums of each task's changelog offsets,
+    and of their end offsets), subtopology -> partition -> offset. Soft state, as in Kafka: never
+    written, gone with the member or a restart, and sent again by the member every
+    task.offset.interval.ms."""
+
+    offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+    end_offsets: dict[str, dict[int, int]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class StreamsMember:
     member_id: str
     member_epoch: int = 0
@@ -109,6 +120,8 @@ class StreamsGroup:
     # (topology epoch, attempts, not before this time).
     description: tuple[int, Description] | None = None
     description_backoff: tuple[int, int, int] | None = None
+    # Soft state: each member's last reported task offsets (member id -> offsets).
+    task_offsets: dict[str, MemberTaskOffsets] = field(default_factory=dict)
 
     def state_name(self) -> str:
         """Kafka's StreamsGroup.StreamsGroupState as describe and list show it."""

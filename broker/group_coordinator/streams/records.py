@@ -147,6 +147,7 @@ def replay(groups: dict[str, StreamsGroup], record: StreamsGroupRecord) -> None:
     elif isinstance(record, StreamsGroupMemberMetadataRecord):
         if value is None:
             group.members.pop(record.member_id, None)
+            group.task_offsets.pop(record.member_id, None)  # reported offsets go with the member
         else:
             old = group.members.get(record.member_id) or StreamsMember(record.member_id)
             endpoint = None if value.user_endpoint is None else (value.user_endpoint.host, value.user_endpoint.port)
