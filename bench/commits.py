@@ -39,6 +39,15 @@ DISTINCT_REQUESTS = 64  # per connection, with different offsets and correlation
 Committer = tuple[str, int, str]  # group, generation (-1 for a simple consumer), member id
 
 
+def create_commit_topic(port: int) -> None:
+    """The topic every committer commits to: a commit to a topic the broker does not know is answered
+    UNKNOWN_TOPIC_OR_PARTITION without a write, which would measure the error path."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{port}"})
+    admin.create_topics([NewTopic("bench", 16, 1)])["bench"].result(30)
+
+
 def commit_frames(committer: Committer, conn: int) -> list[bytes]:
     group, generation, member = committer
     frames = []
@@ -174,10 +183,7 @@ def main() -> None:
     args = parser.parse_args()
     broker = Broker(log_flush_policy=args.flush)
     try:
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{broker.port}"})
-        admin.create_topics([NewTopic("bench", 16, 1)])["bench"].result(10)
+        create_commit_topic(broker.port)
 
         async def join_all() -> list[Committer]:
             joined = []

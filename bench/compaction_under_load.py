@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.commits import generate
+from bench.commits import create_commit_topic, generate
 from bench.harness import Broker
 from bench.load import PARTITION, write
 from broker.group_coordinator.partitioning import partition_for
@@ -43,10 +43,7 @@ def main() -> None:
     print(f"wrote {records:,} records ({args.mb} MB) in {time.perf_counter() - started:.1f} s")
     broker = Broker(seed, log_cleaner_backoff_ms=500, log_cleaner_min_cleanable_ratio=0.1, log_level="INFO")
     try:
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{broker.port}"})
-        admin.create_topics([NewTopic("bench", 16, 1)])["bench"].result(10)
+        create_commit_topic(broker.port)
         assert partition_for("bench-simple-0") != 0, "the measured group must live on another shard"
         during: list[float] = []
         rounds = 0

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import trio
 
-from bench.commits import run_case
+from bench.commits import create_commit_topic, run_case
 from bench.groups import heartbeat_rate
 from bench.harness import ROOT, Broker
 from testkit.etcd import EtcdProcess
@@ -54,6 +54,7 @@ def measure(root: Path | None, load: str, seconds: float, out: Path,
                                        "etcd_endpoints": etcd.endpoint}
     Broker.__init__(broker, root=root, log_flush_policy="sync", **cluster)
     try:
+        create_commit_topic(broker.port)
         run_case(broker, [("warm-up", -1, "")], 1, 1)
         os.kill(broker.pid, signal.SIGUSR2)
         time.sleep(0.2)
