@@ -68,7 +68,6 @@ from broker.handlers.topology import TopologyApis
 from broker.handlers.transactions import (
     ADD_PARTITIONS_MAX_VERSION,
     END_TXN_MAX_VERSION,
-    INIT_PRODUCER_ID_MAX_VERSION,
     TransactionApis,
 )
 from broker.handlers.write_txn_markers import WriteTxnMarkersApi
@@ -308,7 +307,7 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
             authorize=checks.cluster_alter, refuse=refusals.alter_replica_log_dirs, versions=(1, 2)),
         # ---- transactions ----------------------------------------------------------------------
         api(InitProducerIdRequest, t.init_producer_id, authorize=checks.init_producer_id,
-            refuse=refusals.init_producer_id, versions=(0, INIT_PRODUCER_ID_MAX_VERSION)),
+            refuse=refusals.init_producer_id, versions=(0, t.init_producer_id_max_version)),
         api(AddPartitionsToTxnRequest, t.add_partitions,
             authorize=checks.add_partitions_to_txn, refuse=refusals.add_partitions_to_txn,
             versions=(0, ADD_PARTITIONS_MAX_VERSION)),

@@ -735,7 +735,10 @@ class RequestChecks:
     def init_producer_id(self, req: Request[InitProducerIdRequest], refuse: Refuse[InitProducerIdRequest]) -> bool:
         txn_id = req.body.transactional_id
         if txn_id is not None:
-            if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id):
+            # A two-phase commit participant (KIP-939) needs TwoPhaseCommit on the id besides Write.
+            if self.allowed(req, Operation.WRITE, ResourceType.TRANSACTIONAL_ID, txn_id) and (
+                    not req.body.enable2_pc
+                    or self.allowed(req, Operation.TWO_PHASE_COMMIT, ResourceType.TRANSACTIONAL_ID, txn_id)):
                 return False
             return self._deny(req, InitProducerIdResponse(error_code=TXN_DENIED, producer_id=-1, producer_epoch=-1))
         if self.authorizer.authorize(req.principal, req.client_host, Operation.IDEMPOTENT_WRITE,

@@ -4,7 +4,8 @@ DescribeTransactions and ListTransactions (TxnOffsetCommit goes to the group coo
 
 InitProducerId without a transactional id gets a fresh producer id at epoch 0 on every call, as
 Kafka answers idempotent producers (an epoch bump request gets a new id too); with one, the
-transaction coordinator's answer. v6 (KIP-939, unstable in Kafka) is not advertised.
+transaction coordinator's answer. v6 (two-phase commit participants, KIP-939) is marked unstable in
+Kafka 4.4, which advertises it only with ``unstable.api.versions.enable``: so does kcoord.
 
 Every answer leaves once the records of the operation, and whatever was queued before them on
 the transactional id's ``__transaction_state`` partition, are durable. While the coordinator loads
@@ -40,6 +41,7 @@ END_TXN_MAX_VERSION = 5
 END_TXN_V2_VERSION = 5
 ADD_PARTITIONS_MAX_VERSION = 5
 INIT_PRODUCER_ID_MAX_VERSION = 5
+INIT_PRODUCER_ID_UNSTABLE_VERSION = 6  # Enable2Pc and KeepPreparedTxn (KIP-939)
 
 TopicResult = AddPartitionsToTxnResponse.TopicResult
 AddPartitionsTransaction = AddPartitionsToTxnRequest.Transaction
@@ -66,7 +68,12 @@ class TransactionApis:
     """The transaction coordinator's APIs, over its service (broker/transactions/service.py)."""
 
     def __init__(self, service: TransactionService, catalog: TopicCatalog, offsets_partitions: int,
-                 producer_ids: ProducerIdAllocator, clock: Callable[[], int]) -> None:
+                 producer_ids: ProducerIdAllocator, clock: Callable[[], int], *,
+                 unstable_api_versions: bool = False) -> None:
+        """``unstable_api_versions``: ``unstable.api.versions.enable``, which advertises
+        InitProducerId v6 as Kafka 4.4 does."""
+        self.init_producer_id_max_version = (INIT_PRODUCER_ID_UNSTABLE_VERSION if unstable_api_versions
+                                             else INIT_PRODUCER_ID_MAX_VERSION)
         self.service = service
         self.catalog = catalog
         self.offsets_partitions = offsets_partitions
@@ -95,7 +102,7 @@ class TransactionApis:
             return
         def op(shard: TransactionCoordinatorShard, now: int) -> TxnResult:
             return shard.init_producer_id(txn_id, body.transaction_timeout_ms, body.producer_id, body.producer_epoch,
-                                          now)
+                                          now, enable_two_phase=body.enable2_pc, keep_prepared=body.keep_prepared_txn)
 
         def done(result: TxnResult, ok: bool) -> None:
             if not ok:

@@ -41,6 +41,7 @@ class Operation(IntEnum):
     IDEMPOTENT_WRITE = 12
     CREATE_TOKENS = 13
     DESCRIBE_TOKENS = 14
+    TWO_PHASE_COMMIT = 15  # on a transactional id: InitProducerId with Enable2Pc (KIP-939)
 
 
 class Permission(IntEnum):
@@ -69,7 +70,7 @@ OPERATIONS_OF: dict[int, tuple[Operation, ...]] = {
                          Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS),
     ResourceType.GROUP: (Operation.READ, Operation.DELETE, Operation.DESCRIBE, Operation.DESCRIBE_CONFIGS,
                          Operation.ALTER_CONFIGS),
-    ResourceType.TRANSACTIONAL_ID: (Operation.WRITE, Operation.DESCRIBE),
+    ResourceType.TRANSACTIONAL_ID: (Operation.WRITE, Operation.DESCRIBE, Operation.TWO_PHASE_COMMIT),
     ResourceType.CLUSTER: (Operation.CREATE, Operation.ALTER, Operation.DESCRIBE, Operation.CLUSTER_ACTION,
                            Operation.DESCRIBE_CONFIGS, Operation.ALTER_CONFIGS, Operation.IDEMPOTENT_WRITE),
 }

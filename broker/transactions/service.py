@@ -64,11 +64,13 @@ class TransactionService(Coordinator[TransactionCoordinatorShard, TxnResult]):
                  num_partitions: int, log_config: LogConfig, clock: Callable[[], int],
                  id_expiry_check_interval_ms: int = 3_600_000, *,
                  max_timeout_ms: int, id_expiration_ms: int, cluster: ClusterNode | None = None,
-                 transaction_version: int = 2) -> None:
+                 transaction_version: int = 2, two_phase_commit: bool = False) -> None:
         """``transaction_version``: the cluster's finalized ``transaction.version`` (the records'
-        version, and the protocol of the aborts the coordinator starts itself)."""
+        version, and the protocol of the aborts the coordinator starts itself);
+        ``two_phase_commit``: ``transaction.two.phase.commit.enable`` (KIP-939)."""
         self.logs = logs_runtime
         self.transaction_version = transaction_version
+        self.two_phase_commit = two_phase_commit
         self.cluster = cluster
         self.new_producer_id = new_producer_id
         self.max_timeout_ms = max_timeout_ms
@@ -88,7 +90,7 @@ class TransactionService(Coordinator[TransactionCoordinatorShard, TxnResult]):
     def new_shard(self, index: int) -> TransactionCoordinatorShard:
         return TransactionCoordinatorShard(index, self.new_producer_id, self.max_timeout_ms, self.id_expiration_ms,
                                            self.id_expiry_check_interval_ms,
-                                           self.transaction_version)
+                                           self.transaction_version, two_phase_commit=self.two_phase_commit)
 
     # ---- routing ------------------------------------------------------------------------------
 

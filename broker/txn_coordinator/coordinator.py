@@ -35,6 +35,7 @@ from broker.txn_coordinator.metadata import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     PREPARING,
+    TWO_PHASE_TIMEOUT_MS,
     TopicPartition,
     TxnMetadata,
     TxnState,
@@ -87,13 +88,16 @@ _LAST_EPOCH = 32767  # Short.MAX_VALUE
 
 class TransactionCoordinator:
     def __init__(self, new_producer_id: Callable[[], int], max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS,
-                 id_expiration_ms: int = DEFAULT_ID_EXPIRATION_MS, transaction_version: int = TV2) -> None:
+                 id_expiration_ms: int = DEFAULT_ID_EXPIRATION_MS, transaction_version: int = TV2, *,
+                 two_phase_commit: bool = False) -> None:
         """``new_producer_id()`` hands out a producer id never used before (the broker's allocator);
-        ``transaction_version`` is the cluster's finalized ``transaction.version``."""
+        ``transaction_version`` is the cluster's finalized ``transaction.version``;
+        ``two_phase_commit``: ``transaction.two.phase.commit.enable`` (KIP-939 participants allowed)."""
         self.new_producer_id = new_producer_id
         self.max_timeout_ms = max_timeout_ms
         self.id_expiration_ms = id_expiration_ms
         self.transaction_version = transaction_version
+        self.two_phase_commit = two_phase_commit
         self.txns: dict[str, TxnMetadata] = {}
 
     # ---- persistence ------------------------------------------------------------------------
@@ -124,12 +128,27 @@ class TransactionCoordinator:
     # ---- InitProducerId ---------------------------------------------------------------------
 
     def init_producer_id(self, txn_id: str, timeout_ms: int, expected_pid: int, expected_epoch: int,
-                         now: int) -> TxnResult:
+                         now: int, *, enable_two_phase: bool = False, keep_prepared: bool = False) -> TxnResult:
+        """InitProducerId; ``enable_two_phase`` and ``keep_prepared`` are v6's ``Enable2Pc`` and
+        ``KeepPreparedTxn`` (KIP-939), answered in Kafka 4.4's order: two-phase commit asked of a
+        coordinator that does not allow it is TRANSACTIONAL_ID_AUTHORIZATION_FAILED; keeping the
+        prepared transaction is UNSUPPORTED_VERSION (Kafka 4.4 has no recovery of a prepared
+        transaction by a new producer: it refuses the flag before looking at the id); a
+        participant's transaction takes no timeout (any asked is accepted, TWO_PHASE_TIMEOUT_MS
+        stored) and is never timed out, only ended by its producer or fenced by a new one."""
         out = TxnResult()
         if not txn_id:
             out.error = ErrorCode.INVALID_REQUEST
             return out
-        if not 0 < timeout_ms <= self.max_timeout_ms:
+        if enable_two_phase and not self.two_phase_commit:
+            out.error = ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            return out
+        if keep_prepared:
+            out.error = ErrorCode.UNSUPPORTED_VERSION
+            return out
+        if enable_two_phase:
+            timeout_ms = TWO_PHASE_TIMEOUT_MS
+        elif not 0 < timeout_ms <= self.max_timeout_ms:
             out.error = ErrorCode.INVALID_TRANSACTION_TIMEOUT
             return out
         expected = expected_pid != NO_PRODUCER_ID or expected_epoch != NO_PRODUCER_EPOCH
@@ -229,7 +248,8 @@ class TransactionCoordinator:
         if meta.state is not TxnState.ONGOING:
             meta.start_ms = now
             meta.state = TxnState.ONGOING
-            out.timers.append(timeout_timer(meta))
+            # A participant's transaction has no timeout; an earlier transaction's timer goes.
+            out.timers.append(CancelTimer(TIMEOUT_KEY + txn_id) if meta.two_phase else timeout_timer(meta))
         meta.client_transaction_version = TV2 if tv2 else 0
         meta.partitions |= wanted
         meta.last_update_ms = now
@@ -351,16 +371,18 @@ class TransactionCoordinator:
     def timeout_timers(self) -> list[SetTimer]:
         """A timer per open transaction, due at its start plus its timeout (after a load: the
         transactions the log left open)."""
-        return [timeout_timer(meta) for meta in self.txns.values() if meta.state is TxnState.ONGOING]
+        return [timeout_timer(meta) for meta in self.txns.values()
+                if meta.state is TxnState.ONGOING and not meta.two_phase]
 
     def time_out(self, txn_id: str, now: int) -> TxnResult:
         """A transaction's timeout timer fired: if it is still open it is aborted, its producer
         fenced (Kafka's abortTimedOutTransactions). The timer was armed when the transaction
         began and elapsed on the steady clock, so a wall clock stepped ahead aborts nothing early
-        (Kafka compares wall-clock times and would abort every open transaction at once)."""
+        (Kafka compares wall-clock times and would abort every open transaction at once). A
+        two-phase commit participant's transaction is never timed out (KIP-939)."""
         out = TxnResult()
         meta = self.txns.get(txn_id)
-        if meta is not None and meta.state is TxnState.ONGOING:
+        if meta is not None and meta.state is TxnState.ONGOING and not meta.two_phase:
             self._fence_and_abort(out, meta, now)
         return out
 

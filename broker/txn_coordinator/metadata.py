@@ -13,6 +13,10 @@ NO_PRODUCER_EPOCH = -1
 # Kafka rotates the producer id before the epoch reaches Short.MaxValue (the last one is kept
 # for fencing: TransactionMetadata.isEpochExhausted).
 MAX_PRODUCER_EPOCH = 32766
+# A two-phase commit participant's transaction (KIP-939) has no timeout: Kafka stores
+# Integer.MAX_VALUE as its timeout and tells such a transaction by that value alone
+# (TransactionMetadata.isDistributedTwoPhaseCommitTxn), so a log replayed knows it too.
+TWO_PHASE_TIMEOUT_MS = 2_147_483_647
 
 TopicPartition = tuple[str, int]
 
@@ -74,6 +78,11 @@ class TxnMetadata:
     # (allocated when the epoch is exhausted), and the protocol its client speaks (0 or 2).
     next_producer_id: int = NO_PRODUCER_ID
     client_transaction_version: int = 0
+
+    @property
+    def two_phase(self) -> bool:
+        """A transaction of a two-phase commit participant: never timed out by the coordinator."""
+        return self.timeout_ms == TWO_PHASE_TIMEOUT_MS
 
     def to_record(self, version: int = 0) -> TransactionRecord:
         """The record of this metadata, its value at ``version`` (1: the flexible one, with the

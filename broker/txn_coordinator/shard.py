@@ -23,8 +23,10 @@ EXPIRE_IDS_KEY = "remove-expired-transactional-ids"
 class TransactionCoordinatorShard(TransactionCoordinator):
     def __init__(self, partition: int, new_producer_id: Callable[[], int],
                  max_timeout_ms: int = DEFAULT_MAX_TIMEOUT_MS, id_expiration_ms: int = DEFAULT_ID_EXPIRATION_MS,
-                 id_expiry_check_interval_ms: int = 3_600_000, transaction_version: int = 2) -> None:
-        super().__init__(new_producer_id, max_timeout_ms, id_expiration_ms, transaction_version)
+                 id_expiry_check_interval_ms: int = 3_600_000, transaction_version: int = 2, *,
+                 two_phase_commit: bool = False) -> None:
+        super().__init__(new_producer_id, max_timeout_ms, id_expiration_ms, transaction_version,
+                         two_phase_commit=two_phase_commit)
         self.partition = partition
         self.id_expiry_check_interval_ms = id_expiry_check_interval_ms
 

@@ -52,6 +52,8 @@ class TransactionLogValue(MessageData, metaclass=_TransactionLogValueMessage):
     """int64; versions 1+; tag 1; default -1."""
     producer_epoch: int
     """int16; versions 0+."""
+    next_producer_epoch: int
+    """int16; versions 1+; tag 3; default -1."""
     transaction_timeout_ms: int
     """int32; versions 0+."""
     transaction_status: int
@@ -72,6 +74,7 @@ class TransactionLogValue(MessageData, metaclass=_TransactionLogValueMessage):
         previous_producer_id: int = -1,
         next_producer_id: int = -1,
         producer_epoch: int = 0,
+        next_producer_epoch: int = -1,
         transaction_timeout_ms: int = 0,
         transaction_status: int = 0,
         transaction_partitions: list[TransactionLogValue.PartitionsSchema] | None = ...,
