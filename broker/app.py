@@ -284,7 +284,8 @@ class BrokerApp:
             c.get_int("transactions.remove.expired.transaction.cleanup.interval.ms"),
             max_timeout_ms=c.get_int("transaction.max.timeout.ms"),
             id_expiration_ms=c.get_int("transactional.id.expiration.ms"), cluster=self.cluster,
-            transaction_version=c.get_int("transaction.version"))
+            transaction_version=c.get_int("transaction.version"),
+            two_phase_commit=c.get_bool("transaction.two.phase.commit.enable"))
         # The share coordinator (__share_group_state) runs on the coordinator runtime; share
         # partitions are served on one node for now (in a cluster ShareFetch and the rest are not).
         # Each share group obeys its own share.* group configs over the broker's group.share.*.
@@ -384,7 +385,8 @@ class BrokerApp:
             records=RecordApis(self.topic_logs, self.catalog, self.view),
             log_dirs=LogDirApis(self.data_dir, self.topic_logs, self.catalog),
             transactions=TransactionApis(self.transactions, self.catalog, offsets_partitions,
-                                         self.topic_logs.producer_ids, self.clock),
+                                         self.topic_logs.producer_ids, self.clock,
+                                         unstable_api_versions=c.get_bool("unstable.api.versions.enable")),
             sasl=SaslApis(security.sasl_listeners, security.credentials, c.get_int("connections.max.reauth.ms"),
                           c.get_int("connection.failed.authentication.delay.ms") / 1000, security.tokens),
             scram=ScramCredentialApis(security.credentials, security.etcd_store, self.logs),

@@ -124,6 +124,9 @@ PROPERTIES: tuple[Property, ...] = (
              "transaction (KIP-890 part 2); 1 and 2 write __transaction_state values at their flexible version; "
              "0 is the original protocol. Every level is served to the clients that speak it.",
              minimum=0, maximum=2),
+    Property("transaction.two.phase.commit.enable", bool, False, "Allow producers to take part in two-phase "
+             "commit (KIP-939: InitProducerId v6 with Enable2Pc, their transactions never timed out); a producer "
+             "asking for it otherwise is refused TRANSACTIONAL_ID_AUTHORIZATION_FAILED, as in Kafka."),
     Property("transaction.partition.verification.enable", bool, True, "Take the first transactional batch of "
              "a transaction on a partition only if the transaction coordinator has the partition in that "
              "transaction (KIP-890 part 1); refused, it answers INVALID_TXN_STATE."),
@@ -230,6 +233,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property("group.events.retention.ms", int, 604800000, "Time retention of __kcoord_group_events.",
              minimum=1),
     Property("auto.create.topics.enable", bool, True, "Create unknown topics on Metadata/Produce requests."),
+    Property("unstable.api.versions.enable", bool, False, "Advertise the API versions Kafka 4.4 marks unstable, "
+             "as Kafka does with this property: InitProducerId v6 (two-phase commit participants, KIP-939)."),
     Property("num.partitions", int, 1, "Partitions of an auto-created topic.", minimum=1),
     Property("log.flush.policy", str, "sync", "sync: fdatasync before acknowledging; interval: flush every "
              "log.flush.interval.ms and acknowledge after the write.", choices=("sync", "interval")),
