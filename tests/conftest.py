@@ -208,24 +208,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """xdist's scope scheduling, with the scopes above (largest first)."""
-    from xdist.scheduler import LoadScopeScheduling
+    """xdist's scope scheduling, with the units above, that survives a worker ended mid-test
+    (faulthandler_timeout above; testkit/xdist_scheduling.py)."""
+    from testkit.xdist_scheduling import SharedProcessScheduling
 
-    class SharedProcessScheduling(LoadScopeScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return test_group(nodeid)
-
-        def remove_node(self, node: Any) -> str | None:
-            """A test that ended its worker (faulthandler_timeout above) is reported failed once;
-            the rest of its unit goes to the next worker. xdist's own would hand that unit over with
-            the test still pending: each next worker would run it, and hang, again."""
-            workload = self.assigned_work.get(node, {})
-            crashed = next((nodeid for unit in workload.values() for nodeid, done in unit.items() if not done),
-                           None)
-            for unit in workload.values():
-                if crashed in unit:
-                    unit[crashed] = True
-            super().remove_node(node)
-            return crashed
-
-    return SharedProcessScheduling(config, log)
+    return SharedProcessScheduling(config, log, test_group)
