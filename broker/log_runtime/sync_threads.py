@@ -20,14 +20,20 @@ Job = tuple[Callable[[], None], Callable[[BaseException | None], None]] | None
 
 class SyncThreads:
     def __init__(self, count: int, name: str = "kcoord-sync") -> None:
-        self.jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
-        self.threads = [threading.Thread(target=self._work, name=f"{name}-{i}", daemon=True) for i in range(count)]
+        # A queue per thread, not one shared: a put on a queue several threads wait on wakes two of
+        # them (CPython's SimpleQueue passes its lock on to the next waiter), and the one with
+        # nothing to do still takes the GIL from the event loop on its way back to sleep; on the
+        # path of one commit in flight that was a few GIL hand-offs per request.
+        self.queues: list[queue.SimpleQueue[Job]] = [queue.SimpleQueue() for _ in range(count)]
+        self.threads = [threading.Thread(target=self._work, args=(q,), name=f"{name}-{i}", daemon=True)
+                        for i, q in enumerate(self.queues)]
+        self.next = 0
         for t in self.threads:
             t.start()
 
-    def _work(self) -> None:
+    def _work(self, jobs: queue.SimpleQueue[Job]) -> None:
         while True:
-            job = self.jobs.get()
+            job = jobs.get()
             if job is None:
                 return
             fn, done = job
@@ -69,11 +75,16 @@ class SyncThreads:
         if not fns:
             on_done([])
             return
+        # Submissions rarely overlap (the log runtime runs one pass at a time), so the first job
+        # goes to the first thread, keeping one thread warm; overlapping ones rotate.
+        count = len(self.queues)
         for i, fn in enumerate(fns):
-            self.jobs.put((fn, done_at(i)))
+            self.queues[(self.next + i) % count].put((fn, done_at(i)))
+        if len(fns) > 1:
+            self.next = (self.next + len(fns)) % count
 
     def close(self) -> None:
-        for _ in self.threads:
-            self.jobs.put(None)
+        for q in self.queues:
+            q.put(None)
         for t in self.threads:
             t.join(timeout=10)

@@ -77,3 +77,35 @@ async def test_an_idle_thread_keeps_nothing_of_its_last_job() -> None:
         assert alive() is None
     finally:
         threads.close()
+
+
+@pytest.mark.trio
+async def test_more_jobs_than_threads_and_overlapping_submissions_all_complete() -> None:
+    """Each thread has a queue of its own: jobs beyond the thread count wait in those queues, and a
+    submission made while another is running is not lost behind it."""
+    threads = SyncThreads(2, name="test-sync")
+    gate = threading.Event()
+    ran: list[str] = []
+    finished: list[list[BaseException | None]] = []
+    both = trio.Event()
+
+    def on_done(results: list[BaseException | None]) -> None:
+        finished.append(results)
+        if len(finished) == 2:
+            both.set()
+
+    def held(i: int) -> None:
+        gate.wait(5)
+        ran.append(f"a{i}")
+
+    try:
+        threads.submit([lambda i=i: held(i) for i in range(5)], on_done)
+        threads.submit([lambda: ran.append("b0")], on_done)
+        gate.set()
+        with trio.fail_after(10):
+            await both.wait()
+        assert sorted(ran) == ["a0", "a1", "a2", "a3", "a4", "b0"]
+        assert sorted(len(r) for r in finished) == [1, 5]
+        assert all(e is None for r in finished for e in r)
+    finally:
+        threads.close()
