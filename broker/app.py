@@ -343,8 +343,8 @@ class BrokerApp:
         self.router.raw_sasl_token = self.handlers.sasl.raw_token
         authorizer = self.security.authorizer
         self.table = api_table(self.handlers)
-        self.router.install(router_apis(self.table, None if authorizer is None else
-                                        RequestChecks(self.catalog, authorizer, self.peer_secret)))
+        self.checks = None if authorizer is None else RequestChecks(self.catalog, authorizer, self.peer_secret)
+        self.router.install(router_apis(self.table, self.checks))
         self.metrics_port: int | None = None
         self.console_port: int | None = None
 
@@ -463,7 +463,7 @@ class BrokerApp:
                                        self.config.listener.host)
         if endpoint is None:
             return
-        from broker.console.server import reading_through, serve_console
+        from broker.console.server import ActionRules, reading_through, serve_console
 
         bootstrap, listeners = reading_through(self.config.listeners, self.view.advertised_by_listener)
         if bootstrap is None:
@@ -471,7 +471,10 @@ class BrokerApp:
             logs.warn("console.unavailable", reason="no PLAINTEXT listener to read the cluster through")
             return
         try:
-            self.console_port = await nursery.start(serve_console, *endpoint, bootstrap, listeners, self.lag.render)
+            rules = ActionRules(self.config.get_bool("console.actions.enable"), self.checks, self.table,
+                                self.security.credentials.check_password)
+            self.console_port = await nursery.start(serve_console, *endpoint, bootstrap, listeners, self.lag.render,
+                                                    rules)
         except OSError as exc:
             # As for metrics: a busy port must not keep the broker from serving clients.
             logs.warn("console.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))

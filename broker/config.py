@@ -252,9 +252,12 @@ PROPERTIES: tuple[Property, ...] = (
              minimum=0),
     Property("log.cleaner.min.cleanable.ratio", float, 0.5, "Dirty ratio that triggers compaction."),
     Property("message.max.bytes", int, 1048588, "Largest record batch accepted by Produce.", minimum=1),
-    Property("console.listener", str, "http://:9465", "The console, a read-only web view of the cluster and its "
+    Property("console.listener", str, "http://:9465", "The console, a web view of the cluster and its "
              "groups (docs/console.md); without a host it listens on the host of listeners (loopback by "
              "default); empty disables it."),
+    Property("console.actions.enable", bool, False, "Let the console reset a group's offsets, delete its "
+             "offsets and delete an empty group, for a user signed in with its SCRAM credentials and allowed "
+             "the equivalent Kafka API by the ACLs (docs/console.md); off, the console is read-only."),
     Property("metrics.listener", str, "http://:9464", "Prometheus endpoint (path /metrics); without a host "
              "it listens on the host of listeners (loopback by default); empty disables it."),
     Property("metrics.lag.groups", str, ".*", "Groups whose lag is exported (kafka_consumergroup_*): "

@@ -43,9 +43,9 @@ def group_href(group_id: str) -> str:
     return "/groups/" + quote(group_id, safe="")
 
 
-def layout(title: str, live: str, fragment: str, version: str = "") -> str:
+def layout(title: str, live: str, fragment: str, version: str = "", after: str = "") -> str:
     """A whole page: navigation, and ``fragment`` (whose version is ``version``) in the ``<main>``
-    the live stream ``live`` updates."""
+    the live stream ``live`` updates, then ``after`` (which live updates leave alone)."""
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
             f"<title>{escape(title)} \u00b7 kcoord</title>"
@@ -54,7 +54,7 @@ def layout(title: str, live: str, fragment: str, version: str = "") -> str:
             "<a href=\"/groups\">Groups</a><a href=\"/metrics\">Metrics</a></nav>"
             "<span id=\"status\" class=\"status\">static</span></header>"
             f"<main id=\"live\" data-live=\"{escape(live)}\" data-version=\"{escape(version)}\">{fragment}</main>"
-            "<script src=\"/static/console.js\"></script></body></html>")
+            f"{after}<script src=\"/static/console.js\"></script></body></html>")
 
 
 def error_page(status: int, message: str) -> str:
@@ -201,3 +201,45 @@ def group(state: GroupState) -> str:
             f"<h2>Membership changes</h2>{changes}</section>"
             f'<aside class="doctor"><h2>Doctor</h2>{_findings(mine)}</aside></div>'
             f"<section><h2>Members</h2>{members}</section><section><h2>Offsets and lag</h2>{offsets}</section>")
+
+
+# ---- actions ---------------------------------------------------------------------------------
+
+def action_forms(group_id: str) -> str:
+    """The forms of a group's actions (outside the live ``<main>``: an update must not wipe out
+    what someone is typing). Each posts to ``/actions/<name>``, which asks for credentials."""
+    hidden = f'<input type="hidden" name="group" value="{escape(group_id)}">'
+    login = escape("/login?" + urlencode({"next": group_href(group_id)}))
+    targets = "".join(f'<option value="{v}">{label}</option>' for v, label in (
+        ("earliest", "earliest"), ("latest", "latest"), ("datetime", "a time (YYYY-MM-DDTHH:mm:SS, UTC with Z)"),
+        ("shift", "a shift by N records"), ("offset", "an offset")))
+    return (f'<section class="actions" id="actions"><h2>Actions</h2>'
+            f"<p>Run as <code>kcoord groups</code> would run them for you: <a href=\"{login}\">sign in</a> "
+            "with a user of this broker; the ACLs of the equivalent Kafka API apply. Offsets are reset only "
+            "while the group has no members.</p>"
+            f'<form class="action" id="reset-offsets" method="post" action="/actions/reset-offsets">{hidden}'
+            '<h3>Reset offsets</h3><label>topic <input name="topic" placeholder="all topics, or topic, or '
+            f'topic:0,1"></label> <label>to <select name="to">{targets}</select></label> '
+            '<label>value <input name="value" placeholder="time, shift or offset"></label> '
+            "<button>Reset</button></form>"
+            f'<form class="action" id="delete-offsets" method="post" action="/actions/delete-offsets">{hidden}'
+            '<h3>Delete offsets</h3><label>topic <input name="topic" placeholder="topic, or topic:0,1"></label> '
+            "<button>Delete offsets</button></form>"
+            f'<form class="action" id="delete-group" method="post" action="/actions/delete-group">{hidden}'
+            "<h3>Delete the group</h3><p>Its offsets and the group itself; only an empty group.</p>"
+            "<button>Delete group</button></form></section>")
+
+
+def action_result(status: int, action: str, group_id: str, principal: str, summary: str, output: str) -> str:
+    """The page an action answers with: how it ended, and what ``kcoord groups`` printed."""
+    back = escape(group_href(group_id))
+    css = "ok" if status == 200 else "error"
+    pre = f'<pre id="output">{escape(output)}</pre>' if output.strip() else ""
+    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+            f"<title>{escape(action)} \u00b7 kcoord</title><link rel=\"stylesheet\" href=\"/static/console.css\">"
+            "</head><body><header><a class=\"brand\" href=\"/\">kcoord</a></header><main>"
+            f'<h1>{escape(action)} <span class="group-id">{escape(group_id)}</span></h1>'
+            f'<p class="{css}" id="outcome" data-status="{status}">{escape(summary)}</p>'
+            f"<p><small>as {escape(principal)}</small></p>"
+            f"{pre}"
+            f'<p><a href="{back}">Back to the group</a></p></main></body></html>')

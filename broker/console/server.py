@@ -6,8 +6,9 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import partial
-from typing import cast
+from typing import TYPE_CHECKING, cast
 from urllib.parse import urlsplit
 
 import trio
@@ -16,7 +17,22 @@ from broker.console.pages import Listener
 from broker.observability import logs
 from broker.security.listeners import ListenerSpec
 
+if TYPE_CHECKING:
+    from broker.apis import ApiEntry
+    from broker.handlers.request_checks import RequestChecks
+
 _ANY_HOST = ("", "0.0.0.0", "::")
+
+
+@dataclass(frozen=True)
+class ActionRules:
+    """What the console's actions are checked with: console.actions.enable, the API table and its
+    authorization rules (None: the authorizer is off) and the broker's SCRAM credentials."""
+
+    enabled: bool
+    checks: RequestChecks | None
+    table: Sequence[ApiEntry]
+    check_password: Callable[[str, str], bool]
 
 
 def reading_through(specs: Sequence[ListenerSpec], addresses: Mapping[str, tuple[str, int]]
@@ -40,8 +56,8 @@ async def _never() -> None:
 
 
 async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequence[Listener],
-                        metrics: Callable[[], Awaitable[bytes]] | None = None, *,
-                        task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
+                        metrics: Callable[[], Awaitable[bytes]] | None = None, rules: ActionRules | None = None,
+                        *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Serves the console on ``host``:``port`` (0: any free port), reading the cluster through
     ``bootstrap``; reports the bound port once it listens."""
     # Imported here: a broker with the console off never loads the web stack.
@@ -49,8 +65,10 @@ async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequenc
     from hypercorn.trio import serve
     from hypercorn.typing import ASGIFramework
 
+    from broker.console import actions
+    from broker.console.rules import Rules
     from broker.console.state import Reader
-    from broker.console.web import Console
+    from broker.console.web import ActionSetup, Console
 
     config = Config()
     config.bind = [f"[{host}]:{port}" if ":" in host else f"{host}:{port}"]
@@ -62,7 +80,9 @@ async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequenc
     config.h11_max_incomplete_size = 16 * 1024
     config.graceful_timeout = 1.0
     # Starlette and Hypercorn each declare the ASGI interface with their own (equivalent) types.
-    app = cast(ASGIFramework, Console(Reader(bootstrap), listeners, metrics).app())
+    setup = None if rules is None else ActionSetup(
+        rules.enabled, Rules(rules.checks, rules.table, rules.check_password), partial(actions.run, bootstrap))
+    app = cast(ASGIFramework, Console(Reader(bootstrap), listeners, metrics, setup).app())
 
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(partial(serve, app, config, shutdown_trigger=_never))

@@ -3,15 +3,18 @@ and the limits that turn bad input into a clear HTTP error.
 
 Reads go through ``Snapshots``: one read per page and per half second however many browsers
 watch it, in at most ``READERS`` worker threads, so the console can never queue unbounded work
-beside the broker's request path."""
+beside the broker's request path. Actions (``actions.py``) are POSTs of a form, by a signed-in user,
+from a page of the console itself (``_cross_site``), run in the same worker threads."""
 
 from __future__ import annotations
 
 import hashlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from importlib import resources
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
+from urllib.parse import parse_qs, urlsplit
 
 import trio
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
@@ -23,9 +26,12 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from broker.console import pages
+from broker.console.actions import ACTIONS, Amend, BadInput, Guard, Outcome, command_line
 from broker.console.pages import Listener
 from broker.console.state import ClusterState, GroupState, Reads
+from broker.observability import logs
 from kclient.admin_client import AdminError
+from protocol.schema import Data
 
 T = TypeVar("T")
 
@@ -38,6 +44,9 @@ CACHED_PAGES = 256
 MAX_TARGET = 2048  # bytes of path or of query string
 MAX_QUERY_VALUE = 200
 MAX_GROUP_ID = 1024
+MAX_FORM = 16 * 1024  # bytes of an action's form
+ACTION_PREFIX = "/actions/"
+REALM = 'Basic realm="kcoord console", charset="UTF-8"'
 READ_FAILED = (AdminError, OSError, ConnectionError, RuntimeError)
 
 
@@ -51,6 +60,10 @@ class Snapshots(Generic[T]):
         self.size = size
         self._entries: dict[str, tuple[float, T]] = {}
         self._locks: dict[str, trio.Lock] = {}
+
+    def forget(self, key: str) -> None:
+        """Read ``key`` afresh next time: an action changed it."""
+        self._entries.pop(key, None)
 
     async def get(self, key: str, read: Callable[[], T]) -> T:
         lock = self._locks.setdefault(key, trio.Lock())
@@ -73,18 +86,38 @@ class GroupNotFound(Exception):
     pass
 
 
+class Authority(Protocol):
+    """Who may act (``rules.Rules``): the principal of a request's credentials, and each request
+    of an action put to its API's authorization rule for that principal."""
+
+    def authenticate(self, header: str | None) -> str | None: ...
+
+    def check(self, principal: str, host: str, api_key: int, version: int, body: Data) -> Amend | None: ...
+
+
+@dataclass(frozen=True)
+class ActionSetup:
+    """The console's actions: ``enabled`` (console.actions.enable), who may act, and how an action
+    runs (``actions.run`` over this node's bootstrap: blocking, in a worker thread)."""
+
+    enabled: bool
+    authority: Authority
+    run: Callable[[Sequence[str], Guard], Outcome]
+
+
 class Console:
     """The pages of one broker, from what ``reads`` reads of the cluster; ``metrics``: the series
     computed at scrape time that /metrics adds to the registry's."""
 
     def __init__(self, reads: Reads, listeners: Sequence[Listener],
-                 metrics: Callable[[], Awaitable[bytes]] | None = None) -> None:
+                 metrics: Callable[[], Awaitable[bytes]] | None = None, actions: ActionSetup | None = None) -> None:
         self.reads = reads
         self.listeners = list(listeners)
         self.metrics = metrics
-        limiter = trio.CapacityLimiter(READERS)
-        self.cluster: Snapshots[ClusterState] = Snapshots(REFRESH_S, limiter, 1)
-        self.groups: Snapshots[GroupState | None] = Snapshots(REFRESH_S, limiter)
+        self.actions = actions
+        self.limiter = trio.CapacityLimiter(READERS)
+        self.cluster: Snapshots[ClusterState] = Snapshots(REFRESH_S, self.limiter, 1)
+        self.groups: Snapshots[GroupState | None] = Snapshots(REFRESH_S, self.limiter)
         static = resources.files("broker.console") / "static"
         self.assets = {name: (static / name).read_bytes() for name in ("console.js", "console.css")}
 
@@ -110,7 +143,10 @@ class Console:
     # ---- endpoints ----------------------------------------------------------------------------
 
     def page(self, title: Callable[[Request], str], live: Callable[[Request], str],
-             fragment: Callable[[Request], Awaitable[str]]) -> Callable[[Request], Awaitable[Response]]:
+             fragment: Callable[[Request], Awaitable[str]],
+             after: Callable[[Request], str] | None = None) -> Callable[[Request], Awaitable[Response]]:
+        """A whole page; ``after``: what follows its live ``<main>`` (forms the live updates must
+        not wipe out while someone types in them)."""
         async def endpoint(request: Request) -> Response:
             try:
                 body = await fragment(request)
@@ -118,9 +154,70 @@ class Console:
                 return _error(404, f"Group '{exc}' is unknown to this cluster.")
             except READ_FAILED as exc:
                 return _error(503, f"The cluster could not be read: {exc}")
-            return HTMLResponse(pages.layout(title(request), live(request), body, version(body)),
+            return HTMLResponse(pages.layout(title(request), live(request), body, version(body),
+                                             after(request) if after is not None else ""),
                                 headers={"Cache-Control": "no-store"})
         return endpoint
+
+    def _action_forms(self, request: Request) -> str:
+        return pages.action_forms(_group_id(request)) if self.actions is not None and self.actions.enabled else ""
+
+    # ---- actions ------------------------------------------------------------------------------
+
+    async def login(self, request: Request) -> Response:
+        """Asks the browser for credentials (HTTP basic), then goes on to ``next``: the browser then
+        sends them with the forms of the console's pages."""
+        if self.actions is None or self.actions.authority.authenticate(request.headers.get("authorization")) is None:
+            return _unauthorized()
+        target = request.query_params.get("next", "/")
+        if not target.startswith("/") or target.startswith("//") or len(target) > MAX_TARGET:
+            target = "/"
+        return Response(status_code=303, headers={"Location": target, "Cache-Control": "no-store"})
+
+    async def action(self, request: Request) -> Response:
+        name = str(request.path_params["action"])
+        if name not in ACTIONS:
+            return _error(404, f"Unknown action '{name}': the console does {', '.join(ACTIONS)}.")
+        setup = self.actions
+        if setup is None or not setup.enabled:
+            return _error(403, "The console is read-only: actions are off on this broker (console.actions.enable "
+                               "= false). Nothing was changed.")
+        refused = _cross_site(request)
+        if refused:
+            return _error(403, refused)
+        principal = setup.authority.authenticate(request.headers.get("authorization"))
+        if principal is None:
+            return _unauthorized()
+        try:
+            form = await _form(request)
+            group_values = form.get("group", [])
+            group_id = group_values[0] if len(group_values) == 1 else ""
+            if not group_id or len(group_id) > MAX_GROUP_ID:
+                raise BadInput(f"The field 'group' is required once, 1 to {MAX_GROUP_ID} characters long.")
+            options = command_line(name, group_id, form)
+        except BadInput as exc:
+            return _error(400, f"{exc} Nothing was changed.")
+        try:
+            found = await self.groups.get(group_id, lambda: self.reads.group(group_id))
+        except READ_FAILED as exc:
+            return _error(503, f"The cluster could not be read: {exc}")
+        if found is None:
+            return _error(404, f"Group '{group_id}' is unknown to this cluster. Nothing was changed.")
+        host = request.client.host if request.client is not None else ""
+        authority = setup.authority
+
+        def guard(api_key: int, version: int, body: Data) -> Amend | None:
+            # On the broker's loop, where the authorizer's ACLs change.
+            return trio.from_thread.run_sync(authority.check, principal, host, api_key, version, body)
+
+        outcome = await trio.to_thread.run_sync(lambda: setup.run(options, guard), limiter=self.limiter)
+        self.groups.forget(group_id)
+        self.cluster.forget("")
+        logs.event("console.action", action=name, group=group_id, principal=principal, client_host=host,
+                   status=outcome.status, summary=outcome.summary[:200])
+        return HTMLResponse(pages.action_result(outcome.status, name, group_id, principal, outcome.summary,
+                                                outcome.output),
+                            status_code=outcome.status, headers={"Cache-Control": "no-store"})
 
     def live(self, fragment: Callable[[Request], Awaitable[str]]) -> Callable[[Request], Awaitable[Response]]:
         """A stream of ``page`` events, each the page's new ``<main>`` fragment, sent when it changed."""
@@ -174,11 +271,14 @@ class Console:
             Route("/", self.page(lambda r: "overview", lambda r: "/live/overview", self.overview)),
             Route("/groups", self.page(lambda r: "groups", lambda r: pages.groups_live(*_filters(r)),
                                        self.group_list)),
-            Route("/groups/{group_id:path}", self.page(group_title, lambda r: "/live" + r.url.path, self.group)),
+            Route("/groups/{group_id:path}", self.page(group_title, lambda r: "/live" + r.url.path, self.group,
+                                                       self._action_forms)),
             Route("/live/overview", self.live(self.overview)),
             Route("/live/groups", self.live(self.group_list)),
             Route("/live/groups/{group_id:path}", self.live(self.group)),
             Route("/metrics", self.metrics_endpoint),
+            Route("/login", self.login),
+            Route(ACTION_PREFIX + "{action}", self.action, methods=["POST"]),
             Route("/static/console.js", self.asset("console.js", "text/javascript; charset=utf-8")),
             Route("/static/console.css", self.asset("console.css", "text/css; charset=utf-8")),
         ]
@@ -200,6 +300,42 @@ def _event(name: str, data: str, event_id: str = "") -> str:
 
 def _error(status: int, message: str) -> Response:
     return HTMLResponse(pages.error_page(status, message), status_code=status, headers={"Cache-Control": "no-store"})
+
+
+def _unauthorized() -> Response:
+    response = _error(401, "Sign in with a user of this broker (its SCRAM credentials) to act on groups.")
+    response.headers["WWW-Authenticate"] = REALM
+    return response
+
+
+def _cross_site(request: Request) -> str:
+    """Why a POST may come from another site's page (the browser would add the user's credentials
+    to it), else empty. Browsers name the page's origin (``Origin``, or ``Sec-Fetch-Site``); a
+    client that names neither is no browser acting for another site."""
+    origin = request.headers.get("origin")
+    host = request.headers.get("host", "")
+    if origin is not None:
+        if origin == "null" or urlsplit(origin).netloc.lower() != host.lower():
+            return f"A form of another site ({origin}) may not act on this console. Nothing was changed."
+    elif request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return "A form of another site may not act on this console. Nothing was changed."
+    return ""
+
+
+async def _form(request: Request) -> dict[str, list[str]]:
+    """An action's form (application/x-www-form-urlencoded), read up to ``MAX_FORM`` bytes."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind != "application/x-www-form-urlencoded":
+        raise BadInput("An action is a form (application/x-www-form-urlencoded).")
+    body = b""
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_FORM:
+            raise BadInput(f"The form is larger than {MAX_FORM} bytes.")
+    try:
+        return parse_qs(body.decode("utf-8"), keep_blank_values=True, max_num_fields=20)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise BadInput(f"The form could not be read: {exc}.") from None
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -226,8 +362,8 @@ def _filters(request: Request) -> tuple[str, str, str]:
 
 
 class Limits:
-    """Refuses, before any routing, what no page needs: a method other than GET and HEAD and
-    paths or query strings longer than ``MAX_TARGET``."""
+    """Refuses, before any routing, what no page needs: a method other than GET and HEAD (POST to
+    an action only) and paths or query strings longer than ``MAX_TARGET``."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -235,14 +371,17 @@ class Limits:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             status, message = 0, ""
-            if scope["method"] not in ("GET", "HEAD"):
-                status, message = 405, "The console is read-only: GET and HEAD only."
+            action = scope["path"].startswith(ACTION_PREFIX)
+            if action and scope["method"] != "POST":
+                status, message = 405, "An action is a POST of its form."
+            elif not action and scope["method"] not in ("GET", "HEAD"):
+                status, message = 405, "Pages are read with GET and HEAD; actions are POSTs to /actions/."
             elif len(scope.get("raw_path") or scope["path"].encode()) > MAX_TARGET:
                 status, message = 414, f"The path is longer than {MAX_TARGET} bytes."
             elif len(scope.get("query_string", b"")) > MAX_TARGET:
                 status, message = 414, f"The query string is longer than {MAX_TARGET} bytes."
             if status:
-                headers = {"Allow": "GET, HEAD"} if status == 405 else {}
+                headers = {"Allow": "POST" if action else "GET, HEAD"} if status == 405 else {}
                 response = HTMLResponse(pages.error_page(status, message), status_code=status, headers=headers)
                 await response(scope, receive, send)
                 return
