@@ -1,10 +1,9 @@
 """Each client of the workload in a process of its own: the child's entry, and the runner's handle
 on it.
 
-Why processes: a librdkafka handle can deadlock inside the library (a lock-order inversion between
-the handle's lock and a partition's when a broker goes away with an OffsetForLeaderEpoch in flight,
-confluentinc/librdkafka#5476), and confluent-kafka waits for the handle's lock in several calls
-(``position``, ``produce``, ...) *while holding the interpreter*. With every client a thread of one
+Why processes (testkit/child_process.py): a librdkafka handle can deadlock inside the library (a
+lock-order inversion between the handle's lock and a partition's when a broker goes away with an
+OffsetForLeaderEpoch in flight, confluentinc/librdkafka#5476). With every client a thread of one
 process, one such handle froze every thread of the run (the nemesis, the runner, the relays that
 carry the clients' connections) until its deadline. In a process of its own, a client that
 deadlocks stops only itself: the runner sees a consumer that sent no statistics for a minute, takes
@@ -20,19 +19,14 @@ is the run's: librdkafka's log lines, and its Python stacks on SIGUSR1.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import faulthandler
 import json
 import os
-import shutil
-import signal
-import subprocess
 import sys
 import threading
 import time
 from typing import IO, Any, TypedDict
 
+from testkit.child_process import ChildProcess, LineWriter, Message, child_setup
 from testkit.faults.history import History
 from testkit.faults.workload import (
     Client,
@@ -78,30 +72,17 @@ def build(spec: Spec, sink: Any) -> Client:
 
 
 class LineSink:
-    """The child's end of the pipe: one JSON line per operation or statistics, stamped with the
-    monotonic clock when it happened, flushed at once (the runner follows the clients live)."""
+    """The child's end of the pipe as the workload's clients write to it: one line per operation or
+    statistics, stamped with the monotonic clock when it happened."""
 
     def __init__(self, out: IO[bytes]) -> None:
-        self.out = out
-        self.lock = threading.Lock()
-
-    def _write(self, message: dict[str, Any]) -> None:
-        line = json.dumps(message).encode() + b"\n"
-        with self.lock:
-            self.out.write(line)
-            self.out.flush()
+        self.writer = LineWriter(out)
 
     def add(self, process: str, type_: str, f: str, **fields: Any) -> None:
-        self._write({"t": time.monotonic(), "op": {"process": process, "type": type_, "f": f, **fields}})
+        self.writer.write({"t": time.monotonic(), "op": {"process": process, "type": type_, "f": f, **fields}})
 
     def statistics(self, process: str, states: dict[str, dict[str, Any]]) -> None:
-        self._write({"t": time.monotonic(), "stats": states})
-
-
-def _die_with_parent() -> None:
-    """SIGKILL when the runner's process goes: a client wedged in librdkafka ends with it."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        self.writer.write({"t": time.monotonic(), "stats": states})
 
 
 def _await_stop(stop: threading.Event) -> None:
@@ -113,8 +94,7 @@ def _await_stop(stop: threading.Event) -> None:
 
 def child_main(argv: list[str]) -> int:
     spec: Spec = json.loads(argv[0])
-    _die_with_parent()
-    faulthandler.register(signal.SIGUSR1, all_threads=True)
+    child_setup()
     client = build(spec, LineSink(sys.stdout.buffer))
     threading.Thread(target=_await_stop, args=(client.stop_flag,), daemon=True).start()
     client.run()
@@ -146,32 +126,21 @@ class ClientProcess:
         self.acked = self.reads = self.commits = 0
         self.outcomes: dict[str, int] = {}
         self.error: str | None = None
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.reader: threading.Thread | None = None
+        self.child = ChildProcess("testkit.faults.processes", [json.dumps(spec)], self.receive, self._ended,
+                                  name=self.client_name)
         self.stopping = False
         self.heard = 0.0  # monotonic time of the last statistics (or of the start)
 
     def start(self) -> None:
         self.heard = time.monotonic()
-        self.proc = subprocess.Popen([sys.executable, "-m", "testkit.faults.processes", json.dumps(self.spec)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE)
-        self.reader = threading.Thread(target=self._read, daemon=True, name=f"{self.client_name}-pipe")
-        self.reader.start()
+        self.child.start()
 
-    def _read(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        for line in self.proc.stdout:
-            try:
-                message = json.loads(line)
-            except ValueError:
-                continue
-            self.receive(message)
-        code = self.proc.wait()
+    def _ended(self, code: int) -> None:
         if not self.stopping and code != 0:
             self.error = f"its process ended with {code}"
             self.history.add(self.client_name, "info", "crash", error=self.error)
 
-    def receive(self, message: dict[str, Any]) -> None:
+    def receive(self, message: Message) -> None:
         """One line from the child: an op into the history, or statistics."""
         at = float(message["t"])
         if "stats" in message:
@@ -210,45 +179,25 @@ class ClientProcess:
             return time.monotonic() - self.heard
 
     def is_alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.child.is_alive()
 
     def stop(self) -> None:
         """Asks the client to stop (it closes its handle, as a client that is shut down does)."""
         self.stopping = True
-        if self.proc is not None and self.proc.stdin is not None:
-            with contextlib.suppress(OSError, ValueError):
-                self.proc.stdin.write(b"stop\n")
-                self.proc.stdin.close()
+        self.child.send("stop")
+        self.child.close_stdin()
 
     def join(self, timeout: float) -> None:
-        if self.proc is not None:
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(max(0.0, timeout))
-        if self.reader is not None and not self.is_alive():
-            self.reader.join(5)
+        self.child.join(timeout)
 
     def kill(self) -> None:
         self.stopping = True
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        if self.reader is not None:
-            self.reader.join(5)
+        self.child.kill()
 
     def stacks(self) -> str:
-        """Where the client's threads are: its Python stacks (faulthandler, on the run's stderr)
-        and, with gdb installed, its native ones (returned)."""
-        if not self.is_alive() or self.proc is None:
-            return ""
-        os.kill(self.proc.pid, signal.SIGUSR1)
-        time.sleep(1.0)  # faulthandler writes from the signal handler, the interpreter held or not
-        if shutil.which("gdb") is None:
-            return ""
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            done = subprocess.run(["gdb", "-p", str(self.proc.pid), "-batch", "-ex", "thread apply all bt"],
-                                  capture_output=True, text=True, timeout=60)
-            return "\n".join(line for line in done.stdout.splitlines() if line.startswith(("#", "Thread ")))
-        return ""
+        """Where the client's threads are: its Python stacks on the run's stderr, its native ones
+        (gdb) returned."""
+        return self.child.stacks()
 
 
 if __name__ == "__main__":

@@ -6,7 +6,6 @@ read-process-write application."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 import signal
@@ -37,6 +36,7 @@ from protocol.record_batch import build_batch
 from testkit.etcd import EtcdProcess
 from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.cluster import Cluster, wait_for
+from tests.integration.helpers.read_process_write import COMMAND_DEADLINE_S, RemoteReadProcessWrite, Spec
 from tests.integration.helpers.transactions import produce_plain, read_all
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
@@ -171,85 +171,9 @@ def test_a_new_producer_with_the_same_transactional_id_fences_the_old_one(cluste
     assert read_all(bootstrap, "fence-out") == [b"live"] * 4
 
 
-TXN_TIMEOUT_MS = 15000
-
-
-class ReadProcessWrite:
-    """An exactly-once application: reads ``src`` (read_committed), writes each record's value to
-    ``dst`` and commits the consumer's offsets in the same transaction. On an abortable error it
-    aborts and rewinds to the committed offsets; on a fatal one (fenced) it starts a new producer
-    with the same transactional id, whose init_transactions finishes what the old one left."""
-
-    def __init__(self, bootstrap: str, txn_id: str, group: str, src: str, dst: str, partitions: int) -> None:
-        self.bootstrap = bootstrap
-        self.txn_id = txn_id
-        self.group = group
-        self.dst = dst
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                                  "auto.offset.reset": "earliest", "isolation.level": "read_committed"})
-        self.tps = [TopicPartition(src, p) for p in range(partitions)]
-        self.consumer.assign(self.tps)
-        self.producer = producer(bootstrap, txn_id, **{"transaction.timeout.ms": TXN_TIMEOUT_MS})
-        self.retired: list[Producer] = []
-        self.committed_txns = 0
-        self.aborted_txns = 0
-        self.new_producers = 0
-
-    def batch(self, want: int) -> list[Any]:
-        out: list[Any] = []
-        deadline = time.monotonic() + 5
-        while len(out) < want and time.monotonic() < deadline:
-            m = self.consumer.poll(0.1)
-            if m is not None and not m.error():
-                out.append(m)
-        return out
-
-    def rewind(self) -> None:
-        for tp in self.consumer.committed(self.tps, 30):
-            self.consumer.seek(TopicPartition(tp.topic, tp.partition, tp.offset if tp.offset >= 0 else 0))
-
-    def begin(self, msgs: list[Any]) -> None:
-        self.producer.begin_transaction()
-        for m in msgs:
-            self.producer.produce(self.dst, key=m.key(), value=m.value())
-        nxt = {(m.topic(), m.partition()): m.offset() + 1 for m in msgs}
-        self.producer.send_offsets_to_transaction([TopicPartition(t, p, o) for (t, p), o in nxt.items()],
-                                                  self.consumer.consumer_group_metadata(), 30)
-
-    def finish(self, action: Any) -> None:
-        """Runs ``action`` (the rest of the transaction), handling errors as an application must."""
-        try:
-            action()
-            self.committed_txns += 1
-        except KafkaException as exc:
-            error: KafkaError = exc.args[0]
-            if error.txn_requires_abort():
-                self.producer.abort_transaction(30)
-                self.aborted_txns += 1
-            else:
-                # Fenced: what the old producer still holds is dropped (destroying a producer with
-                # records left waits for their delivery timeout) and a new one takes over.
-                with contextlib.suppress(KafkaException):
-                    self.producer.purge()
-                self.retired.append(self.producer)
-                self.producer = producer(self.bootstrap, self.txn_id, **{"transaction.timeout.ms": TXN_TIMEOUT_MS})
-                self.new_producers += 1
-            self.rewind()
-
-    def step(self, want: int = 10) -> int:
-        msgs = self.batch(want)
-        if msgs:
-            self.finish(lambda: (self.begin(msgs), self.producer.commit_transaction(30)))
-        return len(msgs)
-
-    def close(self) -> None:
-        self.consumer.close()
-        self.producer.flush(5)
-        self.producer.purge()
-
-
+@pytest.mark.timeout(900)  # past the application's own deadlines, which fail it with its stacks
 def test_the_coordinators_node_killed_mid_transaction_loses_nothing_and_duplicates_nothing(
-        cluster: Cluster) -> None:
+        cluster: Cluster, tmp_path: Path) -> None:
     bootstrap = start(cluster, {1, 2, 3})
     create_topic(bootstrap, "rpw-in", 4)
     create_topic(bootstrap, "rpw-out", 4)
@@ -257,35 +181,29 @@ def test_the_coordinators_node_killed_mid_transaction_loses_nothing_and_duplicat
     produce_plain(bootstrap, "rpw-in", 300)
     victim = 2
     txn_id = txn_id_on(cluster, victim, "rpw")
-    app = ReadProcessWrite(bootstrap, txn_id, f"rpw-{uuid.uuid4()}", "rpw-in", "rpw-out", 4)
+    # The application in a process of its own: a librdkafka call wedged past its timeout fails the
+    # test with the application's stacks instead of hanging it.
+    spec = Spec(bootstrap=bootstrap, txn_id=txn_id, group=f"rpw-{uuid.uuid4()}", src="rpw-in", dst="rpw-out",
+                partitions=4)
+    app = RemoteReadProcessWrite(spec, tmp_path / "read-process-write.log")
     try:
         for _ in range(3):
-            app.step()
+            app.call("step")
         # An aborted transaction: its records are in the logs of every node, marked aborted; the
         # application rewinds and moves the same input again (a duplicate if the abort leaked).
-        aborted = app.batch(10)
-        app.begin(aborted)
-        assert app.producer.flush(15) == 0
-        app.producer.abort_transaction(30)
-        app.rewind()
+        app.call("abort_one", want=10)
         for _ in range(2):
-            app.step()
+            app.call("step")
         # A transaction in the middle: records written on every node and offsets sent, then the
         # coordinator's node dies before the commit.
-        msgs = app.batch(20)
-        assert msgs
-        app.begin(msgs)
-        assert app.producer.flush(15) == 0
+        app.call("open", want=20)
         cluster.nodes[victim].kill()
         killed_at = time.monotonic()
-        app.finish(lambda: app.producer.commit_transaction(45))
+        app.call("commit", timeout=45)
         ended_s = time.monotonic() - killed_at
         took_over = txn_coordinator(cluster, txn_id)
         assert took_over in (1, 3), took_over
-        deadline = time.monotonic() + 40
-        while time.monotonic() < deadline:
-            if app.step(20) == 0:
-                break
+        assert app.call("drain", deadline_s=COMMAND_DEADLINE_S + 120, seconds=120, want=20), app.counts
         failover_s = time.monotonic() - killed_at
     finally:
         app.close()
@@ -293,19 +211,19 @@ def test_the_coordinators_node_killed_mid_transaction_loses_nothing_and_duplicat
     counts = Counter(values)
     duplicates = {v: n for v, n in counts.items() if n > 1}
     assert not duplicates, (len(duplicates), list(duplicates)[:5])
-    assert set(values) == {b"v%d" % i for i in range(300)}, (len(values), app.aborted_txns, app.new_producers)
+    assert set(values) == {b"v%d" % i for i in range(300)}, (len(values), app.counts)
     # The offsets committed with the transactions: the whole input, each record once.
     survivors = ",".join(b.bootstrap for b in cluster.alive())
-    c = Consumer({"bootstrap.servers": survivors, "group.id": app.group, "isolation.level": "read_committed"})
+    tps = [TopicPartition(spec["src"], p) for p in range(spec["partitions"])]
+    c = Consumer({"bootstrap.servers": survivors, "group.id": spec["group"], "isolation.level": "read_committed"})
     try:
-        committed = {tp.partition: tp.offset for tp in c.committed(app.tps, 30)}
-        ends = {tp.partition: c.get_watermark_offsets(tp, timeout=10)[1] for tp in app.tps}
+        committed = {tp.partition: tp.offset for tp in c.committed(tps, 30)}
+        ends = {tp.partition: c.get_watermark_offsets(tp, timeout=10)[1] for tp in tps}
     finally:
         c.close()
     assert committed == ends, (committed, ends)
     print(f"the interrupted transaction ended {ended_s:.1f} s after the kill; "
-          f"failover and catch-up {failover_s:.1f} s: {app.committed_txns} transactions committed, "
-          f"{app.aborted_txns} aborted, {app.new_producers} new producers")
+          f"failover and catch-up {failover_s:.1f} s: {app.counts}")
 
 
 def test_an_open_transaction_of_a_dead_coordinator_is_aborted_by_the_new_one_at_its_timeout(

@@ -32,8 +32,7 @@ def test_a_wedged_consumer_is_replaced_by_a_new_member_that_reads_on(broker: Bro
             c.start()
         wait_for(lambda: len(member.assignment) == PLAIN_PARTITIONS and member.reads > 0, 60,
                  "a-1 assigned every partition and reading")
-        assert member.proc is not None
-        os.kill(member.proc.pid, signal.SIGSTOP)  # no statistics from it from now on
+        os.kill(member.child.pid, signal.SIGSTOP)  # no statistics from it from now on
         assert workload.wait(lambda: workload.consumers[0] is not member, time.monotonic() + 60), lines
         successor = workload.consumers[0]
         assert successor.client_name == "a-1.1"
