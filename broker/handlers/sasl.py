@@ -58,12 +58,20 @@ class SaslApis:
             req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms))
             return
         reauthenticating = conn.authenticated
-        if mechanism not in mechanisms or (reauthenticating and mechanism != state.mechanism):
+        if mechanism not in mechanisms:
             response = SaslHandshakeResponse(error_code=ErrorCode.UNSUPPORTED_SASL_MECHANISM, mechanisms=mechanisms)
             self.fail_later(conn, lambda: req.reply.set(response), mechanism[:40], "unsupported mechanism")
             return
         if reauthenticating and req.version == 0:
             req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.ILLEGAL_SASL_STATE, mechanisms=mechanisms))
+            return
+        if reauthenticating and mechanism != state.mechanism:
+            # Kafka's SaslServerAuthenticator accepts the handshake of an enabled mechanism and
+            # refuses the re-authentication at its first token, closing the connection unanswered.
+            state.bad_reauth_mechanism = (f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                                          f"re-authentication of mechanism '{state.mechanism}'")
+            state.exchange_pending = True
+            req.reply.set(SaslHandshakeResponse(error_code=ErrorCode.NONE, mechanisms=mechanisms))
             return
         state.mechanism = mechanism
         state.handshake_version = req.version
@@ -120,6 +128,10 @@ class SaslApis:
                                                 error_message="SaslAuthenticate without a SaslHandshake")
             self.fail_later(conn, lambda: req.reply.set(response), state.mechanism if state and state.mechanism
                        else "none", "no self.handshake")
+            return
+        if state.bad_reauth_mechanism is not None:
+            state.exchange_pending = False
+            self.fail_later(conn, req.reply.set_close, state.mechanism or "none", state.bad_reauth_mechanism)
             return
         answer, failure, lifetime = self.step(conn, req.body.auth_bytes)
         if failure is not None or answer is None:

@@ -114,3 +114,6 @@ class SaslState:
     # Why the last exchange failed, when that is more than the client is told (logged).
     failure_detail: str | None = None
     authentications: int = 0
+    # A re-authentication's handshake named another mechanism than the session's: its first token
+    # is refused (why, logged).
+    bad_reauth_mechanism: str | None = None
