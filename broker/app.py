@@ -321,6 +321,7 @@ class BrokerApp:
                                                                        self._share_partition_end)))
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
+        self.router.frames_coming_hooks.append(self.logs.kick_coming)
         if self.share is not None:
             share = self.share
             self.router.closed_hooks.append(lambda info: share.close_sessions_of(info.conn_id))
@@ -464,6 +465,7 @@ class BrokerApp:
         if endpoint is None:
             return
         from broker.console.server import ActionRules, reading_through, serve_console
+        from broker.console.share_figures import share_figures
 
         bootstrap, listeners = reading_through(self.config.listeners, self.view.advertised_by_listener)
         if bootstrap is None:
@@ -473,8 +475,9 @@ class BrokerApp:
         try:
             rules = ActionRules(self.config.get_bool("console.actions.enable"), self.checks, self.table,
                                 self.security.credentials.check_password)
-            self.console_port = await nursery.start(serve_console, *endpoint, bootstrap, listeners, self.lag.render,
-                                                    rules)
+            self.console_port = await nursery.start(
+                serve_console, *endpoint, bootstrap, listeners, self.lag.render, rules,
+                lambda group: share_figures(share_families(self.shards, self.share, self._share_partition_end), group))
         except OSError as exc:
             # As for metrics: a busy port must not keep the broker from serving clients.
             logs.warn("console.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))

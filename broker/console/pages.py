@@ -161,7 +161,16 @@ def _findings(findings: Sequence[Finding]) -> str:
                    f'<p class="advice">{_e(f.recommendation)}</p></div>' for f in findings)
 
 
-def group(state: GroupState) -> str:
+def _share_figures(figures: dict[str, int] | None) -> str:
+    if figures is None:
+        return ""
+    table = _table(["records", "count"], ([_e(name), _e(n)] for name, n in figures.items()), "share-figures")
+    return ("<h2>Deliveries</h2><p><small>Counted by this node's share partitions since they were loaded; "
+            "archived at the delivery limit: records no consumer could process (poison records).</small></p>"
+            + table)
+
+
+def group(state: GroupState, share_figures: dict[str, int] | None = None) -> str:
     g = state.group
     tasks = g.group_type == "Streams"
     members = _table(["member", "client id", "host", "instance id", "tasks" if tasks else "assigned partitions"], (
@@ -171,7 +180,7 @@ def group(state: GroupState) -> str:
     if g.group_type == "Share":
         offsets = _table(["partition", "start offset", "lag"], (
             [_e(f"{t}-{p}"), _e(start), _e(lag if lag >= 0 else None)]
-            for (t, p), (start, lag) in sorted(state.share_offsets.items())), "offsets")
+            for (t, p), (start, lag) in sorted(state.share_offsets.items())), "offsets") + _share_figures(share_figures)
     else:
         offsets = _table(["partition", "committed", "log end", "lag", "lag (s)", "member"], (
             [_e(f"{r.topic}-{r.partition}"), _e(r.offset), _e(r.log_end), _e(r.lag),

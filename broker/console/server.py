@@ -57,6 +57,7 @@ async def _never() -> None:
 
 async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequence[Listener],
                         metrics: Callable[[], Awaitable[bytes]] | None = None, rules: ActionRules | None = None,
+                        share_figures: Callable[[str], dict[str, int]] | None = None,
                         *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Serves the console on ``host``:``port`` (0: any free port), reading the cluster through
     ``bootstrap``; reports the bound port once it listens."""
@@ -82,7 +83,7 @@ async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequenc
     # Starlette and Hypercorn each declare the ASGI interface with their own (equivalent) types.
     setup = None if rules is None else ActionSetup(
         rules.enabled, Rules(rules.checks, rules.table, rules.check_password), partial(actions.run, bootstrap))
-    app = cast(ASGIFramework, Console(Reader(bootstrap), listeners, metrics, setup).app())
+    app = cast(ASGIFramework, Console(Reader(bootstrap), listeners, metrics, setup, share_figures).app())
 
     async with trio.open_nursery() as nursery:
         binds: list[str] = await nursery.start(partial(serve, app, config, shutdown_trigger=_never))

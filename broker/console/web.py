@@ -110,11 +110,15 @@ class Console:
     computed at scrape time that /metrics adds to the registry's."""
 
     def __init__(self, reads: Reads, listeners: Sequence[Listener],
-                 metrics: Callable[[], Awaitable[bytes]] | None = None, actions: ActionSetup | None = None) -> None:
+                 metrics: Callable[[], Awaitable[bytes]] | None = None, actions: ActionSetup | None = None,
+                 share_figures: Callable[[str], dict[str, int]] | None = None) -> None:
         self.reads = reads
         self.listeners = list(listeners)
         self.metrics = metrics
         self.actions = actions
+        # A share group's delivery figures from this node's share partitions (on the loop: they
+        # are counted from state the loop changes).
+        self.share_figures = share_figures
         self.limiter = trio.CapacityLimiter(READERS)
         self.cluster: Snapshots[ClusterState] = Snapshots(REFRESH_S, self.limiter, 1)
         self.groups: Snapshots[GroupState | None] = Snapshots(REFRESH_S, self.limiter)
@@ -138,7 +142,10 @@ class Console:
         found = await self.groups.get(group_id, lambda: self.reads.group(group_id))
         if found is None:
             raise GroupNotFound(group_id)
-        return pages.group(found)
+        figures = None
+        if found.group.group_type == "Share" and self.share_figures is not None:
+            figures = self.share_figures(group_id)
+        return pages.group(found, figures)
 
     # ---- endpoints ----------------------------------------------------------------------------
 

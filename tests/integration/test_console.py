@@ -245,3 +245,45 @@ def test_the_groups_list_shows_classic_consumer_and_share_groups(broker_factory:
         shared.close()
         classic.close()
         modern.close()
+
+
+def test_a_share_groups_page_counts_its_redeliveries_and_poison_records(broker_factory: Any) -> None:
+    """A share consumer releases one record at each delivery until the delivery limit archives it
+    (a poison record) and accepts the others: the group's page counts the redeliveries and the
+    record archived at the limit."""
+    from confluent_kafka import AcknowledgeType
+
+    from tests.integration.helpers import share
+
+    broker = broker_factory(share.OVERRIDES)
+    share.make_topic(broker, "deliveries")
+    worker = share.consumer(broker, "poisoned", "deliveries", explicit=True)
+    deliveries: list[tuple[str, int]] = []
+    try:
+        share.joined(worker)
+        share.produce(broker, "deliveries", ["fine-1", "poison", "fine-2"])
+
+        def verdict(m: Any) -> None:
+            value = m.value().decode()
+            deliveries.append((value, m.delivery_count()))
+            worker.acknowledge(m, AcknowledgeType.RELEASE if value == "poison" else AcknowledgeType.ACCEPT)
+
+        def figures() -> dict[str, int]:
+            rows = re.findall(r"<tr><td>([\w :]+)</td><td>(\d+)</td></tr>", _table(get(broker, "/groups/poisoned")[2],
+                                                                                "share-figures"))
+            return {name: int(n) for name, n in rows}
+
+        def archived() -> bool:
+            share.poll_until(worker, lambda got: bool(got), seconds=2, on_message=verdict)
+            worker.commit_sync()
+            return figures().get("archived at the delivery limit") == 1
+
+        wait_for(archived, 120, "the poison record archived at the delivery limit", seen=lambda: (figures(), deliveries))
+        shown = figures()
+        poison = [count for value, count in deliveries if value == "poison"]
+        # Every delivery of the poison record after its first is a redelivery; the others came once.
+        assert shown["redelivered"] == len(poison) - 1 >= 1, (shown, deliveries)
+        assert sorted(v for v, _ in deliveries if v != "poison") == ["fine-1", "fine-2"]
+        assert shown["in flight: acquired"] == 0 and shown["lock expiries"] == 0, shown
+    finally:
+        worker.close()

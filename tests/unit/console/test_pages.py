@@ -57,3 +57,18 @@ def test_long_member_names_are_cut_short_with_the_whole_name_in_a_tooltip() -> N
     state.timeline.spans[1].left = [name]
     html = pages.group(state)
     assert f'<span class="who" title="{name}">leaver/leaver-7e755b9c-c297\u2026</span>' in html
+
+
+def test_a_share_groups_figures_are_its_own() -> None:
+    from broker.console.share_figures import share_figures
+
+    families = [
+        ("kcoord_share_records_in_flight", "", ["group", "state"],
+         [(["jobs", "acquired"], 3.0), (["jobs", "available"], 1.0), (["other", "acquired"], 9.0)]),
+        ("kcoord_share_redeliveries", "", ["group"], [(["jobs"], 4.0), (["other"], 7.0)]),
+        ("kcoord_share_lock_expiries", "", ["group"], [(["other"], 2.0)]),
+        ("kcoord_share_archived_at_delivery_limit", "", ["group"], [(["jobs"], 1.0)]),
+        ("kcoord_share_group_members", "", [], [([], 5.0)]),
+    ]
+    assert share_figures(families, "jobs") == {"in flight: acquired": 3, "in flight: available": 1, "redelivered": 4,
+                                               "lock expiries": 0, "archived at the delivery limit": 1}
