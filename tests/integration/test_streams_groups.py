@@ -41,10 +41,11 @@ class Instance:
     """One StreamsWordCount process and what it last reported."""
 
     def __init__(self, classes: Path, libs: Path, bootstrap: str, app: str, topics: tuple[str, str],
-                 state_dir: Path, log: Path) -> None:
+                 state_dir: Path, log: Path, *options: str) -> None:
         self.log = log.open("w")
         self.proc = subprocess.Popen(
-            java_command(libs, "StreamsWordCount", bootstrap, app, *topics, str(state_dir), classes=classes),
+            java_command(libs, "StreamsWordCount", bootstrap, app, *topics, str(state_dir), *options,
+                         classes=classes),
             stdout=subprocess.PIPE, stderr=self.log, text=True)
         self.state = "CREATED"
         self.active: set[str] = set()

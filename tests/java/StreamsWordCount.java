@@ -4,6 +4,7 @@ import java.util.Locale;
 import java.util.Properties;
 import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
+import java.util.regex.Pattern;
 
 import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.streams.KafkaStreams;
@@ -20,8 +21,10 @@ import org.apache.kafka.streams.kstream.Produced;
  * A Kafka Streams word count (a repartition by word, a counting state store with its changelog,
  * exactly_once_v2) on the streams rebalance protocol (group.protocol=streams):
  *
- *   StreamsWordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR
+ *   StreamsWordCount BOOTSTRAP APPLICATION_ID INPUT OUTPUT STATE_DIR [regex]
  *
+ * With "regex", INPUT is a regular expression of source topics (and an uncaught error shuts the
+ * instance down instead of replacing its thread, so that it is reported once).
  * Prints one JSON line per state change ({"event":"state","state":"RUNNING"}) and, every 500 ms,
  * the active and standby tasks of this instance ({"event":"tasks","active":[...],"standby":[...]}).
  * Runs until killed; SIGTERM closes it cleanly.
@@ -36,6 +39,7 @@ public final class StreamsWordCount {
         String input = args[2];
         String output = args[3];
         String stateDir = args[4];
+        boolean regex = args.length > 5 && args[5].equals("regex");
 
         Properties props = new Properties();
         props.put(StreamsConfig.APPLICATION_ID_CONFIG, applicationId);
@@ -50,7 +54,8 @@ public final class StreamsWordCount {
         props.put(StreamsConfig.producerPrefix("transaction.timeout.ms"), 10000);
 
         StreamsBuilder builder = new StreamsBuilder();
-        builder.stream(input, Consumed.with(Serdes.String(), Serdes.String()))
+        Consumed<String, String> consumed = Consumed.with(Serdes.String(), Serdes.String());
+        (regex ? builder.stream(Pattern.compile(input), consumed) : builder.stream(input, consumed))
             .flatMapValues(line -> Arrays.asList(line.toLowerCase(Locale.ROOT).split("\\W+")))
             .filter((key, word) -> !word.isEmpty())
             .groupBy((key, word) -> word, Grouped.with("words", Serdes.String(), Serdes.String()))
@@ -63,7 +68,9 @@ public final class StreamsWordCount {
         streams.setStateListener((now, before) -> emit("{\"event\":\"state\",\"state\":\"" + now + "\"}"));
         streams.setUncaughtExceptionHandler(e -> {
             emit("{\"event\":\"uncaught\",\"error\":\"" + String.valueOf(e).replace("\"", "'").replace("\n", " ") + "\"}");
-            return org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
+            return regex
+                ? org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+                : org.apache.kafka.streams.errors.StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse.REPLACE_THREAD;
         });
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             streams.close(Duration.ofSeconds(20));

@@ -256,6 +256,7 @@ class Heartbeat:
         self.records: list[Any] = []
         self.replaced: str | None = None  # the static member a rejoining instance took over
         self.task_offsets: MemberTaskOffsets | None = None  # what this heartbeat reports, kept once it is answered
+        self.keep_offsets = False
 
     def run(self) -> Result:
         req = self.req
@@ -286,7 +287,7 @@ class Heartbeat:
         for record in self.records:
             self.st.emit(self.out, record)
         group = self.streams.groups.get(req.group_id)
-        if self.task_offsets is not None and group is not None and req.member_id in group.members:
+        if self.task_offsets is not None and self.keep_offsets and group is not None and req.member_id in group.members:
             group.task_offsets[req.member_id] = self.task_offsets
         topology_description.maybe_require(self.st, self.streams.groups.get(req.group_id), self.ctx,
                                            req.member_epoch, response, self.now)
@@ -394,6 +395,9 @@ class Heartbeat:
         if conf is not None and not conf.statuses:
             _check_tasks_exist(conf, req)
         self.task_offsets = reported_offsets(req, group.task_offsets.get(member_id, MemberTaskOffsets()))
+        # As in Kafka 4.4, what the heartbeat creating the group reports is not kept: Kafka keeps it on
+        # the group object that the replay of the new group's records replaces.
+        self.keep_offsets = gid in self.streams.groups
         if conf is not None and conf.to_create:
             self.streams.to_create.extend(conf.to_create)
 
