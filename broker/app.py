@@ -72,6 +72,8 @@ from broker.runtime.countdown import Countdown
 from broker.runtime.timers import steady_ms, wall_ms
 from broker.security.context import SecurityContext
 from broker.security.etcd_access import check_access, etcd_client
+from broker.security.gssapi_sasl import KerberosLoginFailed
+from broker.security.gssapi_sasl import login as kerberos_login
 from broker.security.jwks import JwksRefresher, JwksUnavailable
 from broker.security.token_store import sweep_expired
 from broker.share.coordinator import STATE_TOPIC as SHARE_STATE_TOPIC
@@ -413,6 +415,12 @@ class BrokerApp:
         if self.cluster is not None:  # etcd refusing this node's credentials or rights stops it here
             await check_access(self.cluster.client, self.cluster.prefix)
         await nursery.start(self.logs.run)
+        for listener, sasl in self.security.sasl_listeners.items():
+            if sasl.gssapi is not None:  # as Kafka's broker, one whose Kerberos login fails does not start
+                try:
+                    await trio.to_thread.run_sync(kerberos_login, sasl.gssapi)
+                except KerberosLoginFailed as exc:
+                    raise SystemExit(f"kcoord: listener {listener}: cannot log in to Kerberos as {exc}") from None
         for keys in self.security.jwks:
             try:
                 await nursery.start(JwksRefresher(keys).run)

@@ -43,6 +43,36 @@ def available() -> bool:
     return True
 
 
+class KerberosLoginFailed(Exception):
+    """The broker's principal cannot log in with its keytab: Kafka's broker does not start then."""
+
+
+def login(settings: GssapiSettings) -> None:
+    """What Kafka's broker does at startup with its Krb5LoginModule (an initiator by default): logs
+    in to the KDC with the keytab's key. Here the broker also asks for a ticket to its own service
+    and accepts it with the keytab, so a keytab whose key the KDC no longer has (the service was
+    re-keyed), a principal the keytab lacks or an unreachable KDC stop the start, with the reason,
+    rather than failing every client later. Blocking (it talks to the KDC): run it on a thread."""
+    gssapi = _gssapi()
+    try:
+        name = gssapi.Name(settings.principal, gssapi.NameType.kerberos_principal)
+        # A memory cache of this process's own: the login never touches the host's ticket cache.
+        initiate = gssapi.Credentials(name=name, usage="initiate", store={
+            "client_keytab": settings.keytab, "ccache": f"MEMORY:kcoord-login-{id(settings)}"})
+        client = gssapi.SecurityContext(name=name, creds=initiate, usage="initiate")
+        accept = gssapi.Credentials(name=name, usage="accept", store={"keytab": settings.keytab})
+        server = gssapi.SecurityContext(creds=accept, usage="accept")
+        token = client.step()
+        while not (client.complete and server.complete):
+            answer = server.step(token)
+            if client.complete:
+                break
+            token = client.step(answer)
+    except gssapi.exceptions.GSSError as exc:
+        raise KerberosLoginFailed(f"{settings.principal} with the keytab {settings.keytab}: "
+                                  f"{exc.gen_message()}") from None
+
+
 class GssapiExchange:
     def __init__(self, settings: GssapiSettings) -> None:
         self.settings = settings

@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 from testkit import kdc as kdc_module
-from testkit.kafka import run_tool
+from testkit.kafka import KafkaProcess, run_tool
+from testkit.kcoord import BrokerProcess
 from tests.differential.conftest import sasl_listener_pair
+from tests.differential.sessions import reauthentications, verifiable_producer
 from tests.integration.helpers.kerberos import java_client_config, kafka_python_as
 from tests.integration.helpers.security import grant_topics
 
@@ -29,11 +31,14 @@ pytestmark = [
 ]
 pytest.importorskip("gssapi", reason="needs python-gssapi (the kerberos extra)")
 REALM = kdc_module.REALM
-PRINCIPALS = ("kafka/localhost", "alice", "bob", "etl/worker1")
+PRINCIPALS = ("kafka/localhost", "alice", "bob", "etl/worker1", "kafka/rekeyed")
 # Both brokers read the realm's krb5.conf: a ticket past its end by more than this is expired to
 # them (MIT's and Java's default, 5 minutes, would make the expired-ticket test wait that long).
 CLOCKSKEW_S = 10
 SHORT_LIFE_S = 5  # the tickets of "brief"
+# Sessions end and are renewed while the Java client produces (KIP-368); long enough that the
+# short clients of the other tests finish within one.
+REAUTH_MS = 10_000
 
 
 def settings(keytab: Path) -> dict[str, str]:
@@ -46,6 +51,7 @@ def settings(keytab: Path) -> dict[str, str]:
             f'keyTab="{keytab}" principal="kafka/localhost@{REALM}";',
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:ANONYMOUS",
+        "connections.max.reauth.ms": str(REAUTH_MS),
     }
 
 
@@ -61,9 +67,10 @@ def realm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[kdc_module
 
 
 @pytest.fixture(scope="module")
-def brokers(realm: tuple[kdc_module.Kdc, dict[str, Path]], kafka_libs: Path,
-            tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """The SASL_PLAINTEXT bootstrap of each broker, by name."""
+def kcoord_process(realm: tuple[kdc_module.Kdc, dict[str, Path]], kafka_libs: Path,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, dict[str, str]]]:
+    """The kcoord broker (its log tells re-authentications) and the SASL_PLAINTEXT bootstrap of
+    each broker, by name."""
     kdc, keytabs = realm
     kafka, kafka_sasl, kcoord, kcoord_sasl = sasl_listener_pair(
         kafka_libs, tmp_path_factory.mktemp("kerberos"), settings(keytabs["kafka/localhost"]),
@@ -76,10 +83,16 @@ def brokers(realm: tuple[kdc_module.Kdc, dict[str, Path]], kafka_libs: Path,
         kcoord.wait_loaded()
         for bootstrap in (kafka.bootstrap, kcoord.bootstrap):
             grant_topics({"bootstrap.servers": bootstrap}, "krb-", ["User:alice", "User:etl-service"])
-        yield {"kafka": f"localhost:{kafka_sasl}", "kcoord": f"localhost:{kcoord_sasl}"}
+        yield kcoord, {"kafka": f"localhost:{kafka_sasl}", "kcoord": f"localhost:{kcoord_sasl}"}
     finally:
         kcoord.kill()
         kafka.stop()
+
+
+@pytest.fixture(scope="module")
+def brokers(kcoord_process: tuple[BrokerProcess, dict[str, str]]) -> dict[str, str]:
+    """The SASL_PLAINTEXT bootstrap of each broker, by name."""
+    return kcoord_process[1]
 
 
 def outcomes(bootstrap: str, kdc: kdc_module.Kdc, keytabs: dict[str, Path], libs: Path, work: Path) -> dict[str, object]:
@@ -179,3 +192,56 @@ def test_an_expired_ticket_is_refused_by_both(brokers: dict[str, str], realm: tu
             except ConnectionError:
                 answers[name] = "connection closed without an answer"
     assert answers == {"kafka": 58, "kcoord": 58}  # SASL_AUTHENTICATION_FAILED
+
+
+def test_the_java_client_reauthenticates_and_keeps_producing(kcoord_process: tuple[BrokerProcess, dict[str, str]],
+                                                             realm: tuple[kdc_module.Kdc, dict[str, Path]],
+                                                             kafka_libs: Path, tmp_path: Path) -> None:
+    """KIP-368 with Kerberos: Kafka's VerifiableProducer, logged in from alice's keytab, produces for
+    about two of its sessions; it re-authenticates (a new GSS-API context on the same connection)
+    and every record is acknowledged, by both brokers."""
+    kcoord, bootstraps = kcoord_process
+    kdc, keytabs = realm
+    config = java_client_config(tmp_path, keytabs["alice"], f"alice@{REALM}")
+    env = {**os.environ, **kdc.env, "KRB5_CLIENT_KTNAME": str(keytabs["alice"]),
+           "KRB5CCNAME": f"FILE:{tmp_path / 'cc-alice'}"}
+    before = reauthentications(kcoord, "GSSAPI")
+    outcomes = {}
+    for name, bootstrap in bootstraps.items():
+        topic = f"krb-reauth-{name}"
+        assert "created" in kafka_python_as(bootstrap, env, topic).split()  # the topic, as alice
+        outcomes[name] = verifiable_producer(kafka_libs, bootstrap, topic, config, records=30, per_second=2,
+                                             jvm=(f"-Djava.security.krb5.conf={kdc.krb5_conf}",))
+    assert outcomes["kcoord"] == outcomes["kafka"] == {"exit": 0, "acked": 30, "errors": []}
+    assert reauthentications(kcoord, "GSSAPI") > before
+
+
+def test_a_broker_whose_keytab_the_kdc_no_longer_matches_does_not_start(
+        realm: tuple[kdc_module.Kdc, dict[str, Path]], kafka_libs: Path, tmp_path: Path) -> None:
+    """The broker's own keytab is stale (its service was re-keyed since): Kafka's broker cannot log
+    in at startup and stops; so does kcoord, saying why, rather than refusing every client."""
+    kdc, keytabs = realm
+    stale = tmp_path / "stale-service.keytab"
+    stale.write_bytes(keytabs["kafka/rekeyed"].read_bytes())
+    subprocess.run([kdc_module.KADMIN_LOCAL, "-r", REALM, "-q", f"cpw -randkey kafka/rekeyed@{REALM}"],
+                   env={**os.environ, **kdc.env}, check=True, capture_output=True, timeout=60)
+    properties = {**settings(stale), "listener.name.sasl_plaintext.gssapi.sasl.jaas.config":
+                  "com.sun.security.auth.module.Krb5LoginModule required useKeyTab=true storeKey=true "
+                  f'keyTab="{stale}" principal="kafka/rekeyed@{REALM}";'}
+    kafka, _kafka_sasl, kcoord, _kcoord_sasl = sasl_listener_pair(kafka_libs, tmp_path / "pair", properties)
+    kafka.jvm.append(f"-Djava.security.krb5.conf={kdc.krb5_conf}")
+    kcoord.env.update(kdc.env)
+    refusals: dict[str, str] = {}
+    for name, broker in (("kafka", kafka), ("kcoord", kcoord)):
+        try:
+            broker.start(wait=120)
+            refusals[name] = "started"
+        except RuntimeError as exc:
+            refusals[name] = str(exc)
+        finally:
+            if isinstance(broker, KafkaProcess):
+                broker.stop()
+            else:
+                broker.kill()
+    assert "LoginException" in refusals["kafka"], refusals["kafka"][-3000:]
+    assert "cannot log in to Kerberos as kafka/rekeyed@" in refusals["kcoord"], refusals["kcoord"][-3000:]

@@ -14,8 +14,6 @@ the re-authentications). GSSAPI's sessions are in test_sasl_gssapi.py."""
 from __future__ import annotations
 
 import base64
-import contextlib
-import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -31,10 +29,11 @@ from protocol.messages.metadata import MetadataRequest
 from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
 from protocol.messages.sasl_handshake import SaslHandshakeRequest
 from testkit.jws import jws
-from testkit.kafka import OAUTHBEARER_JAAS, SASL_USERS, TOKEN_SECRET, KafkaProcess, run_tool
+from testkit.kafka import OAUTHBEARER_JAAS, SASL_USERS, TOKEN_SECRET, KafkaProcess
 from testkit.kcoord import BrokerProcess
 from testkit.ports import free_port
 from tests.differential.oauthbearer_exchange import client_message
+from tests.differential.sessions import reauthentications, verifiable_producer
 from tests.integration.helpers.cluster import wait_for
 from tests.integration.helpers.security import scram_wire_client
 
@@ -253,12 +252,6 @@ def _client_config(work: Path, broker: Broker, mechanism: str) -> Path:
     return path
 
 
-def _reauthentications(process: BrokerProcess, mechanism: str) -> int:
-    return sum(1 for line in process.log().splitlines()
-               if " sasl.authenticated " in line and f"mechanism={mechanism} " in line
-               and "reauthentication=True" in line)
-
-
 def produce_across_sessions(libs: Path, broker: Broker, mechanism: str, work: Path) -> dict[str, object]:
     """Kafka's VerifiableProducer, with ``mechanism``, sending 4 records a second for about four
     of its sessions: what it says of its records."""
@@ -267,16 +260,8 @@ def produce_across_sessions(libs: Path, broker: Broker, mechanism: str, work: Pa
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # held: a client dropped takes its requests
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(60)
-    done = run_tool(libs, "org.apache.kafka.tools.VerifiableProducer", "--bootstrap-server",
-                    f"127.0.0.1:{broker.sasl_port}", "--topic", topic, "--max-messages", "48", "--throughput", "4",
-                    "--command-config", str(_client_config(work, broker, mechanism)), timeout=180)
-    events = []
-    for line in done.stdout.splitlines():
-        with contextlib.suppress(ValueError):
-            events.append(json.loads(line))
-    names = [e.get("name") for e in events]
-    return {"exit": done.returncode, "acked": names.count("producer_send_success"),
-            "errors": sorted({str(e.get("exception")) for e in events if e.get("name") == "producer_send_error"})}
+    return verifiable_producer(libs, f"127.0.0.1:{broker.sasl_port}", topic, _client_config(work, broker, mechanism),
+                               records=48, per_second=4)
 
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
@@ -285,9 +270,9 @@ def test_the_java_client_reauthenticates_and_keeps_producing(brokers: dict[str, 
     process = brokers["kcoord"].process
     assert process is not None
     logged = "SCRAM-SHA-256" if mechanism == "token" else mechanism
-    before = _reauthentications(process, logged)
+    before = reauthentications(process, logged)
     theirs = produce_across_sessions(kafka_libs, brokers["kafka"], mechanism, tmp_path)
     ours = produce_across_sessions(kafka_libs, brokers["kcoord"], mechanism, tmp_path)
     assert ours == theirs == {"exit": 0, "acked": 48, "errors": []}
     # About 12 s of producing over sessions of 3-4 s: the client re-authenticated on kcoord.
-    assert _reauthentications(process, logged) > before
+    assert reauthentications(process, logged) > before
