@@ -68,7 +68,7 @@ class Broker:
         self.bound_ports: dict[str, int] = {}
         self._conn_ids = itertools.count(1)
         self._max_request_bytes = config.get_int("socket.request.max.bytes")
-        self.readiness = ReadinessHub(after_round=self.router.after_frames)
+        self.readiness = ReadinessHub(after_round=self.router.after_frames, before_round=self.router.before_frames)
         self.bound_port: int | None = None
         # The cancel scope of every client connection's task, to close them all at once.
         self._connections: set[trio.CancelScope] = set()

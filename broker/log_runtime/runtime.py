@@ -212,6 +212,8 @@ class LogRuntime:
         self.unflushed: set[Partition] = set()
         self.sync_threads = SyncThreads(_SYNC_THREADS)
         self.have_dirty = trio.Event()
+        # Set while a caller that will call ``kick`` before its next await is queueing writes.
+        self.kick_is_coming = False
         self.pass_running = False
         self.nursery: trio.Nursery | None = None
         # Called on the trio thread at every retention check (the data plane expires producers).
@@ -288,13 +290,20 @@ class LogRuntime:
 
     def _mark(self, part: Partition) -> None:
         self.dirty[(part.topic, part.index)] = part
-        self.have_dirty.set()
+        if not self.kick_is_coming:
+            self.have_dirty.set()
+
+    def kick_coming(self) -> None:
+        """The caller calls ``kick`` before it next awaits: writes queued until then start from
+        there, without a turn of the flusher task (a scheduler pass a request on its own)."""
+        self.kick_is_coming = True
 
     def kick(self) -> None:
         """Starts a pass over every partition with queued writes, unless a pass is running (its
         completion kicks again). Connections call this once they have dispatched what a read
         carried, so requests that arrived together share a pass without a trip through the
         scheduler; the flusher task covers the rest."""
+        self.kick_is_coming = False
         if not self.dirty or self.pass_running:
             return
         jobs: list[_Job] = []
@@ -359,6 +368,7 @@ class LogRuntime:
 
     def _complete(self, jobs: list[_Job], started: float) -> None:
         self.pass_running = False
+        self.kick_is_coming = True  # below, after the callbacks that may queue more
         records = self._finish(jobs)
         METRICS.flush_seconds.observe(time.perf_counter() - started)
         METRICS.flush_records.observe(records)

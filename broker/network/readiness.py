@@ -38,6 +38,10 @@ _HUP = getattr(select, "EPOLLRDHUP", 0x2000)
 # Sockets served per wake-up before the other tasks get a turn; more stay queued in the epoll set.
 _EVENTS_PER_ROUND = 256
 
+def _nothing() -> None:
+    pass
+
+
 # Called when its socket may have data; True means "not drained yet, call me again soon".
 Reader = Callable[[], bool]
 
@@ -46,12 +50,15 @@ class ReadinessHub:
     """Shared by all connections of one broker; ``run`` is a task in the listener's nursery.
 
     ``after_round`` is called once the readers woken together have run, so that the writes they
-    queued start together (one group commit for the requests of many connections)."""
+    queued start together (one group commit for the requests of many connections);
+    ``before_round`` before they run, with nothing awaited between the two."""
 
-    def __init__(self, after_round: Callable[[], None] | None = None) -> None:
+    def __init__(self, after_round: Callable[[], None] | None = None,
+                 before_round: Callable[[], None] | None = None) -> None:
         self.epoll: Any = select.epoll() if hasattr(select, "epoll") else None
         self.readers: dict[int, Reader] = {}
         self.after_round = after_round
+        self.before_round = before_round
 
     @property
     def available(self) -> bool:
@@ -88,13 +95,16 @@ class ReadinessHub:
     async def run(self) -> None:
         epoll = self.epoll
         call = self._call
+        before = self.before_round or _nothing
         try:
             while True:
                 await trio.lowlevel.wait_readable(epoll.fileno())
+                before()
                 again = [fd for fd, _events in epoll.poll(0, _EVENTS_PER_ROUND) if call(fd)]
                 self._round_done()
                 while again:
                     await trio.lowlevel.checkpoint()
+                    before()
                     again = [fd for fd in again if call(fd)]
                     self._round_done()
         finally:

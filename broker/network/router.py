@@ -144,8 +144,10 @@ class Router:
         self.apis: dict[int, Api] = {}
         # (api key << 16) | version -> Route, for the API versions clients have used.
         self.routes: dict[int, Route] = {}
-        # Called once the requests read together have been dispatched (see after_frames).
+        # Called once the requests read together have been dispatched (see after_frames), and
+        # before a round of reads whose end will call them (see before_frames).
         self.frames_done_hooks: list[Callable[[], None]] = []
+        self.frames_coming_hooks: list[Callable[[], None]] = []
         # Called once a client connection has closed, with its info (share sessions end with it).
         self.closed_hooks: list[Callable[[ConnectionInfo], None]] = []
         # A bare SASL token after SaslHandshake v0 (broker/handlers/sasl.py).
@@ -230,6 +232,12 @@ class Router:
     def connection_closed(self, info: ConnectionInfo) -> None:
         for hook in self.closed_hooks:
             hook(info)
+
+    def before_frames(self) -> None:
+        """Connections are about to dispatch what they read, and ``after_frames`` will follow
+        before anything is awaited."""
+        for hook in self.frames_coming_hooks:
+            hook()
 
     def after_frames(self) -> None:
         """A connection has dispatched all the requests it had: handlers that queued writes
