@@ -152,8 +152,8 @@ print(token.hex(), gssapi.Credentials(usage="initiate").lifetime)
 """
 
 
-def test_an_expired_ticket_is_refused_by_both(brokers: dict[str, str], realm: tuple[kdc_module.Kdc, dict[str, Path]],
-                                              tmp_path: Path) -> None:
+def test_an_expired_ticket_is_refused_by_both(kcoord_process: tuple[BrokerProcess, dict[str, str]],
+                                              realm: tuple[kdc_module.Kdc, dict[str, Path]], tmp_path: Path) -> None:
     """A client's first GSSAPI token (its AP-REQ) made while its service ticket was good, and sent
     once the ticket has expired (past its end and the realm's clock skew): both brokers refuse it
     with SASL_AUTHENTICATION_FAILED. A well-behaved client library never sends such a token; a
@@ -167,6 +167,13 @@ def test_an_expired_ticket_is_refused_by_both(brokers: dict[str, str], realm: tu
     from protocol.messages.sasl_handshake import SaslHandshakeRequest
 
     kdc, keytabs = realm
+    kcoord, brokers = kcoord_process
+
+    def refusals() -> int:
+        return sum(1 for line in kcoord.log().splitlines()
+                   if " sasl.authentication_failed " in line and "mechanism=GSSAPI" in line)
+
+    refused_before = refusals()
     tokens: dict[str, bytes] = {}
     expired_after = 0.0
     for name in brokers:  # a token of its own for each (each broker keeps its own replay cache)
@@ -192,6 +199,11 @@ def test_an_expired_ticket_is_refused_by_both(brokers: dict[str, str], realm: tu
             except ConnectionError:
                 answers[name] = "connection closed without an answer"
     assert answers == {"kafka": 58, "kcoord": 58}  # SASL_AUTHENTICATION_FAILED
+    # Logged once, and nothing else disturbed: alice still logs in and produces.
+    assert refusals() == refused_before + 1
+    env = {**os.environ, **kdc.env, "KRB5_CLIENT_KTNAME": str(keytabs["alice"]),
+           "KRB5CCNAME": f"FILE:{tmp_path / 'cc-alice'}"}
+    assert kafka_python_as(brokers["kcoord"], env, "krb-after-expired").split()[:2] == ["created", "sent"]
 
 
 def test_the_java_client_reauthenticates_and_keeps_producing(kcoord_process: tuple[BrokerProcess, dict[str, str]],

@@ -30,6 +30,7 @@ from testkit.ports import free_port
 from tests.differential.conftest import sasl_listener_pair
 from tests.differential.harness import Normalizer, differences
 from tests.differential.oauthbearer_exchange import client_message, exchange
+from tests.integration.helpers.cluster import wait_for
 from tests.integration.helpers.security import grant_topics
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(300)]
@@ -69,8 +70,9 @@ def settings(provider: OidcProvider) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def brokers(provider: OidcProvider, kafka_libs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, int]]:
-    """The SASL_PLAINTEXT port of each broker, by name."""
+def kcoord_process(provider: OidcProvider, kafka_libs: Path,
+                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, dict[str, int]]]:
+    """The kcoord broker (its log is read) and the SASL_PLAINTEXT port of each broker, by name."""
     kafka, kafka_sasl, kcoord, kcoord_sasl = sasl_listener_pair(kafka_libs, tmp_path_factory.mktemp("oidc-pair"),
                                                                 settings(provider))
     kafka.jvm.append(f"-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls={provider.jwks_url()}")
@@ -80,10 +82,16 @@ def brokers(provider: OidcProvider, kafka_libs: Path, tmp_path_factory: pytest.T
         kcoord.wait_loaded()
         for bootstrap in (kafka.bootstrap, kcoord.bootstrap):
             grant_topics({"bootstrap.servers": bootstrap}, "oidc-", ["User:svc-a"])
-        yield {"kafka": kafka_sasl, "kcoord": kcoord_sasl}
+        yield kcoord, {"kafka": kafka_sasl, "kcoord": kcoord_sasl}
     finally:
         kcoord.kill()
         kafka.stop()
+
+
+@pytest.fixture(scope="module")
+def brokers(kcoord_process: tuple[BrokerProcess, dict[str, int]]) -> dict[str, int]:
+    """The SASL_PLAINTEXT port of each broker, by name."""
+    return kcoord_process[1]
 
 
 def _tampered(token: str) -> str:
@@ -113,9 +121,20 @@ def cases(provider: OidcProvider) -> dict[str, bytes]:
     }
 
 
-def test_signed_tokens_get_the_answers_kafka_gives(provider: OidcProvider, brokers: dict[str, int]) -> None:
+def test_signed_tokens_get_the_answers_kafka_gives(provider: OidcProvider,
+                                                   kcoord_process: tuple[BrokerProcess, dict[str, int]]) -> None:
+    kcoord, brokers = kcoord_process
+    refusals_before = _refusals(kcoord)
     theirs = Normalizer()({name: exchange(brokers["kafka"], m) for name, m in cases(provider).items()})
     ours = Normalizer()({name: exchange(brokers["kcoord"], m) for name, m in cases(provider).items()})
+    # Each refused token is logged once, with its reason, and nothing else is disturbed: a good
+    # token still authenticates.
+    refused = [name for name in cases(provider) if not name.startswith("good")]
+    wait_for(lambda: len(_refusals(kcoord)) >= len(refusals_before) + len(refused), 30, "each refusal logged")
+    logged = _refusals(kcoord)[len(refusals_before):]
+    assert len(logged) == len(refused), logged
+    again = exchange(brokers["kcoord"], client_message(provider.token("svc-a", "kafka")))
+    assert isinstance(again, dict) and again["error_code"] == 0 and not again["auth_bytes"], again
     assert isinstance(theirs, dict) and isinstance(ours, dict)
     diff = differences(theirs, ours)
     assert not diff, "Kafka and kcoord differ:\n  " + "\n  ".join(diff)
@@ -123,6 +142,11 @@ def test_signed_tokens_get_the_answers_kafka_gives(provider: OidcProvider, broke
     assert theirs["good"] == {"error_code": 0, "auth_bytes": b"", "session_minutes": 60}
     assert theirs["another audience"] == {"error_code": 0, "auth_bytes": b'{"status":"invalid_token"}',
                                           "session_minutes": 0, "after ^A": 58}
+
+
+def _refusals(kcoord: BrokerProcess) -> list[str]:
+    return [line for line in kcoord.log().splitlines()
+            if " sasl.authentication_failed " in line and "mechanism=OAUTHBEARER" in line]
 
 
 def java_outcome(provider: OidcProvider, port: int, client: str, libs: Path, work: Path) -> tuple[int, list[str]]:
