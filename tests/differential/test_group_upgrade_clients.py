@@ -111,3 +111,47 @@ def all_committed(bootstrap: str, group: str, topic: str) -> bool:
 def test_classic_members_replaced_one_at_a_time_by_consumer_protocol_members(pair: Pair) -> None:
     answers = pair.compare(roll_over)
     assert answers == {"spreads": [[2, 2, 2]] * 3, "errors": [], "committed": True}
+
+
+def test_a_classic_group_preparing_a_rebalance_is_upgraded_with_the_assignments_it_held(pair: Pair) -> None:
+    """Kafka's rule for the moment of an upgrade (``GroupMetadataManager.prepareRebalance`` and
+    ``ConsumerGroup.fromClassicGroup``): a stable classic group that starts a rebalance keeps its
+    members' last assignments (only a rebalance that interrupts CompletingRebalance clears them), so
+    a consumer-protocol member joining it then converts it with what each member held; a classic
+    member's JoinGroup waiting in that rebalance is answered REBALANCE_IN_PROGRESS."""
+    from protocol.consumer_protocol import encode_assignment, encode_subscription
+    from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
+    from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+    from tests.differential.consumer_ops import Member, assignment_by_name, create_topics, member_id
+    from tests.differential.harness import retry, unique
+    from tests.differential.ops import JOIN_V, describe, join, join_request, stable_member
+
+    group, topic = unique("upgrade-preparing"), unique("upgrade-preparing-t")
+
+    def scenario(t: Target) -> object:
+        c, a, b = t.client("consumer"), t.client("classic-a"), t.client("classic-b")
+        create_topics(c, {topic: 2})
+        subscription = encode_subscription(ConsumerProtocolSubscription(topics=[topic]), 1)
+        held = encode_assignment(ConsumerProtocolAssignment(assigned_partitions=[
+            ConsumerProtocolAssignment.TopicPartition(topic=topic, partitions=[0, 1])]), 1)
+        first = stable_member(a, group, held, metadata=subscription)
+        required = join(b, group, "", metadata=subscription)  # MEMBER_ID_REQUIRED: its id
+        waiting = b.send(11, JOIN_V, join_request(group, required.member_id, metadata=subscription))
+        preparing = retry(lambda: describe(c, group), lambda r: r.groups[0].group_state == "PreparingRebalance")
+        m = Member(c, group, member_id(group), topics=[topic])
+        answer = m.heartbeat()
+        parked = b.recv(11, JOIN_V, waiting)
+        described = c.call(69, 1, ConsumerGroupDescribeRequest(group_ids=[group]))
+        members = {mem.member_id: sorted(p for tp in mem.assignment.topic_partitions for p in tp.partitions)
+                   for mem in described.groups[0].members}
+        ids = [first.member_id, required.member_id, m.mid]
+        return {"member_ids": ids,
+                "before": preparing.groups[0].group_state, "heartbeat": assignment_by_name(c, answer),
+                "parked join": parked.error_code, "group": (described.groups[0].error_code,
+                                                            described.groups[0].group_epoch),
+                "assignments (a, b, the new member)": [members.get(mid) for mid in ids]}
+
+    answers = pair.compare(scenario)
+    assert isinstance(answers, dict)
+    assert answers["parked join"] == 27  # REBALANCE_IN_PROGRESS
+    assert answers["assignments (a, b, the new member)"] == [[0, 1], [], []]  # what each held
