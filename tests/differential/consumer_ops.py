@@ -73,7 +73,7 @@ def create_topics(c: WireClient, topics: dict[str, int]) -> None:
         create_topic(c, name, partitions)
     probe = unique("probe")
     m = Member(c, probe, member_id(probe), topics=sorted(topics))
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while True:
         m.heartbeat()
         names = topic_names(c)

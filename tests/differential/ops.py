@@ -100,7 +100,7 @@ def create_topic(c: WireClient, name: str, partitions: int = 1, version: int = 7
     return answer
 
 
-def wait_topic(c: WireClient, name: str, partitions: int, timeout: float = 30.0) -> MetadataResponse:
+def wait_topic(c: WireClient, name: str, partitions: int, timeout: float = 60.0) -> MetadataResponse:
     """Until Metadata shows every partition of the topic with a leader (a creation is asynchronous in
     Kafka; waiting for it is setup, not part of any comparison)."""
     deadline = time.monotonic() + timeout

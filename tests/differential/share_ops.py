@@ -32,7 +32,7 @@ def heartbeat(c: WireClient, group: str, mid: str, epoch: int, topics: list[str]
 def until_assigned(c: WireClient, group: str, mid: str, epoch: int) -> dict[str, object]:
     """Heartbeats until the member is given partitions: a share group assigns a partition only once
     its share state is initialized, which follows the first heartbeat that needs it."""
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 60
     while True:
         answer = heartbeat(c, group, mid, epoch)
         if answer["error_code"] or answer["assignment"] or time.monotonic() > deadline:  # type: ignore[index]
@@ -75,7 +75,7 @@ class Session:
         return answer
 
     def until_acquired(self) -> ShareFetchResponse:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + 60
         while True:
             answer = self.fetch(wait_ms=500)
             acquired = [a for t in answer.responses for p in t.partitions for a in p.acquired_records]

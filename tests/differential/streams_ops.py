@@ -89,7 +89,7 @@ def describe(c: WireClient, group: str) -> Any:
             "members": sorted((m.member_epoch, m.process_id, m.topology_epoch) for m in g.members)}
 
 
-def until_tasks(m: Member, timeout: float = 30.0) -> dict[str, Any]:
+def until_tasks(m: Member, timeout: float = 60.0) -> dict[str, Any]:
     """Heartbeats until the member runs tasks (the broker creates the internal topics meanwhile)."""
     deadline = time.monotonic() + timeout
     while True:

@@ -26,7 +26,7 @@ from tests.differential.consumer_ops import (
     member_id,
     topic_names,
 )
-from tests.differential.harness import Pair, Target, unique
+from tests.differential.harness import Pair, Target, retry, unique
 from tests.differential.ops import stable_member
 
 pytestmark = pytest.mark.differential
@@ -206,17 +206,13 @@ def test_regex_subscription(pair: Pair) -> None:
         first = assignment_by_name(c, m.heartbeat())
         # Kafka resolves regular expressions in the background: heartbeat until the assignment
         # covers the matching topics, then compare where both ended.
-        import time
 
-        deadline = time.monotonic() + 20
-        owned: dict[str, list[int]] = {}
-        while time.monotonic() < deadline:
+        def owned_now() -> dict[str, list[int]]:
             m.heartbeat()
             names = topic_names(c)
-            owned = {names.get(t.topic_id, "?"): t.partitions for t in m.owned}
-            if len(owned) == 2:
-                break
-            time.sleep(0.3)
+            return {names.get(t.topic_id, "?"): t.partitions for t in m.owned}
+
+        owned = retry(owned_now, lambda held: len(held) == 2)
         return {"first_error": first["error_code"], "owned": owned, "described": describe(c, group)}
 
     answers = pair.compare(scenario, extra_dropped=frozenset({"group_epoch", "assignment_epoch", "member_epoch"}))
@@ -414,7 +410,6 @@ def test_assignment_batching_holds_a_new_member_until_the_interval_has_passed(pa
     reference runs with the broker default 0 (testkit.kafka): the group config overrides it on
     both brokers."""
     from tests.differential.config_ops import GROUP, SET, incremental, settle
-    from tests.differential.harness import retry
 
     group, one = unique("kip1263"), unique("kip1263-t")
 

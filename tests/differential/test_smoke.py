@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -10,6 +9,7 @@ import pytest
 from kclient.wire_client import WireClient
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.join_group import JoinGroupRequest
+from tests.differential.harness import retry
 
 pytestmark = pytest.mark.differential
 
@@ -20,16 +20,10 @@ def join_without_member_id(port: int) -> tuple[int, str]:
                                    member_id="", protocol_type="consumer",
                                    protocols=[JoinGroupRequest.Protocol(name="range", metadata=b"")])
         # FindCoordinator first: Kafka creates __consumer_offsets on the first lookup.
-        for _ in range(100):
-            found = c.call(10, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=["smoke"]))
-            if found.coordinators[0].error_code == 0:
-                break
-            time.sleep(0.2)
-        for _ in range(100):  # Kafka loads the coordinator's partition after creating the topic
-            answer = c.call(11, 4, request)
-            if answer.error_code not in (14, 15, 16):
-                break
-            time.sleep(0.2)
+        retry(lambda: c.call(10, 4, FindCoordinatorRequest(key_type=0, coordinator_keys=["smoke"])),
+              lambda found: found.coordinators[0].error_code == 0)
+        # Kafka loads the coordinator's partition after creating the topic.
+        answer = retry(lambda: c.call(11, 4, request), lambda joined: joined.error_code not in (14, 15, 16))
         return answer.error_code, answer.member_id[:6]
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from protocol.messages.streams_group_heartbeat import StreamsGroupHeartbeatRequest as Req
-from tests.differential.harness import Pair, Target, unique
+from tests.differential.harness import Pair, Target, retry, unique
 from tests.differential.ops import create_topic
 from tests.differential.streams_ops import HB_V, Member, describe, member_id, plain, topology, until_tasks
 
@@ -184,18 +184,9 @@ def test_a_member_leaves_and_the_other_takes_its_tasks(pair: Pair) -> None:
         create_topic(a_conn, source, 2)
         a, b = Member(a_conn, group, source, "a"), Member(b_conn, group, source, "b")
         until_tasks(a)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not (a.active and b.active):
-            a.heartbeat()
-            b.heartbeat()
-            time.sleep(0.2)
+        retry(lambda: (a.heartbeat(), b.heartbeat()), lambda _: bool(a.active and b.active))
         left = plain(b.heartbeat(epoch=-1))
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            a.heartbeat()
-            if sum(len(t.partitions) for t in a.active) == 4:
-                break
-            time.sleep(0.2)
+        retry(a.heartbeat, lambda _: sum(len(t.partitions) for t in a.active) == 4)
         described: Any = describe(a_conn, group)
         # The survivor's member epoch counts the steps its heartbeats took while the other left,
         # which depends on how they interleaved (one full run in three had 6 on Kafka, 5 on kcoord):
@@ -227,11 +218,7 @@ def test_group_configs_take_effect(pair: Pair) -> None:
         b.heartbeat()
 
         def until(done: Any) -> None:
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and not done():
-                a.heartbeat()
-                b.heartbeat()
-                time.sleep(0.2)
+            retry(lambda: (a.heartbeat(), b.heartbeat()), lambda _: bool(done()))
         until(lambda: describe(a_conn, group)["state"] == "Stable" and a.active and b.active)
         before = describe(a_conn, group)["members"]
         steps["standby_on"] = incremental(a_conn, GROUP, group, ("streams.num.standby.replicas", SET, "1"))

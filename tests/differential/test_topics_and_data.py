@@ -14,7 +14,7 @@ from protocol.messages.list_offsets import ListOffsetsRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.produce import ProduceRequest
 from tests.differential.data_ops import Topic, fetch, produce
-from tests.differential.harness import Pair, Target, unique
+from tests.differential.harness import Pair, Target, retry, unique
 from tests.differential.ops import batch, create_topic, wait_topic
 
 pytestmark = pytest.mark.differential
@@ -207,7 +207,6 @@ def test_produce_without_acknowledgement(pair: Pair) -> None:
     topic = unique("acks0")
 
     def scenario(t: Target) -> object:
-        import time
 
         c = t.client()
         create_topic(c, topic, 1)
@@ -215,12 +214,9 @@ def test_produce_without_acknowledgement(pair: Pair) -> None:
         c.send(0, 9, ProduceRequest(acks=0, timeout_ms=10000, topic_data=[ProduceRequest.TopicProduceData(
             name=topic, partition_data=[ProduceRequest.TopicProduceData.PartitionProduceData(
                 index=0, records=batch(b"fire", b"forget"))])]))
-        deadline = time.monotonic() + 10
-        while True:  # the append is asynchronous: wait for it (setup), then compare what is read
-            answer = fetch(c, topic, [0])
-            if answer["responses"][0]["partitions"][0]["records"] or time.monotonic() > deadline:  # type: ignore[index]
-                return answer
-            time.sleep(0.05)
+        # The append is asynchronous: wait for it (setup), then compare what is read.
+        return retry(lambda: fetch(c, topic, [0]),
+                     lambda answer: bool(answer["responses"][0]["partitions"][0]["records"]))  # type: ignore[index]
 
     answers = pair.compare(scenario)
     assert answers["responses"][0]["partitions"][0]["high_watermark"] == 2  # type: ignore[index]

@@ -45,7 +45,7 @@ def describe(c: WireClient, txn: str) -> DescribeTransactionsResponse:
 def completed(c: WireClient, txn: str) -> DescribeTransactionsResponse:
     """Waits until the transaction's markers are written (EndTxn answers before they are, on both
     brokers): setup for the reads that follow, not a comparison."""
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + 60
     while True:
         answer = describe(c, txn)
         if answer.transaction_states[0].transaction_state in ("CompleteCommit", "CompleteAbort", "Empty"):

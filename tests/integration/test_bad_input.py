@@ -16,7 +16,7 @@ from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
-from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.clients import create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -65,9 +65,8 @@ def test_bad_frame_closes_only_that_connection(broker, case: str) -> None:
     md = healthy.call(ApiKey.Metadata, 12, MetadataRequest(topics=None))
     assert [b.node_id for b in md.brokers] == [1]
     healthy.close()
-    deadline = time.monotonic() + 5
-    while broker.log().count("connection.closed") < log_before + 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_for(lambda: broker.log().count("connection.closed") >= log_before + 1, 60, "the close logged",
+             seen=lambda: broker.log().count("connection.closed") - log_before)
     assert broker.log().count("connection.closed") == log_before + 1
 
 
@@ -170,7 +169,7 @@ def test_a_client_gone_with_replies_owed_disturbs_nobody(broker_factory) -> None
             c.sock.settimeout(0.05)
             with pytest.raises(TimeoutError):
                 c.sock.recv(1)  # nothing more than what was asked for
-        time.sleep(0.05)
+        time.sleep(0.05)  # the scenario: a client that comes back again and again for 3 s
     assert broker.proc.poll() is None
     assert "handler.failed" not in broker.log() and "Traceback" not in broker.log()
 
@@ -197,7 +196,7 @@ def test_a_large_request_arriving_in_pieces_then_a_small_one(broker) -> None:
         small_corr, small = c.encode(ApiKey.ApiVersions, 2, ApiVersionsRequest())
         for piece in (big[:1000], big[1000:150_000]):
             c.sock.sendall(piece)
-            time.sleep(0.2)
+            time.sleep(0.2)  # the scenario: the request arrives in pieces, apart
         c.sock.sendall(big[150_000:] + small)
         got = [struct.unpack_from(">i", c.recv_frame(), 0)[0] for _ in range(2)]
         assert got == [big_corr, small_corr]

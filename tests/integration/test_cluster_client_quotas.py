@@ -4,7 +4,6 @@ client-metrics subscriptions of client telemetry are shared the same way."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from broker.cluster.etcd import EtcdClient
 from broker.telemetry.etcd_store import EtcdSubscriptionStore
 from broker.telemetry.subscriptions import DELETE, SET, SubscriptionStore
 from testkit.etcd import EtcdProcess
-from tests.integration.helpers.cluster import Cluster
+from tests.integration.helpers.cluster import Cluster, wait_for
 from tests.integration.helpers.quotas import alter, describe
 
 
@@ -22,15 +21,11 @@ def test_a_quota_altered_through_one_node_is_described_by_the_other(cluster: Clu
     first, second = cluster.start_node(1), cluster.start_node(2)
     assert alter(first.port, [("user", "carol")], [("producer_byte_rate", 4096.0, False)]) == [(0, None)]
     expected = [([("user", "carol")], {"producer_byte_rate": 4096.0})]
-    deadline = time.monotonic() + 5
-    while describe(second.port, [("user", 0, "carol")]) != expected and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert describe(second.port, [("user", 0, "carol")]) == expected
+    wait_for(lambda: describe(second.port, [("user", 0, "carol")]) == expected, 60, "the quota on the second node",
+             seen=lambda: describe(second.port, [("user", 0, "carol")]))
     assert alter(second.port, [("user", "carol")], [("producer_byte_rate", 0.0, True)]) == [(0, None)]
-    deadline = time.monotonic() + 5
-    while describe(first.port, [("user", 0, "carol")]) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert describe(first.port, [("user", 0, "carol")]) == []
+    wait_for(lambda: describe(first.port, [("user", 0, "carol")]) == [], 60, "the quota gone from the first node",
+             seen=lambda: describe(first.port, [("user", 0, "carol")]))
 
 
 @pytest.mark.trio

@@ -128,7 +128,7 @@ def test_pausing_the_leader_past_its_lease_loses_no_record_and_no_commit(cluster
     for _round in range(4):
         current = partition_leader(cluster, TOPIC)
         assert current == leader, "ownership did not flip back to the preferred node"
-        time.sleep(rng.uniform(0.2, 1.0))
+        time.sleep(rng.uniform(0.2, 1.0))  # the scenario: a random moment of the load
         cluster.pause(leader)
         stopped = time.monotonic()
         try:
@@ -195,7 +195,7 @@ def test_kill_9_of_the_leader_during_a_produce_and_commit_storm_loses_nothing(cl
     leader = partition_leader(cluster, TOPIC)
     committers = _committers(cluster, leader, 3, "killed")
     for _round in range(2):
-        time.sleep(random.uniform(0.2, 1.0))
+        time.sleep(random.uniform(0.2, 1.0))  # the scenario: a random moment of the storm
         cluster.nodes[leader].kill()
         killed = time.monotonic()
         wait_for(lambda: partition_leader(cluster, TOPIC) not in (-1, leader), 30, "a takeover")
@@ -216,8 +216,9 @@ def test_etcd_stopped_longer_than_the_lease_then_restarted_loses_nothing(own_etc
         committers = _committers(cluster, partition_leader(cluster, TOPIC), 2, "etcd-away")
         own_etcd.stop()
         stopped = time.monotonic()
-        time.sleep(cluster.session_timeout_ms / 1000 + 2)
-        # Without etcd no node may believe its lease still holds: nothing is acknowledged.
+        time.sleep(cluster.session_timeout_ms / 1000 + 2)  # the scenario: etcd away past every lease
+        # Without etcd no node may believe its lease still holds: nothing is acknowledged. That
+        # nothing is has no condition to wait on: a node that would acknowledge is given a second.
         quiet_from = time.monotonic()
         time.sleep(1)
         assert producer.acks_after(quiet_from) == 0
@@ -295,7 +296,7 @@ def test_a_leader_cut_off_from_etcd_but_not_its_clients_acknowledges_nothing_mor
         # its lease; the other node takes over once etcd expires the lease.
         wait_for(lambda: leader_seen_by(cluster, other, TOPIC) == other, 30, "a takeover")
         _wait_serving(cluster, producer, committers, cut)
-        time.sleep(2)
+        time.sleep(2)  # the scenario: the cut lasts while the other node serves
     finally:
         relays[leader]["etcd"].set_cut(False)
     healed = time.monotonic()
@@ -317,6 +318,7 @@ def test_a_leader_cut_off_from_its_clients_but_not_etcd_keeps_its_partitions_and
     relays[leader]["clients"].set_cut(True)
     cut = time.monotonic()
     try:
+        # The scenario: the cut lasts two session timeouts, past any lease that would lapse.
         time.sleep(2 * cluster.session_timeout_ms / 1000)
         # Its lease holds: the partition stays its own, and nothing moves while clients cannot
         # reach it (only what it acknowledged before the cut, read within the margin, arrives).

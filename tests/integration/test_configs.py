@@ -5,7 +5,6 @@ surviving a restart."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -257,10 +256,8 @@ def test_changes_take_effect_and_survive_a_restart(broker_factory: BrokerFactory
     assert _earliest(served.port, "cfg-effect") == 0
     incremental(admin, ConfigResource(ConfigResource.Type.TOPIC, "cfg-effect"),
                 ("retention.ms", AlterConfigOpType.SET, "1"))
-    deadline = time.monotonic() + 10
-    while _earliest(served.port, "cfg-effect") == 0 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert _earliest(served.port, "cfg-effect") > 0
+    wait_for(lambda: _earliest(served.port, "cfg-effect") > 0, 60, "the first segment removed by retention",
+             step=0.1)
 
     served.stop()
     again = broker_factory(OVERRIDES, data_dir=data)
@@ -325,9 +322,8 @@ def test_a_change_through_one_node_takes_effect_on_the_others(cluster: Cluster) 
     bootstrap = ",".join(b.bootstrap for b in cluster.alive())
     admin = AdminClient({"bootstrap.servers": bootstrap})
     create_topic(admin, "cfg-shared")
-    deadline = time.monotonic() + 20
-    while (leader := cluster.leaders(topic="cfg-shared").get(0, -1)) < 0 and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for(lambda: cluster.leaders(topic="cfg-shared").get(0, -1) >= 0, 60, "a leader of cfg-shared", step=0.1)
+    leader = cluster.leaders(topic="cfg-shared")[0]
     assert _produce(bootstrap, "cfg-shared", [b"x" * 4000]) == [None]
     other = cluster.nodes[3 - leader]
     through_other = AdminClient({"bootstrap.servers": other.bootstrap})
@@ -383,7 +379,5 @@ def test_compaction_switched_on_compacts_the_closed_segments(admin: AdminClient,
     incremental(admin, ConfigResource(ConfigResource.Type.TOPIC, "cfg-compact"),
                 ("cleanup.policy", AlterConfigOpType.SET, "compact"),
                 ("min.cleanable.dirty.ratio", AlterConfigOpType.SET, "0.01"))
-    deadline = time.monotonic() + 15
-    while _records(served.port, "cfg-compact") == 640 and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert _records(served.port, "cfg-compact") < 640
+    wait_for(lambda: _records(served.port, "cfg-compact") < 640, 60, "the log compacted", step=0.2,
+             seen=lambda: _records(served.port, "cfg-compact"))

@@ -29,7 +29,7 @@ from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from testkit.kcoord import ROOT
 from testkit.ports import api_versions_ok, free_port
-from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.clients import create_topic, wait_for
 
 pytestmark = pytest.mark.timeout(180)
 
@@ -128,11 +128,13 @@ class Container:
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(self.image.entrypoint + self.image.cmd, env=self.env, cwd=self.home,
                                          stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 30
-        while not api_versions_ok(self.port):
-            assert self.proc.poll() is None, f"exited with {self.proc.returncode}:\n{self.log()}"
-            assert time.monotonic() < deadline, f"no answer within 30 s:\n{self.log()}"
-            time.sleep(0.05)
+        proc = self.proc
+
+        def serving() -> bool:
+            assert proc.poll() is None, f"exited with {proc.returncode}:\n{self.log()}"
+            return api_versions_ok(self.port)
+
+        wait_for(serving, 120, "an answer to ApiVersions", seen=lambda: self.log()[-3000:])
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

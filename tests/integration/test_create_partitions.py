@@ -159,7 +159,7 @@ def test_a_topic_of_many_partitions_does_not_hold_up_other_clients(broker: Any) 
                 c.call(18, 0, ApiVersionsRequest())
                 slowest.append(time.monotonic() - started)
                 opened_when_answered.append(logs_open())
-                time.sleep(0.01)
+                time.sleep(0.01)  # the scenario: a client asking all along, not flat out
 
     pinger = threading.Thread(target=ping)
     pinger.start()

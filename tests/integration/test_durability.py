@@ -173,7 +173,7 @@ def test_kill_9_while_committing_loses_no_acknowledged_commit(broker_factory) ->
         threads = [threading.Thread(target=hammer, args=(p,)) for p in range(4)]
         for t in threads:
             t.start()
-        time.sleep(0.3 + rng.random())
+        time.sleep(0.3 + rng.random())  # the scenario: a random moment of the hammering
         b.kill()
         stop.set()
         for t in threads:

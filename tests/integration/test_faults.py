@@ -67,7 +67,7 @@ def stacks_written(output: Path, most: float = 15.0) -> None:
     faulthandler ends with the thread it ran in, "Current thread ..." and its frames."""
     deadline = time.monotonic() + most
     while "Current thread 0x" not in output.read_text(errors="replace") and time.monotonic() < deadline:
-        time.sleep(0.2)
+        time.sleep(0.2)  # best effort: the failure that follows shows whatever was written
 
 
 def condensed(text: str, keep: int = 30) -> str:

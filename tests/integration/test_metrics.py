@@ -40,15 +40,18 @@ NUM_PARTITIONS = 50
 
 
 
-def wait_scrape(port: int, check: Callable[[Scrape], bool], what: str, timeout: float = 15.0) -> Scrape:
-    deadline = time.monotonic() + timeout
-    last = scrape(port)
-    while not check(last):
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
-        last = scrape(port)
-    return last
+def wait_scrape(port: int, check: Callable[[Scrape], bool], what: str, timeout: float = 60.0) -> Scrape:
+    """The first scrape ``check`` holds of."""
+    scrapes = [scrape(port)]
+
+    def holds() -> bool:
+        if check(scrapes[-1]):
+            return True
+        scrapes.append(scrape(port))
+        return False
+
+    wait_for(holds, timeout, what)
+    return scrapes[-1]
 
 
 def _log_files(data_dir: Path, partition: int) -> list[Path]:

@@ -53,7 +53,7 @@ class Prometheus:
             out[",".join(f"{k}={v}" for k, v in sorted(labels.items()))] = float(series["value"][1])
         return out
 
-    def wait_value(self, expr: str, expected: float, timeout: float = 30.0) -> None:
+    def wait_value(self, expr: str, expected: float, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         last: dict[str, float] = {}
         while time.monotonic() < deadline:
@@ -63,7 +63,7 @@ class Prometheus:
             time.sleep(0.25)
         raise AssertionError(f"{expr}: expected one series = {expected}, Prometheus has {last}\n{self.log()}")
 
-    def wait(self, check: Callable[[], bool], what: str, timeout: float = 30.0) -> None:
+    def wait(self, check: Callable[[], bool], what: str, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while not check():
             if time.monotonic() > deadline:
@@ -203,7 +203,7 @@ def test_commit_failure_alert_expression_sees_failing_commits(broker: BrokerProc
     request = OffsetCommitRequest(group_id="failing-group", generation_id_or_member_epoch=-1, member_id="", topics=[
         OffsetCommitRequest.Topic(name="never-created", partitions=[
             OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=1, committed_metadata="")])])
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     with WireClient("127.0.0.1", broker.port) as c:
         while not prom.query(rule["expr"]):
             assert time.monotonic() < deadline, f"the alert expression never matched\n{prom.log()}"

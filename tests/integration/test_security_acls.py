@@ -78,15 +78,16 @@ def prepare_secure(broker: SecureBroker) -> None:
 
 
 def _commit_once_the_coordinator_is_known(consumer: Consumer, offsets: list[TopicPartition]) -> None:
-    deadline = time.monotonic() + 15
-    while True:
+    def committed() -> bool:
         try:
             consumer.commit(offsets=offsets, asynchronous=False)
-            return
+            return True
         except KafkaException as exc:
-            if exc.args[0].code() != KafkaError._WAIT_COORD or time.monotonic() > deadline:
+            if exc.args[0].code() != KafkaError._WAIT_COORD:
                 raise
-            time.sleep(0.1)
+            return False
+
+    wait_for(committed, 60, "the group's coordinator to be known", step=0.1)
 
 
 def _alice(secure: SecureBroker, group: str, **extra: Any) -> Consumer:

@@ -207,7 +207,7 @@ def test_reauthentication_renews_the_session_and_an_expired_one_is_closed(secure
             first = _login(c)
             first_latest_end = time.monotonic() + lifetime
             assert first.session_lifetime_ms == REAUTH_MS  # type: ignore[attr-defined]
-            time.sleep(lifetime * 0.5)
+            time.sleep(lifetime * 0.5)  # the scenario: renew halfway through the session
             renewing = time.monotonic()
             renewed = _login(c)  # KIP-368: the same mechanism and user on the same connection
             renewed_latest_end = time.monotonic() + lifetime

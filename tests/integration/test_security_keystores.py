@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from testkit.kcoord import BrokerProcess
 from testkit.ports import free_port
+from tests.integration.helpers.cluster import wait_for
 
 pytestmark = [pytest.mark.timeout(90),
               pytest.mark.skipif(shutil.which("keytool") is None, reason="keytool (a Java runtime) is not installed")]
@@ -93,15 +93,17 @@ def test_a_mapped_certificate_is_served_as_its_short_name(jks_broker: tuple[Brok
     admin.create_topics([NewTopic("paid", 1, 1)])["paid"].result(15)  # needs Create: a super user (User:orders-service)
     consumer = Consumer({**conf, "group.id": "billing", "enable.auto.commit": False})
     try:
-        deadline = time.monotonic() + 20
-        while True:
+        errors: list[KafkaException] = []
+
+        def committed() -> bool:
             try:
                 consumer.commit(offsets=[TopicPartition("paid", 0, 5)], asynchronous=False)
-                break
-            except KafkaException:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+                return True
+            except KafkaException as exc:
+                errors.append(exc)
+                return False
+
+        wait_for(committed, 60, "the commit acknowledged", step=0.2, seen=lambda: errors[-1:])
         assert consumer.committed([TopicPartition("paid", 0)], timeout=10)[0].offset == 5
     finally:
         consumer.close()
@@ -119,7 +121,6 @@ def test_a_certificate_no_rule_maps_is_refused(jks_broker: tuple[BrokerProcess, 
                          "error_cb": lambda e: errors.append(e.str())})
     with pytest.raises(KafkaException):
         admin.list_topics(timeout=5)
-    deadline = time.monotonic() + 5
-    while "no ssl.principal.mapping.rules rule applies" not in process.log() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_for(lambda: "no ssl.principal.mapping.rules rule applies" in process.log(), 60, "the refusal logged",
+             step=0.1)
     assert "no ssl.principal.mapping.rules rule applies to 'CN=intruder,OU=Elsewhere,O=Shop'" in process.log()

@@ -5,7 +5,6 @@ that holds each partition, and the rebalance journal (`kcoord groups --history`)
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -85,13 +84,10 @@ def test_a_streams_group_in_kcoord_groups_metrics_and_the_journal(broker_factory
                          if got.get("group") == GROUP and got.get("partition") == "0"]
         assert labels["consumer_id"] == holder[0].mid
 
-        deadline = time.monotonic() + 10
-        while True:
-            events = read_events(broker.bootstrap, GROUP)
-            summaries = [e for e in events if e["kind"] == "rebalance"]
-            if summaries or time.monotonic() > deadline:
-                break
-            time.sleep(0.3)
+        wait_for(lambda: any(e["kind"] == "rebalance" for e in read_events(broker.bootstrap, GROUP)), 60,
+                 "a rebalance summary in the group's history", step=0.3)
+        events = read_events(broker.bootstrap, GROUP)
+        summaries = [e for e in events if e["kind"] == "rebalance"]
         joined = [e for e in events if e["kind"] == "member" and e["cause"] == "new-member-joined"]
         assert {e["member_id"] for e in joined} == {a.mid, b.mid}
         assert all(e["group_type"] == "streams" for e in events)

@@ -6,7 +6,6 @@ of kafka-python and confluent-kafka that use these APIs; and their ACL checks.""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +32,7 @@ from protocol.messages.describe_quorum import DescribeQuorumRequest
 from protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from protocol.messages.elect_leaders import ElectLeadersRequest
 from testkit.kcoord import BrokerProcess
-from tests.integration.helpers.cluster import Cluster
+from tests.integration.helpers.cluster import Cluster, wait_for
 from tests.integration.helpers.kafka_programs import Tools
 
 pytestmark = pytest.mark.timeout(180)
@@ -227,9 +226,10 @@ def test_in_a_cluster(cluster: Cluster) -> None:
     bootstrap = ",".join(b.bootstrap for b in cluster.alive())
     topic = unique("cluster-topology")
     create(bootstrap, topic, 4)
-    deadline = time.monotonic() + 30
-    while -1 in (owners := cluster.leaders(topic=topic)).values() and time.monotonic() < deadline:
-        time.sleep(0.2)  # each partition is claimed by its owner a moment after creation
+    # Each partition is claimed by its owner a moment after creation.
+    wait_for(lambda: -1 not in cluster.leaders(topic=topic).values(), 60, f"every partition of {topic} owned",
+             seen=lambda: cluster.leaders(topic=topic))
+    owners = cluster.leaders(topic=topic)
     assert set(owners.values()) == {1, 2}
     T = DescribeTopicPartitionsRequest.TopicRequest
     P = AlterPartitionReassignmentsRequest.ReassignableTopic.ReassignablePartition

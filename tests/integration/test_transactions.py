@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.clients import create_topic, wait_for
 from tests.integration.helpers.transactions import consumer, produce_plain, read_all, txn_producer
 
 pytestmark = pytest.mark.timeout(180)
@@ -219,10 +219,7 @@ def test_an_idle_transactional_id_is_forgotten_and_starts_afresh(broker_factory:
     p.commit_transaction(30)
     error, first_pid = described()
     assert error == 0
-    deadline = time.monotonic() + 15
-    while described()[0] == 0:
-        assert time.monotonic() < deadline, "the idle transactional id was not forgotten"
-        time.sleep(0.2)
+    wait_for(lambda: described()[0] != 0, 60, "the idle transactional id to be forgotten", step=0.2)
     assert described()[0] == 105  # TRANSACTIONAL_ID_NOT_FOUND
     assert "transactions.ids_expired" in b.log()
     b.stop()

@@ -4,14 +4,13 @@ and read_committed consumers still skip what was aborted."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from protocol.record_batch import iter_batches
-from tests.integration.helpers.clients import create_topic
+from tests.integration.helpers.clients import create_topic, wait_for
 from tests.integration.helpers.transactions import read_all, txn_producer
 
 pytestmark = pytest.mark.timeout(180)
@@ -29,11 +28,8 @@ def entries(path: Path) -> list[tuple[int, int, int, int]]:
     return out  # type: ignore[return-value]
 
 
-def wait_for(path: Path, timeout: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not path.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert path.exists(), f"{path.name} was not written"
+def wait_written(path: Path) -> None:
+    wait_for(path.exists, 60, f"{path.name} to be written")
 
 
 def test_an_aborted_transaction_is_indexed_and_the_index_survives_kill_and_loss(broker_factory: Any) -> None:
@@ -56,7 +52,7 @@ def test_an_aborted_transaction_is_indexed_and_the_index_survives_kill_and_loss(
 
     partition_dir = b.data_dir / "txi-0"
     index = partition_dir / "00000000000000000000.txnindex"
-    wait_for(index)
+    wait_written(index)
     producer_id = next(batch.producer_id for batch in iter_batches((partition_dir / "00000000000000000000.log")
                                                                     .read_bytes()) if batch.base_offset == 4)
     assert entries(index) == [(producer_id, 4, 7, 8)]
@@ -66,6 +62,6 @@ def test_an_aborted_transaction_is_indexed_and_the_index_survives_kill_and_loss(
     index.unlink()
     b.start()
     b.wait_loaded()
-    wait_for(index)
+    wait_written(index)
     assert index.read_bytes() == written
     assert sorted(read_all(bs, "txi")) == [b"kept-0", b"kept-1", b"kept-2", b"kept-3"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,6 +16,7 @@ from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
+from tests.integration.helpers.cluster import wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -71,11 +72,12 @@ def test_full_disk_fails_commits_cleanly_and_recovers(broker_factory, small_disk
     filler.unlink()
     with WireClient("127.0.0.1", b.port) as c:
         # The shard reloads from the log; commits work again, and the last acknowledged one is there.
-        for _ in range(100):
-            resp = c.call(ApiKey.OffsetFetch, 7, OffsetFetchRequest(group_id="full-disk", topics=None))
-            if resp.error_code == 0:
-                break
-            time.sleep(0.05)
+        def fetched() -> Any:
+            return c.call(ApiKey.OffsetFetch, 7, OffsetFetchRequest(group_id="full-disk", topics=None))
+
+        wait_for(lambda: fetched().error_code == 0, 60, "the shard reloaded (OffsetFetch answered)",
+                 seen=lambda: fetched().error_code)
+        resp = fetched()
         stored = {p.partition_index: p.committed_offset for t in resp.topics for p in t.partitions}
         assert stored[0] >= acked[-1]
         assert _commit(c, 0, 10_000, "") == 0

@@ -104,7 +104,7 @@ class Cluster:
         via = via or self.alive()[0]
         return {p.partition_index: p.leader_id for p in topic_metadata("127.0.0.1", via.port, topic).partitions}
 
-    def wait_spread(self, nodes: set[int], timeout: float = 30.0) -> dict[int, int]:
+    def wait_spread(self, nodes: set[int], timeout: float = 60.0) -> dict[int, int]:
         """Waits until every node of ``nodes`` serves its share and nothing is without an owner
         (as seen by each live node)."""
         deadline = time.monotonic() + timeout
@@ -155,7 +155,7 @@ def commit_request(group: str, topic: str, offset: int) -> Any:
             OffsetCommitRequest.Topic.Partition(partition_index=0, committed_offset=offset)])])
 
 
-def fetch_offset(cluster: Cluster, group: str, topic: str, timeout: float = 30.0) -> int:
+def fetch_offset(cluster: Cluster, group: str, topic: str, timeout: float = 60.0) -> int:
     """The committed offset of ``group`` as its coordinator answers it now."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -96,15 +96,17 @@ def consume(bootstrap: str, group: str, topic: str, want: int, seconds: float) -
 def delete_group(bootstrap: str, group: str) -> None:
     """DeleteGroups, again while the closed consumer's leave is on its way (NON_EMPTY_GROUP)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    deadline = time.monotonic() + 20
-    while True:
+
+    def deleted() -> bool:
         try:
             admin.delete_consumer_groups([group])[group].result(15)
-            return
+            return True
         except ck.KafkaException as exc:
-            if exc.args[0].code() != ck.KafkaError.NON_EMPTY_GROUP or time.monotonic() > deadline:
+            if exc.args[0].code() != ck.KafkaError.NON_EMPTY_GROUP:
                 raise
-            time.sleep(0.3)
+            return False
+
+    wait_for(deleted, 60, f"{group} deleted (its members gone)", step=0.3)
 
 
 def two_nodes(cluster: Cluster, topic: str) -> tuple[str, bytes, int]:
