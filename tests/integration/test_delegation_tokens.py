@@ -210,7 +210,15 @@ def test_tokens_survive_kill_9_and_expired_ones_are_swept(secure: SecureBroker) 
     assert code == 0 and _create_topic(as_alice, f"{PREFIX}after-restart") == 0
     # The short token passes its maximum lifetime and the sweep removes it.
     wait_for(lambda: short.token_id not in _ids(alice), 60, "the expired token is swept")
+
+    def refusals() -> int:
+        return sum(1 for line in secure.process.log().splitlines() if " sasl.authentication_failed " in line)
+
+    before = refusals()
+    # The expired token replayed: refused, logged once, and the token still alive goes on serving.
     assert _token_client(secure, short)[1] == ErrorCode.SASL_AUTHENTICATION_FAILED
+    assert refusals() == before + 1
+    assert _token_client(secure, kept)[1] == 0
 
 
 def test_describing_others_tokens_takes_describe_tokens_on_the_owner_or_describe_on_the_token(
