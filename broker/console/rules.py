@@ -9,16 +9,34 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
-from broker.apis import ApiEntry
 from broker.console.actions import CLIENT_ID, Amend, denial
 from broker.handlers.request_checks import RequestChecks
 from broker.network.reply import Reply, first_error_code
 from broker.network.router import ConnectionInfo, Request
 from protocol.codec import encode
-from protocol.schema import Data
+from protocol.schema import Data, Message
 
 LISTENER = "console"
+
+
+class TableEntry(Protocol):
+    """What the rules need of one entry of the API table (``broker.apis.ApiEntry``, which only the
+    broker's root builds and imports)."""
+
+    @property
+    def key(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def request(self) -> Message: ...
+    @property
+    def response(self) -> Message: ...
+    @property
+    def authorize(self) -> Callable[[RequestChecks, Request[Data], Callable[[Request[Data], int], Data]], bool]: ...
+    @property
+    def refuse(self) -> Callable[[Request[Data], int], Data]: ...
 
 
 def basic_credentials(header: str | None) -> tuple[str, str] | None:
@@ -40,7 +58,7 @@ class Rules:
     """The API table's authorization rules, asked for one principal at a time (on the broker's
     loop: the authorizer's ACLs change there)."""
 
-    def __init__(self, checks: RequestChecks | None, table: Sequence[ApiEntry],
+    def __init__(self, checks: RequestChecks | None, table: Sequence[TableEntry],
                  check_password: Callable[[str, str], bool]) -> None:
         # None: the authorizer is off, and the wire lets every client do everything.
         self.checks = checks

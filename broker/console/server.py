@@ -18,7 +18,7 @@ from broker.observability import logs
 from broker.security.listeners import ListenerSpec
 
 if TYPE_CHECKING:
-    from broker.apis import ApiEntry
+    from broker.console.rules import TableEntry
     from broker.handlers.request_checks import RequestChecks
 
 _ANY_HOST = ("", "0.0.0.0", "::")
@@ -31,7 +31,7 @@ class ActionRules:
 
     enabled: bool
     checks: RequestChecks | None
-    table: Sequence[ApiEntry]
+    table: Sequence[TableEntry]
     check_password: Callable[[str, str], bool]
 
 
