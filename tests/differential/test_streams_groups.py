@@ -7,7 +7,6 @@ a changelog). Both brokers create the internal topics themselves."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -72,14 +71,8 @@ def test_two_members_on_two_processes_split_the_tasks(pair: Pair) -> None:
         a, b = Member(a_conn, group, source, "a"), Member(b_conn, group, source, "b")
         until_tasks(a)
         joined = plain(b.heartbeat())
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            a.heartbeat()
-            b.heartbeat()
-            described = describe(a_conn, group)
-            if described["state"] == "Stable" and a.active and b.active:
-                break
-            time.sleep(0.2)
+        retry(lambda: (a.heartbeat(), b.heartbeat(), describe(a_conn, group))[-1],
+              lambda described: described["state"] == "Stable" and bool(a.active and b.active))
 
         def held(m: Member) -> object:
             return {t.subtopology_id: sorted(t.partitions) for t in m.active}
@@ -247,15 +240,18 @@ def test_a_static_member_leaves_for_a_moment_and_its_instance_takes_its_tasks_ba
         a.heartbeat(instance_id=f"{group}-a")
         until_tasks(a)
         b.heartbeat(instance_id=f"{group}-b")
-        deadline = time.monotonic() + 30
         settled, seen = 0, (0, 0)
-        while time.monotonic() < deadline and settled < 3:  # Stable, and the epochs held for 3 rounds
+
+        def round_settled() -> bool:  # Stable, and the epochs held for 3 rounds
+            nonlocal settled, seen
             a.heartbeat()
             b.heartbeat()
             stable = describe(a_conn, group)["state"] == "Stable" and a.active and b.active
             settled = settled + 1 if stable and (a.epoch, b.epoch) == seen else 0
             seen = (a.epoch, b.epoch)
-            time.sleep(0.2)
+            return settled >= 3
+
+        retry(round_settled, bool)
         held = {t.subtopology_id: sorted(t.partitions) for t in a.active}
         # Epochs from here on are counted from the settled one: how many bumps a broker took to get
         # there depends on when it saw each internal topic appear (Kafka sometimes one more).
