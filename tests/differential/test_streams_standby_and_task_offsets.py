@@ -21,6 +21,7 @@ from tests.differential.harness import Pair, Target, retry, unique
 from tests.differential.ops import create_topic
 from tests.differential.streams_ops import Member, describe, until_tasks
 from tests.integration.helpers.java import compiled_java
+from tests.integration.helpers.streams_app import Instance
 
 pytestmark = pytest.mark.differential
 
@@ -145,8 +146,6 @@ def test_kafka_streams_apps_with_a_regex_source_and_with_standby_replicas(
     broker); two instances of the
     word count with one standby replica run every task once, each stateful task with a standby copy
     on the other instance, and one closing hands its tasks to the other."""
-    from tests.integration.test_streams_groups import Instance
-
     stamp = unique("streams-apps")
 
     def scenario(t: Target) -> object:

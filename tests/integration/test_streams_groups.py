@@ -7,12 +7,8 @@ its tasks taken over by the others, and the counts read back (read_committed) ar
 
 from __future__ import annotations
 
-import json
 import random
-import signal
 import struct
-import subprocess
-import threading
 import time
 import uuid
 from collections import Counter
@@ -22,9 +18,10 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from testkit.kafka import java_command, run_tool
+from testkit.kafka import run_tool
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.clients import create_topic, wait_for
+from tests.integration.helpers.streams_app import Instance
 
 pytestmark = [pytest.mark.timeout(240)]
 
@@ -35,55 +32,6 @@ WORDS = ["kafka", "streams", "group", "task", "epoch", "topology", "store", "cha
 # Sessions short enough for the test to see a killed instance's tasks move within seconds.
 BROKER = {"group.streams.num.standby.replicas": "1", "group.streams.session.timeout.ms": "4000", "group.streams.heartbeat.interval.ms": "500",
           "group.streams.initial.rebalance.delay.ms": "0"}
-
-
-class Instance:
-    """One StreamsWordCount process and what it last reported."""
-
-    def __init__(self, classes: Path, libs: Path, bootstrap: str, app: str, topics: tuple[str, str],
-                 state_dir: Path, log: Path, *options: str) -> None:
-        self.log = log.open("w")
-        self.proc = subprocess.Popen(
-            java_command(libs, "StreamsWordCount", bootstrap, app, *topics, str(state_dir), *options,
-                         classes=classes),
-            stdout=subprocess.PIPE, stderr=self.log, text=True)
-        self.state = "CREATED"
-        self.active: set[str] = set()
-        self.standby: set[str] = set()
-        self.errors: list[dict[str, Any]] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if not line.startswith("{"):
-                continue
-            event = json.loads(line)
-            if event["event"] == "tasks":
-                self.state = event["state"]
-                self.active, self.standby = set(event["active"]), set(event["standby"])
-            elif event["event"] == "state":
-                self.state = event["state"]
-            else:
-                self.errors.append(event)
-
-    def running(self) -> bool:
-        return self.state == "RUNNING" and self.proc.poll() is None
-
-    def kill(self) -> None:
-        self.proc.kill()
-        self.proc.wait(10)
-        self.active, self.standby, self.state = set(), set(), "KILLED"
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(30)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.log.close()
 
 
 def spread(instances: list[Instance]) -> bool:
