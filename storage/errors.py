@@ -23,4 +23,5 @@ class LogClosedError(StorageError):
 
 class FencedError(StorageError):
     """This process may no longer change the partition's files: another node owns it now, or may
-    (its cluster lease could have expired). Nothing was written."""
+    (its cluster lease could have expired). Raised before a change, nothing was changed; raised for a
+    write found fenced once flushed (the log runtime's last check), the write may be in the files."""

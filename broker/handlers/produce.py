@@ -53,7 +53,7 @@ from protocol.record_batch import (
 )
 from protocol.record_compression import CompressionUnavailableError
 from protocol.record_conversion import is_message_set, up_convert
-from storage.errors import StorageError
+from storage.errors import FencedError, StorageError
 
 PartitionResponse = ProduceResponse.TopicProduceResponse.PartitionProduceResponse
 _MAX_TIMESTAMP_OFFSET = 35
@@ -181,6 +181,15 @@ def submit(topic_logs: TopicLogs, state: PartitionState, records: bytes | None, 
     transaction would otherwise leave open for ever (sent after its transaction ended, or never
     added) is refused. ``tv2``: ``verify`` answers what adding the partition to the transaction
     answered (transactions version 2: Produce v12 and up)."""
+    if state.deleted:
+        raise Rejected(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the partition was deleted")
+    if state.part.failed or state.part.closed:
+        # Its log failed (a write refused, the fence found lapsed) and is being reopened: what the
+        # producer state says until then is a guess (the failed write may be in the files or not),
+        # so no sequence is judged against it. A retriable error keeps the producer's sequences as
+        # they are; OUT_OF_ORDER_SEQUENCE_NUMBER here would make librdkafka bump its epoch and send
+        # again, under new sequences, records the failed write may have stored.
+        raise Rejected(ErrorCode.KAFKA_STORAGE_ERROR, "the partition's log failed and is being reopened")
     batch = inspect_batch(records, state.max_message_bytes)
     raw = records
     assert raw is not None  # inspect_batch refuses a partition without records
@@ -272,6 +281,11 @@ def outcome(append: BatchWrite) -> tuple[int, str | None]:
         return ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, exc.reason
     if isinstance(exc, DecodeError):
         return ErrorCode.INVALID_RECORD, f"invalid record batch: {exc.reason}"
+    if isinstance(exc, FencedError):
+        # The node may no longer be the partition's owner (the write may be in the log or not), as
+        # a Kafka leader that lost leadership answers: the producer retries with the same sequence
+        # at the owner, which recognises a stored batch as a duplicate.
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER, f"no longer certainly the partition's owner: {exc}"
     if isinstance(exc, StorageError):
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "the partition was deleted"
     return ErrorCode.KAFKA_STORAGE_ERROR, f"cannot write the log: {exc}"

@@ -64,6 +64,17 @@ def _nothing() -> None:
     pass
 
 
+def _tell(write: BatchWrite, part: Partition) -> None:
+    """Runs a failed write's callback. One that raises is logged and goes no further: it runs
+    inside a pass's completion or a connection's read round, which serve every other partition
+    and connection of the node."""
+    try:
+        write.on_done()
+    except Exception:
+        logs.event("log.release_failed", 40, exc_info=True, topic=part.topic, partition=part.index)
+    write.on_done = _nothing
+
+
 def _always() -> bool:
     return True
 
@@ -427,8 +438,7 @@ class LogRuntime:
             if write.error is None:
                 write.error = exc if isinstance(exc, StorageError) else OSError(
                     f"the write could not be made durable: {exc}")
-            write.on_done()
-            write.on_done = _nothing
+            _tell(write, part)
         self._refuse_queued(part, OSError("an earlier write to this partition failed"))
         if first and part.owner is not None:
             part.owner.on_write_failed(exc)
@@ -442,8 +452,7 @@ class LogRuntime:
         part.queued_bytes = 0
         for write in queued:
             write.error = error
-            write.on_done()
-            write.on_done = _nothing
+            _tell(write, part)
         for _seq, callback in waiters:
             callback(False)
 

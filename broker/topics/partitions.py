@@ -503,7 +503,9 @@ class TopicLogs:
     def _resync(self, state: PartitionState) -> None:
         """A queued batch was refused by the log: the offsets handed to the batches behind it were
         guesses that did not hold, so predictions and producer state restart from the log."""
-        if state.deleted:
+        if state.deleted or state.part.failed or state.part.closed:
+            # The log failed and is being reopened (or let go of): the reopening resyncs from the
+            # log it opens, and until then produce is refused before any check (produce.submit).
             return
         state.next_offset = state.log.end_offset
         state.producers = ProducerStateTable()
