@@ -83,6 +83,30 @@ class Member:
     # A streams group member's tasks ("<subtopology>_<partition>") by kind: active, standby, warmup.
     tasks: dict[str, list[str]] = field(default_factory=dict)
     process_id: str = ""
+    # A streams group member's epoch of the topology it runs (older than the group's: STALE_TOPOLOGY).
+    topology_epoch: int | None = None
+
+
+@dataclass
+class Subtopology:
+    """One subtopology of a streams group's configured topology, as StreamsGroupDescribe tells it."""
+
+    subtopology_id: str
+    source_topics: list[str]
+    repartition_sources: list[str]
+    repartition_sinks: list[str]
+    changelogs: list[str]
+
+
+@dataclass
+class StreamsTopology:
+    """A streams group's epochs and topology: ``subtopologies`` None while the topology is not
+    configured (its source topics missing, or internal topics missing or mis-partitioned)."""
+
+    group_epoch: int
+    assignment_epoch: int
+    topology_epoch: int | None  # None: no member has sent a topology yet
+    subtopologies: list[Subtopology] | None
 
 
 @dataclass
@@ -93,6 +117,7 @@ class GroupDescription:
     assignor: str
     coordinator: Node
     members: list[Member] = field(default_factory=list)
+    streams: StreamsTopology | None = None  # a streams group's topology and epochs
 
 
 @dataclass
@@ -372,8 +397,14 @@ class KafkaAdmin:
             partitions = sorted({(topic, p) for t in (a.active_tasks if a else []) for p in t.partitions
                                  for topic in reads.get(t.subtopology_id, [])})
             members.append(Member(m.member_id, m.instance_id, m.client_id, m.client_host, partitions, tasks,
-                                  m.process_id))
-        return GroupDescription(group_id, g.group_state, "Streams", "sticky", node, members)
+                                  m.process_id, m.topology_epoch))
+        subtopologies = None if g.topology is None or g.topology.subtopologies is None else [
+            Subtopology(s.subtopology_id, list(s.source_topics), [t.name for t in s.repartition_source_topics],
+                        list(s.repartition_sink_topics), [t.name for t in s.state_changelog_topics])
+            for s in g.topology.subtopologies]
+        streams = StreamsTopology(g.group_epoch, g.assignment_epoch, None if g.topology is None else g.topology.epoch,
+                                  subtopologies)
+        return GroupDescription(group_id, g.group_state, "Streams", "sticky", node, members, streams)
 
     def committed_offsets(self, group_id: str) -> dict[TopicPartition, int]:
         """Every committed offset of the group (OffsetFetch for all topics)."""

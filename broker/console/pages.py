@@ -15,6 +15,7 @@ from urllib.parse import quote, urlencode
 from broker.console.state import ClusterState, GroupState, GroupSummary
 from broker.console.timeline import Span, render_svg
 from doctor import Finding
+from kclient.admin_client import GroupDescription, Member, StreamsTopology
 
 
 @dataclass(frozen=True)
@@ -170,13 +171,62 @@ def _share_figures(figures: dict[str, int] | None) -> str:
             + table)
 
 
+def _tasks(tasks: Sequence[str]) -> str:
+    return escape(", ".join(tasks)) or "-"
+
+
+def _stale(member: Member, topology: StreamsTopology) -> bool:
+    return (topology.topology_epoch is not None and member.topology_epoch is not None
+            and member.topology_epoch < topology.topology_epoch)
+
+
+def _members(g: GroupDescription) -> str:
+    ordered = sorted(g.members, key=lambda m: (m.client_id, m.member_id))
+    if g.streams is None:
+        return _table(["member", "client id", "host", "instance id", "assigned partitions"], (
+            [_e(m.member_id), _e(m.client_id), _e(m.host), _e(m.instance_id), _partitions(m.assignment)]
+            for m in ordered), "members")
+    topology = g.streams
+    return _table(["member", "client id", "host", "instance id", "active tasks", "standby tasks", "warm-up tasks",
+                   "topology epoch"], (
+        [_e(m.member_id), _e(m.client_id), _e(m.host), _e(m.instance_id), _tasks(m.tasks.get("active", [])),
+         _tasks(m.tasks.get("standby", [])), _tasks(m.tasks.get("warmup", [])),
+         _e(m.topology_epoch) + (' <span class="stale">STALE_TOPOLOGY</span>' if _stale(m, topology) else "")]
+        for m in ordered), "members")
+
+
+def _topology(topology: StreamsTopology | None, members: Sequence[Member]) -> str:
+    """A streams group's topology: its epochs, whether it is configured, its subtopologies, and
+    the members running an older topology than the group's, as StreamsGroupDescribe tells."""
+    if topology is None:
+        return ""
+    stale = [m for m in members if _stale(m, topology)]
+    if topology.topology_epoch is None:
+        status = "none yet: no member has sent a topology"
+    elif topology.subtopologies is None:
+        status = ("not configured: its source topics are missing, or internal topics are missing or "
+                  "mis-partitioned (each member's heartbeat says which: MISSING_SOURCE_TOPICS, "
+                  "MISSING_INTERNAL_TOPICS, INCORRECTLY_PARTITIONED_TOPICS)")
+    else:
+        status = f"configured, {len(topology.subtopologies)} subtopologies"
+    facts = (f'<p class="facts topology"><span>topology epoch <b class="topology-epoch">'
+             f"{_e(topology.topology_epoch)}</b></span><span>group epoch <b>{_e(topology.group_epoch)}</b></span>"
+             f"<span>assignment epoch <b>{_e(topology.assignment_epoch)}</b></span>"
+             f'<span>topology <b class="topology-status">{_e(status)}</b></span></p>')
+    if stale:
+        facts += (f'<p class="notice stale">STALE_TOPOLOGY: {len(stale)} of {len(members)} members run an older '
+                  f"topology than the group's (epoch {_e(topology.topology_epoch)}): "
+                  f"{_e(', '.join(m.client_id or m.member_id for m in stale))}</p>")
+    table = "" if not topology.subtopologies else _table(
+        ["subtopology", "source topics", "repartition sources", "repartition sinks", "changelogs"], (
+            [_e(s.subtopology_id), _tasks(s.source_topics), _tasks(s.repartition_sources),
+             _tasks(s.repartition_sinks), _tasks(s.changelogs)] for s in topology.subtopologies), "subtopologies")
+    return f"<section><h2>Topology</h2>{facts}{table}</section>"
+
+
 def group(state: GroupState, share_figures: dict[str, int] | None = None) -> str:
     g = state.group
-    tasks = g.group_type == "Streams"
-    members = _table(["member", "client id", "host", "instance id", "tasks" if tasks else "assigned partitions"], (
-        [_e(m.member_id), _e(m.client_id), _e(m.host), _e(m.instance_id),
-         _e("; ".join(f"{k}: {', '.join(v)}" for k, v in m.tasks.items() if v)) if tasks else _partitions(m.assignment)]
-        for m in sorted(g.members, key=lambda m: (m.client_id, m.member_id))), "members")
+    members = _members(g)
     if g.group_type == "Share":
         offsets = _table(["partition", "start offset", "lag"], (
             [_e(f"{t}-{p}"), _e(start), _e(lag if lag >= 0 else None)]
@@ -209,6 +259,7 @@ def group(state: GroupState, share_figures: dict[str, int] | None = None) -> str
             f'<div class="split"><section class="history"><h2>Rebalance timeline</h2>{chart}{spans}'
             f"<h2>Membership changes</h2>{changes}</section>"
             f'<aside class="doctor"><h2>Doctor</h2>{_findings(mine)}</aside></div>'
+            f"{_topology(g.streams, g.members)}"
             f"<section><h2>Members</h2>{members}</section><section><h2>Offsets and lag</h2>{offsets}</section>")
 
 

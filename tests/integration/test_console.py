@@ -287,3 +287,55 @@ def test_a_share_groups_page_counts_its_redeliveries_and_poison_records(broker_f
         assert shown["in flight: acquired"] == 0 and shown["lock expiries"] == 0, shown
     finally:
         worker.close()
+
+
+def test_a_streams_groups_page_shows_tasks_per_member_and_its_topology(broker_factory: Any) -> None:
+    """Two members of a streams group (the word count's topology, driven over the protocol as the
+    streams tests drive it), the second sending an older topology epoch than the group's: the page
+    shows each member's active and standby tasks, the topology's epoch and its subtopologies once
+    the broker has created the internal topics, and the second member as STALE_TOPOLOGY."""
+    from kclient.wire_client import WireClient
+    from tests.differential.streams_ops import Member, topology
+
+    broker = broker_factory({"group.streams.num.standby.replicas": "1", "group.streams.initial.rebalance.delay.ms": "0",
+                             "group.streams.session.timeout.ms": "60000"})
+    group, source = "console-streams", "console-streams-in"
+    create_topic(broker.bootstrap, source, 2)
+    with WireClient("127.0.0.1", broker.port) as c:
+        current, stale = Member(c, group, source, "a"), Member(c, group, source, "b")
+        wait_for(lambda: bool(current.heartbeat() and current.active), 60, "the first member's tasks")
+        # Joining with epoch 0 of the topology the group has at epoch 1: accepted, and stale.
+        stale.heartbeat(topology=topology(group, source, epoch=0))
+
+        def page() -> str:
+            current.heartbeat()
+            stale.heartbeat()
+            return get(broker, f"/groups/{group}")[2]
+
+        def settled(html: str) -> bool:
+            members = _table(html, "members")
+            return ("configured, 2 subtopologies" in html and members.count("STALE_TOPOLOGY") == 1
+                    and len(re.findall(r"<td>[01]_[01](, [01]_[01])*</td>", members)) >= 3
+                    and bool(current.standby or stale.standby))
+
+        html = ""
+
+        def seen() -> str:
+            return html[:3000]
+
+        def ready() -> bool:
+            nonlocal html
+            html = page()
+            return settled(html)
+
+        wait_for(ready, 60, "both members with tasks and standbys, the topology configured", seen=seen)
+    assert "type <b>Streams</b>" in html and '<b class="topology-epoch">1</b>' in html
+    assert "<th>active tasks</th><th>standby tasks</th><th>warm-up tasks</th><th>topology epoch</th>" in html
+    subtopologies = _table(html, "subtopologies")
+    assert f"<td>0</td><td>{source}</td>" in subtopologies
+    assert f"<td>{group}-words-repartition</td>" in subtopologies and f"{group}-counts-changelog" in subtopologies
+    assert "STALE_TOPOLOGY: 1 of 2 members" in html
+    tasks = {f"{s.subtopology_id}_{p}" for m in (current, stale) for s in m.active for p in s.partitions}
+    assert tasks == {"0_0", "0_1", "1_0", "1_1"}, tasks
+    for task in tasks:
+        assert task in _table(html, "members")

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from broker.console import pages
 from broker.console.pages import Listener
-from tests.unit.console.fakes import billing, cluster
+from broker.console.state import GroupState
+from broker.console.timeline import build_timeline
+from kclient.admin_client import GroupDescription, Member, StreamsTopology, Subtopology
+from tests.unit.console.fakes import NODE, billing, cluster
 
 
 def test_the_overview_shows_nodes_listeners_groups_by_type_and_state_and_topics() -> None:
@@ -72,3 +75,31 @@ def test_a_share_groups_figures_are_its_own() -> None:
     ]
     assert share_figures(families, "jobs") == {"in flight: acquired": 3, "in flight: available": 1, "redelivered": 4,
                                                "lock expiries": 0, "archived at the delivery limit": 1}
+
+
+def _streams_group(subtopologies: list[Subtopology] | None) -> GroupState:
+    members = [Member("m-a", None, "app-a", "/127.0.0.1", [], {"active": ["0_0", "1_0"], "standby": ["0_1"],
+                                                              "warmup": []}, "p-a", 2),
+               Member("m-b", None, "app-b", "/127.0.0.1", [], {"active": ["0_1"], "standby": [], "warmup": ["1_1"]},
+                      "p-b", 1)]
+    group = GroupDescription("counts", "Stable", "Streams", "sticky", NODE, members,
+                             StreamsTopology(7, 7, 2, subtopologies))
+    return GroupState(group, [], {}, build_timeline([], "counts"), [])
+
+
+def test_a_streams_groups_page_shows_tasks_per_member_and_its_topology() -> None:
+    html = pages.group(_streams_group([Subtopology("0", ["words"], [], ["counts-repartition"], []),
+                                       Subtopology("1", [], ["counts-repartition"], [], ["counts-changelog"])]))
+    assert "<th>active tasks</th><th>standby tasks</th><th>warm-up tasks</th><th>topology epoch</th>" in html
+    assert "<td>app-a</td><td>/127.0.0.1</td><td>-</td><td>0_0, 1_0</td><td>0_1</td><td>-</td><td>2</td>" in html
+    assert "<td>0_1</td><td>-</td><td>1_1</td><td>1 <span class=\"stale\">STALE_TOPOLOGY</span></td>" in html
+    assert '<b class="topology-epoch">2</b>' in html and "configured, 2 subtopologies" in html
+    assert "STALE_TOPOLOGY: 1 of 2 members" in html and "app-b" in html
+    assert "<td>1</td><td>-</td><td>counts-repartition</td><td>-</td><td>counts-changelog</td>" in html
+
+
+def test_a_streams_group_whose_topology_is_not_configured_says_why_it_may_be() -> None:
+    html = pages.group(_streams_group(None))
+    assert "not configured" in html and "MISSING_INTERNAL_TOPICS" in html and 'class="subtopologies"' not in html
+    # Other group types have no topology section.
+    assert "<h2>Topology</h2>" not in pages.group(billing())
