@@ -26,7 +26,7 @@ from broker.cluster.assignment import owning_partition
 from broker.cluster.node import ClusterNode
 from broker.cluster.peers import PeerClient, PeerSecret
 from broker.cluster.view import ClusterView
-from broker.config import BrokerConfig, parse_http_listener, parse_metrics_listener
+from broker.config import BrokerConfig, parse_console_listener, parse_metrics_listener
 from broker.configs.topic_defs import check_topic_config
 from broker.configs.wiring import build_config_service, follow
 from broker.group_coordinator.context import CoordinatorConfig
@@ -468,10 +468,11 @@ class BrokerApp:
         nursery.start_soon(self._settle_heap)
 
     async def _start_console(self, nursery: trio.Nursery) -> None:
-        endpoint = parse_http_listener("console.listener", self.config.get_str("console.listener"),
-                                       self.config.listener.host)
-        if endpoint is None:
+        console = parse_console_listener(self.config.get_str("console.listener"), self.config.listener.host)
+        if console is None:
             return
+        scheme, host, port = console
+        endpoint = (host, port)
         from broker.console.server import ActionRules, reading_through, serve_console
         from broker.console.share_figures import share_figures
 
@@ -480,12 +481,26 @@ class BrokerApp:
             # The console reads the cluster as a client does, without credentials of its own.
             logs.warn("console.unavailable", reason="no PLAINTEXT listener to read the cluster through")
             return
+        tls = None
+        if scheme == "https":
+            import ssl
+
+            from broker.console.https import console_context
+            from broker.security.keystores import KeystoreError
+
+            try:
+                tls = console_context(self.config.values)
+            except (OSError, ssl.SSLError, KeystoreError) as exc:
+                # As for a busy port: the broker serves its clients without its console.
+                logs.warn("console.unavailable", reason="cannot load the TLS keystore or truststore", error=str(exc))
+                return
         try:
             rules = ActionRules(self.config.get_bool("console.actions.enable"), self.checks, self.table,
-                                self.security.credentials.check_password)
+                                self.security.credentials.check_password, self.security.principal_mapper)
             self.console_port = await nursery.start(
                 serve_console, *endpoint, bootstrap, listeners, self.lag.render, rules,
-                lambda group: share_figures(share_families(self.shards, self.share, self._share_partition_end), group))
+                lambda group: share_figures(share_families(self.shards, self.share, self._share_partition_end), group),
+                tls)
         except OSError as exc:
             # As for metrics: a busy port must not keep the broker from serving clients.
             logs.warn("console.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))

@@ -254,7 +254,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property("message.max.bytes", int, 1048588, "Largest record batch accepted by Produce.", minimum=1),
     Property("console.listener", str, "http://:9465", "The console, a web view of the cluster and its "
              "groups (docs/console.md); without a host it listens on the host of listeners (loopback by "
-             "default); empty disables it."),
+             "default); empty disables it; https://host:port serves it over TLS with the ssl.* properties, "
+             "and with ssl.client.auth a client certificate's principal is the console's user."),
     Property("console.actions.enable", bool, False, "Let the console reset a group's offsets, delete its "
              "offsets and delete an empty group, for a user signed in with its SCRAM credentials and allowed "
              "the equivalent Kafka API by the ACLs (docs/console.md); off, the console is read-only."),
@@ -290,8 +291,8 @@ PROPERTIES: tuple[Property, ...] = (
     Property("ssl.principal.mapping.rules", str, "DEFAULT", "How a client certificate's subject (RFC 2253) "
              "becomes the principal's name: comma-separated RULE:pattern/replacement/[LU] and DEFAULT (the "
              "subject as it is), first match wins, as Kafka reads them; a subject no rule matches is refused."),
-    Property("ssl.client.auth", str, "none", "Client certificates on SSL listeners: none, requested or "
-             "required (mTLS; the principal is User:<certificate subject>).",
+    Property("ssl.client.auth", str, "none", "Client certificates on SSL listeners (and an https "
+             "console.listener): none, requested or required (mTLS; the principal is User:<certificate subject>).",
              choices=("none", "requested", "required")),
     Property("ssl.handshake.timeout.ms", int, 10000, "A TLS handshake not finished in this time closes the "
              "connection.", minimum=1),
@@ -627,9 +628,20 @@ def parse_metrics_listener(text: str, listener_host: str) -> tuple[str, int] | N
 def parse_http_listener(name: str, text: str, listener_host: str) -> tuple[str, int] | None:
     """(host, port) of the HTTP endpoint property ``name`` (metrics.listener, console.listener),
     None when empty; without a host, the broker listener's."""
+    endpoint = _http_url(name, text, listener_host, ("http",))
+    return None if endpoint is None else endpoint[1:]
+
+
+def parse_console_listener(text: str, listener_host: str) -> tuple[str, str, int] | None:
+    """(scheme, host, port) of console.listener, None when empty: ``http`` or ``https`` (TLS with
+    the ssl.* properties of the broker's SSL listeners)."""
+    return _http_url("console.listener", text, listener_host, ("http", "https"))
+
+
+def _http_url(name: str, text: str, listener_host: str, schemes: tuple[str, ...]) -> tuple[str, str, int] | None:
     if not text.strip():
         return None
     parts = urlsplit(text if "://" in text else "http://" + text)
-    if parts.scheme != "http" or parts.port is None:
-        raise ConfigError(f"{name}: expected http://host:port, got {text!r}")
-    return parts.hostname or listener_host, parts.port
+    if parts.scheme not in schemes or parts.port is None:
+        raise ConfigError(f"{name}: expected {' or '.join(f'{s}://host:port' for s in schemes)}, got {text!r}")
+    return parts.scheme, parts.hostname or listener_host, parts.port

@@ -1,5 +1,5 @@
 """Who may do a console action: the signed-in user (HTTP basic, checked against the broker's SCRAM
-credentials) and, for each request the action sends, the authorization rule the API table gives
+credentials, or over an https console the client certificate's principal) and, for each request the action sends, the authorization rule the API table gives
 that API (``broker/apis.py``, ``RequestChecks`` over the broker's authorizer), asked with the
 user's principal and address exactly as for a request arriving on the wire. One owner for each
 rule: nothing here knows which ACL an API needs."""
@@ -15,6 +15,7 @@ from broker.console.actions import CLIENT_ID, Amend, denial
 from broker.handlers.request_checks import RequestChecks
 from broker.network.reply import Reply, first_error_code
 from broker.network.router import ConnectionInfo, Request
+from broker.security.tls import DEFAULT_MAPPER, NoMatchingRule, PrincipalMapper
 from protocol.codec import encode
 from protocol.schema import Data, Message
 
@@ -59,14 +60,23 @@ class Rules:
     loop: the authorizer's ACLs change there)."""
 
     def __init__(self, checks: RequestChecks | None, table: Sequence[TableEntry],
-                 check_password: Callable[[str, str], bool]) -> None:
+                 check_password: Callable[[str, str], bool], mapper: PrincipalMapper = DEFAULT_MAPPER) -> None:
         # None: the authorizer is off, and the wire lets every client do everything.
         self.checks = checks
         self.entries = {entry.key: entry for entry in table}
         self.check_password = check_password
+        self.mapper = mapper  # ssl.principal.mapping.rules, as the broker's SSL listeners map subjects
 
-    def authenticate(self, header: str | None) -> str | None:
-        """The principal of a request's basic credentials (``User:name``), None if they are wrong."""
+    def authenticate(self, header: str | None, certificate: str | None = None) -> str | None:
+        """The principal of a request: with a client certificate (its subject, RFC 2253), the one
+        the broker's SSL listeners give it (``User:`` and the name ssl.principal.mapping.rules make
+        of the subject), None when no rule applies, as such a client is not authenticated on the
+        wire; without one, its basic credentials' (``User:name``), None if they are wrong."""
+        if certificate is not None:
+            try:
+                return "User:" + self.mapper.name_for(certificate)
+            except NoMatchingRule:
+                return None
         credentials = basic_credentials(header)
         if credentials is None or not self.check_password(*credentials):
             return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
+import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -16,6 +17,7 @@ import trio
 from broker.console.pages import Listener
 from broker.observability import logs
 from broker.security.listeners import ListenerSpec
+from broker.security.tls import DEFAULT_MAPPER, PrincipalMapper
 
 if TYPE_CHECKING:
     from broker.console.rules import TableEntry
@@ -33,6 +35,7 @@ class ActionRules:
     checks: RequestChecks | None
     table: Sequence[TableEntry]
     check_password: Callable[[str, str], bool]
+    mapper: PrincipalMapper = DEFAULT_MAPPER  # ssl.principal.mapping.rules, for client certificates
 
 
 def reading_through(specs: Sequence[ListenerSpec], addresses: Mapping[str, tuple[str, int]]
@@ -58,9 +61,11 @@ async def _never() -> None:
 async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequence[Listener],
                         metrics: Callable[[], Awaitable[bytes]] | None = None, rules: ActionRules | None = None,
                         share_figures: Callable[[str], dict[str, int]] | None = None,
+                        tls: ssl.SSLContext | None = None,
                         *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Serves the console on ``host``:``port`` (0: any free port), reading the cluster through
-    ``bootstrap``; reports the bound port once it listens."""
+    ``bootstrap``; over TLS with ``tls`` (``https.console_context``); reports the bound port once it
+    listens."""
     # Imported here: a broker with the console off never loads the web stack.
     from hypercorn.config import Config
     from hypercorn.trio import serve
@@ -82,11 +87,18 @@ async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequenc
     config.graceful_timeout = 1.0
     # Starlette and Hypercorn each declare the ASGI interface with their own (equivalent) types.
     setup = None if rules is None else ActionSetup(
-        rules.enabled, Rules(rules.checks, rules.table, rules.check_password), partial(actions.run, bootstrap))
+        rules.enabled, Rules(rules.checks, rules.table, rules.check_password, rules.mapper),
+        partial(actions.run, bootstrap))
     app = cast(ASGIFramework, Console(Reader(bootstrap), listeners, metrics, setup, share_figures).app())
 
     async with trio.open_nursery() as nursery:
-        binds: list[str] = await nursery.start(partial(serve, app, config, shutdown_trigger=_never))
-        bound = urlsplit(binds[0]).port or port
-        logs.event("console.listening", host=host, port=bound, url=binds[0])
+        if tls is not None:
+            from broker.console.https import serve_https
+
+            bound: int = await nursery.start(serve_https, app, config, tls, host, port)
+            url = f"https://[{host}]:{bound}" if ":" in host else f"https://{host}:{bound}"
+        else:
+            binds: list[str] = await nursery.start(partial(serve, app, config, shutdown_trigger=_never))
+            bound, url = urlsplit(binds[0]).port or port, binds[0]
+        logs.event("console.listening", host=host, port=bound, url=url)
         task_status.started(bound)

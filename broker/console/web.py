@@ -90,7 +90,7 @@ class Authority(Protocol):
     """Who may act (``rules.Rules``): the principal of a request's credentials, and each request
     of an action put to its API's authorization rule for that principal."""
 
-    def authenticate(self, header: str | None) -> str | None: ...
+    def authenticate(self, header: str | None, certificate: str | None = None) -> str | None: ...
 
     def check(self, principal: str, host: str, api_key: int, version: int, body: Data) -> Amend | None: ...
 
@@ -174,8 +174,8 @@ class Console:
     async def login(self, request: Request) -> Response:
         """Asks the browser for credentials (HTTP basic), then goes on to ``next``: the browser then
         sends them with the forms of the console's pages."""
-        if self.actions is None or self.actions.authority.authenticate(request.headers.get("authorization")) is None:
-            return _unauthorized()
+        if self.actions is None or _principal(self.actions.authority, request) is None:
+            return _unauthorized(request)
         target = request.query_params.get("next", "/")
         if not target.startswith("/") or target.startswith("//") or len(target) > MAX_TARGET:
             target = "/"
@@ -192,9 +192,9 @@ class Console:
         refused = _cross_site(request)
         if refused:
             return _error(403, refused)
-        principal = setup.authority.authenticate(request.headers.get("authorization"))
+        principal = _principal(setup.authority, request)
         if principal is None:
-            return _unauthorized()
+            return _unauthorized(request)
         try:
             form = await _form(request)
             group_values = form.get("group", [])
@@ -309,7 +309,24 @@ def _error(status: int, message: str) -> Response:
     return HTMLResponse(pages.error_page(status, message), status_code=status, headers={"Cache-Control": "no-store"})
 
 
-def _unauthorized() -> Response:
+def _certificate(request: Request) -> str | None:
+    """The subject of the client certificate the request's TLS connection presented (``https.py``
+    puts it in the scope), None without one."""
+    tls = (request.scope.get("extensions") or {}).get("tls") or {}
+    subject = tls.get("client_cert_name")
+    return subject if isinstance(subject, str) else None
+
+
+def _principal(authority: Authority, request: Request) -> str | None:
+    return authority.authenticate(request.headers.get("authorization"), _certificate(request))
+
+
+def _unauthorized(request: Request) -> Response:
+    subject = _certificate(request)
+    if subject is not None:
+        # Credentials would not help: the certificate is the user, as on the broker's SSL listeners.
+        return _error(401, f"The client certificate's subject ({subject}) matches no ssl.principal.mapping.rules "
+                           "rule: it is not authenticated, as on the broker's SSL listeners.")
     response = _error(401, "Sign in with a user of this broker (its SCRAM credentials) to act on groups.")
     response.headers["WWW-Authenticate"] = REALM
     return response

@@ -69,14 +69,14 @@ def _host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def _http_endpoint(name: str, text: str) -> tuple[str, int] | None:
-    """(host as written, possibly empty; port) of an HTTP endpoint property, None when disabled."""
+def _http_endpoint(name: str, text: str, schemes: tuple[str, ...] = ("http",)) -> tuple[str, int, str] | None:
+    """(host as written, possibly empty; port; scheme) of an HTTP endpoint property, None when disabled."""
     if not text.strip():
         return None
     parts = urlsplit(text if "://" in text else "http://" + text)
-    if parts.scheme != "http" or parts.port is None:
-        raise ConfigError(f"{name}: expected http://host:port, got {text!r}")
-    return parts.hostname or "", parts.port
+    if parts.scheme not in schemes or parts.port is None:
+        raise ConfigError(f"{name}: expected {' or '.join(f'{s}://host:port' for s in schemes)}, got {text!r}")
+    return parts.hostname or "", parts.port, parts.scheme
 
 
 def plan_nodes(config: BrokerConfig, count: int) -> list[NodePlan]:
@@ -84,7 +84,7 @@ def plan_nodes(config: BrokerConfig, count: int) -> list[NodePlan]:
     if count < 1:
         raise ConfigError("process.nodes must be at least 1")
     values: Mapping[str, object] = config.values
-    console = _http_endpoint(CONSOLE, str(values[CONSOLE])) if CONSOLE in values else None
+    console = _http_endpoint(CONSOLE, str(values[CONSOLE]), ("http", "https")) if CONSOLE in values else None
     metrics = _http_endpoint("metrics.listener", str(values["metrics.listener"]))
     ports = _Ports({s.port for s in config.listeners} | {e[1] for e in (console, metrics) if e})
     listener_ports = {spec.name: ports.series(f"listener {spec.name}", spec.port, count) for spec in config.listeners}
@@ -105,5 +105,5 @@ def plan_nodes(config: BrokerConfig, count: int) -> list[NodePlan]:
             index=i, node_id=first_id + i, listeners=listeners, advertised_listeners=advertised,
             metrics_listener=f"http://{_host(metrics[0])}:{metrics_ports[i]}" if metrics else "",
             console_listener=None if CONSOLE not in values else
-            (f"http://{_host(console[0])}:{console_port}" if console and i == 0 else "")))
+            (f"{console[2]}://{_host(console[0])}:{console_port}" if console and i == 0 else "")))
     return plans

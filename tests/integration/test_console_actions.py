@@ -15,18 +15,11 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import (
-    AclBinding,
-    AclOperation,
-    AclPermissionType,
-    AdminClient,
-    ResourcePatternType,
-    ResourceType,
-)
+from confluent_kafka.admin import AclOperation, AdminClient
 
-from kclient.admin_client import KafkaAdmin
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for
+from tests.integration.helpers.console import committed_offsets, first_offsets, group_acl
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -59,13 +52,7 @@ def post(broker: BrokerProcess, action: str, fields: dict[str, str], user: str |
 
 
 def committed(broker: BrokerProcess, group: str = GROUP) -> dict[tuple[str, int], int]:
-    with KafkaAdmin(broker.bootstrap) as admin:
-        return admin.committed_offsets(group)
-
-
-def _acl(name: str, principal: str, operation: AclOperation) -> AclBinding:
-    return AclBinding(ResourceType.GROUP, name, ResourcePatternType.LITERAL, principal, "*", operation,
-                      AclPermissionType.ALLOW)
+    return committed_offsets(broker, group)
 
 
 @pytest.fixture
@@ -80,22 +67,14 @@ def guarded(broker_factory: Any) -> Iterator[BrokerProcess]:
     assert producer.flush(30) == 0
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     # The console's own connection and the test's consumers come in as User:ANONYMOUS on PLAINTEXT.
-    for future in admin.create_acls([_acl(GROUP, "User:alice", AclOperation.READ),
-                                     _acl(GROUP, "User:ANONYMOUS", AclOperation.ALL)]).values():
+    for future in admin.create_acls([group_acl(GROUP, "User:alice", AclOperation.READ),
+                                     group_acl(GROUP, "User:ANONYMOUS", AclOperation.ALL)]).values():
         future.result(15)
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": GROUP, "enable.auto.commit": False})
     consumer.commit(offsets=[TopicPartition(TOPIC, p, RECORDS) for p in range(PARTITIONS)], asynchronous=False)
     consumer.close()
     wait_for(lambda: committed(broker) == {(TOPIC, p): RECORDS for p in range(PARTITIONS)}, 30, "the commit")
     yield broker
-
-
-def _first_offsets(consumer: ThreadedConsumer) -> dict[int, int]:
-    with consumer.lock:
-        firsts: dict[int, int] = {}
-        for _topic, partition, offset, _value in consumer.messages:
-            firsts.setdefault(partition, offset)
-        return firsts
 
 
 def test_refusals_change_nothing(guarded: BrokerProcess) -> None:
@@ -155,7 +134,7 @@ def test_a_read_only_console_refuses_every_action(broker: BrokerProcess) -> None
 def test_offsets_deleted_then_the_empty_group_deleted(guarded: BrokerProcess) -> None:
     broker = guarded
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    for future in admin.create_acls([_acl(GROUP, "User:alice", AclOperation.DELETE)]).values():
+    for future in admin.create_acls([group_acl(GROUP, "User:alice", AclOperation.DELETE)]).values():
         future.result(15)
     status, body = post(broker, "delete-offsets", {"group": GROUP, "topic": f"{TOPIC}:1"}, user="alice")
     assert status == 200 and "Request succeed for deleting offsets" in body, body
@@ -216,8 +195,8 @@ def test_offsets_reset_from_the_page_and_a_consumer_resumes_there(guarded: Broke
     # A real consumer of the group resumes at the new offsets ("latest" would skip them if it did not).
     consumer = ThreadedConsumer(broker.bootstrap, GROUP, [TOPIC], **{"auto.offset.reset": "latest"})
     try:
-        wait_for(lambda: len(_first_offsets(consumer)) == PARTITIONS and len(consumer.messages) >= 8, 60,
-                 "the consumer to read what the reset put back", seen=lambda: _first_offsets(consumer))
-        assert _first_offsets(consumer) == {p: RECORDS - 4 for p in range(PARTITIONS)}
+        wait_for(lambda: len(first_offsets(consumer)) == PARTITIONS and len(consumer.messages) >= 8, 60,
+                 "the consumer to read what the reset put back", seen=lambda: first_offsets(consumer))
+        assert first_offsets(consumer) == {p: RECORDS - 4 for p in range(PARTITIONS)}
     finally:
         consumer.close()

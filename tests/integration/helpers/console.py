@@ -12,7 +12,15 @@ import urllib.request
 from dataclasses import dataclass, field
 
 from confluent_kafka import Producer
+from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
+    ResourcePatternType,
+    ResourceType,
+)
 
+from kclient.admin_client import KafkaAdmin
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.clients import ThreadedConsumer, create_topic, start_consumer_process, wait_for
 
@@ -132,3 +140,23 @@ def three_members(broker: BrokerProcess) -> Scenario:
         scenario.close()
         raise
     return scenario
+
+
+def committed_offsets(broker: BrokerProcess, group: str) -> dict[tuple[str, int], int]:
+    with KafkaAdmin(broker.bootstrap) as admin:
+        return admin.committed_offsets(group)
+
+
+def group_acl(name: str, principal: str, operation: AclOperation) -> AclBinding:
+    """An ACL allowing ``principal`` ``operation`` on group ``name``, from any host."""
+    return AclBinding(ResourceType.GROUP, name, ResourcePatternType.LITERAL, principal, "*", operation,
+                      AclPermissionType.ALLOW)
+
+
+def first_offsets(consumer: ThreadedConsumer) -> dict[int, int]:
+    """The offset of the first record ``consumer`` read of each partition."""
+    with consumer.lock:
+        firsts: dict[int, int] = {}
+        for _topic, partition, offset, _value in consumer.messages:
+            firsts.setdefault(partition, offset)
+        return firsts

@@ -4,7 +4,7 @@ and SASL_SSL, with bootstrap SCRAM users."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +23,26 @@ class Pki:
     server: Path
     client_cert: Path
     client_key: Path
+    # More client certificates (CN=<name>,OU=Payments,O=Shop): name -> (certificate, key).
+    clients: dict[str, tuple[Path, Path]] = field(default_factory=dict)
 
 
-def make_pki(directory: Path) -> Pki:
+def make_pki(directory: Path, clients: tuple[str, ...] = ()) -> Pki:
     directory.mkdir(parents=True, exist_ok=True)
     ca = trustme.CA(organization_name="kcoord test CA")
     server = ca.issue_cert("localhost", "127.0.0.1")
-    client = ca.issue_cert(f"{CLIENT_CN}@example.test", common_name=CLIENT_CN, organization_name="Shop",
-                           organization_unit_name="Payments")
     pki = Pki(directory / "ca.pem", directory / "server.pem", directory / "client.pem", directory / "client.key")
     ca.cert_pem.write_to_path(str(pki.ca))
     server.private_key_and_cert_chain_pem.write_to_path(str(pki.server))
-    client.cert_chain_pems[0].write_to_path(str(pki.client_cert))
-    client.private_key_pem.write_to_path(str(pki.client_key))
+    for name in (CLIENT_CN, *clients):
+        client = ca.issue_cert(f"{name}@example.test", common_name=name, organization_name="Shop",
+                               organization_unit_name="Payments")
+        cert, key = (pki.client_cert, pki.client_key) if name == CLIENT_CN else \
+            (directory / f"{name}.pem", directory / f"{name}.key")
+        client.cert_chain_pems[0].write_to_path(str(cert))
+        client.private_key_pem.write_to_path(str(key))
+        if name != CLIENT_CN:
+            pki.clients[name] = (cert, key)
     return pki
 
 

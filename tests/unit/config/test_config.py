@@ -99,3 +99,15 @@ def test_metrics_listen_where_the_broker_listens_by_default() -> None:
     assert parse_metrics_listener(everywhere["metrics.listener"], everywhere.listener.host) == ("0.0.0.0", 9464)
     explicit = BrokerConfig.load(None, ["metrics.listener=http://10.1.2.3:9999"], environ={})
     assert parse_metrics_listener(explicit["metrics.listener"], explicit.listener.host) == ("10.1.2.3", 9999)
+
+
+def test_the_console_listens_over_http_or_https_and_metrics_over_http_only() -> None:
+    from broker.config import parse_console_listener, parse_metrics_listener
+
+    assert parse_console_listener("https://:9465", "127.0.0.1") == ("https", "127.0.0.1", 9465)
+    assert parse_console_listener("http://0.0.0.0:9465", "127.0.0.1") == ("http", "0.0.0.0", 9465)
+    assert parse_console_listener("", "127.0.0.1") is None
+    with pytest.raises(ConfigError, match="expected http://host:port or https://host:port"):
+        parse_console_listener("ftp://:9465", "127.0.0.1")
+    with pytest.raises(ConfigError, match="expected http://host:port, got"):
+        parse_metrics_listener("https://:9464", "127.0.0.1")

@@ -189,7 +189,9 @@ class Authority:
         self.refuse = refuse
         self.checked: list[tuple[str, str, int]] = []
 
-    def authenticate(self, header: str | None) -> str | None:
+    def authenticate(self, header: str | None, certificate: str | None = None) -> str | None:
+        if certificate is not None:
+            return "User:alice" if certificate == "CN=alice" else None
         return "User:alice" if header == ALICE else None
 
     def check(self, principal: str, host: str, api_key: int, version: int, body: Data) -> Amend | None:
