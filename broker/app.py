@@ -17,6 +17,7 @@ import uuid
 from base64 import urlsafe_b64encode
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -105,6 +106,9 @@ from storage.dir_lock import DataDirError, DirLock, acquire, open_data_dir
 from storage.fencing import Fence
 from storage.log_manager import LogOpener
 from storage.partition_log import PartitionLog
+
+if TYPE_CHECKING:
+    from broker.console.share_figures import ShareDeliveries
 
 
 def _load_cluster_id(data_dir: Path, configured: str, node_id: int) -> str:
@@ -474,7 +478,6 @@ class BrokerApp:
         scheme, host, port = console
         endpoint = (host, port)
         from broker.console.server import ActionRules, reading_through, serve_console
-        from broker.console.share_figures import share_figures
 
         bootstrap, listeners = reading_through(self.config.listeners, self.view.advertised_by_listener)
         if bootstrap is None:
@@ -499,8 +502,7 @@ class BrokerApp:
                                 self.security.credentials.check_password, self.security.principal_mapper)
             self.console_port = await nursery.start(
                 serve_console, *endpoint, bootstrap, listeners, self.lag.render, rules,
-                lambda group: share_figures(share_families(self.shards, self.share, self._share_partition_end), group),
-                tls)
+                self._console_share, tls)
         except OSError as exc:
             # As for metrics: a busy port must not keep the broker from serving clients.
             logs.warn("console.unavailable", host=endpoint[0], port=endpoint[1], error=str(exc))
@@ -582,6 +584,21 @@ class BrokerApp:
         node serves initialized (or are initializing)."""
         return [key for runtime in self.shards.serving_runtimes() if runtime.loaded
                 for key in runtime.shard.share_partitions(topic_id=topic_id)]
+
+    def _console_share(self, group_id: str) -> ShareDeliveries:
+        """A share group's deliveries on this node for its console page: the share metrics' figures
+        and the acquisition locks its records are held by."""
+        from broker.console.share_figures import ShareDeliveries, held_locks, share_figures
+
+        figures = share_figures(share_families(self.shards, self.share, self._share_partition_end), group_id)
+        if self.share is None:
+            return ShareDeliveries(figures)
+        held, first = held_locks(self.share.partitions, group_id, self._topic_name, self.share.steady())
+        return ShareDeliveries(figures, held, first)
+
+    def _topic_name(self, topic_id: bytes, index: int) -> str | None:
+        topic = self.catalog.by_id.get(topic_id)
+        return None if topic is None else topic.name
 
     def _share_partition_end(self, topic_id: bytes, index: int) -> tuple[str, int] | None:
         """A share partition's topic name and high watermark (its lag gauge), None when gone."""

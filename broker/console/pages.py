@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from html import escape
 from urllib.parse import quote, urlencode
 
+from broker.console.share_figures import ShareDeliveries
 from broker.console.state import ClusterState, GroupState, GroupSummary
 from broker.console.timeline import Span, render_svg
 from doctor import Finding
@@ -162,13 +163,24 @@ def _findings(findings: Sequence[Finding]) -> str:
                    f'<p class="advice">{_e(f.recommendation)}</p></div>' for f in findings)
 
 
-def _share_figures(figures: dict[str, int] | None) -> str:
-    if figures is None:
+def _share_figures(deliveries: ShareDeliveries | None) -> str:
+    if deliveries is None:
         return ""
-    table = _table(["records", "count"], ([_e(name), _e(n)] for name, n in figures.items()), "share-figures")
+    table = _table(["records", "count"], ([_e(name), _e(n)] for name, n in deliveries.figures.items()),
+                   "share-figures")
+    locks = ""
+    if deliveries.held:
+        first = deliveries.first_to_expire
+        which = f"the {len(first)} that expire first" if len(first) < deliveries.held else "each"
+        locks = (f"<h2>Acquisition locks</h2><p><small>{deliveries.held} records held by members of this node's "
+                 f"share partitions; {which}, when its lock expires unless acknowledged, released or renewed "
+                 "(whole seconds, as read).</small></p>"
+                 + _table(["partition", "offset", "member", "deliveries", "lock expires in (s)"], (
+                     [_e(f"{h.topic}-{h.partition}"), _e(h.offset), _names([h.member]), _e(h.delivery_count),
+                      _e(max(h.expires_in_ms, 0) // 1000)] for h in first), "held-locks"))
     return ("<h2>Deliveries</h2><p><small>Counted by this node's share partitions since they were loaded; "
             "archived at the delivery limit: records no consumer could process (poison records).</small></p>"
-            + table)
+            + table + locks)
 
 
 def _tasks(tasks: Sequence[str]) -> str:
@@ -224,7 +236,7 @@ def _topology(topology: StreamsTopology | None, members: Sequence[Member]) -> st
     return f"<section><h2>Topology</h2>{facts}{table}</section>"
 
 
-def group(state: GroupState, share_figures: dict[str, int] | None = None) -> str:
+def group(state: GroupState, share_figures: ShareDeliveries | None = None) -> str:
     g = state.group
     members = _members(g)
     if g.group_type == "Share":

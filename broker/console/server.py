@@ -21,6 +21,7 @@ from broker.security.tls import DEFAULT_MAPPER, PrincipalMapper
 
 if TYPE_CHECKING:
     from broker.console.rules import TableEntry
+    from broker.console.share_figures import ShareDeliveries
     from broker.handlers.request_checks import RequestChecks
 
 _ANY_HOST = ("", "0.0.0.0", "::")
@@ -60,7 +61,7 @@ async def _never() -> None:
 
 async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequence[Listener],
                         metrics: Callable[[], Awaitable[bytes]] | None = None, rules: ActionRules | None = None,
-                        share_figures: Callable[[str], dict[str, int]] | None = None,
+                        share_figures: Callable[[str], ShareDeliveries] | None = None,
                         tls: ssl.SSLContext | None = None,
                         *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Serves the console on ``host``:``port`` (0: any free port), reading the cluster through

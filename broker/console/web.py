@@ -28,6 +28,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from broker.console import pages
 from broker.console.actions import ACTIONS, Amend, BadInput, Guard, Outcome, command_line
 from broker.console.pages import Listener
+from broker.console.share_figures import ShareDeliveries
 from broker.console.state import ClusterState, GroupState, Reads
 from broker.observability import logs
 from kclient.admin_client import AdminError
@@ -111,13 +112,13 @@ class Console:
 
     def __init__(self, reads: Reads, listeners: Sequence[Listener],
                  metrics: Callable[[], Awaitable[bytes]] | None = None, actions: ActionSetup | None = None,
-                 share_figures: Callable[[str], dict[str, int]] | None = None) -> None:
+                 share_figures: Callable[[str], ShareDeliveries] | None = None) -> None:
         self.reads = reads
         self.listeners = list(listeners)
         self.metrics = metrics
         self.actions = actions
-        # A share group's delivery figures from this node's share partitions (on the loop: they
-        # are counted from state the loop changes).
+        # A share group's deliveries from this node's share partitions: figures and held locks
+        # (on the loop: they are read from state the loop changes).
         self.share_figures = share_figures
         self.limiter = trio.CapacityLimiter(READERS)
         self.cluster: Snapshots[ClusterState] = Snapshots(REFRESH_S, self.limiter, 1)

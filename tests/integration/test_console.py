@@ -339,3 +339,37 @@ def test_a_streams_groups_page_shows_tasks_per_member_and_its_topology(broker_fa
     assert tasks == {"0_0", "0_1", "1_0", "1_1"}, tasks
     for task in tasks:
         assert task in _table(html, "members")
+
+
+def test_a_share_groups_page_lists_the_locks_its_records_are_held_by(broker_factory: Any) -> None:
+    """A share consumer holds three records without acknowledging them: the page lists each with
+    its partition, offset, delivery count and when its lock expires; acknowledged, none is held."""
+    from confluent_kafka import AcknowledgeType
+
+    from tests.integration.helpers import share
+
+    # Locks long enough that none expires while the test looks (each look is a page read).
+    broker = broker_factory({**share.OVERRIDES, "group.share.record.lock.duration.ms": "60000"})
+    share.make_topic(broker, "held")
+    worker = share.consumer(broker, "holding", "held", explicit=True)
+    try:
+        share.joined(worker)
+        share.produce(broker, "held", ["a", "b", "c"])
+        got = share.poll_until(worker, lambda got: len(got) >= 3, seconds=60)
+        assert sorted(m.value().decode() for m in got) == ["a", "b", "c"]
+
+        def held() -> list[tuple[str, str, str, str]]:
+            return re.findall(r"<tr><td>(held-0)</td><td>(\d)</td><td>.*?</td><td>(\d+)</td><td>(\d+)</td></tr>",
+                              _table(get(broker, "/groups/holding")[2], "held-locks"))
+
+        wait_for(lambda: len(held()) == 3, 60, "the three held locks listed", seen=held)
+        rows = held()
+        assert sorted(offset for _, offset, _, _ in rows) == ["0", "1", "2"], rows
+        assert all(deliveries == "1" and 0 <= int(expires) <= 60 for _, _, deliveries, expires in rows), rows
+        assert "3 records held by members" in get(broker, "/groups/holding")[2]
+        for m in got:
+            worker.acknowledge(m, AcknowledgeType.ACCEPT)
+        worker.commit_sync()
+        wait_for(lambda: 'class="held-locks"' not in get(broker, "/groups/holding")[2], 60, "no lock held")
+    finally:
+        worker.close()

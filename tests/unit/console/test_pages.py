@@ -64,8 +64,9 @@ def test_long_member_names_are_cut_short_with_the_whole_name_in_a_tooltip() -> N
 
 def test_a_share_groups_figures_are_its_own() -> None:
     from broker.console.share_figures import share_figures
+    from broker.groups.state_metrics import Family
 
-    families = [
+    families: list[Family] = [
         ("kcoord_share_records_in_flight", "", ["group", "state"],
          [(["jobs", "acquired"], 3.0), (["jobs", "available"], 1.0), (["other", "acquired"], 9.0)]),
         ("kcoord_share_redeliveries", "", ["group"], [(["jobs"], 4.0), (["other"], 7.0)]),
@@ -103,3 +104,23 @@ def test_a_streams_group_whose_topology_is_not_configured_says_why_it_may_be() -
     assert "not configured" in html and "MISSING_INTERNAL_TOPICS" in html and 'class="subtopologies"' not in html
     # Other group types have no topology section.
     assert "<h2>Topology</h2>" not in pages.group(billing())
+
+
+def test_a_share_groups_held_locks_soonest_first_and_its_own_only() -> None:
+    from broker.console.share_figures import HeldLock, ShareDeliveries, held_locks
+    from broker.share_partition.partition import ACKNOWLEDGED, ACQUIRED, InFlight, SharePartition
+
+    mine = SharePartition(records={5: InFlight(ACQUIRED, 2, "m-1", 31_000), 6: InFlight(ACQUIRED, 1, "m-2", 12_000),
+                                   7: InFlight(ACKNOWLEDGED, 1)})
+    other = SharePartition(records={0: InFlight(ACQUIRED, 1, "x", 1_000)})
+    partitions = {("jobs", b"t1", 0): mine, ("other", b"t1", 0): other}
+    total, first = held_locks(partitions, "jobs", lambda topic_id, index: "orders", now_ms=10_000, shown=1)
+    assert (total, first) == (2, [HeldLock(2_000, "orders", 0, 6, "m-2", 1)])
+    total, first = held_locks(partitions, "jobs", lambda topic_id, index: None, now_ms=10_000)
+    assert total == 2 and [h.offset for h in first] == [6, 5] and first[0].topic == b"t1".hex()
+    state = billing()
+    state.group.group_type = "Share"
+    html = pages.group(state, ShareDeliveries({"redelivered": 1}, 2, first[:1]))
+    assert "2 records held by members" in html and "the 1 that expire first" in html
+    assert f"<td>{b't1'.hex()}-0</td><td>6</td>" in html and "<td>1</td><td>2</td></tr>" in html
+    assert 'class="held-locks"' not in pages.group(state, ShareDeliveries({"redelivered": 1}))
