@@ -45,6 +45,10 @@ class CoordinatorConfig:
     # target assignments of a consumer group; a group config (consumer.assignment.interval.ms)
     # overrides it.
     consumer_assignment_interval_ms: int = 1000
+    # Kafka's group.consumer.regex.refresh.interval.ms (an internal setting there, 10 minutes): a
+    # group's regular expressions are resolved again at least this often while members heartbeat,
+    # even when no topic was created.
+    consumer_regex_refresh_interval_ms: int = 600000
     # group.consumer.migration.policy: "bidirectional", "upgrade", "downgrade" or "disabled".
     consumer_migration_policy: str = "bidirectional"
     # KIP-1071 streams groups (Kafka's group.streams.* settings).

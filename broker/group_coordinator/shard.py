@@ -26,7 +26,7 @@ from broker.group_coordinator import (
 )
 from broker.group_coordinator.classic_group import GroupState
 from broker.group_coordinator.consumer import describe as consumer_describe
-from broker.group_coordinator.consumer import migration
+from broker.group_coordinator.consumer import migration, regex_refresh, regex_resolution
 from broker.group_coordinator.consumer import timers as consumer_timers
 from broker.group_coordinator.consumer.heartbeat import (
     consumer_group_heartbeat,
@@ -170,6 +170,7 @@ class GroupCoordinatorShard:
         self.state.groups.clear()
         self.state.streams.groups.clear()
         self.state.timers.clear()
+        self.state.regex_refreshes.clear()
         return replies
 
     # ---- membership -----------------------------------------------------------------------
@@ -389,6 +390,8 @@ class GroupCoordinatorShard:
             return Result()
         if target.kind == OFFSETS_EXPIRY_KEY:
             return retention.sweep(st, now_ms)
+        if target.kind == regex_refresh.REFRESH:
+            return regex_resolution.on_timer(st, target.group_id, now_ms)
         if target.kind in streams_timers.FENCING:
             return streams_describe.on_timer(st, target.kind, target.group_id, target.member_id, target.epoch, now_ms)
         if target.kind == share_heartbeat.SESSION:

@@ -66,6 +66,13 @@ class CoordinatorState:
         self.pending_txn = PendingTxnOffsets()
         self.persisted: dict[str, GroupMetadataValue] = {}  # group id -> the last one written
         self.timers = TimerBook()
+        # Consumer groups whose regular expressions are to be resolved (their refresh timer armed),
+        # with the Describe filter of the member whose heartbeat asked for it (None: no authorizer).
+        # Soft: a refresh lost with a reload is asked for again by the next heartbeat.
+        self.regex_refreshes: dict[str, Callable[[str], bool] | None] = {}
+        # The version of the broker's topics when a topic was last created, as this shard was told
+        # (Kafka's lastMetadataImageWithNewTopics): groups resolved before it refresh.
+        self.topics_created_version = 0
         # Why groups rebalance: soft state, turned into journal events after each operation.
         self.journal = Journal(config.group_events_enable)
         # Until on_loaded, GroupMetadata records (re)build groups; afterwards the operation that

@@ -17,7 +17,7 @@ OFFSETS_EXPIRY_KEY = "offsets-expiry"
 
 class TimerTarget(NamedTuple):
     # "heartbeat" | "join" | "sync" | "offsets-expiry" | "consumer-session" | "consumer-rebalance"
-    # | "consumer-classic-join" | "consumer-classic-sync"
+    # | "consumer-classic-join" | "consumer-classic-sync" | "consumer-regex"
     kind: str
     group_id: str = ""
     member_id: str = ""
@@ -42,6 +42,10 @@ def consumer_classic_join_key(group_id: str, member_id: str) -> str:
 
 def consumer_classic_sync_key(group_id: str, member_id: str) -> str:
     return f"consumer-classic-sync:{group_id}:{member_id}"
+
+
+def consumer_regex_key(group_id: str) -> str:
+    return f"consumer-regex:{group_id}"
 
 
 def join_key(group_id: str) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from broker.group_coordinator.consumer import regex_refresh
 from broker.group_coordinator.records import OffsetCommitRecord
 from broker.group_coordinator.result import Result
 from broker.group_coordinator.state import CoordinatorState
@@ -40,11 +41,14 @@ def on_partitions_deleted(st: CoordinatorState, partitions: Iterable[tuple[str, 
 def on_topics_changed(st: CoordinatorState, topics: set[str], now_ms: int) -> Result:
     """Topics were created, grew partitions or were deleted.
 
-    This is where KIP-848 (``consumer``) groups subscribed to one of ``topics`` will be asked to
-    refresh their subscription metadata, so that the next heartbeat recomputes the target
-    assignment with the new partitions (Kafka's ``ModernGroup.requestMetadataRefresh``). Classic
-    groups need nothing: Kafka's coordinator leaves them alone, and their leader rejoins once its
-    own Metadata shows the change.
+    KIP-848 (``consumer``) groups see a changed topic through the version of the topics at their
+    next heartbeat, which recomputes the group's metadata hash (Kafka's
+    ``ModernGroup.requestMetadataRefresh``). A topic that exists after the change (created, or
+    grown) also makes every group resolve its regular expressions again at its next heartbeat, as
+    Kafka does for a metadata image with new topics. Classic groups need nothing: Kafka's
+    coordinator leaves them alone, and their leader rejoins once its own Metadata shows the change.
     """
-    del st, topics, now_ms
+    del now_ms
+    if any(st.topics.partition_count(name) is not None for name in topics):
+        regex_refresh.on_topics_created(st)
     return Result()

@@ -5,6 +5,10 @@ from __future__ import annotations
 import uuid
 
 from kclient.wire_client import WireClient
+from protocol.messages.consumer_group_describe import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupDescribeResponse,
+)
 from protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
     ConsumerGroupHeartbeatResponse,
@@ -94,3 +98,15 @@ def assignment_by_name(c: WireClient, answer: ConsumerGroupHeartbeatResponse) ->
                 names.get(t.topic_id, "?"): sorted(t.partitions) for t in answer.assignment.topic_partitions}}
 
 
+def describe(c: WireClient, *groups: str) -> ConsumerGroupDescribeResponse:
+    answer: ConsumerGroupDescribeResponse = c.call(69, 0, ConsumerGroupDescribeRequest(group_ids=list(groups)))
+    for g in answer.groups:
+        for m in g.members:
+            for a in (m.assignment, m.target_assignment):
+                if a is not None:
+                    a.topic_partitions.sort(key=lambda t: t.topic_name)
+                    for t in a.topic_partitions:
+                        t.partitions.sort()
+                        t.topic_id = b""  # compared by name: each broker makes its own ids
+            m.subscribed_topic_names.sort()
+    return answer

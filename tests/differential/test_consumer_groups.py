@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from kclient.wire_client import WireClient
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
-    ConsumerGroupDescribeResponse,
 )
 from protocol.messages.consumer_group_heartbeat import (
     ConsumerGroupHeartbeatRequest,
@@ -23,6 +21,7 @@ from tests.differential.consumer_ops import (
     Member,
     assignment_by_name,
     create_topics,
+    describe,
     member_id,
     topic_names,
 )
@@ -41,20 +40,6 @@ pytestmark = pytest.mark.differential
 
 
 
-
-
-def describe(c: WireClient, *groups: str) -> ConsumerGroupDescribeResponse:
-    answer: ConsumerGroupDescribeResponse = c.call(69, 0, ConsumerGroupDescribeRequest(group_ids=list(groups)))
-    for g in answer.groups:
-        for m in g.members:
-            for a in (m.assignment, m.target_assignment):
-                if a is not None:
-                    a.topic_partitions.sort(key=lambda t: t.topic_name)
-                    for t in a.topic_partitions:
-                        t.partitions.sort()
-                        t.topic_id = b""  # compared by name: each broker makes its own ids
-            m.subscribed_topic_names.sort()
-    return answer
 
 
 def test_one_member_gets_every_partition(pair: Pair) -> None:

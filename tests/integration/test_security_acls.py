@@ -366,13 +366,29 @@ def test_a_regex_subscription_is_resolved_to_the_topics_its_member_may_describe(
     ids = {t.name: t.topic_id for t in metadata.topics}
     assert set(ids) == {shown, hidden}
 
+    member_id = uuid.uuid4().hex
     with WireClient("127.0.0.1", secure.ports["PLAINTEXT"]) as c:  # User:ANONYMOUS
         joined = c.call(ApiKey.ConsumerGroupHeartbeat, 1, ConsumerGroupHeartbeatRequest(
-            group_id=group, member_id=uuid.uuid4().hex, member_epoch=0, rebalance_timeout_ms=10_000,
+            group_id=group, member_id=member_id, member_epoch=0, rebalance_timeout_ms=10_000,
             subscribed_topic_regex=prefix + ".*", topic_partitions=[]))
+        # The expression is resolved after the heartbeat that brought it, as Kafka does: a later
+        # heartbeat is given what it matched.
+        assert joined.error_code == 0 and joined.assignment.topic_partitions == []
+        answers: list[Any] = [joined]
+
+        def assigned() -> bool:
+            answer = c.call(ApiKey.ConsumerGroupHeartbeat, 1, ConsumerGroupHeartbeatRequest(
+                group_id=group, member_id=member_id, member_epoch=answers[-1].member_epoch,
+                topic_partitions=[]))
+            assert answer.error_code == 0, answer
+            answers.append(answer)
+            return answer.assignment is not None and answer.assignment.topic_partitions != []
+
+        wait_for(assigned, 60, "the member to be assigned what its expression matched", step=0.2,
+                 seen=lambda: answers[-1])
     # Both topics match; the member may describe one, and only that one is assigned to it.
-    assert joined.error_code == 0
-    assert [(tp.topic_id, list(tp.partitions)) for tp in joined.assignment.topic_partitions] == [(ids[shown], [0, 1])]
+    given = answers[-1].assignment.topic_partitions
+    assert [(tp.topic_id, list(tp.partitions)) for tp in given] == [(ids[shown], [0, 1])]
 
 
 def test_consumer_group_describe_refuses_a_group_over_topics_the_client_may_not_describe(

@@ -78,6 +78,9 @@ class ConsumerGroup:
         self._topic_subscribers: dict[str, int] = {}  # topic name -> members naming it
         self._regex_subscribers: dict[str, int] = {}  # regex -> members subscribing with it
         self._resolved_regexes: dict[str, frozenset[str]] = {}  # regex -> topic names it matched
+        # regex -> when it was last resolved (its record's timestamp): a refresh resolves them all
+        # at once, so any one of them says when the group last refreshed (Kafka reads the first).
+        self._regex_resolved_at: dict[str, int] = {}
         self._server_assignors: dict[str, int] = {}  # assignor name -> members asking for it
         # Members that joined with JoinGroup (online migration), and how many of them support each
         # classic protocol name: a new classic member must share one with all of them.
@@ -86,6 +89,10 @@ class ConsumerGroup:
         # Soft state, never written: the version of the broker's topics the metadata hash was last
         # checked against. A steady heartbeat then costs no pass over the members' subscriptions.
         self.topics_version = -1
+        # Soft state: the version of the broker's topics the group's expressions were last
+        # resolved against by this process (-1 after a load, so a load is followed by one refresh,
+        # as Kafka's coordinator refreshes after a failover).
+        self.regex_topics_version = -1
 
     # ----------------------------------------------------------------- replay: group records
 
@@ -124,11 +131,17 @@ class ConsumerGroup:
             )
         self.assignment_epoch = -1
 
-    def set_resolved_regex(self, regex: str, topics: frozenset[str]) -> None:
+    def set_resolved_regex(self, regex: str, topics: frozenset[str], timestamp: int = 0) -> None:
         self._resolved_regexes[regex] = topics
+        self._regex_resolved_at[regex] = timestamp
 
     def remove_resolved_regex(self, regex: str) -> None:
         self._resolved_regexes.pop(regex, None)
+        self._regex_resolved_at.pop(regex, None)
+
+    def last_regex_refresh_ms(self) -> int | None:
+        """When the group's expressions were last resolved, None when none is."""
+        return max(self._regex_resolved_at.values(), default=None)
 
     # ---------------------------------------------------------------- replay: member records
 
@@ -244,6 +257,10 @@ class ConsumerGroup:
             for topic in self._resolved_regexes.get(regex, ()):
                 counts[topic] = counts.get(topic, 0) + subscribers
         return counts
+
+    def subscribed_regexes(self) -> frozenset[str]:
+        """The expressions at least one member subscribes with."""
+        return frozenset(regex for regex, count in self._regex_subscribers.items() if count > 0)
 
     def regex_subscribers(self, regex: str) -> int:
         """Members subscribing with this expression."""

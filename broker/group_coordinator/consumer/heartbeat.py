@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from broker.group_coordinator.assignment_interval import can_compute_target
 from broker.group_coordinator.consumer import records as rec
+from broker.group_coordinator.consumer import regex_refresh
 from broker.group_coordinator.consumer.assignor_api import Assignment, TopicDescriber, TopicId
 from broker.group_coordinator.consumer.assignors import ASSIGNORS, PartitionAssignorError
 from broker.group_coordinator.consumer.group import ConsumerGroup, most_asked_for
@@ -44,10 +45,10 @@ from broker.group_coordinator.consumer.reconcile import (
     reconcile,
     validate_member_epoch,
 )
+from broker.group_coordinator.consumer.regex_refresh import RegexChange
 from broker.group_coordinator.consumer.subscriptions import (
     InvalidRegularExpression,
     compile_regex,
-    describable_matches,
     member_topic_names,
     metadata_hash,
     resolve,
@@ -179,6 +180,8 @@ class MemberOperation:
         self.upgraded: Any = None
         # Set when removing a member turned this consumer group back into a classic group.
         self.downgraded = False
+        # Set when the request asks for the group's regular expressions to be resolved.
+        self.regex_refresh = False
 
     def finish(self, group_id: str, joined: str | None, default_reason: str) -> None:
         """Replays the records collected (only records change a group's state: computing it is a
@@ -201,6 +204,8 @@ class MemberOperation:
         group = self.st.consumer_groups.get(group_id)
         if group is not None and self.checked_topics_version is not None:
             group.topics_version = self.checked_topics_version
+        if group is not None and self.regex_refresh:
+            regex_refresh.schedule(self.st, self.out, group_id, self.ctx.may_describe_topic, self.now)
 
     def advance(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
                 owned: Any) -> ConsumerGroupMember:
@@ -208,11 +213,10 @@ class MemberOperation:
         subscriptions changed, computes a new target assignment when the group epoch is ahead of it,
         and moves the member one step towards its target. Returns the member as it now stands."""
         gid, topics, member_id = group.group_id, self.st.topics, updated.member_id
-        subscription_changed = False
+        names_changed = False
         if updated is not member and updated != member:
             self.records.append(rec.member_metadata(gid, updated))
-            subscription_changed = (updated.subscribed_topic_names != member.subscribed_topic_names
-                                    or updated.subscribed_topic_regex != member.subscribed_topic_regex)
+            names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
 
         replaced = group.static_member_id(updated.instance_id)
 
@@ -224,12 +228,16 @@ class MemberOperation:
             members[member_id] = updated
             return members
 
-        resolved = self._record_regexes(group, member, members_after())
+        regex_change, resolved = self._update_regexes(group, member, updated, members_after())
+        # The subscription changed (the member's assignment is made consistent with it at once);
+        # the group epoch moves now unless it waits for a new expression to be resolved.
+        subscription_changed = names_changed or regex_change is not RegexChange.NONE
+        bump = names_changed or regex_change is RegexChange.UPDATED_AND_RESOLVED
         epoch = group.group_epoch
-        if subscription_changed or replaced not in (None, member_id) or group.topics_version != topics.version:
+        if bump or replaced not in (None, member_id) or group.topics_version != topics.version:
             names = {n for m in members_after().values() for n in member_topic_names(m, resolved)}
             new_hash = metadata_hash(names, topics)
-            if subscription_changed or new_hash != group.metadata_hash:
+            if bump or new_hash != group.metadata_hash:
                 epoch += 1
                 self.records.append(rec.group_epoch(gid, epoch, new_hash))
             self.checked_topics_version = topics.version
@@ -276,37 +284,31 @@ class MemberOperation:
         cancel_member_timers(self.st, self.out, gid, existing.member_id)
         return replacement
 
-    def _record_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember,
-                        members: Mapping[str, ConsumerGroupMember]) -> dict[str, frozenset[str]]:
-        """Kafka keeps what each subscribed expression resolved to as a ConsumerGroupRegularExpression
-        record and deletes it when no member uses the expression any more. Returns the group's
-        resolutions as they stand after this request (``members``: the members after it).
+    def _update_regexes(self, group: ConsumerGroup, member: ConsumerGroupMember, updated: ConsumerGroupMember,
+                        members: Mapping[str, ConsumerGroupMember]) -> tuple[RegexChange, dict[str, frozenset[str]]]:
+        """What the request did to the member's expression, and the group's resolutions as they
+        stand after it (``members``: the members after it). An expression no member uses any more is
+        deleted (a tombstone); resolving is left to the refresh this may ask for (regex_refresh.py).
 
-        A refresh resolves every expression of the group, when one is not resolved yet or the
-        topics changed since the group last looked, and (Kafka 4.0, KAFKA-18813) leaves out the
-        topics that the sender of the request that triggered it may not Describe. Kafka does the
-        same: it resolves the group's expressions as a whole, with the context of the heartbeat that
-        started the refresh. Between refreshes the recorded resolution is what counts: a member that
-        joins with an expression already resolved, a member removed by its session timeout, the
-        group rebuilt on restart, all use the filter of the last member whose heartbeat refreshed,
-        until the next refresh. That is Kafka's rule and the simplest faithful one: the resolution
-        depends on one recorded fact, not on who happens to be in the group later, and the
-        coordinator never needs to ask about a principal that is not sending the request. (A
-        changed ACL alone does not refresh: it counts from the next refresh.)"""
-        gid, topics = group.group_id, self.st.topics
+        The refresh resolves every expression of the group and (Kafka 4.0, KAFKA-18813) leaves out
+        the topics that the sender of the heartbeat that asked for it may not Describe: Kafka
+        resolves the group's expressions as a whole, with the context of that heartbeat. Between
+        refreshes the recorded resolution is what counts: a member that joins with an expression
+        already resolved, a member removed by its session timeout, the group rebuilt on restart,
+        all use the filter of the last member whose heartbeat refreshed, until the next refresh.
+        That is Kafka's rule and the simplest faithful one: the resolution depends on one recorded
+        fact, not on who happens to be in the group later. (A changed ACL alone does not refresh:
+        it counts from the next refresh.)"""
+        gid = group.group_id
         resolved = dict(group.resolved_regexes)
         in_use = {m.subscribed_topic_regex for m in members.values() if m.subscribed_topic_regex}
-        if in_use and (group.topics_version != topics.version or not in_use <= resolved.keys()):
-            for regex in sorted(in_use):
-                matched = describable_matches(regex, topics, self.ctx.may_describe_topic)
-                if resolved.get(regex) != matched:
-                    self.records.append(rec.regular_expression(gid, regex, matched, topics.version, self.now))
-                    resolved[regex] = matched
         old = member.subscribed_topic_regex
         if old and old not in in_use and old in resolved:
             self.records.append(rec.regular_expression_tombstone(gid, old))
             del resolved[old]
-        return resolved
+        change, refresh = regex_refresh.on_member_update(self.st, group, member, updated, in_use, resolved, self.now)
+        self.regex_refresh = self.regex_refresh or refresh
+        return change, resolved
 
     def _new_target(self, group: ConsumerGroup, epoch: int, members: dict[str, ConsumerGroupMember],
                     updated: ConsumerGroupMember, resolved: Mapping[str, frozenset[str]]) -> Assignment:
@@ -348,7 +350,7 @@ class Heartbeat(MemberOperation):
         except HeartbeatError as exc:
             self.records.clear()
             self.out = Result()
-            self.upgraded, self.downgraded = None, False
+            self.upgraded, self.downgraded, self.regex_refresh = None, False, False
             if exc.code == ErrorCode.FENCED_MEMBER_EPOCH:
                 self.st.journal.note(gid, FENCED, self.req.member_id, client_id=self.ctx.client_id,
                                      why=exc.message, member_epoch=self.req.member_epoch)
@@ -446,8 +448,8 @@ class Heartbeat(MemberOperation):
             member_epoch=updated.member_epoch, heartbeat_interval_ms=cfg.heartbeat_interval_for(gid))
         # The assignment goes out when the member sent a full request (joining, or after an error
         # it re-sends everything) or when what it may use changed.
-        full = joining or (req.rebalance_timeout_ms != -1 and req.subscribed_topic_names is not None
-                           and req.topic_partitions is not None)
+        full = joining or (req.rebalance_timeout_ms != -1 and req.topic_partitions is not None
+                           and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None))
         if full or updated.assigned_partitions != member.assigned_partitions:
             response.assignment = response_assignment(updated.assigned_partitions)
         return response

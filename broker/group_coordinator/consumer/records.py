@@ -206,7 +206,7 @@ def replay(groups: dict[str, ConsumerGroup], record: ConsumerGroupRecord) -> Non
         if value is None:
             group.remove_resolved_regex(record.regular_expression)
         else:
-            group.set_resolved_regex(record.regular_expression, frozenset(value.topics))
+            group.set_resolved_regex(record.regular_expression, frozenset(value.topics), value.timestamp)
     elif isinstance(record, ConsumerGroupPartitionMetadataRecord):
         # Written by 3.7-4.0 brokers; 4.1 replaced it with the metadata hash. Nothing to keep.
         pass
