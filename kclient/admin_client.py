@@ -11,7 +11,7 @@ from typing import Any
 
 from kclient.wire_client import WireClient
 from protocol.consumer_protocol import decode_assignment
-from protocol.errors import ErrorCode
+from protocol.errors import DecodeError, ErrorCode
 from protocol.messages import REQUESTS, ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
@@ -118,6 +118,19 @@ class GroupDescription:
     coordinator: Node
     members: list[Member] = field(default_factory=list)
     streams: StreamsTopology | None = None  # a streams group's topology and epochs
+
+
+def _consumer_assignment(raw: bytes | None) -> list[TopicPartition]:
+    """A classic member's assignment as the consumer protocol encodes it; none when it is empty or
+    not in that encoding (a client of the "consumer" protocol type is free to send its own bytes):
+    the member is still described, without partitions."""
+    if not raw:
+        return []
+    try:
+        assigned = decode_assignment(raw).assigned_partitions
+    except DecodeError:
+        return []
+    return [(tp.topic, p) for tp in assigned for p in tp.partitions]
 
 
 @dataclass
@@ -332,9 +345,8 @@ class KafkaAdmin:
                              f"GroupId {group_id} is not a consumer group ({d.protocol_type}).")
         members = []
         for m in d.members:
-            assigned = decode_assignment(m.member_assignment).assigned_partitions if m.member_assignment else []
             members.append(Member(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                                  [(tp.topic, p) for tp in assigned for p in tp.partitions]))
+                                  _consumer_assignment(m.member_assignment)))
         return GroupDescription(group_id, d.group_state, "Classic", d.protocol_data, node, members)
 
     def describe_share_group(self, group_id: str, node: Node | None = None) -> GroupDescription | None:

@@ -32,6 +32,7 @@ from broker.console.share_figures import ShareDeliveries
 from broker.console.state import ClusterState, GroupState, Reads
 from broker.observability import logs
 from kclient.admin_client import AdminError
+from protocol.errors import DecodeError
 from protocol.schema import Data
 
 T = TypeVar("T")
@@ -48,7 +49,8 @@ MAX_GROUP_ID = 1024
 MAX_FORM = 16 * 1024  # bytes of an action's form
 ACTION_PREFIX = "/actions/"
 REALM = 'Basic realm="kcoord console", charset="UTF-8"'
-READ_FAILED = (AdminError, OSError, ConnectionError, RuntimeError)
+# A read that failed answers 503 naming why (an answer it could not decode included), not a 500.
+READ_FAILED = (AdminError, OSError, ConnectionError, RuntimeError, DecodeError)
 
 
 class Snapshots(Generic[T]):
