@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from broker.configs.broker_defs import BROKER_DEFS, DYNAMIC_BROKER_CONFIGS
 from broker.configs.group_defs import FIXED_RANGES, GROUP_DEFS, check_group_configs
+from broker.configs.group_defs import INTERNAL as INTERNAL_GROUP_CONFIGS
 from broker.configs.model import ConfigDef, ConfigOp, ConfigSource, ConfigType, InvalidValue, ResourceType
 from broker.configs.store import BROKERS, GROUPS, DynamicConfigStore
 from broker.configs.topic_defs import TOPIC_DEFS
@@ -217,7 +218,8 @@ class ConfigService:
                          for d in TOPIC_DEFS.values()]
         elif resource_type == ResourceType.GROUP:
             own = self.store.get(GROUPS, name)
-            described = [self._resource_config(d, own, ConfigSource.GROUP_CONFIG) for d in GROUP_DEFS.values()]
+            described = [self._resource_config(d, own, ConfigSource.GROUP_CONFIG) for d in GROUP_DEFS.values()
+                         if d.name not in INTERNAL_GROUP_CONFIGS or d.name in own]
         elif resource_type == ResourceType.BROKER:
             if name == "":
                 # The cluster-wide default: only what is set there, as Kafka shows it.

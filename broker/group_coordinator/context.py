@@ -60,6 +60,10 @@ class CoordinatorConfig:
     # two target assignments of a group; changes in between wait for the next one.
     streams_assignment_interval_ms: int = 1000
     streams_max_size: int = 2**31 - 1
+    # Kafka's group.streams.task.offset.interval.ms and group.streams.acceptable.recovery.lag
+    # (internal settings there): what members are told, unless the group sets its own.
+    streams_task_offset_interval_ms: int = 60000
+    streams_acceptable_recovery_lag: int = 10000
     # group.streams.topology.description.plugin.class set: members are asked for their topology
     # descriptions (KIP-1331) and the shard keeps them in memory, as Kafka's in-memory plugin does.
     streams_topology_descriptions: bool = False
@@ -118,6 +122,12 @@ class CoordinatorConfig:
 
     def streams_assignment_interval_for(self, group_id: str) -> int:
         return self._group_int(group_id, "streams.assignment.interval.ms", self.streams_assignment_interval_ms)
+
+    def streams_task_offset_interval_for(self, group_id: str) -> int:
+        return self._group_int(group_id, "streams.task.offset.interval.ms", self.streams_task_offset_interval_ms)
+
+    def streams_acceptable_recovery_lag_for(self, group_id: str) -> int:
+        return self._group_int(group_id, "streams.acceptable.recovery.lag", self.streams_acceptable_recovery_lag)
 
     def streams_assignment_configs_for(self, group_id: str) -> dict[str, str]:
         """What the task assignor is given, as Kafka keeps it in the group's metadata record

@@ -224,6 +224,13 @@ STREAMS_GROUP_CONFIGS = ["streams.session.timeout.ms", "streams.heartbeat.interv
     [("streams.heartbeat.interval.ms", SET, "20000")],
     [("streams.session.timeout.ms", SET, "50000"), ("streams.heartbeat.interval.ms", SET, "50000")],
     [("streams.initial.rebalance.delay.ms", SET, "-1")],
+    [("streams.task.offset.interval.ms", SET, "0")],
+    [("streams.task.offset.interval.ms", SET, "1000")],
+    [("streams.num.warmup.replicas", SET, "-1")],
+    [("streams.num.warmup.replicas", SET, "21")],
+    [("streams.acceptable.recovery.lag", SET, "-1")],
+    [("streams.assignor.offload.enable", SET, "maybe")],
+    [("streams.rack.aware.assignment.tags", SET, "zone,zone")],
 ])
 def test_bad_streams_group_configs(pair: Pair, ops: list[tuple[str, int, str | None]]) -> None:
     pair.compare(lambda t: incremental(t.client(), GROUP, unique("diff-streams-config"), *ops))
@@ -245,3 +252,34 @@ def test_streams_group_configs(pair: Pair) -> None:
         return steps
 
     pair.compare(scenario)
+
+
+def test_streams_group_internal_configs_are_described_when_set_and_told_to_members(pair: Pair) -> None:
+    """Kafka 4.4's internal streams group configs (task offset interval, acceptable recovery lag,
+    warm-up replicas, assignor offloading): accepted, described only once a group sets them, and the
+    first two told to the group's members in StreamsGroupHeartbeat."""
+    from tests.differential.streams_ops import Member as StreamsMember
+
+    group, source = unique("diff-streams-internal"), unique("diff-streams-internal-src")
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        create_topic(c, source, 2)
+        member = StreamsMember(c, group, source, "a")
+        before = member.heartbeat()
+        steps: dict[str, object] = {
+            "before": (before.error_code, before.task_offset_interval_ms, before.acceptable_recovery_lag),
+            "described_before": describe(c, GROUP, group, None),
+            "set": incremental(c, GROUP, group, ("streams.task.offset.interval.ms", SET, "30000"),
+                               ("streams.acceptable.recovery.lag", SET, "5000"),
+                               ("streams.num.warmup.replicas", SET, "1"),
+                               ("streams.assignor.offload.enable", SET, "false"))}
+        settle(t)
+        steps["described"] = describe(c, GROUP, group, None)
+        steps["asked_by_name"] = describe(c, GROUP, unique("diff-streams-none"), STREAMS_GROUP_CONFIGS)
+        after = member.heartbeat()
+        steps["after"] = (after.error_code, after.task_offset_interval_ms, after.acceptable_recovery_lag)
+        return steps
+
+    answers = pair.compare(scenario)
+    assert answers["after"] == [0, 30000, 5000]  # type: ignore[index]

@@ -60,12 +60,6 @@ if TYPE_CHECKING:
 
 _R = StreamsGroupHeartbeatResponse
 _TopoValue = StreamsGroupTopologyValue
-# How often members send their task offsets, and the lag under which a task counts as caught up
-# (Kafka's defaults; this assignor moves no warm-up tasks, so neither changes an assignment).
-TASK_OFFSET_INTERVAL_MS = 60000
-ACCEPTABLE_RECOVERY_LAG = 10000
-
-
 class HeartbeatError(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
@@ -473,8 +467,11 @@ class Heartbeat:
         response = _R(
             error_code=ErrorCode.NONE, error_message=None, member_id=member_id,
             member_epoch=reconciled.member_epoch, heartbeat_interval_ms=cfg.streams_heartbeat_interval_for(gid),
-            acceptable_recovery_lag_legacy=ACCEPTABLE_RECOVERY_LAG, task_offset_interval_ms=TASK_OFFSET_INTERVAL_MS,
-            acceptable_recovery_lag=ACCEPTABLE_RECOVERY_LAG,
+            # How often members send their task offsets, and the lag under which a task counts as
+            # caught up: the group's configs over Kafka's defaults (this assignor moves no warm-up
+            # tasks, so neither changes an assignment). Kafka 4.4 leaves the version 0 field at 0.
+            acceptable_recovery_lag_legacy=0, task_offset_interval_ms=cfg.streams_task_offset_interval_for(gid),
+            acceptable_recovery_lag=cfg.streams_acceptable_recovery_lag_for(gid),
             status=[_R.Status(status_code=c, status_detail=d) for c, d in statuses],
             endpoint_information_epoch=group.endpoint_epoch + (
                 1 if reconciled.assigned != member.assigned and reconciled.user_endpoint is not None else 0))

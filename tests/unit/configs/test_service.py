@@ -115,6 +115,12 @@ def test_append_and_subtract_start_from_the_effective_value(tmp_path: Path) -> N
     (ResourceType.GROUP, "g", [Change("consumer.session.timeout.ms", 0, "5")], ErrorCode.INVALID_CONFIG,
      "consumer.session.timeout.ms must be in the range 45000 to 60000 inclusive."),
     (ResourceType.GROUP, "g", [Change("foo", 0, "5")], ErrorCode.INVALID_CONFIG, "Unknown group config name: foo"),
+    (ResourceType.GROUP, "g", [Change("streams.num.warmup.replicas", 0, "21")], ErrorCode.INVALID_CONFIG,
+     "streams.num.warmup.replicas must be less than or equal to 20"),
+    (ResourceType.GROUP, "g", [Change("streams.task.offset.interval.ms", 0, "1000")], ErrorCode.INVALID_CONFIG,
+     "streams.task.offset.interval.ms must be greater than or equal to 15000"),
+    (ResourceType.GROUP, "g", [Change("streams.rack.aware.assignment.tags", 0, "zone, zone")],
+     ErrorCode.INVALID_CONFIG, "streams.rack.aware.assignment.tags must not contain duplicate tag keys."),
     (ResourceType.GROUP, "g", [Change("share.session.timeout.ms", 0, "45000"),
                                Change("share.heartbeat.interval.ms", 0, "5000"),
                                Change("share.record.lock.duration.ms", 0, "1000")], ErrorCode.INVALID_CONFIG,
@@ -198,3 +204,17 @@ def test_the_broker_logger_is_the_log_level(tmp_path: Path) -> None:
                       validate_only=False)
     assert raised.value.message == "Unknown resource type 8"
     assert levels == ["DEBUG"]
+
+
+def test_internal_streams_group_configs_are_described_once_set(tmp_path: Path) -> None:
+    service, _ = make(tmp_path)
+    names = [d.name for d in service.describe(ResourceType.GROUP, "g", None)]
+    assert "streams.task.offset.interval.ms" not in names and "streams.num.standby.replicas" in names
+    service.alter(ResourceType.GROUP, "g", [Change("streams.task.offset.interval.ms", 0, "30000")], incremental=True,
+                  validate_only=False)
+    [described] = service.describe(ResourceType.GROUP, "g", ["streams.task.offset.interval.ms"])
+    assert (described.value, described.source) == ("30000", ConfigSource.GROUP_CONFIG)
+    assert [(n, v, s) for n, v, s in described.synonyms] == [
+        ("streams.task.offset.interval.ms", "30000", ConfigSource.GROUP_CONFIG),
+        ("group.streams.task.offset.interval.ms", "60000", ConfigSource.DEFAULT_CONFIG)]
+    assert service.describe(ResourceType.GROUP, "other", ["streams.acceptable.recovery.lag"]) == []

@@ -65,3 +65,15 @@ def test_standby_replicas_turned_on_for_a_running_group_are_assigned_and_survive
     _with(h, **{"streams.num.standby.replicas": "1"})  # the broker's configs, as the restarted shard gets them
     _steady(h, 1)
     assert h.shard.state.streams.groups[APP].group_epoch == epoch + 1  # nothing changed: no new assignment
+
+
+def test_members_are_told_the_groups_task_offset_interval_and_acceptable_recovery_lag() -> None:
+    h = Harness(CONFIG, topics={"input": 2, REPARTITION: 2, CHANGELOG: 2})
+    joined = send(h, join("a", "p1"))
+    assert (joined.task_offset_interval_ms, joined.acceptable_recovery_lag) == (60000, 10000)
+    assert joined.acceptable_recovery_lag_legacy == 0  # Kafka 4.4 leaves the version 0 field unset
+    _with(h, **{"streams.task.offset.interval.ms": "30000", "streams.acceptable.recovery.lag": "5000"})
+    m = h.shard.state.streams.groups[APP].members["a"]
+    told = beat(h, "a", m.member_epoch, {"active_tasks": tasks_of(m.assigned.active), "standby_tasks": {},
+                                         "warmup_tasks": {}})
+    assert (told.task_offset_interval_ms, told.acceptable_recovery_lag) == (30000, 5000)
