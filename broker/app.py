@@ -158,6 +158,7 @@ def coordinator_config(c: BrokerConfig) -> CoordinatorConfig:
         streams_session_timeout_ms=c.get_int("group.streams.session.timeout.ms"),
         streams_heartbeat_interval_ms=c.get_int("group.streams.heartbeat.interval.ms"),
         streams_num_standby_replicas=c.get_int("group.streams.num.standby.replicas"),
+        streams_rack_aware_assignment_tags=c.get_str("group.streams.rack.aware.assignment.tags"),
         streams_max_size=c.get_int("group.streams.max.size"),
         streams_topology_descriptions=bool(c.get_str("group.streams.topology.description.plugin.class")),
         streams_initial_rebalance_delay_ms=c.get_int("group.streams.initial.rebalance.delay.ms"),

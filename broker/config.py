@@ -218,6 +218,10 @@ PROPERTIES: tuple[Property, ...] = (
     Property("group.streams.initial.rebalance.delay.ms", int, 3000, "How long a new streams group waits for "
              "more members before its first task assignment.", minimum=0),
     Property("group.streams.max.size", int, 2147483647, "Most members a streams group may have.", minimum=1),
+    Property("group.streams.rack.aware.assignment.tags", str, "", "Client tag keys (comma-separated) over which "
+             "the streams assignor spreads each task's standby copies; a group's own "
+             "streams.rack.aware.assignment.tags overrides it. Members without these tags are told "
+             "MISSING_CLIENT_TAGS."),
     Property("group.streams.topology.description.plugin.class", str, "", "Where streams groups' topology "
              "descriptions (KIP-1331) are kept: empty = nowhere (StreamsGroupTopologyDescriptionUpdate is "
              "answered UNSUPPORTED_VERSION, as by Kafka without a plugin); Kafka's reference plugin "
@@ -489,6 +493,9 @@ class BrokerConfig:
         _check_share_ranges(values)
         if values["group.streams.heartbeat.interval.ms"] >= values["group.streams.session.timeout.ms"]:
             raise ConfigError("group.streams.heartbeat.interval.ms must be below group.streams.session.timeout.ms")
+        tags = [t.strip() for t in values["group.streams.rack.aware.assignment.tags"].split(",") if t.strip()]
+        if len(set(tags)) != len(tags):
+            raise ConfigError("group.streams.rack.aware.assignment.tags must not contain duplicate tag keys")
         policy = values["group.consumer.migration.policy"].strip().lower()
         if policy not in ("bidirectional", "upgrade", "downgrade", "disabled"):
             raise ConfigError(f"group.consumer.migration.policy: {values['group.consumer.migration.policy']!r}; "

@@ -55,6 +55,9 @@ class CoordinatorConfig:
     streams_session_timeout_ms: int = 45000
     streams_heartbeat_interval_ms: int = 5000
     streams_num_standby_replicas: int = 0
+    # group.streams.rack.aware.assignment.tags: client tag keys standby copies are spread over
+    # (comma-separated; a group's streams.rack.aware.assignment.tags overrides it).
+    streams_rack_aware_assignment_tags: str = ""
     streams_initial_rebalance_delay_ms: int = 3000
     # Kafka 4.4's streams.assignment.interval.ms (a group config, KIP-1263): the least time between
     # two target assignments of a group; changes in between wait for the next one.
@@ -134,9 +137,10 @@ class CoordinatorConfig:
         (LastAssignmentConfigs): a change of these triggers a new target assignment."""
         standby = self._group_int(group_id, "streams.num.standby.replicas", self.streams_num_standby_replicas)
         configs = {"num.standby.replicas": str(standby)}
-        tags = self.group_configs.get(group_id, {}).get("streams.rack.aware.assignment.tags", "")
-        if tags:
-            configs["rack.aware.assignment.tags"] = ",".join(t.strip() for t in tags.split(","))
+        own = self.group_configs.get(group_id, {}).get("streams.rack.aware.assignment.tags")
+        tags = [t.strip() for t in (self.streams_rack_aware_assignment_tags if own is None else own).split(",")]
+        if any(tags):
+            configs["rack.aware.assignment.tags"] = ",".join(t for t in tags if t)
         return configs
 
     # Share groups' own timings (share.session.timeout.ms, share.heartbeat.interval.ms), likewise.

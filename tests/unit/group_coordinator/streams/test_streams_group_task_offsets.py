@@ -110,3 +110,18 @@ def test_a_member_without_the_client_tags_the_group_asks_for_is_told_from_versio
     assert all(s.status_code != 6 for s in h.response(ctx.token).status)
     r = send(h, tagged("b", "p2", zone="z2", rack="r2"))
     assert all(s.status_code != 6 for s in r.status)
+
+
+def test_the_brokers_rack_aware_assignment_tags_count_unless_the_group_sets_its_own() -> None:
+    h = Harness(replace(CONFIG, streams_rack_aware_assignment_tags="zone"), topics=TOPICS)
+    r = send(h, tagged("a", "p1", rack="r1"))
+    assert [s.status_detail for s in r.status if s.status_code == 6] == [
+        "Missing required client tags for rack-aware standby assignment: [zone]. Configure them via "
+        "'client.tag.<tagKey>' in your Streams config."]
+    assert h.shard.state.streams.groups[APP].last_assignment_configs == {
+        "num.standby.replicas": "0", "rack.aware.assignment.tags": "zone"}
+    # The group's own (here: none) wins over the broker's.
+    h.shard.state.config = replace(h.shard.state.config, group_configs={
+        APP: {"streams.rack.aware.assignment.tags": ""}})
+    r = send(h, tagged("b", "p2", rack="r2"))
+    assert all(s.status_code != 6 for s in r.status)
