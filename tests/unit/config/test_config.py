@@ -56,6 +56,7 @@ def test_toml_file_with_tables_and_dotted_keys(tmp_path: Path) -> None:
         (["log.dirs="], {}, "log.dirs"),
         ([], {"KCOORD_LOG_DIRS": "  "}, "log.dirs"),
         (["log.dirs=,/var/lib/kcoord"], {}, "log.dirs"),
+        (["group.streams.rack.aware.assignment.tags=zone, zone"], {}, "group.streams.rack.aware.assignment.tags"),
     ],
 )
 def test_bad_properties_are_startup_errors_naming_them(overrides: list[str], env: dict[str, str],
