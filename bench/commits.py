@@ -169,6 +169,26 @@ def run_case(broker: Broker, committers: list[Committer], in_flight: int, second
             "loadgen cores": load_cpu / wall, "RSS MB": broker.rss()}
 
 
+def prepare(broker: Broker) -> list[tuple[str, list[Committer], int]]:
+    """The topic and the stable groups the cases commit for; each case's name, committers and
+    requests in flight per connection. The members' groups are ``bench-members-0`` to ``-3``."""
+    create_commit_topic(broker.port)
+
+    async def join_all() -> list[Committer]:
+        joined = []
+        for i in range(4):
+            client, generation, member = await join_member(broker.port, f"bench-members-{i}")
+            await client.stream.aclose()
+            joined.append((f"bench-members-{i}", generation, member))
+        return joined
+
+    members = trio.run(join_all)
+    simple: list[Committer] = [(f"bench-simple-{i}", -1, "") for i in range(4)]
+    return [("simple, 4 conns x 8 in flight x 4", simple, 8),
+            ("members, 4 conns x 8 in flight x 4", members, 8),
+            ("one connection, one in flight", simple[:1], 1)]
+
+
 def show(name: str, r: dict[str, float]) -> None:
     print(f"{name:34} {r['req/s']:8,.0f} req/s {r['offsets/s']:8,.0f} offsets/s  p50 {r['p50 ms']:6.3f} ms  "
           f"p99 {r['p99 ms']:6.2f} ms  broker {r['broker cores']:.2f} cores  loadgen {r['loadgen cores']:.2f} "
@@ -183,21 +203,7 @@ def main() -> None:
     args = parser.parse_args()
     broker = Broker(log_flush_policy=args.flush)
     try:
-        create_commit_topic(broker.port)
-
-        async def join_all() -> list[Committer]:
-            joined = []
-            for i in range(4):
-                client, generation, member = await join_member(broker.port, f"bench-members-{i}")
-                await client.stream.aclose()
-                joined.append((f"bench-members-{i}", generation, member))
-            return joined
-
-        members = trio.run(join_all)
-        simple: list[Committer] = [(f"bench-simple-{i}", -1, "") for i in range(4)]
-        cases = [("simple, 4 conns x 8 in flight x 4", simple, 8),
-                 ("members, 4 conns x 8 in flight x 4", members, 8),
-                 ("one connection, one in flight", simple[:1], 1)]
+        cases = prepare(broker)
         print(f"flush policy: {args.flush}")
         runs: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in cases}
         for _ in range(args.rounds):

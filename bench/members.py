@@ -33,6 +33,7 @@ import struct
 import sys
 import time
 from collections import deque
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -426,7 +427,10 @@ def self_cpu() -> float:
 
 def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Path | None,
         wave: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0, timeline: bool = False,
-        overrides: dict[str, str] | None = None) -> dict[str, Any]:
+        overrides: dict[str, str] | None = None, ready: Callable[[], bool] | None = None) -> dict[str, Any]:
+    """``ready``: asked between rounds of the load once the groups are formed, until it says yes
+    (at most two minutes), before the warm-up: whatever else a comparison runs beside the broker
+    (bench.console_cost's browser) is in place before anything is counted."""
     broker = Broker(root=root, log_flush_policy=flush_policy, **(overrides or {}))
     print(f"  broker pid {broker.pid}", file=sys.stderr, flush=True)
     try:
@@ -442,6 +446,10 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
         connect_s = time.perf_counter() - t0
         form_s = load.form(wave, timeout=max(120.0, members / 20))
         print(f"  formed in {form_s:.1f}s; warming up", file=sys.stderr, flush=True)
+        if ready is not None:
+            waited_until = time.perf_counter() + 120
+            while not ready() and time.perf_counter() < waited_until:
+                load.steady(time.perf_counter() + 0.5)
         # This process's own collector must not pause the clock either: what exists now lives
         # until the end.
         gc.collect()
