@@ -260,7 +260,7 @@ class ConsumerGroup:
 
     def subscribed_regexes(self) -> frozenset[str]:
         """The expressions at least one member subscribes with."""
-        return frozenset(regex for regex, count in self._regex_subscribers.items() if count > 0)
+        return frozenset(self._regex_subscribers)  # an expression no member uses has no entry
 
     def regex_subscribers(self, regex: str) -> int:
         """Members subscribing with this expression."""

@@ -306,6 +306,8 @@ class MemberOperation:
         if old and old not in in_use and old in resolved:
             self.records.append(rec.regular_expression_tombstone(gid, old))
             del resolved[old]
+        if not in_use and not old and not updated.subscribed_topic_regex:
+            return RegexChange.NONE, resolved  # no expression before or after: nothing to decide
         change, refresh = regex_refresh.on_member_update(self.st, group, member, updated, in_use, resolved, self.now)
         self.regex_refresh = self.regex_refresh or refresh
         return change, resolved
