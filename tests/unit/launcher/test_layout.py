@@ -29,6 +29,11 @@ def test_metrics_per_node_skip_the_console_port_which_only_the_first_node_serves
     assert [p.metrics_listener for p in plans] == ["http://:9464", "http://:9466", "http://:9467"]
     assert [p.console_listener for p in plans] == ["http://:9465", "", ""]
     assert "console.listener=" in plans[1].overrides()
+    # An https console stays one on the first node.
+    https = plan_nodes(config("metrics.listener=http://:9464", "console.listener=https://:9465"), 2)
+    assert [p.console_listener for p in https] == ["https://:9465", ""]
+    with pytest.raises(ConfigError, match="expected http://host:port, got"):
+        plan_nodes(config("metrics.listener=https://:9464"), 2)
 
 
 def test_node_ids_start_at_the_configured_one() -> None:
