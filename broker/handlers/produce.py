@@ -32,6 +32,7 @@ from crc32c import crc32c
 
 from broker.cluster.node import ClusterNode
 from broker.cluster.peers import PeerClient
+from broker.handlers.produce_refusals import RefusedBatches, Sequence, batch_sequence
 from broker.log_runtime.runtime import BatchWrite
 from broker.network.router import Request
 from broker.runtime.countdown import Countdown
@@ -350,6 +351,7 @@ class ProduceApi:
         self.clock = clock
         self.checks: RemoteVerification | None = None
         self.hold = OpeningHold(topic_logs, catalog)
+        self.refusals = RefusedBatches()
         if transactions is not None:
             self.checks = RemoteVerification(transactions, cluster, peers, topic_logs, self.verifier, verify=verify)
 
@@ -408,15 +410,17 @@ class ProduceApi:
         self.catalog.refresh()
         body = req.body
         acks = body.acks
-        appends: list[tuple[PartitionResponse, PartitionState, BatchWrite]] = []
-        duplicates: list[tuple[PartitionResponse, PartitionState, int]] = []
+        appends: list[tuple[PartitionResponse, PartitionState, BatchWrite, Sequence | None]] = []
+        duplicates: list[tuple[PartitionResponse, PartitionState, int, Sequence | None]] = []
         failed = False
         topics = []
+        conn = req.conn.conn_id
+        refusals = self.refusals
 
         def appended(ok: bool) -> None:
             del ok  # each append's outcome is its own partition's answer
             # A retried batch is answered once the original is durable, never before.
-            waiting = {id(state): state for _resp, state, _last in duplicates}
+            waiting = {id(state): state for _resp, state, _last, _seq in duplicates}
             originals = Countdown(len(waiting), lambda _ok: answer())
             for state in waiting.values():
                 self.topic_logs.when_durable(state, originals.arrive)
@@ -432,6 +436,7 @@ class ProduceApi:
                 resp = PartitionResponse(index=pd.index, error_code=0, base_offset=-1, log_append_time_ms=-1,
                                          log_start_offset=-1, record_errors=[], error_message=None)
                 parts.append(resp)
+                sequence = batch_sequence(pd.records) if req.version >= 3 and topic is not None else None
                 try:
                     if acks not in (0, 1, -1):
                         raise Rejected(ErrorCode.INVALID_REQUIRED_ACKS, f"acks must be 0, 1 or -1, not {acks}")
@@ -441,15 +446,21 @@ class ProduceApi:
                     if state is None:
                         raise Rejected(self.topic_logs.not_served(topic, pd.index),
                                        "This server does not host this topic-partition.")
+                    if sequence is not None and (code := refusals.held(conn, topic.name, pd.index, sequence,
+                                                                       state.producers)):
+                        raise Rejected(code, "an earlier batch of this producer was refused on this connection: "
+                                             "this one follows it when it is sent again")
                     raw = pd.records if req.version >= 3 else from_old_producer(pd.records)
                     queued = submit(self.topic_logs, state, raw, resp, done, verify, req.version >= PRODUCE_TV2_VERSION)
                     if isinstance(queued, BatchWrite):
                         appends_done.expect()
-                        appends.append((resp, state, queued))
+                        appends.append((resp, state, queued, sequence))
                     elif queued is not None:
-                        duplicates.append((resp, state, queued))
+                        duplicates.append((resp, state, queued, sequence))
                 except Rejected as exc:
                     failed = True
+                    if sequence is not None and topic is not None:
+                        refusals.refused(conn, topic.name, pd.index, sequence, exc.error_code)
                     resp.error_code = exc.error_code
                     resp.error_message = str(exc)
                     resp.log_start_offset = exc.log_start_offset
@@ -461,20 +472,24 @@ class ProduceApi:
         response = ProduceResponse(responses=topics, throttle_time_ms=0)
 
         def answer() -> None:
-            for resp, state, append in appends:
+            for resp, state, append, seq in appends:
                 code, message = outcome(append)
                 if code:
                     resp.error_code, resp.error_message = code, message
+                    if seq is not None:
+                        refusals.refused(conn, state.topic, state.partition, seq, code)
                 else:
                     resp.base_offset = append.first
                     resp.log_start_offset = state.log.log_start_offset
-            for resp, state, last in duplicates:
+            for resp, state, last, seq in duplicates:
                 if state.deleted:
                     resp.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
                     resp.error_message = "the partition was deleted"
                 elif state.high_watermark <= last:
                     resp.error_code = ErrorCode.KAFKA_STORAGE_ERROR
                     resp.error_message = "the write could not be made durable"
+                    if seq is not None:
+                        refusals.refused(conn, state.topic, state.partition, seq, resp.error_code)
             if acks != 0:
                 req.reply.set(response)
 
