@@ -159,6 +159,31 @@ def test_a_browser_sees_the_group_change_live(scenario: Scenario) -> None:
         drawn = driver.execute_script(
             "return Array.from(document.querySelectorAll('svg.timeline g.span')).map(g => g.dataset.cause)")
         assert set(drawn) >= {"member-left", "session-timeout"}
+
+        # Assignments per member over time: the leaver's partition drawn moving to a member that
+        # stayed, and the stayer's lane ending with all three partitions.
+        def moves() -> list[list[str]]:
+            try:
+                return list(driver.execute_script(
+                    "return Array.from(document.querySelectorAll('svg.timeline g.move'))"
+                    ".map(g => [g.dataset.from, g.dataset.to, g.dataset.partitions])"))
+            except StaleElementReferenceException:
+                return []
+
+        def handed_over() -> bool:
+            return any(src.startswith("leaver/") and dst and not dst.startswith("leaver/") for src, dst, _ in moves())
+
+        wait_for(handed_over, 30, "the leaver's partition moving to another member", seen=moves)
+
+        def stayer_holds() -> list[str]:
+            # Tooltips are not displayed: their textContent, not Selenium's visible text.
+            return list(driver.execute_script(
+                "return Array.from(document.querySelectorAll("
+                "\"svg.timeline g.lane[data-member^='stayer/'] g.held[data-current] title\"))"
+                ".map(t => t.textContent)"))
+
+        wait_for(lambda: any("held 3: console-t-0, console-t-1, console-t-2" in t for t in stayer_holds()), 30,
+                 "the stayer's lane holding the three partitions", seen=stayer_holds)
         shots = os.environ.get("KCOORD_CONSOLE_SCREENSHOTS")
         if shots:  # the pictures of docs/console.md: this page, then the groups list
             driver.set_window_size(1280, 1100)
