@@ -382,7 +382,7 @@ def api_table(h: Handlers) -> tuple[ApiEntry, ...]:
     )) + (() if h.write_txn_markers is None else (
         # ---- between the nodes of a cluster ----------------------------------------------------
         api(WriteTxnMarkersRequest, h.write_txn_markers, authorize=checks.cluster_peer,
-            refuse=write_txn_markers_refused, versions=(1, 1)),
+            refuse=write_txn_markers_refused, versions=(1, 2)),
     )) + (() if h.share_state is None else (
         # ---- share partitions' state, from their leader to the share coordinator ----------------
         api(InitializeShareGroupStateRequest, h.share_state.initialize,

@@ -5,7 +5,10 @@ mode only (a single node's coordinator writes every marker itself), and to the c
 
 Each partition is answered once its marker is durable: NOT_LEADER_OR_FOLLOWER when this node does
 not own it (the coordinator finds the owner again and retries), UNKNOWN_TOPIC_OR_PARTITION when it
-does not exist (no marker needed), KAFKA_STORAGE_ERROR when the write failed.
+does not exist (no marker needed), KAFKA_STORAGE_ERROR when the write failed, INVALID_PRODUCER_EPOCH
+when the producer's epoch on the partition refuses the marker's by the rule of the marker's
+transaction version (v2's ``TransactionVersion``; 0 in a v1 request), as Kafka's partition leader
+checks it (``broker.topics.producer_state``).
 """
 
 from __future__ import annotations
@@ -59,9 +62,6 @@ class WriteTxnMarkersApi:
             if left == 0:
                 answer()
 
-        def written(i: int, tp: tuple[str, int], ok: bool) -> None:
-            settle(i, tp, ErrorCode.NONE if ok else ErrorCode.KAFKA_STORAGE_ERROR)
-
         if left == 0:
             answer()
             return
@@ -77,5 +77,5 @@ class WriteTxnMarkersApi:
                         settle(i, tp, ErrorCode.NOT_LEADER_OR_FOLLOWER)
                     else:
                         self.markers.write_local(marker.producer_id, marker.producer_epoch,
-                                                 marker.transaction_result, marker.coordinator_epoch, tp,
-                                                 partial(written, i, tp))
+                                                 marker.transaction_result, marker.coordinator_epoch,
+                                                 marker.transaction_version, tp, partial(settle, i, tp))

@@ -469,10 +469,18 @@ class TopicLogs:
         self.runtime.append_batch(state.part, write)
 
     def write_marker(self, state: PartitionState, producer_id: int, producer_epoch: int, commit: bool,
-                     coordinator_epoch: int, done: Callable[[bool], None]) -> None:
-        """Queues a COMMIT/ABORT marker for ``producer_id``; ``done(ok)`` once it is durable (or
-        failed). The transaction ends on the partition (its last stable offset moves past it) at
-        that moment, not before."""
+                     coordinator_epoch: int, transaction_version: int, done: Callable[[int], None]) -> None:
+        """Queues a COMMIT/ABORT marker for ``producer_id``; ``done(error_code)`` once it is durable
+        (NONE) or failed (KAFKA_STORAGE_ERROR), or at once with INVALID_PRODUCER_EPOCH when the
+        producer's epoch here refuses it by ``transaction_version``'s rule. The transaction ends on
+        the partition (its last stable offset moves past it) once the marker is durable, not before."""
+        check = state.producers.check_marker(producer_id, producer_epoch, transaction_version,
+                                             producer_id in state.txns.ongoing)
+        if check.error_code:
+            logs.warn("log.marker_refused", topic=state.topic, partition=state.partition,
+                      error=ErrorCode(check.error_code).name, reason=check.message)
+            done(check.error_code)
+            return
         offset = state.next_offset
         state.next_offset += 1
         now = int(time.time() * 1000)
@@ -491,7 +499,7 @@ class TopicLogs:
                         logs.warn("log.txn_index_failed", topic=state.topic, partition=state.partition,
                                   error=str(exc))
                 state.producers.note_marker(producer_id, producer_epoch, coordinator_epoch, now)
-            done(ok)
+            done(ErrorCode.NONE if ok else ErrorCode.KAFKA_STORAGE_ERROR)
 
         write.on_done = finished
         self.submit(state, write)

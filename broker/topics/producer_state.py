@@ -29,6 +29,7 @@ from storage.layout import write_atomically
 
 MAX_CACHED_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 INT32_MAX = 2**31 - 1
+INT16_MAX = 2**15 - 1
 PRODUCER_ID_BLOCK = 1000
 
 
@@ -122,6 +123,31 @@ class ProducerStateTable:
             return
         entry.batches.append(BatchMetadata(first_seq, last_seq, first_offset, last_offset, timestamp))
         entry.last_timestamp = max(entry.last_timestamp, timestamp)
+
+    def check_marker(self, producer_id: int, epoch: int, transaction_version: int, ongoing: bool) -> Check:
+        """Whether a COMMIT/ABORT marker at ``epoch`` may be written (Kafka's
+        ProducerAppendInfo.appendEndTxnMarker), by the transaction version the coordinator sent
+        with it: from version 2 the coordinator bumps the epoch before every marker, so a marker
+        must be strictly newer than the producer's epoch here (one at the same epoch would mix two
+        transactions), except a marker written again for a transaction already ended here
+        (``ongoing`` false: a coordinator's retry or reload) or at the last epoch; before version 2
+        markers carry the transaction's own epoch and may not be older. A producer this partition
+        does not know is not checked."""
+        entry = self.producers.get(producer_id)
+        if entry is None:
+            return APPEND
+        current = entry.epoch
+        if transaction_version >= 2:
+            if epoch > current or (epoch == current and (not ongoing or epoch == INT16_MAX)):
+                return APPEND
+            relation = "<="
+        else:
+            if epoch >= current:
+                return APPEND
+            relation = "<"
+        return Check(ErrorCode.INVALID_PRODUCER_EPOCH,
+                     f"marker epoch {epoch} of producer {producer_id} is {relation} its current epoch "
+                     f"{current} (transaction version {transaction_version})")
 
     def note_marker(self, producer_id: int, epoch: int, coordinator_epoch: int = -1, timestamp: int = -1) -> None:
         """A transaction marker at ``epoch``: a newer epoch (the coordinator fenced the producer)

@@ -16,6 +16,7 @@ from broker.cluster.peers import PeerClient
 from broker.group_coordinator.result import Result
 from broker.group_coordinator.shard import GroupCoordinatorShard
 from broker.groups.shards import ShardManager
+from broker.observability import logs
 from broker.topics.catalog import OFFSETS_TOPIC
 from broker.topics.partitions import TopicLogs
 from broker.txn_coordinator.coordinator import MarkerJob
@@ -27,11 +28,17 @@ from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxn
 # A single node is the only coordinator there has been: its epoch is 0. In a cluster it is the
 # owner epoch of the transactional id's __transaction_state partition.
 COORDINATOR_EPOCH = 0
-WRITE_TXN_MARKERS_VERSION = 1
+# v2 (KIP-1228) carries the marker's transaction version, which the partition's owner checks the
+# marker's epoch by; every kcoord node serves it.
+WRITE_TXN_MARKERS_VERSION = 2
 
 # What a partition answers when it has no marker to write and never will: the transaction is
 # done with it (Kafka's coordinator drops such a partition from the pending ones).
 _GONE = frozenset({ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
+# What a partition answers when the producer has moved past this marker's epoch there (Kafka's
+# coordinator stops sending the transaction's markers: a newer epoch's coordinator or producer
+# has ended it); sending it again would be refused again.
+_SUPERSEDED = frozenset({ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.TRANSACTION_COORDINATOR_FENCED})
 
 Written = Callable[[TopicPartition, bool], None]
 
@@ -40,6 +47,15 @@ def _marker_op(producer_id: int, producer_epoch: int, commit: bool, coordinator_
                shard: GroupCoordinatorShard, now: int) -> Result:
     del now
     return shard.write_txn_marker(producer_id, producer_epoch, commit, coordinator_epoch)
+
+
+def _settled(job: MarkerJob, tp: TopicPartition, written: Written, code: int) -> None:
+    """``written(tp, done)`` for a partition's answer: done unless it is worth sending again."""
+    if code in _SUPERSEDED:
+        logs.warn("transactions.marker_superseded", transactional_id=job.transactional_id, topic=tp[0],
+                  partition=tp[1], producer_id=job.producer_id, producer_epoch=job.producer_epoch,
+                  error=ErrorCode(code).name)
+    written(tp, code == ErrorCode.NONE or code in _GONE or code in _SUPERSEDED)
 
 
 class MarkerWriter:
@@ -64,23 +80,27 @@ class MarkerWriter:
         return self.cluster is None or self.cluster.owns(owning_partition(*tp))
 
     def write_local(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                    tp: TopicPartition, done: Callable[[bool], None]) -> None:
-        """Writes the marker to ``tp``, a partition this node owns; ``done(ok)`` once it is
-        durable. A partition that no longer exists (its topic was deleted) needs no marker:
-        ``done(True)`` at once. One not loaded yet (just claimed) answers ``done(False)``."""
+                    transaction_version: int, tp: TopicPartition, done: Callable[[int], None]) -> None:
+        """Writes the marker to ``tp``, a partition this node owns; ``done(error_code)``: NONE once
+        it is durable, INVALID_PRODUCER_EPOCH when a data partition's producer state refuses its
+        epoch by ``transaction_version``'s rule, KAFKA_STORAGE_ERROR when it could not be written
+        now. A partition that no longer exists (its topic was deleted) needs no marker: NONE at
+        once. One not loaded yet (just claimed) answers KAFKA_STORAGE_ERROR."""
         topic, partition = tp
         if not self.exists(tp):
-            done(True)
+            done(ErrorCode.NONE)
             return
         if topic == OFFSETS_TOPIC:
             self.shards.runtimes[partition].run_after_load(
-                partial(_marker_op, producer_id, producer_epoch, commit, coordinator_epoch), done)
+                partial(_marker_op, producer_id, producer_epoch, commit, coordinator_epoch),
+                lambda ok: done(ErrorCode.NONE if ok else ErrorCode.KAFKA_STORAGE_ERROR))
             return
         state = self.topic_logs.get(topic, partition)
         if state is None or state.deleted:
-            done(self.cluster is None)
+            done(ErrorCode.NONE if self.cluster is None else ErrorCode.KAFKA_STORAGE_ERROR)
             return
-        self.topic_logs.write_marker(state, producer_id, producer_epoch, commit, coordinator_epoch, done)
+        self.topic_logs.write_marker(state, producer_id, producer_epoch, commit, coordinator_epoch,
+                                     transaction_version, done)
 
     # ---- every partition of a transaction ------------------------------------------------------
 
@@ -97,8 +117,8 @@ class MarkerWriter:
             if not self.exists(tp):
                 written(tp, True)
             elif self.owned_here(tp):
-                self.write_local(job.producer_id, job.producer_epoch, job.commit, coordinator_epoch, tp,
-                                 partial(written, tp))
+                self.write_local(job.producer_id, job.producer_epoch, job.commit, coordinator_epoch,
+                                 job.transaction_version, tp, partial(_settled, job, tp, written))
             else:
                 assert self.cluster is not None
                 owner = self.cluster.owner_of(owning_partition(*tp))
@@ -119,7 +139,7 @@ class MarkerWriter:
         request = WriteTxnMarkersRequest(markers=[Marker(
             producer_id=job.producer_id, producer_epoch=job.producer_epoch, transaction_result=job.commit,
             topics=[Marker.WritableTxnMarkerTopic(name=t, partition_indexes=ps) for t, ps in by_topic.items()],
-            coordinator_epoch=coordinator_epoch & 0x7FFFFFFF)])
+            coordinator_epoch=coordinator_epoch & 0x7FFFFFFF, transaction_version=job.transaction_version)])
 
         def answered(response: WriteTxnMarkersResponse | None) -> None:
             codes: dict[TopicPartition, int] = {}
@@ -129,7 +149,6 @@ class MarkerWriter:
                         for p in topic.partitions:
                             codes[(topic.name, p.partition_index)] = p.error_code
             for tp in tps:
-                code = codes.get(tp, ErrorCode.REQUEST_TIMED_OUT)
-                written(tp, code == ErrorCode.NONE or code in _GONE)
+                _settled(job, tp, written, codes.get(tp, ErrorCode.REQUEST_TIMED_OUT))
 
         self.peers.send(node, ApiKey.WriteTxnMarkers, WRITE_TXN_MARKERS_VERSION, request, answered)

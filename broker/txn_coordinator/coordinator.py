@@ -58,6 +58,9 @@ class MarkerJob:
     producer_epoch: int
     commit: bool
     partitions: tuple[TopicPartition, ...]
+    # The client's transaction version (Kafka's clientTransactionVersion): which epoch rule the
+    # partition checks the marker against (2: the epoch was bumped for it).
+    transaction_version: int = 0
 
 
 @dataclass
@@ -123,7 +126,8 @@ class TransactionCoordinator:
     @staticmethod
     def _job(meta: TxnMetadata) -> MarkerJob:
         return MarkerJob(meta.transactional_id, meta.producer_id, meta.producer_epoch,
-                         meta.state is TxnState.PREPARE_COMMIT, tuple(sorted(meta.partitions)))
+                         meta.state is TxnState.PREPARE_COMMIT, tuple(sorted(meta.partitions)),
+                         meta.client_transaction_version)
 
     # ---- InitProducerId ---------------------------------------------------------------------
 

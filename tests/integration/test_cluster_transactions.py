@@ -24,6 +24,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
+from protocol.messages.describe_producers import DescribeProducersRequest
 from protocol.messages.describe_transactions import DescribeTransactionsRequest
 from protocol.messages.end_txn import EndTxnRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
@@ -118,7 +119,7 @@ def test_a_transaction_spans_partitions_on_every_node_and_read_committed_sees_on
         c.close()
     # Node 2 wrote the markers of its partitions at node 1's request, after node 1 had told it
     # that those partitions were in the transaction (KIP-890).
-    assert requests_served(cluster, 2, "WriteTxnMarkers", 1) >= 3
+    assert requests_served(cluster, 2, "WriteTxnMarkers", 2) >= 3
     assert requests_served(cluster, 1, "AddPartitionsToTxn", 4) >= 3
 
 
@@ -383,3 +384,78 @@ def test_transactions_version_2_add_partitions_and_offsets_on_the_coordinating_n
         assert [tp.offset for tp in c.committed([TopicPartition(topic, 0)], 30)] == [1]
     finally:
         c.close()
+
+
+def producers_on(wire: WireClient, topic: str, partitions: list[int]) -> dict[tuple[int, int], tuple[int, int]]:
+    """DescribeProducers of ``partitions``: (partition, producer id) -> (epoch, open transaction's
+    first offset or -1)."""
+    r = wire.call(ApiKey.DescribeProducers, 0, DescribeProducersRequest(topics=[
+        DescribeProducersRequest.TopicRequest(name=topic, partition_indexes=partitions)]))
+    return {(p.partition_index, s.producer_id): (s.producer_epoch, s.current_txn_start_offset)
+            for t in r.topics for p in t.partitions for s in p.active_producers}
+
+
+def test_markers_between_nodes_carry_each_transactions_version_and_pass_its_epoch_rule(cluster: Cluster) -> None:
+    """The coordinator on node 1, partitions led by both nodes: node 2 writes its partitions'
+    markers on WriteTxnMarkers v2 requests carrying the transaction's version and checks each by
+    that version's rule (KIP-890 part 2: a version 2 marker must be newer than the producer's
+    epoch; a version 0 marker, at the transaction's own epoch, may not be older). A client of each
+    protocol commits, aborts and commits again; every marker is taken (a refused one would leave
+    its partition's last stable offset behind and the read-back waiting)."""
+    bootstrap = start(cluster, {1, 2})
+    topic = "tvx-out"
+    create_topic(bootstrap, topic, 4)
+    leaders = wait_topic_spread(cluster, topic, {1, 2})
+    remote = sorted(p for p, node in leaders.items() if node == 2)
+    # Transactions version 2, as a Java 4.x producer speaks it: Produce v12, EndTxn v5.
+    txn2 = txn_id_on(cluster, 1, "tvx2")
+    wire = {n: WireClient("127.0.0.1", cluster.nodes[n].port, timeout=10) for n in (1, 2)}
+    try:
+        ids = wire[1].call(ApiKey.InitProducerId, 4, InitProducerIdRequest(
+            transactional_id=txn2, transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))
+        assert ids.error_code == 0
+        pid2, epoch = ids.producer_id, ids.producer_epoch
+        for value, commit in ((b"v2-c1", True), (b"v2-a", False), (b"v2-c2", True)):
+            now = int(time.time() * 1000)
+            for partition, node in sorted(leaders.items()):
+                records = build_batch([Record(0, 0, None, value, [])], base_timestamp=now, producer_id=pid2,
+                                      producer_epoch=epoch, base_sequence=0, transactional=True)
+                answer = wire[node].call(ApiKey.Produce, 12, ProduceRequest(
+                    transactional_id=txn2, acks=-1, timeout_ms=10000, topic_data=[ProduceRequest.TopicProduceData(
+                        name=topic, partition_data=[ProduceRequest.TopicProduceData.PartitionProduceData(
+                            index=partition, records=records)])]))
+                assert answer.responses[0].partition_responses[0].error_code == 0, (value, partition, answer)
+            ended = wire[1].call(ApiKey.EndTxn, 5, EndTxnRequest(transactional_id=txn2, producer_id=pid2,
+                                                                  producer_epoch=epoch, committed=commit))
+            assert (ended.error_code, ended.producer_id, ended.producer_epoch) == (0, pid2, epoch + 1), (value, ended)
+            epoch = ended.producer_epoch
+        # Node 2's partitions took each bumped marker epoch: the producer is at the last one there,
+        # with nothing open.
+        assert producers_on(wire[2], topic, remote) == {(p, pid2): (epoch, -1) for p in remote}
+    finally:
+        for w in wire.values():
+            w.close()
+    # The first protocol (librdkafka): markers at the transaction's own epoch.
+    txn0 = txn_id_on(cluster, 1, "tvx0")
+    p = producer(bootstrap, txn0)
+    for value, commit in ((b"v0-c1", True), (b"v0-a", False), (b"v0-c2", True)):
+        p.begin_transaction()
+        for partition in leaders:
+            p.produce(topic, value=value, partition=partition)
+        assert p.flush(30) == 0
+        if commit:
+            p.commit_transaction(30)
+        else:
+            p.abort_transaction(30)
+    want = [v for v in (b"v2-c1", b"v2-c2", b"v0-c1", b"v0-c2") for _ in leaders]
+    assert sorted(read_all(bootstrap, topic)) == sorted(want)
+    with WireClient("127.0.0.1", cluster.nodes[1].port, timeout=10) as c:
+        described = c.call(ApiKey.DescribeTransactions, 0, DescribeTransactionsRequest(transactional_ids=[txn0]))
+    state = described.transaction_states[0]
+    with WireClient("127.0.0.1", cluster.nodes[2].port, timeout=10) as c:
+        seen = producers_on(c, topic, remote)
+    assert {(p, pid): v for (p, pid), v in seen.items() if pid == state.producer_id} == {
+        (p, state.producer_id): (state.producer_epoch, -1) for p in remote}
+    # Node 2 was sent v2 for every transaction (one request per transaction), v1 never.
+    assert requests_served(cluster, 2, "WriteTxnMarkers", 2) >= 6
+    assert requests_served(cluster, 2, "WriteTxnMarkers", 1) == 0
