@@ -27,6 +27,11 @@ The rules and their thresholds (``Thresholds``):
   within ``lock_expiry_window_ms``: the consumers hold records longer than
   ``share.record.lock.duration.ms``; raise it or process (and fetch) less at a time.
 
+- ``streams-not-ready`` (streams groups): the group's last state is NotReady because its topology
+  cannot run (a source topic missing, topics partitioned wrongly): no member runs any task until
+  the topics the journaled status names are created or fixed. Internal topics missing alone are
+  left out: the broker creates them at once and the next heartbeat leaves NotReady.
+
 Share groups have no static membership and no rebalance (members joining cost the others
 nothing), so ``member-churn`` leaves them alone; their session timeout is the broker's.
 """
@@ -48,10 +53,11 @@ from protocol.group_events import (
     REBALANCE,
     REBALANCE_TIMEOUT,
     SESSION_TIMEOUT,
+    STATE,
 )
 
 RULES = ("rebalance-timeout-evictions", "session-timeout-cluster", "member-churn", "eager-rebalances",
-         "slow-joiner", "rebalance-storm", "poison-records", "lock-expiries")
+         "slow-joiner", "rebalance-storm", "poison-records", "lock-expiries", "streams-not-ready")
 _POLL_WORDS = ("poll", "max.poll")
 
 
@@ -194,7 +200,38 @@ def _diagnose_group(group: str, evs: list[dict[str, Any]], t: Thresholds) -> lis
     deliveries = [e for e in evs if e.get("kind") == DELIVERY]
     out += _poison(group, [e for e in deliveries if e.get("cause") == DELIVERY_LIMIT], t)
     out += _lock_expiries(group, [e for e in deliveries if e.get("cause") == LOCK_EXPIRED], t)
+    out += _not_ready(group, [e for e in evs if e.get("kind") == STATE and e.get("group_type") == "streams"])
     return out
+
+
+# What to do about each status that holds a streams group NotReady (Kafka's status names).
+_NOT_READY_ADVICE = {
+    "MISSING_SOURCE_TOPICS": "create the source topics named above (kafka-topics --create) or correct the "
+                             "application's topic names",
+    "INCORRECTLY_PARTITIONED_TOPICS": "give the topics the application joins (copartitioned) the same number of "
+                                      "partitions, and its internal topics the partitions named above (delete a "
+                                      "wrongly partitioned internal topic so that the broker creates it again)",
+    "MISSING_INTERNAL_TOPICS": "let the application's principal create its internal topics (CREATE on the cluster "
+                               "or on those topics), or create them with the partitions named above",
+}
+
+
+def _not_ready(group: str, states: list[dict[str, Any]]) -> list[Finding]:
+    """A streams group still NotReady at its last state event, for a reason a person must fix."""
+    if not states or states[-1].get("state_after") != "NotReady":
+        return []
+    statuses = [s for s in states[-1].get("topology_status") or [] if isinstance(s, dict)]
+    names = [str(s.get("status")) for s in statuses]
+    if not statuses or set(names) <= {"MISSING_INTERNAL_TOPICS"}:
+        return []
+    entered = [e for e in states if e.get("state_after") == "NotReady" and e.get("state_before") != "NotReady"]
+    advice = [_NOT_READY_ADVICE[n] for n in dict.fromkeys(names) if n in _NOT_READY_ADVICE]
+    return [Finding(
+        group, "streams-not-ready", len(entered) or 1,
+        f"the group is NotReady ({states[-1].get('members')} members): its topology cannot run and no member runs "
+        f"any task: {'; '.join(str(s.get('detail')) for s in statuses)}",
+        "; ".join(advice) + "; the members' next heartbeat then assigns the tasks",
+        [int(e["timestamp"]) for e in entered or states[-1:]])]
 
 
 def _session_advice(timeouts: list[dict[str, Any]]) -> str:

@@ -183,8 +183,11 @@ class Journal:
                 trace = self._start(st, group, gtype, before, generation, reason, first, now)
                 trace.members_at_start = members
             cause = trace.cause if trace is not None else (first[0].cause if first else cause_of_reason(reason))
-            events.append(GroupEvent(STATE, group, gtype, generation, before, after, now, cause,
-                                     detail={"reason": reason, "members": members}))
+            detail: dict[str, Any] = {"reason": reason, "members": members}
+            if gtype == "streams" and after == "NotReady":
+                # Why no task runs: what the doctor reads to say which topics to create or fix.
+                detail["topology_status"] = _streams_topology_status(st, group)
+            events.append(GroupEvent(STATE, group, gtype, generation, before, after, now, cause, detail=detail))
             if trace is None:
                 continue
             if after == "CompletingRebalance":
@@ -274,6 +277,13 @@ def _group_type(st: Any, group_id: str) -> str:
     if group_id in st.share_groups:
         return "share"
     return "streams" if group_id in st.streams.groups else "classic"
+
+
+def _streams_topology_status(st: Any, group_id: str) -> list[dict[str, str]]:
+    """The statuses that hold a streams group NotReady, from its topology as last configured."""
+    group = st.streams.groups.get(group_id)
+    configured = None if group is None else group.configured
+    return [] if configured is None else configured.named_statuses()
 
 
 def _describe(st: Any, group_id: str) -> tuple[str, int, str]:

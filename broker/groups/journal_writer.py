@@ -185,7 +185,9 @@ class JournalWriter:
             part = self.parts.get(index)
             if part is not None and not self._writable(part):
                 continue
-            if event.kind != "state":
+            # State events are many and the doctor reads them only for a streams group entering or
+            # leaving NotReady (``streams-not-ready``).
+            if event.kind != "state" or "NotReady" in (event.state_before, event.state_after):
                 self._remember(event.group, event)
             # Only queued here: a rebalance of N members is N events, and encoding them (JSON) and
             # a batch each would be N times that work on the event loop, inside the group operations.

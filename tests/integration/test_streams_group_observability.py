@@ -94,3 +94,38 @@ def test_a_streams_group_in_kcoord_groups_metrics_and_the_journal(broker_factory
         assert summaries and summaries[-1]["state_after"] == "Stable" and summaries[-1]["moved"]
         status, out = groups(capsys, broker.bootstrap, "--history", "--group", GROUP)
         assert status == 0 and "new-member-joined" in out
+
+
+def test_a_streams_group_missing_its_source_topic_is_not_ready_and_the_doctor_says_which(
+        broker_factory: Any, capsys: Any) -> None:
+    broker = broker_factory({"group.streams.initial.rebalance.delay.ms": "0"})
+    group, source = "orders-app", "orders"
+    with WireClient("127.0.0.1", broker.port) as conn:
+        m = Member(conn, group, source, "a")
+        answer = m.heartbeat()
+        assert answer.error_code == 0 and [s.status_code for s in answer.status or []] == [1]
+        assert describe(conn, group)["state"] == "NotReady"
+        status, out = groups(capsys, broker.bootstrap, "--list", "--type", "--state")
+        assert status == 0 and [group, "Streams", "NotReady"] in table(out)
+
+        def doctor() -> str:
+            return groups(capsys, broker.bootstrap, "--doctor", "--group", group)[1]
+        wait_for(lambda: "[streams-not-ready]" in doctor(), 60, "the doctor's finding", step=0.3)
+        out = doctor()
+        assert "Source topics orders are missing." in out and "kafka-topics --create" in out
+        wait_for(lambda: scrape(broker.metrics_port).value("kcoord_doctor_findings", rule="streams-not-ready") == 1,
+                 60, "the finding counted in /metrics", step=0.3,
+                 seen=lambda: scrape(broker.metrics_port).samples.get("kcoord_doctor_findings"))
+        s = scrape(broker.metrics_port)
+        assert s.value("kcoord_streams_groups", state="NotReady") == 1
+        [event] = [e for e in read_events(broker.bootstrap, group) if e["kind"] == "state"
+                   and e["state_after"] == "NotReady"]
+        assert event["topology_status"] == [{"status": "MISSING_SOURCE_TOPICS",
+                                             "detail": "Source topics orders are missing."}]
+
+        create_topic(broker.bootstrap, source, 2)
+        until_tasks(m)
+        assert m.active
+        wait_for(lambda: "[streams-not-ready]" not in doctor(), 60, "the finding gone once the group runs", step=0.3)
+        wait_for(lambda: scrape(broker.metrics_port).value("kcoord_doctor_findings", rule="streams-not-ready") == 0,
+                 60, "the finding no longer counted", step=0.3)

@@ -281,6 +281,10 @@ class Heartbeat:
         for record in self.records:
             self.st.emit(self.out, record)
         group = self.streams.groups.get(req.group_id)
+        if group is not None:
+            # The group's state (NotReady while its topology cannot run) reads the configured
+            # topology: a group created by this heartbeat has none cached yet.
+            configured(self.st, group)
         if self.task_offsets is not None and self.keep_offsets and group is not None and req.member_id in group.members:
             group.task_offsets[req.member_id] = self.task_offsets
         topology_description.maybe_require(self.st, self.streams.groups.get(req.group_id), self.ctx,

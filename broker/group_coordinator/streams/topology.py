@@ -19,6 +19,11 @@ MISSING_INTERNAL_TOPICS = 3
 SHUTDOWN_APPLICATION = 4
 ASSIGNMENT_DELAYED = 5
 MISSING_CLIENT_TAGS = 6
+# Kafka's StreamsGroupHeartbeatResponse.Status names, as the journal and the doctor name a status.
+STATUS_NAMES = {STALE_TOPOLOGY: "STALE_TOPOLOGY", MISSING_SOURCE_TOPICS: "MISSING_SOURCE_TOPICS",
+                INCORRECTLY_PARTITIONED_TOPICS: "INCORRECTLY_PARTITIONED_TOPICS",
+                MISSING_INTERNAL_TOPICS: "MISSING_INTERNAL_TOPICS", SHUTDOWN_APPLICATION: "SHUTDOWN_APPLICATION",
+                ASSIGNMENT_DELAYED: "ASSIGNMENT_DELAYED", MISSING_CLIENT_TAGS: "MISSING_CLIENT_TAGS"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +50,10 @@ class ConfiguredTopology:
     def statuses_block_assignment(self) -> bool:
         """Tasks are assigned only once every topic is there with the partitions it needs."""
         return bool(self.statuses)
+
+    def named_statuses(self) -> list[dict[str, str]]:
+        """The statuses as the journal writes them: Kafka's name and the detail members are told."""
+        return [{"status": STATUS_NAMES.get(code, str(code)), "detail": detail} for code, detail in self.statuses]
 
 
 def topics_named(topology: Any) -> set[str]:

@@ -72,3 +72,19 @@ def test_a_member_that_leaves_and_a_fenced_epoch_are_journaled() -> None:
     beat(h, "b", -1)
     causes = [(e.cause, e.member_id) for e in _events(h, "member")]
     assert (group_events.FENCED, "a") in causes and (group_events.MEMBER_LEFT, "b") in causes
+
+
+def test_a_group_not_ready_says_why_and_leaves_it_once_the_topic_is_there() -> None:
+    h = Harness(CONFIG, topics={REPARTITION: 2, CHANGELOG: 2})  # no source topic
+    send(h, join("a", "p1"))
+    [not_ready] = [e for e in _events(h, "state") if e.state_after == "NotReady"]
+    assert not_ready.detail["topology_status"] == [{"status": "MISSING_SOURCE_TOPICS",
+                                                     "detail": "Source topics input are missing."}]
+    decoded = group_events.decode_event(group_events.encode_event(not_ready)[1])
+    assert decoded is not None and decoded["topology_status"][0]["status"] == "MISSING_SOURCE_TOPICS"
+    h.topics.set("input", 2)
+    _settle(h, "a")
+    states = [(e.state_before, e.state_after) for e in _events(h, "state")]
+    assert states[0] == ("Dead", "NotReady") and states[-1][1] == "Stable"
+    assert h.shard.state.streams.groups[APP].members["a"].assigned.active
+    assert all("topology_status" not in e.detail for e in _events(h, "state") if e.state_after != "NotReady")
