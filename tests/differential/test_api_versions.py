@@ -6,11 +6,16 @@ ApiVersions v5 (KIP-1242): a client naming the cluster and node it means to reac
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from kclient.wire_client import WireClient
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest
+from testkit.etcd import EtcdProcess
 from tests.differential.harness import Pair, Target
+from tests.integration.helpers.cluster import Cluster
 
 pytestmark = pytest.mark.differential
 
@@ -36,10 +41,16 @@ KNOWN = {
 # metrics reporter plugin that receives client metrics; kcoord receives them itself (/metrics).
 KCOORD_ONLY = {71: (0, 0), 72: (0, 0)}
 
+# Initialize/Read/Write/Delete/ReadSummary ShareGroupState: served by a cluster's nodes to each other.
+SHARE_STATE_APIS = {83, 84, 85, 86, 87}
+
 
 def served(t: Target) -> dict[int, tuple[int, int]]:
-    answer = t.client().call(18, 3, ApiVersionsRequest(client_software_name="differential",
-                                                       client_software_version="1"))
+    return served_by(t.client())
+
+
+def served_by(c: WireClient) -> dict[int, tuple[int, int]]:
+    answer = c.call(18, 3, ApiVersionsRequest(client_software_name="differential", client_software_version="1"))
     assert answer.error_code == 0
     return {a.api_key: (a.min_version, a.max_version) for a in answer.api_keys}
 
@@ -54,6 +65,31 @@ def test_versions_served(pair: Pair) -> None:
     assert set(ours) <= set(kafka), f"kcoord serves APIs Kafka does not: {sorted(set(ours) - set(kafka))}"
     differ = {key: (ours[key], kafka[key]) for key in ours if ours[key] != kafka[key]}
     assert differ == KNOWN
+
+
+def test_a_cluster_node_serves_write_txn_markers_at_kafkas_versions(pair: Pair, etcd: EtcdProcess,
+                                                                     tmp_path: Path) -> None:
+    """WriteTxnMarkers (27) goes from a transaction coordinator to partition leaders; a kcoord node
+    of a cluster serves it to the other nodes (a single node writes its own markers and does not
+    list it) at the versions Kafka 4.4 serves, v2 carrying the marker's transaction version
+    (KIP-1228). Every other API of the node's list is the single node's, and the share-group state
+    APIs, which a cluster's share partition leaders send its share coordinators."""
+    with pair.kafka.session():
+        kafka = served(pair.kafka)
+    with pair.kcoord.session():
+        single = served(pair.kcoord)
+    cluster = Cluster(etcd, tmp_path)
+    try:
+        node = cluster.start_node(1)
+        with WireClient("127.0.0.1", node.port, timeout=10) as c:
+            ours = served_by(c)
+    finally:
+        cluster.stop_all()
+    assert kafka[27] == (1, 2)
+    assert ours[27] == kafka[27]
+    # What a node lists beyond a single node is what only nodes send each other.
+    assert set(ours) - set(single) == {27} | SHARE_STATE_APIS
+    assert {key: v for key, v in ours.items() if key in single} == single
 
 
 def test_api_versions_v5_checks_the_cluster_and_node_the_client_means(pair: Pair) -> None:
