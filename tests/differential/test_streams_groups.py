@@ -51,12 +51,20 @@ def test_a_missing_source_topic_is_a_status(pair: Pair) -> None:
     group, source = unique("streams-missing"), unique("streams-missing-in")
 
     def scenario(t: Target) -> object:
+        from protocol.messages.list_groups import ListGroupsRequest
+
         c = t.client("streams")
         m = Member(c, group, source, "a")
-        return {"joined": plain(m.heartbeat()), "again": plain(m.heartbeat()), "described": describe(c, group)}
+        joined = plain(m.heartbeat())
+        # Listed before anything else reads the group: its state is the heartbeat's.
+        listed = c.call(16, 5, ListGroupsRequest(types_filter=["streams"]))
+        return {"joined": joined, "listed": sorted((g.group_id, g.group_state) for g in listed.groups
+                                                   if g.group_id == group),
+                "again": plain(m.heartbeat()), "described": describe(c, group)}
 
     answers = pair.compare(scenario)
     assert answers["joined"]["status"] == [1, 5]  # type: ignore[index]
+    assert answers["listed"] == [[group, "NotReady"]]  # type: ignore[index]
 
 
 def test_two_members_on_two_processes_split_the_tasks(pair: Pair) -> None:
