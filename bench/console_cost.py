@@ -5,6 +5,7 @@ page, its live stream following the group, interleaved in one run (off, on, then
 
     python -m bench.console_cost [--rounds 3] [--members 2000] [--seconds 20] [--warmup 15]
         [--commit-seconds 5]
+    python -m bench.console_cost --big-group [--rounds 5] [--big-members 1000]
 
 bench.members' groups are all alike (ten members each): the page is the first group's. bench.commits'
 busiest groups are its members' groups, whose offsets move all the time: the page is the first's,
@@ -13,6 +14,12 @@ as soon as the group exists, and nothing is counted before its live stream is co
 run says how often the page was found live (one look a second) and how many live updates it took. Prints each run, then per figure the median of each arm and
 the ratio on/off, with the broker's CPU, and the load average the runs saw: on a shared machine the
 rounds of one arm spread more than 3 %, and a ratio inside that spread says nothing.
+
+``--big-group`` measures instead the page of one big group (a consumer group of ``--big-members``
+members joined over the protocol, ``tests/integration/helpers/console_big.py``) in a headless
+Chromium, with the browser's Performance API: per round a fresh load of the page (response,
+DOMContentLoaded and load event, from the navigation's start, once every member is shown), then one
+more member joining and the time until the page, live, shows it; medians and ranges over the rounds.
 """
 
 from __future__ import annotations
@@ -31,8 +38,8 @@ from typing import Any
 from bench import commits, members
 from bench.harness import Broker
 from testkit.ports import free_port
+from tests.integration.helpers.console_big import CHROMEDRIVER, CHROMIUM, chromium
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 MEMBERS_GROUP = "mb-0"
 LOOK_S = 1.0
 COMMITS_GROUP = "bench-members-0"
@@ -65,19 +72,12 @@ class Watcher:
         self.thread.start()
 
     def _open(self) -> None:
-        from selenium import webdriver
-        from selenium.webdriver.chrome.service import Service
-
         while not self.stopping.is_set() and not _page_ready(self.url):
             self.stopping.wait(0.5)
         if self.stopping.is_set():
             return
-        options = webdriver.ChromeOptions()
-        options.binary_location = CHROMIUM
-        for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-            options.add_argument(arg)
         try:
-            self.driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+            self.driver = chromium()
             self.driver.get(self.url)
             self.opened_at = time.perf_counter()
             while not self.stopping.wait(LOOK_S):
@@ -172,6 +172,41 @@ def _summary(name: str, off: list[dict[str, float]], on: list[dict[str, float]])
               f"(off's own spread {spread:.0f} %)", flush=True)
 
 
+def big_group_run(args: argparse.Namespace) -> None:
+    from tests.integration.helpers.console_big import BIG_GROUP, BROKER_OVERRIDES, big_group, open_and_measure
+
+    port = free_port()
+    overrides: dict[str, Any] = {k.replace(".", "_"): v for k, v in BROKER_OVERRIDES.items()}
+    broker = Broker(console_listener=f"http://127.0.0.1:{port}", **overrides)
+    try:
+        started = time.perf_counter()
+        group = big_group(broker.bootstrap, args.big_members)
+        print(f"{args.big_members} members joined in {time.perf_counter() - started:.1f} s; "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+        driver = chromium()
+        figures: dict[str, list[float]] = {"response ms": [], "DOMContentLoaded ms": [], "load ms": [],
+                                           "live update ms": [], "HTML KiB": []}
+        try:
+            for i in range(args.rounds):
+                members = len(group.members)
+                t = open_and_measure(driver, f"http://127.0.0.1:{port}/groups/{BIG_GROUP}", group)
+                for key, value in (("response ms", t.response_ms), ("DOMContentLoaded ms", t.dom_ready_ms),
+                                   ("load ms", t.load_ms), ("live update ms", t.update_ms),
+                                   ("HTML KiB", t.html_bytes / 1024)):
+                    figures[key].append(value)
+                print(f"  round {i + 1}, {members} members: response {t.response_ms:.0f} ms, DOMContentLoaded "
+                      f"{t.dom_ready_ms:.0f} ms, load {t.load_ms:.0f} ms, {t.html_bytes / 1024:.0f} KiB, "
+                      f"live update {t.update_ms:.0f} ms; load {os.getloadavg()[0]:.1f}", flush=True)
+        finally:
+            driver.quit()
+            group.close()
+    finally:
+        broker.stop()
+    print(f"big group page: medians (min-max) over {args.rounds} rounds")
+    for key, values in figures.items():
+        print(f"  {key:22} {statistics.median(values):10,.0f}   ({min(values):,.0f}-{max(values):,.0f})", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3, help="A/B pairs, interleaved")
@@ -181,9 +216,17 @@ def main() -> None:
     parser.add_argument("--wave", type=int, default=100)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--commit-seconds", type=float, default=5.0, help="each bench.commits case")
+    parser.add_argument("--big-group", action="store_true",
+                        help="measure one big group's page in the browser instead of the A/B")
+    parser.add_argument("--big-members", type=int, default=1000)
     args = parser.parse_args()
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
         raise SystemExit("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+    if args.big_group:
+        print(f"load average at the start: {os.getloadavg()}, {os.cpu_count()} cores", flush=True)
+        big_group_run(args)
+        print(f"load average at the end: {os.getloadavg()}", flush=True)
+        return
     import resource
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)

@@ -17,10 +17,18 @@ from kclient.group_history import JournalTail, read_events
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for
 from tests.integration.helpers.console import GROUP, EventStream, Scenario, get, three_members
+from tests.integration.helpers.console_big import (
+    BIG_GROUP,
+    BROKER_OVERRIDES,
+    CHROMEDRIVER,
+    CHROMIUM,
+    big_group,
+    chromium,
+    open_and_measure,
+    rows,
+)
 
 pytestmark = pytest.mark.timeout(240)
-
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 
 @pytest.fixture
@@ -116,17 +124,10 @@ def test_bad_requests_get_clear_errors_and_disturb_nothing(broker: BrokerProcess
 @pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
                     reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
 def test_a_browser_sees_the_group_change_live(scenario: Scenario) -> None:
-    from selenium import webdriver
     from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for arg in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"):
-        options.add_argument(arg)
-    # The driver named explicitly: Selenium Manager does not look for (or download) one.
-    driver = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
+    driver = chromium()
     try:
         driver.get(f"http://127.0.0.1:{scenario.broker.console_port}/groups/{GROUP}")
 
@@ -398,3 +399,29 @@ def test_a_share_groups_page_lists_the_locks_its_records_are_held_by(broker_fact
         wait_for(lambda: 'class="held-locks"' not in get(broker, "/groups/holding")[2], 60, "no lock held")
     finally:
         worker.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.skipif(not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)),
+                    reason="needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+def test_a_thousand_member_groups_page_shows_every_member_and_changes_live(broker_factory: Any) -> None:
+    broker = broker_factory(BROKER_OVERRIDES)
+    group = big_group(broker.bootstrap, 1000)
+    driver = chromium()
+    try:
+        times = open_and_measure(driver, f"http://127.0.0.1:{broker.console_port}/groups/{BIG_GROUP}", group)
+        assert rows(driver) == 1001 and len(set(group.members)) == 1001
+        ids = set(driver.execute_script(
+            "return Array.from(document.querySelectorAll('table.members tbody td:first-child'))"
+            ".map(td => td.textContent)"))
+        assert ids == set(group.members)
+        assert driver.execute_script("return window.bigSeen") > 0
+        # Timings are reported, never asserted (bench.console_cost --big-group measures them).
+        print(f"1,000-member group page: response {times.response_ms:.0f} ms, DOMContentLoaded "
+              f"{times.dom_ready_ms:.0f} ms, load {times.load_ms:.0f} ms, {times.html_bytes / 1024:.0f} KiB; "
+              f"a live update (one more member) shown {times.update_ms:.0f} ms after it was asked for; "
+              f"load average {os.getloadavg()[0]:.1f}")
+    finally:
+        driver.quit()
+        group.close()
