@@ -270,8 +270,24 @@ def render_history(events: list[dict[str, Any]], group: str) -> str:
         ])
     lines.append(_table(["STARTED", "GENERATION", "CAUSE", "CLIENT-REASON", "STALL", "JOIN", "SYNC",
                          "NO-PARTITIONS", "MOVED", "MEMBERS", "WAITED-FOR"], rows))
+    lines += _not_ready(mine)
     lines += _membership(mine)
     return "\n".join(lines)
+
+
+def _not_ready(mine: list[dict[str, Any]]) -> list[str]:
+    """A streams group's spells of NotReady (its topology could not run: no task assigned), each
+    with the statuses that held it and when it left (``-``: it still is)."""
+    states = sorted((e for e in mine if e.get("kind") == "state"), key=lambda e: int(e.get("timestamp", 0)))
+    rows: list[list[str]] = []
+    for i, e in enumerate(states):
+        if e.get("state_after") != "NotReady" or e.get("state_before") == "NotReady":
+            continue
+        left = next((x for x in states[i + 1:] if x.get("state_after") != "NotReady"), None)
+        statuses = "; ".join(f"{s.get('status')}: {s.get('detail')}" for s in e.get("topology_status") or []
+                             if isinstance(s, dict))
+        rows.append([_ts(e["timestamp"]), "-" if left is None else _ts(left["timestamp"]), statuses or "-"])
+    return ["\nTOPOLOGY NOT READY\n", _table(["FROM", "UNTIL", "STATUS"], rows)] if rows else []
 
 
 def _membership(mine: list[dict[str, Any]]) -> list[str]:

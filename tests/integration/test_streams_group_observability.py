@@ -123,9 +123,15 @@ def test_a_streams_group_missing_its_source_topic_is_not_ready_and_the_doctor_sa
         assert event["topology_status"] == [{"status": "MISSING_SOURCE_TOPICS",
                                              "detail": "Source topics orders are missing."}]
 
+        status, out = groups(capsys, broker.bootstrap, "--history", "--group", group)
+        assert status == 0 and "TOPOLOGY NOT READY" in out and "MISSING_SOURCE_TOPICS: Source topics orders" in out
+
         create_topic(broker.bootstrap, source, 2)
         until_tasks(m)
         assert m.active
         wait_for(lambda: "[streams-not-ready]" not in doctor(), 60, "the finding gone once the group runs", step=0.3)
         wait_for(lambda: scrape(broker.metrics_port).value("kcoord_doctor_findings", rule="streams-not-ready") == 0,
                  60, "the finding no longer counted", step=0.3)
+        status, out = groups(capsys, broker.bootstrap, "--history", "--group", group)
+        [spell] = [line for line in out.splitlines() if "MISSING_SOURCE_TOPICS" in line]
+        assert spell.split()[1] != "-"  # it ended
