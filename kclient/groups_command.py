@@ -111,7 +111,7 @@ def describe(admin: KafkaAdmin, args: argparse.Namespace, out: TextIO, err: Text
         if args.members:
             print_members(group, args.verbose, out, err)
         elif args.state is not None:
-            print_state(group, out, err)
+            print_state(group, out, err, verbose=args.verbose)
         elif group.group_type == "Share":
             print_share_offsets(group, admin.share_offsets(group_id), out, err)
         else:
@@ -245,7 +245,8 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                          "the rebalance journal (every group unless --group).")
     describe_opts = p.add_argument_group("describe")
     describe_opts.add_argument("--members", action="store_true", help="Describe members of the group.")
-    describe_opts.add_argument("--verbose", action="store_true", help="With --members: each member's partitions.")
+    describe_opts.add_argument("--verbose", action="store_true",
+                               help="With --members: each member's partitions; with --state: a streams group's epochs.")
     describe_opts.add_argument("--offsets", action="store_true", help="Partitions with their lag (the default).")
     describe_opts.add_argument("--state", nargs="?", const="", default=None,
                                help="With --describe the group's state; with --list the state of every group, "

@@ -165,14 +165,32 @@ def print_members(group: GroupDescription, verbose: bool, out: TextIO, err: Text
     print("\n".join(lines), file=out)
 
 
-def print_state(group: GroupDescription, out: TextIO, err: TextIO) -> None:
+def print_state(group: GroupDescription, out: TextIO, err: TextIO, verbose: bool = False) -> None:
     if not should_print(group.group_id, group.state, 1, out, err):
         return
     node = group.coordinator
     coordinator = f"{node.host}:{node.port}  ({node.node_id})"
+    if group.group_type == "Streams":
+        _print_streams_state(group, coordinator, verbose, out)
+        return
     fmt = f"\n%-{max(25, len(coordinator))}s %-25s %-20s %-15s %s"
     print(fmt % ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
           + fmt % (group.group_id, coordinator, group.assignor, group.state, len(group.members)), file=out)
+
+
+def _print_streams_state(group: GroupDescription, coordinator: str, verbose: bool, out: TextIO) -> None:
+    """The columns of Kafka's kafka-streams-groups.sh --describe --state; with --verbose the group
+    and target assignment epochs too (a group whose epoch is ahead of its target is assigning)."""
+    widths = [max(15, len(group.group_id)), max(25, len(coordinator)), max(15, len(group.assignor)), 25]
+    header = ["GROUP", "COORDINATOR (ID)", "ASSIGNOR", "STATE"]
+    row: list[object] = [group.group_id, coordinator, group.assignor, group.state]
+    if verbose:
+        widths += [15, 25]
+        header += ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH"]
+        epochs = group.streams
+        row += ["-", "-"] if epochs is None else [epochs.group_epoch, epochs.assignment_epoch]
+    fmt = "\n" + " ".join(f"%-{w}s" for w in widths) + " %s"
+    print(fmt % (*header, "#MEMBERS") + fmt % (*row, len(group.members)), file=out)
 
 
 def print_new_offsets(plan: dict[str, dict[TopicPartition, int]], out: TextIO) -> None:

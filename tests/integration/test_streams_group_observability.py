@@ -107,6 +107,10 @@ def test_a_streams_group_missing_its_source_topic_is_not_ready_and_the_doctor_sa
         assert describe(conn, group)["state"] == "NotReady"
         status, out = groups(capsys, broker.bootstrap, "--list", "--type", "--state")
         assert status == 0 and [group, "Streams", "NotReady"] in table(out)
+        status, out = groups(capsys, broker.bootstrap, "--describe", "--group", group, "--state", "--verbose")
+        [header, row] = [line.split() for line in out.strip().splitlines()]
+        assert header[-3:] == ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"] and row[-1] == "1"
+        assert row[0] == group and "NotReady" in row
 
         def doctor() -> str:
             return groups(capsys, broker.bootstrap, "--doctor", "--group", group)[1]

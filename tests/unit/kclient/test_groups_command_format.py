@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 import pytest
 
 from kclient import groups_command
-from kclient.admin_client import GroupDescription, Member, Node
+from kclient.admin_client import GroupDescription, Member, Node, StreamsTopology
 from kclient.groups_output import OffsetRow, print_members, print_offsets, print_state
 from kclient.offset_reset import UsageError, parse_datetime_ms, parse_duration_ms, parse_topic_arg
 
@@ -97,3 +97,18 @@ def test_empty_dead_and_rebalancing_groups_are_announced_as_kafka_does() -> None
     assert header.split() == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
                               "ASSIGNMENT"]
     assert row.split(None, 5) == ["billing", "m-1", "i-1", "/h", "c", "3               t(0,1), u(2)"]
+
+
+def test_a_streams_groups_state_has_kafka_streams_groups_columns_and_epochs_when_verbose() -> None:
+    group = GroupDescription("wordcount", "NotReady", "Streams", "sticky", Node(1, "127.0.0.1", 9092),
+                             [Member("m-1", None, "c", "/h", [])], StreamsTopology(4, 3, 1, None))
+    out, err = io.StringIO(), io.StringIO()
+    print_state(group, out, err)
+    header, row = out.getvalue().strip("\n").split("\n")
+    assert header.split() == ["GROUP", "COORDINATOR", "(ID)", "ASSIGNOR", "STATE", "#MEMBERS"]
+    assert row.split() == ["wordcount", "127.0.0.1:9092", "(1)", "sticky", "NotReady", "1"]
+    out = io.StringIO()
+    print_state(group, out, err, verbose=True)
+    header, row = out.getvalue().strip("\n").split("\n")
+    assert header.split()[-3:] == ["GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH", "#MEMBERS"]
+    assert row.split()[-3:] == ["4", "3", "1"] and err.getvalue() == ""
