@@ -144,9 +144,11 @@ def story(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Story]:
         with WireClient("127.0.0.1", broker.port) as one, WireClient("127.0.0.1", broker.port) as two:
             first, second = Member(one, "wordcount", TOPIC, "a"), Member(two, "wordcount", TOPIC, "b")
             until_tasks(first)
-            until_tasks(second)
+            # The second instance gets tasks once the first has given them up (Kafka 4.4's sticky
+            # assignor moves a task only after its holder revokes it): both heartbeat meanwhile.
             wait_for(lambda: bool(first.heartbeat() and second.heartbeat() and first.active and second.active
-                                  and first.epoch == second.epoch), 30, "the two instances to split the tasks")
+                                  and first.epoch == second.epoch), 60, "the two instances to split the tasks",
+                     seen=lambda: (first.epoch, first.active, second.epoch, second.active))
             second.heartbeat(epoch=-1)
 
         # A share group (KIP-932): ten jobs, one released twice before it is accepted, one rejected.
