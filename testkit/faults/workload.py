@@ -281,6 +281,11 @@ class GroupConsumer(Client):
         # a member that stopped reading stopped, told by the client itself.
         self.fetch_states: dict[str, dict[str, Any]] = {}
         self.app_positions: dict[str, int] = {}
+        # When the assignment last changed (time.monotonic, which librdkafka's statistics' "ts" also
+        # counts, in microseconds): statistics made before it describe the previous assignment, and
+        # committing their positions would move the group's offsets back to where this member was
+        # before it lost the partitions (another member has read on since).
+        self.assignment_changed = 0.0
 
     def _on_stats(self, text: str) -> None:
         try:
@@ -298,7 +303,11 @@ class GroupConsumer(Client):
                                              "committed_offset", "hi_offset", "ls_offset", "consumer_lag")
                 } | {"leader_state": brokers.get(part.get("leader"))}
         self.history.statistics(self.client_name, states)
+        made = stats.get("ts")
         with self.lock:
+            if not isinstance(made, int) or made / 1e6 < self.assignment_changed:
+                self.fetch_states = states
+                return
             self.fetch_states = states
             # The application's position of each partition (what Consumer.position answers), read
             # from the statistics: Consumer.position holds the interpreter while it waits for
@@ -326,12 +335,16 @@ class GroupConsumer(Client):
             with self.lock:
                 self.assignment = set(held)
                 self.positions = {}
+                self.app_positions = {}
+                self.assignment_changed = time.monotonic()
             self._fetch_committed = True
 
         def on_revoke(c: Any, partitions: list[Any], error: str | None = None) -> None:
             with self.lock:
                 self.assignment = set()
                 self.positions = {}
+                self.app_positions = {}
+                self.assignment_changed = time.monotonic()
             self.history.add(self.client_name, "ok", "revoke", group=self.group, generation=generation_of(c),
                              member=c.memberid(), assignment=[(p.topic, p.partition) for p in partitions],
                              error=error)
