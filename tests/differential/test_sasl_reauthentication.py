@@ -35,7 +35,7 @@ from testkit.ports import free_port
 from tests.differential.oauthbearer_exchange import client_message
 from tests.differential.sessions import reauthentications, verifiable_producer
 from tests.integration.helpers.cluster import wait_for
-from tests.integration.helpers.security import scram_wire_client
+from tests.integration.helpers.security import scram_exchange, scram_wire_client
 
 pytestmark = [pytest.mark.differential, pytest.mark.timeout(400)]
 
@@ -136,7 +136,8 @@ def _login(broker: Broker, c: WireClient | None, mechanism: str, user: str = "al
             client, code = scram_wire_client(broker.sasl_port, name, password,
                                              "SCRAM-SHA-256" if token else mechanism, token=token, answers=answers)
         else:
-            client, code = _scram_again(c, name, password, "SCRAM-SHA-256" if token else mechanism, token, answers)
+            client, code = c, scram_exchange(c, name, password, "SCRAM-SHA-256" if token else mechanism, token,
+                                             answers)
         return client, code, answers[0].session_lifetime_ms if answers and code == 0 else 0
     client = c or WireClient("127.0.0.1", broker.sasl_port, timeout=20.0)
     if mechanism == "PLAIN":
@@ -150,22 +151,6 @@ def _login(broker: Broker, c: WireClient | None, mechanism: str, user: str = "al
     return client, answer.error_code, answer.session_lifetime_ms
 
 
-def _scram_again(c: WireClient, user: str, password: str, mechanism: str, token: bool,
-                 answers: list[Any]) -> tuple[WireClient, int]:
-    """scram_wire_client's exchange on a connection already authenticated (a re-authentication)."""
-    import scramp
-
-    shaken = c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism=mechanism))
-    if shaken.error_code:
-        return c, shaken.error_code
-    client = scramp.ScramClient([mechanism], user, password)
-    first = client.get_client_first()
-    if token:
-        first += ",tokenauth=true"
-        client.client_first_bare += ",tokenauth=true"
-    answer = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=first.encode()))
-    if answer.error_code:
-        return c, answer.error_code
     client.set_server_first(answer.auth_bytes.decode())
     answer = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=client.get_client_final().encode()))
     answers.append(answer)

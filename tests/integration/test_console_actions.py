@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AclOperation, AdminClient
 
 from testkit.kcoord import BrokerProcess
-from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for
-from tests.integration.helpers.console import committed_offsets, first_offsets, group_acl
+from tests.integration.helpers.clients import ThreadedConsumer, wait_for
+from tests.integration.helpers.console import committed_offsets, first_offsets, group_acl, guarded_group
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -60,20 +59,7 @@ def guarded(broker_factory: Any) -> Iterator[BrokerProcess]:
     """A broker whose group ``GROUP`` alice may read (commit its offsets) and bob may not, with the
     group's offsets committed at the end of both partitions and no member."""
     broker: BrokerProcess = broker_factory(ACTIONS_ON)
-    create_topic(broker.bootstrap, TOPIC, PARTITIONS)
-    producer = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(RECORDS * PARTITIONS):
-        producer.produce(TOPIC, f"r{i}".encode(), partition=i % PARTITIONS)
-    assert producer.flush(30) == 0
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    # The console's own connection and the test's consumers come in as User:ANONYMOUS on PLAINTEXT.
-    for future in admin.create_acls([group_acl(GROUP, "User:alice", AclOperation.READ),
-                                     group_acl(GROUP, "User:ANONYMOUS", AclOperation.ALL)]).values():
-        future.result(15)
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": GROUP, "enable.auto.commit": False})
-    consumer.commit(offsets=[TopicPartition(TOPIC, p, RECORDS) for p in range(PARTITIONS)], asynchronous=False)
-    consumer.close()
-    wait_for(lambda: committed(broker) == {(TOPIC, p): RECORDS for p in range(PARTITIONS)}, 30, "the commit")
+    guarded_group(broker, GROUP, TOPIC, PARTITIONS, RECORDS)
     yield broker
 
 

@@ -16,12 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
-from confluent_kafka.admin import AclOperation, AdminClient
 
 from testkit.kcoord import BrokerProcess
-from tests.integration.helpers.clients import ThreadedConsumer, create_topic, wait_for
-from tests.integration.helpers.console import committed_offsets, first_offsets, group_acl
+from tests.integration.helpers.clients import ThreadedConsumer, wait_for
+from tests.integration.helpers.console import committed_offsets, first_offsets, guarded_group
 from tests.integration.helpers.security import Pki, make_pki
 
 pytestmark = pytest.mark.timeout(240)
@@ -69,21 +67,8 @@ def test_client_certificates_are_the_consoles_users_with_the_wires_acl_checks(br
     }, start=False)
     broker.overrides["console.listener"] = f"https://127.0.0.1:{broker.console_port}"
     broker.start_loaded()
-    create_topic(broker.bootstrap, TOPIC, PARTITIONS)
-    producer = Producer({"bootstrap.servers": broker.bootstrap})
-    for i in range(RECORDS * PARTITIONS):
-        producer.produce(TOPIC, f"r{i}".encode(), partition=i % PARTITIONS)
-    assert producer.flush(30) == 0
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    # The console's own reads and the test's clients come in as User:ANONYMOUS on PLAINTEXT.
-    for future in admin.create_acls([group_acl(GROUP, "User:alice", AclOperation.READ),
-                                     group_acl(GROUP, "User:ANONYMOUS", AclOperation.ALL)]).values():
-        future.result(15)
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": GROUP, "enable.auto.commit": False})
-    consumer.commit(offsets=[TopicPartition(TOPIC, p, RECORDS) for p in range(PARTITIONS)], asynchronous=False)
-    consumer.close()
+    guarded_group(broker, GROUP, TOPIC, PARTITIONS, RECORDS)
     at_end = {(TOPIC, p): RECORDS for p in range(PARTITIONS)}
-    wait_for(lambda: committed_offsets(broker, GROUP) == at_end, 30, "the commit")
 
     # The console serves pages to a certificate the CA signed (once it listens).
     wait_for(lambda: request(broker, pki, "bob", f"/groups/{GROUP}")[0] == 200, 60, "the console's group page")

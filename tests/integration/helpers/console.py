@@ -16,6 +16,7 @@ from confluent_kafka.admin import (
     AclBinding,
     AclOperation,
     AclPermissionType,
+    AdminClient,
     ResourcePatternType,
     ResourceType,
 )
@@ -151,6 +152,29 @@ def group_acl(name: str, principal: str, operation: AclOperation) -> AclBinding:
     """An ACL allowing ``principal`` ``operation`` on group ``name``, from any host."""
     return AclBinding(ResourceType.GROUP, name, ResourcePatternType.LITERAL, principal, "*", operation,
                       AclPermissionType.ALLOW)
+
+
+def guarded_group(broker: BrokerProcess, group: str, topic: str, partitions: int, records: int) -> None:
+    """``topic`` with ``records`` records in each partition and ``group``'s offsets committed at the
+    end of every partition, with no member; User:alice may read the group (commit its offsets), and
+    User:ANONYMOUS, as which the console's own connection and the tests' clients come in on
+    PLAINTEXT, may do anything with it."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    create_topic(broker.bootstrap, topic, partitions)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(records * partitions):
+        producer.produce(topic, f"r{i}".encode(), partition=i % partitions)
+    assert producer.flush(30) == 0
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for future in admin.create_acls([group_acl(group, "User:alice", AclOperation.READ),
+                                     group_acl(group, "User:ANONYMOUS", AclOperation.ALL)]).values():
+        future.result(15)
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, p, records) for p in range(partitions)], asynchronous=False)
+    consumer.close()
+    at_end = {(topic, p): records for p in range(partitions)}
+    wait_for(lambda: committed_offsets(broker, group) == at_end, 30, "the commit")
 
 
 def first_offsets(consumer: ThreadedConsumer) -> dict[int, int]:

@@ -112,15 +112,25 @@ def scram_wire_client(port: int, user: str, password: str, mechanism: str = "SCR
     ``token``, as Kafka's clients authenticate with a delegation token (``tokenauth=true``, the
     token id as user, the HMAC in base64 as password). Returns the client and the authentication's
     error code (0: authenticated); ``answers`` collects the SaslAuthenticate answers."""
+    from kclient.wire_client import WireClient
+
+    c = WireClient("127.0.0.1", port)
+    return c, scram_exchange(c, user, password, mechanism, token, answers)
+
+
+def scram_exchange(c: Any, user: str, password: str, mechanism: str = "SCRAM-SHA-256", token: bool = False,
+                   answers: list[Any] | None = None) -> int:
+    """SaslHandshake and the SCRAM exchange on connection ``c`` (a first authentication, or a
+    re-authentication of one already authenticated); the error code (0: authenticated)."""
     import scramp
 
-    from kclient.wire_client import WireClient
     from protocol.messages import ApiKey
     from protocol.messages.sasl_authenticate import SaslAuthenticateRequest
     from protocol.messages.sasl_handshake import SaslHandshakeRequest
 
-    c = WireClient("127.0.0.1", port)
-    assert c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism=mechanism)).error_code == 0
+    shaken = c.call(ApiKey.SaslHandshake, 1, SaslHandshakeRequest(mechanism=mechanism))
+    if shaken.error_code:
+        return int(shaken.error_code)
     client = scramp.ScramClient([mechanism], user, password)
     first = client.get_client_first()
     if token:
@@ -128,15 +138,15 @@ def scram_wire_client(port: int, user: str, password: str, mechanism: str = "SCR
         client.client_first_bare += ",tokenauth=true"
     answer = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=first.encode()))
     if answer.error_code:
-        return c, answer.error_code
+        return int(answer.error_code)
     client.set_server_first(answer.auth_bytes.decode())
     answer = c.call(ApiKey.SaslAuthenticate, 2, SaslAuthenticateRequest(auth_bytes=client.get_client_final().encode()))
     if answers is not None:
         answers.append(answer)
     if answer.error_code:
-        return c, answer.error_code
+        return int(answer.error_code)
     client.set_server_final(answer.auth_bytes.decode())  # the server proved it knows the credential too
-    return c, 0
+    return 0
 
 
 def grant_topics(conf: dict[str, Any], prefix: str, principals: list[str]) -> None:
