@@ -4,10 +4,10 @@ Offset commits outnumber everything else by orders of magnitude, so they are dec
 fast path: keys repeat (one per group/topic/partition), so each distinct key's bytes are
 decoded once and then found in a dict; the two value versions brokers write (1 and 3) are
 unpacked with one ``struct`` call each, and every other version, newer ones included, is read
-by ``protocol.offsets_log_records``, which defines every record (the fast path is tested against
+by ``protocol.payloads.offsets_log_records``, which defines every record (the fast path is tested against
 it). Rows land in per-column lists, never in per-record objects. Group-metadata records and the
 KIP-848 consumer-group, KIP-1071 streams-group and KIP-932 share-group records are rare and are
-read by ``protocol.offsets_log_records`` every time; a consumer-group row names its record type and carries that type's fields (epochs, member,
+read by ``protocol.payloads.offsets_log_records`` every time; a consumer-group row names its record type and carries that type's fields (epochs, member,
 assignments as topic-id/partition lists), the rest of its fields staying null.
 """
 
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analytics.segments import SegmentHealth, iter_batches
-from protocol.consumer_protocol import decode_assignment, decode_subscription
 from protocol.errors import DecodeError
-from protocol.offsets_log_records import (
+from protocol.payloads.consumer_protocol import decode_assignment, decode_subscription
+from protocol.payloads.offsets_log_records import (
     CONSUMER_GROUP_RECORD_TYPES,
     GROUP_METADATA_KEY_VERSION,
     OFFSET_COMMIT_KEY_VERSIONS,

@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from analytics.segments import SegmentHealth, iter_batches
-from protocol import share_state_records
 from protocol.errors import DecodeError
+from protocol.payloads import share_state_records
 from protocol.record_batch import decode_records
 from protocol.share_state_batches import StateBatch, combine
 from storage.checkpoints import topic_id_to_str

@@ -3,7 +3,7 @@
 Records carry exactly the key and value schemas a broker writes (offset commits as key v1 +
 value v3, group metadata as key v2 + value v3, KIP-848 consumer groups as the records a Kafka 4.1
 coordinator writes for a member joining and reconciling), encoded by
-``protocol.offsets_log_records``; any other declared value version can be asked for. Batches are uncompressed magic-2 batches with
+``protocol.payloads.offsets_log_records``; any other declared value version can be asked for. Batches are uncompressed magic-2 batches with
 CRC-32C, as the coordinator writes them.
 """
 
@@ -15,7 +15,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.consumer_protocol import encode_assignment, encode_subscription
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import GroupMetadataValue, OffsetCommitValue
 from protocol.messages.offsets_log_consumer_groups import (
@@ -25,7 +24,8 @@ from protocol.messages.offsets_log_consumer_groups import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataValue,
 )
-from protocol.offsets_log_records import (
+from protocol.payloads.consumer_protocol import encode_assignment, encode_subscription
+from protocol.payloads.offsets_log_records import (
     GROUP_METADATA_VALUE_VERSION,
     OFFSET_COMMIT_VALUE_VERSION,
     ConsumerGroupCurrentMemberAssignmentRecord,

@@ -15,14 +15,14 @@ import sys
 import time
 from collections.abc import Callable
 
-from broker.group_coordinator.consumer.assignor_api import (
+from broker.coordinators.group.core.consumer.assignor_api import (
     Assignment,
     Assignor,
     GroupSpec,
     MemberSpec,
     TopicId,
 )
-from broker.group_coordinator.consumer.assignors import ASSIGNORS
+from broker.coordinators.group.core.consumer.assignors import ASSIGNORS
 
 
 class Topics:

@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def measure(records: int) -> dict[str, float]:
-    from broker.group_coordinator.context import CoordinatorConfig
-    from broker.group_coordinator.records import OffsetCommitRecord
-    from broker.group_coordinator.shard import GroupCoordinatorShard
+    from broker.coordinators.group.core.base.context import CoordinatorConfig
+    from broker.coordinators.group.core.base.records import OffsetCommitRecord
+    from broker.coordinators.group.core.shard import GroupCoordinatorShard
     from protocol.messages.offsets_log import OffsetCommitValue
 
     class Topics:

@@ -20,7 +20,7 @@ from pathlib import Path
 from bench.commits import create_commit_topic, generate
 from bench.harness import Broker
 from bench.load import PARTITION, write
-from broker.group_coordinator.partitioning import partition_for
+from broker.coordinators.group.core.base.partitioning import partition_for
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
 

@@ -34,9 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from broker.group_coordinator.context import CoordinatorConfig
-from broker.group_coordinator.records import OffsetCommitRecord, encode_record
-from broker.groups.shards import ShardManager
+from broker.coordinators.group.core.base.context import CoordinatorConfig
+from broker.coordinators.group.core.base.records import OffsetCommitRecord, encode_record
+from broker.coordinators.group.service.coordinator import GroupCoordinatorService
 from broker.log_runtime.runtime import LogRuntime
 from protocol.messages.offsets_log import OffsetCommitValue
 from storage.config import LogConfig
@@ -68,7 +68,7 @@ def write(log: PartitionLog, first: int, count: int, groups: int, partitions: in
 
 
 def snapshot_now(log: PartitionLog, into: Path) -> None:
-    from broker.groups import replay_snapshot
+    from broker.coordinators.group.service import replay_snapshot
 
     snapshot = replay_snapshot.build(log, 0, None)
     assert snapshot is not None
@@ -79,7 +79,7 @@ def snapshot_now(log: PartitionLog, into: Path) -> None:
 def load(data_dir: Path) -> None:
     """One load, as the broker's shard runtime does it; prints a JSON line."""
     runtime = LogRuntime(data_dir, LogConfig(), sync_flush=True, flush_interval_ms=1000, cleaner_backoff_ms=None)
-    manager = ShardManager(runtime, 1, CoordinatorConfig(num_partitions=1), AllTopics(), LogConfig.offsets_topic(),
+    manager = GroupCoordinatorService(runtime, 1, CoordinatorConfig(num_partitions=1), AllTopics(), LogConfig.offsets_topic(),
                            on_transition=lambda t: None)
     shard = manager.runtimes[0]
     started, cpu = time.perf_counter(), time.process_time()
@@ -128,7 +128,7 @@ def main() -> None:
     if args.load:
         load(Path(args.load))
         return
-    from broker.groups import replay_snapshot
+    from broker.coordinators.group.service import replay_snapshot
     with tempfile.TemporaryDirectory(prefix="kcoord-load-") as tmp:
         data = Path(tmp) / "data"
         started = time.perf_counter()

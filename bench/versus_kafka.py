@@ -54,7 +54,7 @@ from typing import Any
 import trio
 
 from bench import commits, dataplane, groups, members
-from broker.group_coordinator.partitioning import partition_for
+from broker.coordinators.group.core.base.partitioning import partition_for
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.create_topics import CreateTopicsRequest

@@ -27,15 +27,20 @@ from broker.cluster.assignment import owning_partition
 from broker.cluster.node import ClusterNode
 from broker.cluster.peers import PeerClient, PeerSecret
 from broker.cluster.view import ClusterView
-from broker.config import BrokerConfig, parse_console_listener, parse_metrics_listener
+from broker.configs.node_config import BrokerConfig, parse_console_listener, parse_metrics_listener
 from broker.configs.topic_defs import check_topic_config
 from broker.configs.wiring import build_config_service, follow
-from broker.group_coordinator.context import CoordinatorConfig
-from broker.group_coordinator.result import Transition
-from broker.groups.journal_writer import JournalWriter
-from broker.groups.lag_metrics import LagMetrics
-from broker.groups.shards import ShardManager
-from broker.groups.state_metrics import doctor_families, state_families
+from broker.coordinators.group.core.base.context import CoordinatorConfig
+from broker.coordinators.group.core.base.result import Transition
+from broker.coordinators.group.service.coordinator import GroupCoordinatorService
+from broker.coordinators.group.service.journal_writer import JournalWriter
+from broker.coordinators.group.service.lag_metrics import LagMetrics
+from broker.coordinators.group.service.state_metrics import doctor_families, state_families
+from broker.coordinators.share.service.coordinator import STATE_TOPIC as SHARE_STATE_TOPIC
+from broker.coordinators.share.service.coordinator import ShareCoordinatorService
+from broker.coordinators.transaction.service.coordinator import TransactionCoordinatorService
+from broker.coordinators.transaction.service.markers import MarkerWriter
+from broker.coordinators.transaction.service.verification import PartitionAdder
 from broker.handlers.acls import AclApis
 from broker.handlers.client_quotas import ClientQuotaApis
 from broker.handlers.cluster import ApiVersionsApi, ClusterApis
@@ -77,12 +82,10 @@ from broker.security.gssapi_sasl import KerberosLoginFailed
 from broker.security.gssapi_sasl import login as kerberos_login
 from broker.security.jwks import JwksRefresher, JwksUnavailable
 from broker.security.token_store import sweep_expired
-from broker.share.coordinator import STATE_TOPIC as SHARE_STATE_TOPIC
-from broker.share.coordinator import ShareStateCoordinator
-from broker.share.dead_letters import DeadLetterQueues
-from broker.share.metrics import share_families
-from broker.share.remote import ClusterPersister
-from broker.share.service import Persister, ShareService
+from broker.share_partitions.service.dead_letters import DeadLetterQueues
+from broker.share_partitions.service.manager import Persister, SharePartitionManager
+from broker.share_partitions.service.metrics import share_families
+from broker.share_partitions.service.remote import ClusterPersister
 from broker.telemetry import service as telemetry_service
 from broker.telemetry.etcd_store import EtcdSubscriptionStore
 from broker.telemetry.service import TelemetryService
@@ -91,15 +94,12 @@ from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, TopicCatalog
 from broker.topics.changes import TopicChanges
 from broker.topics.partitions import TopicLogs
-from broker.transactions.markers import MarkerWriter
-from broker.transactions.service import TransactionService
-from broker.transactions.verification import PartitionAdder
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
 from protocol.messages.list_offsets import ListOffsetsRequest, ListOffsetsResponse
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.partitioning import partition_for
-from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
+from protocol.payloads.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.checkpoints import CheckpointError, read_meta_properties, write_meta_properties
 from storage.config import LogConfig
 from storage.dir_lock import DataDirError, DirLock, acquire, open_data_dir
@@ -261,7 +261,7 @@ class BrokerApp:
                                      partitions=1 if self.cluster is None else offsets_partitions,
                                      clustered=self.cluster is not None)
         self.rebalances = RebalanceMetrics()
-        self.shards = ShardManager(self.logs, offsets_partitions, coordinator_config(c), self.catalog,
+        self.shards = GroupCoordinatorService(self.logs, offsets_partitions, coordinator_config(c), self.catalog,
                                    _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")),
                                    on_transition=self.rebalances.on_transition, clock=clock, cluster=self.cluster,
                                    journal=self.journal.write)
@@ -283,7 +283,7 @@ class BrokerApp:
                                             topic_logs=self.topic_logs, admin=self.admin, shards=self.shards)
         self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
                               c.get_str("metrics.lag.groups"), c.get_int("metrics.lag.max.partitions"))
-        self.transactions = TransactionService(
+        self.transactions = TransactionCoordinatorService(
             self.logs, self.topic_logs.producer_ids.next_id,
             MarkerWriter(self.topic_logs, self.shards, self.cluster, self.peers),
             c.get_int("transaction.state.log.num.partitions"),
@@ -296,7 +296,7 @@ class BrokerApp:
         # The share coordinator (__share_group_state) runs on the coordinator runtime; share
         # partitions are served on one node for now (in a cluster ShareFetch and the rest are not).
         # Each share group obeys its own share.* group configs over the broker's group.share.*.
-        self.share_state = ShareStateCoordinator(
+        self.share_state = ShareCoordinatorService(
             self.logs, c.get_int("share.coordinator.state.topic.num.partitions"),
             _compacted_log_config(c, c.get_int("offsets.topic.segment.bytes")), clock,
             updates_per_snapshot=c.get_int("share.coordinator.snapshot.update.records.per.snapshot"),
@@ -313,7 +313,7 @@ class BrokerApp:
             lambda name, configs: self.admin.create_topic(name, c.get_int("num.partitions"), configs),
             auto_create=c.get_bool("errors.deadletterqueue.auto.create.topics.enable"),
             prefix=c.get_str("errors.deadletterqueue.topic.name.prefix"), clock=clock)
-        self.share = ShareService(
+        self.share = SharePartitionManager(
             persister, self.configs.share_settings, clock, c.get_int("group.share.max.share.sessions"),
             c.get_int("group.share.session.timeout.ms"), local=self.share_state, leader_epoch=self._share_leader_epoch,
             reread_at_session_open=self.cluster is not None, group_partitions=self._share_group_partitions,
@@ -662,8 +662,8 @@ class ClusterListener:
     group coordinator with its journal partition, a partition of the transaction coordinator, or a
     topic partition."""
 
-    def __init__(self, shards: ShardManager, journal: JournalWriter, topic_logs: TopicLogs,
-                 logs_runtime: LogRuntime, transactions: TransactionService, share_state: ShareStateCoordinator) -> None:
+    def __init__(self, shards: GroupCoordinatorService, journal: JournalWriter, topic_logs: TopicLogs,
+                 logs_runtime: LogRuntime, transactions: TransactionCoordinatorService, share_state: ShareCoordinatorService) -> None:
         self.transactions = transactions
         self.share_state = share_state
         self.shards = shards

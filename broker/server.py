@@ -17,7 +17,7 @@ import trio
 
 from broker import heap
 from broker.app import BrokerApp
-from broker.config import BrokerConfig
+from broker.configs.node_config import BrokerConfig
 from broker.network.connection import Connection
 from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kclient.wire_client import WireClient
-from protocol.consumer_protocol import decode_assignment
 from protocol.errors import DecodeError, ErrorCode
 from protocol.messages import REQUESTS, ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
@@ -28,6 +27,7 @@ from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.share_group_describe import ShareGroupDescribeRequest
 from protocol.messages.streams_group_describe import StreamsGroupDescribeRequest, StreamsGroupDescribeResponse
+from protocol.payloads.consumer_protocol import decode_assignment
 from protocol.record_batch import decode_records, iter_batches
 
 TopicPartition = tuple[str, int]

@@ -18,7 +18,8 @@ from typing import Any, TextIO
 
 from protocol.errors import DecodeError
 from protocol.messages.transaction_log import TransactionLogValue
-from protocol.offsets_log_records import read_record, value_message
+from protocol.payloads.offsets_log_records import read_record, value_message
+from protocol.payloads.transaction_log_records import TRANSACTION_STATE_TOPIC, decode_transaction_record
 from protocol.record import Record
 from protocol.record_batch import (
     CorruptBatchError,
@@ -28,7 +29,6 @@ from protocol.record_batch import (
     parse_end_txn_marker,
 )
 from protocol.schema import UUID, Field, Primitive, Struct
-from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC, decode_transaction_record
 from storage.checkpoints import topic_id_to_str
 from storage.layout import OFFSETS_TOPIC, parse_partition_dir
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from broker.config import BrokerConfig, ConfigError
+from broker.configs.node_config import BrokerConfig, ConfigError
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -67,7 +67,7 @@ def _health(args: argparse.Namespace) -> int:
 
 
 def _config(args: argparse.Namespace) -> int:
-    from broker.config import render_example_toml, render_markdown_table
+    from broker.configs.node_config import render_example_toml, render_markdown_table
 
     print(render_markdown_table() if args.markdown else render_example_toml())
     return 0

@@ -123,7 +123,7 @@ class Field:
     default: Any = None
     has_default: bool = False
     ignorable: bool = False
-    # What the field means, for readers of the typed declarations (``protocol.typegen``).
+    # What the field means, for readers of the typed declarations (``protocol.codegen.typegen``).
     about: str = ""
 
     def default_value(self) -> Any:
@@ -320,7 +320,7 @@ class Message:
 
 
 if TYPE_CHECKING:
-    # The generated stubs (``protocol/messages/*.pyi``, see ``protocol.typegen``) declare every
+    # The generated stubs (``protocol/messages/*.pyi``, see ``protocol.codegen.typegen``) declare every
     # message as a class whose metaclass derives from ``MessageClass``. Its name then serves, as at
     # run time, as the table that builds, decodes and encodes instances, and also as their type:
     # ``def join_group(req: JoinGroupRequest)``. At run time a message is a ``Message`` holding

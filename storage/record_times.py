@@ -2,7 +2,7 @@
 broker, recovery or writes: lag in seconds for reports (``kcoord analyze``).
 
 The broker's lag metrics ask the same question of an open log
-(``broker/groups/lag_metrics.first_timestamp_at``); this answers it from the files alone,
+(``broker/coordinators/group/service/lag_metrics.first_timestamp_at``); this answers it from the files alone,
 reading batch headers and only the one batch that holds the record.
 """
 

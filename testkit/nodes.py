@@ -110,6 +110,6 @@ def running(pid: int) -> bool:
 
 
 def _has_console() -> bool:
-    from broker.config import PROPERTIES
+    from broker.configs.node_config import PROPERTIES
 
     return any(p.name == "console.listener" for p in PROPERTIES)

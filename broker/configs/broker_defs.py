@@ -4,8 +4,8 @@ Kafka that only serve as defaults of topic configs (``log.cleanup.policy``...), 
 
 from __future__ import annotations
 
-from broker.config import PROPERTIES, Property
 from broker.configs.model import ConfigDef, ConfigType, InvalidValue, type_of
+from broker.configs.node_config import PROPERTIES, Property
 from broker.configs.topic_defs import TOPIC_DEFS
 
 # Kafka's type where the Python default does not say it.

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from broker.configs.model import ConfigDef, ConfigType, InvalidValue, at_least, one_of
-from broker.share_partition.settings import parse_reset
+from broker.share_partitions.core.settings import parse_reset
 
 B, S, INT, LONG, LI = ConfigType.BOOLEAN, ConfigType.STRING, ConfigType.INT, ConfigType.LONG, ConfigType.LIST
 

@@ -18,8 +18,8 @@ from broker.configs.group_defs import INTERNAL as INTERNAL_GROUP_CONFIGS
 from broker.configs.model import ConfigDef, ConfigOp, ConfigSource, ConfigType, InvalidValue, ResourceType
 from broker.configs.store import BROKERS, GROUPS, DynamicConfigStore
 from broker.configs.topic_defs import TOPIC_DEFS
-from broker.share_partition.partition import Limits
-from broker.share_partition.settings import LATEST, Reset, ShareGroupSettings, parse_reset
+from broker.share_partitions.core.partition import Limits
+from broker.share_partitions.core.settings import LATEST, Reset, ShareGroupSettings, parse_reset
 from broker.topics.catalog import Topic, TopicCatalog
 from broker.topics.partitions import topic_log_config
 from protocol.errors import ErrorCode

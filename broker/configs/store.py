@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from broker.security.durable_json import write_durably
+from storage.durable_json import write_durably
 
 CONFIGS_FILE = "kcoord-configs.json"
 CONFIGS_LOCK_FILE = "kcoord-configs.lock"

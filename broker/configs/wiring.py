@@ -7,12 +7,12 @@ from pathlib import Path
 
 import trio
 
-from broker.config import BrokerConfig
 from broker.configs.group_defs import SHARE_BOUNDED
+from broker.configs.node_config import BrokerConfig
 from broker.configs.service import ConfigService
 from broker.configs.store import DynamicConfigStore
 from broker.configs.topic_defs import TOPIC_DEFS
-from broker.groups.shards import ShardManager
+from broker.coordinators.group.service.coordinator import GroupCoordinatorService
 from broker.observability import logs
 from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import Topic, TopicCatalog
@@ -30,7 +30,7 @@ def _text(value: object) -> str:
 
 def build_config_service(config: BrokerConfig, node_id: int, data_dir: Path, *, shared: bool,
                          catalog: TopicCatalog, topic_logs: TopicLogs, admin: TopicAdmin,
-                         shards: ShardManager) -> ConfigService:
+                         shards: GroupCoordinatorService) -> ConfigService:
     """The service, with what was changed before this start already in effect."""
     store = DynamicConfigStore(data_dir, shared=shared)
 

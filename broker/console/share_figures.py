@@ -1,6 +1,6 @@
 """A share group's delivery figures on its console page: records in flight (acquired, or available
 for another delivery), redeliveries, expired acquisition locks and records archived at the
-delivery limit (poison records), as this node's share metrics count them (``broker/share/metrics.py``,
+delivery limit (poison records), as this node's share metrics count them (``broker/share_partitions/service/metrics.py``,
 computed from its share partitions when asked); and the records whose acquisition locks are held,
 each with its member, its deliveries and when its lock expires, read from the same share partitions.
 Share partitions are served by one node: the node whose console is open shows its own."""
@@ -12,8 +12,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from broker.groups.state_metrics import Family
-from broker.share_partition.partition import ACQUIRED
+from broker.coordinators.group.service.state_metrics import Family
+from broker.share_partitions.core.partition import ACQUIRED
 
 # The held locks a page lists: those that expire first (a share partition holds up to
 # group.share.partition.max.record.locks of them).

@@ -8,19 +8,19 @@ from collections.abc import Callable
 
 from broker import features
 from broker.cluster.view import ClusterView
-from broker.group_coordinator.partitioning import partition_for
+from broker.coordinators.group.core.base.partitioning import partition_for
+from broker.coordinators.transaction.service.coordinator import TransactionCoordinatorService
 from broker.network.router import Request
 from broker.security.acl_model import ResourceType, all_operations
 from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog, TopicError, validate_topic_name
-from broker.transactions.service import TransactionService
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest, ApiVersionsResponse
 from protocol.messages.describe_cluster import DescribeClusterRequest, DescribeClusterResponse
 from protocol.messages.find_coordinator import FindCoordinatorRequest, FindCoordinatorResponse
 from protocol.messages.metadata import MetadataRequest, MetadataResponse
 from protocol.messages.unregister_broker import UnregisterBrokerRequest, UnregisterBrokerResponse
-from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
+from protocol.payloads.transaction_log_records import TRANSACTION_STATE_TOPIC
 
 SHARE_STATE_TOPIC = "__share_group_state"
 
@@ -105,7 +105,7 @@ class ClusterApis:
     """Metadata, DescribeCluster and FindCoordinator, over the cluster view, the topic catalog and
     the topic admin (which auto-creates topics)."""
 
-    def __init__(self, view: ClusterView, catalog: TopicCatalog, admin: TopicAdmin, transactions: TransactionService,
+    def __init__(self, view: ClusterView, catalog: TopicCatalog, admin: TopicAdmin, transactions: TransactionCoordinatorService,
                  *, auto_create_topics: bool, default_partitions: int, offsets_partitions: int,
                  share_state_partitions: int = 50) -> None:
         self.view = view

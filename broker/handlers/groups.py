@@ -3,7 +3,7 @@
 It does the cheap checks Kafka does before routing (group id, loading), picks the shard with
 ``partition_for``, runs the operation there, and fans multi-group requests out and back in.
 Reads (OffsetFetch, DescribeGroups, ListGroups) are answered only once every write they could see
-is durable (``ShardManager.after_durable``), never from records a crash could still take away.
+is durable (``GroupCoordinatorService.after_durable``), never from records a crash could still take away.
 """
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
-from broker.group_coordinator.consumer.heartbeat import error_response as consumer_heartbeat_response
-from broker.group_coordinator.context import RequestContext
-from broker.group_coordinator.partitioning import partition_for
-from broker.group_coordinator.result import Result
-from broker.group_coordinator.shard import GroupCoordinatorShard
-from broker.groups.shards import GroupShardRuntime, ShardManager
+from broker.coordinators.group.core.base.context import RequestContext
+from broker.coordinators.group.core.base.partitioning import partition_for
+from broker.coordinators.group.core.base.result import Result
+from broker.coordinators.group.core.consumer_heartbeat import error_response as consumer_heartbeat_response
+from broker.coordinators.group.core.shard import GroupCoordinatorShard
+from broker.coordinators.group.service.coordinator import GroupCoordinatorService, GroupShardRuntime
+from broker.coordinators.transaction.service.coordinator import TransactionCoordinatorService
+from broker.coordinators.transaction.service.verification import PartitionAdder
 from broker.network.router import Request
 from broker.runtime.countdown import Countdown
 from broker.security.acl_model import ResourceType, all_operations
 from broker.topics.catalog import OFFSETS_TOPIC
-from broker.transactions.service import TransactionService
-from broker.transactions.verification import PartitionAdder
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_describe import (
     ConsumerGroupDescribeRequest,
@@ -214,7 +214,7 @@ class GroupRouting:
     """Which shard runtime coordinates a group (by the hash of its id), remembered for the groups
     seen: every group request asks."""
 
-    def __init__(self, shards: ShardManager) -> None:
+    def __init__(self, shards: GroupCoordinatorService) -> None:
         self.shards = shards
         self.shard_of: dict[str, GroupShardRuntime] = {}
 
@@ -304,9 +304,9 @@ class SingleGroupApi(Generic[GroupBody, GroupReply]):
 class GroupApis:
     """The group and offset APIs, over the shards of the group coordinator."""
 
-    def __init__(self, shards: ShardManager, max_record_bytes: int,
+    def __init__(self, shards: GroupCoordinatorService, max_record_bytes: int,
                  describable_topics: Callable[[str, str], Callable[[str], bool]] | None, *,
-                 transactions: TransactionService | None = None, clock: Callable[[], int] = lambda: 0,
+                 transactions: TransactionCoordinatorService | None = None, clock: Callable[[], int] = lambda: 0,
                  offsets_partitions: int = 50, delete_share_state: DeleteShareState | None = None,
                  adder: PartitionAdder | None = None) -> None:
         """``transactions`` verifies transactional offset commits (None: not verified); ``adder``

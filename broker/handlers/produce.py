@@ -32,6 +32,8 @@ from crc32c import crc32c
 
 from broker.cluster.node import ClusterNode
 from broker.cluster.peers import PeerClient
+from broker.coordinators.transaction.service.coordinator import TransactionCoordinatorService
+from broker.coordinators.transaction.service.verification import PRODUCE_TV2_VERSION, RemoteVerification
 from broker.handlers.produce_refusals import RefusedBatches, Sequence, batch_sequence
 from broker.log_runtime.runtime import BatchWrite
 from broker.network.router import Request
@@ -39,8 +41,6 @@ from broker.runtime.countdown import Countdown
 from broker.topics.catalog import Topic, TopicCatalog
 from broker.topics.partitions import PartitionState, TopicLogs
 from broker.topics.producer_state import last_sequence
-from broker.transactions.service import TransactionService
-from broker.transactions.verification import PRODUCE_TV2_VERSION, RemoteVerification
 from protocol.errors import DecodeError, ErrorCode
 from protocol.messages.produce import ProduceRequest, ProduceResponse
 from protocol.record_batch import (
@@ -338,7 +338,7 @@ class OpeningHold:
 class ProduceApi:
     """Produce, over the topic logs (and the transaction coordinator, which verifies transactional batches)."""
 
-    def __init__(self, topic_logs: TopicLogs, catalog: TopicCatalog, transactions: TransactionService | None,
+    def __init__(self, topic_logs: TopicLogs, catalog: TopicCatalog, transactions: TransactionCoordinatorService | None,
                  clock: Callable[[], int], cluster: ClusterNode | None = None, peers: PeerClient | None = None,
                  *, verify: bool = True) -> None:
         """``verify``: the first transactional batch of a transaction on a partition is verified

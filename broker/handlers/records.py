@@ -25,7 +25,7 @@ from protocol.messages.offset_for_leader_epoch import (
     OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
 )
-from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
+from protocol.payloads.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.errors import FencedError, OffsetOutOfRangeError
 from storage.layout import OFFSETS_TOPIC
 from storage.log_manager import LogStartMove

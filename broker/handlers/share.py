@@ -1,6 +1,6 @@
 """The share-group APIs: ShareGroupHeartbeat and ShareGroupDescribe on the group's coordinator
 shard; ShareFetch and ShareAcknowledge on the partitions' leader, over the share partitions of
-``broker/share`` (a partition another node of a cluster leads is answered
+``broker/share_partitions/service`` (a partition another node of a cluster leads is answered
 NOT_LEADER_OR_FOLLOWER, as Kafka answers it; the client finds the leader again).
 
 ShareFetch and ShareAcknowledge: acknowledgements are applied first and the answer leaves only
@@ -9,7 +9,7 @@ acquires records for the member (read from the topic log up to the high watermar
 stable offset) and, when none are available, waits up to ``max_wait_ms`` for new data.
 A share partition starts where its group's ``share.auto.offset.reset`` says at its first fetch
 (the partition's end by default, as in Kafka). Every share partition obeys its group's settings
-(``ShareService.settings``): lock duration, delivery limit, in-flight cap and isolation level.
+(``SharePartitionManager.settings``): lock duration, delivery limit, in-flight cap and isolation level.
 """
 
 from __future__ import annotations
@@ -18,18 +18,18 @@ from typing import Any
 
 import trio
 
-from broker.group_coordinator.context import RequestContext
-from broker.group_coordinator.result import Result
-from broker.group_coordinator.shard import GroupCoordinatorShard
-from broker.group_coordinator.share import describe as share_describe
-from broker.groups.shards import ShardManager, ShardRuntime
+from broker.coordinators.group.core.base.context import RequestContext
+from broker.coordinators.group.core.base.result import Result
+from broker.coordinators.group.core.shard import GroupCoordinatorShard
+from broker.coordinators.group.core.share import describe as share_describe
+from broker.coordinators.group.service.coordinator import GroupCoordinatorService, ShardRuntime
 from broker.handlers.fetch import below
 from broker.handlers.groups import GroupRouting, SingleGroupApi
 from broker.network.router import Request
 from broker.security.acl_model import ResourceType, all_operations
-from broker.share.service import Key, ShareService, ShareSession
-from broker.share_partition.partition import BatchRange
-from broker.share_partition.settings import BY_DURATION, EARLIEST, Reset
+from broker.share_partitions.core.partition import BatchRange
+from broker.share_partitions.core.settings import BY_DURATION, EARLIEST, Reset
+from broker.share_partitions.service.manager import Key, SharePartitionManager, ShareSession
 from broker.topics.catalog import TopicCatalog
 from broker.topics.partitions import TopicLogs
 from protocol.errors import ErrorCode
@@ -103,7 +103,7 @@ def start_offset(reset: Reset, log: PartitionLog, high_watermark: int, now_ms: i
 
 
 class ShareApis:
-    def __init__(self, shards: ShardManager, routing: GroupRouting, service: ShareService | None, topic_logs: TopicLogs,
+    def __init__(self, shards: GroupCoordinatorService, routing: GroupRouting, service: SharePartitionManager | None, topic_logs: TopicLogs,
                  catalog: TopicCatalog, node_id: int) -> None:
         self.shards = shards
         self.routing = routing
@@ -116,7 +116,7 @@ class ShareApis:
                                                     describable_topics=None, empty_id_invalid=False)
 
     @property
-    def service(self) -> ShareService:
+    def service(self) -> SharePartitionManager:
         assert self._service is not None, "share partitions are not served in a cluster"
         return self._service
 

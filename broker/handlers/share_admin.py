@@ -1,5 +1,5 @@
 """DescribeShareGroupOffsets, AlterShareGroupOffsets and DeleteShareGroupOffsets (KIP-932): a
-share group's start offsets, read from and written to its share partitions (``broker/share``);
+share group's start offsets, read from and written to its share partitions (``broker/share_partitions/service``);
 whether the group exists and is empty is its coordinator shard's answer. Alterations and
 deletions are answered once their ``__share_group_state`` records are durable."""
 
@@ -9,13 +9,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from broker.group_coordinator.result import Result
-from broker.group_coordinator.shard import GroupCoordinatorShard
+from broker.coordinators.group.core.base.result import Result
+from broker.coordinators.group.core.shard import GroupCoordinatorShard
 from broker.handlers.groups import GroupRouting
 from broker.network.router import Request
 from broker.runtime.countdown import Countdown
-from broker.share.service import Key, ShareService
-from broker.share_partition.partition import ACKNOWLEDGED, ARCHIVED, SharePartition
+from broker.share_partitions.core.partition import ACKNOWLEDGED, ARCHIVED, SharePartition
+from broker.share_partitions.service.manager import Key, SharePartitionManager
 from broker.topics.catalog import TopicCatalog
 from broker.topics.partitions import TopicLogs
 from protocol.errors import ErrorCode
@@ -60,7 +60,7 @@ def _no_remote_ends(wanted: list[tuple[str, int]], done: Callable[[dict[tuple[st
 
 
 class ShareOffsetApis:
-    def __init__(self, routing: GroupRouting, service: ShareService, topic_logs: TopicLogs,
+    def __init__(self, routing: GroupRouting, service: SharePartitionManager, topic_logs: TopicLogs,
                  catalog: TopicCatalog, remote_ends: RemoteEnds = _no_remote_ends) -> None:
         """``remote_ends``: the high watermarks of partitions another node leads, for their lag."""
         self.routing = routing

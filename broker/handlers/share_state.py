@@ -2,7 +2,7 @@
 ReadShareGroupState, WriteShareGroupState, DeleteShareGroupState and ReadShareGroupStateSummary
 (KIP-932). The node leading a topic partition keeps its share partitions and reads and writes
 their state at the node coordinating the key's ``__share_group_state`` partition
-(``broker.share.remote``) with these requests. Served in cluster mode only, and to the cluster's
+(``broker.share_partitions.service.remote``) with these requests. Served in cluster mode only, and to the cluster's
 nodes only (``broker.cluster.peers``): anyone else gets CLUSTER_AUTHORIZATION_FAILED for every
 partition, as WriteTxnMarkers.
 
@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from broker.cluster.peers import PeerSecret
+from broker.coordinators.share.service.coordinator import ShareCoordinatorService, StateRequest
 from broker.network.router import Request
 from broker.runtime.countdown import Countdown
-from broker.share.coordinator import ShareStateCoordinator, StateRequest
 from protocol.errors import ErrorCode
 from protocol.messages.delete_share_group_state import (
     DeleteShareGroupStateRequest,
@@ -100,7 +100,7 @@ class ShareStateApis:
     """The five share-state APIs over this node's share coordinator: one typed handler each, all
     served the same way."""
 
-    def __init__(self, coordinator: ShareStateCoordinator, peers: PeerSecret) -> None:
+    def __init__(self, coordinator: ShareCoordinatorService, peers: PeerSecret) -> None:
         self.coordinator = coordinator
         self.peers = peers
 

@@ -12,14 +12,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from broker.group_coordinator.context import RequestContext
-from broker.group_coordinator.result import Result
-from broker.group_coordinator.shard import GroupCoordinatorShard
-from broker.group_coordinator.streams import describe as streams_describe
-from broker.group_coordinator.streams.heartbeat import error_response
-from broker.group_coordinator.streams.topology import MISSING_INTERNAL_TOPICS, InternalTopic
-from broker.group_coordinator.streams.topology_description import update_response
-from broker.groups.shards import ShardManager
+from broker.coordinators.group.core import streams_describe
+from broker.coordinators.group.core.base.context import RequestContext
+from broker.coordinators.group.core.base.result import Result
+from broker.coordinators.group.core.shard import GroupCoordinatorShard
+from broker.coordinators.group.core.streams.topology import MISSING_INTERNAL_TOPICS, InternalTopic
+from broker.coordinators.group.core.streams_heartbeat import error_response
+from broker.coordinators.group.core.streams_topology_description import update_response
+from broker.coordinators.group.service.coordinator import GroupCoordinatorService
 from broker.handlers.groups import GroupRouting
 from broker.network.router import Request
 from broker.observability import logs
@@ -75,7 +75,7 @@ def describe_error(req: Request[StreamsGroupDescribeRequest], code: int) -> Stre
 
 
 class StreamsGroupApis:
-    def __init__(self, shards: ShardManager, routing: GroupRouting, admin: TopicAdmin,
+    def __init__(self, shards: GroupCoordinatorService, routing: GroupRouting, admin: TopicAdmin,
                  may_create: MayCreate | None) -> None:
         self.shards = shards
         self.runtime_for = routing.runtime_for
@@ -128,7 +128,7 @@ class StreamsGroupApis:
     def streams_group_topology_description_update(
             self, req: Request[StreamsGroupTopologyDescriptionUpdateRequest]) -> None:
         """KIP-1331: the member's topology description, kept by the group's shard (see
-        ``broker/group_coordinator/streams/topology_description.py``)."""
+        ``broker/coordinators/group/core/streams_topology_description.py``)."""
         body = req.body
         runtime = self.runtime_for(body.group_id)
         if not runtime.serving:

@@ -18,15 +18,15 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from broker.group_coordinator.partitioning import partition_for
+from broker.coordinators.group.core.base.partitioning import partition_for
+from broker.coordinators.transaction.core.coordinator import TxnResult
+from broker.coordinators.transaction.core.metadata import TxnState
+from broker.coordinators.transaction.core.shard import TransactionCoordinatorShard
+from broker.coordinators.transaction.service.coordinator import TransactionCoordinatorService
 from broker.network.router import Request
 from broker.runtime.countdown import Countdown
 from broker.topics.catalog import OFFSETS_TOPIC, TopicCatalog
 from broker.topics.producer_state import ProducerIdAllocator
-from broker.transactions.service import TransactionService
-from broker.txn_coordinator.coordinator import TxnResult
-from broker.txn_coordinator.metadata import TxnState
-from broker.txn_coordinator.shard import TransactionCoordinatorShard
 from protocol.errors import ErrorCode
 from protocol.messages.add_offsets_to_txn import AddOffsetsToTxnRequest, AddOffsetsToTxnResponse
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnRequest, AddPartitionsToTxnResponse
@@ -65,9 +65,9 @@ def _topic_results(errors: dict[tuple[str, int], int],
 
 
 class TransactionApis:
-    """The transaction coordinator's APIs, over its service (broker/transactions/service.py)."""
+    """The transaction coordinator's APIs, over its service (broker/coordinators/transaction/service/coordinator.py)."""
 
-    def __init__(self, service: TransactionService, catalog: TopicCatalog, offsets_partitions: int,
+    def __init__(self, service: TransactionCoordinatorService, catalog: TopicCatalog, offsets_partitions: int,
                  producer_ids: ProducerIdAllocator, clock: Callable[[], int], *,
                  unstable_api_versions: bool = False) -> None:
         """``unstable_api_versions``: ``unstable.api.versions.enable``, which advertises

@@ -1,5 +1,5 @@
 """WriteTxnMarkers (API 27): another node's transaction coordinator has this node write COMMIT or
-ABORT markers to partitions it owns (``broker.transactions.markers`` sends it). Served in cluster
+ABORT markers to partitions it owns (``broker.coordinators.transaction.service.markers`` sends it). Served in cluster
 mode only (a single node's coordinator writes every marker itself), and to the cluster's nodes only
 (``broker.cluster.peers``): anyone else gets CLUSTER_AUTHORIZATION_FAILED for every partition.
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 from functools import partial
 
 from broker.cluster.peers import PeerSecret
+from broker.coordinators.transaction.service.markers import MarkerWriter
 from broker.network.router import Request
-from broker.transactions.markers import MarkerWriter
 from protocol.errors import ErrorCode
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.quotas.model import CLIENT_ID, IP, USER, Component, Entity, matches
-from broker.security import durable_json
+from storage import durable_json
 
 QUOTAS_FILE = "kcoord-client-quotas.json"
 

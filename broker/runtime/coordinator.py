@@ -12,8 +12,8 @@ timers as write operations, and unloads (every parked request hears NOT_COORDINA
 the log closes, the state goes). A write the log did not take unloads the shard and loads it again
 from what the log really holds.
 
-What differs between coordinators is in their ``Coordinator`` (``broker/groups/shards.py``,
-``broker/transactions/service.py``): how a partition is replayed, how results become records, what
+What differs between coordinators is in their ``Coordinator`` (``broker/coordinators/group/service/coordinator.py``,
+``broker/coordinators/transaction/service/coordinator.py``): how a partition is replayed, how results become records, what
 happens once a shard has loaded. The cores stay pure: an operation is ``op(shard, ..., now)`` and
 returns a result of replies, records and timers.
 """

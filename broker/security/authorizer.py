@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.security import durable_json
 from broker.security.acl_model import (
     IMPLIED_BY,
     OPERATIONS_OF,
@@ -23,6 +22,7 @@ from broker.security.acl_model import (
     Permission,
     ResourceType,
 )
+from storage import durable_json
 
 ACLS_FILE = "kcoord-acls.json"
 FIELDS = ("resource_type", "resource_name", "pattern_type", "principal", "host", "operation", "permission")

@@ -23,7 +23,7 @@ from broker.security.tokens import DelegationTokens
 
 
 class SecurityConfig(Protocol):
-    """The broker's configuration as security reads it (``broker.config.BrokerConfig``)."""
+    """The broker's configuration as security reads it (``broker.configs.node_config.BrokerConfig``)."""
 
     @property
     def values(self) -> Mapping[str, Any]: ...

@@ -10,8 +10,8 @@ import hmac
 import os
 from pathlib import Path
 
-from broker.security import durable_json
 from broker.security.scram import MECHANISMS, ScramCredential
+from storage import durable_json
 
 CREDENTIALS_FILE = "kcoord-scram-credentials.json"
 MAX_PROVEN = 10_000

@@ -13,8 +13,8 @@ import trio
 
 from broker.cluster.etcd import EtcdError
 from broker.observability import logs
-from broker.security import durable_json
 from broker.security.tokens import DelegationTokens, TokenInfo
+from storage import durable_json
 
 TOKENS_FILE = "kcoord-delegation-tokens.json"
 

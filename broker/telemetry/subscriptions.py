@@ -16,8 +16,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from broker.security import durable_json
 from protocol.errors import ErrorCode
+from storage import durable_json
 
 CLIENT_METRICS_RESOURCE = 16
 SUBSCRIPTIONS_FILE = "kcoord-client-metrics.json"

@@ -3,7 +3,7 @@
 In Kafka every broker learns of created, grown and deleted topics from the metadata log, and its
 group coordinator is told on every shard (``onNewMetadataImage``, ``onPartitionsDeleted``). Here the
 broker publishes each change once the topic catalog holds it; the group coordinator's shards
-subscribe (``ShardManager.on_topic_change``).
+subscribe (``GroupCoordinatorService.on_topic_change``).
 
 A listener may start work that finishes later (a write that must become durable): it takes a
 hold on the change's ``Settlement`` and releases it when done. Whoever published the change learns

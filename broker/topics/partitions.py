@@ -27,6 +27,7 @@ from broker.topics.changes import TopicDeleted
 from broker.topics.partition_txns import PartitionTxns
 from broker.topics.producer_state import ProducerIdAllocator, ProducerStateTable, last_sequence
 from protocol.errors import ErrorCode
+from protocol.payloads.transaction_log_records import TRANSACTION_STATE_TOPIC
 from protocol.record_batch import (
     CONTROL_MASK,
     TRANSACTIONAL_MASK,
@@ -36,7 +37,6 @@ from protocol.record_batch import (
     control_type_of,
     decode_records,
 )
-from protocol.transaction_log_records import TRANSACTION_STATE_TOPIC
 from storage.config import LogConfig
 from storage.errors import FencedError, LogClosedError, StorageError
 from storage.layout import partition_dir_name

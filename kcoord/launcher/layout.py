@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from broker.config import BrokerConfig, ConfigError
+from broker.configs.node_config import BrokerConfig, ConfigError
 
 MAX_PORT = 65535
 CONSOLE = "console.listener"

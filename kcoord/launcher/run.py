@@ -13,7 +13,7 @@ from uuid import uuid4
 
 import trio
 
-from broker.config import BrokerConfig
+from broker.configs.node_config import BrokerConfig
 from broker.observability import logs
 from kcoord.launcher.layout import NodePlan, plan_nodes
 from kcoord.launcher.private_etcd import PrivateEtcd, find_etcd, healthy

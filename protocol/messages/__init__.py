@@ -4,7 +4,7 @@ Each module here declares one API's request and response (``message(..., api_key
 records of an internal topic. This index is derived from them and from nothing else: ``REQUESTS``
 and ``RESPONSES`` by API key, and ``ApiKey``, named as each request is without its ``Request``
 suffix (``ApiKey.JoinGroup``). Its typed declaration (``__init__.pyi``) is generated with the
-tables' by ``python -m protocol.typegen``.
+tables' by ``python -m protocol.codegen.typegen``.
 
 Being here makes an API decodable (tools, tests), not served: the broker serves, and advertises in
 ApiVersions, exactly the APIs of its table in ``broker/apis.py`` (``api_table``).

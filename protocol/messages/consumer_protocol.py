@@ -1,7 +1,7 @@
 """The consumer embedded protocol: the opaque bytes a consumer puts in JoinGroup's protocol
 metadata (its subscription) and the leader puts in SyncGroup's assignments.
 
-Each blob starts with an int16 version that this table does not include; ``protocol.consumer_protocol``
+Each blob starts with an int16 version that this table does not include; ``protocol.payloads.consumer_protocol``
 reads and writes whole blobs.
 """
 

@@ -330,8 +330,8 @@ def test_classic_member_joins_a_consumer_group(pair: Pair) -> None:
     group, topic = unique("kip848-mixed"), unique("kip848-mixed-t")
 
     def scenario(t: Target) -> object:
-        from protocol.consumer_protocol import decode_assignment, encode_subscription
         from protocol.messages.consumer_protocol import ConsumerProtocolSubscription
+        from protocol.payloads.consumer_protocol import decode_assignment, encode_subscription
         from tests.differential.ops import heartbeat, join, sync
 
         c, classic = t.client("consumer"), t.client("classic")
@@ -361,12 +361,12 @@ def test_a_classic_group_with_members_is_upgraded_unless_an_assignment_carries_u
     plain, custom, topic = unique("kip848-up-plain"), unique("kip848-up-custom"), unique("kip848-up-t")
 
     def scenario(t: Target) -> object:
-        from protocol.consumer_protocol import encode_assignment, encode_subscription
         from protocol.messages.consumer_protocol import (
             ConsumerProtocolAssignment,
             ConsumerProtocolSubscription,
         )
         from protocol.messages.list_groups import ListGroupsRequest
+        from protocol.payloads.consumer_protocol import encode_assignment, encode_subscription
 
         c, classic = t.client("consumer"), t.client("classic")
         create_topics(c, {topic: 2})

@@ -119,9 +119,9 @@ def test_a_classic_group_preparing_a_rebalance_is_upgraded_with_the_assignments_
     members' last assignments (only a rebalance that interrupts CompletingRebalance clears them), so
     a consumer-protocol member joining it then converts it with what each member held; a classic
     member's JoinGroup waiting in that rebalance is answered REBALANCE_IN_PROGRESS."""
-    from protocol.consumer_protocol import encode_assignment, encode_subscription
     from protocol.messages.consumer_group_describe import ConsumerGroupDescribeRequest
     from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
+    from protocol.payloads.consumer_protocol import encode_assignment, encode_subscription
     from tests.differential.consumer_ops import Member, assignment_by_name, create_topics, member_id
     from tests.differential.harness import retry, unique
     from tests.differential.ops import JOIN_V, describe, join, join_request, stable_member

@@ -8,11 +8,11 @@ import uuid
 import pytest
 
 from kclient.wire_client import WireClient
-from protocol.consumer_protocol import encode_subscription
 from protocol.messages.consumer_protocol import ConsumerProtocolSubscription
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from protocol.messages.offset_delete import OffsetDeleteRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest, OffsetFetchResponse
+from protocol.payloads.consumer_protocol import encode_subscription
 from tests.differential.harness import Pair, Target, retry, unique
 from tests.differential.ops import (
     create_topic,

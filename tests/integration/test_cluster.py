@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from broker.cluster.assignment import desired_owners
-from broker.group_coordinator.partitioning import partition_for
+from broker.coordinators.group.core.base.partitioning import partition_for
 from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.find_coordinator import FindCoordinatorRequest

@@ -19,7 +19,7 @@ import pytest
 import trio
 
 from broker.cluster.etcd import EtcdClient, b64
-from broker.config import BrokerConfig
+from broker.configs.node_config import BrokerConfig
 from broker.security.etcd_access import etcd_client
 from kclient.wire_client import WireClient
 from protocol.messages import ApiKey

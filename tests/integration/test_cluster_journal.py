@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer
 
-from broker.group_coordinator.partitioning import partition_for
+from broker.coordinators.group.core.base.partitioning import partition_for
 from kclient.group_history import read_events
 from kcoord.cli import main
 from protocol.group_events import EVENTS_TOPIC, decode_event

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.group_coordinator.partitioning import partition_for
+from broker.coordinators.group.core.base.partitioning import partition_for
 from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.offset_commit import OffsetCommitRequest

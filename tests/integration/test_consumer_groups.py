@@ -82,13 +82,13 @@ def test_static_member_restart_keeps_partitions_without_rebalance(broker) -> Non
 
 def test_second_consumer_with_a_live_instance_id_fences_the_first(broker) -> None:
     from kclient.wire_client import WireClient
-    from protocol.consumer_protocol import encode_assignment, encode_subscription
     from protocol.errors import ErrorCode
     from protocol.messages import ApiKey
     from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
     from protocol.messages.heartbeat import HeartbeatRequest
     from protocol.messages.join_group import JoinGroupRequest
     from protocol.messages.sync_group import SyncGroupRequest
+    from protocol.payloads.consumer_protocol import encode_assignment, encode_subscription
 
     create_topic(broker.bootstrap, "fence", 2)
     # The first holder of instance id "shared" speaks the raw protocol so that we can see exactly

@@ -22,8 +22,8 @@ from urllib.parse import urlsplit
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 
-from broker.config import PROPERTIES
-from broker.group_coordinator.partitioning import partition_for
+from broker.configs.node_config import PROPERTIES
+from broker.coordinators.group.core.base.partitioning import partition_for
 from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from broker.group_coordinator.partitioning import partition_for
-from broker.group_coordinator.records import OffsetCommitRecord, decode_record
+from broker.coordinators.group.core.base.partitioning import partition_for
+from broker.coordinators.group.core.base.records import OffsetCommitRecord, decode_record
 from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode
 from protocol.messages.api_versions import ApiVersionsRequest

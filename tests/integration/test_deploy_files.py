@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from broker.config import BrokerConfig
+from broker.configs.node_config import BrokerConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"

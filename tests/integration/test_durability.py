@@ -12,9 +12,8 @@ from typing import Any
 import pytest
 from confluent_kafka import Producer, TopicPartition
 
-from broker.group_coordinator.partitioning import partition_for
+from broker.coordinators.group.core.base.partitioning import partition_for
 from kclient.wire_client import WireClient
-from protocol.consumer_protocol import encode_assignment, encode_subscription
 from protocol.messages import ApiKey
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.describe_groups import DescribeGroupsRequest
@@ -28,6 +27,7 @@ from protocol.messages.offsets_log import (
     OffsetCommitValue,
 )
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.payloads.consumer_protocol import encode_assignment, encode_subscription
 from tests.integration.helpers.clients import ThreadedConsumer, covers_exactly, create_topic, wait_for
 from tests.integration.helpers.metrics import requests_answered
 

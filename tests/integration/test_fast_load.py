@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.groups.replay_snapshot import FILE_NAME
+from broker.coordinators.group.service.replay_snapshot import FILE_NAME
 from kclient.wire_client import WireClient
 from protocol.messages import ApiKey
 from protocol.messages.offset_commit import OffsetCommitRequest

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import TopicPartition
 
-from broker.group_coordinator.partitioning import partition_for
+from broker.coordinators.group.core.base.partitioning import partition_for
 from kclient.dump_log import dump_file
 from kclient.wire_client import WireClient
 from protocol.errors import ErrorCode

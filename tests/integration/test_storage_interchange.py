@@ -21,8 +21,8 @@ import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient
 
-from broker.group_coordinator.partitioning import partition_for
-from protocol.consumer_protocol import decode_assignment, decode_subscription
+from broker.coordinators.group.core.base.partitioning import partition_for
+from protocol.payloads.consumer_protocol import decode_assignment, decode_subscription
 from testkit.kafka import run_tool
 from testkit.kcoord import ROOT
 from tests.integration.helpers.clients import create_topic

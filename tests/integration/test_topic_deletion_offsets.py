@@ -12,7 +12,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
-from broker.group_coordinator.partitioning import partition_for
+from broker.coordinators.group.core.base.partitioning import partition_for
 from testkit.kcoord import ROOT
 from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.offsets import committed

@@ -8,16 +8,16 @@ from collections.abc import Mapping
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.group_coordinator.consumer.assignor_api import Assignment, GroupSpec, MemberSpec, TopicId
-from broker.group_coordinator.consumer.assignors import ASSIGNORS
-from tests.unit.group_coordinator.consumer.assignor_checks import (
+from broker.coordinators.group.core.consumer.assignor_api import Assignment, GroupSpec, MemberSpec, TopicId
+from broker.coordinators.group.core.consumer.assignors import ASSIGNORS
+from tests.unit.coordinators.group.core.consumer.assignor_checks import (
     assert_balanced,
     assert_no_partition_can_move_to_a_much_lighter_subscriber,
     assert_valid,
     moved,
     sizes,
 )
-from tests.unit.group_coordinator.consumer.assignor_groups import Topics, topic
+from tests.unit.coordinators.group.core.consumer.assignor_groups import Topics, topic
 
 uniform = ASSIGNORS["uniform"]
 range_assignor = ASSIGNORS["range"]

@@ -13,12 +13,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.consumer_protocol import (
-    decode_assignment,
-    decode_subscription,
-    encode_assignment,
-    encode_subscription,
-)
 from protocol.messages import REQUESTS, RESPONSES, offsets_log_consumer_groups
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import (
@@ -26,6 +20,12 @@ from protocol.messages.offsets_log import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+)
+from protocol.payloads.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
 )
 from protocol.schema import ArrayOf, Data, Field, Message, Primitive, Struct
 

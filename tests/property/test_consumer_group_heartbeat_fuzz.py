@@ -7,10 +7,10 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.group_coordinator import CoordinatorConfig
+from broker.coordinators.group.core import CoordinatorConfig
 from protocol.errors import ErrorCode
 from protocol.messages.consumer_group_heartbeat import ConsumerGroupHeartbeatRequest
-from tests.unit.group_coordinator.harness import Harness, Topics
+from tests.unit.coordinators.group.core.harness import Harness, Topics
 
 CONFIG = CoordinatorConfig(consumer_session_timeout_ms=6000, consumer_heartbeat_interval_ms=500)
 TOPIC_IDS = [Topics.id_of("t"), Topics.id_of("u"), bytes(16)]

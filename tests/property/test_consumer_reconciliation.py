@@ -21,15 +21,20 @@ from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from broker.group_coordinator.consumer.assignor_api import Assignment, GroupSpec, TopicDescriber, TopicId
-from broker.group_coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
-from broker.group_coordinator.consumer.member import ConsumerGroupMember, MemberMetadata, MemberState
-from broker.group_coordinator.consumer.reconcile import (
+from broker.coordinators.group.core.consumer.assignor_api import (
+    Assignment,
+    GroupSpec,
+    TopicDescriber,
+    TopicId,
+)
+from broker.coordinators.group.core.consumer.group import ConsumerGroup, ConsumerGroupState
+from broker.coordinators.group.core.consumer.member import ConsumerGroupMember, MemberMetadata, MemberState
+from broker.coordinators.group.core.consumer.reconcile import (
     FencedMemberEpochError,
     reconcile,
     validate_member_epoch,
 )
-from broker.group_coordinator.consumer.target_assignment import build_target_assignment
+from broker.coordinators.group.core.consumer.target_assignment import build_target_assignment
 
 TOPIC_IDS = {"orders": b"\x01" * 16, "payments": b"\x02" * 16, "audit": b"\x03" * 16}
 PARTITIONS = {TOPIC_IDS["orders"]: 4, TOPIC_IDS["payments"]: 3, TOPIC_IDS["audit"]: 1}

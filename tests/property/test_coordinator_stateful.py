@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from broker.group_coordinator import CoordinatorConfig, GroupCoordinatorShard, decode_record
-from broker.group_coordinator.classic_group import ClassicGroup, GroupState
-from tests.unit.group_coordinator.harness import Harness, subscription
+from broker.coordinators.group.core import CoordinatorConfig, GroupCoordinatorShard, decode_record
+from broker.coordinators.group.core.base.classic_group import ClassicGroup, GroupState
+from tests.unit.coordinators.group.core.harness import Harness, subscription
 
 NONE, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, REBALANCE_IN_PROGRESS = 0, 25, 22, 27
 FENCED_INSTANCE_ID, MEMBER_ID_REQUIRED = 82, 79

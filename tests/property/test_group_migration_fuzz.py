@@ -15,11 +15,16 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from broker.group_coordinator import CoordinatorConfig
+from broker.coordinators.group.core import CoordinatorConfig
 from protocol.errors import ErrorCode
-from tests.unit.group_coordinator.consumer.classic_members import ALL, ClassicMember, check_exclusive, held_by
-from tests.unit.group_coordinator.consumer.members import Member
-from tests.unit.group_coordinator.harness import Harness
+from tests.unit.coordinators.group.core.consumer.classic_members import (
+    ALL,
+    ClassicMember,
+    check_exclusive,
+    held_by,
+)
+from tests.unit.coordinators.group.core.consumer.members import Member
+from tests.unit.coordinators.group.core.harness import Harness
 
 CONFIG = CoordinatorConfig(consumer_session_timeout_ms=6000, consumer_heartbeat_interval_ms=500,
                            group_initial_rebalance_delay_ms=0)

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from protocol.errors import EncodeError
 from protocol.messages.offsets_log import OffsetCommitValue
-from protocol.offsets_log_records import (
+from protocol.payloads.offsets_log_records import (
     OffsetCommitRecord,
     decode_record,
     encode_record,

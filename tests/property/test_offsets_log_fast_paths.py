@@ -1,4 +1,4 @@
-"""The hand-packed readers of ``__consumer_offsets`` records agree with ``protocol.offsets_log_records``:
+"""The hand-packed readers of ``__consumer_offsets`` records agree with ``protocol.payloads.offsets_log_records``:
 the analysis decoder's struct path for OffsetCommitValue v1 and v3, and the replay plan's glance
 at a key's record type and group. (The packed writer is checked in test_offset_records.py.)"""
 
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from analytics.decoder import Decoded, decode_segment
 from protocol.messages.offsets_log import OffsetCommitValue
-from protocol.offsets_log_records import (
+from protocol.payloads.offsets_log_records import (
     OffsetCommitRecord,
     decode_key,
     decode_offset_commit_value,

@@ -6,7 +6,7 @@ versions newer than any Kafka declares written the way a later Kafka adds fields
 and bytes after the struct), tombstones of both, the KIP-848 consumer-group records of every
 type (tombstones, and values from a Kafka newer than 4.1 included), the share/streams record types
 and key versions nobody defines. The coordinator's replay (what the shard rebuilds), ``kcoord dump-log``,
-the analysis decoder's rows, ``protocol.offsets_log_records`` and kafka-python read them back, and
+the analysis decoder's rows, ``protocol.payloads.offsets_log_records`` and kafka-python read them back, and
 each must report what was written, by the version rules: a field a version lacks reads as its
 default, a newer version reads with the newest layout, and a v0 member's rebalance timeout is its
 session timeout (Kafka's loader).
@@ -25,11 +25,11 @@ from hypothesis import strategies as st
 
 from analytics.decoder import ConsumerGroupRow, Decoded, decode_segment
 from analytics.segments import SegmentHealth
-from broker.group_coordinator.context import CoordinatorConfig
-from broker.group_coordinator.shard import GroupCoordinatorShard
-from broker.groups.replay_plan import replay_log
+from broker.coordinators.group.core.base.context import CoordinatorConfig
+from broker.coordinators.group.core.shard import GroupCoordinatorShard
+from broker.coordinators.group.service.replay_plan import replay_log
 from kclient.dump_log import dump_file
-from protocol.offsets_log_records import (
+from protocol.payloads.offsets_log_records import (
     CONSUMER_GROUP_RECORD_TYPES,
     GROUP_METADATA,
     OFFSET_COMMIT,

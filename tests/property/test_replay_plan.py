@@ -8,15 +8,15 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.group_coordinator.context import CoordinatorConfig
-from broker.group_coordinator.records import (
+from broker.coordinators.group.core.base.context import CoordinatorConfig
+from broker.coordinators.group.core.base.records import (
     GroupMetadataRecord,
     OffsetCommitRecord,
     decode_record,
     encode_record,
 )
-from broker.group_coordinator.shard import GroupCoordinatorShard
-from broker.groups.replay_plan import replay_log
+from broker.coordinators.group.core.shard import GroupCoordinatorShard
+from broker.coordinators.group.service.replay_plan import replay_log
 from protocol.messages.offsets_log import GroupMetadataValue, OffsetCommitValue
 from protocol.record_batch import decode_records
 from storage.config import LogConfig

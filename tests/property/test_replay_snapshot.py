@@ -14,17 +14,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from broker.group_coordinator.consumer import records as cg
-from broker.group_coordinator.context import CoordinatorConfig
-from broker.group_coordinator.records import (
+from broker.coordinators.group.core.base.context import CoordinatorConfig
+from broker.coordinators.group.core.base.records import (
     GroupMetadataRecord,
     OffsetCommitRecord,
     decode_record,
     encode_record,
 )
-from broker.group_coordinator.shard import GroupCoordinatorShard
-from broker.groups import replay_snapshot
-from broker.groups.replay_snapshot import ReplaySnapshot, SnapshotRejected
+from broker.coordinators.group.core.consumer import records as cg
+from broker.coordinators.group.core.shard import GroupCoordinatorShard
+from broker.coordinators.group.service import replay_snapshot
+from broker.coordinators.group.service.replay_snapshot import ReplaySnapshot, SnapshotRejected
 from protocol.messages.offsets_log import GroupMetadataValue, OffsetCommitValue
 from protocol.record_batch import decode_records
 from storage.cleaner import clean

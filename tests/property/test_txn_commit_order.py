@@ -16,10 +16,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from broker.group_coordinator.context import CoordinatorConfig
-from broker.group_coordinator.records import OffsetCommitRecord, encode_record
-from broker.group_coordinator.shard import GroupCoordinatorShard
-from broker.groups.replay_plan import replay_log
+from broker.coordinators.group.core.base.context import CoordinatorConfig
+from broker.coordinators.group.core.base.records import OffsetCommitRecord, encode_record
+from broker.coordinators.group.core.shard import GroupCoordinatorShard
+from broker.coordinators.group.service.replay_plan import replay_log
 from protocol.errors import ErrorCode
 from protocol.messages.offsets_log import OffsetCommitValue
 from protocol.messages.txn_offset_commit import TxnOffsetCommitRequest
@@ -27,7 +27,7 @@ from protocol.record_batch import build_end_txn_marker, build_simple_batch
 from storage.cleaner import clean
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
-from tests.unit.group_coordinator.harness import Harness
+from tests.unit.coordinators.group.core.harness import Harness
 
 GROUP = "g"
 PARTITIONS = (0, 1)

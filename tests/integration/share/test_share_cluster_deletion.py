@@ -12,14 +12,14 @@ import time
 
 import pytest
 
-from broker.group_coordinator.partitioning import partition_for
-from broker.share.coordinator import coordinator_key
+from broker.coordinators.group.core.base.partitioning import partition_for
+from broker.coordinators.share.service.coordinator import coordinator_key
 from kclient.wire_client import WireClient
-from protocol import share_state_records
 from protocol.messages import ApiKey
 from protocol.messages.delete_topics import DeleteTopicsRequest
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.metadata import MetadataRequest
+from protocol.payloads import share_state_records
 from protocol.record_batch import decode_records, iter_batches
 from tests.integration.helpers.clients import create_topic, set_group_configs
 from tests.integration.helpers.cluster import Cluster, partition_leader, wait_for

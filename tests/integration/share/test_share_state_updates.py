@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from protocol import share_state_records
+from protocol.payloads import share_state_records
+from protocol.payloads.share_state_records import SNAPSHOT, UPDATE
 from protocol.record_batch import decode_records
-from protocol.share_state_records import SNAPSHOT, UPDATE
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
 from testkit.kcoord import BrokerProcess

@@ -10,13 +10,13 @@ from collections.abc import Callable
 
 import pytest
 
-from broker.share.coordinator import coordinator_key
-from broker.share_coordinator.shard import ShareCoordinatorShard
+from broker.coordinators.share.core.shard import ShareCoordinatorShard
+from broker.coordinators.share.service.coordinator import coordinator_key
 from kclient.wire_client import WireClient
-from protocol import share_state_records
 from protocol.partitioning import partition_for
+from protocol.payloads import share_state_records
+from protocol.payloads.share_state_records import SNAPSHOT, ShareStateRecord
 from protocol.record_batch import decode_records
-from protocol.share_state_records import SNAPSHOT, ShareStateRecord
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
 from testkit.kcoord import BrokerProcess

@@ -1,13 +1,12 @@
 """Share-group records of ``__consumer_offsets`` and share-state records of ``__share_group_state``,
-one of every type, written by our codecs (``protocol.offsets_log_records`` and
-``protocol.share_state_records``): the decoder's input, and what Kafka's own reader is given to
+one of every type, written by our codecs (``protocol.payloads.offsets_log_records`` and
+``protocol.payloads.share_state_records``): the decoder's input, and what Kafka's own reader is given to
 check them."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from protocol import share_state_records as ssr
 from protocol.messages.offsets_log_share_groups import (
     ShareGroupCurrentMemberAssignmentValue,
     ShareGroupMemberMetadataValue,
@@ -17,7 +16,8 @@ from protocol.messages.offsets_log_share_groups import (
     ShareGroupTargetAssignmentMetadataValue,
 )
 from protocol.messages.share_state_log import ShareSnapshotValue, ShareUpdateValue
-from protocol.offsets_log_records import (
+from protocol.payloads import share_state_records as ssr
+from protocol.payloads.offsets_log_records import (
     ShareGroupCurrentMemberAssignmentRecord,
     ShareGroupMemberMetadataRecord,
     ShareGroupMetadataRecord,

@@ -10,7 +10,7 @@ from analytics.journal_report import journal_sections
 from protocol.group_events import EVENTS_TOPIC, encode_event
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog
-from tests.unit.group_coordinator.harness import Harness
+from tests.unit.coordinators.group.core.harness import Harness
 
 
 def test_a_journal_in_a_data_dir_becomes_rows_and_a_report_section(tmp_path: Path) -> None:

@@ -12,9 +12,9 @@ from analytics.decoder import KINDS, Decoded, decode_segment
 from analytics.report import ReportData, share_summary, summary_text
 from analytics.segments import NoSegments, list_segments
 from analytics.share_state import PROGRESS_FIELDS, Ranges, decode_share_state_segment, fold
-from broker.share_coordinator.shard import ShareCoordinatorShard
-from protocol import share_state_records as ssr
+from broker.coordinators.share.core.shard import ShareCoordinatorShard
 from protocol.messages.share_state_log import ShareSnapshotValue, ShareUpdateValue
+from protocol.payloads import share_state_records as ssr
 from storage.layout import SHARE_STATE_TOPIC
 from tests.unit.analytics.share_bytes import (
     MEMBER,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.config import BrokerConfig, ConfigError
+from broker.configs.node_config import BrokerConfig, ConfigError
 from broker.topics.catalog import TopicCatalog
 from broker.topics.changes import PartitionsAdded, TopicCreated, TopicDeleted
 

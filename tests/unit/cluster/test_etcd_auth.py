@@ -19,7 +19,7 @@ import trio
 import trustme
 
 from broker.cluster.etcd import EtcdAccessError, EtcdClient, EtcdError
-from broker.config import SECRET_PROPERTIES, BrokerConfig, ConfigError
+from broker.configs.node_config import SECRET_PROPERTIES, BrokerConfig, ConfigError
 
 pytestmark = pytest.mark.trio
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from broker.cluster.peers import PeerSecret
-from broker.transactions.verification import RemoteVerification, transactional_producer
+from broker.coordinators.transaction.service.verification import RemoteVerification, transactional_producer
 from protocol.errors import ErrorCode
 from protocol.messages.add_partitions_to_txn import AddPartitionsToTxnResponse
 from protocol.record_batch import build_simple_batch

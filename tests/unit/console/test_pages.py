@@ -64,7 +64,7 @@ def test_long_member_names_are_cut_short_with_the_whole_name_in_a_tooltip() -> N
 
 def test_a_share_groups_figures_are_its_own() -> None:
     from broker.console.share_figures import share_figures
-    from broker.groups.state_metrics import Family
+    from broker.coordinators.group.service.state_metrics import Family
 
     families: list[Family] = [
         ("kcoord_share_records_in_flight", "", ["group", "state"],
@@ -108,7 +108,7 @@ def test_a_streams_group_whose_topology_is_not_configured_says_why_it_may_be() -
 
 def test_a_share_groups_held_locks_soonest_first_and_its_own_only() -> None:
     from broker.console.share_figures import HeldLock, ShareDeliveries, held_locks
-    from broker.share_partition.partition import ACKNOWLEDGED, ACQUIRED, InFlight, SharePartition
+    from broker.share_partitions.core.partition import ACKNOWLEDGED, ACQUIRED, InFlight, SharePartition
 
     mine = SharePartition(records={5: InFlight(ACQUIRED, 2, "m-1", 31_000), 6: InFlight(ACQUIRED, 1, "m-2", 12_000),
                                    7: InFlight(ACKNOWLEDGED, 1)})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from broker.config import BrokerConfig, parse_http_listener
+from broker.configs.node_config import BrokerConfig, parse_http_listener
 from broker.console.pages import Listener
 from broker.console.server import reading_through
 from broker.security.listeners import ListenerSpec

@@ -8,11 +8,11 @@ from __future__ import annotations
 from typing import Any
 
 from broker.cluster.peers import PeerSecret
+from broker.coordinators.share.core.shard import ShareCoordinatorShard
+from broker.coordinators.share.service.coordinator import request_key
 from broker.handlers.share_state import ShareStateApis
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo, Request
-from broker.share.coordinator import request_key
-from broker.share_coordinator.shard import ShareCoordinatorShard
 from protocol.codec import decode
 from protocol.errors import ErrorCode
 from protocol.messages.initialize_share_group_state import (

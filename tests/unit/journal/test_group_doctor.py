@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from broker.group_coordinator import journal
+from broker.coordinators.group.core.base import journal
 from doctor import Thresholds, diagnose
 from protocol import group_events
 

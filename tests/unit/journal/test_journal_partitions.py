@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 import trio
 
-from broker.groups.journal_writer import JournalWriter
+from broker.coordinators.group.service.journal_writer import JournalWriter
 from broker.log_runtime.runtime import LogRuntime
 from protocol.group_events import EVENTS_TOPIC, decode_event, journal_partition
 from protocol.partitioning import partition_for
 from protocol.record_batch import decode_records, iter_batches
 from storage.config import LogConfig
-from tests.unit.group_coordinator.harness import Harness
+from tests.unit.coordinators.group.core.harness import Harness
 
 PARTITIONS = 5
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kclient.admin_client import _consumer_assignment
-from protocol.consumer_protocol import ConsumerProtocolAssignment, encode_assignment
+from protocol.payloads.consumer_protocol import ConsumerProtocolAssignment, encode_assignment
 
 
 def test_the_consumer_protocols_assignment_is_read_and_other_bytes_are_no_partitions() -> None:

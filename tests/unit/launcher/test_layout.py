@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from broker.config import PROPERTIES, BrokerConfig, ConfigError
+from broker.configs.node_config import PROPERTIES, BrokerConfig, ConfigError
 from kcoord.launcher.layout import plan_nodes
 
 HAS_CONSOLE = any(p.name == "console.listener" for p in PROPERTIES)

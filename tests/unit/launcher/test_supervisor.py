@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from broker.config import BrokerConfig
+from broker.configs.node_config import BrokerConfig
 from kcoord.launcher.layout import plan_nodes
 from kcoord.launcher.run import cluster_id_for, node_specs
 from kcoord.launcher.supervisor import Child, ChildSpec, Supervisor

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.groups.lag_metrics import GroupFilter, first_timestamp_at
+from broker.coordinators.group.service.lag_metrics import GroupFilter, first_timestamp_at
 from protocol.record import Record
 from protocol.record_batch import build_batch, build_end_txn_marker
 from storage.config import LogConfig

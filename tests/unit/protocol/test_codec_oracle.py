@@ -24,13 +24,6 @@ from kafka.protocol.api_data import ApiData
 from kafka.protocol.api_header import ResponseClassRegistry
 from kafka.protocol.api_message import ApiMessage
 
-from protocol.consumer_protocol import (
-    decode_assignment,
-    decode_subscription,
-    encode_assignment,
-    encode_subscription,
-    subscription_version,
-)
 from protocol.messages import REQUESTS, RESPONSES
 from protocol.messages.consumer_protocol import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from protocol.messages.offsets_log import (
@@ -38,6 +31,13 @@ from protocol.messages.offsets_log import (
     GroupMetadataValue,
     OffsetCommitKey,
     OffsetCommitValue,
+)
+from protocol.payloads.consumer_protocol import (
+    decode_assignment,
+    decode_subscription,
+    encode_assignment,
+    encode_subscription,
+    subscription_version,
 )
 from protocol.schema import ArrayOf, Data, Field, Message, Primitive, Struct
 

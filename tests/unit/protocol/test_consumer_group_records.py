@@ -19,7 +19,7 @@ from protocol.messages.offsets_log_consumer_groups import (
     ConsumerGroupTargetAssignmentMemberValue,
     ConsumerGroupTargetAssignmentMetadataValue,
 )
-from protocol.offsets_log_records import (
+from protocol.payloads.offsets_log_records import (
     CONSUMER_GROUP_RECORD_TYPES,
     ConsumerGroupCurrentMemberAssignmentRecord,
     ConsumerGroupMemberMetadataRecord,

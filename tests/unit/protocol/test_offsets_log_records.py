@@ -1,4 +1,4 @@
-"""``protocol.offsets_log_records``: record types by key version, the version rules for values,
+"""``protocol.payloads.offsets_log_records``: record types by key version, the version rules for values,
 tombstones, and the bytes kcoord writes. Expected bytes are packed by hand from Kafka's specs."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 
 from protocol.errors import DecodeError, EncodeError
 from protocol.messages.offsets_log import GroupMetadataValue, OffsetCommitValue
-from protocol.offsets_log_records import (
+from protocol.payloads.offsets_log_records import (
     GROUP_METADATA,
     OFFSET_COMMIT,
     GroupMetadataRecord,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import trio
 
-from broker.group_coordinator.records import decode_record
+from broker.coordinators.group.core.base.records import decode_record
 from protocol.record_batch import (
     RecordBatch,
     build_simple_batch,

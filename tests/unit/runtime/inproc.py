@@ -22,14 +22,13 @@ from typing import Any
 import trio
 import trio.testing
 
-from broker.config import BrokerConfig
+from broker.configs.node_config import BrokerConfig
 from broker.network.connection import Connection
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo
 from broker.server import Broker
 from kclient import wire_client as wire
 from kclient.wire_client import decode_response
-from protocol.consumer_protocol import encode_subscription
 from protocol.messages import ApiKey
 from protocol.messages.api_versions import ApiVersionsRequest
 from protocol.messages.consumer_protocol import ConsumerProtocolSubscription
@@ -41,6 +40,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.produce import ProduceRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from protocol.payloads.consumer_protocol import encode_subscription
 from protocol.record_batch import build_simple_batch
 from tests.unit.runtime.fake_log import FakeDisk
 

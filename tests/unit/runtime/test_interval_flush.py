@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import trio.testing
 
-from broker.groups.shards import RELOAD_DELAY_S
+from broker.coordinators.group.service.coordinator import RELOAD_DELAY_S
 from protocol.errors import ErrorCode
 from tests.unit.runtime.fake_log import Flush
 from tests.unit.runtime.inproc import (

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import trio.testing
 
-from broker.group_coordinator.records import OffsetCommitRecord
-from broker.groups.shards import RELOAD_DELAY_S
+from broker.coordinators.group.core.base.records import OffsetCommitRecord
+from broker.coordinators.group.service.coordinator import RELOAD_DELAY_S
 from protocol.errors import ErrorCode
 from tests.unit.runtime.inproc import (
     OFFSETS_LOG,

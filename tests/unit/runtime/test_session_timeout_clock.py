@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import trio.testing
 
-from broker.group_coordinator.records import GroupMetadataRecord
+from broker.coordinators.group.core.base.records import GroupMetadataRecord
 from protocol.errors import ErrorCode
 from tests.unit.runtime.inproc import EPOCH_MS, OFFSETS_LOG, describe, join, running_broker, sync
 

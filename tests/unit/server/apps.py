@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from broker.app import BrokerApp
-from broker.config import BrokerConfig
+from broker.configs.node_config import BrokerConfig
 
 
 def make_app(tmp_path: Path, *overrides: str) -> BrokerApp:

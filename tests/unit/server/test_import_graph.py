@@ -17,7 +17,7 @@ def test_the_graph_sees_every_kind_of_import() -> None:
     # A module-level import, one under TYPE_CHECKING and one inside a function.
     assert "broker.network.router" in graph["broker.handlers.groups"]
     assert "broker.security.sasl" in graph["broker.network.router"]
-    assert "broker.group_coordinator.consumer.assignors" in graph["broker.config"]
+    assert "broker.coordinators.group.core.consumer.assignors" in graph["broker.configs.node_config"]
 
 
 def test_cycles_are_found() -> None:

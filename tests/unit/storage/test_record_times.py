@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from broker.groups.lag_metrics import first_timestamp_at as from_open_log
+from broker.coordinators.group.service.lag_metrics import first_timestamp_at as from_open_log
 from protocol.record_batch import build_end_txn_marker
 from storage.config import LogConfig
 from storage.partition_log import PartitionLog

@@ -11,8 +11,8 @@ import itertools
 
 import pytest
 
+from broker.coordinators.transaction.core.coordinator import TransactionCoordinator
 from broker.topics.producer_state import INT16_MAX, ProducerStateTable
-from broker.txn_coordinator.coordinator import TransactionCoordinator
 from protocol.errors import ErrorCode
 
 PID = 7

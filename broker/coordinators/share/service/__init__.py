@@ -1,0 +1,1 @@
+"""The share coordinator on the coordinator runtime (``coordinator.py``)."""

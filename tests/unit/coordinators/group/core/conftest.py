@@ -1,0 +1,10 @@
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.coordinators.group.core.harness import Harness
+
+
+@pytest.fixture
+def h() -> Harness:
+    return Harness()
