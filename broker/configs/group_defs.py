@@ -3,8 +3,9 @@
 ``consumer.heartbeat.interval.ms``; its share groups obey the ``share.*`` configs
 (docs/share-groups.md says which); its streams groups the ``streams.*`` timings, standby replicas,
 rack tags and assignment interval, and tell their members the task offset interval and acceptable
-recovery lag (the assignor name, its offloading and warm-up replicas are kept and shown only: kcoord
-has one streams assignor, which places no warm-up tasks)."""
+recovery lag (the assignor name and warm-up replicas are kept and shown only: kcoord has one streams
+assignor, which places no warm-up tasks). The three ``*.assignor.offload.enable`` configs are kept and
+shown only: Kafka 4.4 marks them internal and does not act on them yet (KAFKA-20930)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,9 @@ def _dead_letter_topic(value: object) -> None:
 _G = (
     ("consumer.assignment.interval.ms", INT, "1000", ("group.consumer.assignment.interval.ms",), at_least(0),
      "Time between two target assignments of a consumer group."),
+    ("consumer.assignor.offload.enable", B, "true", ("group.consumer.assignor.offload.enable",), None,
+     "Kept and shown only: Kafka 4.4 defines it and does not act on it; kcoord computes a consumer group's "
+     "assignment in its coordinator's operation."),
     ("consumer.heartbeat.interval.ms", INT, "5000", ("group.consumer.heartbeat.interval.ms",), None,
      "Heartbeat interval the coordinator gives the group's consumer-protocol members."),
     ("consumer.session.timeout.ms", INT, "45000", ("group.consumer.session.timeout.ms",), None,
@@ -42,6 +46,9 @@ _G = (
      "Share groups: the dead-letter queue topic (empty: none)."),
     ("share.assignment.interval.ms", INT, "1000", ("group.share.assignment.interval.ms",), at_least(0),
      "Time between two target assignments of a share group."),
+    ("share.assignor.offload.enable", B, "true", ("group.share.assignor.offload.enable",), None,
+     "Kept and shown only: Kafka 4.4 defines it and does not act on it; kcoord computes a share group's "
+     "assignment in its coordinator's operation."),
     ("share.auto.offset.reset", S, "latest", ("share.auto.offset.reset",), _share_reset,
      "Where a share group starts reading a partition."),
     ("share.delivery.count.limit", INT, "5", ("group.share.delivery.count.limit",), at_least(2),
@@ -65,7 +72,8 @@ _G = (
     ("streams.assignor.name", S, "sticky", ("group.streams.assignors",), None,
      "The task assignor of a streams group."),
     ("streams.assignor.offload.enable", B, "true", ("group.streams.assignor.offload.enable",), None,
-     "Kept and shown only: kcoord computes a streams group's assignment in its coordinator's operation."),
+     "Kept and shown only: Kafka 4.4 defines it and does not act on it; kcoord computes a streams group's "
+     "assignment in its coordinator's operation."),
     ("streams.heartbeat.interval.ms", INT, "5000", ("group.streams.heartbeat.interval.ms",), None,
      "Heartbeat interval of streams group members."),
     ("streams.initial.rebalance.delay.ms", INT, "3000", ("group.streams.initial.rebalance.delay.ms",), at_least(0),
@@ -88,7 +96,8 @@ GROUP_DEFS: dict[str, ConfigDef] = {
 
 # Kafka 4.4 defines these as internal: accepted and described when a group sets them, left out of a
 # group's description otherwise (their broker properties are internal too, and unset).
-INTERNAL = frozenset({"streams.acceptable.recovery.lag", "streams.assignor.offload.enable",
+INTERNAL = frozenset({"consumer.assignor.offload.enable", "share.assignor.offload.enable",
+                      "streams.acceptable.recovery.lag", "streams.assignor.offload.enable",
                       "streams.num.warmup.replicas", "streams.task.offset.interval.ms"})
 
 # The range each bounded group config must stay within: the broker's min and max properties

@@ -254,6 +254,28 @@ def test_streams_group_configs(pair: Pair) -> None:
     pair.compare(scenario)
 
 
+@pytest.mark.parametrize("kind", ["consumer", "share"])
+def test_assignor_offload_configs_are_internal(pair: Pair, kind: str) -> None:
+    """Kafka 4.4's ``consumer.`` and ``share.assignor.offload.enable`` (internal, not acted on yet):
+    a bad value refused, a good one accepted and described only once a group sets it."""
+    name, group = f"{kind}.assignor.offload.enable", unique(f"diff-{kind}-offload")
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        steps: dict[str, object] = {
+            "bad": incremental(c, GROUP, group, (name, SET, "maybe")),
+            "described_before": describe(c, GROUP, group, None),
+            "asked_by_name": describe(c, GROUP, group, [name]),
+            "set": incremental(c, GROUP, group, (name, SET, "false"))}
+        settle(t)
+        steps["described"] = describe(c, GROUP, group, None)
+        return steps
+
+    answers = pair.compare(scenario)
+    assert [r["code"] for r in answers["set"]] == [0]  # type: ignore[index, union-attr]
+    assert [r["code"] for r in answers["bad"]] != [0]  # type: ignore[index, union-attr]
+
+
 def test_streams_group_internal_configs_are_described_when_set_and_told_to_members(pair: Pair) -> None:
     """Kafka 4.4's internal streams group configs (task offset interval, acceptable recovery lag,
     warm-up replicas, assignor offloading): accepted, described only once a group sets them, and the
