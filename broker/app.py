@@ -617,8 +617,7 @@ class BrokerApp:
     async def _settle_heap(self) -> None:
         """What exists once every shard has replayed its log lives as long as the broker: keep it
         out of later garbage collections (broker/heap.py)."""
-        while self.shards.loading:
-            await trio.sleep(0.05)
+        await self.shards.runtime.until_loaded()
         heap.settle()
 
     def _all_partitions(self) -> list[tuple[str, int]]:

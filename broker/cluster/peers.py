@@ -16,6 +16,7 @@ under that secret. A request whose client id does not carry a valid one is refus
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import itertools
@@ -153,16 +154,14 @@ class PeerClient:
 
     async def _call(self, node_id: int, api_key: int, version: int, body: Any,
                     on_answer: Callable[[Any | None], None]) -> None:
-        answered = [False]
-        got = trio.Event()
-        result: list[Any] = [None]
+        # The first answer counts (a connection that fails after answering calls again: dropped).
+        sender, receiver = trio.open_memory_channel[Any](1)
 
         def answer(response: Any | None) -> None:
-            if not answered[0]:
-                answered[0] = True
-                result[0] = response
-                got.set()
+            with contextlib.suppress(trio.WouldBlock):
+                sender.send_nowait(response)
 
+        answered, result = False, None
         conn: _Connection | None = None
         try:
             with trio.move_on_after(REQUEST_TIMEOUT_S):
@@ -174,13 +173,14 @@ class PeerClient:
                 async with conn.send_lock:
                     conn.pending.append((corr, api_key, version, answer))
                     await conn.stream.send_all(data)
-                await got.wait()
+                result = await receiver.receive()
+                answered = True
         except (OSError, trio.BrokenResourceError, trio.ClosedResourceError, trio.TooSlowError, PeerError) as exc:
             logs.debug("cluster.peer_request_failed", node=node_id, api_key=api_key, error=repr(exc)[:200])
-        if not answered[0] and conn is not None:
+        if not answered and conn is not None:
             conn.close()  # no answer in time: what follows on it would be out of step
         try:
-            on_answer(result[0] if answered[0] else None)
+            on_answer(result)
         except Exception:
             # What the answer set going failed; the other requests between the nodes go on.
             logs.event("cluster.peer_answer_failed", 40, exc_info=True, node=node_id, api_key=api_key)

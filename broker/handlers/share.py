@@ -206,6 +206,7 @@ class ShareApis:
             err = sp.acknowledge(member, b.first_offset, b.last_offset, list(b.acknowledge_types), limits, now)
             code = code or err
         changed.append(key)
+        self.service.wake()  # released or rejected records may be what another member waits for
         return code
 
     # ---- ShareFetch -----------------------------------------------------------------------------
@@ -282,13 +283,17 @@ class ShareApis:
                     deadline: float, group: str, member: str, wanted: list[tuple[bytes, int]],
                     ack_codes: dict[tuple[bytes, int], int], max_records: int, started: list[Key]) -> None:
         while trio.current_time() < deadline:
+            # Woken by an append to one of the logs (their watchers) or by anything else that can
+            # make records available or end the session (the share partitions' watchers).
             woken = trio.Event()
             for s in waits:
                 s.watchers.add(woken)
-            with trio.move_on_at(min(deadline, trio.current_time() + 0.1)):
+            self.service.watchers.add(woken)
+            with trio.move_on_at(deadline):
                 await woken.wait()
             for s in waits:
                 s.watchers.discard(woken)
+            self.service.watchers.discard(woken)
             if (group, member) not in self.service.sessions:
                 break
             response, got, waits, more = self._acquire(group, member, wanted, {}, req.body.max_bytes, max_records,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from broker.network.router import Request
+from broker.runtime.countdown import Countdown
 from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import TopicCatalog, TopicError
-from broker.topics.changes import Settlement
 from protocol.errors import ErrorCode
 from protocol.messages.create_topics import CreateTopicsRequest, CreateTopicsResponse
 from protocol.messages.delete_topics import DeleteTopicsRequest, DeleteTopicsResponse
@@ -61,7 +61,7 @@ class TopicApis:
         # Answered once every deleted topic's committed offsets are tombstoned durably in every
         # group: a client that deletes a topic and recreates it must not read back the offsets
         # of the topic it deleted, nor find them again after a restart.
-        settled = Settlement(lambda: req.reply.set(DeleteTopicsResponse(responses=results)))
+        settled = Countdown(0, lambda _ok: req.reply.set(DeleteTopicsResponse(responses=results)), started=False)
         for name, topic_id in wanted:
             if name is None:
                 topic = self.catalog.by_id.get(topic_id)
@@ -78,4 +78,4 @@ class TopicApis:
                     result.error_code = exc.error_code
                     result.error_message = str(exc)
             results.append(result)
-        settled.close()
+        settled.start()

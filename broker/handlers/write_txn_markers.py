@@ -18,6 +18,7 @@ from functools import partial
 from broker.cluster.peers import PeerSecret
 from broker.coordinators.transaction.service.markers import MarkerWriter
 from broker.network.router import Request
+from broker.runtime.countdown import Countdown
 from protocol.errors import ErrorCode
 from protocol.messages.write_txn_markers import WriteTxnMarkersRequest, WriteTxnMarkersResponse
 
@@ -45,9 +46,8 @@ class WriteTxnMarkersApi:
         body = req.body
         allowed = self.peers.is_peer(req.client_id)
         codes: list[dict[tuple[str, int], int]] = [{} for _ in body.markers]
-        left = sum(len(t.partition_indexes) for m in body.markers for t in m.topics)
 
-        def answer() -> None:
+        def answer(_ok: bool) -> None:
             req.reply.set(WriteTxnMarkersResponse(markers=[MarkerResult(
                 producer_id=m.producer_id,
                 topics=[TopicResult(name=t.name, partitions=[
@@ -55,16 +55,13 @@ class WriteTxnMarkersApi:
                     for p in t.partition_indexes]) for t in m.topics])
                 for i, m in enumerate(body.markers)]))
 
-        def settle(i: int, tp: tuple[str, int], code: int) -> None:
-            nonlocal left
-            codes[i][tp] = code
-            left -= 1
-            if left == 0:
-                answer()
+        # Answered once every partition has its code (Countdown(0) answers at once).
+        countdown = Countdown(sum(len(t.partition_indexes) for m in body.markers for t in m.topics), answer)
 
-        if left == 0:
-            answer()
-            return
+        def settle(i: int, tp: tuple[str, int], code: int) -> None:
+            codes[i][tp] = code
+            countdown.arrive()
+
         for i, marker in enumerate(body.markers):
             for topic in marker.topics:
                 for p in topic.partition_indexes:

@@ -198,9 +198,12 @@ class ShardRuntime(Generic[S, R]):
         return part, coordinator.replay(self, part)
 
     async def load(self) -> None:
-        async with self.load_lock:
-            if self.owned and not self.loaded:
-                await self._load()
+        try:
+            async with self.load_lock:
+                if self.owned and not self.loaded:
+                    await self._load()
+        finally:
+            self.runtime.loads_changed()
 
     async def _load(self) -> None:
         started = time.perf_counter()
@@ -426,6 +429,7 @@ class ShardRuntime(Generic[S, R]):
     def lose(self) -> None:
         self.tenure += 1
         self.owned = False
+        self.runtime.loads_changed()
         queued, self.after_load = self.after_load, []
         self.unload()
         for _op, done in queued:
@@ -435,6 +439,7 @@ class ShardRuntime(Generic[S, R]):
         """Controlled hand-over: take no new requests, let the writes already queued become durable
         (their clients are acknowledged), then stop serving."""
         self.owned = False
+        self.runtime.loads_changed()
         part = self.part
         if part is not None:
             await part.settle(5)
@@ -457,6 +462,9 @@ class CoordinatorRuntime(Generic[S, R]):
         self.tokens = itertools.count(1)
         self.timers = TimerService(self._fire, clock, steady_ms)
         self.shards: list[ShardRuntime[S, R]] = [ShardRuntime(self, p) for p in range(num_partitions)]
+        # Set (and replaced) whenever a load ends or a partition is given up: what ``until_loaded``
+        # waits on.
+        self._loads_changed = trio.Event()
 
     def _fire(self, partition: int, key: str, now: int) -> None:
         self.shards[partition].fire_timer(key, now)
@@ -464,6 +472,15 @@ class CoordinatorRuntime(Generic[S, R]):
     @property
     def loading(self) -> int:
         return sum(1 for s in self.shards if s.owned and not s.loaded)
+
+    def loads_changed(self) -> None:
+        self._loads_changed.set()
+        self._loads_changed = trio.Event()
+
+    async def until_loaded(self) -> None:
+        """Returns once no partition this node owns is still loading."""
+        while self.loading:
+            await self._loads_changed.wait()
 
     def serving(self) -> list[ShardRuntime[S, R]]:
         return [s for s in self.shards if s.serving]

@@ -31,6 +31,20 @@ class Countdown:
         if self.left <= 0:
             self._finish(True)
 
+    def hold(self) -> Callable[[], None]:
+        """One more expected arrival, as a function that says it came (calling it again does
+        nothing): for work that cannot fail, or whose failure its waiter does not care about."""
+        self.left += 1
+        arrived = False
+
+        def arrive() -> None:
+            nonlocal arrived
+            if not arrived:
+                arrived = True
+                self.arrive()
+
+        return arrive
+
     def arrive(self, ok: bool = True) -> None:
         """One expected callback came; a failed one (``ok`` false) finishes the countdown now."""
         if self.done is None:

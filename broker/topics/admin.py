@@ -8,8 +8,9 @@ import time
 from collections.abc import Callable, Mapping
 
 from broker.observability import logs
+from broker.runtime.countdown import Countdown
 from broker.topics.catalog import Topic, TopicCatalog, TopicError
-from broker.topics.changes import PartitionsAdded, Settlement, TopicChanges, TopicCreated, TopicDeleted
+from broker.topics.changes import PartitionsAdded, TopicChanges, TopicCreated, TopicDeleted
 from broker.topics.partitions import KAFKA_TOPIC_CONFIGS, TopicLogs, topic_log_config
 from protocol.errors import ErrorCode
 
@@ -64,7 +65,7 @@ class TopicAdmin:
         self.changes.publish(PartitionsAdded(name, topic.topic_id, old, count))
         return topic
 
-    def delete_topic(self, name: str, settlement: Settlement | None = None) -> Topic:
+    def delete_topic(self, name: str, settlement: Countdown | None = None) -> Topic:
         """Deletes a topic, its logs and (through the group coordinator, which subscribes to
         topic changes) every group's committed offsets of it; ``settlement`` learns when those
         offset tombstones are durable."""

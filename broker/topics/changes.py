@@ -6,8 +6,8 @@ broker publishes each change once the topic catalog holds it; the group coordina
 subscribe (``GroupCoordinatorService.on_topic_change``).
 
 A listener may start work that finishes later (a write that must become durable): it takes a
-hold on the change's ``Settlement`` and releases it when done. Whoever published the change learns
-when every listener is done, which is how DeleteTopics answers only once the offsets of the
+hold on the change's settlement (a ``Countdown`` its publisher starts once everything is published)
+and calls it when done. Whoever published the change learns when every listener is done, which is how DeleteTopics answers only once the offsets of the
 deleted topic are gone.
 """
 
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from broker.runtime.countdown import Countdown
 
 
 @dataclass(frozen=True)
@@ -46,39 +48,7 @@ class TopicDeleted:
 TopicChange = TopicCreated | PartitionsAdded | TopicDeleted
 
 
-class Settlement:
-    """Counts the work started for one or more changes; calls ``done`` once, when all of it has
-    finished. The publisher holds it until it has published everything."""
-
-    def __init__(self, done: Callable[[], None]) -> None:
-        self._open = 1
-        self._done: Callable[[], None] | None = done
-
-    def hold(self) -> Callable[[], None]:
-        """One more piece of work; the returned function (idempotent) says it has finished."""
-        self._open += 1
-        released = False
-
-        def release() -> None:
-            nonlocal released
-            if not released:
-                released = True
-                self._release()
-
-        return release
-
-    def _release(self) -> None:
-        self._open -= 1
-        if self._open == 0 and self._done is not None:
-            done, self._done = self._done, None
-            done()
-
-    def close(self) -> None:
-        """The publisher's own hold: everything has been published."""
-        self._release()
-
-
-TopicListener = Callable[[TopicChange, Settlement], None]
+TopicListener = Callable[[TopicChange, Countdown], None]
 
 
 class TopicChanges:
@@ -88,13 +58,17 @@ class TopicChanges:
     def subscribe(self, listener: TopicListener) -> None:
         self._listeners.append(listener)
 
-    def publish(self, change: TopicChange, settlement: Settlement | None = None) -> None:
+    def publish(self, change: TopicChange, settlement: Countdown | None = None) -> None:
         """Tells every listener, in the order they subscribed. Without a ``settlement`` nobody
         waits for what the listeners start."""
         own = settlement is None
         if settlement is None:
-            settlement = Settlement(lambda: None)
+            settlement = Countdown(0, _nobody_waits, started=False)
         for listener in self._listeners:
             listener(change, settlement)
         if own:
-            settlement.close()
+            settlement.start()
+
+
+def _nobody_waits(_ok: bool) -> None:
+    pass

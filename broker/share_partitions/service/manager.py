@@ -41,7 +41,7 @@ from broker.share_partitions.core import records as state_records
 from broker.share_partitions.core.journal import delivery_events
 from broker.share_partitions.core.partition import ACQUIRED, DeadLetter, InFlight, Limits, SharePartition
 from broker.share_partitions.core.settings import ShareGroupSettings
-from broker.topics.changes import Settlement, TopicChange, TopicDeleted
+from broker.topics.changes import TopicChange, TopicDeleted
 from protocol.errors import ErrorCode
 from protocol.group_events import GroupEvent
 from protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
@@ -159,6 +159,10 @@ class SharePartitionManager:
         # Reads of share partitions' state in flight, and who waits for each.
         self.reading: dict[Key, list[Done]] = {}
         self.sessions: dict[tuple[str, str], ShareSession] = {}
+        # Parked ShareFetches, woken when records may have become available other than by an
+        # append (a lock expired, a member released or acknowledged records, a session or a share
+        # partition went): appends wake them through their log's watchers.
+        self.watchers: set[trio.Event] = set()
         self._opened = trio.Event()
         if local is not None:
             # State deleted at this node's coordinator (by whichever node asked): a copy held
@@ -224,10 +228,17 @@ class SharePartitionManager:
                     and not any(r.state == ACQUIRED for r in sp.records.values()):
                 self._drop(key)
 
+    def wake(self) -> None:
+        """Something a parked ShareFetch may be waiting for has changed: it looks again."""
+        for event in self.watchers:
+            event.set()
+        self.watchers.clear()
+
     def _drop(self, key: Key) -> None:
         self.partitions.pop(key, None)
         self.state_epochs.pop(key, None)
         self.read_at.pop(key, None)
+        self.wake()
 
     def _read(self, key: Key, epoch: int, response: Any) -> None:
         error = _error(response)
@@ -264,6 +275,8 @@ class SharePartitionManager:
             if deadline is not None and deadline <= now_ms:
                 sp.expire(now_ms, self.limits(key[0]))
                 expired.append(key)
+        if expired:
+            self.wake()
         self._settle(expired)
 
     def close_idle_sessions(self, now_ms: int) -> None:
@@ -272,6 +285,8 @@ class SharePartitionManager:
         for group, member in idle:
             del self.sessions[(group, member)]
             released += self.release_member(group, member)
+        if idle:
+            self.wake()
         self._settle(released)
 
     def _settle(self, keys: list[Key]) -> None:
@@ -309,13 +324,18 @@ class SharePartitionManager:
         for group, member in ended:
             del self.sessions[(group, member)]
             changed += self.release_member(group, member)
+        if ended:
+            self.wake()
         if changed:
             self.persist(changed, lambda ok: None)
 
     def release_member(self, group: str, member: str) -> list[Key]:
         """The member's session ended: whatever it holds in the group's share partitions goes back."""
         limits = self.limits(group)
-        return [key for key, sp in self.partitions.items() if key[0] == group and sp.release_member(member, limits)]
+        released = [key for key, sp in self.partitions.items() if key[0] == group and sp.release_member(member, limits)]
+        if released:
+            self.wake()
+        return released
 
     # ---- durability ---------------------------------------------------------------------------
 
@@ -491,7 +511,7 @@ class SharePartitionManager:
             keys += [k for k in self.local.states() if k not in self.partitions]
         return keys
 
-    def on_topic_change(self, change: TopicChange, settlement: Settlement) -> None:
+    def on_topic_change(self, change: TopicChange, settlement: Countdown) -> None:
         """Subscribed to the broker's topic changes: a deleted topic's share partitions are
         forgotten, their state deleted wherever it is coordinated: those this node holds or
         coordinates, and every one the share groups it coordinates initialized (as Kafka's group

@@ -55,3 +55,27 @@ def test_started_with_everything_arrived_is_done_at_start() -> None:
     assert done == []
     countdown.start()
     assert done == [True]
+
+
+def test_a_hold_arrives_once_however_often_it_is_called() -> None:
+    """How a topic change settles: each listener's hold is called when its work is done, some
+    twice (a callback on success and on a failure path); the publisher starts it at the end."""
+    done: list[bool] = []
+    countdown = Countdown(0, done.append, started=False)
+    first, second = countdown.hold(), countdown.hold()
+    first()
+    first()
+    countdown.start()
+    assert done == []
+    second()
+    assert done == [True]
+    second()
+    assert done == [True]
+
+
+def test_nothing_held_is_done_at_start() -> None:
+    done: list[bool] = []
+    countdown = Countdown(0, done.append, started=False)
+    assert done == []
+    countdown.start()
+    assert done == [True]

@@ -40,9 +40,10 @@ from broker.runtime.coordinator import (
     Done,
     ShardRuntime,
 )
+from broker.runtime.countdown import Countdown
 from broker.runtime.timers import wall_ms
 from broker.topics.catalog import OFFSETS_TOPIC
-from broker.topics.changes import PartitionsAdded, Settlement, TopicChange, TopicCreated, TopicDeleted
+from broker.topics.changes import PartitionsAdded, TopicChange, TopicCreated, TopicDeleted
 from protocol.group_events import GroupEvent
 from protocol.payloads.offsets_log_records import (
     ConsumerGroupMetadataRecord,
@@ -247,7 +248,7 @@ class GroupCoordinatorService(Coordinator[GroupCoordinatorShard, Result]):
 
     # ---- topic changes ----------------------------------------------------------------------
 
-    def on_topic_change(self, change: TopicChange, settlement: Settlement) -> None:
+    def on_topic_change(self, change: TopicChange, settlement: Countdown) -> None:
         """Subscribed to the broker's topic changes (``broker.topics.changes``).
 
         A deleted topic's committed offsets are tombstoned in every group of every shard, as
