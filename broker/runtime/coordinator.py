@@ -35,8 +35,8 @@ from broker.observability import logs
 from broker.runtime.countdown import Countdown
 from broker.runtime.timer_requests import CancelTimer, SetTimer
 from broker.runtime.timers import TimerService, steady_ms, wall_ms
-from protocol.errors import ErrorCode
-from protocol.record_batch import build_simple_batch
+from protocol.errors import DecodeError, ErrorCode
+from protocol.record_batch import build_simple_batch, decode_records
 from storage.config import LogConfig
 from storage.errors import StorageError
 from storage.layout import partition_dir_name
@@ -94,10 +94,32 @@ class Coordinator(Generic[S, R]):
     def new_shard(self, index: int) -> S:
         raise NotImplementedError
 
-    def replay(self, slot: ShardRuntime[S, R], part: Partition) -> int:
-        """Replays ``part``'s log into ``slot.shard``; returns the records read. Blocking: runs on
-        a worker thread."""
+    # What replay logs for a record it cannot read (skipped; the replay goes on).
+    unreadable_event = "coordinator.unreadable_record"
+
+    def replay_record(self, slot: ShardRuntime[S, R], key: bytes, value: bytes | None) -> bool:
+        """Decodes one record of the log and replays it into ``slot.shard``: False when it holds
+        nothing the shard keeps. Raises ``DecodeError`` for a record it cannot read."""
         raise NotImplementedError
+
+    def replay(self, slot: ShardRuntime[S, R], part: Partition) -> int:
+        """Replays ``part``'s log into ``slot.shard``, record by record through ``replay_record``
+        (control batches and keyless records skipped); returns the records replayed. Blocking: runs
+        on a worker thread. A coordinator with a faster way to load (groups: the replay snapshot and
+        the replay plan) overrides it."""
+        replayed = 0
+        for batch in part.log.batches():
+            if batch.is_control:
+                continue
+            for record in decode_records(batch):
+                if record.key is None:
+                    continue
+                try:
+                    if self.replay_record(slot, record.key, record.value):
+                        replayed += 1
+                except DecodeError as exc:
+                    logs.warn(self.unreadable_event, partition=slot.partition, error=str(exc))
+        return replayed
 
     def writes(self, slot: ShardRuntime[S, R], result: R, now: int, started: float | None) -> list[Append]:
         """The writes that make ``result`` durable, in log order; called once for every result,

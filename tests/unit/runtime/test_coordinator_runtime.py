@@ -24,9 +24,9 @@ from broker.runtime.coordinator import (
     ShardRuntime,
 )
 from broker.runtime.timer_requests import CancelTimer, SetTimer
-from protocol.errors import ErrorCode
+from protocol.errors import DecodeError, ErrorCode
 from protocol.record import Record
-from protocol.record_batch import decode_records, iter_batches
+from protocol.record_batch import build_end_txn_marker, decode_records, iter_batches
 from storage.config import LogConfig
 from storage.fencing import Fence
 from tests.unit.runtime.fake_log import FakeDisk
@@ -80,14 +80,13 @@ class Tally(Coordinator[TallyShard, TallyResult]):
     def new_shard(self, index: int) -> TallyShard:
         return TallyShard()
 
-    def replay(self, slot: ShardRuntime[TallyShard, TallyResult], part: Partition) -> int:
-        read = 0
-        for batch in part.log.batches():
-            for record in decode_records(batch):
-                assert record.key is not None and record.value is not None
-                slot.shard.replay(record.key.decode(), int(record.value))
-                read += 1
-        return read
+    unreadable_event = "tally.unreadable_record"
+
+    def replay_record(self, slot: ShardRuntime[TallyShard, TallyResult], key: bytes, value: bytes | None) -> bool:
+        if value is None or not value.isdigit():
+            raise DecodeError("tally record", 0, f"not a count: {value!r}")
+        slot.shard.replay(key.decode(), int(value))
+        return True
 
     def writes(self, slot: ShardRuntime[TallyShard, TallyResult], result: TallyResult, now: int,
                started: float | None) -> list[Append]:
@@ -217,6 +216,42 @@ async def test_a_failed_write_answers_not_coordinator_and_reloads_from_the_log(
         # Rebuilt from what the log holds: the failed write's record is not there.
         assert t.slot.shard.counts == {"a": 1}
         assert t.add("a") == [] and t.slot.shard.counts == {"a": 2}
+
+
+@pytest.mark.trio
+async def test_replay_skips_a_record_it_cannot_read_and_goes_on(
+        tmp_path: Path, mock_clock: trio.testing.MockClock, caplog: pytest.LogCaptureFixture) -> None:
+    """The runtime's replay loop (every coordinator's but the group coordinator's): an unreadable
+    record is logged once and skipped, control batches and keyless records are not the shard's,
+    the records after them are replayed."""
+    async with tally(tmp_path, mock_clock) as t:
+        t.add("a")
+        await t.settle()
+        part = t.slot.part
+        assert part is not None
+        now = round(trio.current_time() * 1000)
+        part.log.append([(b"b", b"not a count", now), (None, b"7", now)])
+        part.log.append([(b"a", b"5", now)])
+        part.log.append_batch(build_end_txn_marker(0, producer_id=1, producer_epoch=0, commit=True,
+                                                   coordinator_epoch=0, timestamp=now))
+        part.log.flush()
+        t.slot.unload()
+        assert not t.slot.loaded and t.runtime.loading == 1
+        loaded = trio.Event()
+
+        async def wait() -> None:
+            await t.runtime.until_loaded()
+            loaded.set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(wait)
+            await trio.testing.wait_all_tasks_blocked()
+            assert not loaded.is_set()
+            await t.slot.load()
+            with trio.fail_after(5):
+                await loaded.wait()
+        assert t.slot.shard.counts == {"a": 5} and t.slot.records_read == 2
+        assert [r.getMessage() for r in caplog.records if "tally.unreadable_record" in r.getMessage()] != []
 
 
 @pytest.mark.trio

@@ -24,17 +24,15 @@ from broker.cluster.node import ClusterNode
 from broker.coordinators.group.core.base.partitioning import partition_for
 from broker.coordinators.share.core.shard import Key, ShareCoordinatorShard, ShareResult
 from broker.coordinators.share.core.state import ShareGroupOffset
-from broker.log_runtime.runtime import Entry, LogRuntime, Partition
+from broker.log_runtime.runtime import Entry, LogRuntime
 from broker.observability import logs
 from broker.runtime.coordinator import Append, Coordinator, CoordinatorRuntime, Done, ShardRuntime
-from protocol.errors import DecodeError
 from protocol.messages.delete_share_group_state import DeleteShareGroupStateRequest
 from protocol.messages.initialize_share_group_state import InitializeShareGroupStateRequest
 from protocol.messages.read_share_group_state import ReadShareGroupStateRequest
 from protocol.messages.read_share_group_state_summary import ReadShareGroupStateSummaryRequest
 from protocol.messages.write_share_group_state import WriteShareGroupStateRequest
 from protocol.payloads import share_state_records
-from protocol.record_batch import decode_records
 from storage.config import LogConfig
 
 STATE_TOPIC = "__share_group_state"
@@ -156,24 +154,14 @@ class ShareCoordinatorService(Coordinator[ShareCoordinatorShard, ShareResult]):
 
     # ---- the coordinator's hooks --------------------------------------------------------------
 
-    def replay(self, slot: ShareShardRuntime, part: Partition) -> int:
-        replayed = 0
-        shard = slot.shard
-        for batch in part.log.batches():
-            if batch.is_control:
-                continue
-            for record in decode_records(batch):
-                if record.key is None:
-                    continue
-                try:
-                    rec = share_state_records.decode(record.key, record.value)
-                except DecodeError as exc:
-                    logs.warn("share.unreadable_record", partition=slot.partition, error=str(exc))
-                    continue
-                if rec is not None:
-                    shard.replay(rec)
-                    replayed += 1
-        return replayed
+    unreadable_event = "share.unreadable_record"
+
+    def replay_record(self, slot: ShareShardRuntime, key: bytes, value: bytes | None) -> bool:
+        rec = share_state_records.decode(key, value)
+        if rec is None:
+            return False
+        slot.shard.replay(rec)
+        return True
 
     def writes(self, slot: ShareShardRuntime, result: ShareResult, now: int, started: float | None) -> list[Append]:
         del slot, started  # nothing observed here

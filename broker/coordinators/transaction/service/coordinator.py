@@ -33,18 +33,17 @@ from broker.coordinators.transaction.core.coordinator import TIMEOUT_KEY, Marker
 from broker.coordinators.transaction.core.metadata import TopicPartition, TxnMetadata, TxnState
 from broker.coordinators.transaction.core.shard import EXPIRE_IDS_KEY, TransactionCoordinatorShard
 from broker.coordinators.transaction.service.markers import COORDINATOR_EPOCH, MarkerWriter
-from broker.log_runtime.runtime import Entry, LogRuntime, Partition
+from broker.log_runtime.runtime import Entry, LogRuntime
 from broker.observability import logs
 from broker.observability.metrics import METRICS
 from broker.runtime.coordinator import Append, Coordinator, CoordinatorRuntime, Done, ShardRuntime
 from broker.runtime.countdown import Countdown
-from protocol.errors import DecodeError, ErrorCode
+from protocol.errors import ErrorCode
 from protocol.payloads.transaction_log_records import (
     TRANSACTION_STATE_TOPIC,
     decode_transaction_record,
     encode_transaction_record,
 )
-from protocol.record_batch import decode_records
 from storage.config import LogConfig
 
 MARKER_RETRY_S = 0.2
@@ -139,22 +138,11 @@ class TransactionCoordinatorService(Coordinator[TransactionCoordinatorShard, Txn
 
     # ---- the coordinator's hooks --------------------------------------------------------------
 
-    def replay(self, slot: TxnShardRuntime, part: Partition) -> int:
-        replayed = 0
-        shard = slot.shard
-        for batch in part.log.batches():
-            if batch.is_control:
-                continue
-            for record in decode_records(batch):
-                if record.key is None:
-                    continue
-                try:
-                    shard.replay(decode_transaction_record(record.key, record.value))
-                except DecodeError as exc:
-                    logs.warn("transactions.unreadable_record", partition=slot.partition, error=str(exc))
-                    continue
-                replayed += 1
-        return replayed
+    unreadable_event = "transactions.unreadable_record"
+
+    def replay_record(self, slot: TxnShardRuntime, key: bytes, value: bytes | None) -> bool:
+        slot.shard.replay(decode_transaction_record(key, value))
+        return True
 
     def _log_loaded(self, slot: TxnShardRuntime, unfinished: int) -> None:
         shard = slot.shard
