@@ -14,7 +14,7 @@ import trio
 import trio.testing
 
 from broker.cluster.node import ClusterNode
-from broker.log_runtime.runtime import LogRuntime, Partition
+from broker.log_runtime.runtime import LogRuntime
 from broker.runtime.coordinator import (
     RELOAD_DELAY_S,
     Append,
