@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Set
 from typing import TYPE_CHECKING
 
 from broker.coordinators.group.core.base.result import Result
-from broker.coordinators.group.core.base.timers import TimerTarget, consumer_regex_key
+from broker.coordinators.group.core.base.timers import TimerKind, TimerTarget, consumer_regex_key
 from broker.coordinators.group.core.consumer.group import ConsumerGroup
 from broker.coordinators.group.core.consumer.member import ConsumerGroupMember
 
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from broker.coordinators.group.core.state import CoordinatorState
 
 # The timer's kind.
-REFRESH = "consumer-regex"
+REFRESH = TimerKind.CONSUMER_REGEX
 # Kafka's REGEX_BATCH_REFRESH_MIN_INTERVAL_MS: the least time between two refreshes of a group.
 MIN_INTERVAL_MS = 10_000
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from broker.coordinators.group.core.base.result import Result
 from broker.coordinators.group.core.base.timers import (
+    TimerKind,
     TimerTarget,
     consumer_classic_join_key,
     consumer_classic_sync_key,
@@ -20,10 +21,10 @@ from broker.coordinators.group.core.base.timers import (
 if TYPE_CHECKING:
     from broker.coordinators.group.core.state import CoordinatorState
 
-SESSION = "consumer-session"
-REBALANCE = "consumer-rebalance"
-CLASSIC_JOIN = "consumer-classic-join"
-CLASSIC_SYNC = "consumer-classic-sync"
+SESSION = TimerKind.CONSUMER_SESSION
+REBALANCE = TimerKind.CONSUMER_REBALANCE
+CLASSIC_JOIN = TimerKind.CONSUMER_CLASSIC_JOIN
+CLASSIC_SYNC = TimerKind.CONSUMER_CLASSIC_SYNC
 FENCING = (SESSION, REBALANCE, CLASSIC_JOIN, CLASSIC_SYNC)
 
 

@@ -17,7 +17,7 @@ from broker.coordinators.group.core.base.context import RequestContext
 from broker.coordinators.group.core.base.records import GroupMetadataRecord
 from broker.coordinators.group.core.base.responses import join_response, sync_response
 from broker.coordinators.group.core.base.result import Result
-from broker.coordinators.group.core.base.timers import TimerTarget, heartbeat_key
+from broker.coordinators.group.core.base.timers import TimerKind, TimerTarget, heartbeat_key
 from broker.coordinators.group.core.consumer import describe as consumer_describe
 from broker.coordinators.group.core.rebalance import (
     NEW_MEMBER_JOIN_TIMEOUT_MS,
@@ -168,7 +168,7 @@ def _join_new_member(
             out,
             heartbeat_key(group.group_id, new_id),
             now + spec.session_timeout_ms,
-            TimerTarget("heartbeat", group.group_id, new_id),
+            TimerTarget(TimerKind.HEARTBEAT, group.group_id, new_id),
         )
         out.replies.append(
             (ctx.token, join_response(spec.version, error=ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id))

@@ -14,7 +14,13 @@ from broker.coordinators.group.core.base.classic_group import ClassicGroup, Grou
 from broker.coordinators.group.core.base.records import GroupMetadataRecord
 from broker.coordinators.group.core.base.responses import join_response, sync_response
 from broker.coordinators.group.core.base.result import Result
-from broker.coordinators.group.core.base.timers import TimerTarget, heartbeat_key, join_key, sync_key
+from broker.coordinators.group.core.base.timers import (
+    TimerKind,
+    TimerTarget,
+    heartbeat_key,
+    join_key,
+    sync_key,
+)
 from broker.coordinators.group.core.state import CoordinatorState
 from protocol import group_events
 from protocol.errors import ErrorCode
@@ -57,7 +63,7 @@ def reschedule_heartbeat(
         out,
         heartbeat_key(group.group_id, member.member_id),
         deadline,
-        TimerTarget("heartbeat", group.group_id, member.member_id),
+        TimerTarget(TimerKind.HEARTBEAT, group.group_id, member.member_id),
     )
 
 
@@ -69,7 +75,7 @@ def _arm_join_timer(
     st: CoordinatorState, group: ClassicGroup, out: Result, deadline: int, initial: tuple[int, int] | None
 ) -> None:
     group.initial_delay = initial
-    st.timers.set(out, join_key(group.group_id), deadline, TimerTarget("join", group.group_id))
+    st.timers.set(out, join_key(group.group_id), deadline, TimerTarget(TimerKind.JOIN, group.group_id))
 
 
 def _cancel_join_timer(st: CoordinatorState, group: ClassicGroup, out: Result) -> None:
@@ -202,7 +208,7 @@ def complete_join_phase(st: CoordinatorState, group: ClassicGroup, out: Result, 
 
 def schedule_pending_sync(st: CoordinatorState, group: ClassicGroup, out: Result, now: int) -> None:
     group.sync_generation = group.generation
-    st.timers.set(out, sync_key(group.group_id), now + group.rebalance_timeout_ms(), TimerTarget("sync", group.group_id))
+    st.timers.set(out, sync_key(group.group_id), now + group.rebalance_timeout_ms(), TimerTarget(TimerKind.SYNC, group.group_id))
 
 
 def remove_sync_expiration(st: CoordinatorState, group: ClassicGroup, out: Result) -> None:

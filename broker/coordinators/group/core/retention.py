@@ -17,7 +17,7 @@ from broker.coordinators.group.core.base.classic_group import ClassicGroup, Grou
 from broker.coordinators.group.core.base.offsets import CommittedOffset
 from broker.coordinators.group.core.base.records import GroupMetadataRecord, OffsetCommitRecord
 from broker.coordinators.group.core.base.result import Result
-from broker.coordinators.group.core.base.timers import OFFSETS_EXPIRY_KEY, TimerTarget
+from broker.coordinators.group.core.base.timers import OFFSETS_EXPIRY_KEY, TimerKind, TimerTarget
 from broker.coordinators.group.core.state import CoordinatorState
 
 
@@ -44,7 +44,7 @@ def _expired(group: ClassicGroup, base: str, offset: CommittedOffset, now: int, 
 
 def schedule_sweep(st: CoordinatorState, out: Result, now: int) -> None:
     st.timers.set(
-        out, OFFSETS_EXPIRY_KEY, now + st.config.offsets_retention_check_interval_ms, TimerTarget(OFFSETS_EXPIRY_KEY)
+        out, OFFSETS_EXPIRY_KEY, now + st.config.offsets_retention_check_interval_ms, TimerTarget(TimerKind.OFFSETS_EXPIRY)
     )
 
 

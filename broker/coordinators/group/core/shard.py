@@ -38,7 +38,7 @@ from broker.coordinators.group.core.base.offsets import FetchedOffset, fetch_off
 from broker.coordinators.group.core.base.records import AnyRecord, OffsetCommitRecord
 from broker.coordinators.group.core.base.responses import join_response, sync_response
 from broker.coordinators.group.core.base.result import CoordinatorResponse, Result
-from broker.coordinators.group.core.base.timers import OFFSETS_EXPIRY_KEY
+from broker.coordinators.group.core.base.timers import TimerKind
 from broker.coordinators.group.core.consumer import describe as consumer_describe
 from broker.coordinators.group.core.consumer.member import MemberState
 from broker.coordinators.group.core.consumer_heartbeat import (
@@ -390,7 +390,7 @@ class GroupCoordinatorShard:
         target = st.timers.fire(key)
         if target is None:
             return Result()
-        if target.kind == OFFSETS_EXPIRY_KEY:
+        if target.kind is TimerKind.OFFSETS_EXPIRY:
             return retention.sweep(st, now_ms)
         if target.kind == regex_refresh.REFRESH:
             return regex_resolution.on_timer(st, target.group_id, now_ms)
@@ -423,12 +423,12 @@ class GroupCoordinatorShard:
         group = st.groups.get(target.group_id)
         if group is None:
             return out
-        if target.kind == "heartbeat":
+        if target.kind is TimerKind.HEARTBEAT:
             on_heartbeat_timer(st, group, target.member_id, out, now_ms)
-        elif target.kind == "join":
+        elif target.kind is TimerKind.JOIN:
             if group.state is GroupState.PREPARING_REBALANCE:
                 on_join_timer(st, group, out, now_ms)
-        elif target.kind == "sync":
+        elif target.kind is TimerKind.SYNC:
             on_sync_timer(st, group, out, now_ms)
         return out
 

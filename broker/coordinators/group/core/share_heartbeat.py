@@ -18,7 +18,7 @@ from broker.coordinators.group.core.base.assignment_interval import can_compute_
 from broker.coordinators.group.core.base.classic_group import GroupState
 from broker.coordinators.group.core.base.context import RequestContext
 from broker.coordinators.group.core.base.result import Result
-from broker.coordinators.group.core.base.timers import TimerTarget
+from broker.coordinators.group.core.base.timers import TimerKind, TimerTarget
 from broker.coordinators.group.core.consumer.subscriptions import metadata_hash
 from broker.coordinators.group.core.share import assignor
 from broker.coordinators.group.core.share.group import (
@@ -58,8 +58,8 @@ from protocol.payloads.offsets_log_records import (
 if TYPE_CHECKING:
     from broker.coordinators.group.core.state import CoordinatorState
 
-SESSION = "share-session"
-INITIALIZE = "share-initialize"
+SESSION = TimerKind.SHARE_SESSION
+INITIALIZE = TimerKind.SHARE_INITIALIZE
 LEAVE_EPOCH = -1
 _Response = ShareGroupHeartbeatResponse
 _TopicPartitions = ShareGroupHeartbeatResponse.Assignment.TopicPartitions

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from broker.coordinators.group.core.base.result import Result
-from broker.coordinators.group.core.base.timers import TimerTarget
+from broker.coordinators.group.core.base.timers import TimerKind, TimerTarget
 
 if TYPE_CHECKING:
     from broker.coordinators.group.core.state import CoordinatorState
 
-SESSION = "streams-session"
-REBALANCE = "streams-rebalance"
+SESSION = TimerKind.STREAMS_SESSION
+REBALANCE = TimerKind.STREAMS_REBALANCE
 FENCING = (SESSION, REBALANCE)
 
 

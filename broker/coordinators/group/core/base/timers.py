@@ -7,18 +7,37 @@ rather than parsed.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import NamedTuple
 
 from broker.coordinators.group.core.base.result import Result
 from broker.runtime.timer_requests import CancelTimer, SetTimer
 
-OFFSETS_EXPIRY_KEY = "offsets-expiry"
+
+class TimerKind(StrEnum):
+    """What a group coordinator timer is for: the shard's ``on_timer`` dispatches on it. Each
+    value is also its keys' prefix."""
+
+    HEARTBEAT = "heartbeat"  # a classic member's session
+    JOIN = "join"  # a classic group's join phase ends
+    SYNC = "sync"  # a classic group's leader did not sync in time
+    OFFSETS_EXPIRY = "offsets-expiry"  # the shard's sweep of expired offsets
+    CONSUMER_SESSION = "consumer-session"
+    CONSUMER_REBALANCE = "consumer-rebalance"  # a member did not revoke in time
+    CONSUMER_CLASSIC_JOIN = "consumer-classic-join"  # a classic member inside a consumer group
+    CONSUMER_CLASSIC_SYNC = "consumer-classic-sync"
+    CONSUMER_REGEX = "consumer-regex"  # a consumer group's regular expressions resolved
+    SHARE_SESSION = "share-session"
+    SHARE_INITIALIZE = "share-initialize"  # share partitions' state initialized
+    STREAMS_SESSION = "streams-session"
+    STREAMS_REBALANCE = "streams-rebalance"
+
+
+OFFSETS_EXPIRY_KEY = TimerKind.OFFSETS_EXPIRY.value
 
 
 class TimerTarget(NamedTuple):
-    # "heartbeat" | "join" | "sync" | "offsets-expiry" | "consumer-session" | "consumer-rebalance"
-    # | "consumer-classic-join" | "consumer-classic-sync" | "consumer-regex"
-    kind: str
+    kind: TimerKind
     group_id: str = ""
     member_id: str = ""
     epoch: int = -1  # consumer-rebalance: the member epoch it must have left by the deadline
