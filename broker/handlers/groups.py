@@ -8,7 +8,7 @@ is durable (``GroupCoordinatorService.after_durable``), never from records a cra
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -67,6 +67,7 @@ class GroupRequest(Protocol):
 
 GroupBody = TypeVar("GroupBody", bound=GroupRequest)
 GroupReply = TypeVar("GroupReply", bound=Data)
+Described = TypeVar("Described")
 # delete_share_state(group id, share partitions (group, topic id, partition), done(ok)).
 DeleteShareState = Callable[[str, list[tuple[str, bytes, int]], Callable[[bool], None]], None]
 
@@ -227,6 +228,34 @@ class GroupRouting:
             shards = self.shards
             runtime = shard_of[group_id] = shards.runtimes[partition_for(group_id, shards.num_partitions)]
         return runtime
+
+    def describe_each(self, group_ids: Sequence[str], describe: Callable[[GroupCoordinatorShard, str], Described],
+                      failed: Callable[[str, int], Described], done: Callable[[list[Described]], None], *,
+                      empty_id_invalid: bool = True) -> None:
+        """The describe APIs' read of several groups, each on its own shard: a group whose
+        shard is elsewhere or loading fails alone (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS),
+        as does an empty id (INVALID_GROUP_ID, unless ``empty_id_invalid`` is false); the others are
+        described at once and answered (``done``, in the order asked) once every write they could
+        see is durable; if one of those writes fails, every group answers NOT_COORDINATOR."""
+        out: list[Described] = []
+        read_from: list[tuple[GroupShardRuntime, str | None]] = []
+        for group_id in group_ids:
+            if empty_id_invalid and not group_id:
+                out.append(failed(group_id, ErrorCode.INVALID_GROUP_ID))
+                continue
+            runtime = self.runtime_for(group_id)
+            if not runtime.serving:
+                out.append(failed(group_id, ErrorCode.NOT_COORDINATOR))
+            elif not runtime.loaded:
+                out.append(failed(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
+            else:
+                out.append(describe(runtime.shard, group_id))
+                read_from.append((runtime, group_id))
+
+        def answer(durable: bool) -> None:
+            done(out if durable else [failed(g, ErrorCode.NOT_COORDINATOR) for g in group_ids])
+
+        self.shards.after_durable(read_from, answer)
 
 
 def _sync_without_protocol(req: Request[SyncGroupRequest]) -> int:
@@ -457,21 +486,7 @@ class GroupApis:
         return wanted, unknown, asked
 
     def describe_groups(self, req: Request[DescribeGroupsRequest]) -> None:
-        out = []
-        read_from: list[tuple[GroupShardRuntime, str | None]] = []
-        for group_id in req.body.groups:
-            runtime = self.runtime_for(group_id)
-            if not runtime.serving:
-                out.append(describe_error(group_id, ErrorCode.NOT_COORDINATOR))
-                continue
-            if not runtime.loaded:
-                out.append(describe_error(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
-                continue
-            out.append(runtime.shard.describe_group(group_id, req.version))
-            read_from.append((runtime, group_id))
-
-        def answer(durable: bool) -> None:
-            groups = out if durable else [describe_error(g, ErrorCode.NOT_COORDINATOR) for g in req.body.groups]
+        def answer(groups: list[DescribeGroupsResponse.DescribedGroup]) -> None:
             if req.version >= 3 and req.body.include_authorized_operations:
                 # Without an authorizer Kafka reports every group operation (with one, the
                 # request checks put the principal's own in their place).
@@ -480,35 +495,19 @@ class GroupApis:
                         group.authorized_operations = all_operations(ResourceType.GROUP)
             req.reply.set(DescribeGroupsResponse(groups=groups))
 
-        self.shards.after_durable(read_from, answer)
+        self.routing.describe_each(req.body.groups, lambda shard, g: shard.describe_group(g, req.version),
+                                   describe_error, answer, empty_id_invalid=False)
 
     def consumer_group_describe(self, req: Request[ConsumerGroupDescribeRequest]) -> None:
-        failed = consumer_describe_failed
-        out = []
-        read_from: list[tuple[GroupShardRuntime, str | None]] = []
-        for group_id in req.body.group_ids:
-            if not group_id:
-                out.append(failed(group_id, ErrorCode.INVALID_GROUP_ID))
-                continue
-            runtime = self.runtime_for(group_id)
-            if not runtime.serving:
-                out.append(failed(group_id, ErrorCode.NOT_COORDINATOR))
-                continue
-            if not runtime.loaded:
-                out.append(failed(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
-                continue
-            out.append(runtime.shard.consumer_group_describe(group_id))
-            read_from.append((runtime, group_id))
-
-        def answer(durable: bool) -> None:
-            groups = out if durable else [failed(g, ErrorCode.NOT_COORDINATOR) for g in req.body.group_ids]
+        def answer(groups: list[ConsumerGroupDescribeResponse.DescribedGroup]) -> None:
             if req.body.include_authorized_operations:
                 for group in groups:
                     if group.error_code == 0:
                         group.authorized_operations = all_operations(ResourceType.GROUP)
             req.reply.set(ConsumerGroupDescribeResponse(groups=groups))
 
-        self.shards.after_durable(read_from, answer)
+        self.routing.describe_each(req.body.group_ids, GroupCoordinatorShard.consumer_group_describe, consumer_describe_failed,
+                                   answer)
 
     def list_groups(self, req: Request[ListGroupsRequest]) -> None:
         if self.shards.loading:

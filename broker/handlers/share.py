@@ -22,7 +22,7 @@ from broker.coordinators.group.core.base.context import RequestContext
 from broker.coordinators.group.core.base.result import Result
 from broker.coordinators.group.core.shard import GroupCoordinatorShard
 from broker.coordinators.group.core.share import describe as share_describe
-from broker.coordinators.group.service.coordinator import GroupCoordinatorService, ShardRuntime
+from broker.coordinators.group.service.coordinator import GroupCoordinatorService
 from broker.handlers.fetch import below
 from broker.handlers.groups import GroupRouting, SingleGroupApi
 from broker.network.router import Request
@@ -131,30 +131,15 @@ class ShareApis:
     # ---- membership -----------------------------------------------------------------------------
 
     def share_group_describe(self, req: Request[ShareGroupDescribeRequest]) -> None:
-        failed = share_describe.failed
-        out = []
-        read_from: list[tuple[ShardRuntime, str | None]] = []
-        for group_id in req.body.group_ids:
-            runtime = self.routing.runtime_for(group_id)
-            if not group_id:
-                out.append(failed(group_id, ErrorCode.INVALID_GROUP_ID))
-            elif not runtime.serving:
-                out.append(failed(group_id, ErrorCode.NOT_COORDINATOR))
-            elif not runtime.loaded:
-                out.append(failed(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
-            else:
-                out.append(runtime.shard.share_group_describe(group_id))
-                read_from.append((runtime, group_id))
-
-        def answer(durable: bool) -> None:
-            groups = out if durable else [failed(g, ErrorCode.NOT_COORDINATOR) for g in req.body.group_ids]
+        def answer(groups: list[ShareGroupDescribeResponse.DescribedGroup]) -> None:
             if req.body.include_authorized_operations:
                 for group in groups:
                     if group.error_code == 0:
                         group.authorized_operations = all_operations(ResourceType.GROUP)
             req.reply.set(ShareGroupDescribeResponse(groups=groups))
 
-        self.shards.after_durable(read_from, answer)
+        self.routing.describe_each(req.body.group_ids, lambda shard, g: shard.share_group_describe(g),
+                                   share_describe.failed, answer)
 
     # ---- sessions -------------------------------------------------------------------------------
 

@@ -78,6 +78,7 @@ class StreamsGroupApis:
     def __init__(self, shards: GroupCoordinatorService, routing: GroupRouting, admin: TopicAdmin,
                  may_create: MayCreate | None) -> None:
         self.shards = shards
+        self.routing = routing
         self.runtime_for = routing.runtime_for
         self.admin = admin
         self.may_create = may_create
@@ -173,29 +174,14 @@ class StreamsGroupApis:
         return []
 
     def streams_group_describe(self, req: Request[StreamsGroupDescribeRequest]) -> None:
-        out = []
-        read_from = []
-        for group_id in req.body.group_ids:
-            if not group_id:
-                out.append(describe_failed(group_id, ErrorCode.INVALID_GROUP_ID))
-                continue
-            runtime = self.runtime_for(group_id)
-            if not runtime.serving:
-                out.append(describe_failed(group_id, ErrorCode.NOT_COORDINATOR))
-                continue
-            if not runtime.loaded:
-                out.append(describe_failed(group_id, ErrorCode.COORDINATOR_LOAD_IN_PROGRESS))
-                continue
-            out.append(runtime.shard.streams_group_describe(
-                group_id, req.version >= 1 and req.body.include_topology_description))
-            read_from.append((runtime, group_id))
+        with_topology = req.version >= 1 and req.body.include_topology_description
 
-        def answer(durable: bool) -> None:
-            groups = out if durable else [describe_failed(g, ErrorCode.NOT_COORDINATOR) for g in req.body.group_ids]
+        def answer(groups: list[StreamsGroupDescribeResponse.DescribedGroup]) -> None:
             if req.body.include_authorized_operations:
                 for group in groups:
                     if group.error_code == 0 and group.authorized_operations == -2147483648:
                         group.authorized_operations = all_operations(ResourceType.GROUP)
             req.reply.set(StreamsGroupDescribeResponse(groups=groups))
 
-        self.shards.after_durable(read_from, answer)
+        self.routing.describe_each(req.body.group_ids, lambda shard, g: shard.streams_group_describe(g, with_topology),
+                                   describe_failed, answer)
