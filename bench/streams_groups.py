@@ -31,7 +31,7 @@ from pathlib import Path
 from bench.harness import ROOT, Broker, cpu_seconds, rss_mb
 from testkit.kafka import KafkaProcess, classpath, kafka_libs
 from tests.integration.helpers.clients import create_topic
-from tests.integration.test_streams_groups import Instance, counts, produce, sentences
+from tests.integration.helpers.streams_app import Instance, counts, produce, sentences
 
 PARTITIONS = 4
 TASKS = {f"{s}_{p}" for s in (0, 1) for p in range(PARTITIONS)}

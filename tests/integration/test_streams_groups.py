@@ -8,7 +8,6 @@ its tasks taken over by the others, and the counts read back (read_committed) ar
 from __future__ import annotations
 
 import random
-import struct
 import time
 import uuid
 from collections import Counter
@@ -16,19 +15,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
 
 from testkit.kafka import run_tool
 from testkit.kcoord import BrokerProcess
 from tests.integration.helpers.clients import create_topic, wait_for
-from tests.integration.helpers.streams_app import Instance
+from tests.integration.helpers.streams_app import Instance, counts, produce, sentences
 
 pytestmark = [pytest.mark.timeout(240)]
 
 STREAMS_GROUPS = "org.apache.kafka.tools.streams.StreamsGroupCommand"
 PARTITIONS = 4
 ALL_TASKS = {f"{s}_{p}" for s in (0, 1) for p in range(PARTITIONS)}
-WORDS = ["kafka", "streams", "group", "task", "epoch", "topology", "store", "changelog", "broker", "count"]
 # Sessions short enough for the test to see a killed instance's tasks move within seconds.
 BROKER = {"group.streams.num.standby.replicas": "1", "group.streams.session.timeout.ms": "4000", "group.streams.heartbeat.interval.ms": "500",
           "group.streams.initial.rebalance.delay.ms": "0"}
@@ -50,39 +47,6 @@ def standbys_elsewhere(instances: list[Instance]) -> bool:
     standby = [t for i in live for t in i.standby]
     stateful = {t for t in ALL_TASKS if t.startswith("1_")}
     return sorted(standby) == sorted(stateful) and all(not (i.active & i.standby) for i in live)
-
-
-def produce(bootstrap: str, topic: str, lines: list[str]) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
-    for n, line in enumerate(lines):
-        producer.produce(topic, key=str(n), value=line)
-    assert producer.flush(30) == 0
-
-
-def counts(bootstrap: str, topic: str) -> dict[str, int]:
-    """The last committed count of every word in the output topic (read up to each partition's end;
-    under read_committed the position passes the transaction markers too)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
-    try:
-        parts = [TopicPartition(topic, p, 0) for p in range(PARTITIONS)]
-        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(PARTITIONS)}
-        consumer.assign(parts)
-        latest: dict[str, int] = {}
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            if all(tp.offset >= ends[tp.partition] for tp in consumer.position(parts) if ends[tp.partition]):
-                break
-            msg = consumer.poll(0.5)
-            if msg is not None and not msg.error():
-                latest[msg.key().decode()] = struct.unpack(">q", msg.value())[0]
-        return latest
-    finally:
-        consumer.close()
-
-
-def sentences(rng: random.Random, n: int) -> list[str]:
-    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6))) for _ in range(n)]
 
 
 def test_word_count_on_the_streams_protocol_two_then_three_instances_one_killed(

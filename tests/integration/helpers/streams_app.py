@@ -1,16 +1,26 @@
 """One StreamsWordCount process (``tests/java/StreamsWordCount.java``) and what it last reported:
-its state and its active and standby tasks."""
+its state and its active and standby tasks; the sentences it counts, written to its input, and the
+counts read back from its output (the tests and ``bench/streams_groups.py`` share them)."""
 
 from __future__ import annotations
 
 import json
+import random
 import signal
+import struct
 import subprocess
 import threading
+import time
+import uuid
 from pathlib import Path
 from typing import Any
 
+from confluent_kafka import Consumer, Producer, TopicPartition
+
 from testkit.kafka import java_command
+
+PARTITIONS = 4
+WORDS = ["kafka", "streams", "group", "task", "epoch", "topology", "store", "changelog", "broker", "count"]
 
 
 class Instance:
@@ -60,3 +70,36 @@ class Instance:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
         self.log.close()
+
+
+def produce(bootstrap: str, topic: str, lines: list[str]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    for n, line in enumerate(lines):
+        producer.produce(topic, key=str(n), value=line)
+    assert producer.flush(30) == 0
+
+
+def counts(bootstrap: str, topic: str, partitions: int = PARTITIONS) -> dict[str, int]:
+    """The last committed count of every word in the output topic (read up to each partition's end;
+    under read_committed the position passes the transaction markers too)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{uuid.uuid4().hex[:6]}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    try:
+        parts = [TopicPartition(topic, p, 0) for p in range(partitions)]
+        ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)}
+        consumer.assign(parts)
+        latest: dict[str, int] = {}
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if all(tp.offset >= ends[tp.partition] for tp in consumer.position(parts) if ends[tp.partition]):
+                break
+            msg = consumer.poll(0.5)
+            if msg is not None and not msg.error():
+                latest[msg.key().decode()] = struct.unpack(">q", msg.value())[0]
+        return latest
+    finally:
+        consumer.close()
+
+
+def sentences(rng: random.Random, n: int) -> list[str]:
+    return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(1, 6))) for _ in range(n)]
