@@ -229,6 +229,7 @@ class PartitionLog:
             return old
         self.check_fence()
         old.deactivate()
+        old.unsynced = True  # the next flush syncs its trimmed indexes too
         seg = Segment.create(self.directory, base_offset, self.config, self.clock())
         seg.activate()
         self._segments.append(seg)
@@ -293,10 +294,25 @@ class PartitionLog:
                 for s in todo:
                     s.unsynced = False
                 dir_dirty, self._dir_dirty = self._dir_dirty, False
+                # Each .log is synced through a descriptor of its own, taken now, and a segment's
+                # indexes only if it had rolled by now: an append may roll the active segment
+                # while this flush runs, closing the descriptors it held (one synced after its
+                # close fails, or syncs whatever file took its number).
+                work: list[tuple[Segment, int, bool]] = []
+                try:
+                    for s in todo:
+                        work.append((s, s.reader(), not s.active))
+                except BaseException:
+                    for s in todo:
+                        s.unsynced = True
+                    self._dir_dirty = self._dir_dirty or dir_dirty
+                    for _s, fd, _i in work:
+                        os.close(fd)
+                    raise
             try:
                 self.check_fence()
-                for s in todo:
-                    s.sync(with_indexes=not s.active)
+                for s, fd, with_indexes in work:
+                    s.sync(with_indexes, fd)
                 if dir_dirty:
                     fsync_dir(self.directory)
             except BaseException:
@@ -304,6 +320,9 @@ class PartitionLog:
                     s.unsynced = True
                 self._dir_dirty = self._dir_dirty or dir_dirty
                 raise
+            finally:
+                for _s, fd, _i in work:
+                    os.close(fd)
             with self._lock:
                 # A flush is a success only for an owner: the bytes may be on the disk, but a node
                 # that lost the partition meanwhile must not report them durable (or acknowledge).

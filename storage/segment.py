@@ -152,9 +152,16 @@ class Segment:
         self.active = False
         self.release_log()
 
-    def sync(self, with_indexes: bool) -> None:
-        with self._log() as fd:  # any descriptor of the file syncs its data
+    def sync(self, with_indexes: bool, fd: int | None = None) -> None:
+        """fdatasync the .log (through ``fd``, a descriptor of its own the caller took with
+        ``reader``, when given: any descriptor of the file syncs its data) and, with
+        ``with_indexes``, fsync the indexes: only for a rolled segment, whose indexes no longer
+        change."""
+        if fd is not None:
             os.fdatasync(fd)
+        else:
+            with self._log() as held:
+                os.fdatasync(held)
         if with_indexes:
             self.offset_index.flush()
             self.time_index.flush()
