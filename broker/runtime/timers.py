@@ -54,6 +54,12 @@ class TimerService:
         self.fire = fire
         self.clock = clock
         self.steady = clock if steady is None else steady
+        # The system's wall clock is read rounded down and trio's steady clock to the nearest
+        # millisecond: a deadline moved from one to the other by their difference could come due up
+        # to a millisecond before the wall clock reaches it, and the operation it runs would see a
+        # "now" short of its deadline. One millisecond more, then; clocks read alike (the tests'
+        # mock clocks) keep their deadlines exact.
+        self.margin = 1 if clock is wall_ms and self.steady is not clock else 0
         # (deadline, sequence, shard, key); an entry is current only while ``entry[key]`` is its
         # sequence number, and its deadline may be earlier than the key's deadline.
         self.heap: list[tuple[int, int, int, str]] = []
@@ -70,7 +76,7 @@ class TimerService:
         """Arms ``key`` of ``shard`` for the wall-clock ``deadline_ms``, that is, for as long from
         now as that deadline is from the wall clock now."""
         if self.steady is not self.clock:
-            deadline_ms += self.steady() - self.clock()
+            deadline_ms += self.steady() - self.clock() + self.margin
         k = (shard, key)
         self.deadline[k] = deadline_ms
         queued = self.entry_deadline.get(k)

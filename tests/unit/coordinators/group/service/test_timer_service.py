@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from broker.runtime.timers import TimerService
+import time
+
+import pytest
+
+from broker.runtime.timers import TimerService, wall_ms
 
 
 class Clock:
@@ -147,3 +151,26 @@ def test_deadlines_elapse_on_the_steady_clock_when_the_wall_clock_is_stepped() -
     steady.now += 1
     timers.fire_due()
     assert [key for _, key, _ in fired] == ["heartbeat:g:a", "heartbeat:g:b"]
+
+
+def test_never_fires_before_the_wall_clock_reads_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The system's wall clock read rounded down, trio's steady clock to the nearest millisecond:
+    with a wall reading 0.99 ms short of the true time and a steady one 0.5 ms short, a deadline
+    moved between them by their difference came due when the wall clock read a millisecond before
+    it (a rebalance timeout of 7,000 ms journaled as a 6,999 ms join phase)."""
+    true_wall_ms, true_steady_ms = [1_000_000.99], [5_000.5]
+    monkeypatch.setattr(time, "time", lambda: true_wall_ms[0] / 1000)
+    fired: list[int] = []
+    timers = TimerService(lambda shard, key, now: fired.append(now), wall_ms, lambda: round(true_steady_ms[0]))
+    deadline = wall_ms() + 100
+    timers.set(0, "join:g", deadline)
+
+    def elapse(ms: float) -> None:
+        true_wall_ms[0] += ms
+        true_steady_ms[0] += ms
+        timers.fire_due()
+
+    elapse(99.0)  # the wall clock reads 1,000,099: one short
+    assert fired == []
+    elapse(2.0)  # a millisecond late at most
+    assert fired and fired[0] >= deadline
