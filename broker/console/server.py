@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 import ssl
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, cast
-from urllib.parse import urlsplit
 
 import trio
 
@@ -20,11 +20,15 @@ from broker.security.listeners import ListenerSpec
 from broker.security.tls import DEFAULT_MAPPER, PrincipalMapper
 
 if TYPE_CHECKING:
+    from hypercorn.config import Config
+    from hypercorn.typing import ASGIFramework
+
     from broker.console.rules import TableEntry
     from broker.console.share_figures import ShareDeliveries
     from broker.handlers.request_checks import RequestChecks
 
 _ANY_HOST = ("", "0.0.0.0", "::")
+_BACKLOG = 100  # pending console connections
 
 
 @dataclass(frozen=True)
@@ -66,11 +70,51 @@ async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequenc
                         *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
     """Serves the console on ``host``:``port`` (0: any free port), reading the cluster through
     ``bootstrap``; over TLS with ``tls`` (``https.console_context``); reports the bound port once it
-    listens."""
-    # Imported here: a broker with the console off never loads the web stack.
-    from hypercorn.config import Config
+    listens.
+
+    Over plain HTTP the port is bound and listening at once, but the web stack (Hypercorn, Starlette,
+    the pages) is loaded only when the first client connects, and then serves that socket: a console
+    nobody opens costs the broker neither the memory (about 5 MB) nor the startup time of it."""
+    if tls is not None:
+        app, config = _web_app(host, port, bootstrap, listeners, metrics, rules, share_figures)
+        from broker.console.https import serve_https
+
+        async with trio.open_nursery() as nursery:
+            bound: int = await nursery.start(serve_https, app, config, tls, host, port)
+            url = f"https://[{host}]:{bound}" if ":" in host else f"https://{host}:{bound}"
+            logs.event("console.listening", host=host, port=bound, url=url)
+            task_status.started(bound)
+        return
+    sock = trio.socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        await sock.bind((host, port))
+        sock.listen(_BACKLOG)
+    except BaseException:
+        sock.close()
+        raise
+    bound = sock.getsockname()[1]
+    url = f"http://[{host}]:{bound}" if ":" in host else f"http://{host}:{bound}"
+    logs.event("console.listening", host=host, port=bound, url=url)
+    task_status.started(bound)
+    try:
+        await trio.lowlevel.wait_readable(sock)  # the first client is waiting to be accepted
+    except BaseException:
+        sock.close()
+        raise
     from hypercorn.trio import serve
-    from hypercorn.typing import ASGIFramework
+
+    app, config = _web_app(host, port, bootstrap, listeners, metrics, rules, share_figures)
+    # Hypercorn serves the socket already listening, the first client in its queue.
+    config.bind = [f"fd://{sock.detach()}"]
+    await serve(app, config, shutdown_trigger=_never)
+
+
+def _web_app(host: str, port: int, bootstrap: str, listeners: Sequence[Listener],
+             metrics: Callable[[], Awaitable[bytes]] | None, rules: ActionRules | None,
+             share_figures: Callable[[str], ShareDeliveries] | None) -> tuple[ASGIFramework, Config]:
+    """The console's ASGI application and Hypercorn's configuration for it."""
+    from hypercorn.config import Config
 
     from broker.console import actions
     from broker.console.rules import Rules
@@ -86,20 +130,9 @@ async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequenc
     # A request line and headers larger than this are answered 400 by the HTTP parser.
     config.h11_max_incomplete_size = 16 * 1024
     config.graceful_timeout = 1.0
+    config.backlog = _BACKLOG
     # Starlette and Hypercorn each declare the ASGI interface with their own (equivalent) types.
     setup = None if rules is None else ActionSetup(
         rules.enabled, Rules(rules.checks, rules.table, rules.check_password, rules.mapper),
         partial(actions.run, bootstrap))
-    app = cast(ASGIFramework, Console(Reader(bootstrap), listeners, metrics, setup, share_figures).app())
-
-    async with trio.open_nursery() as nursery:
-        if tls is not None:
-            from broker.console.https import serve_https
-
-            bound: int = await nursery.start(serve_https, app, config, tls, host, port)
-            url = f"https://[{host}]:{bound}" if ":" in host else f"https://{host}:{bound}"
-        else:
-            binds: list[str] = await nursery.start(partial(serve, app, config, shutdown_trigger=_never))
-            bound, url = urlsplit(binds[0]).port or port, binds[0]
-        logs.event("console.listening", host=host, port=bound, url=url)
-        task_status.started(bound)
+    return cast("ASGIFramework", Console(Reader(bootstrap), listeners, metrics, setup, share_figures).app()), config

@@ -20,21 +20,11 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
-from cryptography.hazmat.primitives.asymmetric.ed448 import Ed448PublicKey
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
-
 from broker.security.oauthbearer import InvalidToken
 
 VALIDATOR_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 
-_HASHES: dict[str, Callable[[], hashes.HashAlgorithm]] = {
-    "256": hashes.SHA256, "384": hashes.SHA384, "512": hashes.SHA512}
-_CURVES: dict[str, tuple[ec.EllipticCurve, int]] = {
-    "P-256": (ec.SECP256R1(), 32), "P-384": (ec.SECP384R1(), 48), "P-521": (ec.SECP521R1(), 66)}
+_HASH_BITS = ("256", "384", "512")
 _EC_ALG_CURVE = {"ES256": "P-256", "ES384": "P-384", "ES512": "P-521"}
 REFRESH_PER_KID_MS = 60_000  # a token's unknown key id asks for a refresh at most once a minute
 _MISSING_KIDS = 16  # how many unknown key ids are remembered for that
@@ -62,12 +52,6 @@ def _b64(text: str) -> bytes:
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
-def _uint(text: object) -> int:
-    if not isinstance(text, str):
-        raise ValueError("not a base64url string")
-    return int.from_bytes(_b64(text), "big")
-
-
 @dataclass(frozen=True)
 class Jwk:
     """One verification key of the set, with the fields key selection looks at."""
@@ -84,21 +68,14 @@ class Jwk:
     def parse(cls, jwk: Mapping[str, object]) -> Jwk | None:
         """The key, or None for one this broker cannot verify with (a symmetric or private-only
         key, an unknown type or curve): it is left out of the set, as jose4j skips it."""
+        from broker.security import jwk_keys  # cryptography, loaded only by a broker that verifies tokens
+
         kty = jwk.get("kty")
         try:
-            if kty == "RSA":
-                public: object = rsa.RSAPublicNumbers(_uint(jwk.get("e")), _uint(jwk.get("n"))).public_key()
-            elif kty == "EC":
-                curve = _CURVES.get(str(jwk.get("crv")))
-                if curve is None:
-                    return None
-                public = ec.EllipticCurvePublicNumbers(_uint(jwk.get("x")), _uint(jwk.get("y")), curve[0]).public_key()
-            elif kty == "OKP" and jwk.get("crv") in ("Ed25519", "Ed448"):
-                raw = _b64(str(jwk.get("x")))
-                public = (Ed25519PublicKey if jwk.get("crv") == "Ed25519" else Ed448PublicKey).from_public_bytes(raw)
-            else:
-                return None
+            public = jwk_keys.public_key(jwk)
         except (ValueError, TypeError, binascii.Error):
+            return None
+        if public is None:
             return None
         ops = jwk.get("key_ops")
         return cls(str(kty), _opt(jwk.get("kid")), _opt(jwk.get("use")), _opt(jwk.get("alg")), _opt(jwk.get("crv")),
@@ -122,7 +99,7 @@ def parse_jwks(text: str | bytes) -> list[Jwk]:
 
 
 def _kty_for(alg: str) -> str | None:
-    if alg[:2] in ("RS", "PS") and alg[2:] in _HASHES:
+    if alg[:2] in ("RS", "PS") and alg[2:] in _HASH_BITS:
         return "RSA"
     if alg in _EC_ALG_CURVE:
         return "EC"
@@ -179,26 +156,9 @@ class JwkSet:
 
 
 def verify_signature(key: Jwk, alg: str, signing_input: bytes, signature: bytes) -> bool:
-    public = key.public_key
-    try:
-        if alg.startswith("RS") and isinstance(public, rsa.RSAPublicKey):
-            public.verify(signature, signing_input, padding.PKCS1v15(), _HASHES[alg[2:]]())
-        elif alg.startswith("PS") and isinstance(public, rsa.RSAPublicKey):
-            digest = _HASHES[alg[2:]]()
-            public.verify(signature, signing_input, padding.PSS(padding.MGF1(digest), digest.digest_size), digest)
-        elif alg in _EC_ALG_CURVE and isinstance(public, ec.EllipticCurvePublicKey):
-            size = _CURVES[_EC_ALG_CURVE[alg]][1]
-            if len(signature) != 2 * size:
-                return False
-            der = encode_dss_signature(int.from_bytes(signature[:size], "big"), int.from_bytes(signature[size:], "big"))
-            public.verify(der, signing_input, ec.ECDSA(_HASHES[alg[2:]]()))
-        elif alg == "EdDSA" and isinstance(public, (Ed25519PublicKey, Ed448PublicKey)):
-            public.verify(signature, signing_input)
-        else:
-            return False
-    except InvalidSignature:
-        return False
-    return True
+    from broker.security import jwk_keys
+
+    return jwk_keys.verify(key.public_key, alg, _EC_ALG_CURVE.get(alg), signing_input, signature)
 
 
 class OidcValidator:
