@@ -294,6 +294,12 @@ class PartitionLog:
                 for s in todo:
                     s.unsynced = False
                 dir_dirty, self._dir_dirty = self._dir_dirty, False
+
+                def undo() -> None:  # a failed flush leaves everything to the next one
+                    for s in todo:
+                        s.unsynced = True
+                    self._dir_dirty = self._dir_dirty or dir_dirty
+
                 # Each .log is synced through a descriptor of its own, taken now, and a segment's
                 # indexes only if it had rolled by now: an append may roll the active segment
                 # while this flush runs, closing the descriptors it held (one synced after its
@@ -303,9 +309,7 @@ class PartitionLog:
                     for s in todo:
                         work.append((s, s.reader(), not s.active))
                 except BaseException:
-                    for s in todo:
-                        s.unsynced = True
-                    self._dir_dirty = self._dir_dirty or dir_dirty
+                    undo()
                     for _s, fd, _i in work:
                         os.close(fd)
                     raise
@@ -316,9 +320,7 @@ class PartitionLog:
                 if dir_dirty:
                     fsync_dir(self.directory)
             except BaseException:
-                for s in todo:
-                    s.unsynced = True
-                self._dir_dirty = self._dir_dirty or dir_dirty
+                undo()
                 raise
             finally:
                 for _s, fd, _i in work:
