@@ -90,14 +90,10 @@ async def serve_console(host: str, port: int, bootstrap: str, listeners: Sequenc
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         await sock.bind((host, port))
         sock.listen(_BACKLOG)
-    except BaseException:
-        sock.close()
-        raise
-    bound = sock.getsockname()[1]
-    url = f"http://[{host}]:{bound}" if ":" in host else f"http://{host}:{bound}"
-    logs.event("console.listening", host=host, port=bound, url=url)
-    task_status.started(bound)
-    try:
+        bound = sock.getsockname()[1]
+        url = f"http://[{host}]:{bound}" if ":" in host else f"http://{host}:{bound}"
+        logs.event("console.listening", host=host, port=bound, url=url)
+        task_status.started(bound)
         await trio.lowlevel.wait_readable(sock)  # the first client is waiting to be accepted
     except BaseException:
         sock.close()

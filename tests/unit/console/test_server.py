@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 from broker.configs.node_config import BrokerConfig, parse_http_listener
 from broker.console.pages import Listener
 from broker.console.server import reading_through
 from broker.security.listeners import ListenerSpec
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_console_listens_on_the_listeners_host_by_default_and_is_off_when_empty() -> None:
@@ -30,3 +36,34 @@ def test_it_reads_through_the_first_plaintext_listener_on_loopback_when_that_lis
 def test_without_a_plaintext_listener_there_is_nothing_to_read_through() -> None:
     bootstrap, shown = reading_through([ListenerSpec("SECURE", "SSL", "127.0.0.1", 9093)], {})
     assert bootstrap is None and shown == [Listener("SECURE", "SSL", "127.0.0.1:9093")]
+
+
+_LAZY = """
+import sys
+import trio
+from broker.console.server import serve_console
+
+async def main() -> None:
+    async with trio.open_nursery() as nursery:
+        port = await nursery.start(serve_console, "127.0.0.1", 0, "127.0.0.1:9", [])
+        before = "hypercorn" in sys.modules
+        stream = await trio.open_tcp_stream("127.0.0.1", port)
+        await stream.send_all(b"GET /static/console.css HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n")
+        head = b""
+        with trio.fail_after(30):
+            while b"\\r\\n" not in head:
+                head += await stream.receive_some(1024)
+        print(before, "hypercorn" in sys.modules, head.split(b"\\r\\n")[0].decode())
+        nursery.cancel_scope.cancel()
+
+trio.run(main)
+"""
+
+
+def test_the_web_stack_is_loaded_by_the_first_client_not_at_startup() -> None:
+    """A fresh process (this one may have loaded Hypercorn already): the console listens without
+    the web stack, and its first client is served by it."""
+    done = subprocess.run([sys.executable, "-c", _LAZY], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    before, after, status = done.stdout.split(maxsplit=2)
+    assert (before, after, status.split()[:2]) == ("False", "True", ["HTTP/1.1", "200"]), done.stdout
