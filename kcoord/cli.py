@@ -73,7 +73,10 @@ def _config(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every subcommand, or, for ``serve``, the broker's own: a broker's process does not load the
+    client tools, the doctor and the analysis it never runs (their modules cost an idle broker
+    about half a megabyte)."""
     parser = argparse.ArgumentParser(prog="kcoord", description="A Kafka group-coordinator broker.")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -90,12 +93,13 @@ def build_parser() -> argparse.ArgumentParser:
     health.add_argument("--timeout", type=float, default=5.0)
     health.set_defaults(func=_health)
 
-    from analytics import cli as analytics_cli
-    from kclient import dump_log, groups_command
+    if command != "serve":
+        from analytics import cli as analytics_cli
+        from kclient import dump_log, groups_command
 
-    dump_log.add_parser(sub)
-    groups_command.add_parser(sub)
-    analytics_cli.add_parser(sub)  # imports Spark only when the command runs
+        dump_log.add_parser(sub)
+        groups_command.add_parser(sub)
+        analytics_cli.add_parser(sub)  # imports Spark only when the command runs
 
     config = sub.add_parser("config", help="print every property with its default (TOML)")
     config.add_argument("--markdown", action="store_true", help="print the Markdown table of docs/configuration.md instead")
@@ -105,7 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     return int(args.func(args) or 0)
 
 

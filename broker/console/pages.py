@@ -8,22 +8,15 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from html import escape
 from urllib.parse import quote, urlencode
 
 from broker.console.share_figures import ShareDeliveries
+from broker.console.shown_listener import Listener
 from broker.console.state import ClusterState, GroupState, GroupSummary
 from broker.console.timeline import Span, render_svg
 from doctor import Finding
 from kclient.admin_client import GroupDescription, Member, StreamsTopology
-
-
-@dataclass(frozen=True)
-class Listener:
-    name: str
-    protocol: str
-    address: str
 
 
 def _e(value: object) -> str:

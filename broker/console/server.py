@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, cast
 
 import trio
 
-from broker.console.pages import Listener
+from broker.console.shown_listener import Listener
 from broker.observability import logs
 from broker.security.listeners import ListenerSpec
 from broker.security.tls import DEFAULT_MAPPER, PrincipalMapper

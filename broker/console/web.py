@@ -27,8 +27,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from broker.console import pages
 from broker.console.actions import ACTIONS, Amend, BadInput, Guard, Outcome, command_line
-from broker.console.pages import Listener
 from broker.console.share_figures import ShareDeliveries
+from broker.console.shown_listener import Listener
 from broker.console.state import ClusterState, GroupState, Reads
 from broker.observability import logs
 from kclient.admin_client import AdminError

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from broker.console import pages
-from broker.console.pages import Listener
+from broker.console.shown_listener import Listener
 from broker.console.state import GroupState
 from broker.console.timeline import build_timeline
 from kclient.admin_client import GroupDescription, Member, StreamsTopology, Subtopology
