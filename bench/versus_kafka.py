@@ -1,6 +1,7 @@
 """kcoord beside Apache Kafka on the same machine, in one run, driven by the same load generators.
 
     python -m bench.versus_kafka [--seconds 5] [--warmup 2] [--members 2000] [--with-5000] [--json]
+                                 [--baseline DIR] [--repeat N]
 
 Run from the repository root after ``bash scripts/kafka.sh`` (which fetches Apache Kafka). Both
 brokers are started here on free loopback ports: kcoord as a user runs it (``python -m kcoord
@@ -27,6 +28,12 @@ the scheduler's: a single event-loop thread gets a smaller share of busy cores t
 of threads). Prints a table: kcoord, Kafka and kcoord/Kafka. Kafka acknowledges writes once they are in the page
 cache (it relies on replication, not fsync); kcoord's default acknowledges after fdatasync.
 ``--kcoord-flush interval`` runs kcoord the way Kafka writes.
+
+``--baseline DIR`` puts kcoord from another checkout (the previous release, say) where Kafka
+stands: an A/B of two revisions through the same generators, interleaved as above, Java not
+needed. ``--repeat N`` runs the whole comparison N times (fresh brokers each time, which starts
+first alternating too) and reports each figure's median, with each side's own spread
+((max - min) / median) beside the ratio: a difference smaller than the spreads is noise.
 """
 
 from __future__ import annotations
@@ -157,12 +164,13 @@ class Subject:
         return cpu_seconds(self.pid)
 
 
-def start_kcoord(work: Path, flush: str) -> Subject:
+def start_kcoord(work: Path, flush: str, root: Path = ROOT, name: str = "kcoord") -> Subject:
+    """kcoord of the checkout ``root``, under ``name``."""
     port, metrics_port = free_port(), free_port()
     overrides = {
         "listeners": f"PLAINTEXT://127.0.0.1:{port}",
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "log.dirs": str(work / "kcoord-data"),
+        "log.dirs": str(work / f"{name}-data"),
         "metrics.listener": f"http://127.0.0.1:{metrics_port}",
         "group.initial.rebalance.delay.ms": "0",
         "log.flush.policy": flush,
@@ -172,10 +180,10 @@ def start_kcoord(work: Path, flush: str) -> Subject:
     for k, v in overrides.items():
         args += ["--override", f"{k}={v}"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("KCOORD_")}
-    env["PYTHONPATH"] = str(ROOT)
+    env["PYTHONPATH"] = str(root)
     probe = FirstAnswer(port)
-    with open(work / "kcoord.log", "ab") as log:
-        proc = subprocess.Popen(args, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env=env)
+    with open(work / f"{name}.log", "ab") as log:
+        proc = subprocess.Popen(args, cwd=root, stdout=log, stderr=subprocess.STDOUT, env=env)
     answered = probe.wait(120)
     launch = answered - started_at(proc.pid)
 
@@ -187,7 +195,7 @@ def start_kcoord(work: Path, flush: str) -> Subject:
             proc.kill()
             proc.wait()
 
-    return Subject("kcoord", port, proc.pid, stop, launch)
+    return Subject(name, port, proc.pid, stop, launch)
 
 
 def start_kafka(work: Path, libs: Path) -> Subject:
@@ -486,6 +494,22 @@ def table(a: Subject, b: Subject, rows: list[tuple[str, str, str, bool]]) -> str
 # ---- the run -----------------------------------------------------------------------------------
 
 
+def spread(values: list[float]) -> float | None:
+    """(max - min) / median of one figure's runs, or None when it cannot be told."""
+    mid = statistics.median(values)
+    return (max(values) - min(values)) / mid if len(values) > 1 and mid else None
+
+
+def spreads(samples: dict[str, list[float]], other: dict[str, list[float]],
+            rows: list[tuple[str, str, str, bool]], names: tuple[str, str]) -> str:
+    out = [f"| measure | spread {names[0]} | spread {names[1]} |", "|---|---:|---:|"]
+    for key, label, _, _ in rows:
+        a, b = samples.get(key), other.get(key)
+        sa, sb = spread(a) if a else None, spread(b) if b else None
+        out.append(f"| {label.strip()} | {'-' if sa is None else f'{sa:.1%}'} | {'-' if sb is None else f'{sb:.1%}'} |")
+    return "\n".join(out)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=5.0, help="length of the OffsetCommit and heartbeat runs")
@@ -498,23 +522,59 @@ def main() -> None:
     parser.add_argument("--with-5000", action="store_true", help="also run 5,000 members")
     parser.add_argument("--kcoord-flush", choices=["sync", "interval"], default="sync",
                         help="kcoord's log.flush.policy (Kafka does not fsync to acknowledge)")
+    parser.add_argument("--baseline", type=Path, metavar="DIR",
+                        help="compare with kcoord of this checkout instead of Apache Kafka")
+    parser.add_argument("--repeat", type=int, default=1, help="whole comparisons, medians reported")
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     args = parser.parse_args()
 
-    libs = kafka_libs()
-    if libs is None:
-        sys.exit("Apache Kafka is not fetched yet: run `bash scripts/kafka.sh` first")
+    libs = None
+    if args.baseline is None:
+        libs = kafka_libs()
+        if libs is None:
+            sys.exit("Apache Kafka is not fetched yet: run `bash scripts/kafka.sh` first")
     sizes = [args.members] + ([5000] if args.with_5000 else [])
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = max(sizes) * 2 + 512
     if soft < need:
         # The brokers inherit this limit: each needs a descriptor per member.
         resource.setrlimit(resource.RLIMIT_NOFILE, (need if hard == resource.RLIM_INFINITY else min(need, hard), hard))
+    started = time.perf_counter()
+    samples: list[dict[str, list[float]]] = [{}, {}]
+    names = ("kcoord", "Kafka" if args.baseline is None else "kcoord@baseline")
+    for run in range(args.repeat):
+        if args.repeat > 1:
+            print(f"[{time.perf_counter() - started:5.0f}s] comparison {run + 1} of {args.repeat}",
+                  file=sys.stderr, flush=True)
+        pair = compare(args, libs, sizes, started, first=run % 2)
+        for mine, results in zip(samples, pair):
+            for key, value in results.items():
+                mine.setdefault(key, []).append(value)
+
+    medians = [Subject(name, 0, 0, lambda: None, 0.0, {k: statistics.median(v) for k, v in got.items()})
+               for name, got in zip(names, samples)]
+    rows = ROWS + [r for n in sizes for r in member_rows(n)]
+    load = os.getloadavg()
+    against = "Apache Kafka" if args.baseline is None else f"kcoord of {args.baseline}"
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, load average "
+          f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; kcoord log.flush.policy={args.kcoord_flush}; "
+          f"against {against}; {args.repeat} comparison(s), medians; "
+          f"the whole run took {time.perf_counter() - started:.0f}s")
+    print(table(medians[0], medians[1], rows), flush=True)
+    if args.repeat > 1:
+        print()
+        print(spreads(samples[0], samples[1], rows, names), flush=True)
+    if args.json:
+        print(json.dumps({"kcoord": medians[0].results, "kafka" if args.baseline is None else "baseline":
+                          medians[1].results, "runs": {names[0]: samples[0], names[1]: samples[1]}}))
+
+
+def compare(args: argparse.Namespace, libs: Path | None, sizes: list[int], started: float,
+            first: int) -> tuple[dict[str, float], dict[str, float]]:
+    """One whole comparison on fresh brokers: (kcoord's figures, the other's)."""
     work = Path(tempfile.mkdtemp(prefix="kcoord-versus-kafka-"))
     subjects: list[Subject] = []
-    started = time.perf_counter()
-
-    steps = 0
+    steps = first
 
     def step(what: str, measure: Callable[[Subject], None]) -> None:
         # Which broker goes first alternates: neither always runs beside the other's aftermath
@@ -527,9 +587,13 @@ def main() -> None:
                 measure(s)
 
     try:
-        print("starting kcoord, then Apache Kafka", file=sys.stderr, flush=True)
+        other = "Apache Kafka" if libs is not None else f"kcoord of {args.baseline}"
+        print(f"starting kcoord, then {other}", file=sys.stderr, flush=True)
         subjects.append(start_kcoord(work, args.kcoord_flush))
-        subjects.append(start_kafka(work, libs))
+        if libs is not None:
+            subjects.append(start_kafka(work, libs))
+        else:
+            subjects.append(start_kcoord(work, args.kcoord_flush, args.baseline.resolve(), "kcoord@baseline"))
         for s in subjects:
             prepare(s)
         time.sleep(3)
@@ -548,16 +612,7 @@ def main() -> None:
         for s in subjects:
             s.stop()
         shutil.rmtree(work, ignore_errors=True)
-
-    kcoord, kafka = subjects
-    rows = ROWS + [r for n in sizes for r in member_rows(n)]
-    load = os.getloadavg()
-    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores, load average "
-          f"{load[0]:.1f} {load[1]:.1f} {load[2]:.1f}; kcoord log.flush.policy={args.kcoord_flush}; "
-          f"the whole run took {time.perf_counter() - started:.0f}s")
-    print(table(kcoord, kafka, rows), flush=True)
-    if args.json:
-        print(json.dumps({"kcoord": kcoord.results, "kafka": kafka.results}))
+    return subjects[0].results, subjects[1].results
 
 
 if __name__ == "__main__":
