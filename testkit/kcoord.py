@@ -3,7 +3,9 @@ with its own data dir, started and awaited until it answers."""
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,6 +17,14 @@ from testkit.ports import api_versions_ok, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 KCOORD = [sys.executable, "-m", "kcoord"]
+
+
+@functools.cache
+def known_properties(root: Path) -> frozenset[str]:
+    """The properties kcoord of the checkout ``root`` has, from its own `kcoord config`."""
+    listing = subprocess.run([*KCOORD, "config"], cwd=root, env={**os.environ, "PYTHONPATH": str(root)},
+                             capture_output=True, text=True, timeout=120, check=True).stdout
+    return frozenset(re.findall(r'^"([^"]+)" = ', listing, re.MULTILINE))
 
 
 class BrokerProcess:
@@ -30,7 +40,7 @@ class BrokerProcess:
         self.metrics_port = free_port()
         self.console_port = free_port()
         self.root = root or ROOT
-        self.overrides = {
+        defaults = {
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "log.dirs": str(data_dir),
@@ -41,8 +51,13 @@ class BrokerProcess:
             # that brings it, not once a second (KIP-1263; its own tests set the interval).
             "group.consumer.assignment.interval.ms": "0",
             "group.share.assignment.interval.ms": "0",
-            **(overrides or {}),
         }
+        if self.root != ROOT:
+            # An older checkout refuses a property it does not have: of these test defaults, it
+            # gets those it knows (what is asked for explicitly is passed as it is).
+            known = known_properties(self.root)
+            defaults = {k: v for k, v in defaults.items() if k in known}
+        self.overrides = {**defaults, **(overrides or {})}
         self.log_path = log_path or data_dir.parent / f"kcoord-{self.port}.log"
         # Environment variables the broker runs with besides the test process's (KRB5_CONFIG).
         self.env: dict[str, str] = {}
