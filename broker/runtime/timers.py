@@ -46,6 +46,21 @@ def steady_ms() -> int:
     return round(trio.current_time() * 1000)
 
 
+_monotonic_ns = time.monotonic_ns
+_time_ns = time.time_ns
+
+
+def monotonic_ms() -> int:
+    """The system's monotonic clock in milliseconds, rounded down."""
+    return _monotonic_ns() // 1_000_000
+
+
+def _system_offset() -> int:
+    """monotonic - wall, in milliseconds rounded down, plus the one that keeps deadlines from
+    coming due early (see ``TimerService``)."""
+    return (_monotonic_ns() - _time_ns()) // 1_000_000 + 1
+
+
 class TimerService:
     def __init__(self, fire: Fire, clock: Callable[[], int] = wall_ms,
                  steady: Callable[[], int] | None = None) -> None:
@@ -54,14 +69,27 @@ class TimerService:
         self.fire = fire
         self.clock = clock
         self.steady = clock if steady is None else steady
-        # The system's wall clock is read rounded down and trio's steady clock to the nearest
-        # millisecond: a deadline moved from one to the other by their difference could come due up
-        # to a millisecond before the wall clock reaches it, and the operation it runs would see a
-        # "now" short of its deadline. One millisecond more, then; clocks read alike (the tests'
-        # mock clocks) keep their deadlines exact.
+        # A wall-clock deadline is moved to the steady clock by their difference read when it is
+        # set. Read rounded down, the difference can be up to a millisecond short, and the
+        # deadline would come due before the wall clock reaches it (the operation it runs would
+        # see a "now" short of its deadline): one millisecond more, then, for the system's wall
+        # clock; clocks read exactly alike (the tests' mock clocks) keep their deadlines exact.
         self.margin = 1 if clock is wall_ms and self.steady is not clock else 0
-        # steady - wall (+ margin), which every ``set`` adds: made on first use, inside trio.
+        # steady - wall (+ margin), added by every ``set``; None when deadlines are on ``clock``.
         self._offset: Callable[[], int] | None = None
+        if clock is wall_ms and steady is steady_ms:
+            # The system's clocks, as a broker runs: trio's clock is then the monotonic clock
+            # itself (sleeps are relative to it), read here without going through trio. Every
+            # heartbeat re-arms a timer, and four Python frames into trio plus the wall clock's
+            # own cost a heartbeat about 2 % of its CPU.
+            self.steady = monotonic_ms
+            self._offset = _system_offset
+        elif self.steady is not clock:
+            steady_now, wall_now, margin = self.steady, clock, self.margin
+
+            def offset() -> int:
+                return steady_now() - wall_now() + margin
+            self._offset = offset
         # (deadline, sequence, shard, key); an entry is current only while ``entry[key]`` is its
         # sequence number, and its deadline may be earlier than the key's deadline.
         self.heap: list[tuple[int, int, int, str]] = []
@@ -77,32 +105,15 @@ class TimerService:
     def set(self, shard: int, key: str, deadline_ms: int) -> None:
         """Arms ``key`` of ``shard`` for the wall-clock ``deadline_ms``, that is, for as long from
         now as that deadline is from the wall clock now."""
-        if self.steady is not self.clock:
-            deadline_ms += (self._offset or self._make_offset())()
+        offset = self._offset
+        if offset is not None:
+            deadline_ms += offset()
         k = (shard, key)
         self.deadline[k] = deadline_ms
         queued = self.entry_deadline.get(k)
         if queued is not None and queued <= deadline_ms:
             return  # its entry comes due first and will be moved on then
         self._push(k, deadline_ms)
-
-    def _make_offset(self) -> Callable[[], int]:
-        """The difference of the two clocks, read with as few Python calls as it takes: every
-        heartbeat re-arms a timer, and going through ``steady_ms`` (four frames into trio) and
-        ``wall_ms`` cost a heartbeat about 2 % of its CPU. Bound to trio's clock object, so it is
-        made inside ``trio.run``; the clocks themselves are the same ones."""
-        steady, clock, margin = self.steady, self.clock, self.margin
-        if steady is steady_ms and clock is wall_ms:
-            trio_now = trio.lowlevel.current_clock().current_time
-            wall_now = time.time
-
-            def offset() -> int:
-                return round(trio_now() * 1000) - int(wall_now() * 1000) + margin
-        else:
-            def offset() -> int:
-                return steady() - clock() + margin
-        self._offset = offset
-        return offset
 
     def _push(self, k: Key, deadline_ms: int) -> None:
         seq = next(self.seq)
