@@ -15,7 +15,9 @@ Printed per member count: heartbeat and commit latency (p50/p99/max, from the re
 answer), spurious rebalances (a heartbeat after formation answering anything but NONE), commit
 errors, whether OffsetFetch returns every member's last acknowledged offset at the end, requests/s,
 the broker's CPU over the measuring window (from /proc/<pid>/stat) and per request, its RSS, and
-this process's CPU.
+this process's own saturation: its CPU and how late it sent what it meant to send (p99/max against
+each request's schedule), flagged SATURATED past 0.9 of a core or a p99 lateness of a tenth of the
+heartbeat interval, when the latencies measure the generator rather than the broker.
 """
 
 from __future__ import annotations
@@ -155,6 +157,9 @@ class Load:
         # Heartbeats in the window: (sent, latency), for the per-second timeline.
         self.heartbeat_times: list[tuple[float, float]] = []
         self.answers_in_window = 0
+        # How late each request of the window left against its schedule (s): a generator that
+        # cannot keep up sends late, and its latencies then measure it rather than the broker.
+        self.lateness: list[float] = []
         self.spurious: dict[str, int] = {}
         self.commit_errors: dict[str, int] = {}
         self.formation_rejoins = 0
@@ -294,6 +299,8 @@ class Load:
             due, _, kind, epoch, m = heapq.heappop(schedule)
             if self.stopping or epoch != m.epoch or m.state != SYNCED:
                 continue
+            if self.measuring_from <= due < self.measuring_until:
+                self.lateness.append(time.perf_counter() - due)
             if kind == HEARTBEAT:
                 self.send(m, m.heartbeat_frame, HEARTBEAT)
                 self.at(due + (self.heartbeat_s if m.group.complete else FORMING_HEARTBEAT_S), HEARTBEAT, m)
@@ -348,6 +355,19 @@ class Load:
             self.answers_in_window += 1
             if kind == HEARTBEAT:
                 self.heartbeat_times.append((sent, latency))
+
+    def saturation(self, cores: float) -> dict[str, Any]:
+        """The generator's own load over the window: its CPU (``cores``), how late its requests
+        left (p50/p99/max ms), and whether it was the bottleneck: past 0.9 of a core, or its
+        p99 lateness past a tenth of the heartbeat interval (a heartbeat meant for every second
+        leaving 100 ms late). Figures taken so are flagged, not trusted."""
+        late = sorted(self.lateness)
+        p99 = percentile(late, 0.99) * 1000
+        return {
+            "loadgen_cores": cores, "loadgen_late_p50_ms": percentile(late, 0.5) * 1000, "loadgen_late_p99_ms": p99,
+            "loadgen_late_max_ms": (late[-1] if late else float("nan")) * 1000,
+            "loadgen_saturated": cores >= 0.9 or p99 >= self.heartbeat_s * 100,
+        }
 
     def in_flight(self) -> int:
         return sum(len(m.inflight) for g in self.groups for m in g.members)
@@ -488,7 +508,7 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
         "requests_per_s": answers / wall, "broker_cores": broker_cpu / wall,
         "broker_cpu_us_per_request": broker_cpu / max(answers, 1) * 1e6,
         "broker_user_us_per_request": broker_user / max(answers, 1) * 1e6, "broker_rss_mb": rss,
-        "loadgen_cores": load_cpu / wall,
+        **load.saturation(load_cpu / wall),
     }
 
 
@@ -513,7 +533,9 @@ def show(r: dict[str, Any]) -> None:
           f"{r['requests_per_s']:,.0f} req/s; broker {r['broker_cores']:.2f} cores, "
           f"{r['broker_cpu_us_per_request']:.0f} µs CPU/request ({r['broker_user_us_per_request']:.0f} in user "
           f"space), RSS {r['broker_rss_mb']:.0f} MB; "
-          f"loadgen {r['loadgen_cores']:.2f} cores; spurious rebalances {r['spurious_rebalances']} "
+          f"loadgen {r['loadgen_cores']:.2f} cores, requests sent late by p99 {r['loadgen_late_p99_ms']:.1f} "
+          f"max {r['loadgen_late_max_ms']:.1f} ms{' (SATURATED: these figures measure the generator)' if r['loadgen_saturated'] else ''}; "
+          f"spurious rebalances {r['spurious_rebalances']} "
           f"{r['spurious_by_error'] or ''}; commit errors {r['commit_errors'] or 0}; offsets correct "
           f"{r['offsets_correct']}; formed in {r['formation_s']:.1f}s ({r['formation_rejoins']} rejoins)",
           flush=True)

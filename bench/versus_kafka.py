@@ -415,11 +415,16 @@ def many_members(subject: Subject, n: int, seconds: float, warmup: float) -> Non
     load.connect_all()
     form_s = load.form(wave=100, timeout=max(120.0, n / 20))
     load.steady(time.perf_counter() + warmup)
-    c0, q0, w0 = subject.cpu(), cpu_wait_seconds(subject.pid), time.perf_counter()
+    c0, q0, w0, l0 = subject.cpu(), cpu_wait_seconds(subject.pid), time.perf_counter(), members.self_cpu()
     load.measuring_from, load.measuring_until = w0, w0 + seconds
     load.steady(load.measuring_until)
     wall = time.perf_counter() - w0
     cpu, queued = subject.cpu() - c0, cpu_wait_seconds(subject.pid) - q0
+    generator = load.saturation((members.self_cpu() - l0) / wall)
+    if generator["loadgen_saturated"]:
+        print(f"  {subject.name} {n} members: the generator was saturated ({generator['loadgen_cores']:.2f} cores, "
+              f"requests late by p99 {generator['loadgen_late_p99_ms']:.1f} ms): these figures measure it",
+              file=sys.stderr, flush=True)
     load.drain(60)
     good, checked = load.check_offsets()
     load.close()
@@ -439,6 +444,8 @@ def many_members(subject: Subject, n: int, seconds: float, warmup: float) -> Non
         f"members{n}_cpu_wait": queued / wall,
         f"members{n}_spurious": float(spurious),
         f"members{n}_offsets_wrong": float(checked - good),
+        f"members{n}_loadgen_cores": generator["loadgen_cores"],
+        f"members{n}_loadgen_late_p99_ms": generator["loadgen_late_p99_ms"],
     })
 
 
@@ -475,6 +482,8 @@ def member_rows(n: int) -> list[tuple[str, str, str, bool]]:
         (f"members{n}_cpu_us", f"{n:,} members: broker CPU per request", "µs", False),
         (f"members{n}_cpu_wait", f"{n:,} members: broker threads waiting for a CPU", "s/s", False),
         (f"members{n}_spurious", f"{n:,} members: spurious rebalances", "", False),
+        (f"members{n}_loadgen_cores", f"{n:,} members: the generator's CPU (past 0.9: saturated)", "cores", False),
+        (f"members{n}_loadgen_late_p99_ms", f"{n:,} members: requests sent late, p99 (generator)", "ms", False),
     ]
 
 
