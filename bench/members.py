@@ -26,6 +26,7 @@ import argparse
 import gc
 import heapq
 import json
+import multiprocessing
 import os
 import random
 import resource
@@ -36,6 +37,8 @@ import sys
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -139,14 +142,15 @@ class Member:
 class Load:
     """The epoll loop, the schedule of heartbeats and commits, and what was measured."""
 
-    def __init__(self, port: int, members: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0) -> None:
+    def __init__(self, port: int, members: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0,
+                 first_group: int = 0) -> None:
         self.port = port
         self.heartbeat_s = heartbeat_s
         self.commit_s = commit_s
         self.rng = random.Random(seed)
         self.epoll = select.epoll()
         self.by_fd: dict[int, Member] = {}
-        self.groups = [Group(f"mb-{g}") for g in range(members // GROUP_SIZE)]
+        self.groups = [Group(f"mb-{first_group + g}") for g in range(members // GROUP_SIZE)]
         self.schedule: list[tuple[float, int, int, int, Member]] = []  # (due, seq, kind, epoch, member)
         self.seq = 0
         self.incomplete = len(self.groups)
@@ -447,10 +451,12 @@ def self_cpu() -> float:
 
 def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Path | None,
         wave: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0, timeline: bool = False,
-        overrides: dict[str, str] | None = None, ready: Callable[[], bool] | None = None) -> dict[str, Any]:
+        overrides: dict[str, str] | None = None, ready: Callable[[], bool] | None = None,
+        generators: int = 1) -> dict[str, Any]:
     """``ready``: asked between rounds of the load once the groups are formed, until it says yes
     (at most two minutes), before the warm-up: whatever else a comparison runs beside the broker
-    (bench.console_cost's browser) is in place before anything is counted."""
+    (bench.console_cost's browser) is in place before anything is counted. ``generators``: the
+    members spread over that many processes (``ready`` is then not asked)."""
     broker = Broker(root=root, log_flush_policy=flush_policy, **(overrides or {}))
     print(f"  broker pid {broker.pid}", file=sys.stderr, flush=True)
     try:
@@ -460,56 +466,175 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
                                                    assignments=[], configs=[])], timeout_ms=10000))
             if r.topics[0].error_code:
                 raise RuntimeError(f"CreateTopics: {ErrorCode(r.topics[0].error_code).name}")
-        load = Load(broker.port, members, seed, heartbeat_s, commit_s)
-        t0 = time.perf_counter()
-        load.connect_all()
-        connect_s = time.perf_counter() - t0
-        form_s = load.form(wave, timeout=max(120.0, members / 20))
-        print(f"  formed in {form_s:.1f}s; warming up", file=sys.stderr, flush=True)
-        if ready is not None:
-            waited_until = time.perf_counter() + 120
-            while not ready() and time.perf_counter() < waited_until:
-                load.steady(time.perf_counter() + 0.5)
-        # This process's own collector must not pause the clock either: what exists now lives
-        # until the end.
-        gc.collect()
-        gc.freeze()
-        load.steady(time.perf_counter() + warmup)  # nothing is counted before the window
-        print("  measuring", file=sys.stderr, flush=True)
-        (u0, s0), l0, w0 = user_system(broker.pid), self_cpu(), time.perf_counter()
-        load.measuring_from, load.measuring_until = w0, w0 + seconds
-        load.steady(load.measuring_until)
-        wall = time.perf_counter() - w0
-        u1, s1 = user_system(broker.pid)
-        broker_user, broker_system = u1 - u0, s1 - s0
-        broker_cpu, load_cpu = broker_user + broker_system, self_cpu() - l0
-        rss = broker.rss()
-        load.drain(60)
-        good, checked = load.check_offsets()
-        load.close()
+        if generators > 1:
+            measured = _spread(broker, members, seconds, warmup, wave, seed, heartbeat_s, commit_s, generators)
+        else:
+            measured = _one_process(broker, members, seconds, warmup, wave, seed, heartbeat_s, commit_s, ready)
     finally:
         broker.stop()
     if timeline:
-        print_timeline(load.heartbeat_times, load.measuring_from)
-    hb = sorted(load.latency[HEARTBEAT])
-    cm = sorted(load.latency[COMMIT])
-    answers = load.answers_in_window
+        print_timeline(measured.heartbeat_times, measured.measuring_from)
+    hb, cm, wall = sorted(measured.heartbeats), sorted(measured.commits), measured.wall
+    broker_user, broker_cpu = measured.broker_user, measured.broker_cpu
+    answers = measured.answers
     return {
         "members": members, "seconds": round(wall, 2), "flush_policy": flush_policy,
         "heartbeat_interval": heartbeat_s, "commit_interval": commit_s,
-        "connect_s": round(connect_s, 2), "formation_s": round(form_s, 2),
-        "formation_rejoins": load.formation_rejoins,
+        "connect_s": round(measured.connect_s, 2), "formation_s": round(measured.form_s, 2),
+        "formation_rejoins": measured.formation_rejoins,
         "heartbeats": len(hb), "heartbeat_p50_ms": percentile(hb, 0.5) * 1000,
         "heartbeat_p99_ms": percentile(hb, 0.99) * 1000, "heartbeat_max_ms": (hb[-1] if hb else float("nan")) * 1000,
         "commits": len(cm), "commit_p50_ms": percentile(cm, 0.5) * 1000, "commit_p99_ms": percentile(cm, 0.99) * 1000,
         "commit_max_ms": (cm[-1] if cm else float("nan")) * 1000,
-        "spurious_rebalances": sum(load.spurious.values()), "spurious_by_error": load.spurious,
-        "commit_errors": load.commit_errors, "offsets_correct": f"{good}/{checked}",
+        "spurious_rebalances": sum(measured.spurious.values()), "spurious_by_error": measured.spurious,
+        "commit_errors": measured.commit_errors, "offsets_correct": f"{measured.good}/{measured.checked}",
         "requests_per_s": answers / wall, "broker_cores": broker_cpu / wall,
         "broker_cpu_us_per_request": broker_cpu / max(answers, 1) * 1e6,
-        "broker_user_us_per_request": broker_user / max(answers, 1) * 1e6, "broker_rss_mb": rss,
-        **load.saturation(load_cpu / wall),
+        "broker_user_us_per_request": broker_user / max(answers, 1) * 1e6, "broker_rss_mb": measured.rss,
+        **measured.saturation, "generators": generators,
     }
+
+
+@dataclass
+class Measured:
+    """What one run measured, from one generator process or merged from several."""
+
+    connect_s: float
+    form_s: float
+    wall: float
+    broker_user: float
+    broker_cpu: float
+    rss: float
+    heartbeats: list[float]
+    commits: list[float]
+    heartbeat_times: list[tuple[float, float]]
+    measuring_from: float
+    answers: int
+    spurious: dict[str, int]
+    commit_errors: dict[str, int]
+    formation_rejoins: int
+    good: int
+    checked: int
+    saturation: dict[str, Any]
+
+
+def _one_process(broker: Broker, members: int, seconds: float, warmup: float, wave: int, seed: int,
+                 heartbeat_s: float, commit_s: float, ready: Callable[[], bool] | None) -> Measured:
+    load = Load(broker.port, members, seed, heartbeat_s, commit_s)
+    t0 = time.perf_counter()
+    load.connect_all()
+    connect_s = time.perf_counter() - t0
+    form_s = load.form(wave, timeout=max(120.0, members / 20))
+    print(f"  formed in {form_s:.1f}s; warming up", file=sys.stderr, flush=True)
+    if ready is not None:
+        waited_until = time.perf_counter() + 120
+        while not ready() and time.perf_counter() < waited_until:
+            load.steady(time.perf_counter() + 0.5)
+    # This process's own collector must not pause the clock either: what exists now lives
+    # until the end.
+    gc.collect()
+    gc.freeze()
+    load.steady(time.perf_counter() + warmup)  # nothing is counted before the window
+    print("  measuring", file=sys.stderr, flush=True)
+    (u0, s0), l0, w0 = user_system(broker.pid), self_cpu(), time.perf_counter()
+    load.measuring_from, load.measuring_until = w0, w0 + seconds
+    load.steady(load.measuring_until)
+    wall = time.perf_counter() - w0
+    u1, s1 = user_system(broker.pid)
+    broker_user, broker_system = u1 - u0, s1 - s0
+    broker_cpu, load_cpu = broker_user + broker_system, self_cpu() - l0
+    rss = broker.rss()
+    load.drain(60)
+    good, checked = load.check_offsets()
+    load.close()
+    return Measured(connect_s, form_s, wall, broker_user, broker_cpu, rss, load.latency[HEARTBEAT],
+                    load.latency[COMMIT], load.heartbeat_times, load.measuring_from, load.answers_in_window,
+                    load.spurious, load.commit_errors, load.formation_rejoins, good, checked,
+                    load.saturation(load_cpu / wall))
+
+
+def _generator(port: int, members: int, seed: int, heartbeat_s: float, commit_s: float, wave: int,
+               first_group: int, conn: Connection) -> None:
+    """One generator process's share of a spread load (its groups named from ``first_group``): forms
+    them and says so, keeps them heartbeating until told the window, measures it, and sends back
+    what it measured."""
+    load = Load(port, members, seed, heartbeat_s, commit_s, first_group=first_group)
+    t0 = time.perf_counter()
+    load.connect_all()
+    connect_s = time.perf_counter() - t0
+    form_s = load.form(wave, timeout=max(120.0, members / 20))
+    conn.send((connect_s, form_s))
+    while not conn.poll(0):
+        load.steady(time.perf_counter() + 0.05)
+    start, until = conn.recv()
+    gc.collect()
+    gc.freeze()
+    load.steady(start)
+    l0 = self_cpu()
+    load.measuring_from, load.measuring_until = start, until
+    load.steady(until)
+    cores = (self_cpu() - l0) / (time.perf_counter() - start)
+    load.drain(60)
+    good, checked = load.check_offsets()
+    load.close()
+    conn.send((load.latency[HEARTBEAT], load.latency[COMMIT], load.heartbeat_times, load.answers_in_window,
+               load.spurious, load.commit_errors, load.formation_rejoins, good, checked, load.saturation(cores)))
+
+
+def _spread(broker: Broker, members: int, seconds: float, warmup: float, wave: int, seed: int,
+            heartbeat_s: float, commit_s: float, generators: int) -> Measured:
+    """The same load from ``generators`` processes, each with its share of the groups on its own
+    core's worth of time, measuring the same window: for member counts one process cannot drive
+    without sending late."""
+    groups = members // GROUP_SIZE
+    shares = [groups // generators + (1 if i < groups % generators else 0) for i in range(generators)]
+    ctx = multiprocessing.get_context("fork")
+    pipes, children, first = [], [], 0
+    for i, share in enumerate(shares):
+        parent, child = ctx.Pipe()
+        proc = ctx.Process(target=_generator, args=(broker.port, share * GROUP_SIZE, seed + i, heartbeat_s,
+                                                    commit_s, max(1, wave // generators), first, child))
+        proc.start()
+        pipes.append(parent)
+        children.append(proc)
+        first += share
+    try:
+        formed = [pipe.recv() for pipe in pipes]
+        print(f"  formed in {max(f for _, f in formed):.1f}s by {generators} generators; warming up",
+              file=sys.stderr, flush=True)
+        start = time.perf_counter() + warmup
+        for pipe in pipes:
+            pipe.send((start, start + seconds))
+        time.sleep(max(0.0, start - time.perf_counter()))
+        print("  measuring", file=sys.stderr, flush=True)
+        u0, s0 = user_system(broker.pid)
+        time.sleep(max(0.0, start + seconds - time.perf_counter()))
+        u1, s1 = user_system(broker.pid)
+        rss = broker.rss()
+        parts = [pipe.recv() for pipe in pipes]
+    finally:
+        for proc in children:
+            proc.join(60)
+            if proc.is_alive():
+                proc.kill()
+    spurious: dict[str, int] = {}
+    errors: dict[str, int] = {}
+    for part in parts:
+        for name, n in part[4].items():
+            spurious[name] = spurious.get(name, 0) + n
+        for name, n in part[5].items():
+            errors[name] = errors.get(name, 0) + n
+    saturations = [part[9] for part in parts]
+    # The busiest generator speaks for the load: one saturated process skews its members' figures.
+    worst = max(saturations, key=lambda r: (r["loadgen_saturated"], r["loadgen_late_p99_ms"]))
+    saturation = {**worst, "loadgen_cores": max(r["loadgen_cores"] for r in saturations),
+                  "loadgen_late_max_ms": max(r["loadgen_late_max_ms"] for r in saturations),
+                  "loadgen_saturated": any(r["loadgen_saturated"] for r in saturations)}
+    return Measured(max(c for c, _ in formed), max(f for _, f in formed), seconds, u1 - u0, (u1 - u0) + (s1 - s0),
+                    rss, [x for part in parts for x in part[0]], [x for part in parts for x in part[1]],
+                    sorted(x for part in parts for x in part[2]), start, sum(part[3] for part in parts),
+                    spurious, errors, sum(part[6] for part in parts), sum(part[7] for part in parts),
+                    sum(part[8] for part in parts), saturation)
 
 
 def print_timeline(samples: list[tuple[float, float]], start: float) -> None:
@@ -554,6 +679,8 @@ def main() -> None:
     parser.add_argument("--commit-interval", type=float, default=5.0, help="seconds between a member's commits")
     parser.add_argument("--broker-root", type=Path, default=None,
                         help="run the kcoord of another checkout (A/B comparisons)")
+    parser.add_argument("--generators", type=int, default=1,
+                        help="processes the members are spread over (one cannot drive tens of thousands without sending late)")
     parser.add_argument("--json", action="store_true", help="also print each result as a JSON line")
     parser.add_argument("--timeline", action="store_true", help="heartbeat latency per second, on stderr")
     parser.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
@@ -567,7 +694,7 @@ def main() -> None:
     for n in args.members:
         r = run(n, args.seconds, args.warmup, args.flush_policy, args.broker_root, args.wave, args.seed,
                 args.heartbeat_interval, args.commit_interval, args.timeline,
-                dict(o.split("=", 1) for o in args.override))
+                dict(o.split("=", 1) for o in args.override), generators=args.generators)
         show(r)
         if args.json:
             print(json.dumps(r), flush=True)
