@@ -26,11 +26,13 @@ from typing import Any
 import trio
 
 from bench.harness import Broker
+from bench.members import blocking_call
 from kclient.wire_client import AsyncWireClient
 from protocol.frames import RequestHeader, frame_request
 from protocol.messages import ApiKey
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
+from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sync_group import SyncGroupRequest
 
 P = OffsetCommitRequest.Topic.Partition
@@ -60,6 +62,20 @@ def commit_frames(committer: Committer, conn: int) -> list[bytes]:
         frames.append(frame_request(RequestHeader(ApiKey.OffsetCommit, VERSION, k, "bench"),
                                     OffsetCommitRequest.encode(body, VERSION), True))
     return frames
+
+
+def check_committed(port: int, committers: list[Committer]) -> None:
+    """The generator counts answers without reading them: raises unless every partition the
+    committers commit to (``commit_frames``' layout) has an offset stored, so that a load answered
+    with errors is not taken for throughput."""
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
+        r = blocking_call(sock, ApiKey.OffsetFetch, 8, OffsetFetchRequest(
+            groups=[OffsetFetchRequest.Group(group_id=g, topics=None) for g, _, _ in committers]))
+    committed = {(g.group_id, p.partition_index): p.committed_offset
+                 for g in r.groups for t in g.topics if t.name == "bench" for p in t.partitions}
+    expected = {(group, conn * 4 + i) for conn, (group, _, _) in enumerate(committers) for i in range(4)}
+    if not expected <= {k for k, v in committed.items() if v >= 0}:
+        raise RuntimeError(f"OffsetCommit load left offsets missing: {sorted(committed.items())}")
 
 
 async def join_member(port: int, group: str) -> tuple[AsyncWireClient, int, str]:
@@ -164,6 +180,7 @@ def run_case(broker: Broker, committers: list[Committer], in_flight: int, second
     wall = time.perf_counter() - t0
     child.join()
     lat.sort()
+    check_committed(broker.port, committers)
     return {"req/s": done / seconds, "offsets/s": 4 * done / seconds, "p50 ms": lat[len(lat) // 2] * 1000,
             "p99 ms": lat[int(len(lat) * 0.99)] * 1000, "broker cores": (broker.cpu() - c0) / wall,
             "loadgen cores": load_cpu / wall, "RSS MB": broker.rss()}

@@ -497,18 +497,16 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
 
 @dataclass
 class Measured:
-    """What one run measured, from one generator process or merged from several."""
+    """What one run measured, from one generator process or merged from several. The broker's
+    figures (CPU, RSS) are taken by the process that watches it."""
 
     connect_s: float
     form_s: float
+    measuring_from: float
     wall: float
-    broker_user: float
-    broker_cpu: float
-    rss: float
     heartbeats: list[float]
     commits: list[float]
     heartbeat_times: list[tuple[float, float]]
-    measuring_from: float
     answers: int
     spurious: dict[str, int]
     commit_errors: dict[str, int]
@@ -516,6 +514,42 @@ class Measured:
     good: int
     checked: int
     saturation: dict[str, Any]
+    broker_user: float = 0.0
+    broker_cpu: float = 0.0
+    rss: float = 0.0
+
+    @classmethod
+    def of(cls, load: Load, connect_s: float, form_s: float, wall: float, generator_cores: float) -> Measured:
+        """A finished load's figures (it is drained, its offsets checked here, and closed)."""
+        load.drain(60)
+        good, checked = load.check_offsets()
+        load.close()
+        return cls(connect_s, form_s, load.measuring_from, wall, load.latency[HEARTBEAT], load.latency[COMMIT],
+                   load.heartbeat_times, load.answers_in_window, load.spurious, load.commit_errors,
+                   load.formation_rejoins, good, checked, load.saturation(generator_cores))
+
+    @classmethod
+    def merged(cls, parts: list[Measured]) -> Measured:
+        """Several generators' figures over one window, as if one had measured them: the busiest
+        generator's saturation speaks for the load (one saturated process skews its members)."""
+        def counts(of: list[dict[str, int]]) -> dict[str, int]:
+            total: dict[str, int] = {}
+            for d in of:
+                for name, n in d.items():
+                    total[name] = total.get(name, 0) + n
+            return total
+
+        saturations = [m.saturation for m in parts]
+        worst = max(saturations, key=lambda r: (r["loadgen_saturated"], r["loadgen_late_p99_ms"]))
+        return cls(
+            max(m.connect_s for m in parts), max(m.form_s for m in parts), parts[0].measuring_from,
+            max(m.wall for m in parts), [x for m in parts for x in m.heartbeats], [x for m in parts for x in m.commits],
+            sorted(x for m in parts for x in m.heartbeat_times), sum(m.answers for m in parts),
+            counts([m.spurious for m in parts]), counts([m.commit_errors for m in parts]),
+            sum(m.formation_rejoins for m in parts), sum(m.good for m in parts), sum(m.checked for m in parts),
+            {**worst, "loadgen_cores": max(r["loadgen_cores"] for r in saturations),
+             "loadgen_late_max_ms": max(r["loadgen_late_max_ms"] for r in saturations),
+             "loadgen_saturated": any(r["loadgen_saturated"] for r in saturations)})
 
 
 def _one_process(broker: Broker, members: int, seconds: float, warmup: float, wave: int, seed: int,
@@ -541,16 +575,11 @@ def _one_process(broker: Broker, members: int, seconds: float, warmup: float, wa
     load.steady(load.measuring_until)
     wall = time.perf_counter() - w0
     u1, s1 = user_system(broker.pid)
-    broker_user, broker_system = u1 - u0, s1 - s0
-    broker_cpu, load_cpu = broker_user + broker_system, self_cpu() - l0
+    load_cpu = self_cpu() - l0
     rss = broker.rss()
-    load.drain(60)
-    good, checked = load.check_offsets()
-    load.close()
-    return Measured(connect_s, form_s, wall, broker_user, broker_cpu, rss, load.latency[HEARTBEAT],
-                    load.latency[COMMIT], load.heartbeat_times, load.measuring_from, load.answers_in_window,
-                    load.spurious, load.commit_errors, load.formation_rejoins, good, checked,
-                    load.saturation(load_cpu / wall))
+    measured = Measured.of(load, connect_s, form_s, wall, load_cpu / wall)
+    measured.broker_user, measured.broker_cpu, measured.rss = u1 - u0, (u1 - u0) + (s1 - s0), rss
+    return measured
 
 
 def _generator(port: int, members: int, seed: int, heartbeat_s: float, commit_s: float, wave: int,
@@ -563,7 +592,7 @@ def _generator(port: int, members: int, seed: int, heartbeat_s: float, commit_s:
     load.connect_all()
     connect_s = time.perf_counter() - t0
     form_s = load.form(wave, timeout=max(120.0, members / 20))
-    conn.send((connect_s, form_s))
+    conn.send(form_s)
     while not conn.poll(0):
         load.steady(time.perf_counter() + 0.05)
     start, until = conn.recv()
@@ -573,12 +602,8 @@ def _generator(port: int, members: int, seed: int, heartbeat_s: float, commit_s:
     l0 = self_cpu()
     load.measuring_from, load.measuring_until = start, until
     load.steady(until)
-    cores = (self_cpu() - l0) / (time.perf_counter() - start)
-    load.drain(60)
-    good, checked = load.check_offsets()
-    load.close()
-    conn.send((load.latency[HEARTBEAT], load.latency[COMMIT], load.heartbeat_times, load.answers_in_window,
-               load.spurious, load.commit_errors, load.formation_rejoins, good, checked, load.saturation(cores)))
+    wall = time.perf_counter() - start
+    conn.send(Measured.of(load, connect_s, form_s, wall, (self_cpu() - l0) / wall))
 
 
 def _spread(broker: Broker, members: int, seconds: float, warmup: float, wave: int, seed: int,
@@ -599,9 +624,8 @@ def _spread(broker: Broker, members: int, seconds: float, warmup: float, wave: i
         children.append(proc)
         first += share
     try:
-        formed = [pipe.recv() for pipe in pipes]
-        print(f"  formed in {max(f for _, f in formed):.1f}s by {generators} generators; warming up",
-              file=sys.stderr, flush=True)
+        formed = max(pipe.recv() for pipe in pipes)
+        print(f"  formed in {formed:.1f}s by {generators} generators; warming up", file=sys.stderr, flush=True)
         start = time.perf_counter() + warmup
         for pipe in pipes:
             pipe.send((start, start + seconds))
@@ -611,30 +635,14 @@ def _spread(broker: Broker, members: int, seconds: float, warmup: float, wave: i
         time.sleep(max(0.0, start + seconds - time.perf_counter()))
         u1, s1 = user_system(broker.pid)
         rss = broker.rss()
-        parts = [pipe.recv() for pipe in pipes]
+        measured = Measured.merged([pipe.recv() for pipe in pipes])
     finally:
         for proc in children:
             proc.join(60)
             if proc.is_alive():
                 proc.kill()
-    spurious: dict[str, int] = {}
-    errors: dict[str, int] = {}
-    for part in parts:
-        for name, n in part[4].items():
-            spurious[name] = spurious.get(name, 0) + n
-        for name, n in part[5].items():
-            errors[name] = errors.get(name, 0) + n
-    saturations = [part[9] for part in parts]
-    # The busiest generator speaks for the load: one saturated process skews its members' figures.
-    worst = max(saturations, key=lambda r: (r["loadgen_saturated"], r["loadgen_late_p99_ms"]))
-    saturation = {**worst, "loadgen_cores": max(r["loadgen_cores"] for r in saturations),
-                  "loadgen_late_max_ms": max(r["loadgen_late_max_ms"] for r in saturations),
-                  "loadgen_saturated": any(r["loadgen_saturated"] for r in saturations)}
-    return Measured(max(c for c, _ in formed), max(f for _, f in formed), seconds, u1 - u0, (u1 - u0) + (s1 - s0),
-                    rss, [x for part in parts for x in part[0]], [x for part in parts for x in part[1]],
-                    sorted(x for part in parts for x in part[2]), start, sum(part[3] for part in parts),
-                    spurious, errors, sum(part[6] for part in parts), sum(part[7] for part in parts),
-                    sum(part[8] for part in parts), saturation)
+    measured.broker_user, measured.broker_cpu, measured.rss = u1 - u0, (u1 - u0) + (s1 - s0), rss
+    return measured
 
 
 def print_timeline(samples: list[tuple[float, float]], start: float) -> None:

@@ -57,8 +57,10 @@ def monotonic_ms() -> int:
 
 def _system_offset() -> int:
     """monotonic - wall, in milliseconds rounded down, plus the one that keeps deadlines from
-    coming due early (see ``TimerService``)."""
-    return (_monotonic_ns() - _time_ns()) // 1_000_000 + 1
+    coming due early (see ``TimerService``). The wall clock is read first: read after, it would be
+    a little ahead of the monotonic reading, the difference a little short, the deadline early."""
+    wall = _time_ns()
+    return (_monotonic_ns() - wall) // 1_000_000 + 1
 
 
 class TimerService:

@@ -174,3 +174,36 @@ def test_never_fires_before_the_wall_clock_reads_its_deadline(monkeypatch: pytes
     assert fired == []
     elapse(2.0)  # a millisecond late at most
     assert fired and fired[0] >= deadline
+
+
+@pytest.mark.parametrize("wall_fraction_ns, steady_fraction_ns", [
+    (990_000, 0), (0, 990_000), (999_999, 999_999), (500_000, 499_999), (1, 999_998)])
+def test_the_brokers_clocks_never_fire_a_deadline_early(
+        monkeypatch: pytest.MonkeyPatch, wall_fraction_ns: int, steady_fraction_ns: int) -> None:
+    """The broker's own pair (the system's wall clock and its monotonic clock, each read rounded
+    down): whatever fractions of a millisecond the two readings carry, and with time moving on
+    between one read and the next, a deadline comes due once the wall clock reads it, and at most
+    two milliseconds after."""
+    from broker.runtime import timers as module
+    from broker.runtime.timers import steady_ms
+
+    true_ns = [0]
+    wall_base, steady_base = 1_700_000_000_000_000_000 + wall_fraction_ns, 5_000_000_000 + steady_fraction_ns
+
+    def read(base: int) -> int:
+        true_ns[0] += 300  # every read sees time a little further on
+        return base + true_ns[0]
+
+    monkeypatch.setattr(module, "_time_ns", lambda: read(wall_base))
+    monkeypatch.setattr(module, "_monotonic_ns", lambda: read(steady_base))
+    monkeypatch.setattr(time, "time", lambda: read(wall_base) / 1e9)
+    fired: list[int] = []
+    timers = TimerService(lambda shard, key, now: fired.append(now), wall_ms, steady_ms)
+    deadline = wall_ms() + 100
+    timers.set(0, "join:g", deadline)
+    while not fired:
+        true_ns[0] += 10_000  # 0.01 ms
+        before = (wall_base + true_ns[0]) // 1_000_000
+        timers.fire_due()
+        assert fired or before < deadline + 2, "not fired two milliseconds after its deadline"
+    assert fired[0] >= deadline
