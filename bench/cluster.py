@@ -37,18 +37,16 @@ from typing import Any
 import trio
 
 from bench.commits import Committer, commit_frames, generate, join_member
-from bench.harness import cpu_seconds
+from bench.harness import LaunchedNode, cpu_seconds, launch, wait_spread
 from kclient.wire_client import WireClient
 from protocol.frames import RequestHeader, frame_request
 from protocol.messages import ApiKey
 from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
-from protocol.messages.list_groups import ListGroupsRequest
-from protocol.messages.metadata import MetadataRequest
 from protocol.messages.offset_commit import OffsetCommitRequest
 from testkit.etcd import ETCD_BINARY, EtcdProcess
 from testkit.kcoord import BrokerProcess
-from testkit.nodes import NodesProcess, running
+from testkit.nodes import NodesProcess
 
 
 class Node(BrokerProcess):
@@ -79,60 +77,6 @@ class Node(BrokerProcess):
         if self.process.poll() is None:
             self.process.send_signal(sig)
             self.process.wait(60)
-
-
-class LaunchedNode:
-    """One node of a `kcoord serve --nodes N`, found by the PID its launcher logged."""
-
-    def __init__(self, port: int, node_id: int, pid: int) -> None:
-        self.port, self.node_id, self.pid = port, node_id, pid
-
-    def cpu(self) -> float:
-        return cpu_seconds(self.pid)
-
-    def exited(self) -> bool:
-        return not running(self.pid)
-
-
-def launch(data: Path, cid: str, count: int, lease_ms: int) -> tuple[NodesProcess, list[LaunchedNode]]:
-    # At the default log level: the launcher logs its nodes' PIDs at INFO.
-    launcher = NodesProcess(data, count, {"cluster.id": cid, "broker.session.timeout.ms": str(lease_ms),
-                                          "metrics.listener": ""},
-                            log_path=data.parent / f"{cid}-launcher.log").start()
-    deadline = time.monotonic() + 120
-    while len({n for role, n, _pid in launcher.started() if role == "node"}) < count:
-        if time.monotonic() > deadline or (launcher.proc is not None and launcher.proc.poll() is not None):
-            launcher.kill_all()
-            raise RuntimeError(f"the launcher did not start {count} nodes:\n{launcher.log()[-3000:]}")
-        time.sleep(0.1)
-    return launcher, [LaunchedNode(launcher.port + i, i + 1, launcher.pid_of(i + 1)) for i in range(count)]
-
-
-def leaders(port: int) -> dict[int, int]:
-    with WireClient("127.0.0.1", port, timeout=5) as c:
-        r = c.call(ApiKey.Metadata, 9, MetadataRequest(topics=[MetadataRequest.Topic(name="__consumer_offsets")],
-                                                      allow_auto_topic_creation=False))
-    return {p.partition_index: p.leader_id for p in r.topics[0].partitions}
-
-
-def wait_spread(nodes: Sequence[Node | LaunchedNode], timeout: float = 60) -> None:
-    want = {n.node_id for n in nodes}
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(n.exited() for n in nodes):
-            raise RuntimeError("a node exited; see its log in the bench directory")
-        try:
-            views = [leaders(n.port) for n in nodes]
-            loaded = True
-            for n in nodes:
-                with WireClient("127.0.0.1", n.port, timeout=5) as c:
-                    loaded &= c.call(ApiKey.ListGroups, 0, ListGroupsRequest()).error_code == 0
-            if loaded and all(set(v.values()) == want and len(v) == 50 and v == views[0] for v in views):
-                return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("ownership did not settle")
 
 
 def coordinator(port: int, group: str) -> int:

@@ -1,5 +1,5 @@
 """Shared benchmark plumbing: a kcoord process on loopback (testkit's, with a benchmark's
-defaults), its CPU and RSS."""
+defaults), its CPU and RSS; the nodes of a `kcoord serve --nodes N` and when they have settled."""
 
 from __future__ import annotations
 
@@ -7,13 +7,20 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from kclient.wire_client import WireClient
+from protocol.messages import ApiKey
+from protocol.messages.list_groups import ListGroupsRequest
+from protocol.messages.metadata import MetadataRequest
 from testkit.kcoord import ROOT, BrokerProcess
+from testkit.nodes import NodesProcess, running
 
-__all__ = ["CLK_TCK", "ROOT", "Broker", "cpu_seconds", "rss_mb", "work_dir"]
+__all__ = ["CLK_TCK", "ROOT", "Broker", "LaunchedNode", "cpu_seconds", "launch", "leaders", "rss_mb", "wait_spread",
+           "work_dir"]
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -65,6 +72,10 @@ class Broker(BrokerProcess):
         assert self.proc is not None
         return self.proc.pid
 
+    @property
+    def pids(self) -> list[int]:
+        return [self.pid]
+
     def cpu(self) -> float:
         return cpu_seconds(self.pid)
 
@@ -76,3 +87,69 @@ class Broker(BrokerProcess):
             return super().stop(timeout)
         finally:
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+class SpreadNode(Protocol):
+    port: int
+    node_id: int
+
+    def exited(self) -> bool: ...
+
+
+class LaunchedNode:
+    """One node of a `kcoord serve --nodes N`, found by the PID its launcher logged."""
+
+    def __init__(self, port: int, node_id: int, pid: int) -> None:
+        self.port, self.node_id, self.pid = port, node_id, pid
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.pid)
+
+    def exited(self) -> bool:
+        return not running(self.pid)
+
+
+def launch(data: Path, cid: str, count: int, lease_ms: int,
+           overrides: dict[str, str] | None = None) -> tuple[NodesProcess, list[LaunchedNode]]:
+    """`kcoord serve --nodes count` on ``data`` with its private etcd, and its nodes once each has
+    started (not settled: see ``wait_spread``)."""
+    # At the default log level: the launcher logs its nodes' PIDs at INFO.
+    launcher = NodesProcess(data, count, {"cluster.id": cid, "broker.session.timeout.ms": str(lease_ms),
+                                          "metrics.listener": "", **(overrides or {})},
+                            log_path=data.parent / f"{cid}-launcher.log").start()
+    deadline = time.monotonic() + 120
+    while len({n for role, n, _pid in launcher.started() if role == "node"}) < count:
+        if time.monotonic() > deadline or (launcher.proc is not None and launcher.proc.poll() is not None):
+            launcher.kill_all()
+            raise RuntimeError(f"the launcher did not start {count} nodes:\n{launcher.log()[-3000:]}")
+        time.sleep(0.1)
+    return launcher, [LaunchedNode(launcher.port + i, i + 1, launcher.pid_of(i + 1)) for i in range(count)]
+
+
+def leaders(port: int) -> dict[int, int]:
+    with WireClient("127.0.0.1", port, timeout=5) as c:
+        r = c.call(ApiKey.Metadata, 9, MetadataRequest(topics=[MetadataRequest.Topic(name="__consumer_offsets")],
+                                                      allow_auto_topic_creation=False))
+    return {p.partition_index: p.leader_id for p in r.topics[0].partitions}
+
+
+def wait_spread(nodes: Sequence[SpreadNode], timeout: float = 60) -> None:
+    """Until every node sees the offsets partitions spread over all of them, the same view, and
+    serves group requests."""
+    want = {n.node_id for n in nodes}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(n.exited() for n in nodes):
+            raise RuntimeError("a node exited; see its log in the bench directory")
+        try:
+            views = [leaders(n.port) for n in nodes]
+            loaded = True
+            for n in nodes:
+                with WireClient("127.0.0.1", n.port, timeout=5) as c:
+                    loaded &= c.call(ApiKey.ListGroups, 0, ListGroupsRequest()).error_code == 0
+            if loaded and all(set(v.values()) == want and len(v) == 50 and v == views[0] for v in views):
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("ownership did not settle")

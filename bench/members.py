@@ -31,23 +31,26 @@ import os
 import random
 import resource
 import select
+import shutil
 import socket
 import struct
 import sys
+import tempfile
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from bench.harness import CLK_TCK, Broker
+from bench.harness import CLK_TCK, Broker, launch, rss_mb, wait_spread
 from kclient.wire_client import decode_response, encode_request
 from protocol.errors import ErrorCode
 from protocol.frames import response_header_size
 from protocol.messages import ApiKey
 from protocol.messages.create_topics import CreateTopicsRequest
+from protocol.messages.find_coordinator import FindCoordinatorRequest
 from protocol.messages.heartbeat import HeartbeatRequest
 from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
@@ -170,10 +173,25 @@ class Load:
 
     # ---- connections and I/O ------------------------------------------------------------------
 
+    def coordinator_ports(self) -> dict[str, int]:
+        """Each group's coordinator's port (FindCoordinator v4 to the bootstrap port, a hundred groups
+        a request): on one broker its own, on several nodes the one that owns the group."""
+        ports: dict[str, int] = {}
+        with socket.create_connection(("127.0.0.1", self.port)) as sock:
+            for i in range(0, len(self.groups), 100):
+                r = blocking_call(sock, ApiKey.FindCoordinator, 4, FindCoordinatorRequest(
+                    key_type=0, coordinator_keys=[g.name for g in self.groups[i : i + 100]]))
+                for c in r.coordinators:
+                    if c.error_code:
+                        raise RuntimeError(f"FindCoordinator {c.key}: {ErrorCode(c.error_code).name}")
+                    ports[c.key] = c.port
+        return ports
+
     def connect_all(self) -> None:
+        ports = self.coordinator_ports()
         for g in self.groups:
             for i in range(GROUP_SIZE):
-                sock = socket.create_connection(("127.0.0.1", self.port))
+                sock = socket.create_connection(("127.0.0.1", ports[g.name]))
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                 sock.setblocking(False)
                 m = Member(g, i, sock)
@@ -420,15 +438,18 @@ class Load:
     def check_offsets(self) -> tuple[int, int]:
         """(members whose committed offset is their last acknowledged one, members checked)."""
         good = 0
-        with socket.create_connection(("127.0.0.1", self.port)) as sock:
-            for i in range(0, len(self.groups), 100):
-                chunk = self.groups[i : i + 100]
-                r = blocking_call(sock, ApiKey.OffsetFetch, FETCH_V, OffsetFetchRequest(
-                    groups=[OffsetFetchRequest.Group(group_id=g.name, topics=None) for g in chunk]))
-                for g, answer in zip(chunk, r.groups, strict=True):
-                    got = {p.partition_index: p.committed_offset for t in answer.topics if t.name == TOPIC
-                           for p in t.partitions}
-                    good += sum(1 for m in g.members if got.get(m.index, -1) == m.acked_offset)
+        ports = self.coordinator_ports()
+        for port in sorted(set(ports.values())):
+            groups = [g for g in self.groups if ports[g.name] == port]
+            with socket.create_connection(("127.0.0.1", port)) as sock:
+                for i in range(0, len(groups), 100):
+                    chunk = groups[i : i + 100]
+                    r = blocking_call(sock, ApiKey.OffsetFetch, FETCH_V, OffsetFetchRequest(
+                        groups=[OffsetFetchRequest.Group(group_id=g.name, topics=None) for g in chunk]))
+                    for g, answer in zip(chunk, r.groups, strict=True):
+                        got = {p.partition_index: p.committed_offset for t in answer.topics if t.name == TOPIC
+                               for p in t.partitions}
+                        good += sum(1 for m in g.members if got.get(m.index, -1) == m.acked_offset)
         return good, sum(len(g.members) for g in self.groups)
 
     def close(self) -> None:
@@ -444,6 +465,58 @@ def user_system(pid: int) -> tuple[float, float]:
     return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
 
 
+def nodes_user_system(pids: list[int]) -> tuple[float, float]:
+    """The same, summed over a broker's node processes."""
+    both = [user_system(pid) for pid in pids]
+    return sum(u for u, _ in both), sum(s for _, s in both)
+
+
+class Subject(Protocol):
+    """What the load runs against: one broker, or the nodes of a cluster on this host."""
+
+    @property
+    def port(self) -> int: ...
+
+    @property
+    def pids(self) -> list[int]: ...
+
+    def rss(self) -> float: ...
+
+
+class Nodes:
+    """`kcoord serve --nodes N` on a temporary directory, with its private etcd: the subject of a
+    run over several nodes. Its CPU and RSS are its node processes' (not etcd's, nor the
+    launcher's)."""
+
+    def __init__(self, count: int, flush_policy: str, overrides: dict[str, str]) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="kcoord-members-"))
+        # At the default log level: the launcher logs its nodes' PIDs at INFO.
+        props = {"log.flush.policy": flush_policy, **overrides}
+        self.launcher, self.nodes = launch(self.tmp / "data", f"members{os.getpid()}", count, 10_000, props)
+        try:
+            wait_spread(self.nodes, timeout=120)
+        except BaseException:
+            self.stop()
+            raise
+
+    @property
+    def port(self) -> int:
+        return self.nodes[0].port
+
+    @property
+    def pids(self) -> list[int]:
+        return [n.pid for n in self.nodes]
+
+    def rss(self) -> float:
+        return sum(rss_mb(pid) for pid in self.pids)
+
+    def stop(self) -> None:
+        try:
+            self.launcher.stop()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
 def self_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -452,13 +525,15 @@ def self_cpu() -> float:
 def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Path | None,
         wave: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0, timeline: bool = False,
         overrides: dict[str, str] | None = None, ready: Callable[[], bool] | None = None,
-        generators: int = 1) -> dict[str, Any]:
+        generators: int = 1, nodes: int = 1) -> dict[str, Any]:
     """``ready``: asked between rounds of the load once the groups are formed, until it says yes
     (at most two minutes), before the warm-up: whatever else a comparison runs beside the broker
     (bench.console_cost's browser) is in place before anything is counted. ``generators``: the
-    members spread over that many processes (``ready`` is then not asked)."""
-    broker = Broker(root=root, log_flush_policy=flush_policy, **(overrides or {}))
-    print(f"  broker pid {broker.pid}", file=sys.stderr, flush=True)
+    members spread over that many processes (``ready`` is then not asked). ``nodes``: more than one
+    runs `kcoord serve --nodes N` (this checkout's), each group's members on its coordinator."""
+    broker: Broker | Nodes = Broker(root=root, log_flush_policy=flush_policy, **(overrides or {})) if nodes == 1 \
+        else Nodes(nodes, flush_policy, overrides or {})
+    print(f"  broker pids {broker.pids}", file=sys.stderr, flush=True)
     try:
         with socket.create_connection(("127.0.0.1", broker.port)) as admin:
             r = blocking_call(admin, ApiKey.CreateTopics, 5, CreateTopicsRequest(topics=[
@@ -478,7 +553,7 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
     broker_user, broker_cpu = measured.broker_user, measured.broker_cpu
     answers = measured.answers
     return {
-        "members": members, "seconds": round(wall, 2), "flush_policy": flush_policy,
+        "members": members, "nodes": nodes, "seconds": round(wall, 2), "flush_policy": flush_policy,
         "heartbeat_interval": heartbeat_s, "commit_interval": commit_s,
         "connect_s": round(measured.connect_s, 2), "formation_s": round(measured.form_s, 2),
         "formation_rejoins": measured.formation_rejoins,
@@ -552,7 +627,7 @@ class Measured:
              "loadgen_saturated": any(r["loadgen_saturated"] for r in saturations)})
 
 
-def _one_process(broker: Broker, members: int, seconds: float, warmup: float, wave: int, seed: int,
+def _one_process(broker: Subject, members: int, seconds: float, warmup: float, wave: int, seed: int,
                  heartbeat_s: float, commit_s: float, ready: Callable[[], bool] | None) -> Measured:
     load = Load(broker.port, members, seed, heartbeat_s, commit_s)
     t0 = time.perf_counter()
@@ -570,11 +645,11 @@ def _one_process(broker: Broker, members: int, seconds: float, warmup: float, wa
     gc.freeze()
     load.steady(time.perf_counter() + warmup)  # nothing is counted before the window
     print("  measuring", file=sys.stderr, flush=True)
-    (u0, s0), l0, w0 = user_system(broker.pid), self_cpu(), time.perf_counter()
+    (u0, s0), l0, w0 = nodes_user_system(broker.pids), self_cpu(), time.perf_counter()
     load.measuring_from, load.measuring_until = w0, w0 + seconds
     load.steady(load.measuring_until)
     wall = time.perf_counter() - w0
-    u1, s1 = user_system(broker.pid)
+    u1, s1 = nodes_user_system(broker.pids)
     load_cpu = self_cpu() - l0
     rss = broker.rss()
     measured = Measured.of(load, connect_s, form_s, wall, load_cpu / wall)
@@ -606,7 +681,7 @@ def _generator(port: int, members: int, seed: int, heartbeat_s: float, commit_s:
     conn.send(Measured.of(load, connect_s, form_s, wall, (self_cpu() - l0) / wall))
 
 
-def _spread(broker: Broker, members: int, seconds: float, warmup: float, wave: int, seed: int,
+def _spread(broker: Subject, members: int, seconds: float, warmup: float, wave: int, seed: int,
             heartbeat_s: float, commit_s: float, generators: int) -> Measured:
     """The same load from ``generators`` processes, each with its share of the groups on its own
     core's worth of time, measuring the same window: for member counts one process cannot drive
@@ -631,9 +706,9 @@ def _spread(broker: Broker, members: int, seconds: float, warmup: float, wave: i
             pipe.send((start, start + seconds))
         time.sleep(max(0.0, start - time.perf_counter()))
         print("  measuring", file=sys.stderr, flush=True)
-        u0, s0 = user_system(broker.pid)
+        u0, s0 = nodes_user_system(broker.pids)
         time.sleep(max(0.0, start + seconds - time.perf_counter()))
-        u1, s1 = user_system(broker.pid)
+        u1, s1 = nodes_user_system(broker.pids)
         rss = broker.rss()
         measured = Measured.merged([pipe.recv() for pipe in pipes])
     finally:
@@ -659,7 +734,7 @@ def print_timeline(samples: list[tuple[float, float]], start: float) -> None:
 
 
 def show(r: dict[str, Any]) -> None:
-    print(f"{r['members']:6} members ({r['flush_policy']}, {r['seconds']:.0f}s, heartbeat every "
+    print(f"{r['members']:6} members ({r['nodes']} node{'s' if r['nodes'] > 1 else ''}, {r['flush_policy']}, {r['seconds']:.0f}s, heartbeat every "
           f"{r['heartbeat_interval']:g}s, commit every {r['commit_interval']:g}s): "
           f"heartbeat p50 {r['heartbeat_p50_ms']:.2f} p99 {r['heartbeat_p99_ms']:.2f} max {r['heartbeat_max_ms']:.1f} ms; "
           f"commit p50 {r['commit_p50_ms']:.2f} p99 {r['commit_p99_ms']:.2f} max {r['commit_max_ms']:.1f} ms; "
@@ -689,6 +764,8 @@ def main() -> None:
                         help="run the kcoord of another checkout (A/B comparisons)")
     parser.add_argument("--generators", type=int, default=1,
                         help="processes the members are spread over (one cannot drive tens of thousands without sending late)")
+    parser.add_argument("--nodes", type=int, default=1,
+                        help="run `kcoord serve --nodes N` (a private etcd; each group on its coordinator)")
     parser.add_argument("--json", action="store_true", help="also print each result as a JSON line")
     parser.add_argument("--timeline", action="store_true", help="heartbeat latency per second, on stderr")
     parser.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
@@ -702,7 +779,7 @@ def main() -> None:
     for n in args.members:
         r = run(n, args.seconds, args.warmup, args.flush_policy, args.broker_root, args.wave, args.seed,
                 args.heartbeat_interval, args.commit_interval, args.timeline,
-                dict(o.split("=", 1) for o in args.override), generators=args.generators)
+                dict(o.split("=", 1) for o in args.override), generators=args.generators, nodes=args.nodes)
         show(r)
         if args.json:
             print(json.dumps(r), flush=True)

@@ -327,7 +327,7 @@ class SingleGroupApi(Generic[GroupBody, GroupReply]):
                                  client_host="/" + req.client_host, may_describe_topic=may_describe)
             return operation(shard, body, ctx, now)
 
-        runtime.execute(op, req.reply.set, lambda code: build_error(req, code), group_id)
+        runtime.execute(op, req.reply.set, lambda code: build_error(req, code), group_id, reply=req.reply)
 
 
 class GroupApis:

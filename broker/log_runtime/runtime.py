@@ -15,6 +15,9 @@ they are durable; everything about getting bytes onto the disk is decided here, 
   its durable sequence (what replies and reads wait for) move only when a pass completes: after
   the fdatasync with ``sync``, after the write with ``interval`` (which then flushes every
   ``log.flush.interval.ms`` whatever was written since the last period).
+- **Answered from the thread.** An answer whose records a pass makes durable may be written to its
+  client by the sync thread right after the fdatasync (``send_when_durable``): a client with one
+  request in flight then does not wait for the event loop to wake up to learn of it.
 - **One failure policy.** A partition whose append or flush fails stops taking writes (later ones
   are refused); everything waiting on it is told so (``ok=False``), and its owner is told to
   rebuild from what the log holds.
@@ -24,6 +27,7 @@ they are durable; everything about getting bytes onto the disk is decided here, 
 
 from __future__ import annotations
 
+import os
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection
@@ -55,6 +59,20 @@ Entry = tuple[bytes | None, bytes | None, int]  # (key, value, timestamp ms) of 
 DurableCallback = Callable[[bool], None]
 
 
+class DurableReply(Protocol):
+    """An answer that waits for a partition's writes and that the sync thread making them durable
+    may send itself, right after its fdatasync: the event loop's wake-up is then off the
+    acknowledgement's path."""
+
+    def lend(self) -> tuple[int, bytes] | None:
+        """The socket's descriptor and the bytes to write there, if they may be written from the
+        pass's thread now; nobody else writes to that socket until ``returned``."""
+
+    def returned(self, sent: int, durable: bool) -> None:
+        """On the trio thread, once the pass is over: how many bytes were written (-1: the socket
+        failed), and whether the writes were made durable."""
+
+
 class PartitionOwner(Protocol):
     def on_write_failed(self, exc: Exception) -> None:
         """The log refused a write or could not make it durable: rebuild from what it holds."""
@@ -75,6 +93,17 @@ def _tell(write: BatchWrite, part: Partition) -> None:
     write.on_done = _nothing
 
 
+def _send(fd: int, data: bytes) -> int:
+    """Writes what a non-blocking socket takes of ``data`` now: the count, 0 when it is full, -1
+    when it failed (the connection's task finds out and closes it)."""
+    try:
+        return os.write(fd, data)
+    except BlockingIOError:
+        return 0
+    except OSError:
+        return -1
+
+
 def _always() -> bool:
     return True
 
@@ -84,7 +113,7 @@ def _no_fence(topic: str, index: int) -> Fence | None:
     return None
 
 
-__all__ = ["BatchWrite", "Entry", "FencedError", "LogRuntime", "Partition", "PartitionOwner"]
+__all__ = ["BatchWrite", "DurableReply", "Entry", "FencedError", "LogRuntime", "Partition", "PartitionOwner"]
 
 
 class BatchWrite:
@@ -108,7 +137,7 @@ class Partition:
     (the ``PartitionLog`` itself is thread-safe)."""
 
     __slots__ = ("topic", "index", "log", "owner", "high_watermark", "records", "batches", "queued_bytes",
-                 "queued_seq", "durable_seq", "waiters", "watchers", "failed", "closed", "lazy", "fence")
+                 "queued_seq", "durable_seq", "waiters", "watchers", "failed", "closed", "lazy", "fence", "replies")
 
     def __init__(self, topic: str, index: int, log: PartitionLog, owner: PartitionOwner | None) -> None:
         self.topic = topic
@@ -122,6 +151,9 @@ class Partition:
         self.queued_seq = 0  # one per queued write
         self.durable_seq = 0
         self.waiters: deque[tuple[int, DurableCallback]] = deque()
+        # Answers that wait for the writes queued so far and that the next pass's sync thread may
+        # send (``LogRuntime.send_when_durable``).
+        self.replies: list[DurableReply] = []
         self.watchers: set[trio.Event] = set()  # parked fetches, woken when the high watermark moves
         self.failed = False
         self.closed = False
@@ -167,21 +199,29 @@ class Partition:
             event.set()
         self.watchers.clear()
 
-    def _take(self) -> tuple[list[Entry], list[BatchWrite], int, bool]:
-        records, batches = self.records, self.batches
+    def _take(self) -> tuple[list[Entry], list[BatchWrite], int, bool, list[DurableReply]]:
+        records, batches, replies = self.records, self.batches, self.replies
         inline = self.queued_bytes <= INLINE_APPEND_BYTES
         self.records, self.batches, self.queued_bytes = [], [], 0
-        return records, batches, self.queued_seq, inline
+        if replies:
+            self.replies = []
+        return records, batches, self.queued_seq, inline, replies
 
 
 class _Job:
     """What one pass does to one partition."""
 
-    __slots__ = ("part", "records", "batches", "target", "inline", "error", "may_write")
+    __slots__ = ("part", "records", "batches", "target", "inline", "error", "may_write", "replies", "sends", "sent")
 
     def __init__(self, part: Partition, records: list[Entry], batches: list[BatchWrite], target: int,
-                 inline: bool, may_write: Callable[[], bool] = _always) -> None:
+                 inline: bool, may_write: Callable[[], bool] = _always,
+                 replies: list[DurableReply] | None = None) -> None:
         self.may_write = may_write
+        self.replies = replies
+        # The replies lent to the pass's thread: each one's descriptor and bytes, and how much of
+        # each the thread wrote after the fdatasync.
+        self.sends: list[tuple[DurableReply, int, bytes]] = []
+        self.sent: list[int] = []
         self.part = part
         self.records = records
         self.batches = batches
@@ -299,6 +339,16 @@ class LogRuntime:
         part.queued_seq += 1
         self._mark(part)
 
+    def send_when_durable(self, part: Partition, reply: DurableReply) -> None:
+        """``reply`` waits for every write queued on ``part`` so far (its owner released it when
+        they are durable): the sync thread of the pass that makes them durable may send it itself
+        (``DurableReply.lend``). Only where that thread's fdatasync is the last word: with the
+        sync policy, and outside a cluster, where a write is acknowledged only if the lease held
+        until the pass was over, which the trio thread decides."""
+        if self.sync_flush and not part.lazy and part.fence is None and self.may_write is _always \
+                and part.queued_seq > part.durable_seq:
+            part.replies.append(reply)
+
     def _mark(self, part: Partition) -> None:
         self.dirty[(part.topic, part.index)] = part
         if not self.kick_is_coming:
@@ -325,8 +375,8 @@ class LogRuntime:
                 self._refuse_queued(part, OSError("the partition's log failed and is being recovered")
                                     if part.failed else LogClosedError("the partition was deleted"))
                 continue
-            records, batches, target, inline = part._take()
-            jobs.append(_Job(part, records, batches, target, inline, self.may_write))
+            records, batches, target, inline, replies = part._take()
+            jobs.append(_Job(part, records, batches, target, inline, self.may_write, replies))
         self.dirty.clear()
         if jobs:
             self._run_pass(jobs)
@@ -344,6 +394,11 @@ class LogRuntime:
                     continue
             if (self.sync_flush and not job.part.lazy) or not job.inline:
                 threaded.append(job)
+                if job.replies and self.sync_flush and not job.part.lazy:
+                    for reply in job.replies:
+                        lent = reply.lend()
+                        if lent is not None:
+                            job.sends.append((reply, *lent))
         if not threaded:
             self._complete(jobs, started)
             return
@@ -358,6 +413,10 @@ class LogRuntime:
                         job.part.log.flush()
                 except Exception as exc:
                     job.error = exc
+                else:
+                    if job.sends:
+                        # Durable: the answers leave now, not after a wake-up of the event loop.
+                        job.sent = [_send(fd, data) for _reply, fd, data in job.sends]
 
         def done(_results: list[BaseException | None]) -> None:
             # A trio system callback: nothing may escape it.
@@ -389,6 +448,9 @@ class LogRuntime:
         """Settles or fails each job's partition; returns how many records and batches they held."""
         records = 0
         for job in jobs:
+            if job.sends:
+                self._return_sends(job)
+        for job in jobs:
             part = job.part
             records += len(job.records) + len(job.batches)
             try:
@@ -403,6 +465,15 @@ class LogRuntime:
                 # One client's callback that cannot run must not hold back the others.
                 logs.event("log.release_failed", 40, exc_info=True, topic=part.topic, partition=part.index)
         return records
+
+    def _return_sends(self, job: _Job) -> None:
+        sent = job.sent or [0] * len(job.sends)
+        durable = job.error is None
+        for (reply, _fd, _data), count in zip(job.sends, sent, strict=True):
+            try:
+                reply.returned(count, durable)
+            except Exception:
+                logs.event("log.release_failed", 40, exc_info=True, topic=job.part.topic, partition=job.part.index)
 
     def _settle(self, part: Partition, job: _Job) -> None:
         if part.lazy:
@@ -448,6 +519,7 @@ class LogRuntime:
         topic was deleted) is refused with ``error``, and every wait on it hears it failed."""
         waiters, part.waiters = part.waiters, deque()
         part.records.clear()
+        part.replies.clear()
         queued, part.batches = part.batches, []
         part.queued_bytes = 0
         for write in queued:

@@ -53,6 +53,14 @@ class SyncThreads:
         exception or None, in order, in the trio thread (one wake-up of trio per submission).
         ``on_done`` must not raise: it runs as a trio system callback."""
         token = trio.lowlevel.current_trio_token()
+        if len(fns) == 1:
+            # The common pass (one chunk of small appends): no count to keep, no lock.
+            def alone(exc: BaseException | None) -> None:
+                with contextlib.suppress(trio.RunFinishedError):
+                    token.run_sync_soon(on_done, [exc])
+
+            self.queues[0].put((fns[0], alone))
+            return
         results: list[BaseException | None] = [None] * len(fns)
 
         # Arrivals come from the threads: counted under a lock; the last one wakes trio.

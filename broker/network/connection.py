@@ -4,7 +4,8 @@ writer that sends their responses in arrival order, coalescing whatever is ready
 The reader is a callback of the shared readiness set (broker/network/readiness.py): it runs when
 the socket has data, reads until it is drained and dispatches every complete frame, all without a
 task switch. The connection's one task only writes what could not be written on the spot, resumes
-reading after back-pressure, and closes the connection. Where epoll is missing, a second task
+reading after back-pressure, and closes the connection. The one reply a connection owes may also be
+written by the sync thread that makes its records durable (``lend``), right after the fdatasync. Where epoll is missing, a second task
 waits for readability through trio and calls the same reader."""
 
 from __future__ import annotations
@@ -60,6 +61,10 @@ async def linger_close(stream: trio.SocketStream, seconds: float = 1.0) -> None:
 
 
 class Connection:
+    # Replies may be written to the socket by the sync thread that makes them durable (``lend``):
+    # the plain socket's descriptor takes a write from any thread; a TLS stream does not.
+    direct_sends = True
+
     def __init__(self, stream: trio.SocketStream, router: Router, info: ConnectionInfo,
                  max_request_bytes: int, on_response: Callable[[Reply], None] | None = None,
                  hub: ReadinessHub | None = None, max_unauthenticated_bytes: int | None = None) -> None:
@@ -102,7 +107,13 @@ class Connection:
         self.muted_until = 0.0
         # Responses wait until then (a throttled client older than KIP-219).
         self.held_until = 0.0
+        # The reply at the head of the queue that a sync thread may be writing (``lend``), and
+        # what the closing task waits on until it is returned.
+        self.lent: Reply | None = None
+        self._lend_over: trio.Event | None = None
         info.mute = self._mute
+        if self.direct_sends:
+            info.sender = self
 
     async def run(self) -> None:
         try:
@@ -129,6 +140,11 @@ class Connection:
             if self.hub is not None:
                 self.hub.unregister(self.fd)
             with trio.CancelScope(shield=True):
+                if self.lent is not None:
+                    # A sync thread may still write to this descriptor: closing it now could let
+                    # the reply reach the next connection given the same number.
+                    self._lend_over = trio.Event()
+                    await self._lend_over.wait()
                 if self.linger:
                     await linger_close(self.stream)
                 await self.stream.aclose()
@@ -327,6 +343,8 @@ class Connection:
         """Pops every filled slot at the head of the queue; their bytes, joined for one send."""
         out: list[bytes] = []
         pending = self.pending
+        if self.lent is not None:
+            return b""  # a sync thread may be writing the head reply
         if self.held_until and trio.current_time() < self.held_until:
             return b""
         while pending and pending[0].ready:
@@ -351,7 +369,8 @@ class Connection:
         """A slot was filled. If it heads the queue and the task is not writing, whoever filled
         it (a handler, the end of a durable write) writes the ready replies now: one system call,
         where waking the task would cost a trip through the scheduler."""
-        if self.sending or self.unsent or self.broken or not self.pending or not self.pending[0].ready:
+        if self.sending or self.unsent or self.broken or self.lent is not None or not self.pending \
+                or not self.pending[0].ready:
             return  # the task is busy and takes ready slots when done, or the head still waits
         data = self._take_ready()
         if data:
@@ -366,6 +385,49 @@ class Connection:
                 self.unsent = memoryview(data)[sent:]
                 self.wake.set()
                 return
+        if self.closing and not self.pending:
+            self.wake.set()
+
+    def lend(self, reply: Reply) -> int | None:
+        """The descriptor, for the sync thread that makes ``reply`` durable to write it itself, when
+        it may: ``reply`` is the one answer the connection owes (a client with one request in
+        flight, whose latency this is for; replies behind it would take a second write where one
+        carries them all), nothing is being written, the client is not held back by a quota.
+        Nobody else writes until ``returned``."""
+        if (self.lent is not None or self.sending or self.unsent or self.broken or len(self.pending) != 1
+                or self.pending[0] is not reply or (self.held_until and trio.current_time() < self.held_until)):
+            return None
+        self.lent = reply
+        return self.fd
+
+    def returned(self, reply: Reply, sent: int, durable: bool) -> None:
+        """The sync thread is done with the head reply: it wrote ``sent`` bytes of it (-1: the
+        socket failed), after its records were durable (``durable``), or none."""
+        self.lent = None
+        if self._lend_over is not None:
+            self._lend_over.set()
+        if sent < 0:
+            self.broken = True
+            self.wake.set()
+            return
+        if sent > 0 or (durable and reply.data is None):
+            # Sent, it is the answer even if an error was set meanwhile (a shard unloading): the
+            # client has it (it is only sent once its records are durable).
+            reply.data = reply.prepared
+        if sent > 0:
+            assert reply.data is not None and self.pending and self.pending[0] is reply
+            self.pending.popleft()
+            self.pending_bytes -= reply.request_bytes
+            METRICS.bytes_out.inc(sent)
+            if self.on_response is not None:
+                self.on_response(reply)
+            if sent < len(reply.data):
+                self.unsent = memoryview(reply.data)[sent:]
+                self.wake.set()
+                return
+            if self.paused and self._room():
+                self.wake.set()
+        self._reply_ready()
         if self.closing and not self.pending:
             self.wake.set()
 

@@ -35,12 +35,21 @@ class LatencyObserver(Protocol):
     def observe(self, amount: float) -> None: ...
 
 
+class DirectSender(Protocol):
+    """The connection of a reply that a sync thread may send (``Reply.lend``)."""
+
+    def lend(self, reply: Reply) -> int | None: ...
+
+    def returned(self, reply: Reply, sent: int, durable: bool) -> None: ...
+
+
 class Reply:
     __slots__ = ("on_ready", "close", "data", "flexible_header", "correlation_id", "error_code", "message", "version",
-                 "received", "latency", "amend", "request_bytes")
+                 "received", "latency", "amend", "request_bytes", "sender", "prepared", "prepared_for")
 
     def __init__(self, message: Message | None, version: int, correlation_id: int, flexible_header: bool,
-                 received: float = 0.0, latency: LatencyObserver | None = None) -> None:
+                 received: float = 0.0, latency: LatencyObserver | None = None,
+                 sender: DirectSender | None = None) -> None:
         self.message = message
         self.version = version
         self.correlation_id = correlation_id
@@ -59,15 +68,30 @@ class Reply:
         # Changes the handler's response before it is encoded: the authorizer adds back, with
         # their authorization errors, the parts of a request it kept from the handler.
         self.amend: Callable[[Data], Data] | None = None
+        # The connection, when its socket may be written from another thread (not TLS): the sync
+        # thread that makes this reply's records durable may then send it itself (``lend``).
+        self.sender = sender
+        # The encoded answer to ``prepared_for``, made when the operation ran, released by ``set``
+        # with that same response or sent by a sync thread before.
+        self.prepared: bytes | None = None
+        self.prepared_for: Data | None = None
 
     @property
     def ready(self) -> bool:
         return self.data is not None or self.close
 
     def set(self, response: Data) -> None:
-        """Encodes ``response`` for this slot's version and wakes the writer."""
+        """Encodes ``response`` for this slot's version (unless ``prepare`` did) and wakes the
+        writer."""
         if self.ready:
             return
+        if response is self.prepared_for and self.prepared is not None:
+            self.data = self.prepared
+        else:
+            self.data = self._encode(response)
+        self._wake()
+
+    def _encode(self, response: Data) -> bytes:
         assert self.message is not None
         if self.amend is not None:
             response = self.amend(response)
@@ -77,9 +101,34 @@ class Reply:
         unchecked: Any = response
         code = unchecked.error_code if "error_code" in response._fields else first_error_code(response)
         self.error_code = code or 0
-        self.data = frame_response(self.correlation_id, encode(self.message, response, self.version),
-                                   self.flexible_header)
-        self._wake()
+        return frame_response(self.correlation_id, encode(self.message, response, self.version), self.flexible_header)
+
+    # ---- sent by the sync thread that makes the answer durable ----------------------------------
+
+    def prepare(self, response: Data) -> bool:
+        """Encodes ``response``, the answer once the operation's records are durable, now, without
+        releasing it: the sync thread that makes them durable may then send it (``lend``). False
+        when nobody but the connection's own writer may send it."""
+        if self.sender is None or self.ready:
+            return False
+        self.prepared = self._encode(response)
+        self.prepared_for = response
+        return True
+
+    def lend(self) -> tuple[int, bytes] | None:
+        """The socket and the prepared bytes, when the pass that makes this answer durable may
+        write them itself from its thread (this reply heads its connection's queue and nothing is
+        being written): until ``returned`` nobody else writes to the connection."""
+        if self.sender is None or self.prepared is None or self.ready:
+            return None
+        fd = self.sender.lend(self)
+        return None if fd is None else (fd, self.prepared)
+
+    def returned(self, sent: int, durable: bool) -> None:
+        """The pass is over: ``sent`` bytes of the prepared answer were written (-1: the socket
+        failed), after its records became durable (``durable``) or not at all."""
+        assert self.sender is not None
+        self.sender.returned(self, sent, durable)
 
     def set_bytes(self, body: bytes) -> None:
         if not self.ready:

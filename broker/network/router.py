@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
-from broker.network.reply import LatencyObserver, Reply
+from broker.network.reply import DirectSender, LatencyObserver, Reply
 from broker.observability import logs
 from broker.observability.metrics import METRICS
 from protocol.codec import MessageCodec, codec_for
@@ -62,6 +62,8 @@ class ConnectionInfo:
     mute: Callable[[float, bool], None] | None = None
     # What the client said it is in ApiVersions v3+ (client telemetry matches on it).
     software: tuple[str, str] = ("", "")
+    # The connection, when a sync thread may write its replies to the socket (``Reply.lend``).
+    sender: DirectSender | None = None
 
 
 @dataclass(slots=True)
@@ -191,7 +193,7 @@ class Router:
         except DecodeError as exc:
             raise CloseConnection(f"{route.api.name} v{version}: {exc.reason}") from None
         reply = Reply(route.api.response, version, correlation_id, route.flexible_header, time.perf_counter(),
-                      route.latency)
+                      route.latency, conn.sender)
         route.counter.inc()
         request = Request(body, reply, api_key, version, header.client_id, conn.principal, conn.listener,
                           conn.client_host, conn)

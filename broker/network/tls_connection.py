@@ -22,6 +22,8 @@ _RECV_BYTES = 256 * 1024
 
 
 class TlsConnection(Connection):
+    direct_sends = False  # every write goes through the TLS stream, on the connection's task
+
     def __init__(self, stream: trio.SocketStream, tls_stream: trio.SSLStream[trio.SocketStream], router: Router,
                  info: ConnectionInfo, max_request_bytes: int, handshake_timeout: float,
                  on_response: Callable[[Reply], None] | None = None,

@@ -30,7 +30,7 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 import trio
 
 from broker.cluster.node import ClusterNode
-from broker.log_runtime.runtime import BatchWrite, Entry, LogRuntime, Partition
+from broker.log_runtime.runtime import BatchWrite, DurableReply, Entry, LogRuntime, Partition
 from broker.observability import logs
 from broker.runtime.countdown import Countdown
 from broker.runtime.timer_requests import CancelTimer, SetTimer
@@ -77,10 +77,20 @@ class Append(NamedTuple):
     keys: Collection[str]
 
 
+class PreparedReply(DurableReply, Protocol):
+    """A request's reply slot, given to ``execute`` with its ``set`` as ``deliver``."""
+
+    def prepare(self, response: Any) -> bool:
+        """Encode ``response`` now, to be released when its records are durable (by ``set`` with
+        the same response, or sent by the sync thread that makes them durable); False when only
+        ``set`` may release it."""
+
+
 @dataclass(slots=True)
 class Parked:
     deliver: Callable[[Any], None]
     on_error: Callable[[int], Any]
+    reply: PreparedReply | None = None
 
 
 class Coordinator(Generic[S, R]):
@@ -265,16 +275,21 @@ class ShardRuntime(Generic[S, R]):
     # ---- operations ---------------------------------------------------------------------------
 
     def execute(self, op: Callable[[S, int, int], R], deliver: Callable[[Any], None],
-                on_error: Callable[[int], Any], key: str | None = None) -> None:
+                on_error: Callable[[int], Any], key: str | None = None, *,
+                reply: PreparedReply | None = None) -> None:
         """A request's operation: ``op(shard, token, now)`` runs now (the shard is loaded: the
         caller checked ``error``); ``deliver`` gets the reply the result holds for ``token`` once
         its records, and every write queued before them, are durable (or later still, when the
         core parks the request), ``on_error(code)``'s reply if the shard unloads first.
 
         ``key`` names the one key (a group) the operation reads and writes: when it writes
-        nothing, its replies wait only for that key's writes in flight (``settled_for``)."""
+        nothing, its replies wait only for that key's writes in flight (``settled_for``).
+
+        ``reply``: the request's reply slot, when ``deliver`` is its ``set``. A reply that waits for
+        the operation's own records is then encoded at once, and the sync thread whose fdatasync
+        makes them durable may send it."""
         token = next(self.runtime.tokens)
-        self.parked[token] = Parked(deliver, on_error)
+        self.parked[token] = Parked(deliver, on_error, reply)
         now = self.runtime.clock()
         started = time.perf_counter()
         result = op(self.shard, token, now)
@@ -342,7 +357,12 @@ class ShardRuntime(Generic[S, R]):
             if done is not None:
                 done(True)
             return
+        logs_runtime = self.runtime.logs
         for token, response in result.replies:
+            if appends:
+                parked = self.parked.get(token)
+                if parked is not None and parked.reply is not None and parked.reply.prepare(response):
+                    logs_runtime.send_when_durable(part, parked.reply)
             part.when_durable(partial(self._deliver_if_durable, token, response))
         if done is not None:
             part.when_durable(done)

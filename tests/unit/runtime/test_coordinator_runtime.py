@@ -3,6 +3,7 @@ runtime and a disk whose flushes the test holds or fails: what every coordinator
 
 from __future__ import annotations
 
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -102,6 +103,38 @@ class Tally(Coordinator[TallyShard, TallyResult]):
         self.loads += 1
 
 
+class SocketReply:
+    """A reply slot over a socket pair whose prepared answer the sync thread may write (the
+    contract ``broker.network.reply.Reply`` keeps)."""
+
+    def __init__(self) -> None:
+        self.ours, self.theirs = socket.socketpair()
+        self.ours.setblocking(False)
+        self.theirs.setblocking(False)
+        self.prepared: bytes | None = None
+        self.returns: list[tuple[int, bool]] = []
+
+    def prepare(self, response: object) -> bool:
+        self.prepared = f"answer {response}".encode()
+        return True
+
+    def lend(self) -> tuple[int, bytes] | None:
+        return None if self.prepared is None else (self.ours.fileno(), self.prepared)
+
+    def returned(self, sent: int, durable: bool) -> None:
+        self.returns.append((sent, durable))
+
+    def received(self) -> bytes:
+        try:
+            return self.theirs.recv(1024)
+        except BlockingIOError:
+            return b""
+
+    def close(self) -> None:
+        self.ours.close()
+        self.theirs.close()
+
+
 @dataclass
 class Setup:
     runtime: CoordinatorRuntime[TallyShard, TallyResult]
@@ -109,11 +142,11 @@ class Setup:
     disk: FakeDisk
     clock: trio.testing.MockClock
 
-    def add(self, name: str) -> list[object]:
-        """Sends an "add" write; the list gets its answer."""
+    def add(self, name: str, reply: SocketReply | None = None) -> list[object]:
+        """Sends an "add" write; the list gets its answer (``reply``: its reply slot)."""
         answers: list[object] = []
         self.slot.execute(lambda shard, token, now: shard.add(token, name), answers.append,
-                          lambda code: ("error", code), name)
+                          lambda code: ("error", code), name, reply=reply)
         return answers
 
     def read(self, name: str) -> list[object]:
@@ -171,6 +204,57 @@ async def test_a_write_is_answered_only_once_durable(tmp_path: Path, mock_clock:
         await t.settle()
         assert answers == [1]
         assert t.disk.durable[LOG] == len(t.disk.written[LOG])
+
+
+@pytest.mark.trio
+async def test_the_sync_thread_sends_a_prepared_answer_once_its_write_is_durable(
+        tmp_path: Path, mock_clock: trio.testing.MockClock) -> None:
+    reply = SocketReply()
+    async with tally(tmp_path, mock_clock) as t:
+        calls = t.disk.flush_calls.value
+        t.disk.hold_flushes()
+        answers = t.add("a", reply)
+        await blocked_on(t.disk, calls + 1)
+        await trio.testing.wait_all_tasks_blocked(0.01)
+        assert reply.received() == b"" and reply.returns == []
+        t.disk.release_flushes()
+        await t.settle()
+        # Written by the thread after the flush returned, then handed back, then released as usual.
+        assert reply.received() == b"answer 1"
+        assert reply.returns == [(len(b"answer 1"), True)]
+        assert answers == [1]
+    reply.close()
+
+
+@pytest.mark.trio
+async def test_a_prepared_answer_is_not_sent_when_its_write_fails(tmp_path: Path,
+                                                                  mock_clock: trio.testing.MockClock) -> None:
+    reply = SocketReply()
+    async with tally(tmp_path, mock_clock) as t:
+        t.disk.fail_flushes()
+        answers = t.add("a", reply)
+        with trio.fail_after(5):
+            while not answers:
+                await trio.sleep(0)
+                await trio.testing.wait_all_tasks_blocked(0.001)
+        assert answers == [("error", ErrorCode.NOT_COORDINATOR)]
+        assert reply.returns == [(0, False)]
+        assert reply.received() == b""
+    reply.close()
+
+
+@pytest.mark.trio
+async def test_in_a_cluster_the_answer_waits_for_the_trio_thread(tmp_path: Path,
+                                                                 mock_clock: trio.testing.MockClock) -> None:
+    """Only the trio thread knows, once the pass is over, that the lease held throughout."""
+    reply = SocketReply()
+    async with tally(tmp_path, mock_clock) as t:
+        t.runtime.logs.may_write = lambda: True
+        answers = t.add("a", reply)
+        await t.settle()
+        assert answers == [1]
+        assert reply.returns == [] and reply.received() == b""
+    reply.close()
 
 
 @pytest.mark.trio

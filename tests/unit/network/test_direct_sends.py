@@ -1,0 +1,214 @@
+"""A reply the sync thread that made it durable writes itself (``Reply.lend``): it is lent only
+when it is its connection's one reply owed, nobody else writes to the socket until it is returned,
+what the thread left unwritten is written by the connection, a failed write leaves the answer to
+the failure policy, and a connection whose client hung up keeps its descriptor open until the
+lent reply is returned."""
+
+from __future__ import annotations
+
+import os
+import struct
+
+import pytest
+import trio
+import trio.testing
+
+from broker.network.connection import Connection
+from broker.network.reply import Reply
+from broker.network.router import ConnectionInfo
+from protocol.messages.heartbeat import HeartbeatResponse
+
+pytestmark = pytest.mark.trio
+
+
+class ParkingRouter:
+    """Parks every request; each reply is prepared with an answer naming its frame."""
+
+    def __init__(self) -> None:
+        self.parked: list[Reply] = []
+
+    def dispatch(self, frame: bytes | memoryview, conn: ConnectionInfo) -> Reply:
+        reply = Reply(HeartbeatResponse, 0, len(self.parked) + 1, False, sender=conn.sender)
+        self.parked.append(reply)
+        return reply
+
+    def after_frames(self) -> None:
+        pass
+
+    def connection_closed(self, info: ConnectionInfo) -> None:
+        pass
+
+
+def frame(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+def answer(code: int) -> HeartbeatResponse:
+    return HeartbeatResponse(throttle_time_ms=0, error_code=code)
+
+
+async def read_answers(stream: trio.SocketStream, count: int) -> list[tuple[int, int]]:
+    """(correlation id, error code) of ``count`` HeartbeatResponse v0 frames."""
+    buf = b""
+    with trio.fail_after(10):
+        while len(buf) < count * 10:
+            data = await stream.receive_some(1 << 16)
+            assert data, "closed before every answer arrived"
+            buf += data
+    assert len(buf) == count * 10, "more was written than answered"
+    return [struct.unpack_from(">iih", buf, 10 * i)[1:] for i in range(count)]
+
+
+async def serve(router: ParkingRouter, nursery: trio.Nursery,
+                scope: trio.CancelScope | None = None) -> tuple[Connection, trio.SocketStream, trio.Event]:
+    ours, theirs = trio.socket.socketpair()
+    conn = Connection(trio.SocketStream(ours), router, ConnectionInfo(1, "test", 1), 1 << 24)  # type: ignore[arg-type]
+    done = trio.Event()
+
+    async def run() -> None:
+        with scope or trio.CancelScope():
+            await conn.run()
+        done.set()
+
+    nursery.start_soon(run)
+    return conn, trio.SocketStream(theirs), done
+
+
+async def parked(router: ParkingRouter, count: int) -> list[Reply]:
+    with trio.fail_after(10):
+        while len(router.parked) < count:
+            await trio.sleep(0.001)
+    return router.parked
+
+
+async def write_from_a_thread(fd: int, data: bytes) -> int:
+    return await trio.to_thread.run_sync(os.write, fd, data)
+
+
+async def test_a_lent_reply_goes_first_and_the_ones_behind_it_wait_for_its_return() -> None:
+    router = ParkingRouter()
+    async with trio.open_nursery() as nursery:
+        _conn, client, done = await serve(router, nursery)
+        await client.send_all(frame(b"commit"))
+        [first] = await parked(router, 1)
+        assert first.prepare(answer(0))
+        lent = first.lend()
+        assert lent is not None
+        fd, data = lent
+        assert first.lend() is None, "lent once"
+
+        # A second request answered at once while the first is lent, and an error set on the
+        # first meanwhile (its shard unloading): nobody writes either yet.
+        await client.send_all(frame(b"heartbeat"))
+        _, second = await parked(router, 2)
+        second.set(answer(27))
+        first.set(answer(16))
+        await client.send_eof()  # and the connection's own task awake (the client is done)
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.move_on_after(0.05):
+            assert await client.receive_some(100) == b"", "a reply went out ahead of the lent one"
+
+        assert await write_from_a_thread(fd, data) == len(data)
+        first.returned(len(data), durable=True)
+        first.set(answer(0))  # the runtime's release afterwards changes nothing
+        # The client has the answer the thread wrote, once; the error set meanwhile is not sent.
+        assert await read_answers(client, 2) == [(1, 0), (2, 27)]
+        with trio.fail_after(10):
+            await done.wait()
+
+
+async def test_only_a_connections_one_reply_owed_is_lent() -> None:
+    router = ParkingRouter()
+    async with trio.open_nursery() as nursery:
+        _conn, client, _done = await serve(router, nursery)
+        await client.send_all(frame(b"a") + frame(b"b"))
+        first, second = await parked(router, 2)
+        for reply in (first, second):
+            assert reply.prepare(answer(0))
+        # Two owed: the thread would write one and the connection the other, where one write
+        # carries both; a reply behind the head is never lent.
+        assert first.lend() is None
+        assert second.lend() is None
+        first.set(answer(0))
+        second.set(answer(0))
+        assert await read_answers(client, 2) == [(1, 0), (2, 0)]
+        await client.aclose()
+
+
+async def test_what_the_thread_could_not_write_the_connection_writes() -> None:
+    router = ParkingRouter()
+    async with trio.open_nursery() as nursery:
+        _conn, client, _done = await serve(router, nursery)
+        await client.send_all(frame(b"commit"))
+        [reply] = await parked(router, 1)
+        assert reply.prepare(answer(0))
+        lent = reply.lend()
+        assert lent is not None
+        fd, data = lent
+        assert await write_from_a_thread(fd, data[:3]) == 3
+        reply.returned(3, durable=True)
+        assert await read_answers(client, 1) == [(1, 0)]
+
+        # Not written at all (the socket was full): the connection writes it whole.
+        await client.send_all(frame(b"commit"))
+        _, again = await parked(router, 2)
+        assert again.prepare(answer(0))
+        assert again.lend() is not None
+        again.returned(0, durable=True)
+        assert await read_answers(client, 1) == [(2, 0)]
+        await client.aclose()
+
+
+async def test_a_write_that_did_not_become_durable_sends_nothing_until_the_error() -> None:
+    router = ParkingRouter()
+    async with trio.open_nursery() as nursery:
+        _conn, client, _done = await serve(router, nursery)
+        await client.send_all(frame(b"commit"))
+        [reply] = await parked(router, 1)
+        assert reply.prepare(answer(0))
+        assert reply.lend() is not None
+        reply.returned(0, durable=False)
+        await trio.testing.wait_all_tasks_blocked()
+        with trio.move_on_after(0.05):
+            assert await client.receive_some(100) == b"", "an answer left before its records were durable"
+        reply.set(answer(15))  # the failure policy's COORDINATOR_NOT_AVAILABLE
+        assert await read_answers(client, 1) == [(1, 15)]
+        await client.aclose()
+
+
+async def test_a_connection_ended_while_a_reply_is_lent_keeps_its_descriptor_until_the_return() -> None:
+    router = ParkingRouter()
+    scope = trio.CancelScope()
+    async with trio.open_nursery() as nursery:
+        conn, client, done = await serve(router, nursery, scope)
+        await client.send_all(frame(b"commit"))
+        [reply] = await parked(router, 1)
+        assert reply.prepare(answer(0))
+        lent = reply.lend()
+        assert lent is not None
+        fd, data = lent
+        scope.cancel()  # the broker shutting down
+        await trio.testing.wait_all_tasks_blocked()
+        assert not done.is_set()
+        # Its number could otherwise go to the next connection accepted, and the answer with it.
+        assert conn.stream.socket.fileno() == fd, "closed while a thread may write to it"
+        assert await write_from_a_thread(fd, data) == len(data)
+        reply.returned(len(data), durable=True)
+        with trio.fail_after(10):
+            await done.wait()
+        assert conn.stream.socket.fileno() == -1
+        assert await read_answers(client, 1) == [(1, 0)]
+
+
+async def test_a_socket_the_thread_could_not_write_to_ends_the_connection() -> None:
+    router = ParkingRouter()
+    async with trio.open_nursery() as nursery:
+        _conn, client, done = await serve(router, nursery)
+        await client.send_all(frame(b"commit"))
+        [reply] = await parked(router, 1)
+        assert reply.prepare(answer(0))
+        assert reply.lend() is not None
+        await client.aclose()
+        reply.returned(-1, durable=True)  # the peer is gone
+        with trio.fail_after(10):
+            await done.wait()
