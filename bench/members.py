@@ -1,6 +1,7 @@
 """Many consumer-group members at a steady pace: heartbeat and commit latency against member count.
 
     python -m bench.members [--members 2000 5000 10000] [--seconds 30] [--flush-policy sync|interval]
+                            [--generators K] [--nodes N | --kafka]
 
 Each member is a raw Kafka-protocol client on its own TCP connection (no client library), all of
 them driven by one epoll loop in this process; the broker is a separate ``kcoord serve`` process.
@@ -18,6 +19,11 @@ the broker's CPU over the measuring window (from /proc/<pid>/stat) and per reque
 this process's own saturation: its CPU and how late it sent what it meant to send (p99/max against
 each request's schedule), flagged SATURATED past 0.9 of a core or a p99 lateness of a tenth of the
 heartbeat interval, when the latencies measure the generator rather than the broker.
+
+``--nodes N`` runs the load against `kcoord serve --nodes N` (N node processes on one directory and
+a private etcd; each group's members connect to its coordinator, found with FindCoordinator; CPU
+and RSS are the nodes' summed), ``--kafka`` against Apache Kafka 4.4 (one KRaft node, acknowledging
+from the page cache), so that one script draws the curve of all three.
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ from protocol.messages.join_group import JoinGroupRequest
 from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitResponse
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sync_group import SyncGroupRequest
+from testkit.kafka import KafkaProcess, kafka_libs
 
 GROUP_SIZE = 10
 TOPIC = "members-bench"
@@ -177,14 +184,24 @@ class Load:
         """Each group's coordinator's port (FindCoordinator v4 to the bootstrap port, a hundred groups
         a request): on one broker its own, on several nodes the one that owns the group."""
         ports: dict[str, int] = {}
+        # Kafka creates __consumer_offsets on the first FindCoordinator and answers
+        # COORDINATOR_NOT_AVAILABLE until it has: asked again until every group has its answer.
+        deadline = time.monotonic() + 120
         with socket.create_connection(("127.0.0.1", self.port)) as sock:
-            for i in range(0, len(self.groups), 100):
-                r = blocking_call(sock, ApiKey.FindCoordinator, 4, FindCoordinatorRequest(
-                    key_type=0, coordinator_keys=[g.name for g in self.groups[i : i + 100]]))
-                for c in r.coordinators:
-                    if c.error_code:
-                        raise RuntimeError(f"FindCoordinator {c.key}: {ErrorCode(c.error_code).name}")
-                    ports[c.key] = c.port
+            while len(ports) < len(self.groups):
+                left = [g.name for g in self.groups if g.name not in ports]
+                for i in range(0, len(left), 100):
+                    r = blocking_call(sock, ApiKey.FindCoordinator, 4, FindCoordinatorRequest(
+                        key_type=0, coordinator_keys=left[i : i + 100]))
+                    for c in r.coordinators:
+                        if not c.error_code:
+                            ports[c.key] = c.port
+                        elif c.error_code not in (ErrorCode.COORDINATOR_NOT_AVAILABLE,
+                                                  ErrorCode.COORDINATOR_LOAD_IN_PROGRESS) \
+                                or time.monotonic() > deadline:
+                            raise RuntimeError(f"FindCoordinator {c.key}: {ErrorCode(c.error_code).name}")
+                if len(ports) < len(self.groups):
+                    time.sleep(0.2)
         return ports
 
     def connect_all(self) -> None:
@@ -517,6 +534,36 @@ class Nodes:
             shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+class Kafka:
+    """Apache Kafka 4.4 as the tests run it (``testkit.kafka.KafkaProcess``: one KRaft node, broker
+    and controller in one JVM), on a temporary directory: the same load against the reference."""
+
+    def __init__(self) -> None:
+        libs = kafka_libs()
+        if libs is None:
+            raise SystemExit("Kafka is not fetched: run scripts/kafka.sh first")
+        self.tmp = Path(tempfile.mkdtemp(prefix="kcoord-members-kafka-"))
+        self.kafka = KafkaProcess(libs, self.tmp / "kafka").start(wait=180)
+
+    @property
+    def port(self) -> int:
+        return self.kafka.port
+
+    @property
+    def pids(self) -> list[int]:
+        assert self.kafka.proc is not None
+        return [self.kafka.proc.pid]
+
+    def rss(self) -> float:
+        return rss_mb(self.pids[0])
+
+    def stop(self) -> None:
+        try:
+            self.kafka.stop()
+        finally:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+
 def self_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
@@ -525,14 +572,20 @@ def self_cpu() -> float:
 def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Path | None,
         wave: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0, timeline: bool = False,
         overrides: dict[str, str] | None = None, ready: Callable[[], bool] | None = None,
-        generators: int = 1, nodes: int = 1) -> dict[str, Any]:
+        generators: int = 1, nodes: int = 1, kafka: bool = False) -> dict[str, Any]:
     """``ready``: asked between rounds of the load once the groups are formed, until it says yes
     (at most two minutes), before the warm-up: whatever else a comparison runs beside the broker
     (bench.console_cost's browser) is in place before anything is counted. ``generators``: the
     members spread over that many processes (``ready`` is then not asked). ``nodes``: more than one
-    runs `kcoord serve --nodes N` (this checkout's), each group's members on its coordinator."""
-    broker: Broker | Nodes = Broker(root=root, log_flush_policy=flush_policy, **(overrides or {})) if nodes == 1 \
-        else Nodes(nodes, flush_policy, overrides or {})
+    runs `kcoord serve --nodes N` (this checkout's), each group's members on its coordinator.
+    ``kafka``: Apache Kafka instead (its default durability: acknowledged from the page cache)."""
+    broker: Broker | Nodes | Kafka
+    if kafka:
+        broker = Kafka()
+    elif nodes == 1:
+        broker = Broker(root=root, log_flush_policy=flush_policy, **(overrides or {}))
+    else:
+        broker = Nodes(nodes, flush_policy, overrides or {})
     print(f"  broker pids {broker.pids}", file=sys.stderr, flush=True)
     try:
         with socket.create_connection(("127.0.0.1", broker.port)) as admin:
@@ -553,7 +606,7 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
     broker_user, broker_cpu = measured.broker_user, measured.broker_cpu
     answers = measured.answers
     return {
-        "members": members, "nodes": nodes, "seconds": round(wall, 2), "flush_policy": flush_policy,
+        "members": members, "broker": "Kafka" if kafka else "kcoord", "nodes": nodes, "seconds": round(wall, 2), "flush_policy": flush_policy,
         "heartbeat_interval": heartbeat_s, "commit_interval": commit_s,
         "connect_s": round(measured.connect_s, 2), "formation_s": round(measured.form_s, 2),
         "formation_rejoins": measured.formation_rejoins,
@@ -734,7 +787,8 @@ def print_timeline(samples: list[tuple[float, float]], start: float) -> None:
 
 
 def show(r: dict[str, Any]) -> None:
-    print(f"{r['members']:6} members ({r['nodes']} node{'s' if r['nodes'] > 1 else ''}, {r['flush_policy']}, {r['seconds']:.0f}s, heartbeat every "
+    print(f"{r['members']:6} members ({r['broker']}, {r['nodes']} node{'s' if r['nodes'] > 1 else ''}, "
+          f"{'page cache' if r['broker'] == 'Kafka' else r['flush_policy']}, {r['seconds']:.0f}s, heartbeat every "
           f"{r['heartbeat_interval']:g}s, commit every {r['commit_interval']:g}s): "
           f"heartbeat p50 {r['heartbeat_p50_ms']:.2f} p99 {r['heartbeat_p99_ms']:.2f} max {r['heartbeat_max_ms']:.1f} ms; "
           f"commit p50 {r['commit_p50_ms']:.2f} p99 {r['commit_p99_ms']:.2f} max {r['commit_max_ms']:.1f} ms; "
@@ -766,20 +820,24 @@ def main() -> None:
                         help="processes the members are spread over (one cannot drive tens of thousands without sending late)")
     parser.add_argument("--nodes", type=int, default=1,
                         help="run `kcoord serve --nodes N` (a private etcd; each group on its coordinator)")
+    parser.add_argument("--kafka", action="store_true", help="run Apache Kafka 4.4 instead (after scripts/kafka.sh)")
     parser.add_argument("--json", action="store_true", help="also print each result as a JSON line")
     parser.add_argument("--timeline", action="store_true", help="heartbeat latency per second, on stderr")
     parser.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
                         help="a broker property (repeatable), e.g. metrics.listener=http://127.0.0.1:9464")
     args = parser.parse_args()
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = max(args.members) + 256
+    need = max(args.members) + 4096
     if soft < need:
-        # The broker inherits this limit: it needs one descriptor per member too.
+        # The broker inherits this limit: it needs one descriptor per member too, and more for its
+        # logs (a flush syncs through a descriptor of its own); at the limit a flush fails, and
+        # the shard is rebuilt from its log while its members hear NOT_COORDINATOR.
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(need, hard) if hard != resource.RLIM_INFINITY else need, hard))
     for n in args.members:
         r = run(n, args.seconds, args.warmup, args.flush_policy, args.broker_root, args.wave, args.seed,
                 args.heartbeat_interval, args.commit_interval, args.timeline,
-                dict(o.split("=", 1) for o in args.override), generators=args.generators, nodes=args.nodes)
+                dict(o.split("=", 1) for o in args.override), generators=args.generators, nodes=args.nodes,
+                kafka=args.kafka)
         show(r)
         if args.json:
             print(json.dumps(r), flush=True)

@@ -388,6 +388,10 @@ class Connection:
         if self.closing and not self.pending:
             self.wake.set()
 
+    def alone(self, reply: Reply) -> bool:
+        pending = self.pending
+        return not pending or (len(pending) == 1 and pending[0] is reply)
+
     def lend(self, reply: Reply) -> int | None:
         """The descriptor, for the sync thread that makes ``reply`` durable to write it itself, when
         it may: ``reply`` is the one answer the connection owes (a client with one request in

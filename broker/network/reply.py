@@ -38,6 +38,9 @@ class LatencyObserver(Protocol):
 class DirectSender(Protocol):
     """The connection of a reply that a sync thread may send (``Reply.lend``)."""
 
+    def alone(self, reply: Reply) -> bool:
+        """Nothing but ``reply`` is owed on the connection (or will be, once it is queued)."""
+
     def lend(self, reply: Reply) -> int | None: ...
 
     def returned(self, reply: Reply, sent: int, durable: bool) -> None: ...
@@ -109,7 +112,11 @@ class Reply:
         """Encodes ``response``, the answer once the operation's records are durable, now, without
         releasing it: the sync thread that makes them durable may then send it (``lend``). False
         when nobody but the connection's own writer may send it."""
-        if self.sender is None or self.ready:
+        if self.sender is None or self.ready or not self.sender.alone(self):
+            return False  # a pipelining client's replies leave together, from the event loop
+        if self.amend is not None:
+            # A quota charges the handler's time when the answer is encoded, once the handler has
+            # returned; an authorizer's amendment is rare. Both answer through ``set``.
             return False
         self.prepared = self._encode(response)
         self.prepared_for = response

@@ -123,12 +123,11 @@ async def test_only_a_connections_one_reply_owed_is_lent() -> None:
         _conn, client, _done = await serve(router, nursery)
         await client.send_all(frame(b"a") + frame(b"b"))
         first, second = await parked(router, 2)
-        for reply in (first, second):
-            assert reply.prepare(answer(0))
         # Two owed: the thread would write one and the connection the other, where one write
-        # carries both; a reply behind the head is never lent.
-        assert first.lend() is None
-        assert second.lend() is None
+        # carries both. Neither is prepared for the thread, nor lent.
+        for reply in (first, second):
+            assert not reply.prepare(answer(0))
+            assert reply.lend() is None
         first.set(answer(0))
         second.set(answer(0))
         assert await read_answers(client, 2) == [(1, 0), (2, 0)]
