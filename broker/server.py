@@ -91,7 +91,8 @@ class Broker:
 
     def _on_response(self, reply: Reply) -> None:
         if reply.latency is not None:
-            reply.latency.observe(time.perf_counter() - reply.received)
+            # Until the answer left: a sync thread that wrote it says when.
+            reply.latency.observe((reply.sent_at or time.perf_counter()) - reply.received)
         if reply.error_code and reply.message is not None:
             api = reply.message.name.removesuffix("Response")
             try:

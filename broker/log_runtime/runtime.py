@@ -68,9 +68,9 @@ class DurableReply(Protocol):
         """The socket's descriptor and the bytes to write there, if they may be written from the
         pass's thread now; nobody else writes to that socket until ``returned``."""
 
-    def returned(self, sent: int, durable: bool) -> None:
+    def returned(self, sent: int, durable: bool, sent_at: float = 0.0) -> None:
         """On the trio thread, once the pass is over: how many bytes were written (-1: the socket
-        failed), and whether the writes were made durable."""
+        failed), whether the writes were made durable, and when the bytes left (perf_counter)."""
 
 
 class PartitionOwner(Protocol):
@@ -211,7 +211,8 @@ class Partition:
 class _Job:
     """What one pass does to one partition."""
 
-    __slots__ = ("part", "records", "batches", "target", "inline", "error", "may_write", "replies", "sends", "sent")
+    __slots__ = ("part", "records", "batches", "target", "inline", "error", "may_write", "replies", "sends", "sent",
+                 "sent_at")
 
     def __init__(self, part: Partition, records: list[Entry], batches: list[BatchWrite], target: int,
                  inline: bool, may_write: Callable[[], bool] = _always,
@@ -222,6 +223,7 @@ class _Job:
         # each the thread wrote after the fdatasync.
         self.sends: list[tuple[DurableReply, int, bytes]] = []
         self.sent: list[int] = []
+        self.sent_at = 0.0
         self.part = part
         self.records = records
         self.batches = batches
@@ -417,6 +419,7 @@ class LogRuntime:
                     if job.sends:
                         # Durable: the answers leave now, not after a wake-up of the event loop.
                         job.sent = [_send(fd, data) for _reply, fd, data in job.sends]
+                        job.sent_at = time.perf_counter()
 
         def done(_results: list[BaseException | None]) -> None:
             # A trio system callback: nothing may escape it.
@@ -471,7 +474,7 @@ class LogRuntime:
         durable = job.error is None
         for (reply, _fd, _data), count in zip(job.sends, sent, strict=True):
             try:
-                reply.returned(count, durable)
+                reply.returned(count, durable, job.sent_at)
             except Exception:
                 logs.event("log.release_failed", 40, exc_info=True, topic=job.part.topic, partition=job.part.index)
 

@@ -404,7 +404,7 @@ class Connection:
         self.lent = reply
         return self.fd
 
-    def returned(self, reply: Reply, sent: int, durable: bool) -> None:
+    def returned(self, reply: Reply, sent: int, durable: bool, sent_at: float = 0.0) -> None:
         """The sync thread is done with the head reply: it wrote ``sent`` bytes of it (-1: the
         socket failed), after its records were durable (``durable``), or none."""
         self.lent = None
@@ -423,6 +423,7 @@ class Connection:
             self.pending.popleft()
             self.pending_bytes -= reply.request_bytes
             METRICS.bytes_out.inc(sent)
+            reply.sent_at = sent_at
             if self.on_response is not None:
                 self.on_response(reply)
             if sent < len(reply.data):

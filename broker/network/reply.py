@@ -43,12 +43,12 @@ class DirectSender(Protocol):
 
     def lend(self, reply: Reply) -> int | None: ...
 
-    def returned(self, reply: Reply, sent: int, durable: bool) -> None: ...
+    def returned(self, reply: Reply, sent: int, durable: bool, sent_at: float = 0.0) -> None: ...
 
 
 class Reply:
     __slots__ = ("on_ready", "close", "data", "flexible_header", "correlation_id", "error_code", "message", "version",
-                 "received", "latency", "amend", "request_bytes", "sender", "prepared", "prepared_for")
+                 "received", "latency", "amend", "request_bytes", "sender", "prepared", "prepared_for", "sent_at")
 
     def __init__(self, message: Message | None, version: int, correlation_id: int, flexible_header: bool,
                  received: float = 0.0, latency: LatencyObserver | None = None,
@@ -78,6 +78,8 @@ class Reply:
         # with that same response or sent by a sync thread before.
         self.prepared: bytes | None = None
         self.prepared_for: Data | None = None
+        # When a sync thread wrote it (perf_counter; 0: the connection wrote it when it was filled).
+        self.sent_at = 0.0
 
     @property
     def ready(self) -> bool:
@@ -131,11 +133,12 @@ class Reply:
         fd = self.sender.lend(self)
         return None if fd is None else (fd, self.prepared)
 
-    def returned(self, sent: int, durable: bool) -> None:
+    def returned(self, sent: int, durable: bool, sent_at: float = 0.0) -> None:
         """The pass is over: ``sent`` bytes of the prepared answer were written (-1: the socket
-        failed), after its records became durable (``durable``) or not at all."""
+        failed), after its records became durable (``durable``) or not at all; ``sent_at``: when
+        (perf_counter), for the request's latency."""
         assert self.sender is not None
-        self.sender.returned(self, sent, durable)
+        self.sender.returned(self, sent, durable, sent_at)
 
     def set_bytes(self, body: bytes) -> None:
         if not self.ready:

@@ -109,7 +109,8 @@ async def test_a_lent_reply_goes_first_and_the_ones_behind_it_wait_for_its_retur
             assert await client.receive_some(100) == b"", "a reply went out ahead of the lent one"
 
         assert await write_from_a_thread(fd, data) == len(data)
-        first.returned(len(data), durable=True)
+        first.returned(len(data), durable=True, sent_at=1234.5)
+        assert first.sent_at == 1234.5  # the request's latency ends there, not at the return
         first.set(answer(0))  # the runtime's release afterwards changes nothing
         # The client has the answer the thread wrote, once; the error set meanwhile is not sent.
         assert await read_answers(client, 2) == [(1, 0), (2, 27)]

@@ -113,6 +113,7 @@ class SocketReply:
         self.theirs.setblocking(False)
         self.prepared: bytes | None = None
         self.returns: list[tuple[int, bool]] = []
+        self.sent_at = 0.0
 
     def prepare(self, response: object) -> bool:
         self.prepared = f"answer {response}".encode()
@@ -121,8 +122,9 @@ class SocketReply:
     def lend(self) -> tuple[int, bytes] | None:
         return None if self.prepared is None else (self.ours.fileno(), self.prepared)
 
-    def returned(self, sent: int, durable: bool) -> None:
+    def returned(self, sent: int, durable: bool, sent_at: float = 0.0) -> None:
         self.returns.append((sent, durable))
+        self.sent_at = sent_at
 
     def received(self) -> bytes:
         try:
@@ -222,6 +224,7 @@ async def test_the_sync_thread_sends_a_prepared_answer_once_its_write_is_durable
         # Written by the thread after the flush returned, then handed back, then released as usual.
         assert reply.received() == b"answer 1"
         assert reply.returns == [(len(b"answer 1"), True)]
+        assert reply.sent_at > 0  # when it left, for the request's latency
         assert answers == [1]
     reply.close()
 
