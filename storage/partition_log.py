@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import errno
 import os
 import threading
 import time
@@ -308,6 +309,13 @@ class PartitionLog:
                 try:
                     for s in todo:
                         work.append((s, s.reader(), not s.active))
+                except OSError as exc:
+                    for _s, fd, _i in work:
+                        os.close(fd)
+                    if exc.errno not in (errno.EMFILE, errno.ENFILE):
+                        undo()
+                        raise
+                    return self._flush_holding_the_lock(todo, dir_dirty, end, undo)
                 except BaseException:
                     undo()
                     for _s, fd, _i in work:
@@ -331,6 +339,27 @@ class PartitionLog:
                 self.check_fence()
                 self._recovery_point = max(self._recovery_point, end)
                 return self._recovery_point
+
+    def _flush_holding_the_lock(self, todo: list[Segment], dir_dirty: bool, end: int,
+                                undo: Callable[[], None]) -> int:
+        """``flush`` when no descriptor is left to take (the process is at its open-files limit,
+        say a broker holding as many connections as its limit allows): the segments are synced
+        through their own descriptors, under the lock, so that no append rolls one and closes
+        its descriptor meanwhile; appends wait for the fdatasync. A rolled segment whose file
+        must be opened again, or a directory to sync, still needs a descriptor and fails as
+        before."""
+        try:
+            self.check_fence()
+            for s in todo:
+                s.sync(not s.active)
+            if dir_dirty:
+                fsync_dir(self.directory)
+            self.check_fence()  # as ``flush``: only an owner's flush is a success
+        except BaseException:
+            undo()
+            raise
+        self._recovery_point = max(self._recovery_point, end)
+        return self._recovery_point
 
     # ---- reading ---------------------------------------------------------------------------
 

@@ -196,3 +196,45 @@ def test_leader_epochs_are_checkpointed(tmp_path: Path) -> None:
     again, _ = PartitionLog.open(tmp_path, SMALL)
     assert again.leader_epoch == 4
     again.close()
+
+
+_AT_THE_LIMIT = """
+import errno, os, resource, sys
+from pathlib import Path
+from storage.config import LogConfig
+from storage.partition_log import PartitionLog
+
+log, _ = PartitionLog.open(Path(sys.argv[1]), LogConfig())
+log.append([(b"before", b"1", 1000)])
+log.flush()
+# Take every descriptor the process may still open, as a broker holding as many connections as
+# its limit allows would have.
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 256), hard))
+held = []
+try:
+    while True:
+        held.append(os.open(os.devnull, os.O_RDONLY))
+except OSError as exc:
+    assert exc.errno == errno.EMFILE, exc
+log.append([(b"at-the-limit", b"2", 1001)])
+print(log.flush(), log.end_offset)
+"""
+
+
+def test_a_flush_at_the_open_files_limit_syncs_through_the_held_descriptor(tmp_path: Path) -> None:
+    """A broker with as many connections as its descriptor limit allows still makes its appends
+    durable: the flush, which syncs through a descriptor of its own, falls back to the segment's."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[3]
+    done = subprocess.run([sys.executable, "-c", _AT_THE_LIMIT, str(tmp_path / "t-0")], cwd=root,
+                          capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(root)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["2", "2"]  # the recovery point reached the end
+    log, report = PartitionLog.open(tmp_path / "t-0", LogConfig())
+    assert report.clean
+    assert [(o, k) for o, k, _v in values(log)] == [(0, b"before"), (1, b"at-the-limit")]
+    log.close()
