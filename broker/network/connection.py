@@ -5,8 +5,9 @@ The reader is a callback of the shared readiness set (broker/network/readiness.p
 the socket has data, reads until it is drained and dispatches every complete frame, all without a
 task switch. The connection's one task only writes what could not be written on the spot, resumes
 reading after back-pressure, and closes the connection. The one reply a connection owes may also be
-written by the sync thread that makes its records durable (``lend``), right after the fdatasync. Where epoll is missing, a second task
-waits for readability through trio and calls the same reader."""
+written by the sync thread that makes its records durable (``lend``), right after the fdatasync.
+Where epoll is missing, a second task waits for readability through trio and calls the same
+reader."""
 
 from __future__ import annotations
 
