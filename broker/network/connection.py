@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from broker.network.readiness import ReadinessHub
-from broker.network.reply import Reply
+from broker.network.reply import Reply, error_code_of
 from broker.network.router import CloseConnection, ConnectionInfo, Router
 from broker.observability import logs
 from broker.observability.metrics import METRICS
@@ -418,6 +418,8 @@ class Connection:
         if sent > 0 or (durable and reply.data is None):
             # Sent, it is the answer even if an error was set meanwhile (a shard unloading): the
             # client has it (it is only sent once its records are durable).
+            if reply.data is not None and reply.prepared_for is not None:
+                reply.error_code = error_code_of(reply.prepared_for)
             reply.data = reply.prepared
         if sent > 0:
             assert reply.data is not None and self.pending and self.pending[0] is reply

@@ -31,6 +31,16 @@ def first_error_code(obj: Data) -> int:
     return 0
 
 
+def error_code_of(response: Data) -> int:
+    """A response's error: its top-level ``error_code``, else the first one nested in it."""
+    # A field check, not getattr: a missing attribute on a message object is an AttributeError
+    # built (and formatted) only to be thrown away. Only some messages have a top-level
+    # ``error_code``, so the type checker cannot see it on ``Data``.
+    unchecked: Any = response
+    code = unchecked.error_code if "error_code" in response._fields else first_error_code(response)
+    return int(code or 0)
+
+
 class LatencyObserver(Protocol):
     def observe(self, amount: float) -> None: ...
 
@@ -100,12 +110,7 @@ class Reply:
         assert self.message is not None
         if self.amend is not None:
             response = self.amend(response)
-        # A field check, not getattr: a missing attribute on a message object is an AttributeError
-        # built (and formatted) only to be thrown away. Only some messages have a top-level
-        # ``error_code``, so the type checker cannot see it on ``Data``.
-        unchecked: Any = response
-        code = unchecked.error_code if "error_code" in response._fields else first_error_code(response)
-        self.error_code = code or 0
+        self.error_code = error_code_of(response)
         return frame_response(self.correlation_id, encode(self.message, response, self.version), self.flexible_header)
 
     # ---- sent by the sync thread that makes the answer durable ----------------------------------

@@ -112,8 +112,10 @@ async def test_a_lent_reply_goes_first_and_the_ones_behind_it_wait_for_its_retur
         first.returned(len(data), durable=True, sent_at=1234.5)
         assert first.sent_at == 1234.5  # the request's latency ends there, not at the return
         first.set(answer(0))  # the runtime's release afterwards changes nothing
-        # The client has the answer the thread wrote, once; the error set meanwhile is not sent.
+        # The client has the answer the thread wrote, once; the error set meanwhile is not sent,
+        # nor counted.
         assert await read_answers(client, 2) == [(1, 0), (2, 27)]
+        assert first.error_code == 0
         with trio.fail_after(10):
             await done.wait()
 
