@@ -305,59 +305,57 @@ class PartitionLog:
                 # indexes only if it had rolled by now: an append may roll the active segment
                 # while this flush runs, closing the descriptors it held (one synced after its
                 # close fails, or syncs whatever file took its number).
-                work: list[tuple[Segment, int, bool]] = []
+                work: list[tuple[Segment, int | None, bool]] = []
                 try:
                     for s in todo:
                         work.append((s, s.reader(), not s.active))
                 except OSError as exc:
-                    for _s, fd, _i in work:
-                        os.close(fd)
+                    self._close_readers(work)
                     if exc.errno not in (errno.EMFILE, errno.ENFILE):
                         undo()
                         raise
-                    return self._flush_holding_the_lock(todo, dir_dirty, end, undo)
+                    # No descriptor left to take (the process is at its open-files limit, say a
+                    # broker holding as many connections as its limit allows): each segment is
+                    # synced through its own, under the lock, so that no append rolls one and
+                    # closes it meanwhile; appends wait for the fdatasync. A rolled segment whose
+                    # file must be opened again, or a directory to sync, still fails as before.
+                    self._sync([(s, None, not s.active) for s in todo], dir_dirty, undo)
+                    return self._flushed(end)
                 except BaseException:
                     undo()
-                    for _s, fd, _i in work:
-                        os.close(fd)
+                    self._close_readers(work)
                     raise
             try:
-                self.check_fence()
-                for s, fd, with_indexes in work:
-                    s.sync(with_indexes, fd)
-                if dir_dirty:
-                    fsync_dir(self.directory)
-            except BaseException:
-                undo()
-                raise
+                self._sync(work, dir_dirty, undo)
             finally:
-                for _s, fd, _i in work:
-                    os.close(fd)
+                self._close_readers(work)
             with self._lock:
-                # A flush is a success only for an owner: the bytes may be on the disk, but a node
-                # that lost the partition meanwhile must not report them durable (or acknowledge).
-                self.check_fence()
-                self._recovery_point = max(self._recovery_point, end)
-                return self._recovery_point
+                return self._flushed(end)
 
-    def _flush_holding_the_lock(self, todo: list[Segment], dir_dirty: bool, end: int,
-                                undo: Callable[[], None]) -> int:
-        """``flush`` when no descriptor is left to take (the process is at its open-files limit,
-        say a broker holding as many connections as its limit allows): the segments are synced
-        through their own descriptors, under the lock, so that no append rolls one and closes
-        its descriptor meanwhile; appends wait for the fdatasync. A rolled segment whose file
-        must be opened again, or a directory to sync, still needs a descriptor and fails as
-        before."""
+    @staticmethod
+    def _close_readers(work: list[tuple[Segment, int | None, bool]]) -> None:
+        for _s, fd, _i in work:
+            if fd is not None:
+                os.close(fd)
+
+    def _sync(self, work: list[tuple[Segment, int | None, bool]], dir_dirty: bool, undo: Callable[[], None]) -> None:
+        """fdatasync each segment's .log (through ``fd``, or its own descriptor when None), and its
+        indexes when ``with_indexes``, then the directory if it changed; ``undo`` on failure."""
         try:
             self.check_fence()
-            for s in todo:
-                s.sync(not s.active)
+            for s, fd, with_indexes in work:
+                s.sync(with_indexes, fd)
             if dir_dirty:
                 fsync_dir(self.directory)
-            self.check_fence()  # as ``flush``: only an owner's flush is a success
         except BaseException:
             undo()
             raise
+
+    def _flushed(self, end: int) -> int:
+        """Under the lock, once synced: the new recovery point. A flush is a success only for an
+        owner: the bytes may be on the disk, but a node that lost the partition meanwhile must not
+        report them durable (or acknowledge)."""
+        self.check_fence()
         self._recovery_point = max(self._recovery_point, end)
         return self._recovery_point
 
