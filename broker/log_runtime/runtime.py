@@ -396,7 +396,7 @@ class LogRuntime:
                     continue
             if (self.sync_flush and not job.part.lazy) or not job.inline:
                 threaded.append(job)
-                if job.replies and self.sync_flush and not job.part.lazy:
+                if job.replies:  # only ever queued where this pass syncs (send_when_durable)
                     for reply in job.replies:
                         lent = reply.lend()
                         if lent is not None:

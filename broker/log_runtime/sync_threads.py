@@ -53,13 +53,18 @@ class SyncThreads:
         exception or None, in order, in the trio thread (one wake-up of trio per submission).
         ``on_done`` must not raise: it runs as a trio system callback."""
         token = trio.lowlevel.current_trio_token()
+        if not fns:
+            on_done([])
+            return
+        # Submissions rarely overlap (the log runtime runs one pass at a time), so the first job
+        # goes to the first thread, keeping one thread warm; overlapping ones rotate.
         if len(fns) == 1:
             # The common pass (one chunk of small appends): no count to keep, no lock.
-            def alone(exc: BaseException | None) -> None:
+            def done_one(exc: BaseException | None) -> None:
                 with contextlib.suppress(trio.RunFinishedError):
                     token.run_sync_soon(on_done, [exc])
 
-            self.queues[0].put((fns[0], alone))
+            self.queues[self.next].put((fns[0], done_one))
             return
         results: list[BaseException | None] = [None] * len(fns)
 
@@ -80,16 +85,10 @@ class SyncThreads:
 
             return done
 
-        if not fns:
-            on_done([])
-            return
-        # Submissions rarely overlap (the log runtime runs one pass at a time), so the first job
-        # goes to the first thread, keeping one thread warm; overlapping ones rotate.
         count = len(self.queues)
         for i, fn in enumerate(fns):
             self.queues[(self.next + i) % count].put((fn, done_at(i)))
-        if len(fns) > 1:
-            self.next = (self.next + len(fns)) % count
+        self.next = (self.next + len(fns)) % count
 
     def close(self) -> None:
         for q in self.queues:

@@ -390,6 +390,7 @@ class Connection:
             self.wake.set()
 
     def alone(self, reply: Reply) -> bool:
+        """Nothing but ``reply`` is owed (it is the one reply queued, or is about to be)."""
         pending = self.pending
         return not pending or (len(pending) == 1 and pending[0] is reply)
 
@@ -399,8 +400,8 @@ class Connection:
         flight, whose latency this is for; replies behind it would take a second write where one
         carries them all), nothing is being written, the client is not held back by a quota.
         Nobody else writes until ``returned``."""
-        if (self.lent is not None or self.sending or self.unsent or self.broken or len(self.pending) != 1
-                or self.pending[0] is not reply or (self.held_until and trio.current_time() < self.held_until)):
+        if (self.lent is not None or self.sending or self.unsent or self.broken or not self.pending
+                or not self.alone(reply) or (self.held_until and trio.current_time() < self.held_until)):
             return None
         self.lent = reply
         return self.fd
