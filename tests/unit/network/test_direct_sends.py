@@ -85,16 +85,30 @@ async def write_from_a_thread(fd: int, data: bytes) -> int:
     return await trio.to_thread.run_sync(os.write, fd, data)
 
 
+async def lent_commit(router: ParkingRouter, client: trio.SocketStream) -> tuple[Reply, int, bytes]:
+    """The client sends a request; its reply, prepared with a success, is lent as the runtime lends
+    it: the reply, the descriptor and the bytes for the thread."""
+    count = len(router.parked) + 1  # counted before sending: the connection may read it at once
+    await client.send_all(frame(b"commit"))
+    reply = (await parked(router, count))[-1]
+    assert reply.prepare(answer(0))
+    lent = reply.lend()
+    assert lent is not None
+    return reply, *lent
+
+
+async def nothing_sent(client: trio.SocketStream, why: str) -> None:
+    """Once every task is blocked, the client has nothing to read (checked for a moment)."""
+    await trio.testing.wait_all_tasks_blocked()
+    with trio.move_on_after(0.05):
+        assert await client.receive_some(100) == b"", why
+
+
 async def test_a_lent_reply_goes_first_and_the_ones_behind_it_wait_for_its_return() -> None:
     router = ParkingRouter()
     async with trio.open_nursery() as nursery:
         _conn, client, done = await serve(router, nursery)
-        await client.send_all(frame(b"commit"))
-        [first] = await parked(router, 1)
-        assert first.prepare(answer(0))
-        lent = first.lend()
-        assert lent is not None
-        fd, data = lent
+        first, fd, data = await lent_commit(router, client)
         assert first.lend() is None, "lent once"
 
         # A second request answered at once while the first is lent, and an error set on the
@@ -104,9 +118,7 @@ async def test_a_lent_reply_goes_first_and_the_ones_behind_it_wait_for_its_retur
         second.set(answer(27))
         first.set(answer(16))
         await client.send_eof()  # and the connection's own task awake (the client is done)
-        await trio.testing.wait_all_tasks_blocked()
-        with trio.move_on_after(0.05):
-            assert await client.receive_some(100) == b"", "a reply went out ahead of the lent one"
+        await nothing_sent(client, "a reply went out ahead of the lent one")
 
         assert await write_from_a_thread(fd, data) == len(data)
         first.returned(len(data), durable=True, sent_at=1234.5)
@@ -141,21 +153,13 @@ async def test_what_the_thread_could_not_write_the_connection_writes() -> None:
     router = ParkingRouter()
     async with trio.open_nursery() as nursery:
         _conn, client, _done = await serve(router, nursery)
-        await client.send_all(frame(b"commit"))
-        [reply] = await parked(router, 1)
-        assert reply.prepare(answer(0))
-        lent = reply.lend()
-        assert lent is not None
-        fd, data = lent
+        reply, fd, data = await lent_commit(router, client)
         assert await write_from_a_thread(fd, data[:3]) == 3
         reply.returned(3, durable=True)
         assert await read_answers(client, 1) == [(1, 0)]
 
         # Not written at all (the socket was full): the connection writes it whole.
-        await client.send_all(frame(b"commit"))
-        _, again = await parked(router, 2)
-        assert again.prepare(answer(0))
-        assert again.lend() is not None
+        again, _fd, _data = await lent_commit(router, client)
         again.returned(0, durable=True)
         assert await read_answers(client, 1) == [(2, 0)]
         await client.aclose()
@@ -165,14 +169,9 @@ async def test_a_write_that_did_not_become_durable_sends_nothing_until_the_error
     router = ParkingRouter()
     async with trio.open_nursery() as nursery:
         _conn, client, _done = await serve(router, nursery)
-        await client.send_all(frame(b"commit"))
-        [reply] = await parked(router, 1)
-        assert reply.prepare(answer(0))
-        assert reply.lend() is not None
+        reply, _fd, _data = await lent_commit(router, client)
         reply.returned(0, durable=False)
-        await trio.testing.wait_all_tasks_blocked()
-        with trio.move_on_after(0.05):
-            assert await client.receive_some(100) == b"", "an answer left before its records were durable"
+        await nothing_sent(client, "an answer left before its records were durable")
         reply.set(answer(15))  # the failure policy's COORDINATOR_NOT_AVAILABLE
         assert await read_answers(client, 1) == [(1, 15)]
         await client.aclose()
@@ -183,12 +182,7 @@ async def test_a_connection_ended_while_a_reply_is_lent_keeps_its_descriptor_unt
     scope = trio.CancelScope()
     async with trio.open_nursery() as nursery:
         conn, client, done = await serve(router, nursery, scope)
-        await client.send_all(frame(b"commit"))
-        [reply] = await parked(router, 1)
-        assert reply.prepare(answer(0))
-        lent = reply.lend()
-        assert lent is not None
-        fd, data = lent
+        reply, fd, data = await lent_commit(router, client)
         scope.cancel()  # the broker shutting down
         await trio.testing.wait_all_tasks_blocked()
         assert not done.is_set()
@@ -206,10 +200,7 @@ async def test_a_socket_the_thread_could_not_write_to_ends_the_connection() -> N
     router = ParkingRouter()
     async with trio.open_nursery() as nursery:
         _conn, client, done = await serve(router, nursery)
-        await client.send_all(frame(b"commit"))
-        [reply] = await parked(router, 1)
-        assert reply.prepare(answer(0))
-        assert reply.lend() is not None
+        reply, _fd, _data = await lent_commit(router, client)
         await client.aclose()
         reply.returned(-1, durable=True)  # the peer is gone
         with trio.fail_after(10):
