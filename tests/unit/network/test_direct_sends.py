@@ -18,7 +18,7 @@ from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo
 from protocol.messages.heartbeat import HeartbeatResponse
 
-pytestmark = pytest.mark.trio
+pytestmark = [pytest.mark.trio, pytest.mark.timeout(30)]
 
 
 class ParkingRouter:
