@@ -96,16 +96,19 @@ class BrokerProcess:
         raise RuntimeError(f"kcoord did not answer within {wait}s:\n{self.log()}")
 
     def wait_loaded(self, timeout: float = 30.0) -> BrokerProcess:
-        """Waits until every coordinator shard has loaded: ListGroups answers without an error."""
+        """Waits until every coordinator shard has loaded: ListGroups (the group coordinator's shards)
+        and ListTransactions (the transaction coordinator's) both answer without an error."""
         from kclient.wire_client import WireClient
         from protocol.messages.list_groups import ListGroupsRequest
+        from protocol.messages.list_transactions import ListTransactionsRequest
 
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is not None and self.proc.poll() is not None:
                 raise RuntimeError(f"kcoord exited with {self.proc.returncode}:\n{self.log()}")
             with WireClient("127.0.0.1", self.port) as c:
-                if c.call(16, 0, ListGroupsRequest()).error_code == 0:
+                if (c.call(16, 0, ListGroupsRequest()).error_code == 0
+                        and c.call(66, 0, ListTransactionsRequest(state_filters=[], producer_id_filters=[])).error_code == 0):
                     return self
             time.sleep(0.02)
         raise RuntimeError("shards did not load in time")
