@@ -66,6 +66,7 @@ from broker.handlers.topology import TopologyApis
 from broker.handlers.transactions import TransactionApis
 from broker.handlers.write_txn_markers import WriteTxnMarkersApi
 from broker.log_runtime.runtime import LogRuntime
+from broker.network.connection_limits import ConnectionCounter
 from broker.network.router import Router
 from broker.observability import logs
 from broker.observability.metrics import METRICS, install_state_collector
@@ -278,9 +279,12 @@ class BrokerApp:
             "segment.bytes": str(c.get_int("log.segment.bytes")),
             "max.message.bytes": str(c.get_int("message.max.bytes")),
         }, check_topic_config)
+        # The client connections held (max.connections and its kin, changed by AlterConfigs too).
+        self.connection_counter = ConnectionCounter(c.connection_limits)
         # Configs of topics, brokers and groups (AlterConfigs and its kin), in effect from here on.
         self.configs = build_config_service(c, self.node_id, self.data_dir, shared=clustered, catalog=self.catalog,
-                                            topic_logs=self.topic_logs, admin=self.admin, shards=self.shards)
+                                            topic_logs=self.topic_logs, admin=self.admin, shards=self.shards,
+                                            connections=self.connection_counter)
         self.lag = LagMetrics(self.shards, self.topic_logs, self.catalog, self.cluster_id,
                               c.get_str("metrics.lag.groups"), c.get_int("metrics.lag.max.partitions"))
         self.transactions = TransactionCoordinatorService(

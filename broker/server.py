@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import math
 import os
 import resource
 import signal
@@ -19,6 +20,7 @@ from broker import heap
 from broker.app import BrokerApp
 from broker.configs.node_config import BrokerConfig
 from broker.network.connection import Connection
+from broker.network.connection_limits import address_key
 from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo
@@ -34,6 +36,8 @@ from storage.partition_log import PartitionLog
 
 # Connections accepted per wake-up of the accept loop before other tasks get a turn.
 _ACCEPTS_PER_TURN = 256
+# A broker kept at its connection limit is said to be so at most this often.
+_LIMIT_LOG_INTERVAL_S = 60.0
 # Accept failures that mean "out of descriptors or memory for now": wait and try again.
 _ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 
@@ -68,6 +72,10 @@ class Broker:
         self.bound_ports: dict[str, int] = {}
         self._conn_ids = itertools.count(1)
         self._max_request_bytes = config.get_int("socket.request.max.bytes")
+        self.connection_counter = app.connection_counter
+        # When the connection limit was last logged, and how often it was reached since.
+        self._limit_logged_at = -math.inf
+        self._limit_hits = 0
         self.readiness = ReadinessHub(after_round=self.router.after_frames, before_round=self.router.before_frames)
         self.bound_port: int | None = None
         # The cancel scope of every client connection's task, to close them all at once.
@@ -148,11 +156,16 @@ class Broker:
         sock.setblocking(False)
         try:
             async with listener:
+                counter = self.connection_counter
                 while True:
+                    if counter.full():
+                        await self._wait_for_slot(spec)
                     await trio.lowlevel.wait_readable(sock)
                     for _ in range(_ACCEPTS_PER_TURN):
+                        if counter.full():
+                            break
                         try:
-                            conn, _address = sock.accept()
+                            conn, address = sock.accept()
                         except BlockingIOError:
                             break
                         except OSError as exc:
@@ -161,12 +174,41 @@ class Broker:
                             logs.warn("connection.accept_failed", error=errno.errorcode[exc.errno])
                             await trio.sleep(0.1)
                             break
+                        host = address_key(str(address[0]))
+                        if not counter.admit(host):
+                            self._reject(conn, host, spec)
+                            continue
                         stream = trio.SocketStream(trio.socket.from_stdlib_socket(conn))
-                        nursery.start_soon(self._run_connection, stream, spec)
+                        nursery.start_soon(self._run_connection, stream, host, spec)
         finally:
             sock.close()
 
-    async def _run_connection(self, stream: trio.SocketStream, spec: ListenerSpec | None = None) -> None:
+    async def _wait_for_slot(self, spec: ListenerSpec | None) -> None:
+        """The broker holds all the connections it may: accept nothing (new connections wait in the
+        listen backlog, as with Kafka's acceptor) until one closes. Logged at most once a minute
+        (a broker kept at its limit reaches it again with every connection that closes), with how
+        many times it was reached since."""
+        counter = self.connection_counter
+        self._limit_hits += 1
+        now = trio.current_time()
+        if now >= self._limit_logged_at + _LIMIT_LOG_INTERVAL_S:
+            by = "max.connections" if counter.cap == counter.limits.max_connections else "open_files_limit"
+            logs.warn("connection.limit_reached", held=counter.total, limit=counter.cap, by=by,
+                      listener=spec.name if spec else "PLAINTEXT", times=self._limit_hits)
+            self._limit_logged_at = now
+            self._limit_hits = 0
+        await counter.wait_for_slot()
+
+    @staticmethod
+    def _reject(conn: socket.socket, host: str, spec: ListenerSpec | None) -> None:
+        """Its address holds max.connections.per.ip (or its override): closed at once, as Kafka
+        closes it (the client sees a disconnection and retries after its backoff)."""
+        METRICS.connections_rejected.inc()
+        logs.event("connection.rejected", reason="max.connections.per.ip", client=host,
+                   listener=spec.name if spec else "PLAINTEXT")
+        conn.close()
+
+    async def _run_connection(self, stream: trio.SocketStream, host: str, spec: ListenerSpec | None = None) -> None:
         scope = trio.CancelScope()
         self._connections.add(scope)
         try:
@@ -178,7 +220,11 @@ class Broker:
             logs.event("connection.failed", 40, exc_info=True, listener=spec.name if spec else "PLAINTEXT")
         finally:
             self._connections.discard(scope)
-            await trio.aclose_forcefully(stream)
+            try:
+                await trio.aclose_forcefully(stream)
+            finally:
+                # Its descriptor is closed: the slot may go to a waiting connection.
+                self.connection_counter.release(host)
 
     async def _open_listeners(self) -> list[tuple[ListenerSpec, list[trio.SocketListener]]]:
         opened: list[tuple[ListenerSpec, list[trio.SocketListener]]] = []
@@ -201,6 +247,8 @@ class Broker:
     async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
         listener = self.config.listener
         open_files = raise_open_files_limit()
+        self.connection_counter.keep_descriptors(open_files)
+        METRICS.connections_max.set(self.connection_counter.cap)
         opened = await self._open_listeners()
         heap.configure()
         app = self.app

@@ -26,6 +26,7 @@ _LIST = frozenset({
 _DYNAMIC_OWN = frozenset({
     "log.retention.ms", "log.retention.bytes", "log.segment.bytes", "log.cleaner.delete.retention.ms",
     "log.cleaner.min.compaction.lag.ms", "log.cleaner.min.cleanable.ratio", "message.max.bytes",
+    "max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides",
 })
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from broker.network.connection_limits import ConnectionLimits, LimitsError
 from broker.security.listeners import (
     DEFAULT_PROTOCOL_MAP,
     ListenerError,
@@ -93,6 +94,13 @@ PROPERTIES: tuple[Property, ...] = (
              choices=("https", "")),
     Property("socket.request.max.bytes", int, 104857600, "Largest request frame; bigger closes the connection.",
              minimum=1),
+    Property("max.connections", int, 2147483647, "Most client connections held at once; at the limit new "
+             "ones wait in the listen backlog until one closes. Never more than the open-files limit less a reserve "
+             "kept for the logs (docs/limits.md).", minimum=0),
+    Property("max.connections.per.ip", int, 2147483647, "Most client connections from one address; more are "
+             "closed as soon as they are accepted.", minimum=0),
+    Property("max.connections.per.ip.overrides", str, "", "Per-address exceptions to max.connections.per.ip: "
+             "comma-separated host:count (a host name is resolved at startup)."),
     Property("offsets.topic.num.partitions", int, 50, "Partitions (shards) of __consumer_offsets; never change.",
              minimum=1),
     Property("offsets.topic.segment.bytes", int, 104857600, "Segment size of __consumer_offsets partitions.",
@@ -481,6 +489,15 @@ class BrokerConfig:
             check_security(values, self.listeners)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
+        try:
+            self.connection_limits = ConnectionLimits.from_values(
+                values["max.connections"], values["max.connections.per.ip"], values["max.connections.per.ip.overrides"])
+        except LimitsError as exc:
+            # Kafka's messages for a bad override are its Java exceptions' ("For input string: ..."):
+            # at startup, name the property too.
+            message = str(exc)
+            raise ConfigError(message if "max.connections" in message
+                              else f"max.connections.per.ip.overrides: {message}") from None
         if values["group.min.session.timeout.ms"] > values["group.max.session.timeout.ms"]:
             raise ConfigError("group.min.session.timeout.ms is above group.max.session.timeout.ms")
         for name in ("session.timeout.ms", "heartbeat.interval.ms"):

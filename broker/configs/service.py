@@ -18,6 +18,7 @@ from broker.configs.group_defs import INTERNAL as INTERNAL_GROUP_CONFIGS
 from broker.configs.model import ConfigDef, ConfigOp, ConfigSource, ConfigType, InvalidValue, ResourceType
 from broker.configs.store import BROKERS, GROUPS, DynamicConfigStore
 from broker.configs.topic_defs import TOPIC_DEFS
+from broker.network.connection_limits import ConnectionLimits, parse_overrides
 from broker.share_partitions.core.partition import Limits
 from broker.share_partitions.core.settings import LATEST, Reset, ShareGroupSettings, parse_reset
 from broker.topics.catalog import Topic, TopicCatalog
@@ -121,6 +122,14 @@ class ConfigService:
         """What a topic or group config is when the resource does not set it."""
         layers = self._synonym_layers(definition)
         return layers[0][1] if layers else definition.default
+
+    def connection_limits(self) -> ConnectionLimits:
+        """max.connections, max.connections.per.ip and its overrides as they are now (each checked
+        when it was set)."""
+        def value(name: str) -> str:
+            return self.broker_layers(name)[0][1] or ""
+        return ConnectionLimits(int(value("max.connections")), int(value("max.connections.per.ip")),
+                                parse_overrides(value("max.connections.per.ip.overrides")))
 
     def topic_defaults(self) -> dict[str, str]:
         """The effective broker defaults of the topic configs (each from its synonym)."""
@@ -425,6 +434,8 @@ class ConfigService:
             self.store.docs[BROKERS] = {**saved, name: dict(updated)}
             try:
                 self.log_defaults()
+                # Checked as Kafka parses it, with its messages (not "Invalid value ...").
+                parse_overrides(updated.get("max.connections.per.ip.overrides", ""))
             except (ValueError, TypeError) as exc:
                 raise ConfigError(bad, str(exc)) from None
             finally:

@@ -13,6 +13,7 @@ from broker.configs.service import ConfigService
 from broker.configs.store import DynamicConfigStore
 from broker.configs.topic_defs import TOPIC_DEFS
 from broker.coordinators.group.service.coordinator import GroupCoordinatorService
+from broker.network.connection_limits import ConnectionCounter
 from broker.observability import logs
 from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import Topic, TopicCatalog
@@ -30,7 +31,7 @@ def _text(value: object) -> str:
 
 def build_config_service(config: BrokerConfig, node_id: int, data_dir: Path, *, shared: bool,
                          catalog: TopicCatalog, topic_logs: TopicLogs, admin: TopicAdmin,
-                         shards: GroupCoordinatorService) -> ConfigService:
+                         shards: GroupCoordinatorService, connections: ConnectionCounter) -> ConfigService:
     """The service, with what was changed before this start already in effect."""
     store = DynamicConfigStore(data_dir, shared=shared)
 
@@ -47,6 +48,7 @@ def build_config_service(config: BrokerConfig, node_id: int, data_dir: Path, *, 
         for topic in list(catalog.topics.values()):
             if not topic.internal:
                 topic_logs.reconfigure(topic)
+        connections.update(service.connection_limits())
 
     def on_groups() -> None:
         shards.set_group_timings(service.group_timings(), service.share_group_timings())

@@ -36,6 +36,12 @@ class Metrics:
                                       ["api", "error"])
         self.connections = Gauge("kcoord_connections", "Open client connections.")
         self.connections_opened = Counter("kcoord_connections_opened", "Client connections accepted.")
+        self.connections_rejected = Counter("kcoord_connections_rejected",
+                                            "Client connections closed as soon as they were accepted because "
+                                            "their address held max.connections.per.ip (or its override).")
+        self.connections_max = Gauge("kcoord_connections_max",
+                                     "The most client connections held at once: max.connections, or the "
+                                     "open-files limit less the descriptors kept for the logs if that is lower.")
         self.connections_closed_bad = Counter("kcoord_connections_closed_bad_request",
                                               "Connections closed because of a request that could not be served.",
                                               ["reason"])

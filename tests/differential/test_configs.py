@@ -118,6 +118,10 @@ def test_bad_topic_alters(pair: Pair, ops: list[tuple[str, int, str | None]]) ->
     (BROKER, "7", [("log.retention.ms", SET, "5")]),
     (BROKER, "abc", [("log.retention.ms", SET, "5")]),
     (BROKER, "", [("log.segment.bytes", SET, "abc")]),
+    (BROKER, "", [("max.connections.per.ip.overrides", SET, "127.0.0.1")]),
+    (BROKER, "", [("max.connections.per.ip.overrides", SET, "127.0.0.1:x")]),
+    (BROKER, "", [("max.connections.per.ip", SET, "-1")]),
+    (BROKER, "", [("max.connections", SET, "abc")]),
     (GROUP, "diff-group", [("consumer.session.timeout.ms", SET, "5")]),
     (GROUP, "diff-group", [("consumer.heartbeat.interval.ms", SET, "60000")]),
     (GROUP, "diff-group", [("no.such.config", SET, "5")]),
@@ -305,3 +309,28 @@ def test_streams_group_internal_configs_are_described_when_set_and_told_to_membe
 
     answers = pair.compare(scenario)
     assert answers["after"] == [0, 30000, 5000]  # type: ignore[index]
+
+
+def test_connection_limit_configs(pair: Pair) -> None:
+    """max.connections, max.connections.per.ip and its overrides: dynamic at the cluster-wide default,
+    described with their source, type and synonyms, and deleted again."""
+    names = ["max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"]
+
+    def scenario(t: Target) -> object:
+        c = t.client()
+        steps: dict[str, object] = {"before": describe(c, BROKER, "1", names)}
+        try:
+            steps["set"] = incremental(c, BROKER, "", ("max.connections", SET, "5000"),
+                                       ("max.connections.per.ip", SET, "4000"),
+                                       ("max.connections.per.ip.overrides", SET, "127.0.0.2:7"))
+            settle(t)
+            steps["after"] = describe(c, BROKER, "1", names)
+            steps["default"] = describe(c, BROKER, "", names)
+        finally:
+            steps["deleted"] = incremental(c, BROKER, "", *((name, DELETE, None) for name in names))
+        settle(t)
+        steps["again"] = describe(c, BROKER, "1", names)
+        return steps
+
+    answers = pair.compare(scenario)
+    assert answers["set"] == [{"code": 0, "message": None, "type": BROKER}]  # type: ignore[index]

@@ -32,6 +32,7 @@ BROKER_METRICS: dict[str, set[str]] = {
     "kcoord_cluster_lease_failures_total": set(),
     "kcoord_connections": set(),
     "kcoord_connections_opened_total": set(),
+    "kcoord_connections_max": set(),
     "kcoord_received_bytes_total": set(),
     "kcoord_sent_bytes_total": set(),
     "kcoord_group_members": set(),
