@@ -38,6 +38,8 @@ from storage.partition_log import PartitionLog
 _ACCEPTS_PER_TURN = 256
 # A broker kept at its connection limit is said to be so at most this often.
 _LIMIT_LOG_INTERVAL_S = 60.0
+# Addresses whose rejections are remembered for that, before those logged over a minute ago go.
+_REJECTIONS_REMEMBERED = 10_000
 # Accept failures that mean "out of descriptors or memory for now": wait and try again.
 _ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
 
@@ -76,6 +78,8 @@ class Broker:
         # When the connection limit was last logged, and how often it was reached since.
         self._limit_logged_at = -math.inf
         self._limit_hits = 0
+        # Per address over its maximum: when its rejection was last logged, and how many since.
+        self._rejections: dict[str, list[float]] = {}
         self.readiness = ReadinessHub(after_round=self.router.after_frames, before_round=self.router.before_frames)
         self.bound_port: int | None = None
         # The cancel scope of every client connection's task, to close them all at once.
@@ -199,14 +203,25 @@ class Broker:
             self._limit_hits = 0
         await counter.wait_for_slot()
 
-    @staticmethod
-    def _reject(conn: socket.socket, host: str, spec: ListenerSpec | None) -> None:
+    def _reject(self, conn: socket.socket, host: str, spec: ListenerSpec | None) -> None:
         """Its address holds max.connections.per.ip (or its override): closed at once, as Kafka
-        closes it (the client sees a disconnection and retries after its backoff)."""
-        METRICS.connections_rejected.inc()
-        logs.event("connection.rejected", reason="max.connections.per.ip", client=host,
-                   listener=spec.name if spec else "PLAINTEXT")
+        closes it (the client sees a disconnection and retries after its backoff). Logged at most
+        once a minute per address, with how many were closed since: a client retrying in a loop
+        would otherwise write a line every backoff."""
         conn.close()
+        METRICS.connections_rejected.inc()
+        now = trio.current_time()
+        logged = self._rejections.get(host)
+        if logged is not None and now < logged[0] + _LIMIT_LOG_INTERVAL_S:
+            logged[1] += 1
+            return
+        logs.event("connection.rejected", reason="max.connections.per.ip", client=host,
+                   listener=spec.name if spec else "PLAINTEXT", times=1 if logged is None else logged[1] + 1)
+        if len(self._rejections) >= _REJECTIONS_REMEMBERED:
+            self._rejections = {a: r for a, r in self._rejections.items() if now < r[0] + _LIMIT_LOG_INTERVAL_S}
+            if len(self._rejections) >= _REJECTIONS_REMEMBERED:
+                self._rejections.clear()  # that many addresses in a minute: some lines more, never unbounded
+        self._rejections[host] = [now, 0]
 
     async def _run_connection(self, stream: trio.SocketStream, host: str, spec: ListenerSpec | None = None) -> None:
         scope = trio.CancelScope()
