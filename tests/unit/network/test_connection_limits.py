@@ -47,11 +47,11 @@ def test_bad_overrides_are_refused(text: str, message: str) -> None:
 def test_a_per_address_maximum_of_zero_needs_overrides_as_kafka_says() -> None:
     with pytest.raises(ConfigError, match=re.escape("max.connections.per.ip can be set to zero only if "
                                                     "max.connections.per.ip.overrides property is set.")):
-        BrokerConfig.load(overrides=["max.connections.per.ip=0"])
-    config = BrokerConfig.load(overrides=["max.connections.per.ip=0", "max.connections.per.ip.overrides=10.1.2.3:4"])
+        BrokerConfig.load(overrides=["max.connections.per.ip=0"], environ={})
+    config = BrokerConfig.load(overrides=["max.connections.per.ip=0", "max.connections.per.ip.overrides=10.1.2.3:4"], environ={})
     assert config.connection_limits == ConnectionLimits(UNLIMITED, 0, {"10.1.2.3": 4})
     with pytest.raises(ConfigError, match="cannot resolve"):
-        BrokerConfig.load(overrides=["max.connections.per.ip.overrides=no-such-host.invalid:1"])
+        BrokerConfig.load(overrides=["max.connections.per.ip.overrides=no-such-host.invalid:1"], environ={})
 
 
 def test_an_ipv4_client_of_a_dual_stack_listener_is_its_ipv4_address() -> None:
