@@ -64,13 +64,6 @@ class _Family:
             raise ValueError(f"{self.name} takes labels {self.labelnames}")
         return self._child(tuple(str(v) for v in values))
 
-    # Unlabelled families are used directly, like prometheus_client's.
-    def inc(self, amount: float = 1.0) -> None:
-        self.children[()].inc(amount)
-
-    def observe(self, amount: float) -> None:
-        self.children[()].observe(amount)
-
     def family(self) -> Any:
         if self.buckets is None:
             counters = CounterMetricFamily(self.name, self.doc, labels=self.labelnames)
@@ -96,14 +89,16 @@ class LoopMetrics(Collector):
         self.families: list[_Family] = []
 
     def counter(self, name: str, doc: str, labelnames: Sequence[str] = ()) -> Any:
-        family = _Family(name, doc, labelnames, None)
-        self.families.append(family)
-        return family
+        return self._add(_Family(name, doc, labelnames, None))
 
     def histogram(self, name: str, doc: str, labelnames: Sequence[str] = (), *, buckets: tuple[float, ...]) -> Any:
-        family = _Family(name, doc, labelnames, tuple(sorted(buckets)))
+        return self._add(_Family(name, doc, labelnames, tuple(sorted(buckets))))
+
+    def _add(self, family: _Family) -> Any:
+        """The family, or for one without labels its one child: the bytes counters are updated for
+        every read and write, and going through the family cost a call and a lookup each time."""
         self.families.append(family)
-        return family
+        return family if family.labelnames else family.children[()]
 
     def collect(self) -> Iterable[Any]:
         for family in self.families:
