@@ -27,7 +27,9 @@ import trio
 
 from bench.harness import Broker
 from bench.members import blocking_call
-from kclient.wire_client import AsyncWireClient
+from broker.network.reply import error_code_of
+from kclient.wire_client import AsyncWireClient, decode_response
+from protocol.errors import ErrorCode
 from protocol.frames import RequestHeader, frame_request
 from protocol.messages import ApiKey
 from protocol.messages.join_group import JoinGroupRequest
@@ -39,6 +41,7 @@ P = OffsetCommitRequest.Topic.Partition
 VERSION = 9
 DISTINCT_REQUESTS = 64  # per connection, with different offsets and correlation ids, sent in turn
 Committer = tuple[str, int, str]  # group, generation (-1 for a simple consumer), member id
+_API_AND_VERSION = struct.Struct(">hh")  # a request frame's api key and version, after its size
 
 
 def create_commit_topic(port: int) -> None:
@@ -97,13 +100,20 @@ async def join_member(port: int, group: str) -> tuple[AsyncWireClient, int, str]
 
 
 class _Conn:
-    def __init__(self, port: int, frames: list[bytes]) -> None:
+    def __init__(self, port: int, frames: list[bytes], check: bool) -> None:
         self.sock = socket.create_connection(("127.0.0.1", port))
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.frames = frames
         self.next = 0
         self.sent_at: list[float] = []
         self.buf = bytearray()
+        # Every answer's error codes are checked: an answer whose bytes after the correlation id
+        # are those of the last answer found free of errors is one too; any other is decoded.
+        self.check = check
+        self.api_key, self.version = _API_AND_VERSION.unpack_from(frames[0], 4)
+        self.good: bytes | None = None
+        self.errors = 0
+        self.first_error = 0
 
     def send(self, count: int, now: float) -> None:
         frames = self.frames
@@ -121,20 +131,34 @@ class _Conn:
             (size,) = struct.unpack_from(">i", buf, pos)
             if len(buf) - pos < 4 + size:
                 break
+            if self.check and buf[pos + 8 : pos + 4 + size] != self.good:
+                self._check(bytes(buf[pos + 4 : pos + 4 + size]))
             pos += 4 + size
             n += 1
         del buf[:pos]
         return n
 
+    def _check(self, frame: bytes) -> None:
+        _correlation, body = decode_response(self.api_key, self.version, frame)
+        code = error_code_of(body)
+        if code:
+            self.errors += 1
+            self.first_error = self.first_error or code
+        else:
+            self.good = frame[4:]
+
 
 def generate(port: int, committers: list[Committer], in_flight: int, seconds: float,
-             frames_for: Callable[[Committer, int], list[bytes]] = commit_frames) -> tuple[int, list[float], float]:
+             frames_for: Callable[[Committer, int], list[bytes]] = commit_frames,
+             check: bool = True) -> tuple[int, list[float], float]:
     """Keeps ``in_flight`` requests outstanding on each connection for ``seconds``; returns
     responses received, their latencies and this process's CPU seconds. ``frames_for`` gives the
-    pre-encoded requests of each connection (OffsetCommits by default)."""
+    pre-encoded requests of each connection (OffsetCommits by default). Raises if any answer
+    carried an error code (``check``: off for servers that answer with placeholder bytes), so
+    that a load answered with errors is never taken for throughput."""
     cpu0 = time.process_time()
     sel = selectors.DefaultSelector()
-    conns = [_Conn(port, frames_for(c, i)) for i, c in enumerate(committers)]
+    conns = [_Conn(port, frames_for(c, i), check) for i, c in enumerate(committers)]
     deadline = time.perf_counter() + seconds
     for c in conns:
         c.send(in_flight, time.perf_counter())
@@ -163,6 +187,10 @@ def generate(port: int, committers: list[Committer], in_flight: int, seconds: fl
                 sel.unregister(c.sock)
                 c.sock.close()
                 open_conns -= 1
+    errors = sum(c.errors for c in conns)
+    if errors:
+        first = next(c.first_error for c in conns if c.first_error)
+        raise RuntimeError(f"{errors} of {done} answers carried an error code (the first: {ErrorCode(first).name})")
     return done, latencies, time.process_time() - cpu0
 
 
