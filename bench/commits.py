@@ -5,8 +5,9 @@
 Runs (a) simple-consumer commits (generation -1) and (b) commits by members of a stable group,
 each with 4 connections x 8 requests in flight x 4 partitions per request, then (c) one
 connection with one request in flight for latency. The load comes from a separate process that
-sends pre-encoded requests and only frames the responses, so that it costs the shared cores as
-little as possible; its CPU is printed beside the broker's. Prints requests/s, partition
+sends pre-encoded requests and frames the responses, decoding only an answer whose bytes differ
+from the last one free of errors (it raises if any carried an error code), so that it costs the
+shared cores as little as possible; its CPU is printed beside the broker's. Prints requests/s, partition
 commits/s, p50 and p99 latency, broker CPU (cores), load generator CPU and broker RSS; the last
 lines give the median of each figure over the rounds.
 """
@@ -68,7 +69,7 @@ def commit_frames(committer: Committer, conn: int) -> list[bytes]:
 
 
 def check_committed(port: int, committers: list[Committer]) -> None:
-    """The generator counts answers without reading them: raises unless every partition the
+    """Besides the generator's check of every answer: raises unless every partition the
     committers commit to (``commit_frames``' layout) has an offset stored, so that a load answered
     with errors is not taken for throughput."""
     with socket.create_connection(("127.0.0.1", port), timeout=30) as sock:
