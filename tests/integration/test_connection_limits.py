@@ -157,16 +157,13 @@ def test_connections_leave_the_logs_their_descriptors(tmp_path: Path) -> None:
         try:
             # The consumer's connections, its coordinator's included, before the broker is full.
             consumer.committed([TopicPartition("under-the-limit", 0)], timeout=30)
-            extra = None
-            for _ in range(400):
-                client = connect(b.port)
-                if unanswered_for_a_second(client):
-                    extra = client
-                    break
-                assert client.recv(18, 3, client.correlation).error_code == 0
-                held.append(client)
-            assert extra is not None, "the broker accepted 400 connections"
-            assert scrape(b.metrics_port).value("kcoord_connections") == 300
+            # Up to the cap, each connection is served (however long a loaded machine takes).
+            while (scrape(b.metrics_port).value("kcoord_connections") or 0) < 300:
+                held.append(connect(b.port))
+                assert served(held[-1])
+                assert len(held) < 400, "the broker took 400 connections"
+            extra = connect(b.port)
+            assert unanswered_for_a_second(extra)
             wait_for(lambda: "by=open_files_limit" in b.log(), 30, "the descriptor cap to be logged")
             # 60 partitions: 180 more files for the logs, opened with no connection to spare.
             answer = held[0].call(19, 5, CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
