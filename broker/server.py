@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import errno
 import itertools
-import math
 import os
 import resource
 import signal
@@ -20,7 +19,7 @@ from broker import heap
 from broker.app import BrokerApp
 from broker.configs.node_config import BrokerConfig
 from broker.network.connection import Connection
-from broker.network.connection_limits import address_key
+from broker.network.connection_limits import EveryInterval, address_key
 from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo
@@ -36,9 +35,9 @@ from storage.partition_log import PartitionLog
 
 # Connections accepted per wake-up of the accept loop before other tasks get a turn.
 _ACCEPTS_PER_TURN = 256
-# A broker kept at its connection limit is said to be so at most this often.
+# A broker kept at its connection limit, or an address turned away, is said to be so at most this often.
 _LIMIT_LOG_INTERVAL_S = 60.0
-# Addresses whose rejections are remembered for that, before those logged over a minute ago go.
+# Addresses whose last rejection line is remembered for that.
 _REJECTIONS_REMEMBERED = 10_000
 # Accept failures that mean "out of descriptors or memory for now": wait and try again.
 _ACCEPT_CAPACITY_ERRNOS = {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
@@ -75,11 +74,8 @@ class Broker:
         self._conn_ids = itertools.count(1)
         self._max_request_bytes = config.get_int("socket.request.max.bytes")
         self.connection_counter = app.connection_counter
-        # When the connection limit was last logged, and how often it was reached since.
-        self._limit_logged_at = -math.inf
-        self._limit_hits = 0
-        # Per address over its maximum: when its rejection was last logged, and how many since.
-        self._rejections: dict[str, list[float]] = {}
+        # The connection limit reached (key "") and each address turned away, logged sparingly.
+        self._limit_logs = EveryInterval(_LIMIT_LOG_INTERVAL_S, _REJECTIONS_REMEMBERED)
         self.readiness = ReadinessHub(after_round=self.router.after_frames, before_round=self.router.before_frames)
         self.bound_port: int | None = None
         # The cancel scope of every client connection's task, to close them all at once.
@@ -190,38 +186,24 @@ class Broker:
     async def _wait_for_slot(self, spec: ListenerSpec | None) -> None:
         """The broker holds all the connections it may: accept nothing (new connections wait in the
         listen backlog, as with Kafka's acceptor) until one closes. Logged at most once a minute
-        (a broker kept at its limit reaches it again with every connection that closes), with how
-        many times it was reached since."""
+        (a broker kept at its limit reaches it again with every connection that closes)."""
         counter = self.connection_counter
-        self._limit_hits += 1
-        now = trio.current_time()
-        if now >= self._limit_logged_at + _LIMIT_LOG_INTERVAL_S:
+        if times := self._limit_logs.due("", trio.current_time()):
             by = "max.connections" if counter.cap == counter.limits.max_connections else "open_files_limit"
             logs.warn("connection.limit_reached", held=counter.total, limit=counter.cap, by=by,
-                      listener=spec.name if spec else "PLAINTEXT", times=self._limit_hits)
-            self._limit_logged_at = now
-            self._limit_hits = 0
+                      listener=spec.name if spec else "PLAINTEXT", times=times)
         await counter.wait_for_slot()
 
     def _reject(self, conn: socket.socket, host: str, spec: ListenerSpec | None) -> None:
         """Its address holds max.connections.per.ip (or its override): closed at once, as Kafka
         closes it (the client sees a disconnection and retries after its backoff). Logged at most
-        once a minute per address, with how many were closed since: a client retrying in a loop
-        would otherwise write a line every backoff."""
+        once a minute per address: a client retrying in a loop would otherwise write a line every
+        backoff."""
         conn.close()
         METRICS.connections_rejected.inc()
-        now = trio.current_time()
-        logged = self._rejections.get(host)
-        if logged is not None and now < logged[0] + _LIMIT_LOG_INTERVAL_S:
-            logged[1] += 1
-            return
-        logs.event("connection.rejected", reason="max.connections.per.ip", client=host,
-                   listener=spec.name if spec else "PLAINTEXT", times=1 if logged is None else logged[1] + 1)
-        if len(self._rejections) >= _REJECTIONS_REMEMBERED:
-            self._rejections = {a: r for a, r in self._rejections.items() if now < r[0] + _LIMIT_LOG_INTERVAL_S}
-            if len(self._rejections) >= _REJECTIONS_REMEMBERED:
-                self._rejections.clear()  # that many addresses in a minute: some lines more, never unbounded
-        self._rejections[host] = [now, 0]
+        if times := self._limit_logs.due(host, trio.current_time()):
+            logs.event("connection.rejected", reason="max.connections.per.ip", client=host,
+                       listener=spec.name if spec else "PLAINTEXT", times=times)
 
     async def _run_connection(self, stream: trio.SocketStream, host: str, spec: ListenerSpec | None = None) -> None:
         scope = trio.CancelScope()

@@ -44,6 +44,10 @@ class LimitsError(ValueError):
     """A value of the connection limits that Kafka would refuse at startup."""
 
 
+# What Java's Integer.parseInt takes (Python's int() also takes spaces and underscores).
+_JAVA_INT = re.compile(r"[+-]?[0-9]+")
+
+
 def parse_overrides(text: str) -> dict[str, int]:
     """``max.connections.per.ip.overrides``: comma-separated ``host:count``, each host an IP address or
     a name resolved once, now (as Kafka resolves them when the config is read); an empty host is the
@@ -62,10 +66,6 @@ def parse_overrides(text: str) -> dict[str, int]:
             raise LimitsError(f'For input string: "{count}"')
         overrides[_address(host or "127.0.0.1", entry)] = int(count)
     return overrides
-
-
-# What Java's Integer.parseInt takes (Python's int() also takes spaces and underscores).
-_JAVA_INT = re.compile(r"[+-]?[0-9]+")
 
 
 def address_key(host: str) -> str:
@@ -168,3 +168,29 @@ class ConnectionCounter:
         if self._slot_freed is not None and not self.full():
             self._slot_freed.set()
             self._slot_freed = None
+
+
+class EveryInterval:
+    """Whether an event of a key is logged now: at most once per ``interval`` seconds per key, the
+    line saying how many happened since the last one. Remembers at most ``most_keys`` keys (beyond
+    that, those logged longer ago than the interval are forgotten, then all): some lines more under
+    a flood from that many addresses, never unbounded memory."""
+
+    def __init__(self, interval: float, most_keys: int) -> None:
+        self.interval = interval
+        self.most_keys = most_keys
+        # key -> (when it was last logged, events since then not logged)
+        self.last: dict[str, tuple[float, int]] = {}
+
+    def due(self, key: str, now: float) -> int:
+        """0 when this event is not to be logged; else how many it stands for (itself included)."""
+        logged = self.last.get(key)
+        if logged is not None and now < logged[0] + self.interval:
+            self.last[key] = (logged[0], logged[1] + 1)
+            return 0
+        if logged is None and len(self.last) >= self.most_keys:
+            self.last = {k: v for k, v in self.last.items() if now < v[0] + self.interval}
+            if len(self.last) >= self.most_keys:
+                self.last.clear()
+        self.last[key] = (now, 0)
+        return 1 if logged is None else logged[1] + 1

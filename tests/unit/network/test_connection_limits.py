@@ -14,6 +14,7 @@ from broker.network.connection_limits import (
     UNLIMITED,
     ConnectionCounter,
     ConnectionLimits,
+    EveryInterval,
     LimitsError,
     address_key,
     parse_overrides,
@@ -108,3 +109,16 @@ async def test_a_full_broker_accepts_again_once_a_connection_closes_or_the_maxim
         counter.update(ConnectionLimits(max_connections=3))
     assert waited == ["c", "d"]
     assert counter.total == 3
+
+
+def test_a_limit_is_logged_once_a_minute_per_key_with_the_count_since() -> None:
+    gate = EveryInterval(60.0, most_keys=2)
+    assert [gate.due("a", t) for t in (0.0, 1.0, 59.0)] == [1, 0, 0]
+    assert gate.due("b", 5.0) == 1  # each key on its own
+    assert gate.due("a", 60.0) == 3  # this one and the two not logged
+    assert gate.due("a", 61.0) == 0
+    # A third key beyond the two remembered: those logged over a minute ago go first ("b"), then all.
+    assert gate.due("c", 70.0) == 1
+    assert set(gate.last) == {"a", "c"}
+    assert gate.due("d", 71.0) == 1
+    assert set(gate.last) == {"d"}
