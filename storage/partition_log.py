@@ -332,6 +332,30 @@ class PartitionLog:
             with self._lock:
                 return self._flushed(end)
 
+    def claim_flush(self) -> FlushClaim | None:
+        """The first half of a flush whose syncing the caller does for many logs at once (one
+        syncfs of their filesystem, ``storage.filesystem_sync``): what this flush must make durable
+        is taken as ``flush`` takes it, and the flush lock is held, as ``flush`` holds it across its
+        fdatasyncs, until the claim's ``done`` or ``undo``. None when the log is closed (nothing
+        left to flush); ``FencedError`` when this process no longer owns it."""
+        self._flush_lock.acquire()
+        try:
+            with self._lock:
+                if self._closed:
+                    self._flush_lock.release()
+                    return None
+                self.check_fence()
+                end = self.end_offset
+                active = self._segments[-1]
+                todo = [s for s in self._segments if s.unsynced or s is active]
+                for s in todo:
+                    s.unsynced = False
+                dir_dirty, self._dir_dirty = self._dir_dirty, False
+        except BaseException:
+            self._flush_lock.release()
+            raise
+        return FlushClaim(self, end, todo, dir_dirty)
+
     @staticmethod
     def _close_readers(work: list[tuple[Segment, int | None, bool]]) -> None:
         for _s, fd, _i in work:
@@ -638,3 +662,43 @@ class PartitionLog:
     def fenced(self) -> bool:
         fence = self.fence
         return fence is not None and not fence.ok
+
+
+class FlushClaim:
+    """A flush of one log taken with ``PartitionLog.claim_flush``, whose files the caller has made
+    durable some other way (``done``: the new recovery point) or could not (``undo``: everything is
+    left to the next flush). Exactly one of the two is called, once; either lets the flush lock go."""
+
+    __slots__ = ("log", "end", "todo", "dir_dirty", "held")
+
+    def __init__(self, log: PartitionLog, end: int, todo: list[Segment], dir_dirty: bool) -> None:
+        self.log = log
+        self.end = end
+        self.todo = todo
+        self.dir_dirty = dir_dirty
+        self.held = True
+
+    def done(self) -> int:
+        """The claimed appends are on the disk: the recovery point moves to them, unless the log
+        was fenced meanwhile (``FencedError``: the bytes may be there, but only an owner may say so)."""
+        log = self.log
+        try:
+            with log._lock:
+                return log._flushed(self.end)
+        finally:
+            self._release()
+
+    def undo(self) -> None:
+        log = self.log
+        try:
+            with log._lock:
+                for s in self.todo:
+                    s.unsynced = True
+                log._dir_dirty = log._dir_dirty or self.dir_dirty
+        finally:
+            self._release()
+
+    def _release(self) -> None:
+        if self.held:
+            self.held = False
+            self.log._flush_lock.release()

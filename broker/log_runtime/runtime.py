@@ -7,6 +7,11 @@ they are durable; everything about getting bytes onto the disk is decided here, 
   one step, then, with ``log.flush.policy=sync``, has the sync threads fdatasync those logs
   together. Passes run one at a time: whatever is queued while one runs shares the next, which is
   what makes them group commits (overlapping passes would each pay for their own fdatasyncs).
+- **One syncfs for many logs.** Where the kernel reports syncfs errors (Linux 5.8 on), a pass
+  that makes two or more logs durable does so with one syncfs of the data directory's filesystem
+  on one sync thread, instead of an open, fdatasync and close per log: each of those calls hands
+  the interpreter lock to the sync thread and back, and with the event loop busy every hand-off
+  made the loop wait (at 10,000 members a fifth of its time). A pass of one log fdatasyncs it.
 - **Where work runs.** Small appends (a coordinator batch, a small produced batch) are written on
   the event loop: a write into the page cache costs microseconds, and a thread hop would cost more.
   Large produced batches are validated and written on a sync thread. fdatasync always runs on a
@@ -40,12 +45,13 @@ import trio
 from broker.log_runtime.sync_threads import SyncThreads
 from broker.observability import logs
 from broker.observability.metrics import METRICS
+from storage import filesystem_sync
 from storage.cleaner import clean
 from storage.config import LogConfig
 from storage.errors import FencedError, LogClosedError, StorageError
 from storage.fencing import Fence
 from storage.log_manager import LogManager, LogOpener
-from storage.partition_log import PartitionLog
+from storage.partition_log import FlushClaim, PartitionLog
 from storage.retention import apply_retention
 
 _SYNC_THREADS = 4
@@ -137,7 +143,8 @@ class Partition:
     (the ``PartitionLog`` itself is thread-safe)."""
 
     __slots__ = ("topic", "index", "log", "owner", "high_watermark", "records", "batches", "queued_bytes",
-                 "queued_seq", "durable_seq", "waiters", "watchers", "failed", "closed", "lazy", "fence", "replies")
+                 "queued_seq", "durable_seq", "waiters", "watchers", "failed", "closed", "lazy", "fence", "replies",
+                 "same_fs")
 
     def __init__(self, topic: str, index: int, log: PartitionLog, owner: PartitionOwner | None) -> None:
         self.topic = topic
@@ -162,6 +169,8 @@ class Partition:
         self.lazy = False
         # Cluster mode: this node's claim of the partition, which its log also holds.
         self.fence: Fence | None = None
+        # Its files are on the filesystem the runtime's syncfs makes durable.
+        self.same_fs = False
 
     @property
     def fenced(self) -> bool:
@@ -253,13 +262,21 @@ class LogRuntime:
     def __init__(self, data_dir: Path, defaults: LogConfig, *, sync_flush: bool, flush_interval_ms: int,
                  cleaner_backoff_ms: int | None = CLEANER_BACKOFF_MS,
                  retention_check_ms: int = RETENTION_CHECK_MS, opener: LogOpener = PartitionLog.open,
-                 shared: bool = False) -> None:
+                 shared: bool = False, fs_sync: bool | None = None) -> None:
+        """``fs_sync``: make a pass's logs durable with one syncfs (None: wherever the kernel
+        reports its errors and the logs are files of ``data_dir``, not a test's in-memory logs)."""
         self.data_dir = data_dir
         self.sync_flush = sync_flush
         self.flush_interval_ms = flush_interval_ms
         self.cleaner_backoff_ms = cleaner_backoff_ms
         self.retention_check_ms = retention_check_ms
         self.manager = LogManager(data_dir, defaults, opener=opener, shared=shared)
+        if fs_sync is None:
+            fs_sync = filesystem_sync.available() and opener == PartitionLog.open
+        # The data directory, open for syncfs, and the filesystem it is on (a partition directory
+        # mounted from another one is fdatasynced on its own).
+        self.fs_fd: int | None = os.open(data_dir, os.O_RDONLY | os.O_DIRECTORY) if fs_sync else None
+        self.fs_dev = os.fstat(self.fs_fd).st_dev if self.fs_fd is not None else -1
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.dirty: dict[tuple[str, int], Partition] = {}
         self.unflushed: set[Partition] = set()
@@ -290,6 +307,8 @@ class LogRuntime:
         log = self.manager.get_or_create(topic, index, config, topic_id, fence, deleted)
         part = Partition(topic, index, log, owner)
         part.fence = fence
+        if self.fs_fd is not None:
+            part.same_fs = os.stat(log.directory).st_dev == self.fs_dev
         return part
 
     def adopt(self, part: Partition) -> Partition:
@@ -406,6 +425,18 @@ class LogRuntime:
             return
         sync = self.sync_flush
 
+        def done(_results: list[BaseException | None]) -> None:
+            # A trio system callback: nothing may escape it.
+            try:
+                self._complete(jobs, started)
+            except Exception:
+                logs.event("log.pass_failed", 40, exc_info=True)
+
+        if sync and self.fs_fd is not None and sum(1 for job in threaded if job.part.same_fs
+                                                   and not job.part.lazy) >= 2:
+            self.sync_threads.submit([partial(self._sync_together, threaded, self.fs_fd)], done)
+            return
+
         def work(chunk: list[_Job]) -> None:
             for job in chunk:
                 try:
@@ -421,13 +452,6 @@ class LogRuntime:
                         job.sent = [_send(fd, data) for _reply, fd, data in job.sends]
                         job.sent_at = time.perf_counter()
 
-        def done(_results: list[BaseException | None]) -> None:
-            # A trio system callback: nothing may escape it.
-            try:
-                self._complete(jobs, started)
-            except Exception:
-                logs.event("log.pass_failed", 40, exc_info=True)
-
         # Large appends are Python work (each record is walked) that holds the GIL: one thread does
         # them all, one after another, as the base broker's topic writer did; threads contending
         # for the GIL would only add switches and smaller passes. Flushes of small appends release
@@ -438,6 +462,56 @@ class LogRuntime:
         workers = min(len(light), _SYNC_THREADS - len(chunks))
         chunks += [light[i::workers] for i in range(workers)]
         self.sync_threads.submit([partial(work, chunk) for chunk in chunks], done)
+
+    @staticmethod
+    def _sync_together(jobs: list[_Job], fs_fd: int) -> None:
+        """A pass with the sync policy, on one sync thread: the large appends, then one syncfs for
+        every log on the data directory's filesystem (each claimed first, so that what counts as
+        durable is what was appended before the syncfs began), an fdatasync for any other, and
+        the lent answers of those that are durable."""
+        for job in jobs:
+            if not job.inline:
+                try:
+                    job.append()
+                except Exception as exc:
+                    job.error = exc
+        claims: list[tuple[_Job, FlushClaim]] = []
+        alone: list[_Job] = []
+        for job in jobs:
+            if job.error is not None or job.part.lazy:
+                continue
+            if not job.part.same_fs:
+                alone.append(job)
+                continue
+            try:
+                claim = job.part.log.claim_flush()
+            except Exception as exc:
+                job.error = exc
+                continue
+            if claim is not None:
+                claims.append((job, claim))
+        try:
+            filesystem_sync.syncfs(fs_fd)
+        except Exception as exc:
+            # The kernel does not say which file it could not write: none of them is durable.
+            for job, claim in claims:
+                claim.undo()
+                job.error = exc
+        else:
+            for job, claim in claims:
+                try:
+                    claim.done()
+                except Exception as exc:
+                    job.error = exc
+        for job in alone:
+            try:
+                job.part.log.flush()
+            except Exception as exc:
+                job.error = exc
+        for job in jobs:
+            if job.error is None and job.sends:
+                job.sent = [_send(fd, data) for _reply, fd, data in job.sends]
+                job.sent_at = time.perf_counter()
 
     def _complete(self, jobs: list[_Job], started: float) -> None:
         self.pass_running = False
@@ -636,6 +710,9 @@ class LogRuntime:
         self.sync_threads.close()
         self.manager.close()
         self.partitions.clear()
+        if self.fs_fd is not None:
+            os.close(self.fs_fd)
+            self.fs_fd = None
 
 
 class Spawner(Protocol):
