@@ -8,8 +8,10 @@ directory entries of every log on the filesystem, in one hand-off.
 
 Linux only, and only from 5.8, the first kernel whose syncfs reports a write-back error of any
 file of the filesystem that happened since the descriptor was opened (before, it returned 0 even
-when data was lost, which would acknowledge writes that are not on the disk). Elsewhere
-``available()`` is false and the logs are synced one by one.
+when data was lost, which would acknowledge writes that are not on the disk), and only on local
+filesystems whose syncfs is known to write back every dirty file and commit their journal before it
+returns (``LOCAL_FILESYSTEMS``): a network filesystem (NFS, where durability is the COMMIT that
+fsync sends) or one this module does not know keeps its logs synced one by one.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import sys
 from collections.abc import Callable
 
 _FIRST_KERNEL_REPORTING_ERRORS = (5, 8)
+LOCAL_FILESYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "tmpfs", "overlay"})
+MOUNTINFO = "/proc/self/mountinfo"
 
 
 def kernel_release(release: str) -> tuple[int, int]:
@@ -52,6 +56,27 @@ _SYNCFS = _load()
 
 def available() -> bool:
     return _SYNCFS is not None
+
+
+def filesystem_type(fd: int, mountinfo: str = MOUNTINFO) -> str | None:
+    """The type of the filesystem ``fd`` is on (``ext4``), matched by device number in
+    ``/proc/self/mountinfo``; None when no mount has it (a btrfs subvolume's own device, say)."""
+    dev = os.fstat(fd).st_dev
+    key = f"{os.major(dev)}:{os.minor(dev)}"
+    try:
+        with open(mountinfo, encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                fields = line.split()
+                if len(fields) > 2 and fields[2] == key and " - " in line:
+                    return line.split(" - ", 1)[1].split()[0]
+    except OSError:
+        return None
+    return None
+
+
+def suited(fd: int) -> bool:
+    """syncfs is available and makes the files of ``fd``'s filesystem durable (see above)."""
+    return available() and filesystem_type(fd) in LOCAL_FILESYSTEMS
 
 
 def syncfs(fd: int) -> None:

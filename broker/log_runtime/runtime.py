@@ -264,19 +264,29 @@ class LogRuntime:
                  retention_check_ms: int = RETENTION_CHECK_MS, opener: LogOpener = PartitionLog.open,
                  shared: bool = False, fs_sync: bool | None = None) -> None:
         """``fs_sync``: make a pass's logs durable with one syncfs (None: wherever the kernel
-        reports its errors and the logs are files of ``data_dir``, not a test's in-memory logs)."""
+        reports its errors, ``data_dir`` is on a local filesystem (``storage.filesystem_sync``;
+        not NFS, say, where a cluster's shared volume may be) and the logs are its files, not a
+        test's in-memory logs)."""
         self.data_dir = data_dir
         self.sync_flush = sync_flush
         self.flush_interval_ms = flush_interval_ms
         self.cleaner_backoff_ms = cleaner_backoff_ms
         self.retention_check_ms = retention_check_ms
         self.manager = LogManager(data_dir, defaults, opener=opener, shared=shared)
+        # The data directory, open for syncfs, and the filesystem it is on (a partition directory
+        # mounted from another one is fdatasynced on its own). Not on a network filesystem (a
+        # cluster's shared volume may be NFS), nor for a test's in-memory logs.
+        self.fs_fd: int | None = None
+        self.fs_dev = -1
+        chosen = fs_sync is not None
         if fs_sync is None:
             fs_sync = filesystem_sync.available() and opener == PartitionLog.open
-        # The data directory, open for syncfs, and the filesystem it is on (a partition directory
-        # mounted from another one is fdatasynced on its own).
-        self.fs_fd: int | None = os.open(data_dir, os.O_RDONLY | os.O_DIRECTORY) if fs_sync else None
-        self.fs_dev = os.fstat(self.fs_fd).st_dev if self.fs_fd is not None else -1
+        if fs_sync:
+            fd = os.open(data_dir, os.O_RDONLY | os.O_DIRECTORY)
+            if chosen or filesystem_sync.suited(fd):
+                self.fs_fd, self.fs_dev = fd, os.fstat(fd).st_dev
+            else:
+                os.close(fd)
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.dirty: dict[tuple[str, int], Partition] = {}
         self.unflushed: set[Partition] = set()

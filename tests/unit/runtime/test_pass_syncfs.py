@@ -4,9 +4,11 @@ durable, what fails when the kernel reports an error, and which passes keep thei
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -14,6 +16,7 @@ import trio
 from broker.log_runtime.runtime import LogRuntime, Partition
 from storage import filesystem_sync
 from storage.config import LogConfig
+from storage.partition_log import PartitionLog
 
 pytestmark = pytest.mark.skipif(not filesystem_sync.available(), reason="no syncfs that reports errors here")
 
@@ -138,3 +141,31 @@ async def test_a_failed_syncfs_fails_every_log_it_covered(tmp_path: Path, monkey
             assert len(owner.failures) == 1 and isinstance(owner.failures[0], OSError)
             # Its segments were handed back to the next flush, which finds them unsynced.
             assert part.log.active_segment.unsynced
+
+
+def in_memory(*args: Any, **kwargs: Any) -> tuple[PartitionLog, Any]:
+    """An opener other than the files' own (as a test's in-memory logs have)."""
+    return PartitionLog.open(*args, **kwargs)
+
+
+def test_which_runtimes_choose_syncfs(tmp_path: Path) -> None:
+    """By itself, on a local filesystem it knows, a cluster's volume shared by the node processes
+    of one host included; never for logs that are not files of the data directory."""
+    own = LogRuntime(tmp_path / "own", LogConfig(), sync_flush=True, flush_interval_ms=1000, cleaner_backoff_ms=None)
+    shared = LogRuntime(tmp_path / "shared", LogConfig(), sync_flush=True, flush_interval_ms=1000,
+                        cleaner_backoff_ms=None, shared=True)
+    fake = LogRuntime(tmp_path / "fake", LogConfig(), sync_flush=True, flush_interval_ms=1000,
+                      cleaner_backoff_ms=None, opener=in_memory)
+    try:
+        fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            local = filesystem_sync.suited(fd)
+        finally:
+            os.close(fd)
+        assert (own.fs_fd is not None) == local
+        assert (shared.fs_fd is not None) == local
+        assert fake.fs_fd is None
+    finally:
+        own.close()
+        shared.close()
+        fake.close()

@@ -128,3 +128,23 @@ def test_a_log_fenced_during_the_sync_does_not_move_its_recovery_point(tmp_path:
     with pytest.raises(FencedError):
         log.claim_flush()  # the lock was let go
     log.abandon()
+
+
+def test_the_filesystem_type_comes_from_the_mount_with_the_same_device(tmp_path: Path) -> None:
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        dev = os.fstat(fd).st_dev
+        mountinfo = tmp_path / "mountinfo"
+        mountinfo.write_text(
+            "22 1 0:21 / /proc rw,nosuid shared:5 - proc proc rw\n"
+            f"29 1 {os.major(dev)}:{os.minor(dev)} / / rw,relatime shared:1 - xfs /dev/vda1 rw\n"
+        )
+        assert filesystem_sync.filesystem_type(fd, str(mountinfo)) == "xfs"
+        mountinfo.write_text(f"40 1 {os.major(dev)}:{os.minor(dev)} / /data rw - nfs4 server:/export rw\n")
+        assert filesystem_sync.filesystem_type(fd, str(mountinfo)) == "nfs4"
+        assert "nfs4" not in filesystem_sync.LOCAL_FILESYSTEMS
+        mountinfo.write_text("22 1 0:21 / /proc rw - proc proc rw\n")
+        assert filesystem_sync.filesystem_type(fd, str(mountinfo)) is None
+        assert filesystem_sync.filesystem_type(fd, str(tmp_path / "missing")) is None
+    finally:
+        os.close(fd)
