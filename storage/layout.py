@@ -72,8 +72,10 @@ def remove_quietly(path: Path) -> None:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write to ``<path>.tmp``, fsync, rename over ``path``, fsync the directory."""
-    tmp = path.with_name(path.name + ".tmp")
+    """Write to ``<path>.<pid>.tmp``, fsync, rename over ``path``, fsync the directory. The pid
+    keeps processes that share a directory (a cluster's nodes on one volume writing
+    meta.properties as they start together) from renaming each other's file away."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
