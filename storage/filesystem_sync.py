@@ -19,21 +19,20 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import re
 import sys
 from collections.abc import Callable
 
 _FIRST_KERNEL_REPORTING_ERRORS = (5, 8)
 LOCAL_FILESYSTEMS = frozenset({"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "tmpfs", "overlay"})
 MOUNTINFO = "/proc/self/mountinfo"
+_RELEASE = re.compile(r"(\d+)\.(\d+)")
 
 
 def kernel_release(release: str) -> tuple[int, int]:
     """(major, minor) of a ``uname -r`` string such as ``6.1.0-18-amd64``; (0, 0) if unreadable."""
-    parts = release.split(".", 2)
-    try:
-        return int(parts[0]), int("".join(ch for ch in parts[1].split("-")[0] if ch.isdigit()) or "0")
-    except (IndexError, ValueError):
-        return 0, 0
+    found = _RELEASE.match(release)
+    return (int(found[1]), int(found[2])) if found else (0, 0)
 
 
 def _load() -> Callable[[int], int] | None:

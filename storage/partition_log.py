@@ -289,17 +289,10 @@ class PartitionLog:
             with self._lock:
                 if self._closed:  # a flush racing close has nothing left to do
                     return self._recovery_point
-                end = self.end_offset
-                active = self._segments[-1]
-                todo = [s for s in self._segments if s.unsynced or s is active]
-                for s in todo:
-                    s.unsynced = False
-                dir_dirty, self._dir_dirty = self._dir_dirty, False
+                end, todo, dir_dirty = self._take_unsynced()
 
                 def undo() -> None:  # a failed flush leaves everything to the next one
-                    for s in todo:
-                        s.unsynced = True
-                    self._dir_dirty = self._dir_dirty or dir_dirty
+                    self._give_back(todo, dir_dirty)
 
                 # Each .log is synced through a descriptor of its own, taken now, and a segment's
                 # indexes only if it had rolled by now: an append may roll the active segment
@@ -345,16 +338,29 @@ class PartitionLog:
                     self._flush_lock.release()
                     return None
                 self.check_fence()
-                end = self.end_offset
-                active = self._segments[-1]
-                todo = [s for s in self._segments if s.unsynced or s is active]
-                for s in todo:
-                    s.unsynced = False
-                dir_dirty, self._dir_dirty = self._dir_dirty, False
+                end, todo, dir_dirty = self._take_unsynced()
         except BaseException:
             self._flush_lock.release()
             raise
         return FlushClaim(self, end, todo, dir_dirty)
+
+    def _take_unsynced(self) -> tuple[int, list[Segment], bool]:
+        """Under the lock, as a flush begins: the end it will vouch for, the segments it syncs (the
+        active one and any rolled since the last flush) and whether the directory changed, all
+        marked synced; ``_give_back`` if the flush fails."""
+        end = self.end_offset
+        active = self._segments[-1]
+        todo = [s for s in self._segments if s.unsynced or s is active]
+        for s in todo:
+            s.unsynced = False
+        dir_dirty, self._dir_dirty = self._dir_dirty, False
+        return end, todo, dir_dirty
+
+    def _give_back(self, todo: list[Segment], dir_dirty: bool) -> None:
+        """A failed flush leaves what it took to the next one."""
+        for s in todo:
+            s.unsynced = True
+        self._dir_dirty = self._dir_dirty or dir_dirty
 
     @staticmethod
     def _close_readers(work: list[tuple[Segment, int | None, bool]]) -> None:
@@ -692,9 +698,7 @@ class FlushClaim:
         log = self.log
         try:
             with log._lock:
-                for s in self.todo:
-                    s.unsynced = True
-                log._dir_dirty = log._dir_dirty or self.dir_dirty
+                log._give_back(self.todo, self.dir_dirty)
         finally:
             self._release()
 

@@ -240,6 +240,12 @@ class _Job:
         self.inline = inline
         self.error: Exception | None = None
 
+    def send_lent(self) -> None:
+        """On the pass's thread, once durable: the answers lent to it leave now, not after a
+        wake-up of the event loop."""
+        self.sent = [_send(fd, data) for _reply, fd, data in self.sends]
+        self.sent_at = time.perf_counter()
+
     def append(self) -> None:
         log = self.part.log
         # Checked as late as possible, right before the bytes go out: a node whose lease may have
@@ -458,9 +464,7 @@ class LogRuntime:
                     job.error = exc
                 else:
                     if job.sends:
-                        # Durable: the answers leave now, not after a wake-up of the event loop.
-                        job.sent = [_send(fd, data) for _reply, fd, data in job.sends]
-                        job.sent_at = time.perf_counter()
+                        job.send_lent()
 
         # Large appends are Python work (each record is walked) that holds the GIL: one thread does
         # them all, one after another, as the base broker's topic writer did; threads contending
@@ -520,8 +524,7 @@ class LogRuntime:
                 job.error = exc
         for job in jobs:
             if job.error is None and job.sends:
-                job.sent = [_send(fd, data) for _reply, fd, data in job.sends]
-                job.sent_at = time.perf_counter()
+                job.send_lent()
 
     def _complete(self, jobs: list[_Job], started: float) -> None:
         self.pass_running = False
