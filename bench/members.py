@@ -20,6 +20,11 @@ this process's own saturation: its CPU and how late it sent what it meant to sen
 each request's schedule), flagged SATURATED past 0.9 of a core or a p99 lateness of a tenth of the
 heartbeat interval, when the latencies measure the generator rather than the broker.
 
+``--scrape-interval S`` scrapes the broker's /metrics every S seconds from the start of formation to
+the end of the window, as Prometheus would (the lag series of every member's committed offset
+included), and prints how long a scrape took and how large it was: the latencies then include
+whatever a scrape costs the broker.
+
 ``--nodes N`` runs the load against `kcoord serve --nodes N` (N node processes on one directory and
 a private etcd; each group's members connect to its coordinator, found with FindCoordinator; CPU
 and RSS are the nodes' summed), ``--kafka`` against Apache Kafka 4.4 (one KRaft node, acknowledging
@@ -29,6 +34,7 @@ from the page cache), so that one script draws the curve of all three.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import heapq
 import json
@@ -42,7 +48,9 @@ import socket
 import struct
 import sys
 import tempfile
+import threading
 import time
+import urllib.request
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -63,6 +71,7 @@ from protocol.messages.offset_commit import OffsetCommitRequest, OffsetCommitRes
 from protocol.messages.offset_fetch import OffsetFetchRequest
 from protocol.messages.sync_group import SyncGroupRequest
 from testkit.kafka import KafkaProcess, kafka_libs
+from testkit.ports import free_port
 
 GROUP_SIZE = 10
 TOPIC = "members-bench"
@@ -569,23 +578,65 @@ def self_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+class Scraper:
+    """GET /metrics every ``interval`` seconds from a thread, as Prometheus does, each scrape timed."""
+
+    def __init__(self, port: int, interval: float) -> None:
+        self.url = f"http://127.0.0.1:{port}/metrics"
+        self.interval = interval
+        self.took: list[float] = []
+        self.sizes: list[int] = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, name="scraper", daemon=True)
+
+    def _run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            began = time.perf_counter()
+            with urllib.request.urlopen(self.url, timeout=60) as answer:
+                body = answer.read()
+            self.took.append(time.perf_counter() - began)
+            self.sizes.append(len(body))
+
+    def __enter__(self) -> Scraper:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopped.set()
+        self.thread.join(120)
+
+    def summary(self) -> dict[str, Any]:
+        took = sorted(self.took)
+        return {"scrapes": len(took), "scrape_p50_ms": percentile(took, 0.5) * 1000 if took else float("nan"),
+                "scrape_max_ms": took[-1] * 1000 if took else float("nan"),
+                "scrape_kb": max(self.sizes, default=0) / 1024}
+
+
 def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Path | None,
         wave: int, seed: int, heartbeat_s: float = 1.0, commit_s: float = 5.0, timeline: bool = False,
         overrides: dict[str, str] | None = None, ready: Callable[[], bool] | None = None,
-        generators: int = 1, nodes: int = 1, kafka: bool = False) -> dict[str, Any]:
+        generators: int = 1, nodes: int = 1, kafka: bool = False, scrape_s: float = 0.0) -> dict[str, Any]:
     """``ready``: asked between rounds of the load once the groups are formed, until it says yes
     (at most two minutes), before the warm-up: whatever else a comparison runs beside the broker
     (bench.console_cost's browser) is in place before anything is counted. ``generators``: the
     members spread over that many processes (``ready`` is then not asked). ``nodes``: more than one
     runs `kcoord serve --nodes N` (this checkout's), each group's members on its coordinator.
-    ``kafka``: Apache Kafka instead (its default durability: acknowledged from the page cache)."""
+    ``kafka``: Apache Kafka instead (its default durability: acknowledged from the page cache).
+    ``scrape_s``: /metrics scraped that often throughout (one kcoord node only)."""
     broker: Broker | Nodes | Kafka
+    props: dict[str, Any] = dict(overrides or {})
+    metrics_port = 0
+    if scrape_s > 0:
+        if kafka or nodes != 1:
+            raise ValueError("scraping is measured on one kcoord node")
+        metrics_port = free_port()
+        props["metrics.listener"] = f"http://127.0.0.1:{metrics_port}"
     if kafka:
         broker = Kafka()
     elif nodes == 1:
-        broker = Broker(root=root, log_flush_policy=flush_policy, **(overrides or {}))
+        broker = Broker(root=root, log_flush_policy=flush_policy, **props)
     else:
-        broker = Nodes(nodes, flush_policy, overrides or {})
+        broker = Nodes(nodes, flush_policy, props)
     print(f"  broker pids {broker.pids}", file=sys.stderr, flush=True)
     try:
         with socket.create_connection(("127.0.0.1", broker.port)) as admin:
@@ -594,10 +645,12 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
                                                    assignments=[], configs=[])], timeout_ms=10000))
             if r.topics[0].error_code:
                 raise RuntimeError(f"CreateTopics: {ErrorCode(r.topics[0].error_code).name}")
-        if generators > 1:
-            measured = _spread(broker, members, seconds, warmup, wave, seed, heartbeat_s, commit_s, generators)
-        else:
-            measured = _one_process(broker, members, seconds, warmup, wave, seed, heartbeat_s, commit_s, ready)
+        with contextlib.ExitStack() as scraping:
+            scraper = scraping.enter_context(Scraper(metrics_port, scrape_s)) if scrape_s > 0 else None
+            if generators > 1:
+                measured = _spread(broker, members, seconds, warmup, wave, seed, heartbeat_s, commit_s, generators)
+            else:
+                measured = _one_process(broker, members, seconds, warmup, wave, seed, heartbeat_s, commit_s, ready)
     finally:
         broker.stop()
     if timeline:
@@ -620,6 +673,7 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
         "broker_cpu_us_per_request": broker_cpu / max(answers, 1) * 1e6,
         "broker_user_us_per_request": broker_user / max(answers, 1) * 1e6, "broker_rss_mb": measured.rss,
         **measured.saturation, "generators": generators,
+        **(scraper.summary() if scraper is not None else {}),
     }
 
 
@@ -799,7 +853,9 @@ def show(r: dict[str, Any]) -> None:
           f"max {r['loadgen_late_max_ms']:.1f} ms{' (SATURATED: these figures measure the generator)' if r['loadgen_saturated'] else ''}; "
           f"spurious rebalances {r['spurious_rebalances']} "
           f"{r['spurious_by_error'] or ''}; commit errors {r['commit_errors'] or 0}; offsets correct "
-          f"{r['offsets_correct']}; formed in {r['formation_s']:.1f}s ({r['formation_rejoins']} rejoins)",
+          f"{r['offsets_correct']}; formed in {r['formation_s']:.1f}s ({r['formation_rejoins']} rejoins)"
+          + (f"; /metrics scraped {r['scrapes']} times, {r['scrape_p50_ms']:.0f} ms p50, {r['scrape_max_ms']:.0f} ms max, "
+             f"{r['scrape_kb']:,.0f} KB" if "scrapes" in r else ""),
           flush=True)
 
 
@@ -821,6 +877,8 @@ def main() -> None:
     parser.add_argument("--nodes", type=int, default=1,
                         help="run `kcoord serve --nodes N` (a private etcd; each group on its coordinator)")
     parser.add_argument("--kafka", action="store_true", help="run Apache Kafka 4.4 instead (after scripts/kafka.sh)")
+    parser.add_argument("--scrape-interval", type=float, default=0.0, metavar="S",
+                        help="scrape the broker's /metrics every S seconds throughout, as Prometheus would")
     parser.add_argument("--json", action="store_true", help="also print each result as a JSON line")
     parser.add_argument("--timeline", action="store_true", help="heartbeat latency per second, on stderr")
     parser.add_argument("--override", action="append", default=[], metavar="NAME=VALUE",
@@ -837,7 +895,7 @@ def main() -> None:
         r = run(n, args.seconds, args.warmup, args.flush_policy, args.broker_root, args.wave, args.seed,
                 args.heartbeat_interval, args.commit_interval, args.timeline,
                 dict(o.split("=", 1) for o in args.override), generators=args.generators, nodes=args.nodes,
-                kafka=args.kafka)
+                kafka=args.kafka, scrape_s=args.scrape_interval)
         show(r)
         if args.json:
             print(json.dumps(r), flush=True)

@@ -17,7 +17,7 @@ from typing import Generic, Protocol, TypeVar
 from urllib.parse import parse_qs, urlsplit
 
 import trio
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -31,6 +31,7 @@ from broker.console.share_figures import ShareDeliveries
 from broker.console.shown_listener import Listener
 from broker.console.state import ClusterState, GroupState, Reads
 from broker.observability import logs
+from broker.observability.metrics_http import registry_text
 from kclient.admin_client import AdminError
 from protocol.errors import DecodeError
 from protocol.schema import Data
@@ -266,7 +267,7 @@ class Console:
     async def metrics_endpoint(self, request: Request) -> Response:
         """The Prometheus series, as the metrics listener serves them."""
         more = await self.metrics() if self.metrics is not None else b""
-        return Response(generate_latest(REGISTRY) + more, media_type=CONTENT_TYPE_LATEST)
+        return Response(await registry_text() + more, media_type=CONTENT_TYPE_LATEST)
 
     def asset(self, name: str, media_type: str) -> Callable[[Request], Awaitable[Response]]:
         async def endpoint(request: Request) -> Response:
