@@ -32,6 +32,7 @@ import re
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import trio
@@ -49,12 +50,14 @@ if TYPE_CHECKING:
     from broker.topics.catalog import TopicCatalog
     from broker.topics.partitions import TopicLogs
 
-Family = tuple[str, str, tuple[str, ...], list[tuple[tuple[str, ...], float]]]
+# (name, help, label names, samples: label values and value); samples may be produced lazily, as
+# the text is rendered.
+Family = tuple[str, str, tuple[str, ...], Iterable[tuple[tuple[str, ...], float]]]
 Owner = tuple[str, str, str]  # member host, consumer id, client id
 _NO_OWNER: Owner = ("", "", "")
 REFRESH_TIMEOUT_S = 5.0
 # Work done on the event loop between two yields to it.
-SLICE_S = 0.001
+SLICE_S = 0.0005
 # Samples rendered between two looks at the clock.
 _SAMPLES_PER_PIECE = 200
 
@@ -121,6 +124,7 @@ class LagRow:
     end: int
     owner: Owner
     first_unconsumed_ms: int | None  # None: nothing to consume
+    labels: tuple[str, str, str]  # group, topic, partition: the labels of the series
 
 
 @dataclass
@@ -308,29 +312,30 @@ class LagMetrics:
                     if end is None:
                         continue  # the topic is gone or its log is not open here
                     first = self._timestamps.get((topic, partition, offset)) if offset < end else None
-                    rows.append(LagRow(group_id, topic, partition, offset, end, owner, first))
+                    rows.append(LagRow(group_id, topic, partition, offset, end, owner, first,
+                                       (group_id, topic, str(partition))))
                 self.snapshot = LagSnapshot(rows, ends, omitted, int(time.time() * 1000))
 
     # ---- the series ------------------------------------------------------------------------------
 
     def families(self, snap: LagSnapshot, now: int) -> Iterator[Family]:
-        keys = [(r, (r.group, r.topic, str(r.partition))) for r in snap.rows]
+        """The lag families over a snapshot; the samples of each are produced as they are rendered."""
+        rows = snap.rows
         yield ("kafka_consumergroup_current_offset", "Committed offset of a consumer group on a partition "
-               "(durable).", ("consumergroup", "topic", "partition"), [(k, r.committed) for r, k in keys])
+               "(durable).", ("consumergroup", "topic", "partition"), ((r.labels, r.committed) for r in rows))
         yield ("kafka_consumergroup_lag", "Records a consumer group has not consumed on a partition: durable log "
                "end minus committed offset.", ("consumergroup", "topic", "partition"),
-               [(k, r.end - r.committed) for r, k in keys])
-        seconds: list[tuple[tuple[str, ...], float]] = []
-        for r, k in keys:
-            lag = 0 if r.first_unconsumed_ms is None else max(0, now - r.first_unconsumed_ms) / 1000
-            seconds.append(((self.cluster_name, *k, *r.owner), lag))
+               ((r.labels, r.end - r.committed) for r in rows))
+        cluster = self.cluster_name
         yield ("kafka_consumergroup_group_lag_seconds", "Age of the first record a consumer group has not "
                "consumed on a partition (now minus its timestamp), 0 when it has consumed everything.",
-               ("cluster_name", "group", "topic", "partition", "member_host", "consumer_id", "client_id"), seconds)
-        referenced = sorted({(r.topic, r.partition) for r in snap.rows})
+               ("cluster_name", "group", "topic", "partition", "member_host", "consumer_id", "client_id"),
+               (((cluster, *r.labels, *r.owner),
+                 0 if r.first_unconsumed_ms is None else max(0, now - r.first_unconsumed_ms) / 1000) for r in rows))
+        referenced = sorted({(r.topic, r.partition) for r in rows})
         yield ("kafka_topic_partition_current_offset", "Durable log end offset (high watermark) of a partition "
                "a reported group has committed on.", ("topic", "partition"),
-               [((t, str(p)), snap.partitions[(t, p)]) for t, p in referenced])
+               (((t, str(p)), snap.partitions[(t, p)]) for t, p in referenced))
         yield ("kcoord_lag_partitions_omitted", "Group partitions left out of the lag series by "
                "metrics.lag.max.partitions.", (), [((), snap.omitted)])
 
@@ -377,9 +382,10 @@ def render_pieces(families: Iterable[Family], labels_text: _LabelText | None = N
             yield "".join([f"{name} {value_text(value)}\n" for _, value in samples])
             continue
         used, before = kept.of(name)
-        for start in range(0, len(samples), _SAMPLES_PER_PIECE):
+        left = iter(samples)
+        while piece := list(islice(left, _SAMPLES_PER_PIECE)):
             lines = []
-            for values, value in samples[start:start + _SAMPLES_PER_PIECE]:
+            for values, value in piece:
                 text = before.get(values)
                 if text is None:
                     text = ",".join([f'{k}="{_escape(v)}"' for k, v in zip(labels, values, strict=True)])
