@@ -242,7 +242,14 @@ class _Job:
 
     def send_lent(self) -> None:
         """On the pass's thread, once durable: the answers lent to it leave now, not after a
-        wake-up of the event loop."""
+        wake-up of the event loop. The high watermark moves first: a client told its write is
+        durable may read the log at once (a Fetch of __consumer_offsets), and must find it there,
+        before the event loop settles the pass (which wakes the readers waiting for it). Nothing
+        else appends to the log during the pass, so its end is what was just made durable."""
+        part = self.part
+        end = part.log.end_offset
+        if end > part.high_watermark:
+            part.high_watermark = end
         self.sent = [_send(fd, data) for _reply, fd, data in self.sends]
         self.sent_at = time.perf_counter()
 
@@ -574,6 +581,8 @@ class LogRuntime:
             if end > part.high_watermark:
                 part.high_watermark = end
                 part.wake_watchers()
+            elif job.sent:
+                part.wake_watchers()  # the pass's thread moved the high watermark (send_lent)
             if not self.sync_flush:
                 self.unflushed.add(part)
         part.durable_seq = job.target
