@@ -51,7 +51,7 @@ async def _respond(extra: Callable[[], Awaitable[bytes]] | None, stream: trio.So
             status, ctype, body = "405 Method Not Allowed", "text/plain", b"GET /metrics\n"
         elif urlsplit(line[1]).path in ("/metrics", "/metrics/"):
             # Series computed at scrape time from state that must be awaited (durable reads, log
-            # reads and rendering in worker threads) come from ``extra``, after the registry's.
+            # reads in worker threads, rendering in slices) come from ``extra``, after the registry's.
             more = await extra() if extra is not None else b""
             status, ctype, body = "200 OK", CONTENT_TYPE_LATEST, await registry_text() + more
         elif urlsplit(line[1]).path == "/":

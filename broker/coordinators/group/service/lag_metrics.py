@@ -13,12 +13,12 @@ It is computed when Prometheus scrapes, before the registry is rendered (``refre
   is durable, as OffsetFetch does, so no series shows an offset a crash could take away;
 - the series are bounded: only groups matching ``metrics.lag.groups`` and at most
   ``metrics.lag.max.partitions`` group partitions (the rest are counted, not exported);
-- the scrape runs on the event loop in slices of about a millisecond (walking the state, building
-  the rows, rendering the text), yielding between them, so requests are served between slices;
-  not in a worker thread: a thread running Python holds the interpreter lock against the loop,
-  which gives it up at every system call and then waits up to the interpreter's switch interval
-  (5 ms) to get it back. Measured at 10,000 members with the text rendered in a thread, one scrape
-  took heartbeat p99 from 15 to 220 ms;
+- the scrape runs on the event loop in half-millisecond slices (walking the state, building the
+  rows, rendering the text), yielding between them, so requests are served between slices; not in
+  a worker thread: a thread running Python holds the interpreter lock against the loop, which
+  gives it up at every system call and then waits up to the interpreter's switch interval to get
+  it back, for as long as the thread runs. Measured at 10,000 members with the text rendered in a
+  thread, one scrape took heartbeat p99 from 15 to 220 ms;
 - what does not change between scrapes is kept: the label text of each series, and each member's
   assignment decoded (keyed by the assignment's bytes, which change only with a rebalance);
 - the timestamp of the record at an offset never changes, so it is cached by (topic, partition,
@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 # the text is rendered.
 Family = tuple[str, str, tuple[str, ...], Iterable[tuple[tuple[str, ...], float]]]
 Owner = tuple[str, str, str]  # member host, consumer id, client id
+Assigned = dict[bytes, tuple[tuple[str, int], ...]]  # classic members' partitions by assignment bytes
 _NO_OWNER: Owner = ("", "", "")
 REFRESH_TIMEOUT_S = 5.0
 # Work done on the event loop between two yields to it.
@@ -158,21 +159,20 @@ class LagMetrics:
         self.max_partitions = max_partitions
         self.snapshot = LagSnapshot()
         self._timestamps: dict[tuple[str, int, int], int] = {}
-        self._assignments: dict[bytes, tuple[tuple[str, int], ...]] = {}
-        self._assignments_before: dict[bytes, tuple[tuple[str, int], ...]] = {}
+        self._assignments: Assigned = {}  # as of the last scrape
         self._labels = _LabelText()
         self._lock = trio.Lock()
 
     # ---- reading the state ---------------------------------------------------------------------
 
-    def _owners(self, st: Any, group_id: str) -> dict[tuple[str, int], Owner]:
+    def _owners(self, st: Any, group_id: str, before: Assigned) -> dict[tuple[str, int], Owner]:
         """Which member holds each partition of a group, for Kafka Lag Exporter's member labels."""
         out: dict[tuple[str, int], Owner] = {}
         classic = st.groups.get(group_id)
         if classic is not None and classic.state is not GroupState.DEAD:
             for m in classic.members.values():
                 owner = (m.client_host, m.member_id, m.client_id)
-                for tp in self._assigned_to(m.assignment):
+                for tp in self._assigned_to(m.assignment, before):
                     out[tp] = owner
         consumer = st.consumer_groups.get(group_id)
         if consumer is not None:
@@ -193,12 +193,12 @@ class LagMetrics:
                             out[(name, p)] = (m.client_host, m.member_id, m.client_id)
         return out
 
-    def _assigned_to(self, assignment: bytes) -> tuple[tuple[str, int], ...]:
+    def _assigned_to(self, assignment: bytes, before: Assigned) -> tuple[tuple[str, int], ...]:
         """A classic member's partitions, decoded once per distinct assignment (none if it is not
-        the consumer protocol's)."""
+        the consumer protocol's); ``before``: those the previous scrape decoded."""
         found = self._assignments.get(assignment)
         if found is None:
-            found = self._assignments_before.get(assignment)
+            found = before.get(assignment)
             if found is None:
                 try:
                     decoded = decode_assignment(assignment).assigned_partitions
@@ -228,7 +228,7 @@ class LagMetrics:
         # In group-id order, so the groups exported under the cap do not depend on shard placement.
         chosen.sort(key=lambda c: c[0])
         # Assignments seen at the previous scrape are kept for this one; those no member holds now go.
-        self._assignments_before, self._assignments = self._assignments, {}
+        before, self._assignments = self._assignments, {}
         for group_id, st in chosen:
             if slices.over():
                 await slices.rest()
@@ -238,12 +238,11 @@ class LagMetrics:
                 # A group is exported whole or not at all: a partial group would sum to a wrong total.
                 omitted += count
                 continue
-            owners = self._owners(st, group_id)
+            owners = self._owners(st, group_id, before)
             for topic in sorted(offsets):
                 for partition in sorted(offsets[topic]):
                     rows.append((group_id, topic, partition, offsets[topic][partition][0],
                                  owners.get((topic, partition), _NO_OWNER)))
-        self._assignments_before = {}
         return rows, omitted, read
 
     async def _durable(self, runtimes: list[Any]) -> bool:
@@ -393,7 +392,3 @@ def render_pieces(families: Iterable[Family], labels_text: _LabelText | None = N
                 lines.append(f"{name}{{{text}}} {value_text(value)}\n")
             yield "".join(lines)
 
-
-def render_text(families: Iterable[Family]) -> bytes:
-    """Gauge families in Prometheus' text exposition format, whole."""
-    return "".join(render_pieces(families)).encode()
