@@ -23,6 +23,7 @@ from broker.network.connection_limits import EveryInterval, address_key
 from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply
 from broker.network.router import ConnectionInfo
+from broker.network.send_process import SendProcess
 from broker.network.tls_connection import TlsConnection
 from broker.observability import logs
 from broker.observability.metrics import METRICS
@@ -78,6 +79,8 @@ class Broker:
         self._limit_logs = EveryInterval(_LIMIT_LOG_INTERVAL_S, _REJECTIONS_REMEMBERED)
         self.readiness = ReadinessHub(after_round=self.router.after_frames, before_round=self.router.before_frames)
         self.bound_port: int | None = None
+        # Writes the answers of busy readiness rounds on another core (started with serving).
+        self.sender: SendProcess | None = None
         # The cancel scope of every client connection's task, to close them all at once.
         self._connections: set[trio.CancelScope] = set()
         if app.cluster is not None:
@@ -242,12 +245,21 @@ class Broker:
         return opened
 
     async def serve(self, *, task_status: trio.TaskStatus[int] = trio.TASK_STATUS_IGNORED) -> None:
-        listener = self.config.listener
         open_files = raise_open_files_limit()
         self.connection_counter.keep_descriptors(open_files)
         METRICS.connections_max.set(self.connection_counter.cap)
         opened = await self._open_listeners()
         heap.configure()
+        try:
+            await self._serve(opened, open_files, task_status)
+        finally:
+            if self.sender is not None:
+                self.readiness.sender = None
+                self.sender.stop()
+
+    async def _serve(self, opened: list[tuple[ListenerSpec, list[trio.SocketListener]]], open_files: int,
+                     task_status: trio.TaskStatus[int]) -> None:
+        listener = self.config.listener
         app = self.app
         view = self.view
         async with trio.open_nursery() as nursery:
@@ -262,6 +274,11 @@ class Broker:
                        listeners=",".join(f"{spec.name}:{spec.protocol}:{self.bound_ports[spec.name]}"
                                           for spec, _ in opened))
             if self.readiness.available:
+                min_round = self.config.get_int("socket.send.worker.min.round")
+                if min_round > 0:
+                    self.sender = SendProcess(min_round, on_lost=self.close_client_connections)
+                    self.readiness.sender = self.sender
+                    nursery.start_soon(self.sender.run)
                 nursery.start_soon(self.readiness.run)
             for spec, tcp_listeners in opened:
                 for tcp_listener in tcp_listeners:

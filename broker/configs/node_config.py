@@ -94,6 +94,9 @@ PROPERTIES: tuple[Property, ...] = (
              choices=("https", "")),
     Property("socket.request.max.bytes", int, 104857600, "Largest request frame; bigger closes the connection.",
              minimum=1),
+    Property("socket.send.worker.min.round", int, 16, "A readiness round serving at least this many client "
+             "connections hands their answers to the node's send worker, a process that writes them on another core "
+             "(docs/architecture.md); 0 = the event loop writes every answer itself.", minimum=0),
     Property("max.connections", int, 2147483647, "Most client connections held at once; at the limit new "
              "ones wait in the listen backlog until one closes. Never more than the open-files limit less a reserve "
              "kept for the logs (docs/limits.md).", minimum=0),

@@ -21,6 +21,7 @@ import trio
 from broker.network.readiness import ReadinessHub
 from broker.network.reply import Reply, error_code_of
 from broker.network.router import CloseConnection, ConnectionInfo, Router
+from broker.network.send_process import SendProcess
 from broker.observability import logs
 from broker.observability.metrics import METRICS
 
@@ -112,6 +113,15 @@ class Connection:
         # what the closing task waits on until it is returned.
         self.lent: Reply | None = None
         self._lend_over: trio.Event | None = None
+        # The send worker, when the readiness set has one (``broker.network.send_process``): the
+        # number of the last answer handed to it, and whether the socket it writes to is full.
+        self.conn_id = info.conn_id
+        self.sent_order = 0
+        self.worker_is_full = False
+        self.worker: SendProcess | None = None
+        if self.hub is not None and self.direct_sends and self.hub.sender is not None \
+                and self.hub.sender.open(self, self.fd):
+            self.worker = self.hub.sender
         info.mute = self._mute
         if self.direct_sends:
             info.sender = self
@@ -140,6 +150,8 @@ class Connection:
             self.broken = True
             if self.hub is not None:
                 self.hub.unregister(self.fd)
+            if self.worker is not None:
+                self.worker.close(self)
             with trio.CancelScope(shield=True):
                 if self.lent is not None:
                     # A sync thread may still write to this descriptor: closing it now could let
@@ -323,7 +335,12 @@ class Connection:
     # ---- writing ------------------------------------------------------------------------------
 
     def _write_some(self, data: bytes | memoryview) -> int:
-        """As much of ``data`` as the non-blocking socket takes now (0 when it is full)."""
+        """As much of ``data`` as the non-blocking socket takes now (0 when it is full); all of
+        it when it goes to the send worker instead."""
+        worker = self.worker
+        if worker is not None and worker.takes(self):
+            worker.write(self, data)
+            return len(data)
         try:
             return os.write(self.fd, data)
         except BlockingIOError:
@@ -344,8 +361,8 @@ class Connection:
         """Pops every filled slot at the head of the queue; their bytes, joined for one send."""
         out: list[bytes] = []
         pending = self.pending
-        if self.lent is not None:
-            return b""  # a sync thread may be writing the head reply
+        if self.lent is not None or self.worker_is_full:
+            return b""  # a sync thread may be writing the head reply, or the worker holds some
         if self.held_until and trio.current_time() < self.held_until:
             return b""
         while pending and pending[0].ready:
@@ -370,8 +387,8 @@ class Connection:
         """A slot was filled. If it heads the queue and the task is not writing, whoever filled
         it (a handler, the end of a durable write) writes the ready replies now: one system call,
         where waking the task would cost a trip through the scheduler."""
-        if self.sending or self.unsent or self.broken or self.lent is not None or not self.pending \
-                or not self.pending[0].ready:
+        if self.sending or self.unsent or self.broken or self.lent is not None or self.worker_is_full \
+                or not self.pending or not self.pending[0].ready:
             return  # the task is busy and takes ready slots when done, or the head still waits
         data = self._take_ready()
         if data:
@@ -401,7 +418,8 @@ class Connection:
         carries them all), nothing is being written, the client is not held back by a quota.
         Nobody else writes until ``returned``."""
         if (self.lent is not None or self.sending or self.unsent or self.broken or not self.pending
-                or not self.alone(reply) or (self.held_until and trio.current_time() < self.held_until)):
+                or not self.alone(reply) or (self.held_until and trio.current_time() < self.held_until)
+                or self.worker_is_full or (self.worker is not None and not self.worker.lends(self))):
             return None
         self.lent = reply
         return self.fd
@@ -438,6 +456,15 @@ class Connection:
                 self.wake.set()
         self._reply_ready()
         if self.closing and not self.pending:
+            self.wake.set()
+
+    def worker_full(self) -> None:
+        self.worker_is_full = True
+
+    def worker_drained(self) -> None:
+        self.worker_is_full = False
+        self._reply_ready()
+        if self.paused and self._room():
             self.wake.set()
 
     async def _writer(self) -> None:

@@ -26,11 +26,14 @@ from __future__ import annotations
 import contextlib
 import select
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from broker.observability import logs
+
+if TYPE_CHECKING:
+    from broker.network.send_process import SendProcess
 
 _IN = getattr(select, "EPOLLIN", 0x001)
 _ET = getattr(select, "EPOLLET", 1 << 31)
@@ -57,6 +60,8 @@ class ReadinessHub:
                  before_round: Callable[[], None] | None = None) -> None:
         self.epoll: Any = select.epoll() if hasattr(select, "epoll") else None
         self.readers: dict[int, Reader] = {}
+        # Writes the answers of busy rounds (set by the server when it starts one).
+        self.sender: SendProcess | None = None
         self.after_round = after_round
         self.before_round = before_round
 
@@ -89,6 +94,8 @@ class ReadinessHub:
             return False
 
     def _round_done(self) -> None:
+        if self.sender is not None:
+            self.sender.round_ends()  # before: what ``after_round`` completes is written at once
         if self.after_round is not None:
             self.after_round()
 
@@ -96,15 +103,21 @@ class ReadinessHub:
         epoll = self.epoll
         call = self._call
         before = self.before_round or _nothing
+        sender = self.sender
         try:
             while True:
                 await trio.lowlevel.wait_readable(epoll.fileno())
                 before()
-                again = [fd for fd, _events in epoll.poll(0, _EVENTS_PER_ROUND) if call(fd)]
+                events = epoll.poll(0, _EVENTS_PER_ROUND)
+                if sender is not None:
+                    sender.round_starts(len(events))
+                again = [fd for fd, _events in events if call(fd)]
                 self._round_done()
                 while again:
                     await trio.lowlevel.checkpoint()
                     before()
+                    if sender is not None:
+                        sender.round_starts(len(again))
                     again = [fd for fd in again if call(fd)]
                     self._round_done()
         finally:

@@ -1,0 +1,190 @@
+"""The send worker writes a busy loop's answers from a process of its own: a connection's answers
+still arrive in the order they were asked for, whether the worker or the connection writes them; a
+client that stops reading has its answers held in the worker and its requests left unread until it
+reads again; a connection that ends gets every answer first; a worker that dies is replaced by the
+connections writing their own. Real sockets, the real worker process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import struct
+from collections.abc import Callable
+
+import pytest
+import trio
+import trio.testing
+
+from broker.network.connection import Connection
+from broker.network.readiness import ReadinessHub
+from broker.network.router import ConnectionInfo
+from broker.network.send_process import SendProcess
+from tests.unit.network.parking import ParkingRouter, frame, parked
+
+pytestmark = [pytest.mark.trio, pytest.mark.timeout(60)]
+
+
+class Served:
+    def __init__(self, conn: Connection, client: trio.SocketStream, sender: SendProcess, done: trio.Event) -> None:
+        self.conn, self.client, self.sender, self.done = conn, client, sender, done
+        self.lost: list[str] = []
+        self.buf = b""
+
+    async def answers(self, count: int) -> list[tuple[int, bytes]]:
+        """(correlation id, body) of the next ``count`` answers (v0 headers)."""
+        got: list[tuple[int, bytes]] = []
+        with trio.fail_after(20):
+            while len(got) < count:
+                if len(self.buf) >= 4:
+                    (size,) = struct.unpack_from(">i", self.buf)
+                    if len(self.buf) >= 4 + size:
+                        (corr,) = struct.unpack_from(">i", self.buf, 4)
+                        got.append((corr, self.buf[8:4 + size]))
+                        self.buf = self.buf[4 + size:]
+                        continue
+                data = await self.client.receive_some(1 << 20)
+                assert data, "closed before every answer arrived"
+                self.buf += data
+        return got
+
+
+async def serve(nursery: trio.Nursery, router: ParkingRouter, min_round: int = 1) -> Served:
+    sender = SendProcess(min_round)
+    hub = ReadinessHub()
+    hub.sender = sender
+    nursery.start_soon(sender.run)
+    nursery.start_soon(hub.run)
+    ours, theirs = trio.socket.socketpair()
+    conn = Connection(trio.SocketStream(ours), router, ConnectionInfo(1, "test", 1), 1 << 24, hub=hub)  # type: ignore[arg-type]
+    assert conn.worker is sender
+    done = trio.Event()
+    served = Served(conn, trio.SocketStream(theirs), sender, done)
+    sender.on_lost = served.lost.append
+
+    async def run() -> None:
+        await conn.run()
+        done.set()
+
+    nursery.start_soon(run)
+    return served
+
+
+async def until(condition: Callable[[], object], what: str) -> None:
+    with trio.move_on_after(20):
+        while not condition():
+            await trio.sleep(0.001)
+        return
+    raise AssertionError(f"waited 20 s for {what}")
+
+
+def body(i: int, size: int = 8) -> bytes:
+    return i.to_bytes(4, "big") * (size // 4)
+
+
+async def test_answers_arrive_in_order_whoever_writes_them() -> None:
+    router = ParkingRouter()
+    async with trio.open_nursery() as nursery:
+        s = await serve(nursery, router)
+        await s.client.send_all(b"".join(frame(b"r") for _ in range(300)))
+        replies = await parked(router, 300)
+        s.sender.loaded = True  # as after a round of min_round connections
+        for i, reply in enumerate(replies[:150]):
+            reply.set_bytes(body(i, 4 + i % 50 * 4))
+        assert s.sender.given == 150, "one order an answer"
+        for i, reply in reversed(list(enumerate(replies))[150:]):  # last first: all wait for the first
+            reply.set_bytes(body(i, 4 + i % 50 * 4))
+        assert s.sender.given == 151, "the answers ready together went in one order"
+        assert await s.answers(300) == [(i + 1, body(i, 4 + i % 50 * 4)) for i in range(300)]
+
+        # The loop catches up (rounds smaller than min_round) while one answer is still with the
+        # worker: the next one follows it there rather than overtake it.
+        s.sender.min_round = 1 << 30
+        await s.client.send_all(frame(b"a") + frame(b"b"))
+        first, second = (await parked(router, 302))[300:]
+        s.sender.loaded = True
+        first.set_bytes(b"first")
+        given = s.sender.given
+        s.sender.loaded = False
+        assert s.sender.takes(s.conn), "an answer of its is not done yet"
+        second.set_bytes(b"second")
+        assert s.sender.given == given + 1
+        assert await s.answers(2) == [(301, b"first"), (302, b"second")]
+
+        # Once the worker says it is done, the connection writes its own again.
+        await until(lambda: s.sender.acked == s.sender.given, "the worker to be done")
+        await s.client.send_all(frame(b"c"))
+        (third,) = (await parked(router, 303))[302:]
+        third.set_bytes(b"third")
+        assert s.sender.given == given + 1
+        assert await s.answers(1) == [(303, b"third")]
+        await s.client.aclose()
+        nursery.cancel_scope.cancel()
+    s.sender.stop()
+
+
+async def test_a_client_that_stops_reading_has_its_answers_held_until_it_reads() -> None:
+    router = ParkingRouter()
+    async with trio.open_nursery() as nursery:
+        s = await serve(nursery, router)
+        big = 256 * 1024
+        await s.client.send_all(b"".join(frame(b"r") for _ in range(40)))
+        replies = await parked(router, 40)
+        s.sender.loaded = True
+        for i, reply in enumerate(replies):  # 10 MiB: far more than the socket takes
+            reply.set_bytes(body(i, big))
+        await until(lambda: s.conn.worker_is_full, "the worker to find the socket full")
+        # Whatever is answered now stays with the connection, and a lent write is refused.
+        await s.client.send_all(frame(b"later"))
+        (later,) = (await parked(router, 41))[40:]
+        given = s.sender.given
+        later.set_bytes(b"later")
+        assert s.sender.given == given and s.conn.pending, "handed over while the socket is full"
+        assert s.conn.lend(later) is None
+        got = await s.answers(41)  # the client reads again: everything, in order
+        assert got == [(i + 1, body(i, big)) for i in range(40)] + [(41, b"later")]
+        await until(lambda: not s.conn.worker_is_full, "the worker to say it drained")
+        await s.client.aclose()
+        nursery.cancel_scope.cancel()
+    s.sender.stop()
+
+
+async def test_a_connection_that_ends_gets_its_answers_before_the_end() -> None:
+    router = ParkingRouter()
+    async with trio.open_nursery() as nursery:
+        s = await serve(nursery, router)
+        await s.client.send_all(b"".join(frame(b"r") for _ in range(20)))
+        replies = await parked(router, 20)
+        s.sender.loaded = True
+        await s.client.send_eof()
+        for i, reply in enumerate(replies):
+            reply.set_bytes(body(i, 64 * 1024))
+        got = await s.answers(20)
+        assert got == [(i + 1, body(i, 64 * 1024)) for i in range(20)]
+        with trio.fail_after(20):
+            await s.done.wait()
+            assert await s.client.receive_some(100) == b"", "the worker kept the socket open"
+        nursery.cancel_scope.cancel()
+    s.sender.stop()
+
+
+async def test_when_the_worker_dies_connections_write_their_own_answers() -> None:
+    router = ParkingRouter()
+    async with trio.open_nursery() as nursery:
+        s = await serve(nursery, router)
+        await s.client.send_all(frame(b"r"))
+        (reply,) = await parked(router, 1)
+        s.sender.loaded = True
+        reply.set_bytes(b"before")
+        assert await s.answers(1) == [(1, b"before")]
+        os.kill(s.sender.proc.pid, signal.SIGKILL)
+        await until(lambda: s.lost, "the loss to be noticed")
+        assert "send worker stopped" in s.lost[0]
+        assert not s.sender.takes(s.conn) and s.sender.lends(s.conn)
+        await s.client.send_all(frame(b"r"))
+        (after,) = (await parked(router, 2))[1:]
+        after.set_bytes(b"after")
+        assert await s.answers(1) == [(2, b"after")]
+        await s.client.aclose()
+        nursery.cancel_scope.cancel()
+    s.sender.stop()
+
