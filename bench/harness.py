@@ -39,16 +39,41 @@ def work_dir(prefix: str) -> Iterator[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def with_children(pid: int) -> list[int]:
+    """The process and its children: a kcoord node and its send worker, which is part of it."""
+    try:
+        return [pid, *(int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split())]
+    except OSError:
+        return [pid]
+
+
+def user_system(pid: int) -> tuple[float, float]:
+    """User and system CPU seconds so far of the process (all its threads) and its children."""
+    user = system = 0.0
+    for one in with_children(pid):
+        try:
+            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended meanwhile
+        user += int(fields[11]) / CLK_TCK
+        system += int(fields[12]) / CLK_TCK
+    return user, system
+
+
 def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return sum(user_system(pid))
 
 
 def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
+    """Resident memory of the process and its children."""
+    total = 0.0
+    for one in with_children(pid):
+        try:
+            lines = Path(f"/proc/{one}/status").read_text().splitlines()
+        except OSError:
+            continue
+        total += next((int(line.split()[1]) / 1024 for line in lines if line.startswith("VmRSS:")), 0.0)
+    return total
 
 
 class Broker(BrokerProcess):

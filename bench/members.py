@@ -58,7 +58,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol
 
-from bench.harness import CLK_TCK, Broker, launch, rss_mb, wait_spread
+from bench.harness import Broker, launch, rss_mb, user_system, wait_spread
 from kclient.wire_client import decode_response, encode_request
 from protocol.errors import ErrorCode
 from protocol.frames import response_header_size
@@ -483,12 +483,6 @@ class Load:
             for m in g.members:
                 m.sock.close()
         self.epoll.close()
-
-
-def user_system(pid: int) -> tuple[float, float]:
-    """A process's user and system CPU seconds so far (all its threads)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
 
 
 def nodes_user_system(pids: list[int]) -> tuple[float, float]:

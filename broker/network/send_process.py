@@ -30,6 +30,7 @@ import trio
 
 from broker.network.send_worker import CLOSE, DONE, DRAINED, EVENT, FULL, ORDER, WRITE
 from broker.observability import logs
+from broker.observability.metrics import METRICS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,6 +40,7 @@ _FLUSH_BYTES = 1024
 _PIPE_BYTES = 1 << 20
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _ROOT = Path(__file__).resolve().parents[2]
+ANSWERS = METRICS.send_worker_answers
 
 
 class Sending(Protocol):
@@ -114,6 +116,7 @@ class SendProcess:
         out += data
         self.given += 1
         conn.sent_order = self.given
+        ANSWERS.value += 1
         if not self.busy or len(out) >= _FLUSH_BYTES:
             self.flush()
 

@@ -54,6 +54,9 @@ class Metrics:
                                              ["api", "resource_type"])
         self.bytes_in = loop.counter("kcoord_received_bytes", "Bytes received from clients.")
         self.bytes_out = loop.counter("kcoord_sent_bytes", "Bytes sent to clients.")
+        self.send_worker_answers = loop.counter("kcoord_send_worker_answers",
+                                                "Answers handed to the send worker to write: those of a busy "
+                                                "node (socket.send.worker.min.round).")
         self.group_events = Counter("kcoord_group_events", "Rebalance-journal events written to "
                                     "__kcoord_group_events.")
         self.rebalances = Counter("kcoord_rebalances", "Rebalances started, by reason.", ["reason"])
