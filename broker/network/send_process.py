@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import socket
 import subprocess
 import sys
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 # Handed-over answers buffered before they go to the worker within a round.
 _FLUSH_BYTES = 1024
 _PIPE_BYTES = 1 << 20
+_STUCK_S = 5.0
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _ROOT = Path(__file__).resolve().parents[2]
 ANSWERS = METRICS.send_worker_answers
@@ -58,8 +60,12 @@ class Sending(Protocol):
 
 
 class SendProcess:
-    def __init__(self, min_round: int, on_lost: Callable[[str], None] | None = None) -> None:
+    def __init__(self, min_round: int, on_lost: Callable[[str], None] | None = None,
+                 stuck_s: float = _STUCK_S) -> None:
+        """``stuck_s``: how long the loop waits for a worker that reads no answers before it gives
+        up on it."""
         self.min_round = min_round
+        self.stuck_s = stuck_s
         self.on_lost = on_lost
         orders_r, self.orders = os.pipe()
         self.events, events_w = os.pipe()
@@ -68,6 +74,7 @@ class SendProcess:
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, _F_SETPIPE_SZ, _PIPE_BYTES)
         os.set_blocking(self.events, False)
+        os.set_blocking(self.orders, False)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "broker.network.send_worker", str(orders_r), str(child_opens.fileno()),
              str(events_w)],
@@ -145,9 +152,16 @@ class SendProcess:
         view = memoryview(data)
         try:
             while view:
-                # Blocking: the worker reads whatever it is given, so this waits only while the
-                # pipe's megabyte is full.
-                view = view[os.write(self.orders, view):]
+                try:
+                    view = view[os.write(self.orders, view):]
+                except BlockingIOError:
+                    # The pipe's megabyte is full: the worker is behind, the loop waits for it (it
+                    # never waits on anything but its sockets, which it writes without blocking).
+                    # One that reads nothing for this long is stuck: better to write our own.
+                    _, ready, _ = select.select([], [self.orders], [], self.stuck_s)
+                    if not ready:
+                        self._lost(f"it read no answers for {self.stuck_s:g} s")
+                        return
         except OSError:
             self._lost("its pipe closed")
 

@@ -30,6 +30,13 @@ class Served:
         self.lost: list[str] = []
         self.buf = b""
 
+    async def answers_until(self, correlation_id: int) -> list[tuple[int, bytes]]:
+        """Answers up to the one with ``correlation_id``, whatever came before it."""
+        got: list[tuple[int, bytes]] = []
+        while not got or got[-1][0] != correlation_id:
+            got += await self.answers(1)
+        return got
+
     async def answers(self, count: int) -> list[tuple[int, bytes]]:
         """(correlation id, body) of the next ``count`` answers (v0 headers)."""
         got: list[tuple[int, bytes]] = []
@@ -49,7 +56,7 @@ class Served:
 
 
 async def serve(nursery: trio.Nursery, router: ParkingRouter, min_round: int = 1) -> Served:
-    sender = SendProcess(min_round)
+    sender = SendProcess(min_round, stuck_s=0.5)
     hub = ReadinessHub()
     hub.sender = sender
     nursery.start_soon(sender.run)
@@ -188,3 +195,30 @@ async def test_when_the_worker_dies_connections_write_their_own_answers() -> Non
         nursery.cancel_scope.cancel()
     s.sender.stop()
 
+
+
+async def test_a_worker_that_reads_nothing_is_given_up_and_connections_write_their_own() -> None:
+    router = ParkingRouter()
+    async with trio.open_nursery() as nursery:
+        s = await serve(nursery, router)
+        os.kill(s.sender.proc.pid, signal.SIGSTOP)
+        try:
+            await s.client.send_all(b"".join(frame(b"r") for _ in range(40)))
+            replies = await parked(router, 40)
+            s.sender.loaded = True
+            for i, reply in enumerate(replies):  # 2.5 MiB: more than the pipe to the worker holds
+                reply.set_bytes(body(i, 64 * 1024))
+            assert s.lost and "read no answers for 0.5 s" in s.lost[0]
+        finally:
+            os.kill(s.sender.proc.pid, signal.SIGKILL)
+        # The broker would now close every connection; this one still writes its own answers.
+        assert not s.sender.takes(s.conn)
+        await s.client.send_all(frame(b"r"))
+        (after,) = (await parked(router, 41))[40:]
+        after.set_bytes(b"after")
+        s.buf = b""
+        got = await s.answers_until(41)
+        assert got[-1] == (41, b"after")
+        await s.client.aclose()
+        nursery.cancel_scope.cancel()
+    s.sender.stop()
