@@ -4,12 +4,23 @@ from __future__ import annotations
 
 import socket
 
+# Every port handed out by this process: the kernel may give the same free port to two askings in a
+# row (nothing listens on it until the first server starts), and two servers given the same port
+# end with one of them failing to listen and its readiness check answered by the other (a kcoord
+# beside Kafka took Kafka's port that way, and a differential test compared Kafka with itself).
+_GIVEN: set[int] = set()
+
 
 def free_port() -> int:
-    """A port on 127.0.0.1 that nothing listens on at the moment of asking."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port on 127.0.0.1 that nothing listens on at the moment of asking, and that this process
+    has not handed out before."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
 
 
 def api_versions_ok(port: int, timeout: float = 1.0) -> bool:

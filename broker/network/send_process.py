@@ -222,6 +222,8 @@ class SendProcess:
         if self.alive:
             self.flush()
         self.alive = False
+        self.busy = self.loaded = False
+        self.acked = self.given = 1 << 62  # anything answered after this is written by the loop
         for fd in (self.orders,):
             with contextlib.suppress(OSError):
                 os.close(fd)
