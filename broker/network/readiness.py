@@ -94,8 +94,13 @@ class ReadinessHub:
             return False
 
     def _round_done(self) -> None:
-        if self.sender is not None:
-            self.sender.round_ends()  # before: what ``after_round`` completes is written at once
+        sender = self.sender
+        if sender is not None:
+            # The round's answers go to the send worker now, before ``after_round``: what that
+            # completes is written at once (see SendProcess.busy).
+            sender.busy = False
+            if sender.out:
+                sender.flush()
         if self.after_round is not None:
             self.after_round()
 
@@ -109,15 +114,15 @@ class ReadinessHub:
                 await trio.lowlevel.wait_readable(epoll.fileno())
                 before()
                 events = epoll.poll(0, _EVENTS_PER_ROUND)
-                if sender is not None:
-                    sender.round_starts(len(events))
+                if sender is not None:  # a round this large: the loop is behind (SendProcess.loaded)
+                    sender.busy = sender.loaded = len(events) >= sender.min_round
                 again = [fd for fd, _events in events if call(fd)]
                 self._round_done()
                 while again:
                     await trio.lowlevel.checkpoint()
                     before()
                     if sender is not None:
-                        sender.round_starts(len(again))
+                        sender.busy = sender.loaded = len(again) >= sender.min_round
                     again = [fd for fd in again if call(fd)]
                     self._round_done()
         finally:

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 _FLUSH_BYTES = 1024
 _PIPE_BYTES = 1 << 20
 _STUCK_S = 5.0
+_NEVER = 1 << 62
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 _ROOT = Path(__file__).resolve().parents[2]
 ANSWERS = METRICS.send_worker_answers
@@ -87,8 +88,10 @@ class SendProcess:
         self.acked = 0  # orders the worker has done
         # The last readiness round served at least ``min_round`` connections: answers go to the
         # worker (and none is lent to a sync thread) until a smaller round says the loop caught up.
+        # In such a round (``busy``) the answers handed over are buffered until the round ends.
+        # The readiness set sets both as each round starts, clears ``busy`` and flushes ``out`` as
+        # it ends (in line: that runs for every round).
         self.loaded = False
-        # In such a round: the answers handed over are buffered until the round ends.
         self.busy = False
         self.alive = True
         self.conns: dict[int, Sending] = {}
@@ -134,14 +137,6 @@ class SendProcess:
         self.out += ORDER.pack(CLOSE, conn.conn_id, 0)
         self.given += 1
         self.flush()
-
-    def round_starts(self, size: int) -> None:
-        self.busy = self.loaded = self.alive and size >= self.min_round
-
-    def round_ends(self) -> None:
-        self.busy = False
-        if self.out:
-            self.flush()
 
     def flush(self) -> None:
         if not self.out or not self.alive:
@@ -206,9 +201,10 @@ class SendProcess:
             return
         self.alive = False
         self.busy = self.loaded = False
+        self.min_round = _NEVER  # no round is large enough any more
         # Nothing more is done: every connection writes its own answers again (those that waited
         # on the worker are closed just below).
-        self.acked = self.given = 1 << 62
+        self.acked = self.given = _NEVER
         logs.event("send_worker.lost", 40, reason=why, pid=self.proc.pid)
         conns = list(self.conns.values())
         self.conns.clear()
@@ -223,7 +219,8 @@ class SendProcess:
             self.flush()
         self.alive = False
         self.busy = self.loaded = False
-        self.acked = self.given = 1 << 62  # anything answered after this is written by the loop
+        self.min_round = _NEVER
+        self.acked = self.given = _NEVER  # anything answered after this is written by the loop
         for fd in (self.orders,):
             with contextlib.suppress(OSError):
                 os.close(fd)
