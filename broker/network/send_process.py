@@ -83,6 +83,8 @@ class SendProcess:
         for fd in (orders_r, events_w):
             os.close(fd)
         child_opens.close()
+        # A worker that takes no sockets for this long is given up too (``open``).
+        self.opens.settimeout(stuck_s)
         self.out = bytearray()
         self.given = 0  # orders given
         self.acked = 0  # orders the worker has done
@@ -104,8 +106,8 @@ class SendProcess:
             return False
         try:
             socket.send_fds(self.opens, [conn.conn_id.to_bytes(4, "big")], [fd])
-        except OSError:
-            self._lost("its socket failed")
+        except OSError as exc:
+            self._lost(f"it took no socket ({exc or 'timed out'})")
             return False
         self.conns[conn.conn_id] = conn
         return True

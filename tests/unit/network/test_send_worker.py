@@ -222,3 +222,31 @@ async def test_a_worker_that_reads_nothing_is_given_up_and_connections_write_the
         await s.client.aclose()
         nursery.cancel_scope.cancel()
     s.sender.stop()
+
+
+async def test_a_worker_that_takes_no_sockets_is_given_up() -> None:
+    router = ParkingRouter()
+    async with trio.open_nursery() as nursery:
+        s = await serve(nursery, router)
+        os.kill(s.sender.proc.pid, signal.SIGSTOP)
+        pairs = []
+        try:
+            # Each new connection hands the worker its socket; a stopped worker takes none, and
+            # once the socket between them is full the next connection waits 0.5 s and gives up.
+            for i in range(2000):
+                ours, theirs = trio.socket.socketpair()
+                pairs.append((ours, theirs))
+                conn = Connection(trio.SocketStream(ours), router, ConnectionInfo(i + 2, "test", 1),  # type: ignore[arg-type]
+                                  1 << 24, hub=s.conn.hub)
+                if s.lost:
+                    break
+            assert s.lost and "took no socket" in s.lost[0]
+            assert conn.worker is None, "the connection that found it stuck writes its own answers"
+        finally:
+            os.kill(s.sender.proc.pid, signal.SIGKILL)
+            for ours, theirs in pairs:
+                ours.close()
+                theirs.close()
+        await s.client.aclose()
+        nursery.cancel_scope.cancel()
+    s.sender.stop()
