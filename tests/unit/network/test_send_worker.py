@@ -6,10 +6,11 @@ connections writing their own. Real sockets, the real worker process."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import pytest
 import trio
@@ -196,27 +197,32 @@ async def test_when_the_worker_dies_connections_write_their_own_answers() -> Non
     s.sender.stop()
 
 
+@contextlib.contextmanager
+def stopped(sender: SendProcess) -> Iterator[None]:
+    """The worker stopped (SIGSTOP) for the block, killed after it."""
+    os.kill(sender.proc.pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        os.kill(sender.proc.pid, signal.SIGKILL)
+
 
 async def test_a_worker_that_reads_nothing_is_given_up_and_connections_write_their_own() -> None:
     router = ParkingRouter()
     async with trio.open_nursery() as nursery:
         s = await serve(nursery, router)
-        os.kill(s.sender.proc.pid, signal.SIGSTOP)
-        try:
+        with stopped(s.sender):
             await s.client.send_all(b"".join(frame(b"r") for _ in range(40)))
             replies = await parked(router, 40)
             s.sender.loaded = True
             for i, reply in enumerate(replies):  # 2.5 MiB: more than the pipe to the worker holds
                 reply.set_bytes(body(i, 64 * 1024))
             assert s.lost and "read no answers for 0.5 s" in s.lost[0]
-        finally:
-            os.kill(s.sender.proc.pid, signal.SIGKILL)
         # The broker would now close every connection; this one still writes its own answers.
         assert not s.sender.takes(s.conn)
         await s.client.send_all(frame(b"r"))
         (after,) = (await parked(router, 41))[40:]
         after.set_bytes(b"after")
-        s.buf = b""
         got = await s.answers_until(41)
         assert got[-1] == (41, b"after")
         await s.client.aclose()
@@ -228,22 +234,21 @@ async def test_a_worker_that_takes_no_sockets_is_given_up() -> None:
     router = ParkingRouter()
     async with trio.open_nursery() as nursery:
         s = await serve(nursery, router)
-        os.kill(s.sender.proc.pid, signal.SIGSTOP)
         pairs = []
         try:
-            # Each new connection hands the worker its socket; a stopped worker takes none, and
-            # once the socket between them is full the next connection waits 0.5 s and gives up.
-            for i in range(2000):
-                ours, theirs = trio.socket.socketpair()
-                pairs.append((ours, theirs))
-                conn = Connection(trio.SocketStream(ours), router, ConnectionInfo(i + 2, "test", 1),  # type: ignore[arg-type]
-                                  1 << 24, hub=s.conn.hub)
-                if s.lost:
-                    break
-            assert s.lost and "took no socket" in s.lost[0]
-            assert conn.worker is None, "the connection that found it stuck writes its own answers"
+            with stopped(s.sender):
+                # Each new connection hands the worker its socket; a stopped worker takes none, and
+                # once the socket between them is full the next connection waits 0.5 s and gives up.
+                for i in range(2000):
+                    ours, theirs = trio.socket.socketpair()
+                    pairs.append((ours, theirs))
+                    conn = Connection(trio.SocketStream(ours), router, ConnectionInfo(i + 2, "test", 1),  # type: ignore[arg-type]
+                                      1 << 24, hub=s.conn.hub)
+                    if s.lost:
+                        break
+                assert s.lost and "took no socket" in s.lost[0]
+                assert conn.worker is None, "the connection that found it stuck writes its own answers"
         finally:
-            os.kill(s.sender.proc.pid, signal.SIGKILL)
             for ours, theirs in pairs:
                 ours.close()
                 theirs.close()
