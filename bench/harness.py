@@ -47,14 +47,20 @@ def with_children(pid: int) -> list[int]:
         return [pid]
 
 
+def _read_each(pid: int, name: str) -> Iterator[str]:
+    """``/proc/<pid>/<name>`` of the process and of each of its children still there."""
+    for one in with_children(pid):
+        try:
+            yield Path(f"/proc/{one}/{name}").read_text()
+        except OSError:
+            continue  # ended meanwhile
+
+
 def user_system(pid: int) -> tuple[float, float]:
     """User and system CPU seconds so far of the process (all its threads) and its children."""
     user = system = 0.0
-    for one in with_children(pid):
-        try:
-            fields = Path(f"/proc/{one}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue  # ended meanwhile
+    for stat in _read_each(pid, "stat"):
+        fields = stat.rsplit(")", 1)[1].split()
         user += int(fields[11]) / CLK_TCK
         system += int(fields[12]) / CLK_TCK
     return user, system
@@ -66,14 +72,8 @@ def cpu_seconds(pid: int) -> float:
 
 def rss_mb(pid: int) -> float:
     """Resident memory of the process and its children."""
-    total = 0.0
-    for one in with_children(pid):
-        try:
-            lines = Path(f"/proc/{one}/status").read_text().splitlines()
-        except OSError:
-            continue
-        total += next((int(line.split()[1]) / 1024 for line in lines if line.startswith("VmRSS:")), 0.0)
-    return total
+    return sum(next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmRSS:")), 0.0)
+               for status in _read_each(pid, "status"))
 
 
 class Broker(BrokerProcess):

@@ -338,8 +338,7 @@ class Connection:
         """As much of ``data`` as the non-blocking socket takes now (0 when it is full); all of
         it when it goes to the send worker instead."""
         worker = self.worker
-        # ``worker.takes(self)`` written out: this runs for every answer.
-        if worker is not None and (worker.loaded or self.sent_order > worker.acked):
+        if worker is not None and worker.takes(self):
             worker.write(self, data)
             return len(data)
         try:

@@ -94,13 +94,8 @@ class ReadinessHub:
             return False
 
     def _round_done(self) -> None:
-        sender = self.sender
-        if sender is not None:
-            # The round's answers go to the send worker now, before ``after_round``: what that
-            # completes is written at once (see SendProcess.busy).
-            sender.busy = False
-            if sender.out:
-                sender.flush()
+        if self.sender is not None:
+            self.sender.round_ends()  # before: what ``after_round`` completes is written at once
         if self.after_round is not None:
             self.after_round()
 
@@ -114,15 +109,15 @@ class ReadinessHub:
                 await trio.lowlevel.wait_readable(epoll.fileno())
                 before()
                 events = epoll.poll(0, _EVENTS_PER_ROUND)
-                if sender is not None:  # a round this large: the loop is behind (SendProcess.loaded)
-                    sender.busy = sender.loaded = len(events) >= sender.min_round
+                if sender is not None:
+                    sender.round_starts(len(events))
                 again = [fd for fd, _events in events if call(fd)]
                 self._round_done()
                 while again:
                     await trio.lowlevel.checkpoint()
                     before()
                     if sender is not None:
-                        sender.busy = sender.loaded = len(again) >= sender.min_round
+                        sender.round_starts(len(again))
                     again = [fd for fd in again if call(fd)]
                     self._round_done()
         finally:

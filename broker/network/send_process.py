@@ -90,9 +90,8 @@ class SendProcess:
         self.acked = 0  # orders the worker has done
         # The last readiness round served at least ``min_round`` connections: answers go to the
         # worker (and none is lent to a sync thread) until a smaller round says the loop caught up.
-        # In such a round (``busy``) the answers handed over are buffered until the round ends.
-        # The readiness set sets both as each round starts, clears ``busy`` and flushes ``out`` as
-        # it ends (in line: that runs for every round).
+        # In such a round (``busy``) the answers handed over are buffered until the round ends
+        # (``round_starts``, ``round_ends``).
         self.loaded = False
         self.busy = False
         self.alive = True
@@ -140,6 +139,18 @@ class SendProcess:
         self.given += 1
         self.flush()
 
+    def round_starts(self, size: int) -> None:
+        """A readiness round serving ``size`` connections begins: one of ``min_round`` or more
+        says the loop is behind, and its answers go to the worker, buffered until it ends."""
+        self.busy = self.loaded = size >= self.min_round
+
+    def round_ends(self) -> None:
+        """The round's answers go to the worker now, before whatever the round completes is
+        answered (that is written at once)."""
+        self.busy = False
+        if self.out:
+            self.flush()
+
     def flush(self) -> None:
         if not self.out or not self.alive:
             self.out.clear()
@@ -155,8 +166,10 @@ class SendProcess:
                     # The pipe's megabyte is full: the worker is behind, the loop waits for it (it
                     # never waits on anything but its sockets, which it writes without blocking).
                     # One that reads nothing for this long is stuck: better to write our own.
-                    _, ready, _ = select.select([], [self.orders], [], self.stuck_s)
-                    if not ready:
+                    # poll, not select: the pipe's descriptor may be past select's 1,024.
+                    waiting = select.poll()
+                    waiting.register(self.orders, select.POLLOUT)
+                    if not waiting.poll(self.stuck_s * 1000):
                         self._lost(f"it read no answers for {self.stuck_s:g} s")
                         return
         except OSError:
@@ -201,12 +214,9 @@ class SendProcess:
     def _lost(self, why: str) -> None:
         if not self.alive:
             return
-        self.alive = False
-        self.busy = self.loaded = False
-        self.min_round = _NEVER  # no round is large enough any more
         # Nothing more is done: every connection writes its own answers again (those that waited
         # on the worker are closed just below).
-        self.acked = self.given = _NEVER
+        self._retire()
         logs.event("send_worker.lost", 40, reason=why, pid=self.proc.pid)
         conns = list(self.conns.values())
         self.conns.clear()
@@ -215,14 +225,18 @@ class SendProcess:
         if self.on_lost is not None:
             self.on_lost(f"the send worker stopped: {why}")
 
+    def _retire(self) -> None:
+        """No more answers go to the worker: no round is large enough, none waits for it."""
+        self.alive = False
+        self.busy = self.loaded = False
+        self.min_round = _NEVER
+        self.acked = self.given = _NEVER
+
     def stop(self) -> None:
         """The broker stops: the worker writes what it holds, closes its sockets and exits."""
         if self.alive:
             self.flush()
-        self.alive = False
-        self.busy = self.loaded = False
-        self.min_round = _NEVER
-        self.acked = self.given = _NEVER  # anything answered after this is written by the loop
+        self._retire()  # anything answered after this is written by the loop
         for fd in (self.orders,):
             with contextlib.suppress(OSError):
                 os.close(fd)

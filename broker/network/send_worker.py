@@ -79,7 +79,10 @@ class Worker:
     def take_opens(self, wait: bool = False) -> None:
         while True:
             if wait:
-                select.select([self.opens], [], [])
+                # poll, not select: the socket's descriptor may be past select's 1,024.
+                waiting = select.poll()
+                waiting.register(self.opens, select.POLLIN)
+                waiting.poll()
             try:
                 data, fds, _flags, _addr = socket.recv_fds(self.opens, 4, 1)
             except BlockingIOError:

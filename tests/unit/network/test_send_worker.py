@@ -10,7 +10,7 @@ import contextlib
 import os
 import signal
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 import pytest
 import trio
@@ -26,8 +26,9 @@ pytestmark = [pytest.mark.trio, pytest.mark.timeout(60)]
 
 
 class Served:
-    def __init__(self, conn: Connection, client: trio.SocketStream, sender: SendProcess, done: trio.Event) -> None:
-        self.conn, self.client, self.sender, self.done = conn, client, sender, done
+    def __init__(self, conn: Connection, client: trio.SocketStream, sender: SendProcess, done: trio.Event,
+                 router: ParkingRouter) -> None:
+        self.conn, self.client, self.sender, self.done, self.router = conn, client, sender, done, router
         self.lost: list[str] = []
         self.buf = b""
 
@@ -56,6 +57,28 @@ class Served:
         return got
 
 
+@contextlib.asynccontextmanager
+async def serving(hold_descriptors: int = 0) -> AsyncIterator[Served]:
+    """A connection served through a send worker (min.round 1), its client, torn down after.
+    ``hold_descriptors``: that many descriptors are held open while the worker starts, so that
+    its pipes and socket get numbers past them."""
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(hold_descriptors)]
+    router = ParkingRouter()
+    try:
+        async with trio.open_nursery() as nursery:
+            s = await serve(nursery, router)
+            for fd in held:
+                os.close(fd)
+            held = []
+            yield s
+            await s.client.aclose()
+            nursery.cancel_scope.cancel()
+    finally:
+        for fd in held:
+            os.close(fd)
+    s.sender.stop()
+
+
 async def serve(nursery: trio.Nursery, router: ParkingRouter, min_round: int = 1) -> Served:
     sender = SendProcess(min_round, stuck_s=0.5)
     hub = ReadinessHub()
@@ -66,7 +89,7 @@ async def serve(nursery: trio.Nursery, router: ParkingRouter, min_round: int = 1
     conn = Connection(trio.SocketStream(ours), router, ConnectionInfo(1, "test", 1), 1 << 24, hub=hub)  # type: ignore[arg-type]
     assert conn.worker is sender
     done = trio.Event()
-    served = Served(conn, trio.SocketStream(theirs), sender, done)
+    served = Served(conn, trio.SocketStream(theirs), sender, done, router)
     sender.on_lost = served.lost.append
 
     async def run() -> None:
@@ -90,11 +113,9 @@ def body(i: int, size: int = 8) -> bytes:
 
 
 async def test_answers_arrive_in_order_whoever_writes_them() -> None:
-    router = ParkingRouter()
-    async with trio.open_nursery() as nursery:
-        s = await serve(nursery, router)
+    async with serving() as s:
         await s.client.send_all(b"".join(frame(b"r") for _ in range(300)))
-        replies = await parked(router, 300)
+        replies = await parked(s.router, 300)
         s.sender.loaded = True  # as after a round of min_round connections
         for i, reply in enumerate(replies[:150]):
             reply.set_bytes(body(i, 4 + i % 50 * 4))
@@ -108,7 +129,7 @@ async def test_answers_arrive_in_order_whoever_writes_them() -> None:
         # worker: the next one follows it there rather than overtake it.
         s.sender.min_round = 1 << 30
         await s.client.send_all(frame(b"a") + frame(b"b"))
-        first, second = (await parked(router, 302))[300:]
+        first, second = (await parked(s.router, 302))[300:]
         s.sender.loaded = True
         first.set_bytes(b"first")
         given = s.sender.given
@@ -121,29 +142,24 @@ async def test_answers_arrive_in_order_whoever_writes_them() -> None:
         # Once the worker says it is done, the connection writes its own again.
         await until(lambda: s.sender.acked == s.sender.given, "the worker to be done")
         await s.client.send_all(frame(b"c"))
-        (third,) = (await parked(router, 303))[302:]
+        (third,) = (await parked(s.router, 303))[302:]
         third.set_bytes(b"third")
         assert s.sender.given == given + 1
         assert await s.answers(1) == [(303, b"third")]
-        await s.client.aclose()
-        nursery.cancel_scope.cancel()
-    s.sender.stop()
 
 
 async def test_a_client_that_stops_reading_has_its_answers_held_until_it_reads() -> None:
-    router = ParkingRouter()
-    async with trio.open_nursery() as nursery:
-        s = await serve(nursery, router)
+    async with serving() as s:
         big = 256 * 1024
         await s.client.send_all(b"".join(frame(b"r") for _ in range(40)))
-        replies = await parked(router, 40)
+        replies = await parked(s.router, 40)
         s.sender.loaded = True
         for i, reply in enumerate(replies):  # 10 MiB: far more than the socket takes
             reply.set_bytes(body(i, big))
         await until(lambda: s.conn.worker_is_full, "the worker to find the socket full")
         # Whatever is answered now stays with the connection, and a lent write is refused.
         await s.client.send_all(frame(b"later"))
-        (later,) = (await parked(router, 41))[40:]
+        (later,) = (await parked(s.router, 41))[40:]
         given = s.sender.given
         later.set_bytes(b"later")
         assert s.sender.given == given and s.conn.pending, "handed over while the socket is full"
@@ -151,17 +167,12 @@ async def test_a_client_that_stops_reading_has_its_answers_held_until_it_reads()
         got = await s.answers(41)  # the client reads again: everything, in order
         assert got == [(i + 1, body(i, big)) for i in range(40)] + [(41, b"later")]
         await until(lambda: not s.conn.worker_is_full, "the worker to say it drained")
-        await s.client.aclose()
-        nursery.cancel_scope.cancel()
-    s.sender.stop()
 
 
 async def test_a_connection_that_ends_gets_its_answers_before_the_end() -> None:
-    router = ParkingRouter()
-    async with trio.open_nursery() as nursery:
-        s = await serve(nursery, router)
+    async with serving() as s:
         await s.client.send_all(b"".join(frame(b"r") for _ in range(20)))
-        replies = await parked(router, 20)
+        replies = await parked(s.router, 20)
         s.sender.loaded = True
         await s.client.send_eof()
         for i, reply in enumerate(replies):
@@ -171,16 +182,12 @@ async def test_a_connection_that_ends_gets_its_answers_before_the_end() -> None:
         with trio.fail_after(20):
             await s.done.wait()
             assert await s.client.receive_some(100) == b"", "the worker kept the socket open"
-        nursery.cancel_scope.cancel()
-    s.sender.stop()
 
 
 async def test_when_the_worker_dies_connections_write_their_own_answers() -> None:
-    router = ParkingRouter()
-    async with trio.open_nursery() as nursery:
-        s = await serve(nursery, router)
+    async with serving() as s:
         await s.client.send_all(frame(b"r"))
-        (reply,) = await parked(router, 1)
+        (reply,) = await parked(s.router, 1)
         s.sender.loaded = True
         reply.set_bytes(b"before")
         assert await s.answers(1) == [(1, b"before")]
@@ -189,12 +196,9 @@ async def test_when_the_worker_dies_connections_write_their_own_answers() -> Non
         assert "send worker stopped" in s.lost[0]
         assert not s.sender.takes(s.conn) and s.sender.lends(s.conn)
         await s.client.send_all(frame(b"r"))
-        (after,) = (await parked(router, 2))[1:]
+        (after,) = (await parked(s.router, 2))[1:]
         after.set_bytes(b"after")
         assert await s.answers(1) == [(2, b"after")]
-        await s.client.aclose()
-        nursery.cancel_scope.cancel()
-    s.sender.stop()
 
 
 @contextlib.contextmanager
@@ -207,13 +211,12 @@ def stopped(sender: SendProcess) -> Iterator[None]:
         os.kill(sender.proc.pid, signal.SIGKILL)
 
 
-async def test_a_worker_that_reads_nothing_is_given_up_and_connections_write_their_own() -> None:
-    router = ParkingRouter()
-    async with trio.open_nursery() as nursery:
-        s = await serve(nursery, router)
+@pytest.mark.parametrize("hold", [0, 1100], ids=["low descriptors", "descriptors past 1024"])
+async def test_a_worker_that_reads_nothing_is_given_up_and_connections_write_their_own(hold: int) -> None:
+    async with serving(hold) as s:
         with stopped(s.sender):
             await s.client.send_all(b"".join(frame(b"r") for _ in range(40)))
-            replies = await parked(router, 40)
+            replies = await parked(s.router, 40)
             s.sender.loaded = True
             for i, reply in enumerate(replies):  # 2.5 MiB: more than the pipe to the worker holds
                 reply.set_bytes(body(i, 64 * 1024))
@@ -221,19 +224,14 @@ async def test_a_worker_that_reads_nothing_is_given_up_and_connections_write_the
         # The broker would now close every connection; this one still writes its own answers.
         assert not s.sender.takes(s.conn)
         await s.client.send_all(frame(b"r"))
-        (after,) = (await parked(router, 41))[40:]
+        (after,) = (await parked(s.router, 41))[40:]
         after.set_bytes(b"after")
         got = await s.answers_until(41)
         assert got[-1] == (41, b"after")
-        await s.client.aclose()
-        nursery.cancel_scope.cancel()
-    s.sender.stop()
 
 
 async def test_a_worker_that_takes_no_sockets_is_given_up() -> None:
-    router = ParkingRouter()
-    async with trio.open_nursery() as nursery:
-        s = await serve(nursery, router)
+    async with serving() as s:
         pairs = []
         try:
             with stopped(s.sender):
@@ -242,7 +240,7 @@ async def test_a_worker_that_takes_no_sockets_is_given_up() -> None:
                 for i in range(2000):
                     ours, theirs = trio.socket.socketpair()
                     pairs.append((ours, theirs))
-                    conn = Connection(trio.SocketStream(ours), router, ConnectionInfo(i + 2, "test", 1),  # type: ignore[arg-type]
+                    conn = Connection(trio.SocketStream(ours), s.router, ConnectionInfo(i + 2, "test", 1),  # type: ignore[arg-type]
                                       1 << 24, hub=s.conn.hub)
                     if s.lost:
                         break
@@ -252,6 +250,3 @@ async def test_a_worker_that_takes_no_sockets_is_given_up() -> None:
             for ours, theirs in pairs:
                 ours.close()
                 theirs.close()
-        await s.client.aclose()
-        nursery.cancel_scope.cancel()
-    s.sender.stop()
