@@ -19,7 +19,7 @@ from protocol.messages.metadata import MetadataRequest
 from testkit.kcoord import ROOT, BrokerProcess
 from testkit.nodes import NodesProcess, running
 
-__all__ = ["CLK_TCK", "ROOT", "Broker", "LaunchedNode", "cpu_seconds", "launch", "leaders", "rss_mb", "wait_spread",
+__all__ = ["CLK_TCK", "ROOT", "Broker", "LaunchedNode", "cpu_seconds", "launch", "leaders", "loop_seconds", "rss_mb", "wait_spread",
            "work_dir"]
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -68,6 +68,17 @@ def user_system(pid: int) -> tuple[float, float]:
 
 def cpu_seconds(pid: int) -> float:
     return sum(user_system(pid))
+
+
+def loop_seconds(pid: int) -> float:
+    """CPU seconds so far of the process's main thread: a kcoord node's event loop, which serves
+    every request of the node. Its share of one core says how close the node is to saturation
+    (the process's total adds the sync threads and the send worker, which run beside it)."""
+    try:
+        fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def rss_mb(pid: int) -> float:

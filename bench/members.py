@@ -58,7 +58,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any, Protocol
 
-from bench.harness import Broker, launch, rss_mb, user_system, wait_spread
+from bench.harness import Broker, launch, loop_seconds, rss_mb, user_system, wait_spread
 from kclient.wire_client import decode_response, encode_request
 from protocol.errors import ErrorCode
 from protocol.frames import response_header_size
@@ -491,6 +491,12 @@ def nodes_user_system(pids: list[int]) -> tuple[float, float]:
     return sum(u for u, _ in both), sum(s for _, s in both)
 
 
+def busiest_loop(pids: list[int], before: list[float], wall: float) -> float:
+    """The largest share of one core a node's event loop used since ``before`` (its CPU seconds
+    then, node by node): at 1.0 requests queue behind each other whatever the other cores do."""
+    return max((loop_seconds(pid) - b for pid, b in zip(pids, before, strict=True)), default=0.0) / wall
+
+
 class Subject(Protocol):
     """What the load runs against: one broker, or the nodes of a cluster on this host."""
 
@@ -666,6 +672,8 @@ def run(members: int, seconds: float, warmup: float, flush_policy: str, root: Pa
         "requests_per_s": answers / wall, "broker_cores": broker_cpu / wall,
         "broker_cpu_us_per_request": broker_cpu / max(answers, 1) * 1e6,
         "broker_user_us_per_request": broker_user / max(answers, 1) * 1e6, "broker_rss_mb": measured.rss,
+        # A JVM's main thread is not where Kafka serves requests: only a kcoord node's loop counts.
+        "loop_cores": None if kafka else measured.loop_cores,
         **measured.saturation, "generators": generators,
         **(scraper.summary() if scraper is not None else {}),
     }
@@ -693,6 +701,7 @@ class Measured:
     broker_user: float = 0.0
     broker_cpu: float = 0.0
     rss: float = 0.0
+    loop_cores: float = 0.0  # the busiest node's event loop, in cores
 
     @classmethod
     def of(cls, load: Load, connect_s: float, form_s: float, wall: float, generator_cores: float) -> Measured:
@@ -746,15 +755,18 @@ def _one_process(broker: Subject, members: int, seconds: float, warmup: float, w
     gc.freeze()
     load.steady(time.perf_counter() + warmup)  # nothing is counted before the window
     print("  measuring", file=sys.stderr, flush=True)
+    loops = [loop_seconds(pid) for pid in broker.pids]
     (u0, s0), l0, w0 = nodes_user_system(broker.pids), self_cpu(), time.perf_counter()
     load.measuring_from, load.measuring_until = w0, w0 + seconds
     load.steady(load.measuring_until)
     wall = time.perf_counter() - w0
     u1, s1 = nodes_user_system(broker.pids)
+    loop_cores = busiest_loop(broker.pids, loops, wall)
     load_cpu = self_cpu() - l0
     rss = broker.rss()
     measured = Measured.of(load, connect_s, form_s, wall, load_cpu / wall)
     measured.broker_user, measured.broker_cpu, measured.rss = u1 - u0, (u1 - u0) + (s1 - s0), rss
+    measured.loop_cores = loop_cores
     return measured
 
 
@@ -807,9 +819,11 @@ def _spread(broker: Subject, members: int, seconds: float, warmup: float, wave: 
             pipe.send((start, start + seconds))
         time.sleep(max(0.0, start - time.perf_counter()))
         print("  measuring", file=sys.stderr, flush=True)
+        loops = [loop_seconds(pid) for pid in broker.pids]
         u0, s0 = nodes_user_system(broker.pids)
         time.sleep(max(0.0, start + seconds - time.perf_counter()))
         u1, s1 = nodes_user_system(broker.pids)
+        loop_cores = busiest_loop(broker.pids, loops, seconds)
         rss = broker.rss()
         measured = Measured.merged([pipe.recv() for pipe in pipes])
     finally:
@@ -818,6 +832,7 @@ def _spread(broker: Subject, members: int, seconds: float, warmup: float, wave: 
             if proc.is_alive():
                 proc.kill()
     measured.broker_user, measured.broker_cpu, measured.rss = u1 - u0, (u1 - u0) + (s1 - s0), rss
+    measured.loop_cores = loop_cores
     return measured
 
 
@@ -840,7 +855,10 @@ def show(r: dict[str, Any]) -> None:
           f"{r['heartbeat_interval']:g}s, commit every {r['commit_interval']:g}s): "
           f"heartbeat p50 {r['heartbeat_p50_ms']:.2f} p99 {r['heartbeat_p99_ms']:.2f} max {r['heartbeat_max_ms']:.1f} ms; "
           f"commit p50 {r['commit_p50_ms']:.2f} p99 {r['commit_p99_ms']:.2f} max {r['commit_max_ms']:.1f} ms; "
-          f"{r['requests_per_s']:,.0f} req/s; broker {r['broker_cores']:.2f} cores, "
+          f"{r['requests_per_s']:,.0f} req/s; broker {r['broker_cores']:.2f} cores"
+          + ("" if r.get("loop_cores") is None else
+             f" (event loop {r['loop_cores']:.2f}{' on the busiest node' if r['nodes'] > 1 else ''})")
+          + ", "
           f"{r['broker_cpu_us_per_request']:.0f} µs CPU/request ({r['broker_user_us_per_request']:.0f} in user "
           f"space), RSS {r['broker_rss_mb']:.0f} MB; "
           f"loadgen {r['loadgen_cores']:.2f} cores, requests sent late by p99 {r['loadgen_late_p99_ms']:.1f} "
