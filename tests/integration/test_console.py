@@ -377,11 +377,12 @@ def test_a_share_groups_page_lists_the_locks_its_records_are_held_by(broker_fact
     # Locks long enough that none expires while the test looks (each look is a page read).
     broker = broker_factory({**share.OVERRIDES, "group.share.record.lock.duration.ms": "60000"})
     share.make_topic(broker, "held")
+    # Produced before the worker joins: its first fetch finds the three in the log, one batch, and
+    # its poll brings them together (it holds them, unacknowledged, and may poll no more).
+    share.produce(broker, "held", ["a", "b", "c"])
     worker = share.consumer(broker, "holding", "held", explicit=True)
     try:
-        share.joined(worker)
-        share.produce(broker, "held", ["a", "b", "c"])
-        got = share.poll_until(worker, lambda got: len(got) >= 3, seconds=60)
+        got = share.poll_holding(worker, lambda m: False, lambda got: len(got) >= 3, seconds=60)
         assert sorted(m.value().decode() for m in got) == ["a", "b", "c"]
 
         def held() -> list[tuple[str, str, str, str]]:

@@ -63,6 +63,9 @@ def joined(c: Any) -> None:
 
 def poll_until(c: Any, done: Callable[[list[Any]], bool], seconds: float = 15.0,
                on_message: Callable[[Any], None] | None = None) -> list[Any]:
+    """Polls until ``done(got)``. A consumer in explicit acknowledgement mode must acknowledge
+    every record of one poll (``on_message``) before it polls again; one that holds records
+    uses ``poll_holding``."""
     got: list[Any] = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and not done(got):
@@ -71,6 +74,27 @@ def poll_until(c: Any, done: Callable[[list[Any]], bool], seconds: float = 15.0,
                 got.append(m)
                 if on_message is not None:
                     on_message(m)
+    return got
+
+
+def poll_holding(c: Any, decide: Callable[[Any], bool], done: Callable[[list[Any]], bool],
+                 seconds: float = 15.0) -> list[Any]:
+    """Polls a consumer in explicit acknowledgement mode until ``done(got)``; ``decide(m)``
+    acknowledges a record (True) or leaves it acquired and unacknowledged (False). Such a consumer
+    refuses to poll again while records of its last poll are unacknowledged (Kafka's does too), so
+    a poll that leaves one is the last: records arrive over as many polls as the fetches that
+    brought them (a share fetch answers with what the log holds when it comes), and what the
+    consumer holds is what that last poll left."""
+    got: list[Any] = []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not done(got):
+        held = False
+        for m in c.poll(0.5):
+            if m.error() is None:
+                got.append(m)
+                held = not decide(m) or held
+        if held:
+            break
     return got
 
 

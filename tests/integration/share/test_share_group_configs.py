@@ -27,6 +27,8 @@ from confluent_kafka.admin import (  # noqa: E402
     NewTopic,
 )
 
+from tests.integration.helpers.share import poll_holding  # noqa: E402
+
 # The broker's lock is its longest, 60 s; a group may go down to the broker's minimum, 1 s here.
 OVERRIDES = {"group.share.record.lock.duration.ms": "60000",
              "group.share.min.record.lock.duration.ms": "1000", "group.share.heartbeat.interval.ms": "500",
@@ -76,6 +78,8 @@ def consumer(broker: BrokerProcess, group: str, topic: str) -> Any:
 
 def poll_until(c: Any, done: Callable[[list[Any]], bool], seconds: float = 15.0,
                ack: int | None = AcknowledgeType.ACCEPT) -> list[Any]:
+    """With ``ack=None`` nothing is acknowledged: only ``done`` at the first records, as an
+    explicit-mode consumer polls no more while it holds some (``helpers.share.poll_holding``)."""
     got: list[Any] = []
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline and not done(got):
@@ -219,10 +223,18 @@ def test_kcoord_groups_describes_a_share_group_with_its_lag(broker: BrokerProces
     produce(broker, topic, [f"m{i}" for i in range(5)])
     c = consumer(broker, group, topic)
     try:
-        got = poll_until(c, lambda got: len(got) >= 5, ack=None)
-        assert len(got) == 5
-        for m in got[:3]:
+        accepted: list[str] = []
+
+        def accept_three(m: Any) -> bool:
+            """m0-m2 accepted; m3 and m4 left acquired, or never delivered: not acknowledged."""
+            if len(accepted) == 3:
+                return False
+            accepted.append(m.value().decode())
             c.acknowledge(m, AcknowledgeType.ACCEPT)
+            return True
+
+        poll_holding(c, accept_three, lambda got: len(got) >= 5)
+        assert accepted == ["m0", "m1", "m2"]
         c.commit_sync()
         rows = [line.split() for line in groups("--describe", "--group", group).splitlines() if line.strip()]
         assert rows == [["GROUP", "TOPIC", "PARTITION", "START-OFFSET", "LAG"], [group, topic, "0", "3", "2"]]

@@ -6,7 +6,6 @@ ShareConsumer over TCP)."""
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,8 @@ ck = pytest.importorskip("confluent_kafka")
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
+from tests.integration.helpers.share import poll_holding, poll_until  # noqa: E402
+
 OVERRIDES = {"group.share.heartbeat.interval.ms": "500", "group.share.min.heartbeat.interval.ms": "500",
              "share.coordinator.snapshot.update.records.per.snapshot": "3"}
 
@@ -37,14 +38,6 @@ def consumer(broker: BrokerProcess) -> Any:
                        "share.acknowledgement.mode": "explicit"})
     c.subscribe(["q"])
     return c
-
-
-def poll(c: Any, want: int, seconds: float = 15.0) -> list[Any]:
-    got: list[Any] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and len(got) < want:
-        got += [m for m in c.poll(0.5) if m.error() is None]
-    return got
 
 
 def state_record_types(data_dir: Path) -> list[int]:
@@ -74,17 +67,25 @@ def test_updates_between_snapshots_rebuild_after_kill_9(broker_factory: Callable
     for i in range(8):
         p.produce("q", value=f"m{i}".encode())
     p.flush(10)
-    got = poll(c, 8)
-    assert len(got) == 8
-    decided = set()
-    # One durable write per acknowledgement: m1 rejected, m5 released, the others up to m6 accepted.
-    for m in got[:7]:
+    decided: set[str] = set()
+    seen: list[str] = []
+
+    def decide(m: Any) -> bool:
+        """One durable write per acknowledgement: m1 rejected, m5 released, the others up to m6
+        accepted; m7 left acquired, unacknowledged."""
         value = m.value().decode()
+        seen.append(value)
+        if value == "m7":
+            return False
         kind = {"m1": AcknowledgeType.REJECT, "m5": AcknowledgeType.RELEASE}.get(value, AcknowledgeType.ACCEPT)
         c.acknowledge(m, kind)
         c.commit_sync()
         if kind != AcknowledgeType.RELEASE:
             decided.add(value)
+        return True
+
+    poll_holding(c, decide, lambda got: len(got) >= 8)
+    assert seen == [f"m{i}" for i in range(8)]
     broker.kill()
     c.close()
     kinds = state_record_types(broker.data_dir)
@@ -94,9 +95,8 @@ def test_updates_between_snapshots_rebuild_after_kill_9(broker_factory: Callable
     broker.start_loaded()
     d = consumer(broker)
     try:
-        again = poll(d, 2, seconds=20)
-        for m in again:
-            d.acknowledge(m, AcknowledgeType.ACCEPT)
+        again = poll_until(d, lambda got: len(got) >= 2, seconds=20,
+                           on_message=lambda m: d.acknowledge(m, AcknowledgeType.ACCEPT))
         # m5 (released) and m7 (acquired, never acknowledged) come back, counted; nothing decided does.
         assert sorted((m.value().decode(), m.delivery_count()) for m in again) == [("m5", 2), ("m7", 2)]
         assert not decided & {m.value().decode() for m in again}
