@@ -23,6 +23,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from testkit.cache import cache_root
 from testkit.kcoord import BrokerProcess
 
 KAFKA_PYTHON = "3.0.12"
@@ -80,7 +81,7 @@ class SpawnedService(ExternalService):
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("KCOORD_CACHE", Path.home() / ".cache" / "kcoord")) / "client-suites"
+    return cache_root() / "client-suites"
 
 
 def suite_source(version: str = KAFKA_PYTHON) -> Path:

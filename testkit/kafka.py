@@ -17,6 +17,7 @@ import time
 import uuid
 from pathlib import Path
 
+from testkit.cache import cache_root
 from testkit.ports import api_versions_ok, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,7 +102,7 @@ def kafka_libs() -> Path | None:
         return Path(explicit) if Path(explicit).is_dir() else None
     pom = (ROOT / "reference" / "pom.xml").read_text()
     version = pom.split("<kafka.version>", 1)[1].split("<", 1)[0]
-    cache = Path(os.environ.get("KCOORD_CACHE", Path.home() / ".cache" / "kcoord"))
+    cache = cache_root()
     libs = cache / f"kafka-{version}" / "libs"
     return libs if any(cache.glob(f"kafka-{version}/.complete-*")) and libs.is_dir() else None
 

@@ -15,6 +15,7 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from testkit.cache import cache_root
 from testkit.kafka import java
 from testkit.ports import free_port
 
@@ -29,7 +30,7 @@ def provider_libs() -> Path | None:
         return Path(explicit) if Path(explicit).is_dir() else None
     pom = (ROOT / "reference" / "oidc-provider" / "pom.xml").read_text()
     version = pom.split("<oidc-provider.version>", 1)[1].split("<", 1)[0]
-    cache = Path(os.environ.get("KCOORD_CACHE", Path.home() / ".cache" / "kcoord")) / f"oidc-provider-{version}"
+    cache = cache_root() / f"oidc-provider-{version}"
     libs = cache / "libs"
     return libs if any(cache.glob(".complete-*")) and libs.is_dir() else None
 

@@ -135,8 +135,8 @@ def test_standby_copies_take_over_the_tasks_of_a_member_that_leaves(pair: Pair) 
 # ---- real Kafka Streams 4.4 applications ---------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def java_classes(kafka_libs: Path, request: pytest.FixtureRequest) -> Path:
-    return compiled_java(kafka_libs, request)
+def java_classes(kafka_libs: Path) -> Path:
+    return compiled_java(kafka_libs)
 
 
 def test_kafka_streams_apps_with_a_regex_source_and_with_standby_replicas(

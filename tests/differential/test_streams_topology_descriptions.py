@@ -148,8 +148,8 @@ def test_the_description_goes_with_the_deleted_group(pair: Pair) -> None:
 # ---- a real Kafka Streams 4.4 application ---------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def java_classes(kafka_libs: Path, request: pytest.FixtureRequest) -> Path:
-    return compiled_java(kafka_libs, request)
+def java_classes(kafka_libs: Path) -> Path:
+    return compiled_java(kafka_libs)
 
 
 @pytest.fixture

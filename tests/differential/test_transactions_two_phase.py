@@ -109,9 +109,9 @@ def test_both_advertise_init_producer_id_v6_with_unstable_versions_on(brokers: t
 
 
 def test_a_java_participant_commits_aborts_and_leaves_a_transaction_a_new_instance_aborts(
-        brokers: tuple[Pair, Pair], kafka_libs: Path, request: pytest.FixtureRequest) -> None:
+        brokers: tuple[Pair, Pair], kafka_libs: Path) -> None:
     plain, _sasl = brokers
-    classes = compiled_java(kafka_libs, request)
+    classes = compiled_java(kafka_libs)
     topic, txn = unique("two-phase-t"), unique(PREFIX + "java")
 
     def run(target: Target) -> dict[str, str]:

@@ -49,6 +49,6 @@ def secure(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 @pytest.fixture(scope="session")
-def java_classes(kafka_libs: Path, request: pytest.FixtureRequest) -> Path:
+def java_classes(kafka_libs: Path) -> Path:
     """The Java test programs of tests/java/, compiled against Kafka's jars."""
-    return compiled_java(kafka_libs, request)
+    return compiled_java(kafka_libs)

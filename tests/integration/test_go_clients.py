@@ -3,8 +3,8 @@ reader, each producing, consuming and committing, built offline from Debian's Go
 
 The programs live in ``tests/go/``. They are compiled with the distribution's library sources
 (``GO111MODULE=off``, ``GOPATH`` = Debian's Go source tree), never downloading a module, and the
-binaries are kept in pytest's cache directory under a hash of everything that goes into them, so
-only the first run pays for the compiler. Without Go or a library, its tests are skipped.
+binaries are kept in the tests' build cache (``testkit.cache``) under a hash of everything that goes
+into them, so only the first run on a machine pays for the compiler. Without Go or a library, its tests are skipped.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from testkit.cache import build_cache
 from testkit.kcoord import ROOT
 from tests.integration.helpers.clients import create_topic
 from tests.integration.helpers.offsets import committed
@@ -40,7 +41,7 @@ def _library_fingerprint(import_path: str) -> bytes:
     return repr(entries).encode()
 
 
-def go_binary(request: pytest.FixtureRequest, program: str, library: tuple[str, str]) -> Path:
+def go_binary(program: str, library: tuple[str, str]) -> Path:
     """The compiled program, built once per change of its source, the library or the compiler."""
     go = shutil.which("go")
     if go is None:
@@ -52,10 +53,7 @@ def go_binary(request: pytest.FixtureRequest, program: str, library: tuple[str, 
     env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(DEBIAN_GOPATH), "GOFLAGS": "", "GOPROXY": "off"}
     version = subprocess.run([go, "version"], capture_output=True, text=True, check=True, env=env).stdout
     digest = hashlib.sha256(source.read_bytes() + version.encode() + _library_fingerprint(import_path)).hexdigest()
-    pytest_cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
-    cache = pytest_cache.mkdir("go-clients") if pytest_cache is not None else None
-    if cache is None:
-        cache = Path(request.getfixturevalue("tmp_path_factory").mktemp("go-clients"))
+    cache = build_cache("go-clients")
     binary = cache / f"{program}-{digest[:16]}"
     if binary.exists():
         return binary
@@ -72,8 +70,8 @@ def run(binary: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(binary), *args], capture_output=True, text=True, timeout=150)
 
 
-def check_sarama_group(request: pytest.FixtureRequest, broker: Any, version: str) -> None:
-    binary = go_binary(request, "sarama_group", SARAMA)
+def check_sarama_group(broker: Any, version: str) -> None:
+    binary = go_binary("sarama_group", SARAMA)
     topic, group = f"sarama-{version}", f"sarama-group-{version}"
     create_topic(broker.bootstrap, topic, PARTITIONS)
 
@@ -89,17 +87,17 @@ def check_sarama_group(request: pytest.FixtureRequest, broker: Any, version: str
     assert committed(broker.bootstrap, group) == {(topic, p): MESSAGES // PARTITIONS for p in range(PARTITIONS)}
 
 
-def test_sarama_consumer_group_at_kafka_2_1(request: pytest.FixtureRequest, broker: Any) -> None:
-    check_sarama_group(request, broker, "2.1.0")
+def test_sarama_consumer_group_at_kafka_2_1(broker: Any) -> None:
+    check_sarama_group(broker, "2.1.0")
 
 
-def test_sarama_consumer_group_at_kafka_0_10(request: pytest.FixtureRequest, broker: Any) -> None:
-    check_sarama_group(request, broker, "0.10.2.0")
+def test_sarama_consumer_group_at_kafka_0_10(broker: Any) -> None:
+    check_sarama_group(broker, "0.10.2.0")
 
 
 @pytest.mark.slow  # ~20 s while it fails: the writer retries before giving up
-def test_kafka_go_group_reader(request: pytest.FixtureRequest, broker: Any) -> None:
-    binary = go_binary(request, "kafkago_group", KAFKA_GO)
+def test_kafka_go_group_reader(broker: Any) -> None:
+    binary = go_binary("kafkago_group", KAFKA_GO)
     topic, group = "kafka-go", "kafka-go-group"
     create_topic(broker.bootstrap, topic, PARTITIONS)
 

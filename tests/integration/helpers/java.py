@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from testkit.cache import build_cache
 from testkit.kafka import classpath
 from testkit.kcoord import ROOT
 
@@ -20,7 +21,7 @@ SOURCES = ROOT / "tests" / "java"
 MAIN = "KafkaClients"
 
 
-def compiled_java(kafka_libs: Path, request: pytest.FixtureRequest) -> Path:
+def compiled_java(kafka_libs: Path) -> Path:
     """The compiled programs, built once per change of the sources, the jars or the compiler."""
     javac = shutil.which("javac")
     if javac is None:
@@ -32,10 +33,7 @@ def compiled_java(kafka_libs: Path, request: pytest.FixtureRequest) -> Path:
         digest.update(source.name.encode() + source.read_bytes())
     digest.update(repr(sorted((j.name, j.stat().st_size) for j in kafka_libs.glob("*.jar"))).encode())
     digest.update((version.stdout + version.stderr).encode())
-    pytest_cache = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
-    cache = pytest_cache.mkdir("java-clients") if pytest_cache is not None else None
-    if cache is None:
-        cache = Path(request.getfixturevalue("tmp_path_factory").mktemp("java-clients"))
+    cache = build_cache("java-clients")
     classes = cache / f"classes-{digest.hexdigest()[:16]}"
     if (classes / f"{MAIN}.class").exists():
         return classes
