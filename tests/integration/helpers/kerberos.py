@@ -12,10 +12,10 @@ KAFKA_PYTHON = textwrap.dedent("""
     import sys
     from kafka import KafkaAdminClient, KafkaProducer
     from kafka.admin import NewTopic
-    bootstrap, topic = sys.argv[1], sys.argv[2]
+    bootstrap, topic, bootstrap_timeout_ms = sys.argv[1], sys.argv[2], int(sys.argv[3])
     conf = dict(bootstrap_servers=bootstrap, security_protocol="SASL_PLAINTEXT", sasl_mechanism="GSSAPI",
                 sasl_kerberos_service_name="kafka", sasl_kerberos_domain_name="localhost")
-    admin = KafkaAdminClient(**conf)
+    admin = KafkaAdminClient(**conf, bootstrap_timeout_ms=bootstrap_timeout_ms)
     try:
         admin.create_topics([NewTopic(topic, 1, 1)])
         print("created")
@@ -32,11 +32,13 @@ KAFKA_PYTHON = textwrap.dedent("""
 """)
 
 
-def kafka_python_as(bootstrap: str, env: dict[str, str], topic: str) -> str:
+def kafka_python_as(bootstrap: str, env: dict[str, str], topic: str, bootstrap_timeout_ms: int = 30_000) -> str:
     """Runs kafka-python (creates ``topic``, sends a record) with ``env``'s Kerberos login; its
-    output says what worked ("created", "sent") and what failed, with the error's class."""
-    done = subprocess.run([sys.executable, "-c", KAFKA_PYTHON, bootstrap, topic], env=env, capture_output=True,
-                          text=True, timeout=120)
+    output says what worked ("created", "sent") and what failed, with the error's class. A login
+    the broker refuses leaves its admin client retrying until ``bootstrap_timeout_ms`` (kafka-python's
+    default, 30 s, unless a test that expects the refusal says less), then "Unable to bootstrap"."""
+    done = subprocess.run([sys.executable, "-c", KAFKA_PYTHON, bootstrap, topic, str(bootstrap_timeout_ms)], env=env,
+                          capture_output=True, text=True, timeout=120)
     return done.stdout + done.stderr
 
 
