@@ -2,7 +2,9 @@
 
 1. Leftovers of an interrupted compaction: ``.cleaned`` files are unfinished output and go;
    a ``.log.swap`` is finished output whose swap was interrupted, so the segments it replaces
-   go and it takes their place; ``.deleted`` files go.
+   go and it takes their place; ``.deleted`` files go. So do the ``<file>.<pid>.tmp`` of a
+   whole-file write cut short before its rename (``layout.write_atomically``: the epoch checkpoint,
+   the log start offset, a replay snapshot): the file itself is still the previous one, whole.
 2. Every segment that may hold unflushed data (all of them without a recovery point, else those
    reaching past it, and always the last) is read batch by batch with CRC checks. At the first
    short batch, bad CRC, garbage or offset going backwards the segment is cut there and every
@@ -125,6 +127,7 @@ def _recover(
 ) -> tuple[list[Segment], RecoveryReport]:
     report = RecoveryReport(directory=str(directory))
     _finish_interrupted_cleaning(directory, report, check)
+    _remove_unfinished_writes(directory, report, check)
     bases = sorted(
         p[0] for p in map(parse_segment_file, os.listdir(directory)) if p and p[1] == LOG and not p[2]
     )
@@ -313,6 +316,26 @@ def _finish_interrupted_cleaning(directory: Path, report: RecoveryReport, check:
             check()
             remove_quietly(directory / name)
             report.leftovers.append((name, "removed leftover"))
+
+
+def _remove_unfinished_writes(directory: Path, report: RecoveryReport, check: Callable[[], None]) -> None:
+    """The temporary files of whole-file writes that never reached their rename. Only a partition's
+    owner writes in its directory, and it is opening it now: none of them is still being written
+    (a replaced owner still writing one is fenced, and its rename then fails, as it should)."""
+    for name in sorted(os.listdir(directory)):
+        if _is_unfinished_write(name):
+            check()
+            remove_quietly(directory / name)
+            report.leftovers.append((name, "removed an unfinished write"))
+
+
+def _is_unfinished_write(name: str) -> bool:
+    """``<file>.<pid>.tmp``, as ``layout.write_atomically`` names what it writes before the rename."""
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or suffix != "tmp":
+        return False
+    target, dot, pid = stem.rpartition(".")
+    return bool(dot and target and pid.isdigit())
 
 
 def _next_offset(path: Path, base: int) -> int:

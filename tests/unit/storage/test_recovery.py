@@ -40,6 +40,24 @@ def test_clean_reopen_reports_nothing(tmp_path: Path) -> None:
     log.close()
 
 
+def test_a_whole_file_write_cut_before_its_rename_is_removed_and_the_file_kept(tmp_path: Path) -> None:
+    """``write_atomically`` writes ``<file>.<pid>.tmp`` and renames it over the file: a crash in
+    between leaves the previous file whole and the temporary beside it, which recovery removes
+    (and nothing else whose name merely ends in .tmp)."""
+    write_log(tmp_path)
+    checkpoint = tmp_path / "leader-epoch-checkpoint"
+    kept = checkpoint.read_bytes()
+    (tmp_path / "leader-epoch-checkpoint.4242.tmp").write_bytes(b"0\n1\n0 0\n0 2")  # cut short
+    (tmp_path / "log-start-offset.17.tmp").write_bytes(b"")
+    (tmp_path / "notes.tmp").write_bytes(b"not one of ours")
+    log, report = PartitionLog.open(tmp_path, CFG)
+    assert sorted(report.leftovers) == [("leader-epoch-checkpoint.4242.tmp", "removed an unfinished write"),
+                                        ("log-start-offset.17.tmp", "removed an unfinished write")]
+    assert sorted(p.name for p in tmp_path.glob("*.tmp")) == ["notes.tmp"]
+    assert checkpoint.read_bytes() == kept and log.end_offset == 300
+    log.close()
+
+
 def test_torn_tail_is_truncated_and_reported(tmp_path: Path) -> None:
     batches = write_log(tmp_path)
     last_log = segment_files(tmp_path, ".log")[-1]
