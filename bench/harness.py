@@ -56,13 +56,19 @@ def _read_each(pid: int, name: str) -> Iterator[str]:
             continue  # ended meanwhile
 
 
+def _cpu_times(stat: str) -> tuple[float, float]:
+    """User and system CPU seconds of a ``/proc/.../stat`` (a process's or one thread's)."""
+    fields = stat.rsplit(")", 1)[1].split()
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
 def user_system(pid: int) -> tuple[float, float]:
     """User and system CPU seconds so far of the process (all its threads) and its children."""
     user = system = 0.0
     for stat in _read_each(pid, "stat"):
-        fields = stat.rsplit(")", 1)[1].split()
-        user += int(fields[11]) / CLK_TCK
-        system += int(fields[12]) / CLK_TCK
+        u, s = _cpu_times(stat)
+        user += u
+        system += s
     return user, system
 
 
@@ -75,10 +81,9 @@ def loop_seconds(pid: int) -> float:
     every request of the node. Its share of one core says how close the node is to saturation
     (the process's total adds the sync threads and the send worker, which run beside it)."""
     try:
-        fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return sum(_cpu_times(Path(f"/proc/{pid}/task/{pid}/stat").read_text()))
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
 def rss_mb(pid: int) -> float:

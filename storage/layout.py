@@ -19,6 +19,8 @@ CLEANED = ".cleaned"
 SWAP = ".swap"
 DELETED = ".deleted"
 DELETE_DIR_SUFFIX = "-delete"
+# What ``write_atomically`` writes before its rename: ``<file>.<pid>.tmp``.
+WRITING = ".tmp"
 
 
 def segment_name(base_offset: int) -> str:
@@ -71,11 +73,17 @@ def remove_quietly(path: Path) -> None:
         path.unlink()
 
 
+def is_unfinished_write(name: str) -> bool:
+    """A ``write_atomically`` temporary: what a write cut short before its rename leaves."""
+    stem, dot, pid = name.removesuffix(WRITING).rpartition(".")
+    return name.endswith(WRITING) and bool(dot and stem and pid.isdigit())
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Write to ``<path>.<pid>.tmp``, fsync, rename over ``path``, fsync the directory. The pid
     keeps processes that share a directory (a cluster's nodes on one volume writing
     meta.properties as they start together) from renaming each other's file away."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}{WRITING}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)

@@ -36,6 +36,7 @@ from storage.layout import (
     TIME_INDEX,
     TXN_INDEX,
     fsync_dir,
+    is_unfinished_write,
     parse_segment_file,
     remove_quietly,
     segment_name,
@@ -323,19 +324,10 @@ def _remove_unfinished_writes(directory: Path, report: RecoveryReport, check: Ca
     owner writes in its directory, and it is opening it now: none of them is still being written
     (a replaced owner still writing one is fenced, and its rename then fails, as it should)."""
     for name in sorted(os.listdir(directory)):
-        if _is_unfinished_write(name):
+        if is_unfinished_write(name):
             check()
             remove_quietly(directory / name)
             report.leftovers.append((name, "removed an unfinished write"))
-
-
-def _is_unfinished_write(name: str) -> bool:
-    """``<file>.<pid>.tmp``, as ``layout.write_atomically`` names what it writes before the rename."""
-    stem, dot, suffix = name.rpartition(".")
-    if not dot or suffix != "tmp":
-        return False
-    target, dot, pid = stem.rpartition(".")
-    return bool(dot and target and pid.isdigit())
 
 
 def _next_offset(path: Path, base: int) -> int:

@@ -237,9 +237,8 @@ class SendProcess:
         if self.alive:
             self.flush()
         self._retire()  # anything answered after this is written by the loop
-        for fd in (self.orders,):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        with contextlib.suppress(OSError):
+            os.close(self.orders)
         self.opens.close()
         try:
             self.proc.wait(timeout=2.0)

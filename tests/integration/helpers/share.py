@@ -63,18 +63,15 @@ def joined(c: Any) -> None:
 
 def poll_until(c: Any, done: Callable[[list[Any]], bool], seconds: float = 15.0,
                on_message: Callable[[Any], None] | None = None) -> list[Any]:
-    """Polls until ``done(got)``. A consumer in explicit acknowledgement mode must acknowledge
-    every record of one poll (``on_message``) before it polls again; one that holds records
-    uses ``poll_holding``."""
-    got: list[Any] = []
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline and not done(got):
-        for m in c.poll(0.5):
-            if m.error() is None:
-                got.append(m)
-                if on_message is not None:
-                    on_message(m)
-    return got
+    """Polls until ``done(got)``, ``on_message`` seeing each record. A consumer in explicit
+    acknowledgement mode must acknowledge every record of one poll there before it polls again;
+    one that holds records uses ``poll_holding``."""
+    def seen(m: Any) -> bool:
+        if on_message is not None:
+            on_message(m)
+        return True
+
+    return poll_holding(c, seen, done, seconds)
 
 
 def poll_holding(c: Any, decide: Callable[[Any], bool], done: Callable[[list[Any]], bool],

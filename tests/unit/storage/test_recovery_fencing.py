@@ -70,14 +70,23 @@ def test_a_recovery_whose_claim_has_passed_leaves_the_new_owners_files_alone(tmp
 
 
 def test_leftovers_stay_for_the_owner_to_remove(tmp_path: Path) -> None:
-    """Compaction output, .deleted files, indexes without a log and unfinished whole-file writes
-    are the owner's to tidy."""
+    """Compaction output, .deleted files and indexes without a log are the owner's to tidy."""
     directory, log = new_owner_mid_append(tmp_path)
     base = log.segments()[0].base_offset
-    (directory / "leader-epoch-checkpoint.4242.tmp").write_bytes(b"0\n")
     segment_path(directory, base, LOG + CLEANED).write_bytes(b"unfinished compaction output")
     segment_path(directory, base, INDEX + DELETED).write_bytes(b"\0" * 8)
     segment_path(directory, 999_999, INDEX).write_bytes(b"\0" * 8)
+    before = files(directory)
+    with pytest.raises(FencedError):
+        recover(directory, SMALL, 0, None, lapsed())
+    assert files(directory) == before
+    log.abandon()
+
+
+def test_an_unfinished_whole_file_write_stays_for_the_owner_to_remove(tmp_path: Path) -> None:
+    """The only leftover: a write the owner may still be about to rename."""
+    directory, log = new_owner_mid_append(tmp_path)
+    (directory / "leader-epoch-checkpoint.4242.tmp").write_bytes(b"0\n")
     before = files(directory)
     with pytest.raises(FencedError):
         recover(directory, SMALL, 0, None, lapsed())
