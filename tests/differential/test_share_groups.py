@@ -182,7 +182,7 @@ def test_assignment_batching_holds_a_new_member_until_the_interval_has_passed(pa
         return {"altered": altered, "joined": joined, "first": first, "held_back": held_back, **held,
                 "together": together, "members": len(describe(a, group).groups[0].members)}
 
-    answers = pair.compare(scenario)
+    answers = pair.compare(scenario, together=True)  # mostly waiting out two intervals
     assert answers["first"]["assignment"] == {topic: [0, 1]}  # type: ignore[index]
     assert answers["held_back"]["assignment"] == {}  # type: ignore[index]
     assert answers["second"]["assignment"] == 1 and answers["together"] == [0, 1]  # type: ignore[index]
