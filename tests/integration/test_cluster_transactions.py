@@ -72,12 +72,6 @@ def start(cluster: Cluster, nodes: set[int]) -> str:
     return ",".join(b.bootstrap for b in cluster.alive())
 
 
-def wait_topic_spread(cluster: Cluster, topic: str, nodes: set[int], timeout: float = 60.0) -> dict[int, int]:
-    wait_for(lambda: set(cluster.leaders(topic=topic).values()) == nodes, timeout, f"{topic} spread over {nodes}",
-             step=0.2, seen=lambda: cluster.leaders(topic=topic))
-    return cluster.leaders(topic=topic)
-
-
 def producer(bootstrap: str, txn_id: str, **conf: Any) -> Producer:
     p = Producer({"bootstrap.servers": bootstrap, "transactional.id": txn_id, "linger.ms": 5, **conf})
     p.init_transactions(30)
@@ -88,7 +82,7 @@ def test_a_transaction_spans_partitions_on_every_node_and_read_committed_sees_on
         cluster: Cluster) -> None:
     bootstrap = start(cluster, {1, 2})
     create_topic(bootstrap, "spread-out", 6)
-    leaders = wait_topic_spread(cluster, "spread-out", {1, 2})
+    leaders = cluster.wait_topic_spread("spread-out", {1, 2})
     txn_id = txn_id_on(cluster, 1, "spread")
     p = producer(bootstrap, txn_id)
     p.begin_transaction()
@@ -133,7 +127,7 @@ def requests_served(cluster: Cluster, node: int, api: str, version: int) -> floa
 def test_write_txn_markers_is_refused_to_anyone_but_a_node(cluster: Cluster) -> None:
     start(cluster, {1, 2})
     create_topic(cluster.nodes[1].bootstrap, "guarded", 2)
-    leaders = wait_topic_spread(cluster, "guarded", {1, 2})
+    leaders = cluster.wait_topic_spread("guarded", {1, 2})
     Marker = WriteTxnMarkersRequest.WritableTxnMarker
     for part, node in leaders.items():
         with WireClient("127.0.0.1", cluster.nodes[node].port, client_id="kcoord-node-1/00") as c:
@@ -146,7 +140,7 @@ def test_write_txn_markers_is_refused_to_anyone_but_a_node(cluster: Cluster) -> 
 def test_a_new_producer_with_the_same_transactional_id_fences_the_old_one(cluster: Cluster) -> None:
     bootstrap = start(cluster, {1, 2})
     create_topic(bootstrap, "fence-out", 4)
-    wait_topic_spread(cluster, "fence-out", {1, 2})
+    cluster.wait_topic_spread("fence-out", {1, 2})
     txn_id = txn_id_on(cluster, 2, "fence")
     old = producer(bootstrap, txn_id)
     old.begin_transaction()
@@ -174,7 +168,7 @@ def test_the_coordinators_node_killed_mid_transaction_loses_nothing_and_duplicat
     bootstrap = start(cluster, {1, 2, 3})
     create_topic(bootstrap, "rpw-in", 4)
     create_topic(bootstrap, "rpw-out", 4)
-    wait_topic_spread(cluster, "rpw-out", {1, 2, 3})
+    cluster.wait_topic_spread("rpw-out", {1, 2, 3})
     produce_plain(bootstrap, "rpw-in", 300)
     victim = 2
     txn_id = txn_id_on(cluster, victim, "rpw")
@@ -232,7 +226,7 @@ def test_an_open_transaction_of_a_dead_coordinator_is_aborted_by_the_new_one_at_
         cluster: Cluster) -> None:
     bootstrap = start(cluster, {1, 2, 3})
     create_topic(bootstrap, "orphan-out", 3)
-    wait_topic_spread(cluster, "orphan-out", {1, 2, 3})
+    cluster.wait_topic_spread("orphan-out", {1, 2, 3})
     victim = 3
     txn_id = txn_id_on(cluster, victim, "orphan")
     orphan = producer(bootstrap, txn_id, **{"transaction.timeout.ms": 5000})
@@ -264,7 +258,7 @@ def test_an_open_transaction_of_a_dead_coordinator_is_aborted_by_the_new_one_at_
 def test_a_commit_prepared_by_a_dead_coordinator_is_completed_by_the_new_one(cluster: Cluster) -> None:
     bootstrap = start(cluster, {1, 2, 3})
     create_topic(bootstrap, "prep-out", 3)
-    wait_topic_spread(cluster, "prep-out", {1, 2, 3})
+    cluster.wait_topic_spread("prep-out", {1, 2, 3})
     coordinator, stalled = 2, 3
     txn_id = txn_id_on(cluster, coordinator, "prep")
     p = producer(bootstrap, txn_id, **{"transaction.timeout.ms": 30000})
@@ -314,7 +308,7 @@ def test_init_transactions_on_the_survivors_fences_the_old_producer_and_aborts_w
         cluster: Cluster) -> None:
     bootstrap = start(cluster, {1, 2, 3})
     create_topic(bootstrap, "succ-out", 3)
-    wait_topic_spread(cluster, "succ-out", {1, 2, 3})
+    cluster.wait_topic_spread("succ-out", {1, 2, 3})
     victim = 1
     txn_id = txn_id_on(cluster, victim, "succ")
     old = producer(bootstrap, txn_id, **{"transaction.timeout.ms": 60000})  # no timeout in this test
@@ -345,7 +339,7 @@ def test_transactions_version_2_add_partitions_and_offsets_on_the_coordinating_n
     bootstrap = start(cluster, {1, 2})
     topic, group = "tv2-out", f"tv2-{uuid.uuid4().hex[:8]}"
     create_topic(bootstrap, topic, 4)
-    leaders = wait_topic_spread(cluster, topic, {1, 2})
+    leaders = cluster.wait_topic_spread(topic, {1, 2})
     txn_id = txn_id_on(cluster, 1, "tv2")
     wire = {n: WireClient("127.0.0.1", cluster.nodes[n].port, timeout=10) for n in (1, 2)}
     try:
@@ -405,7 +399,7 @@ def test_markers_between_nodes_carry_each_transactions_version_and_pass_its_epoc
     bootstrap = start(cluster, {1, 2})
     topic = "tvx-out"
     create_topic(bootstrap, topic, 4)
-    leaders = wait_topic_spread(cluster, topic, {1, 2})
+    leaders = cluster.wait_topic_spread(topic, {1, 2})
     remote = sorted(p for p, node in leaders.items() if node == 2)
     # Transactions version 2, as a Java 4.x producer speaks it: Produce v12, EndTxn v5.
     txn2 = txn_id_on(cluster, 1, "tvx2")

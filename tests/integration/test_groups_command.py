@@ -231,7 +231,7 @@ def test_against_a_cluster_it_follows_coordinators_and_partition_leaders(etcd: A
         bootstrap = ",".join(b.bootstrap for b in cluster.alive())
         create_topic(bootstrap, "spread", 3)
         produce(bootstrap, "spread", {0: 4, 1: 5, 2: 6})
-        assert set(cluster.leaders(topic="spread").values()) == {1, 2, 3}
+        cluster.wait_topic_spread("spread", {1, 2, 3})
         group = cluster.groups_on(3, 1, "far")[0]
         c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
         c.commit(offsets=[TopicPartition("spread", p, 1) for p in range(3)], asynchronous=False)

@@ -32,7 +32,7 @@ from protocol.messages.describe_quorum import DescribeQuorumRequest
 from protocol.messages.describe_topic_partitions import DescribeTopicPartitionsRequest
 from protocol.messages.elect_leaders import ElectLeadersRequest
 from testkit.kcoord import BrokerProcess
-from tests.integration.helpers.cluster import Cluster, wait_for
+from tests.integration.helpers.cluster import Cluster
 from tests.integration.helpers.kafka_programs import Tools
 
 pytestmark = pytest.mark.timeout(180)
@@ -226,15 +226,7 @@ def test_in_a_cluster(cluster: Cluster) -> None:
     bootstrap = ",".join(b.bootstrap for b in cluster.alive())
     topic = unique("cluster-topology")
     create(bootstrap, topic, 4)
-    # Each partition is claimed by its owner a moment after creation, and each node learns of the
-    # other's claims a moment after that: wait until every node tells the same owners.
-    def views() -> list[dict[int, int]]:
-        return [cluster.leaders(b, topic=topic) for b in cluster.alive()]
-
-    wait_for(lambda: all(-1 not in v.values() and v == views()[0] for v in views()), 60,
-             f"every partition of {topic} owned, as every node tells it", seen=views)
-    owners = cluster.leaders(topic=topic)
-    assert set(owners.values()) == {1, 2}
+    owners = cluster.wait_topic_spread(topic, {1, 2})
     T = DescribeTopicPartitionsRequest.TopicRequest
     P = AlterPartitionReassignmentsRequest.ReassignableTopic.ReassignablePartition
     for b in cluster.alive():

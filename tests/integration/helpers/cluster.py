@@ -119,6 +119,24 @@ class Cluster:
                 raise AssertionError(f"ownership did not settle over {nodes}: {views[:1]}")
             time.sleep(0.2)
 
+    def wait_topic_spread(self, topic: str, nodes: set[int], timeout: float = 60.0) -> dict[int, int]:
+        """Waits until every live node names the same leader for each partition of ``topic``, and
+        the leaders are exactly ``nodes``. A partition is claimed by its owner a moment after the
+        topic is created, and each node learns of the others' claims a moment after that: a
+        client's produce can already succeed through the owner while another node still answers
+        -1 (leader not available) for it."""
+        def views() -> list[dict[int, int]]:
+            with contextlib.suppress(OSError):
+                return [self.leaders(b, topic=topic) for b in self.alive()]
+            return []
+
+        def settled() -> bool:
+            seen = views()
+            return bool(seen) and all(v == seen[0] for v in seen) and set(seen[0].values()) == nodes
+
+        wait_for(settled, timeout, f"{topic} led by {sorted(nodes)} as every node tells it", step=0.2, seen=views)
+        return self.leaders(topic=topic)
+
     def _all_loaded(self) -> bool:
         from protocol.messages.list_groups import ListGroupsRequest
 
