@@ -94,6 +94,7 @@ from broker.telemetry.subscriptions import SubscriptionStore
 from broker.topics.admin import TopicAdmin
 from broker.topics.catalog import EVENTS_TOPIC, OFFSETS_TOPIC, TopicCatalog
 from broker.topics.changes import TopicChanges
+from broker.topics.fetch_sessions import FetchSessionCache
 from broker.topics.partitions import TopicLogs
 from protocol.errors import ErrorCode
 from protocol.messages import ApiKey
@@ -327,9 +328,12 @@ class BrokerApp:
             topic_name=lambda topic_id: (t.name if (t := self.catalog.by_id.get(topic_id)) is not None else None),
             steady=steady_ms, dead_letters=self.dead_letters.send)
         self.topic_changes.subscribe(self.share.on_topic_change)
+        self.fetch_sessions = FetchSessionCache(c.get_int("max.incremental.fetch.session.cache.slots"),
+                                                on_evict=METRICS.fetch_session_evictions.inc)
         install_state_collector(lambda: itertools.chain(state_families(self.shards), doctor_families(self.journal),
                                                         share_families(self.shards, self.share,
-                                                                       self._share_partition_end)))
+                                                                       self._share_partition_end),
+                                                        self.fetch_sessions.families()))
         self.router = Router()
         self.router.frames_done_hooks.append(self.logs.kick)
         self.router.frames_coming_hooks.append(self.logs.kick_coming)
@@ -388,7 +392,7 @@ class BrokerApp:
                                             None if authorizer is None else may_create_topics(authorizer)),
             produce=ProduceApi(self.topic_logs, self.catalog, self.transactions, self.clock, self.cluster, self.peers,
                                verify=verify_transactions),
-            fetch=FetchApi(self.topic_logs, self.catalog),
+            fetch=FetchApi(self.topic_logs, self.catalog, self.fetch_sessions, authorizer),
             share=ShareApis(self.shards, GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,
                             self.node_id),
             share_offsets=ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,

@@ -104,6 +104,8 @@ PROPERTIES: tuple[Property, ...] = (
              "closed as soon as they are accepted.", minimum=0),
     Property("max.connections.per.ip.overrides", str, "", "Per-address exceptions to max.connections.per.ip: "
              "comma-separated host:count (a host name is resolved at startup)."),
+    Property("max.incremental.fetch.session.cache.slots", int, 1000, "Most incremental fetch sessions (KIP-227) "
+             "the node keeps; a consumer that finds no slot goes on with full fetches.", minimum=0),
     Property("offsets.topic.num.partitions", int, 50, "Partitions (shards) of __consumer_offsets; never change.",
              minimum=1),
     Property("offsets.topic.segment.bytes", int, 104857600, "Segment size of __consumer_offsets partitions.",

@@ -11,8 +11,9 @@ down-converted (magic 0 for v0-1, magic 1 for v2-3) as Kafka brokers before 4.0 
 ``protocol.record_conversion``; a zstd batch, which those formats cannot carry, answers the
 partition with UNSUPPORTED_COMPRESSION_TYPE.
 
-Fetch sessions (v7+) are not kept: every answer carries session id 0, which tells clients to
-keep sending full fetches. ``__consumer_offsets`` is readable like any topic (its logs belong to
+Fetch sessions (v7+, KIP-227) are kept as Kafka keeps them (``broker.topics.fetch_sessions``):
+a full fetch of epoch 0 opens one, later fetches name only what changed and are answered with only
+the partitions that have something new. ``__consumer_offsets`` is readable like any topic (its logs belong to
 the same log runtime; the coordinator shards write them), as monitoring tools expect. Nothing past
 a partition's high watermark, the end of what is durable, is ever returned.
 
@@ -24,11 +25,16 @@ last stable offset in ``last_stable_offset``.
 
 from __future__ import annotations
 
+import time
+
 import trio
 
 from broker.log_runtime.runtime import Partition
 from broker.network.router import Request
+from broker.security.acl_model import Operation, ResourceType
+from broker.security.authorizer import Authorizer
 from broker.topics.catalog import TopicCatalog
+from broker.topics.fetch_sessions import Answer, FetchContext, FetchSessionCache, Key, Wanted
 from broker.topics.partitions import TopicLogs
 from protocol.errors import DecodeError, ErrorCode
 from protocol.messages.fetch import FetchRequest, FetchResponse
@@ -39,9 +45,9 @@ from protocol.record_conversion import UnconvertibleBatchError, down_convert, fe
 from storage.errors import LogClosedError, OffsetOutOfRangeError
 
 PartitionData = FetchResponse.FetchableTopicResponse.PartitionData
-# What a plan answers until it is evaluated (never sent: evaluation replaces it).
-_EMPTY = FetchResponse(responses=[])
+TopicResponse = FetchResponse.FetchableTopicResponse
 READ_COMMITTED = 1
+ZERO_ID = bytes(16)
 
 
 def below(data: bytes, high_watermark: int) -> bytes:
@@ -82,110 +88,144 @@ def for_old_reader(data: bytes, magic: int, fetch_offset: int) -> bytes | int:
 
 
 class Plan:
-    """One evaluation of a fetch: the response, its size, and what to wait on if it is short."""
+    """One evaluation of a fetch: each partition's answer, their size, and what to wait on if it
+    is short."""
 
-    __slots__ = ("response", "size", "error", "states")
+    __slots__ = ("read", "size", "error", "states")
 
     def __init__(self) -> None:
-        self.response = _EMPTY
+        self.read: list[tuple[Wanted, PartitionData]] = []
         self.size = 0
         self.error = False
         self.states: list[Partition] = []
 
 
+def wanted(body: FetchRequest, version: int) -> list[Wanted]:
+    """The partitions a request names, each with the index of its topic entry."""
+    return [Wanted(t.topic if version < 13 else "", t.topic_id if version >= 13 else ZERO_ID, p.partition,
+                   p.fetch_offset, p.partition_max_bytes, i)
+            for i, t in enumerate(body.topics) for p in t.partitions]
+
+
+def forgotten(body: FetchRequest, version: int) -> list[Key]:
+    return [(t.topic_id if version >= 13 else t.topic, p) for t in body.forgotten_topics_data for p in t.partitions]
+
+
+def response(answer: Answer, by_session: bool, by_id: bool) -> FetchResponse:
+    """The Fetch answer: partitions that follow each other in one topic share its entry (a
+    request's topic entries are kept as they came)."""
+    topics: list[TopicResponse] = []
+    last: object = None
+    for w, data in answer.partitions:
+        group = w.key(by_id)[0] if by_session else w.group
+        if not topics or group != last:
+            topics.append(TopicResponse(topic=w.topic, topic_id=w.topic_id, partitions=[]))
+            last = group
+        topics[-1].partitions.append(data)
+    return FetchResponse(throttle_time_ms=0, error_code=answer.error, session_id=answer.session_id,
+                         responses=topics)
+
+
 class FetchApi:
     """Fetch, over the topic logs."""
 
-    def __init__(self, topic_logs: TopicLogs, catalog: TopicCatalog) -> None:
+    def __init__(self, topic_logs: TopicLogs, catalog: TopicCatalog, sessions: FetchSessionCache,
+                 authorizer: Authorizer | None = None) -> None:
         self.topic_logs = topic_logs
         self.catalog = catalog
+        self.sessions = sessions
+        # The topics a request names are authorized before it gets here (request_checks); those a
+        # session holds from earlier requests are authorized again at each fetch, as Kafka does.
+        self.authorizer = authorizer
 
-    def evaluate(self, req: Request[FetchRequest]) -> Plan:
+    def evaluate(self, req: Request[FetchRequest], partitions: list[Wanted]) -> Plan:
         body = req.body
         plan = Plan()
         budget = body.max_bytes
         first = True
         committed = body.isolation_level == READ_COMMITTED
         magic = fetch_magic(req.version)
-        topics = []
-        for t in body.topics:
-            topic = self.catalog.by_id.get(t.topic_id) if req.version >= 13 else self.catalog.get(t.topic)
-            missing = ErrorCode.UNKNOWN_TOPIC_ID if req.version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            parts = []
-            for p in t.partitions:
-                pd = PartitionData(partition_index=p.partition, error_code=0, high_watermark=-1,
-                                   last_stable_offset=-1, log_start_offset=-1,
-                                   aborted_transactions=[] if committed else None, preferred_read_replica=-1,
-                                   records=b"")
-                parts.append(pd)
+        missing = ErrorCode.UNKNOWN_TOPIC_ID if req.version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        readable: dict[str, bool] = {}
+        for p in partitions:
+            topic = self.catalog.by_id.get(p.topic_id) if req.version >= 13 else self.catalog.get(p.topic)
+            pd = PartitionData(partition_index=p.partition, error_code=0, high_watermark=-1,
+                               last_stable_offset=-1, log_start_offset=-1,
+                               aborted_transactions=[] if committed else None, preferred_read_replica=-1,
+                               records=b"")
+            plan.read.append((p, pd))
+            if topic is not None and self.authorizer is not None and not readable.setdefault(
+                    topic.name, self.authorizer.authorize(req.principal, req.client_host, Operation.READ,
+                                                          ResourceType.TOPIC, topic.name)):
+                src: Partition | int = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            else:
                 src = self.topic_logs.readable(topic, p.partition) if topic is not None else missing
-                if isinstance(src, int):
-                    # Kafka builds an unknown partition's answer from the defaults: no aborted
-                    # transactions is an empty list there, whatever the isolation level.
-                    pd.error_code = src
-                    pd.aborted_transactions = []
+            if isinstance(src, int):
+                # Kafka builds an unknown partition's answer from the defaults: no aborted
+                # transactions is an empty list there, whatever the isolation level.
+                pd.error_code = src
+                pd.aborted_transactions = []
+                plan.error = True
+                continue
+            log, hw = src.log, src.high_watermark
+            plan.states.append(src)
+            start = log.log_start_offset
+            txns = None
+            if topic is not None and not topic.internal:
+                data_state = self.topic_logs.states.get((topic.name, p.partition))
+                txns = data_state.txns if data_state is not None else None
+            # As Kafka: never below the log start (DeleteRecords may pass an open transaction).
+            lso = hw if txns is None else max(txns.last_stable_offset(hw), min(start, hw))
+            pd.high_watermark = hw
+            pd.last_stable_offset = lso
+            visible = lso if committed else hw
+            pd.log_start_offset = start
+            offset = p.fetch_offset
+            if offset < start or offset > log.end_offset:
+                # As Kafka: an out-of-range answer carries no offsets of the log.
+                pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                pd.high_watermark = pd.last_stable_offset = pd.log_start_offset = -1
+                plan.error = True
+                continue
+            if offset >= visible or (budget <= 0 and not first):
+                continue
+            limit = min(p.max_bytes, budget)
+            try:
+                data = below(log.read(offset, limit), visible)
+            except OffsetOutOfRangeError:
+                pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
+                plan.error = True
+                continue
+            except LogClosedError:
+                pd.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                plan.error = True
+                continue
+            if len(data) > limit and not first:
+                continue  # a whole batch does not fit what is left; a later self.fetch gets it first
+            if magic < MAGIC and data:
+                converted = for_old_reader(data, magic, offset)
+                if isinstance(converted, int):
+                    pd.error_code = converted
                     plan.error = True
                     continue
-                log, hw = src.log, src.high_watermark
-                plan.states.append(src)
-                start = log.log_start_offset
-                txns = None
-                if topic is not None and not topic.internal:
-                    data_state = self.topic_logs.states.get((topic.name, p.partition))
-                    txns = data_state.txns if data_state is not None else None
-                # As Kafka: never below the log start (DeleteRecords may pass an open transaction).
-                lso = hw if txns is None else max(txns.last_stable_offset(hw), min(start, hw))
-                pd.high_watermark = hw
-                pd.last_stable_offset = lso
-                visible = lso if committed else hw
-                pd.log_start_offset = start
-                offset = p.fetch_offset
-                if offset < start or offset > log.end_offset:
-                    # As Kafka: an out-of-range answer carries no offsets of the log.
-                    pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                    pd.high_watermark = pd.last_stable_offset = pd.log_start_offset = -1
-                    plan.error = True
-                    continue
-                if offset >= visible or (budget <= 0 and not first):
-                    continue
-                limit = min(p.partition_max_bytes, budget)
-                try:
-                    data = below(log.read(offset, limit), visible)
-                except OffsetOutOfRangeError:
-                    pd.error_code = ErrorCode.OFFSET_OUT_OF_RANGE
-                    plan.error = True
-                    continue
-                except LogClosedError:
-                    pd.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-                    plan.error = True
-                    continue
-                if len(data) > limit and not first:
-                    continue  # a whole batch does not fit what is left; a later self.fetch gets it first
-                if magic < MAGIC and data:
-                    converted = for_old_reader(data, magic, offset)
-                    if isinstance(converted, int):
-                        pd.error_code = converted
-                        plan.error = True
-                        continue
-                    data = converted
-                if data and committed and txns is not None and txns.aborted:
-                    # The aborted transactions the records returned may hold, as Kafka bounds them:
-                    # none that begins after the last of them.
-                    upper = next_offset(data)
-                    pd.aborted_transactions = [
-                        FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction(
-                            producer_id=t.producer_id, first_offset=t.first_offset)
-                        for t in txns.aborted_between(offset, visible if upper < 0 else min(upper, visible))]
-                if data:
-                    first = False
-                    budget -= len(data)
-                    plan.size += len(data)
-                    pd.records = data
-            topics.append(FetchResponse.FetchableTopicResponse(topic=t.topic, topic_id=t.topic_id, partitions=parts))
-        plan.response = FetchResponse(throttle_time_ms=0, error_code=0, session_id=0, responses=topics)
+                data = converted
+            if data and committed and txns is not None and txns.aborted:
+                # The aborted transactions the records returned may hold, as Kafka bounds them:
+                # none that begins after the last of them.
+                upper = next_offset(data)
+                pd.aborted_transactions = [
+                    FetchResponse.FetchableTopicResponse.PartitionData.AbortedTransaction(
+                        producer_id=t.producer_id, first_offset=t.first_offset)
+                    for t in txns.aborted_between(offset, visible if upper < 0 else min(upper, visible))]
+            if data:
+                first = False
+                budget -= len(data)
+                plan.size += len(data)
+                pd.records = data
         return plan
 
-    async def park(self, req: Request[FetchRequest], deadline: float, states: list[Partition]) -> None:
+    async def park(self, req: Request[FetchRequest], context: FetchContext, deadline: float,
+                   states: list[Partition]) -> None:
         while True:
             woken = trio.Event()
             for s in states:
@@ -194,21 +234,30 @@ class FetchApi:
                 await woken.wait()
             for s in states:
                 s.watchers.discard(woken)
-            plan = self.evaluate(req)
+            plan = self.evaluate(req, context.partitions)
             if plan.size >= req.body.min_bytes or plan.error or trio.current_time() >= deadline:
-                req.reply.set(plan.response)
+                self._answer(req, context, plan)
                 return
             states = plan.states
 
     def fetch(self, req: Request[FetchRequest]) -> None:
         body = req.body
-        if req.version >= 7 and (body.session_id != 0 or body.session_epoch not in (-1, 0)):
-            # Incremental fetches need a session this broker never handed out.
-            req.reply.set(FetchResponse(throttle_time_ms=0, error_code=ErrorCode.FETCH_SESSION_ID_NOT_FOUND,
-                                        session_id=0, responses=[]))
+        context = self.sessions.open(req.version, body.session_id, body.session_epoch, wanted(body, req.version),
+                                     forgotten(body, req.version) if req.version >= 7 else [], _now_ms())
+        if context.error:
+            self._answer(req, context, Plan())
             return
-        plan = self.evaluate(req)
-        if plan.size >= body.min_bytes or plan.error or body.max_wait_ms <= 0 or not body.topics:
-            req.reply.set(plan.response)
+        plan = self.evaluate(req, context.partitions)
+        if plan.size >= body.min_bytes or plan.error or body.max_wait_ms <= 0 or not context.partitions:
+            self._answer(req, context, plan)
             return
-        self.topic_logs.spawn(self.park, req, trio.current_time() + body.max_wait_ms / 1000, plan.states)
+        self.topic_logs.spawn(self.park, req, context, trio.current_time() + body.max_wait_ms / 1000, plan.states)
+
+    def _answer(self, req: Request[FetchRequest], context: FetchContext, plan: Plan) -> None:
+        answer = self.sessions.answer(context, plan.read, _now_ms())
+        req.reply.set(response(answer, context.session is not None, context.by_id))
+
+
+def _now_ms() -> int:
+    """The wall clock in milliseconds: a session's idle time is measured as Kafka's is."""
+    return time.time_ns() // 1_000_000

@@ -52,6 +52,9 @@ class Metrics:
         self.authorization_denials = Counter("kcoord_authorization_denials",
                                              "Operations the authorizer denied, by API and resource type.",
                                              ["api", "resource_type"])
+        self.fetch_session_evictions = Counter("kcoord_fetch_session_evictions",
+                                               "Incremental fetch sessions evicted to make room for a new one "
+                                               "(max.incremental.fetch.session.cache.slots).")
         self.bytes_in = loop.counter("kcoord_received_bytes", "Bytes received from clients.")
         self.bytes_out = loop.counter("kcoord_sent_bytes", "Bytes sent to clients.")
         self.send_worker_answers = loop.counter("kcoord_send_worker_answers",

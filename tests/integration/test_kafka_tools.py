@@ -41,6 +41,7 @@ from tests.integration.helpers.kafka_programs import (
     tab_table,
     table,
 )
+from tests.integration.helpers.metrics import scrape
 
 pytestmark = [pytest.mark.timeout(180), pytest.mark.differential]
 SUFFIX = uuid.uuid4().hex[:6]
@@ -569,6 +570,9 @@ def test_verifiable_consumers_through_a_rolling_bounce(kafka_libs: Path, tools: 
 
         members = table(tools.out(GROUPS, "--describe", "--group", group, "--members"), "GROUP")
         assert len(members) == 3 and sum(int(m["#PARTITIONS"]) for m in members) == partitions
+        # The Java consumers fetch in incremental fetch sessions (KIP-227), each its own.
+        wait_for(lambda: (scrape(kcoord.metrics_port).value("kcoord_fetch_sessions") or 0) >= 3, 30,
+                 "the consumers' fetch sessions", seen=lambda: scrape(kcoord.metrics_port).value("kcoord_fetch_sessions"))
 
         for i in range(3):
             assert consumers[i].stop() in (0, 143)  # 143: ended by SIGTERM, after its shutdown hook
