@@ -13,7 +13,10 @@ partition with UNSUPPORTED_COMPRESSION_TYPE.
 
 Fetch sessions (v7+, KIP-227) are kept as Kafka keeps them (``broker.topics.fetch_sessions``):
 a full fetch of epoch 0 opens one, later fetches name only what changed and are answered with only
-the partitions that have something new. ``__consumer_offsets`` is readable like any topic (its logs belong to
+the partitions that have something new. An answer a quota throttles is emptied after the session
+noted what it told (``broker.quotas.enforcement``); the records it held are answered again (a
+partition with records is always answered), only a moved high watermark or log start without
+records to go with it stays untold until it moves again. ``__consumer_offsets`` is readable like any topic (its logs belong to
 the same log runtime; the coordinator shards write them), as monitoring tools expect. Nothing past
 a partition's high watermark, the end of what is durable, is ever returned.
 
