@@ -392,7 +392,7 @@ class BrokerApp:
                                             None if authorizer is None else may_create_topics(authorizer)),
             produce=ProduceApi(self.topic_logs, self.catalog, self.transactions, self.clock, self.cluster, self.peers,
                                verify=verify_transactions),
-            fetch=FetchApi(self.topic_logs, self.catalog, self.fetch_sessions, authorizer),
+            fetch=FetchApi(self.topic_logs, self.catalog, self.fetch_sessions, self.clock, authorizer),
             share=ShareApis(self.shards, GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,
                             self.node_id),
             share_offsets=ShareOffsetApis(GroupRouting(self.shards), self.share, self.topic_logs, self.catalog,

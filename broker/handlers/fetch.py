@@ -28,7 +28,7 @@ last stable offset in ``last_stable_offset``.
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 
 import trio
 
@@ -104,26 +104,26 @@ class Plan:
 
 
 def wanted(body: FetchRequest, version: int) -> list[Wanted]:
-    """The partitions a request names, each with the index of its topic entry."""
+    """The partitions a request names, in its order."""
     return [Wanted(t.topic if version < 13 else "", t.topic_id if version >= 13 else ZERO_ID, p.partition,
-                   p.fetch_offset, p.partition_max_bytes, i)
-            for i, t in enumerate(body.topics) for p in t.partitions]
+                   p.fetch_offset, p.partition_max_bytes)
+            for t in body.topics for p in t.partitions]
 
 
 def forgotten(body: FetchRequest, version: int) -> list[Key]:
     return [(t.topic_id if version >= 13 else t.topic, p) for t in body.forgotten_topics_data for p in t.partitions]
 
 
-def response(answer: Answer, by_session: bool, by_id: bool) -> FetchResponse:
-    """The Fetch answer: partitions that follow each other in one topic share its entry (a
-    request's topic entries are kept as they came)."""
+def response(answer: Answer, by_id: bool) -> FetchResponse:
+    """The Fetch answer: partitions of one topic that follow each other share its entry, as in
+    Kafka's answers."""
     topics: list[TopicResponse] = []
-    last: object = None
+    last: str | bytes | None = None
     for w, data in answer.partitions:
-        group = w.key(by_id)[0] if by_session else w.group
-        if not topics or group != last:
+        topic = w.topic_id if by_id else w.topic
+        if not topics or topic != last:
             topics.append(TopicResponse(topic=w.topic, topic_id=w.topic_id, partitions=[]))
-            last = group
+            last = topic
         topics[-1].partitions.append(data)
     return FetchResponse(throttle_time_ms=0, error_code=answer.error, session_id=answer.session_id,
                          responses=topics)
@@ -133,15 +133,16 @@ class FetchApi:
     """Fetch, over the topic logs."""
 
     def __init__(self, topic_logs: TopicLogs, catalog: TopicCatalog, sessions: FetchSessionCache,
-                 authorizer: Authorizer | None = None) -> None:
+                 clock: Callable[[], int], authorizer: Authorizer | None = None) -> None:
         self.topic_logs = topic_logs
         self.catalog = catalog
         self.sessions = sessions
-        # The topics a request names are authorized before it gets here (request_checks); those a
-        # session holds from earlier requests are authorized again at each fetch, as Kafka does.
+        self.clock = clock
+        # The topics a request names are authorized before it gets here (request_checks); those an
+        # incremental fetch reads from its session are authorized again at each fetch, as Kafka does.
         self.authorizer = authorizer
 
-    def evaluate(self, req: Request[FetchRequest], partitions: list[Wanted]) -> Plan:
+    def evaluate(self, req: Request[FetchRequest], context: FetchContext) -> Plan:
         body = req.body
         plan = Plan()
         budget = body.max_bytes
@@ -149,17 +150,18 @@ class FetchApi:
         committed = body.isolation_level == READ_COMMITTED
         magic = fetch_magic(req.version)
         missing = ErrorCode.UNKNOWN_TOPIC_ID if req.version >= 13 else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        authorizer = self.authorizer if context.session is not None else None
         readable: dict[str, bool] = {}
-        for p in partitions:
+        for p in context.partitions:
             topic = self.catalog.by_id.get(p.topic_id) if req.version >= 13 else self.catalog.get(p.topic)
             pd = PartitionData(partition_index=p.partition, error_code=0, high_watermark=-1,
                                last_stable_offset=-1, log_start_offset=-1,
                                aborted_transactions=[] if committed else None, preferred_read_replica=-1,
                                records=b"")
             plan.read.append((p, pd))
-            if topic is not None and self.authorizer is not None and not readable.setdefault(
-                    topic.name, self.authorizer.authorize(req.principal, req.client_host, Operation.READ,
-                                                          ResourceType.TOPIC, topic.name)):
+            if topic is not None and authorizer is not None and not readable.setdefault(
+                    topic.name, authorizer.authorize(req.principal, req.client_host, Operation.READ,
+                                                     ResourceType.TOPIC, topic.name)):
                 src: Partition | int = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             else:
                 src = self.topic_logs.readable(topic, p.partition) if topic is not None else missing
@@ -237,7 +239,7 @@ class FetchApi:
                 await woken.wait()
             for s in states:
                 s.watchers.discard(woken)
-            plan = self.evaluate(req, context.partitions)
+            plan = self.evaluate(req, context)
             if plan.size >= req.body.min_bytes or plan.error or trio.current_time() >= deadline:
                 self._answer(req, context, plan)
                 return
@@ -246,21 +248,16 @@ class FetchApi:
     def fetch(self, req: Request[FetchRequest]) -> None:
         body = req.body
         context = self.sessions.open(req.version, body.session_id, body.session_epoch, wanted(body, req.version),
-                                     forgotten(body, req.version) if req.version >= 7 else [], _now_ms())
+                                     forgotten(body, req.version) if req.version >= 7 else [], self.clock())
         if context.error:
             self._answer(req, context, Plan())
             return
-        plan = self.evaluate(req, context.partitions)
+        plan = self.evaluate(req, context)
         if plan.size >= body.min_bytes or plan.error or body.max_wait_ms <= 0 or not context.partitions:
             self._answer(req, context, plan)
             return
         self.topic_logs.spawn(self.park, req, context, trio.current_time() + body.max_wait_ms / 1000, plan.states)
 
     def _answer(self, req: Request[FetchRequest], context: FetchContext, plan: Plan) -> None:
-        answer = self.sessions.answer(context, plan.read, _now_ms())
-        req.reply.set(response(answer, context.session is not None, context.by_id))
-
-
-def _now_ms() -> int:
-    """The wall clock in milliseconds: a session's idle time is measured as Kafka's is."""
-    return time.time_ns() // 1_000_000
+        answer = self.sessions.answer(context, plan.read, self.clock())
+        req.reply.set(response(answer, context.by_id))

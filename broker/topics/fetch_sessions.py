@@ -56,9 +56,6 @@ class Wanted:
     partition: int
     fetch_offset: int
     max_bytes: int
-    # Which topic entry of the answer the partition goes in: partitions of one group that follow
-    # each other share an entry.
-    group: object = None
 
     def key(self, by_id: bool) -> Key:
         return (self.topic_id if by_id else self.topic, self.partition)
@@ -117,7 +114,11 @@ class FetchContext:
     error: int = ErrorCode.NONE
     session: FetchSession | None = None
     request_epoch: int = FINAL_EPOCH
-    create: bool = False
+
+    @property
+    def create(self) -> bool:
+        """A full fetch that opens a session (epoch 0)."""
+        return self.session is None and self.request_epoch == INITIAL_EPOCH
 
 
 @dataclass(slots=True)
@@ -162,7 +163,7 @@ class FetchSessionCache:
             if session_id != NO_SESSION:
                 # A full fetch closes the session it names.
                 self._remove(session_id)
-            return FetchContext(wanted, by_id, request_epoch=epoch, create=epoch == INITIAL_EPOCH)
+            return FetchContext(wanted, by_id, request_epoch=epoch)
         session = self.sessions.get(session_id)
         if session is None:
             return FetchContext([], by_id, ErrorCode.FETCH_SESSION_ID_NOT_FOUND)
@@ -217,9 +218,7 @@ class FetchSessionCache:
             return NO_SESSION
         partitions: dict[Key, CachedPartition] = {}
         for w, data in read:
-            partitions[w.key(context.by_id)] = CachedPartition(
-                Wanted(w.topic, w.topic_id, w.partition, w.fetch_offset, w.max_bytes),
-                data.high_watermark, data.log_start_offset)
+            partitions[w.key(context.by_id)] = CachedPartition(w, data.high_watermark, data.log_start_offset)
         session_id = self._new_id()
         session = FetchSession(session_id, context.by_id, partitions, now_ms)
         self.sessions[session_id] = session

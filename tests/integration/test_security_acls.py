@@ -516,3 +516,36 @@ def test_offsets_by_topic_id_are_checked_on_the_topic_the_id_names(secure: Secur
         every = c.call(9, 10, OffsetFetchRequest(groups=[G(group_id=group, topics=None)]))
         assert [t.topic_id for t in every.groups[0].topics] == [ids[TOPIC]]
         assert c.call(64, 0, UnregisterBrokerRequest(broker_id=me)).error_code == 31  # CLUSTER_AUTHORIZATION_FAILED
+
+
+def test_a_fetch_session_is_authorized_again_at_each_fetch(secure: SecureBroker) -> None:
+    """An incremental fetch names only what changed; the partitions its session holds from earlier
+    fetches are authorized again, so a Read ACL removed mid-session stops the reads (as in Kafka)."""
+    from protocol.messages.fetch import FetchRequest
+
+    topic = f"sessioned-{SUFFIX}"
+    admin = AdminClient(secure.confluent_conf("SASL_SSL", "SCRAM-SHA-512", user="admin"))
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)
+    read = _acl(ResourceType.TOPIC, topic, "User:alice", AclOperation.READ)
+    for future in admin.create_acls([read]).values():
+        future.result(10)
+
+    def fetch(c: Any, session_id: int, epoch: int, named: bool) -> Any:
+        topics = [FetchRequest.Topic(topic=topic, partitions=[
+            FetchRequest.Topic.Partition(partition=0, fetch_offset=0, partition_max_bytes=1 << 20)])] if named else []
+        return c.call(1, 12, FetchRequest(max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0,
+                                          session_id=session_id, session_epoch=epoch, topics=topics,
+                                          forgotten_topics_data=[]))
+
+    with _sasl_wire_client(secure, "alice") as c:
+        opened = fetch(c, 0, 0, named=True)
+        assert opened.error_code == 0 and opened.session_id != 0
+        assert [p.error_code for t in opened.responses for p in t.partitions] == [0]
+        assert fetch(c, opened.session_id, 1, named=False).responses == []  # nothing new
+        for future in admin.delete_acls([AclBindingFilter(
+                ResourceType.TOPIC, topic, ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.READ,
+                AclPermissionType.ALLOW)]).values():
+            future.result(10)
+        refused = fetch(c, opened.session_id, 2, named=False)
+        assert refused.error_code == 0
+        assert [p.error_code for t in refused.responses for p in t.partitions] == [29]  # TOPIC_AUTHORIZATION_FAILED

@@ -20,7 +20,7 @@ V12 = 12
 
 
 def want(partition: int, offset: int = 0, topic: str = "t") -> Wanted:
-    return Wanted(topic, bytes(16), partition, offset, 1 << 20, 0)
+    return Wanted(topic, bytes(16), partition, offset, 1 << 20)
 
 
 def data(partition: int, hw: int = 10, start: int = 0, records: bytes = b"", error: int = 0) -> PartitionData:
@@ -170,7 +170,7 @@ def test_no_slots_no_sessions() -> None:
 
 def test_sessions_of_topic_ids_key_partitions_by_id() -> None:
     cache = FetchSessionCache(10)
-    a, b = Wanted("", b"a" * 16, 0, 0, 100, 0), Wanted("", b"b" * 16, 0, 0, 100, 1)
+    a, b = Wanted("", b"a" * 16, 0, 0, 100), Wanted("", b"b" * 16, 0, 0, 100)
     context = cache.open(13, 0, 0, [a, b], [], 0)
     sid = cache.answer(context, read(context), 0).session_id
     context = cache.open(13, sid, 1, [], [(b"a" * 16, 0)], 1)
